@@ -1,0 +1,2 @@
+//! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
+pub mod sim;
