@@ -62,6 +62,17 @@ fn causes(d: &Decision) -> Vec<DeletionCause> {
     d.deletions.iter().map(|x| x.cause).collect()
 }
 
+/// (name, phase, approver, bindings, verdict, deletion causes, new phase)
+type Case = (
+    &'static str,
+    Phase,
+    Option<&'static str>,
+    Vec<RoleBinding>,
+    BindingVerdict,
+    Vec<DeletionCause>,
+    Option<Phase>,
+);
+
 #[test]
 fn each_phase_and_binding_state_gives_its_reason() {
     use BindingVerdict::*;
@@ -80,15 +91,7 @@ fn each_phase_and_binding_state_gives_its_reason() {
     );
     let wrong_role = rb("pgar-orders", vec![alice()], "cluster-admin", 5);
     // (name, phase, approver, bindings, verdict, deletion causes, new phase)
-    let cases: Vec<(
-        &str,
-        Phase,
-        Option<&'static str>,
-        Vec<RoleBinding>,
-        BindingVerdict,
-        Vec<C>,
-        Option<Phase>,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             "pending, nothing bound",
             Phase::Pending,
