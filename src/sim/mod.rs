@@ -1,1 +1,2 @@
 //! The embedded Kubernetes API server.
+pub mod selector;
