@@ -1,2 +1,3 @@
 //! The embedded Kubernetes API server.
+pub mod patch;
 pub mod selector;
