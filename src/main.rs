@@ -8,7 +8,11 @@ use clap::{Args, Parser, Subcommand};
 use pgtoolbox_operator::sim::{DenyRule, SimConfig, run_api_only};
 
 #[derive(Parser)]
-#[command(name = "pgtoolbox-operator", version, about = "CloudNativePG tools as declarative Kubernetes objects")]
+#[command(
+    name = "pgtoolbox-operator",
+    version,
+    about = "CloudNativePG tools as declarative Kubernetes objects"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -44,7 +48,10 @@ struct SimArgs {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     match cli.command {
         Command::Sim(args) => {

@@ -37,33 +37,47 @@ pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
 }
 
 fn field<'a>(body: &'a Value, name: &str) -> Result<&'a Value, ApiError> {
-    body.get(name).ok_or_else(|| ApiError::bad_request(format!("missing field {name:?}")))
+    body.get(name)
+        .ok_or_else(|| ApiError::bad_request(format!("missing field {name:?}")))
 }
 
 fn text<'a>(body: &'a Value, name: &str) -> Result<&'a str, ApiError> {
-    field(body, name)?.as_str().ok_or_else(|| ApiError::bad_request(format!("{name:?} must be a string")))
+    field(body, name)?
+        .as_str()
+        .ok_or_else(|| ApiError::bad_request(format!("{name:?} must be a string")))
 }
 
 async fn run(server: Arc<Server>, req: Request<Body>) -> Result<Value, ApiError> {
     let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| ApiError::too_large())?;
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| ApiError::too_large())?;
     let body: Value = if bytes.is_empty() {
         json!({})
     } else {
-        serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("admin body is not JSON: {e}")))?
+        serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::bad_request(format!("admin body is not JSON: {e}")))?
     };
-    let admin = Admin { server: server.clone() };
+    let admin = Admin {
+        server: server.clone(),
+    };
     let ok = json!({"ok": true});
     let path = parts.uri.path().trim_end_matches('/');
     match (&parts.method, path) {
-        (&Method::GET, "/_sim/stats") => serde_json::to_value(admin.stats()).map_err(|e| ApiError::internal(e.to_string())),
+        (&Method::GET, "/_sim/stats") => {
+            serde_json::to_value(admin.stats()).map_err(|e| ApiError::internal(e.to_string()))
+        }
         (&Method::DELETE, "/_sim/stats") => {
             admin.reset_stats();
             Ok(ok)
         }
-        (&Method::GET, "/_sim/faults") => serde_json::to_value(admin.state()).map_err(|e| ApiError::internal(e.to_string())),
+        (&Method::GET, "/_sim/faults") => {
+            serde_json::to_value(admin.state()).map_err(|e| ApiError::internal(e.to_string()))
+        }
         (&Method::POST, "/_sim/deny") => {
-            admin.deny(text(&body, "rule")?).map_err(ApiError::bad_request)?;
+            admin
+                .deny(text(&body, "rule")?)
+                .map_err(ApiError::bad_request)?;
             Ok(ok)
         }
         (&Method::DELETE, "/_sim/deny") => {
@@ -83,15 +97,24 @@ async fn run(server: Arc<Server>, req: Request<Body>) -> Result<Value, ApiError>
             Ok(ok)
         }
         (&Method::POST, "/_sim/errors") => {
-            let code = field(&body, "code")?.as_u64().filter(|c| (400..600).contains(c)).ok_or_else(|| ApiError::bad_request("code must be 400..599"))?;
+            let code = field(&body, "code")?
+                .as_u64()
+                .filter(|c| (400..600).contains(c))
+                .ok_or_else(|| ApiError::bad_request("code must be 400..599"))?;
             let count = body.get("count").and_then(Value::as_u64).unwrap_or(1) as u32;
-            admin.inject_errors(text(&body, "match")?, code as u16, count).map_err(ApiError::bad_request)?;
+            admin
+                .inject_errors(text(&body, "match")?, code as u16, count)
+                .map_err(ApiError::bad_request)?;
             Ok(ok)
         }
         (&Method::POST, "/_sim/latency") => {
-            let millis = field(&body, "millis")?.as_u64().ok_or_else(|| ApiError::bad_request("millis must be a number"))?;
+            let millis = field(&body, "millis")?
+                .as_u64()
+                .ok_or_else(|| ApiError::bad_request("millis must be a number"))?;
             let count = body.get("count").and_then(Value::as_u64).map(|c| c as u32);
-            admin.inject_latency(text(&body, "match")?, Duration::from_millis(millis), count).map_err(ApiError::bad_request)?;
+            admin
+                .inject_latency(text(&body, "match")?, Duration::from_millis(millis), count)
+                .map_err(ApiError::bad_request)?;
             Ok(ok)
         }
         (&Method::POST, "/_sim/clear") => {

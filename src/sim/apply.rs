@@ -25,5 +25,7 @@ pub fn server_side_apply(
     _manager: &str,
     _force: bool,
 ) -> Result<(StatusCode, Arc<Value>), ApiError> {
-    Err(ApiError::unsupported_media_type("application/apply-patch+yaml"))
+    Err(ApiError::unsupported_media_type(
+        "application/apply-patch+yaml",
+    ))
 }

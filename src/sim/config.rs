@@ -19,7 +19,9 @@ impl DenyRule {
     pub fn parse(text: &str) -> Result<Self, String> {
         let parts: Vec<&str> = text.split(':').collect();
         let [verb, target, namespace] = parts.as_slice() else {
-            return Err(format!("deny rule {text:?} must be VERB:[GROUP/]RESOURCE:NAMESPACE"));
+            return Err(format!(
+                "deny rule {text:?} must be VERB:[GROUP/]RESOURCE:NAMESPACE"
+            ));
         };
         let (group, resource) = match target.split_once('/') {
             Some((g, r)) => (g.to_string(), r.to_string()),
@@ -29,14 +31,22 @@ impl DenyRule {
         if verb.is_empty() || resource.is_empty() {
             return Err(format!("deny rule {text:?} has an empty verb or resource"));
         }
-        Ok(Self { verb: verb.to_string(), group, resource, namespace: namespace.to_string() })
+        Ok(Self {
+            verb: verb.to_string(),
+            group,
+            resource,
+            namespace: namespace.to_string(),
+        })
     }
 
     /// `namespace` is empty for cluster-scoped requests; only `*` or an empty rule namespace
     /// matches those.
     pub fn matches(&self, verb: &str, group: &str, resource: &str, namespace: &str) -> bool {
         let hit = |rule: &str, value: &str| rule == "*" || rule == value;
-        hit(&self.verb, verb) && hit(&self.group, group) && hit(&self.resource, resource) && hit(&self.namespace, namespace)
+        hit(&self.verb, verb)
+            && hit(&self.group, group)
+            && hit(&self.resource, resource)
+            && hit(&self.namespace, namespace)
     }
 }
 
@@ -45,7 +55,11 @@ impl std::fmt::Display for DenyRule {
         if self.group.is_empty() {
             write!(f, "{}:{}:{}", self.verb, self.resource, self.namespace)
         } else {
-            write!(f, "{}:{}/{}:{}", self.verb, self.group, self.resource, self.namespace)
+            write!(
+                f,
+                "{}:{}/{}:{}",
+                self.verb, self.group, self.resource, self.namespace
+            )
         }
     }
 }
@@ -109,7 +123,12 @@ mod tests {
         assert!(!r.matches("list", "", "clusters", "a"));
         let all = DenyRule::parse("get:*:*").unwrap();
         assert!(all.matches("get", "apps", "deployments", "x"));
-        assert_eq!(DenyRule::parse("create:secrets:team-d").unwrap().to_string(), "create:secrets:team-d");
+        assert_eq!(
+            DenyRule::parse("create:secrets:team-d")
+                .unwrap()
+                .to_string(),
+            "create:secrets:team-d"
+        );
     }
 
     #[test]

@@ -22,7 +22,10 @@ pub enum Discovery {
 const VERSION: (&str, &str) = ("1", "32");
 
 fn group_doc(name: &str, versions: &[String]) -> Value {
-    let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect();
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
     json!({"name": name, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(json!({}))})
 }
 
@@ -50,7 +53,11 @@ fn resource_docs(infos: &[std::sync::Arc<ResourceInfo>]) -> Vec<Value> {
 
 /// Aggregated discovery is not produced: clients that ask for it accept the plain documents,
 /// which always carry `Content-Type: application/json`.
-pub fn answer(server: &Server, what: Discovery, _headers: &HeaderMap) -> Result<Response, ApiError> {
+pub fn answer(
+    server: &Server,
+    what: Discovery,
+    _headers: &HeaderMap,
+) -> Result<Response, ApiError> {
     let reg = server.registry();
     let served = |g: &str| !server.faults.is_unserved(g);
     let body = match what {
@@ -73,7 +80,11 @@ pub fn answer(server: &Server, what: Discovery, _headers: &HeaderMap) -> Result<
             json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
         }
         Discovery::Group(g) => {
-            let versions = reg.groups().into_iter().find(|(name, _)| *name == g && served(name)).map(|(_, v)| v);
+            let versions = reg
+                .groups()
+                .into_iter()
+                .find(|(name, _)| *name == g && served(name))
+                .map(|(_, v)| v);
             let versions = versions.ok_or_else(ApiError::not_found_path)?;
             let mut doc = group_doc(&g, &versions);
             doc["kind"] = json!("APIGroup");
@@ -84,7 +95,11 @@ pub fn answer(server: &Server, what: Discovery, _headers: &HeaderMap) -> Result<
             if !served(&g) || !reg.serves_version(&g, &v) {
                 return Err(ApiError::not_found_path());
             }
-            let gv = if g.is_empty() { v.clone() } else { format!("{g}/{v}") };
+            let gv = if g.is_empty() {
+                v.clone()
+            } else {
+                format!("{g}/{v}")
+            };
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
                    "resources": resource_docs(&reg.resources(&g, &v))})
         }

@@ -34,7 +34,12 @@ pub struct Details {
 
 impl ApiError {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None }
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
     }
 
     fn with_target(mut self, group: &str, kind: &str, name: &str) -> Self {
@@ -49,27 +54,45 @@ impl ApiError {
 
     /// `resource` is the plural resource name (what the real server prints), e.g. `pods`.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, resource)))
-            .with_target(group, resource, name)
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        )
+        .with_target(group, resource, name)
     }
 
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, resource)))
-            .with_target(group, resource, name)
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        )
+        .with_target(group, resource, name)
     }
 
     pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
         Self::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified(group, resource)),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                qualified(group, resource)
+            ),
         )
         .with_target(group, resource, name)
     }
 
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let listed: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
-        let kind_group = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let listed: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        let kind_group = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         let mut err = Self::new(
             422,
             "Invalid",
@@ -103,11 +126,21 @@ impl ApiError {
     }
 
     pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {content_type:?})"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {content_type:?})"
+            ),
+        )
     }
 
     pub fn too_large() -> Self {
-        Self::new(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728")
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: limit is 3145728",
+        )
     }
 
     pub fn not_acceptable(message: impl Into<String>) -> Self {
@@ -119,7 +152,11 @@ impl ApiError {
     }
 
     pub fn not_found_path() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     /// The `Status` object a real server sends for this error.
@@ -161,7 +198,11 @@ impl ApiError {
 }
 
 fn qualified(group: &str, resource: &str) -> String {
-    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -186,10 +227,19 @@ mod tests {
 
     #[test]
     fn invalid_lists_causes() {
-        let causes = vec![Cause { field: "spec.x".into(), message: "Required value".into(), reason: "FieldValueRequired".into() }];
+        let causes = vec![Cause {
+            field: "spec.x".into(),
+            message: "Required value".into(),
+            reason: "FieldValueRequired".into(),
+        }];
         let s = ApiError::invalid("example.com", "Widget", "w", causes).to_status();
         assert_eq!(s["code"], 422);
         assert_eq!(s["details"]["causes"][0]["field"], "spec.x");
-        assert!(s["message"].as_str().unwrap_or_default().contains("Widget.example.com \"w\" is invalid"));
+        assert!(
+            s["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Widget.example.com \"w\" is invalid")
+        );
     }
 }

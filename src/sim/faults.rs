@@ -61,7 +61,11 @@ impl Faults {
             ..FaultState::default()
         };
         let (drop_watches, _) = tokio::sync::watch::channel(0);
-        Self { state: RwLock::new(state), force_gone: AtomicU32::new(0), drop_watches }
+        Self {
+            state: RwLock::new(state),
+            force_gone: AtomicU32::new(0),
+            drop_watches,
+        }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, FaultState> {
@@ -85,12 +89,28 @@ impl Faults {
         !s.unserved.is_empty() && s.unserved.contains(group)
     }
 
-    pub fn denied(&self, verb: &str, group: &str, resource: &str, namespace: &str) -> Option<DenyRule> {
-        self.read().deny.iter().find(|r| r.matches(verb, group, resource, namespace)).cloned()
+    pub fn denied(
+        &self,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+    ) -> Option<DenyRule> {
+        self.read()
+            .deny
+            .iter()
+            .find(|r| r.matches(verb, group, resource, namespace))
+            .cloned()
     }
 
     /// Latency to add and an error to answer, consuming one use of each matching injection.
-    pub fn injected(&self, verb: &str, group: &str, resource: &str, namespace: &str) -> (Option<Duration>, Verdict) {
+    pub fn injected(
+        &self,
+        verb: &str,
+        group: &str,
+        resource: &str,
+        namespace: &str,
+    ) -> (Option<Duration>, Verdict) {
         {
             let s = self.read();
             if s.errors.is_empty() && s.latency.is_empty() {
@@ -99,7 +119,11 @@ impl Faults {
         }
         let mut s = self.write();
         let mut delay = None;
-        if let Some(l) = s.latency.iter_mut().find(|l| l.rule.matches(verb, group, resource, namespace)) {
+        if let Some(l) = s
+            .latency
+            .iter_mut()
+            .find(|l| l.rule.matches(verb, group, resource, namespace))
+        {
             delay = Some(Duration::from_millis(l.millis));
             if let Some(n) = l.remaining.as_mut() {
                 *n = n.saturating_sub(1);
@@ -107,7 +131,11 @@ impl Faults {
         }
         s.latency.retain(|l| l.remaining != Some(0));
         let mut verdict = Verdict::Pass;
-        if let Some(e) = s.errors.iter_mut().find(|e| e.rule.matches(verb, group, resource, namespace)) {
+        if let Some(e) = s
+            .errors
+            .iter_mut()
+            .find(|e| e.rule.matches(verb, group, resource, namespace))
+        {
             verdict = Verdict::Fail(e.code);
             e.remaining = e.remaining.saturating_sub(1);
         }
@@ -225,12 +253,22 @@ impl Admin {
     /// (`VERB:[GROUP/]RESOURCE:NAMESPACE`, `*` wildcards).
     pub fn inject_errors(&self, pattern: &str, code: u16, count: u32) -> Result<(), String> {
         let rule = DenyRule::parse(pattern)?;
-        self.faults().write().errors.push(InjectedError { pattern: pattern.to_string(), code, remaining: count, rule });
+        self.faults().write().errors.push(InjectedError {
+            pattern: pattern.to_string(),
+            code,
+            remaining: count,
+            rule,
+        });
         Ok(())
     }
 
     /// Delay matching requests by `delay`, for `count` requests or until cleared when `None`.
-    pub fn inject_latency(&self, pattern: &str, delay: Duration, count: Option<u32>) -> Result<(), String> {
+    pub fn inject_latency(
+        &self,
+        pattern: &str,
+        delay: Duration,
+        count: Option<u32>,
+    ) -> Result<(), String> {
         let rule = DenyRule::parse(pattern)?;
         self.faults().write().latency.push(InjectedLatency {
             pattern: pattern.to_string(),
@@ -280,12 +318,29 @@ mod tests {
         let faults = Faults::new(&SimConfig::default());
         {
             let rule = DenyRule::parse("get:configmaps:*").unwrap();
-            faults.write().errors.push(InjectedError { pattern: String::new(), code: 503, remaining: 2, rule });
+            faults.write().errors.push(InjectedError {
+                pattern: String::new(),
+                code: 503,
+                remaining: 2,
+                rule,
+            });
         }
-        assert_eq!(faults.injected("get", "", "configmaps", "a").1, Verdict::Fail(503));
-        assert_eq!(faults.injected("list", "", "configmaps", "a").1, Verdict::Pass);
-        assert_eq!(faults.injected("get", "", "configmaps", "b").1, Verdict::Fail(503));
-        assert_eq!(faults.injected("get", "", "configmaps", "b").1, Verdict::Pass);
+        assert_eq!(
+            faults.injected("get", "", "configmaps", "a").1,
+            Verdict::Fail(503)
+        );
+        assert_eq!(
+            faults.injected("list", "", "configmaps", "a").1,
+            Verdict::Pass
+        );
+        assert_eq!(
+            faults.injected("get", "", "configmaps", "b").1,
+            Verdict::Fail(503)
+        );
+        assert_eq!(
+            faults.injected("get", "", "configmaps", "b").1,
+            Verdict::Pass
+        );
     }
 
     #[test]

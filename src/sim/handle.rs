@@ -15,7 +15,10 @@ use crate::sim::{external, http, ops};
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     #[error("cannot listen on {addr}: {source}")]
-    Bind { addr: SocketAddr, source: std::io::Error },
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
     #[error("cannot start the sim runtime: {0}")]
     Runtime(std::io::Error),
     #[error("CRD manifest refused: {0}")]
@@ -44,15 +47,20 @@ fn load_crd(server: &Server, text: &str) -> Result<(), SimError> {
         .registry()
         .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         .ok_or_else(|| SimError::Crd("CRDs are not served".into()))?;
-    ops::create(server, &mut server.store.lock(), &info, "", crd).map_err(|e| SimError::Crd(e.message))?;
+    ops::create(server, &mut server.store.lock(), &info, "", crd)
+        .map_err(|e| SimError::Crd(e.message))?;
     Ok(())
 }
 
 fn seed(server: &Server) -> Result<(), SimError> {
-    let ns_info = server.registry().lookup("", "v1", "namespaces").ok_or_else(|| SimError::Crd("namespaces are not served".into()))?;
+    let ns_info = server
+        .registry()
+        .lookup("", "v1", "namespaces")
+        .ok_or_else(|| SimError::Crd("namespaces are not served".into()))?;
     for ns in DEFAULT_NAMESPACES {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-        ops::create(server, &mut server.store.lock(), &ns_info, "", body).map_err(|e| SimError::Crd(e.message))?;
+        ops::create(server, &mut server.store.lock(), &ns_info, "", body)
+            .map_err(|e| SimError::Crd(e.message))?;
     }
     if server.config.external_crds {
         for (_, text) in external::EXTERNAL_CRDS {
@@ -74,7 +82,11 @@ impl Sim {
 
     /// [`Sim::start`] for callers without an async context.
     pub fn start_blocking(config: SimConfig) -> Result<Self, SimError> {
-        let listener = std::net::TcpListener::bind(config.listen).map_err(|source| SimError::Bind { addr: config.listen, source })?;
+        let listener =
+            std::net::TcpListener::bind(config.listen).map_err(|source| SimError::Bind {
+                addr: config.listen,
+                source,
+            })?;
         listener.set_nonblocking(true).map_err(SimError::Runtime)?;
         let addr = listener.local_addr().map_err(SimError::Runtime)?;
         let server = Arc::new(Server::new(config, addr.to_string()));
@@ -98,7 +110,8 @@ impl Sim {
                             return;
                         }
                     };
-                    let app = axum::Router::new().fallback(move |req| http::handle(app_server.clone(), req));
+                    let app = axum::Router::new()
+                        .fallback(move |req| http::handle(app_server.clone(), req));
                     tokio::select! {
                         served = axum::serve(listener, app) => {
                             if let Err(e) = served {
@@ -113,7 +126,12 @@ impl Sim {
             })
             .map_err(SimError::Runtime)?;
         tracing::info!(url = %format!("http://{addr}"), "sim API server listening");
-        Ok(Self { server, addr, stop: Some(stop), thread: Some(thread) })
+        Ok(Self {
+            server,
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
     }
 
     pub fn url(&self) -> String {
@@ -126,7 +144,10 @@ impl Sim {
 
     /// A client for the sim, defaulting to namespace `default`.
     pub fn try_client(&self) -> Result<kube::Client, SimError> {
-        let uri = self.url().parse::<axum::http::Uri>().map_err(|e| SimError::Client(e.to_string()))?;
+        let uri = self
+            .url()
+            .parse::<axum::http::Uri>()
+            .map_err(|e| SimError::Client(e.to_string()))?;
         let mut config = kube::Config::new(uri);
         config.default_namespace = "default".into();
         kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))
@@ -135,7 +156,8 @@ impl Sim {
     /// Like [`Sim::try_client`]; a loopback HTTP config cannot fail to build a client.
     pub fn client(&self) -> kube::Client {
         #[allow(clippy::expect_used)]
-        self.try_client().expect("a plain HTTP loopback client always builds")
+        self.try_client()
+            .expect("a plain HTTP loopback client always builds")
     }
 
     pub fn kubeconfig_yaml(&self) -> String {
@@ -150,7 +172,9 @@ impl Sim {
     }
 
     pub fn admin(&self) -> Admin {
-        Admin { server: self.server.clone() }
+        Admin {
+            server: self.server.clone(),
+        }
     }
 
     pub fn stats(&self) -> Stats {
@@ -171,14 +195,18 @@ impl Drop for Sim {
 
 /// `pgtoolbox-operator sim --api-only`: serve, print the URL, write the kubeconfig, and run
 /// until SIGINT or SIGTERM.
-pub async fn run_api_only(config: SimConfig, kubeconfig_out: Option<&Path>) -> Result<(), SimError> {
+pub async fn run_api_only(
+    config: SimConfig,
+    kubeconfig_out: Option<&Path>,
+) -> Result<(), SimError> {
     let sim = Sim::start(config).await?;
     println!("{}", sim.url());
     if let Some(path) = kubeconfig_out {
         sim.write_kubeconfig(path)?;
         println!("kubeconfig written to {}", path.display());
     }
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(SimError::Signal)?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(SimError::Signal)?;
     tokio::select! {
         r = tokio::signal::ctrl_c() => r.map_err(SimError::Signal)?,
         _ = term.recv() => {}

@@ -16,6 +16,7 @@ pub mod error;
 pub mod external;
 pub mod faults;
 pub mod http;
+pub mod openapi;
 pub mod ops;
 pub mod patch;
 pub mod render;
@@ -24,7 +25,7 @@ pub mod schema;
 pub mod selector;
 pub mod server;
 pub mod store;
-// pub mod table; (pending sim-pure)
+pub mod table;
 pub mod watch;
 
 mod handle;

@@ -13,7 +13,9 @@ use crate::sim::store::{EventType, Locked, ObjKey, ResKey};
 
 /// RFC 3339 time with second precision, as metadata timestamps are written.
 pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 pub fn res_key(info: &ResourceInfo) -> ResKey {
@@ -21,7 +23,9 @@ pub fn res_key(info: &ResourceInfo) -> ResKey {
 }
 
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
 }
 
 /// Make `obj` an object with an object `metadata`, so indexing below cannot panic.
@@ -46,11 +50,15 @@ fn remove_meta(obj: &mut Value, field: &str) {
 }
 
 fn finalizers(obj: &Value) -> usize {
-    obj.pointer("/metadata/finalizers").and_then(Value::as_array).map_or(0, Vec::len)
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
 }
 
 fn generation(obj: &Value) -> i64 {
-    obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0)
+    obj.pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
 }
 
 /// What a client may change through one endpoint.
@@ -65,15 +73,22 @@ fn spec_changed(old: &Value, new: &Value, status_separate: bool) -> bool {
     let empty = serde_json::Map::new();
     let o = old.as_object().unwrap_or(&empty);
     let n = new.as_object().unwrap_or(&empty);
-    let skip = |k: &str| k == "metadata" || k == "apiVersion" || k == "kind" || (status_separate && k == "status");
-    o.iter().filter(|(k, _)| !skip(k)).any(|(k, v)| n.get(k) != Some(v))
-        || n.iter().filter(|(k, _)| !skip(k)).any(|(k, _)| !o.contains_key(k))
+    let skip = |k: &str| {
+        k == "metadata" || k == "apiVersion" || k == "kind" || (status_separate && k == "status")
+    };
+    o.iter()
+        .filter(|(k, _)| !skip(k))
+        .any(|(k, v)| n.get(k) != Some(v))
+        || n.iter()
+            .filter(|(k, _)| !skip(k))
+            .any(|(k, _)| !o.contains_key(k))
 }
 
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -88,7 +103,11 @@ fn name_problem(info: &ResourceInfo, name: &str) -> Option<String> {
     let ok = if info.group.is_empty() && info.plural == "namespaces" {
         is_dns_label(name)
     } else if info.group == "rbac.authorization.k8s.io" {
-        !name.is_empty() && name != "." && name != ".." && !name.contains('/') && !name.contains('%')
+        !name.is_empty()
+            && name != "."
+            && name != ".."
+            && !name.contains('/')
+            && !name.contains('%')
     } else {
         is_dns_subdomain(name)
     };
@@ -112,7 +131,9 @@ fn generate_suffix(seed: u64) -> String {
 /// Refuse a body whose kind or apiVersion is not the one of the URL; fill them in when absent.
 fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
     if !obj.is_object() {
-        return Err(ApiError::bad_request("the request body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
     }
     let want = info.api_version();
     match obj.get("apiVersion").and_then(Value::as_str) {
@@ -140,7 +161,9 @@ fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
 
 /// Defaults, pruning and validation of a custom resource against its CRD schema.
 fn apply_schema(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
-    let Some(schema) = &info.schema else { return Ok(()) };
+    let Some(schema) = &info.schema else {
+        return Ok(());
+    };
     // The server never prunes the type and object metadata, whatever the schema says.
     let keep: Vec<(String, Value)> = ["apiVersion", "kind", "metadata"]
         .iter()
@@ -154,9 +177,18 @@ fn apply_schema(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) -> Re
     schema.validate(obj, old).map_err(|errors| {
         let causes = errors
             .into_iter()
-            .map(|e| Cause { reason: e.kind.reason().to_string(), field: e.path, message: e.message })
+            .map(|e| Cause {
+                reason: e.kind.reason().to_string(),
+                field: e.path,
+                message: e.message,
+            })
             .collect();
-        ApiError::invalid(&info.group, &info.kind, meta_str(obj, "name").unwrap_or(""), causes)
+        ApiError::invalid(
+            &info.group,
+            &info.kind,
+            meta_str(obj, "name").unwrap_or(""),
+            causes,
+        )
     })
 }
 
@@ -167,11 +199,13 @@ fn check_namespace(l: &Locked<'_>, info: &ResourceInfo, namespace: &str) -> Resu
     let ns_key = (String::new(), "namespaces".to_string());
     match l.get(&ns_key, &(String::new(), namespace.to_string())) {
         None => Err(ApiError::not_found("", "namespaces", namespace)),
-        Some(ns) if ns.pointer("/metadata/deletionTimestamp").is_some() => Err(ApiError::forbidden(format!(
-            "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
-            info.plural,
-            meta_str(&ns, "name").unwrap_or("")
-        ))),
+        Some(ns) if ns.pointer("/metadata/deletionTimestamp").is_some() => {
+            Err(ApiError::forbidden(format!(
+                "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                info.plural,
+                meta_str(&ns, "name").unwrap_or("")
+            )))
+        }
         Some(_) => Ok(()),
     }
 }
@@ -187,9 +221,7 @@ fn builtin_defaults(info: &ResourceInfo, obj: &mut Value) {
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
             let now = now_rfc3339();
-            let cond = |t: &str, reason: &str, msg: &str| {
-                json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg})
-            };
+            let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
             obj["status"] = json!({
                 "acceptedNames": names,
                 "conditions": [
@@ -214,14 +246,27 @@ fn crd_resources(obj: &Value) -> Result<Vec<ResourceInfo>, ApiError> {
             "apiextensions.k8s.io",
             "CustomResourceDefinition",
             name,
-            vec![Cause { field: field.into(), message, reason: "FieldValueInvalid".into() }],
+            vec![Cause {
+                field: field.into(),
+                message,
+                reason: "FieldValueInvalid".into(),
+            }],
         )
     };
     let infos = resources::from_crd(obj).map_err(|e| invalid("spec", e))?;
-    let group = obj.pointer("/spec/group").and_then(Value::as_str).unwrap_or("");
-    let plural = obj.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or("");
+    let group = obj
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let plural = obj
+        .pointer("/spec/names/plural")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if name != format!("{plural}.{group}") {
-        return Err(invalid("metadata.name", format!("must be spec.names.plural+\".\"+spec.group: {plural}.{group}")));
+        return Err(invalid(
+            "metadata.name",
+            format!("must be spec.names.plural+\".\"+spec.group: {plural}.{group}"),
+        ));
     }
     Ok(infos)
 }
@@ -237,7 +282,13 @@ fn register_crd(server: &Server, infos: Vec<ResourceInfo>) {
 }
 
 /// Create `body` in `namespace` (empty for cluster-scoped kinds).
-pub fn create(server: &Server, l: &mut Locked<'_>, info: &ResourceInfo, namespace: &str, mut body: Value) -> Result<Arc<Value>, ApiError> {
+pub fn create(
+    server: &Server,
+    l: &mut Locked<'_>,
+    info: &ResourceInfo,
+    namespace: &str,
+    mut body: Value,
+) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
     match (info.namespaced, meta_str(&body, "namespace")) {
         (true, Some(ns)) if !ns.is_empty() && ns != namespace => {
@@ -276,12 +327,23 @@ pub fn create(server: &Server, l: &mut Locked<'_>, info: &ResourceInfo, namespac
             &info.group,
             &info.kind,
             &name,
-            vec![Cause { field: "metadata.name".into(), message: format!("Invalid value: \"{name}\": {problem}"), reason: "FieldValueInvalid".into() }],
+            vec![Cause {
+                field: "metadata.name".into(),
+                message: format!("Invalid value: \"{name}\": {problem}"),
+                reason: "FieldValueInvalid".into(),
+            }],
         ));
     }
     check_namespace(l, info, namespace)?;
     let res = res_key(info);
-    let key: ObjKey = (if info.namespaced { namespace.to_string() } else { String::new() }, name.clone());
+    let key: ObjKey = (
+        if info.namespaced {
+            namespace.to_string()
+        } else {
+            String::new()
+        },
+        name.clone(),
+    );
     if l.get(&res, &key).is_some() {
         return Err(ApiError::already_exists(&info.group, &info.plural, &name));
     }
@@ -292,7 +354,8 @@ pub fn create(server: &Server, l: &mut Locked<'_>, info: &ResourceInfo, namespac
         }
     }
     apply_schema(info, &mut body, None)?;
-    let crd = if info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions" {
+    let crd = if info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions"
+    {
         Some(crd_resources(&body)?)
     } else {
         None
@@ -303,7 +366,11 @@ pub fn create(server: &Server, l: &mut Locked<'_>, info: &ResourceInfo, namespac
     set_meta(&mut body, "resourceVersion", json!(rv.to_string()));
     set_meta(&mut body, "creationTimestamp", json!(now_rfc3339()));
     set_meta(&mut body, "generation", json!(1));
-    for f in ["deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+    for f in [
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
         remove_meta(&mut body, f);
     }
     let stored = l.put(&res, key, body, rv, EventType::Added);
@@ -325,7 +392,14 @@ pub fn update(
 ) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
     let res = res_key(info);
-    let key: ObjKey = (if info.namespaced { namespace.to_string() } else { String::new() }, name.to_string());
+    let key: ObjKey = (
+        if info.namespaced {
+            namespace.to_string()
+        } else {
+            String::new()
+        },
+        name.to_string(),
+    );
     let Some(old) = l.get(&res, &key) else {
         return Err(ApiError::not_found(&info.group, &info.plural, name));
     };
@@ -367,7 +441,9 @@ pub fn update(
             &info.group,
             &info.plural,
             name,
-            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}"),
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}"
+            ),
         ));
     }
 
@@ -397,7 +473,13 @@ pub fn update(
                 }
             }
             // System-owned metadata survives whatever the client sent.
-            for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+            for f in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
                 match old.pointer(&format!("/metadata/{f}")) {
                     Some(v) => set_meta(&mut body, f, v.clone()),
                     None => remove_meta(&mut body, f),
@@ -416,11 +498,19 @@ pub fn update(
             &info.group,
             &info.kind,
             name,
-            vec![Cause { field: "metadata.finalizers".into(), message: "Forbidden: no new finalizers can be added if the object is being deleted".into(), reason: "FieldValueForbidden".into() }],
+            vec![Cause {
+                field: "metadata.finalizers".into(),
+                message: "Forbidden: no new finalizers can be added if the object is being deleted"
+                    .into(),
+                reason: "FieldValueForbidden".into(),
+            }],
         ));
     }
     apply_schema(info, &mut new, Some(&old))?;
-    let crd = if info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions" && sub == Subresource::Main {
+    let crd = if info.group == "apiextensions.k8s.io"
+        && info.plural == "customresourcedefinitions"
+        && sub == Subresource::Main
+    {
         Some(crd_resources(&new)?)
     } else {
         None
@@ -482,7 +572,14 @@ pub fn patch(
     sub: Subresource,
 ) -> Result<Arc<Value>, ApiError> {
     let res = res_key(info);
-    let key: ObjKey = (if info.namespaced { namespace.to_string() } else { String::new() }, name.to_string());
+    let key: ObjKey = (
+        if info.namespaced {
+            namespace.to_string()
+        } else {
+            String::new()
+        },
+        name.to_string(),
+    );
     let Some(old) = l.get(&res, &key) else {
         return Err(ApiError::not_found(&info.group, &info.plural, name));
     };
@@ -496,21 +593,35 @@ pub fn patch(
         }
         PatchKind::Json => {
             if !patch_body.is_array() {
-                return Err(ApiError::bad_request("a JSON patch must be a JSON array of operations"));
+                return Err(ApiError::bad_request(
+                    "a JSON patch must be a JSON array of operations",
+                ));
             }
             patch::json_patch(&mut target, patch_body).map_err(|e| {
-                ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}"))
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("the server rejected our request due to an error in our request: {e}"),
+                )
             })?;
         }
         PatchKind::Strategic => {
             if info.custom {
-                return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+                return Err(ApiError::unsupported_media_type(
+                    "application/strategic-merge-patch+json",
+                ));
             }
-            patch::strategic_merge_patch(&mut target, patch_body, &patch::GroupKind::new(&info.group, &info.kind))
-                .map_err(ApiError::bad_request)?;
+            patch::strategic_merge_patch(
+                &mut target,
+                patch_body,
+                &patch::GroupKind::new(&info.group, &info.kind),
+            )
+            .map_err(ApiError::bad_request)?;
         }
         PatchKind::Apply => {
-            return Err(ApiError::unsupported_media_type("application/apply-patch+yaml"));
+            return Err(ApiError::unsupported_media_type(
+                "application/apply-patch+yaml",
+            ));
         }
     }
     update(server, l, info, namespace, name, target, sub)
@@ -538,9 +649,23 @@ impl DeleteOpts {
 }
 
 /// Delete one object: preconditions, finalizers, namespace contents and dependents.
-pub fn delete(server: &Server, l: &mut Locked<'_>, info: &ResourceInfo, namespace: &str, name: &str, opts: &DeleteOpts) -> Result<Arc<Value>, ApiError> {
+pub fn delete(
+    server: &Server,
+    l: &mut Locked<'_>,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    opts: &DeleteOpts,
+) -> Result<Arc<Value>, ApiError> {
     let res = res_key(info);
-    let key: ObjKey = (if info.namespaced { namespace.to_string() } else { String::new() }, name.to_string());
+    let key: ObjKey = (
+        if info.namespaced {
+            namespace.to_string()
+        } else {
+            String::new()
+        },
+        name.to_string(),
+    );
     let Some(old) = l.get(&res, &key) else {
         return Err(ApiError::not_found(&info.group, &info.plural, name));
     };
@@ -563,7 +688,9 @@ pub fn delete(server: &Server, l: &mut Locked<'_>, info: &ResourceInfo, namespac
             &info.group,
             &info.plural,
             name,
-            &format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {old_rv}"),
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {old_rv}"
+            ),
         ));
     }
     if opts.orphan {
@@ -576,7 +703,13 @@ pub fn delete(server: &Server, l: &mut Locked<'_>, info: &ResourceInfo, namespac
 }
 
 /// Mark for deletion when finalizers remain, otherwise remove and collect dependents.
-fn delete_object(server: &Server, l: &mut Locked<'_>, res: &ResKey, key: &ObjKey, old: Arc<Value>) -> Arc<Value> {
+fn delete_object(
+    server: &Server,
+    l: &mut Locked<'_>,
+    res: &ResKey,
+    key: &ObjKey,
+    old: Arc<Value>,
+) -> Arc<Value> {
     if finalizers(&old) > 0 {
         if old.pointer("/metadata/deletionTimestamp").is_some() {
             return old;
@@ -597,7 +730,13 @@ fn delete_object(server: &Server, l: &mut Locked<'_>, res: &ResKey, key: &ObjKey
     gone
 }
 
-fn delete_namespace(server: &Server, l: &mut Locked<'_>, res: &ResKey, key: &ObjKey, old: Arc<Value>) -> Arc<Value> {
+fn delete_namespace(
+    server: &Server,
+    l: &mut Locked<'_>,
+    res: &ResKey,
+    key: &ObjKey,
+    old: Arc<Value>,
+) -> Arc<Value> {
     let ns = key.1.clone();
     let mut marked = (*old).clone();
     if marked.pointer("/metadata/deletionTimestamp").is_none() {
@@ -631,7 +770,13 @@ fn after_removal(server: &Server, l: &mut Locked<'_>, gone: &Value, key: &ObjKey
             let orphaned = dep
                 .pointer("/metadata/ownerReferences")
                 .and_then(Value::as_array)
-                .is_some_and(|refs| refs.iter().all(|o| !o.get("uid").and_then(Value::as_str).is_some_and(|u| l.uid_alive(u))));
+                .is_some_and(|refs| {
+                    refs.iter().all(|o| {
+                        !o.get("uid")
+                            .and_then(Value::as_str)
+                            .is_some_and(|u| l.uid_alive(u))
+                    })
+                });
             if orphaned {
                 delete_object(server, l, &r, &k, dep);
             }
@@ -658,7 +803,10 @@ fn after_removal(server: &Server, l: &mut Locked<'_>, gone: &Value, key: &ObjKey
     {
         let res = (group.to_string(), plural.to_string());
         for obj in l.list(&res, None) {
-            let k = (meta_str(&obj, "namespace").unwrap_or("").to_string(), meta_str(&obj, "name").unwrap_or("").to_string());
+            let k = (
+                meta_str(&obj, "namespace").unwrap_or("").to_string(),
+                meta_str(&obj, "name").unwrap_or("").to_string(),
+            );
             let mut last = (*obj).clone();
             let rv = l.next_rv();
             set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
@@ -672,7 +820,10 @@ fn after_removal(server: &Server, l: &mut Locked<'_>, gone: &Value, key: &ObjKey
 fn orphan_dependents(l: &mut Locked<'_>, owner_uid: &str) {
     for (r, k, dep) in l.dependents_of(owner_uid) {
         let mut changed = (*dep).clone();
-        if let Some(refs) = changed.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+        if let Some(refs) = changed
+            .pointer_mut("/metadata/ownerReferences")
+            .and_then(Value::as_array_mut)
+        {
             refs.retain(|o| o.get("uid").and_then(Value::as_str) != Some(owner_uid));
         }
         let rv = l.next_rv();
@@ -688,7 +839,8 @@ mod tests {
     #[test]
     fn generation_ignores_metadata_and_separate_status() {
         let old = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}, "status": {"y": 1}});
-        let relabelled = json!({"metadata": {"labels": {"a": "2"}}, "spec": {"x": 1}, "status": {"y": 2}});
+        let relabelled =
+            json!({"metadata": {"labels": {"a": "2"}}, "spec": {"x": 1}, "status": {"y": 2}});
         assert!(!spec_changed(&old, &relabelled, true));
         assert!(spec_changed(&old, &relabelled, false));
         let respec = json!({"metadata": {}, "spec": {"x": 2}});
@@ -700,11 +852,23 @@ mod tests {
     #[test]
     fn names_follow_the_kind_rules() {
         let infos = resources::builtins();
-        let find = |g: &str, p: &str| infos.iter().find(|i| i.group == g && i.plural == p).cloned().unwrap();
+        let find = |g: &str, p: &str| {
+            infos
+                .iter()
+                .find(|i| i.group == g && i.plural == p)
+                .cloned()
+                .unwrap()
+        };
         assert!(name_problem(&find("", "configmaps"), "a.b-c").is_none());
         assert!(name_problem(&find("", "configmaps"), "Upper").is_some());
         assert!(name_problem(&find("", "namespaces"), "a.b").is_some());
-        assert!(name_problem(&find("rbac.authorization.k8s.io", "clusterroles"), "system:x").is_none());
+        assert!(
+            name_problem(
+                &find("rbac.authorization.k8s.io", "clusterroles"),
+                "system:x"
+            )
+            .is_none()
+        );
     }
 
     #[test]
@@ -715,7 +879,10 @@ mod tests {
 
     #[test]
     fn patch_kind_from_content_type() {
-        assert_eq!(PatchKind::from_content_type("application/merge-patch+json; charset=utf-8"), Some(PatchKind::Merge));
+        assert_eq!(
+            PatchKind::from_content_type("application/merge-patch+json; charset=utf-8"),
+            Some(PatchKind::Merge)
+        );
         assert_eq!(PatchKind::from_content_type("application/json"), None);
     }
 }

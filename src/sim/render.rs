@@ -38,7 +38,7 @@ pub fn object(info: &ResourceInfo, obj: &Value, shape: Shape) -> Value {
 }
 
 fn table(info: &ResourceInfo, objs: &[&Value], rv: Option<u64>, next: Option<&str>) -> Value {
-    let mut t = pending_table(info, objs);
+    let mut t = crate::sim::table::render_table(&info.printer_columns, objs);
     if let Some(rv) = rv {
         t["metadata"]["resourceVersion"] = json!(rv.to_string());
     }
@@ -49,13 +49,23 @@ fn table(info: &ResourceInfo, objs: &[&Value], rv: Option<u64>, next: Option<&st
 }
 
 /// A list answer as bytes.
-pub fn list(info: &ResourceInfo, items: &[Arc<Value>], rv: u64, next: Option<&str>, remaining: Option<usize>, shape: Shape) -> Vec<u8> {
+pub fn list(
+    info: &ResourceInfo,
+    items: &[Arc<Value>],
+    rv: u64,
+    next: Option<&str>,
+    remaining: Option<usize>,
+    shape: Shape,
+) -> Vec<u8> {
     if shape == Shape::Table {
         let objs: Vec<&Value> = items.iter().map(|a| a.as_ref()).collect();
         return serde_json::to_vec(&table(info, &objs, Some(rv), next)).unwrap_or_default();
     }
     let (kind, api_version) = match shape {
-        Shape::Metadata => ("PartialObjectMetadataList".to_string(), "meta.k8s.io/v1".to_string()),
+        Shape::Metadata => (
+            "PartialObjectMetadataList".to_string(),
+            "meta.k8s.io/v1".to_string(),
+        ),
         _ => (format!("{}List", info.kind), info.api_version()),
     };
     let mut meta = json!({"resourceVersion": rv.to_string()});
@@ -95,21 +105,18 @@ mod tests {
     fn lists_are_valid_json_with_items() {
         let infos = builtins();
         let cm = infos.iter().find(|i| i.plural == "configmaps").unwrap();
-        let items = vec![Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}))];
+        let items = vec![Arc::new(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+        )];
         let bytes = list(cm, &items, 7, Some("tok"), Some(3), Shape::Full);
         let v: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(v["kind"], "ConfigMapList");
         assert_eq!(v["metadata"]["resourceVersion"], "7");
         assert_eq!(v["metadata"]["continue"], "tok");
         assert_eq!(v["items"][0]["metadata"]["name"], "a");
-        let meta: Value = serde_json::from_slice(&list(cm, &items, 7, None, None, Shape::Metadata)).unwrap();
+        let meta: Value =
+            serde_json::from_slice(&list(cm, &items, 7, None, None, Shape::Metadata)).unwrap();
         assert_eq!(meta["kind"], "PartialObjectMetadataList");
         assert_eq!(meta["items"][0]["kind"], "PartialObjectMetadata");
     }
-}
-
-// Placeholder until sim-pure's table module lands: names only.
-fn pending_table(_info: &ResourceInfo, objs: &[&Value]) -> Value {
-    let rows: Vec<Value> = objs.iter().map(|o| json!({"cells": [o.pointer("/metadata/name").cloned().unwrap_or(Value::Null)], "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o.get("metadata").cloned().unwrap_or(Value::Null)}})).collect();
-    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {}, "columnDefinitions": [{"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0}], "rows": rows})
 }

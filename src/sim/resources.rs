@@ -30,15 +30,32 @@ pub struct ResourceInfo {
 
 impl ResourceInfo {
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     pub fn group_resource(&self) -> String {
-        if self.group.is_empty() { self.plural.clone() } else { format!("{}/{}", self.group, self.plural) }
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}/{}", self.group, self.plural)
+        }
     }
 }
 
-const ALL_VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const ALL_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 struct Builtin {
     group: &'static str,
@@ -59,7 +76,15 @@ const fn b(
     status: bool,
     short: &'static [&'static str],
 ) -> Builtin {
-    Builtin { group, version, kind, plural, namespaced, status, short }
+    Builtin {
+        group,
+        version,
+        kind,
+        plural,
+        namespaced,
+        status,
+        short,
+    }
 }
 
 /// The built-in kinds the operator and kubectl need; CRDs extend this at run time.
@@ -68,27 +93,139 @@ const BUILTINS: &[Builtin] = &[
     b("", "v1", "Secret", "secrets", true, false, &[]),
     b("", "v1", "ConfigMap", "configmaps", true, false, &["cm"]),
     b("", "v1", "Service", "services", true, true, &["svc"]),
-    b("", "v1", "ServiceAccount", "serviceaccounts", true, false, &["sa"]),
+    b(
+        "",
+        "v1",
+        "ServiceAccount",
+        "serviceaccounts",
+        true,
+        false,
+        &["sa"],
+    ),
     b("", "v1", "Pod", "pods", true, true, &["po"]),
     b("", "v1", "Event", "events", true, false, &["ev"]),
     b("", "v1", "Node", "nodes", false, true, &["no"]),
     b("", "v1", "Endpoints", "endpoints", true, false, &["ep"]),
-    b("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", true, true, &["pvc"]),
-    b("apps", "v1", "Deployment", "deployments", true, true, &["deploy"]),
-    b("apps", "v1", "StatefulSet", "statefulsets", true, true, &["sts"]),
+    b(
+        "",
+        "v1",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        true,
+        true,
+        &["pvc"],
+    ),
+    b(
+        "apps",
+        "v1",
+        "Deployment",
+        "deployments",
+        true,
+        true,
+        &["deploy"],
+    ),
+    b(
+        "apps",
+        "v1",
+        "StatefulSet",
+        "statefulsets",
+        true,
+        true,
+        &["sts"],
+    ),
     b("apps", "v1", "DaemonSet", "daemonsets", true, true, &["ds"]),
-    b("apps", "v1", "ReplicaSet", "replicasets", true, true, &["rs"]),
+    b(
+        "apps",
+        "v1",
+        "ReplicaSet",
+        "replicasets",
+        true,
+        true,
+        &["rs"],
+    ),
     b("batch", "v1", "Job", "jobs", true, true, &[]),
     b("batch", "v1", "CronJob", "cronjobs", true, true, &["cj"]),
-    b("rbac.authorization.k8s.io", "v1", "Role", "roles", true, false, &[]),
-    b("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, false, &[]),
-    b("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, false, &[]),
-    b("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, false, &[]),
-    b("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", true, false, &["netpol"]),
-    b("networking.k8s.io", "v1", "Ingress", "ingresses", true, true, &["ing"]),
-    b("coordination.k8s.io", "v1", "Lease", "leases", true, false, &[]),
-    b("events.k8s.io", "v1", "Event", "events", true, false, &["ev"]),
-    b("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, true, &["crd", "crds"]),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        "roles",
+        true,
+        false,
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        "rolebindings",
+        true,
+        false,
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        "clusterroles",
+        false,
+        false,
+        &[],
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+        false,
+        &[],
+    ),
+    b(
+        "networking.k8s.io",
+        "v1",
+        "NetworkPolicy",
+        "networkpolicies",
+        true,
+        false,
+        &["netpol"],
+    ),
+    b(
+        "networking.k8s.io",
+        "v1",
+        "Ingress",
+        "ingresses",
+        true,
+        true,
+        &["ing"],
+    ),
+    b(
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "leases",
+        true,
+        false,
+        &[],
+    ),
+    b(
+        "events.k8s.io",
+        "v1",
+        "Event",
+        "events",
+        true,
+        false,
+        &["ev"],
+    ),
+    b(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        true,
+        &["crd", "crds"],
+    ),
 ];
 
 /// Kinds of the built-in table, ready to register.
@@ -134,14 +271,32 @@ pub fn builtins() -> Vec<ResourceInfo> {
 /// Kind and plural resource names served for one CRD version.
 pub fn from_crd(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
     let spec = crd.get("spec").ok_or("spec is required")?;
-    let group = spec.get("group").and_then(Value::as_str).ok_or("spec.group is required")?;
+    let group = spec
+        .get("group")
+        .and_then(Value::as_str)
+        .ok_or("spec.group is required")?;
     let names = spec.get("names").ok_or("spec.names is required")?;
-    let kind = names.get("kind").and_then(Value::as_str).ok_or("spec.names.kind is required")?;
-    let plural = names.get("plural").and_then(Value::as_str).ok_or("spec.names.plural is required")?;
-    let singular = names.get("singular").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| kind.to_lowercase());
+    let kind = names
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or("spec.names.kind is required")?;
+    let plural = names
+        .get("plural")
+        .and_then(Value::as_str)
+        .ok_or("spec.names.plural is required")?;
+    let singular = names
+        .get("singular")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| kind.to_lowercase());
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let short_names = strings(names.get("shortNames"));
@@ -149,17 +304,29 @@ pub fn from_crd(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
     let namespaced = match spec.get("scope").and_then(Value::as_str) {
         Some("Namespaced") => true,
         Some("Cluster") => false,
-        other => return Err(format!("spec.scope must be Namespaced or Cluster, got {other:?}")),
+        other => {
+            return Err(format!(
+                "spec.scope must be Namespaced or Cluster, got {other:?}"
+            ));
+        }
     };
-    let versions = spec.get("versions").and_then(Value::as_array).ok_or("spec.versions is required")?;
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .ok_or("spec.versions is required")?;
     let mut out = Vec::new();
     for v in versions {
         if v.get("served").and_then(Value::as_bool) == Some(false) {
             continue;
         }
-        let version = v.get("name").and_then(Value::as_str).ok_or("spec.versions[].name is required")?;
+        let version = v
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("spec.versions[].name is required")?;
         let schema = match v.pointer("/schema/openAPIV3Schema") {
-            Some(_) => Some(Arc::new(crate::sim::schema::CrdSchema::from_crd_version(v)?)),
+            Some(_) => Some(Arc::new(crate::sim::schema::CrdSchema::from_crd_version(
+                v,
+            )?)),
             None => None,
         };
         out.push(ResourceInfo {
@@ -194,8 +361,14 @@ mod tests {
     #[test]
     fn builtins_include_core_namespaces_and_reviews() {
         let all = builtins();
-        assert!(all.iter().any(|r| r.group.is_empty() && r.plural == "namespaces" && !r.namespaced));
-        assert!(all.iter().any(|r| r.plural == "selfsubjectaccessreviews" && r.create_only));
+        assert!(
+            all.iter()
+                .any(|r| r.group.is_empty() && r.plural == "namespaces" && !r.namespaced)
+        );
+        assert!(
+            all.iter()
+                .any(|r| r.plural == "selfsubjectaccessreviews" && r.create_only)
+        );
     }
 
     #[test]
@@ -212,7 +385,8 @@ mod tests {
 
     #[test]
     fn crd_without_scope_is_rejected() {
-        let crd = json!({"spec": {"group": "g", "names": {"kind": "K", "plural": "ks"}, "versions": []}});
+        let crd =
+            json!({"spec": {"group": "g", "names": {"kind": "K", "plural": "ks"}, "versions": []}});
         assert!(from_crd(&crd).is_err());
     }
 }

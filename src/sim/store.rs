@@ -76,15 +76,26 @@ impl Store {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0x5eed);
-        let inner = Inner { history_cap: history_cap.max(1), uid_seed: seed, rv: 1, ..Inner::default() };
-        Self { inner: Mutex::new(inner), tx }
+        let inner = Inner {
+            history_cap: history_cap.max(1),
+            uid_seed: seed,
+            rv: 1,
+            ..Inner::default()
+        };
+        Self {
+            inner: Mutex::new(inner),
+            tx,
+        }
     }
 
     /// Lock the store for one operation. A poisoned lock (a panic mid-write) still holds
     /// consistent maps because every write is a single insert/remove, so recover it.
     pub fn lock(&self) -> Locked<'_> {
         let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        Locked { guard, tx: &self.tx }
+        Locked {
+            guard,
+            tx: &self.tx,
+        }
     }
 
     pub fn subscribe_locked(&self, _proof: &Locked<'_>) -> broadcast::Receiver<Arc<Event>> {
@@ -113,7 +124,9 @@ impl Locked<'_> {
 
     /// Objects of one resource, optionally of one namespace, in key order.
     pub fn list(&self, res: &ResKey, namespace: Option<&str>) -> Vec<Arc<Value>> {
-        let Some(table) = self.guard.tables.get(res) else { return Vec::new() };
+        let Some(table) = self.guard.tables.get(res) else {
+            return Vec::new();
+        };
         match namespace {
             None => table.values().cloned().collect(),
             Some(ns) => table
@@ -125,8 +138,15 @@ impl Locked<'_> {
     }
 
     /// Objects after `after` (exclusive) in key order, for paging.
-    pub fn list_after(&self, res: &ResKey, namespace: Option<&str>, after: &ObjKey) -> Vec<Arc<Value>> {
-        let Some(table) = self.guard.tables.get(res) else { return Vec::new() };
+    pub fn list_after(
+        &self,
+        res: &ResKey,
+        namespace: Option<&str>,
+        after: &ObjKey,
+    ) -> Vec<Arc<Value>> {
+        let Some(table) = self.guard.tables.get(res) else {
+            return Vec::new();
+        };
         use std::ops::Bound::{Excluded, Unbounded};
         table
             .range((Excluded(after.clone()), Unbounded))
@@ -139,7 +159,10 @@ impl Locked<'_> {
     pub fn keys_in_namespace(&self, namespace: &str) -> Vec<(ResKey, ObjKey)> {
         let mut out = Vec::new();
         for (res, table) in &self.guard.tables {
-            for (key, _) in table.range((namespace.to_string(), String::new())..).take_while(|((n, _), _)| n == namespace) {
+            for (key, _) in table
+                .range((namespace.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == namespace)
+            {
                 out.push((res.clone(), key.clone()));
             }
         }
@@ -154,7 +177,10 @@ impl Locked<'_> {
                 let owned = obj
                     .pointer("/metadata/ownerReferences")
                     .and_then(Value::as_array)
-                    .is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(owner_uid)));
+                    .is_some_and(|refs| {
+                        refs.iter()
+                            .any(|r| r.get("uid").and_then(Value::as_str) == Some(owner_uid))
+                    });
                 if owned {
                     out.push((res.clone(), key.clone(), obj.clone()));
                 }
@@ -185,14 +211,31 @@ impl Locked<'_> {
     }
 
     /// Store `object` (already stamped with `rv`) and tell the watchers.
-    pub fn put(&mut self, res: &ResKey, key: ObjKey, object: Value, rv: u64, kind: EventType) -> Arc<Value> {
+    pub fn put(
+        &mut self,
+        res: &ResKey,
+        key: ObjKey,
+        object: Value,
+        rv: u64,
+        kind: EventType,
+    ) -> Arc<Value> {
         let object = Arc::new(object);
         if let Some(uid) = object.pointer("/metadata/uid").and_then(Value::as_str) {
             self.guard.uids.insert(uid.to_string());
         }
         let namespace = key.0.clone();
-        self.guard.tables.entry(res.clone()).or_default().insert(key, object.clone());
-        self.record(Event { rv, res: res.clone(), namespace, kind, object: object.clone() });
+        self.guard
+            .tables
+            .entry(res.clone())
+            .or_default()
+            .insert(key, object.clone());
+        self.record(Event {
+            rv,
+            res: res.clone(),
+            namespace,
+            kind,
+            object: object.clone(),
+        });
         object
     }
 
@@ -205,7 +248,13 @@ impl Locked<'_> {
             self.guard.uids.remove(uid);
         }
         let object = Arc::new(last_state);
-        self.record(Event { rv, res: res.clone(), namespace: key.0.clone(), kind: EventType::Deleted, object: object.clone() });
+        self.record(Event {
+            rv,
+            res: res.clone(),
+            namespace: key.0.clone(),
+            kind: EventType::Deleted,
+            object: object.clone(),
+        });
         object
     }
 
@@ -226,7 +275,10 @@ impl Locked<'_> {
     pub fn events_since(&self, from: u64) -> Result<Vec<Arc<Event>>, TooOld> {
         let inner = &*self.guard;
         if from < inner.compacted {
-            return Err(TooOld { requested: from, oldest: inner.compacted + 1 });
+            return Err(TooOld {
+                requested: from,
+                oldest: inner.compacted + 1,
+            });
         }
         let start = inner.history.partition_point(|e| e.rv <= from);
         Ok(inner.history.iter().skip(start).cloned().collect())
@@ -257,7 +309,13 @@ mod tests {
         for i in 0..3 {
             let rv = l.next_rv();
             rvs.push(rv);
-            l.put(&res(), ("ns".into(), format!("c{i}")), json!({"metadata": {"uid": format!("u{i}")}}), rv, EventType::Added);
+            l.put(
+                &res(),
+                ("ns".into(), format!("c{i}")),
+                json!({"metadata": {"uid": format!("u{i}")}}),
+                rv,
+                EventType::Added,
+            );
         }
         let since = l.events_since(rvs[1]).unwrap();
         assert_eq!(since.len(), 1);
@@ -271,11 +329,21 @@ mod tests {
         let mut l = store.lock();
         for (ns, name) in [("a", "x"), ("b", "y"), ("b", "z"), ("c", "w")] {
             let rv = l.next_rv();
-            l.put(&res(), (ns.into(), name.into()), json!({}), rv, EventType::Added);
+            l.put(
+                &res(),
+                (ns.into(), name.into()),
+                json!({}),
+                rv,
+                EventType::Added,
+            );
         }
         assert_eq!(l.list(&res(), Some("b")).len(), 2);
         assert_eq!(l.list(&res(), None).len(), 4);
-        assert_eq!(l.list_after(&res(), Some("b"), &("b".into(), "y".into())).len(), 1);
+        assert_eq!(
+            l.list_after(&res(), Some("b"), &("b".into(), "y".into()))
+                .len(),
+            1
+        );
         assert_eq!(l.keys_in_namespace("c").len(), 1);
     }
 

@@ -53,20 +53,35 @@ impl Watcher {
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
         let (kind, api_version) = match self.shape {
-            Shape::Metadata => ("PartialObjectMetadata".to_string(), "meta.k8s.io/v1".to_string()),
+            Shape::Metadata => (
+                "PartialObjectMetadata".to_string(),
+                "meta.k8s.io/v1".to_string(),
+            ),
             _ => (self.info.kind.clone(), self.info.api_version()),
         };
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        line("BOOKMARK", &json!({"kind": kind, "apiVersion": api_version, "metadata": meta}))
+        line(
+            "BOOKMARK",
+            &json!({"kind": kind, "apiVersion": api_version, "metadata": meta}),
+        )
     }
 }
 
 fn streaming(rx: mpsc::Receiver<Bytes>) -> Response {
-    let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (Ok::<_, std::convert::Infallible>(b), rx)) });
-    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], Body::from_stream(stream)).into_response()
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response()
 }
 
 /// Start a watch; the answer streams until timeout, a dropped client, or a fault ends it.
@@ -78,25 +93,46 @@ pub fn start(
     shape: Shape,
 ) -> Result<Response, ApiError> {
     if shape == Shape::Table {
-        return Err(ApiError::not_acceptable("watching as a Table is not supported by the sim"));
+        return Err(ApiError::not_acceptable(
+            "watching as a Table is not supported by the sim",
+        ));
     }
     let filter = Filter::from_query(query)?;
-    let bookmarks = query.get("allowWatchBookmarks").is_some_and(|v| v == "true");
+    let bookmarks = query
+        .get("allowWatchBookmarks")
+        .is_some_and(|v| v == "true");
     let send_initial = query.get("sendInitialEvents").is_some_and(|v| v == "true");
     let timeout = match query.get("timeoutSeconds") {
-        Some(t) => Duration::from_secs(t.parse().map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?),
+        Some(t) => Duration::from_secs(
+            t.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
+        ),
         None => server.config.max_watch,
     };
-    let from = query.get("resourceVersion").map(String::as_str).unwrap_or("");
+    let from = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
     let from_rv = match from {
         "" | "0" => None,
-        v => Some(v.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {v:?}")))?),
+        v => Some(
+            v.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {v:?}")))?,
+        ),
     };
-    let watcher = Watcher { info: info.clone(), namespace: namespace.clone(), filter, shape };
+    let watcher = Watcher {
+        info: info.clone(),
+        namespace: namespace.clone(),
+        filter,
+        shape,
+    };
     let (tx, rx) = mpsc::channel::<Bytes>(1024);
 
     if server.faults.take_forced_gone() {
-        let msg = format!("too old resource version: {} (forced by the sim)", from_rv.unwrap_or(0));
+        let msg = format!(
+            "too old resource version: {} (forced by the sim)",
+            from_rv.unwrap_or(0)
+        );
         // Ends the stream right after the error, as a real server does.
         let _ = tx.try_send(gone_line(msg));
         return Ok(streaming(rx));
@@ -108,16 +144,31 @@ pub fn start(
         let start_rv = l.current_rv();
         let initial: Vec<Bytes> = match from_rv {
             Some(rv) if !send_initial => match l.events_since(rv) {
-                Ok(events) => events.iter().filter(|e| watcher.wants(e)).map(|e| watcher.render(e.kind, &e.object)).collect(),
+                Ok(events) => events
+                    .iter()
+                    .filter(|e| watcher.wants(e))
+                    .map(|e| watcher.render(e.kind, &e.object))
+                    .collect(),
                 Err(too_old) => {
-                    let msg = format!("too old resource version: {} ({})", too_old.requested, too_old.oldest);
+                    let msg = format!(
+                        "too old resource version: {} ({})",
+                        too_old.requested, too_old.oldest
+                    );
                     let _ = tx.try_send(gone_line(msg));
                     return Ok(streaming(rx));
                 }
             },
             _ => {
-                let scope = if info.namespaced { namespace.as_deref() } else { None };
-                l.list(&res, scope).iter().filter(|o| watcher.filter.matches(o)).map(|o| watcher.render(EventType::Added, o)).collect()
+                let scope = if info.namespaced {
+                    namespace.as_deref()
+                } else {
+                    None
+                };
+                l.list(&res, scope)
+                    .iter()
+                    .filter(|o| watcher.filter.matches(o))
+                    .map(|o| watcher.render(EventType::Added, o))
+                    .collect()
             }
         };
         (initial, server.store.subscribe_locked(&l), start_rv)
@@ -125,7 +176,17 @@ pub fn start(
     let initial_end = send_initial.then_some(start_rv);
     let drops = server.faults.watch_drops();
     let bookmark_every = server.config.bookmark_interval;
-    tokio::spawn(pump(watcher, tx, initial, initial_end, live, start_rv, drops, timeout, bookmarks.then_some(bookmark_every)));
+    tokio::spawn(pump(
+        watcher,
+        tx,
+        initial,
+        initial_end,
+        live,
+        start_rv,
+        drops,
+        timeout,
+        bookmarks.then_some(bookmark_every),
+    ));
     Ok(streaming(rx))
 }
 
