@@ -19,7 +19,7 @@ pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
     pub message: String,
-    pub details: Option<Details>,
+    pub details: Option<Box<Details>>,
 }
 
 /// What the error is about (`details` of the Status).
@@ -43,12 +43,12 @@ impl ApiError {
     }
 
     fn with_target(mut self, group: &str, kind: &str, name: &str) -> Self {
-        self.details = Some(Details {
+        self.details = Some(Box::new(Details {
             name: name.to_string(),
             group: group.to_string(),
             kind: kind.to_string(),
             ..Details::default()
-        });
+        }));
         self
     }
 

@@ -196,10 +196,10 @@ fn injected_error(code: u16) -> ApiError {
         format!("injected fault: the server answered {code}"),
     );
     if code == 429 || code == 503 {
-        e.details = Some(crate::sim::error::Details {
+        e.details = Some(Box::new(crate::sim::error::Details {
             retry_after_seconds: Some(1),
             ..Default::default()
-        });
+        }));
     }
     e
 }
@@ -295,12 +295,12 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                 .is_some())
     {
         let mut e = ApiError::forbidden(forbidden_message(verb, &target));
-        e.details = Some(crate::sim::error::Details {
+        e.details = Some(Box::new(crate::sim::error::Details {
             name: target.name.clone().unwrap_or_default(),
             group: target.group.clone(),
             kind: target.plural.clone(),
             ..Default::default()
-        });
+        }));
         return Err(e);
     }
     let (delay, verdict) = server

@@ -213,10 +213,8 @@ fn check_namespace(l: &Locked<'_>, info: &ResourceInfo, namespace: &str) -> Resu
 /// Kind-specific defaults a real control plane fills in at creation.
 fn builtin_defaults(info: &ResourceInfo, obj: &mut Value) {
     match (info.group.as_str(), info.kind.as_str()) {
-        ("", "Namespace") => {
-            if obj.pointer("/status/phase").is_none() {
-                obj["status"] = json!({"phase": "Active"});
-            }
+        ("", "Namespace") if obj.pointer("/status/phase").is_none() => {
+            obj["status"] = json!({"phase": "Active"});
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));

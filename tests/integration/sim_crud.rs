@@ -7,59 +7,124 @@ use serde_json::json;
 use crate::sim_support::{cluster, cnpg_clusters, code_of, namespace, raw, start};
 
 fn cm(name: &str, labels: serde_json::Value) -> ConfigMap {
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "data": {"k": "v"}})).unwrap()
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "labels": labels}, "data": {"k": "v"}}),
+    )
+    .unwrap()
 }
 
 #[tokio::test]
 async fn builtin_crud_with_generate_name_already_exists_and_not_found() {
     let (_sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let created = api.create(&PostParams::default(), &cm("a", json!({}))).await.unwrap();
+    let created = api
+        .create(&PostParams::default(), &cm("a", json!({})))
+        .await
+        .unwrap();
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
-    let rv1: u64 = created.metadata.resource_version.clone().unwrap().parse().unwrap();
+    let rv1: u64 = created
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap()
+        .parse()
+        .unwrap();
 
-    assert_eq!(code_of(api.create(&PostParams::default(), &cm("a", json!({}))).await), (409, "AlreadyExists".into()));
+    assert_eq!(
+        code_of(
+            api.create(&PostParams::default(), &cm("a", json!({})))
+                .await
+        ),
+        (409, "AlreadyExists".into())
+    );
 
     let mut generated = cm("", json!({}));
     generated.metadata.name = None;
     generated.metadata.generate_name = Some("gen-".into());
-    let g = api.create(&PostParams::default(), &generated).await.unwrap();
+    let g = api
+        .create(&PostParams::default(), &generated)
+        .await
+        .unwrap();
     assert!(g.metadata.name.unwrap().starts_with("gen-"));
 
     let mut got = api.get("a").await.unwrap();
     got.data = Some([("k".to_string(), "w".to_string())].into());
-    let replaced = api.replace("a", &PostParams::default(), &got).await.unwrap();
-    let rv2: u64 = replaced.metadata.resource_version.clone().unwrap().parse().unwrap();
+    let replaced = api
+        .replace("a", &PostParams::default(), &got)
+        .await
+        .unwrap();
+    let rv2: u64 = replaced
+        .metadata
+        .resource_version
+        .clone()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(rv2 > rv1);
     assert_eq!(replaced.data.unwrap()["k"], "w");
 
     api.delete("a", &DeleteParams::default()).await.unwrap();
     assert_eq!(code_of(api.get("a").await), (404, "NotFound".into()));
-    assert_eq!(code_of(api.delete("a", &DeleteParams::default()).await), (404, "NotFound".into()));
+    assert_eq!(
+        code_of(api.delete("a", &DeleteParams::default()).await),
+        (404, "NotFound".into())
+    );
     // Creating into a namespace that does not exist is refused like a real server.
     let missing: Api<ConfigMap> = Api::namespaced(client, "nope");
-    assert_eq!(code_of(missing.create(&PostParams::default(), &cm("a", json!({}))).await).0, 404);
+    assert_eq!(
+        code_of(
+            missing
+                .create(&PostParams::default(), &cm("a", json!({})))
+                .await
+        )
+        .0,
+        404
+    );
 }
 
 #[tokio::test]
 async fn custom_kind_crud_and_stale_update_conflict() {
     let (_sim, client) = start().await;
     let api = cnpg_clusters(&client, "default");
-    let c = api.create(&PostParams::default(), &cluster("pg", json!({"instances": 1}))).await.unwrap();
+    let c = api
+        .create(
+            &PostParams::default(),
+            &cluster("pg", json!({"instances": 1})),
+        )
+        .await
+        .unwrap();
     assert_eq!(c.metadata.generation, Some(1));
     let mut fresh = api.get("pg").await.unwrap();
     fresh.data["spec"]["instances"] = json!(2);
-    let updated = api.replace("pg", &PostParams::default(), &fresh).await.unwrap();
+    let updated = api
+        .replace("pg", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
     assert_eq!(updated.metadata.generation, Some(2));
     // `fresh` still carries the old resourceVersion.
     fresh.data["spec"]["instances"] = json!(3);
-    assert_eq!(code_of(api.replace("pg", &PostParams::default(), &fresh).await), (409, "Conflict".into()));
+    assert_eq!(
+        code_of(api.replace("pg", &PostParams::default(), &fresh).await),
+        (409, "Conflict".into())
+    );
     // A no-op write changes nothing.
-    let same = api.replace("pg", &PostParams::default(), &updated).await.unwrap();
-    assert_eq!(same.metadata.resource_version, updated.metadata.resource_version);
+    let same = api
+        .replace("pg", &PostParams::default(), &updated)
+        .await
+        .unwrap();
+    assert_eq!(
+        same.metadata.resource_version,
+        updated.metadata.resource_version
+    );
     api.delete("pg", &DeleteParams::default()).await.unwrap();
-    assert!(api.list(&ListParams::default()).await.unwrap().items.is_empty());
+    assert!(
+        api.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -69,20 +134,43 @@ async fn list_with_label_and_field_selectors_and_paging() {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     for i in 0..7 {
         let tier = if i % 2 == 0 { "web" } else { "db" };
-        api.create(&PostParams::default(), &cm(&format!("c{i}"), json!({"tier": tier}))).await.unwrap();
+        api.create(
+            &PostParams::default(),
+            &cm(&format!("c{i}"), json!({"tier": tier})),
+        )
+        .await
+        .unwrap();
     }
-    Api::<ConfigMap>::namespaced(client.clone(), "other").create(&PostParams::default(), &cm("c0", json!({"tier": "web"}))).await.unwrap();
+    Api::<ConfigMap>::namespaced(client.clone(), "other")
+        .create(&PostParams::default(), &cm("c0", json!({"tier": "web"})))
+        .await
+        .unwrap();
 
-    let web = api.list(&ListParams::default().labels("tier=web")).await.unwrap();
+    let web = api
+        .list(&ListParams::default().labels("tier=web"))
+        .await
+        .unwrap();
     assert_eq!(web.items.len(), 4);
-    let set = api.list(&ListParams::default().labels("tier in (db),tier!=web")).await.unwrap();
+    let set = api
+        .list(&ListParams::default().labels("tier in (db),tier!=web"))
+        .await
+        .unwrap();
     assert_eq!(set.items.len(), 3);
-    let named = api.list(&ListParams::default().fields("metadata.name=c3")).await.unwrap();
+    let named = api
+        .list(&ListParams::default().fields("metadata.name=c3"))
+        .await
+        .unwrap();
     assert_eq!(named.items.len(), 1);
     let all: Api<ConfigMap> = Api::all(client.clone());
-    let in_other = all.list(&ListParams::default().fields("metadata.namespace=other")).await.unwrap();
+    let in_other = all
+        .list(&ListParams::default().fields("metadata.namespace=other"))
+        .await
+        .unwrap();
     assert_eq!(in_other.items.len(), 1);
-    assert_eq!(all.list(&ListParams::default()).await.unwrap().items.len(), 8);
+    assert_eq!(
+        all.list(&ListParams::default()).await.unwrap().items.len(),
+        8
+    );
 
     let mut seen = Vec::new();
     let mut lp = ListParams::default().limit(3);
@@ -96,7 +184,10 @@ async fn list_with_label_and_field_selectors_and_paging() {
         }
     }
     assert_eq!(seen, (0..7).map(|i| format!("c{i}")).collect::<Vec<_>>());
-    assert_eq!(code_of(api.list(&ListParams::default().labels("tier in (")).await).0, 400);
+    assert_eq!(
+        code_of(api.list(&ListParams::default().labels("tier in (")).await).0,
+        400
+    );
 }
 
 #[tokio::test]
@@ -105,51 +196,141 @@ async fn status_and_spec_are_written_separately_and_generation_follows_spec() {
     let api = cnpg_clusters(&client, "default");
     let mut with_status = cluster("pg", json!({"instances": 1}));
     with_status.data["status"] = json!({"phase": "ignored on create"});
-    let c = api.create(&PostParams::default(), &with_status).await.unwrap();
+    let c = api
+        .create(&PostParams::default(), &with_status)
+        .await
+        .unwrap();
     assert!(c.data.get("status").is_none());
 
     let pp = PatchParams::default();
-    let s = api.patch_status("pg", &pp, &Patch::Merge(json!({"status": {"phase": "Ready"}, "spec": {"instances": 9}}))).await.unwrap();
+    let s = api
+        .patch_status(
+            "pg",
+            &pp,
+            &Patch::Merge(json!({"status": {"phase": "Ready"}, "spec": {"instances": 9}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(s.data["status"]["phase"], "Ready");
     assert_eq!(s.data["spec"]["instances"], 1, "status writes ignore spec");
-    assert_eq!(s.metadata.generation, Some(1), "status writes keep generation");
+    assert_eq!(
+        s.metadata.generation,
+        Some(1),
+        "status writes keep generation"
+    );
 
-    let m = api.patch("pg", &pp, &Patch::Merge(json!({"spec": {"instances": 2}, "status": {"phase": "Nope"}}))).await.unwrap();
-    assert_eq!(m.data["status"]["phase"], "Ready", "main writes ignore status");
+    let m = api
+        .patch(
+            "pg",
+            &pp,
+            &Patch::Merge(json!({"spec": {"instances": 2}, "status": {"phase": "Nope"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        m.data["status"]["phase"], "Ready",
+        "main writes ignore status"
+    );
     assert_eq!(m.metadata.generation, Some(2));
 
-    let labelled = api.patch("pg", &pp, &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}}))).await.unwrap();
-    assert_eq!(labelled.metadata.generation, Some(2), "metadata changes keep generation");
+    let labelled = api
+        .patch(
+            "pg",
+            &pp,
+            &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        labelled.metadata.generation,
+        Some(2),
+        "metadata changes keep generation"
+    );
 
     // A status merge patch carrying a stale resourceVersion is refused (the operator's precondition).
     let stale = json!({"metadata": {"resourceVersion": c.metadata.resource_version}, "status": {"phase": "X"}});
-    assert_eq!(code_of(api.patch_status("pg", &pp, &Patch::Merge(stale)).await), (409, "Conflict".into()));
+    assert_eq!(
+        code_of(api.patch_status("pg", &pp, &Patch::Merge(stale)).await),
+        (409, "Conflict".into())
+    );
     let current = json!({"metadata": {"resourceVersion": labelled.metadata.resource_version}, "status": {"phase": "Y"}});
-    assert_eq!(api.patch_status("pg", &pp, &Patch::Merge(current)).await.unwrap().data["status"]["phase"], "Y");
+    assert_eq!(
+        api.patch_status("pg", &pp, &Patch::Merge(current))
+            .await
+            .unwrap()
+            .data["status"]["phase"],
+        "Y"
+    );
 }
 
 #[tokio::test]
 async fn each_patch_type() {
     let (_sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &cm("p", json!({"a": "1"}))).await.unwrap();
+    api.create(&PostParams::default(), &cm("p", json!({"a": "1"})))
+        .await
+        .unwrap();
     let pp = PatchParams::default();
-    let merged = api.patch("p", &pp, &Patch::Merge(json!({"data": {"m": "1", "k": null}}))).await.unwrap();
-    assert_eq!(merged.data.unwrap(), [("m".to_string(), "1".to_string())].into());
+    let merged = api
+        .patch(
+            "p",
+            &pp,
+            &Patch::Merge(json!({"data": {"m": "1", "k": null}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        merged.data.unwrap(),
+        [("m".to_string(), "1".to_string())].into()
+    );
     // kube's `Patch::Json` pins another json-patch release than ours; send the same request raw.
     let path = "/api/v1/namespaces/default/configmaps/p";
     let add = serde_json::to_vec(&json!([{"op": "add", "path": "/data/j", "value": "2"}])).unwrap();
     let (code, jp) = raw(&client, "PATCH", path, "application/json-patch+json", add).await;
     assert_eq!((code, &jp["data"]["j"]), (200, &json!("2")));
-    let failing = serde_json::to_vec(&json!([{"op": "test", "path": "/data/j", "value": "0"}])).unwrap();
-    assert_eq!(raw(&client, "PATCH", path, "application/json-patch+json", failing).await.0, 422);
-    assert_eq!(raw(&client, "PATCH", path, "text/plain", b"{}".to_vec()).await.0, 415);
-    let smp = api.patch("p", &pp, &Patch::Strategic(json!({"metadata": {"labels": {"s": "1"}}}))).await.unwrap();
+    let failing =
+        serde_json::to_vec(&json!([{"op": "test", "path": "/data/j", "value": "0"}])).unwrap();
+    assert_eq!(
+        raw(
+            &client,
+            "PATCH",
+            path,
+            "application/json-patch+json",
+            failing
+        )
+        .await
+        .0,
+        422
+    );
+    assert_eq!(
+        raw(&client, "PATCH", path, "text/plain", b"{}".to_vec())
+            .await
+            .0,
+        415
+    );
+    let smp = api
+        .patch(
+            "p",
+            &pp,
+            &Patch::Strategic(json!({"metadata": {"labels": {"s": "1"}}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(smp.metadata.labels.unwrap()["s"], "1");
     // Strategic merge patch is refused for custom resources, as a real server does.
     let clusters = cnpg_clusters(&client, "default");
-    clusters.create(&PostParams::default(), &cluster("pg", json!({}))).await.unwrap();
-    assert_eq!(code_of(clusters.patch("pg", &pp, &Patch::Strategic(json!({"spec": {"a": 1}}))).await), (415, "UnsupportedMediaType".into()));
+    clusters
+        .create(&PostParams::default(), &cluster("pg", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(
+        code_of(
+            clusters
+                .patch("pg", &pp, &Patch::Strategic(json!({"spec": {"a": 1}})))
+                .await
+        ),
+        (415, "UnsupportedMediaType".into())
+    );
 }
 
 #[tokio::test]
@@ -163,8 +344,21 @@ async fn finalizers_hold_deletion_until_removed() {
     let held = api.get("f").await.unwrap();
     assert!(held.metadata.deletion_timestamp.is_some());
     let adding = json!({"metadata": {"finalizers": ["example.com/hold", "example.com/more"]}});
-    assert_eq!(code_of(api.patch("f", &PatchParams::default(), &Patch::Merge(adding)).await).0, 422);
-    api.patch("f", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    assert_eq!(
+        code_of(
+            api.patch("f", &PatchParams::default(), &Patch::Merge(adding))
+                .await
+        )
+        .0,
+        422
+    );
+    api.patch(
+        "f",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(code_of(api.get("f").await).0, 404);
 }
 
@@ -172,8 +366,14 @@ async fn finalizers_hold_deletion_until_removed() {
 async fn delete_preconditions_and_owner_reference_gc() {
     let (_sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let owner = api.create(&PostParams::default(), &cm("owner", json!({}))).await.unwrap();
-    let other = api.create(&PostParams::default(), &cm("other", json!({}))).await.unwrap();
+    let owner = api
+        .create(&PostParams::default(), &cm("owner", json!({})))
+        .await
+        .unwrap();
+    let other = api
+        .create(&PostParams::default(), &cm("other", json!({})))
+        .await
+        .unwrap();
     let owned_by = |o: &[&ConfigMap]| -> serde_json::Value {
         o.iter()
             .map(|c| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": c.metadata.name, "uid": c.metadata.uid}))
@@ -183,20 +383,46 @@ async fn delete_preconditions_and_owner_reference_gc() {
     child.metadata.owner_references = Some(serde_json::from_value(owned_by(&[&owner])).unwrap());
     api.create(&PostParams::default(), &child).await.unwrap();
     let mut shared = cm("shared", json!({}));
-    shared.metadata.owner_references = Some(serde_json::from_value(owned_by(&[&owner, &other])).unwrap());
+    shared.metadata.owner_references =
+        Some(serde_json::from_value(owned_by(&[&owner, &other])).unwrap());
     api.create(&PostParams::default(), &shared).await.unwrap();
 
-    let wrong = DeleteParams { preconditions: Some(Preconditions { uid: Some("not-it".into()), resource_version: None }), ..DeleteParams::default() };
-    assert_eq!(code_of(api.delete("owner", &wrong).await), (409, "Conflict".into()));
-    let stale_rv = DeleteParams { preconditions: Some(Preconditions { uid: owner.metadata.uid.clone(), resource_version: Some("1".into()) }), ..DeleteParams::default() };
+    let wrong = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some("not-it".into()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    assert_eq!(
+        code_of(api.delete("owner", &wrong).await),
+        (409, "Conflict".into())
+    );
+    let stale_rv = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: owner.metadata.uid.clone(),
+            resource_version: Some("1".into()),
+        }),
+        ..DeleteParams::default()
+    };
     assert_eq!(code_of(api.delete("owner", &stale_rv).await).0, 409);
     let right = DeleteParams {
-        preconditions: Some(Preconditions { uid: owner.metadata.uid.clone(), resource_version: owner.metadata.resource_version.clone() }),
+        preconditions: Some(Preconditions {
+            uid: owner.metadata.uid.clone(),
+            resource_version: owner.metadata.resource_version.clone(),
+        }),
         ..DeleteParams::default()
     };
     api.delete("owner", &right).await.unwrap();
-    assert_eq!(code_of(api.get("child").await).0, 404, "dependent with all owners gone is collected");
-    assert!(api.get("shared").await.is_ok(), "dependent with a live owner stays");
+    assert_eq!(
+        code_of(api.get("child").await).0,
+        404,
+        "dependent with all owners gone is collected"
+    );
+    assert!(
+        api.get("shared").await.is_ok(),
+        "dependent with a live owner stays"
+    );
     api.delete("other", &DeleteParams::default()).await.unwrap();
     assert_eq!(code_of(api.get("shared").await).0, 404);
 }
@@ -206,7 +432,9 @@ async fn namespace_deletion_removes_its_objects() {
     let (_sim, client) = start().await;
     namespace(&client, "gone").await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "gone");
-    api.create(&PostParams::default(), &cm("x", json!({}))).await.unwrap();
+    api.create(&PostParams::default(), &cm("x", json!({})))
+        .await
+        .unwrap();
     let nss: Api<Namespace> = Api::all(client.clone());
     nss.delete("gone", &DeleteParams::default()).await.unwrap();
     assert_eq!(code_of(api.get("x").await).0, 404);
@@ -230,18 +458,30 @@ async fn posting_a_crd_serves_its_kind_with_schema_validation() {
     .unwrap();
     let created = crds.create(&PostParams::default(), &crd).await.unwrap();
     let conds = created.status.unwrap().conditions.unwrap();
-    assert!(conds.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+    assert!(
+        conds
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+    );
 
     let gvk = kube::core::GroupVersionKind::gvk("example.com", "v1", "Widget");
     let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, "widgets");
-    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
-    let w: kube::api::DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w"}, "spec": {"size": 2, "unknown": true}})).unwrap();
+    let widgets: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ar);
+    let w: kube::api::DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": 2, "unknown": true}}))
+        .unwrap();
     let stored = widgets.create(&PostParams::default(), &w).await.unwrap();
     assert_eq!(stored.data["spec"]["color"], "blue", "defaults applied");
-    assert!(stored.data["spec"].get("unknown").is_none(), "unknown fields pruned");
-    let bad: kube::api::DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
-        "metadata": {"name": "bad"}, "spec": {"size": 0}})).unwrap();
+    assert!(
+        stored.data["spec"].get("unknown").is_none(),
+        "unknown fields pruned"
+    );
+    let bad: kube::api::DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "bad"}, "spec": {"size": 0}}))
+        .unwrap();
     match widgets.create(&PostParams::default(), &bad).await {
         Err(kube::Error::Api(s)) => {
             assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
@@ -249,44 +489,153 @@ async fn posting_a_crd_serves_its_kind_with_schema_validation() {
         }
         other => panic!("expected 422, got {other:?}"),
     }
-    crds.delete("widgets.example.com", &DeleteParams::default()).await.unwrap();
-    assert_eq!(code_of(widgets.list(&ListParams::default()).await).0, 404, "kind no longer served");
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        code_of(widgets.list(&ListParams::default()).await).0,
+        404,
+        "kind no longer served"
+    );
 }
 
 #[tokio::test]
 async fn bad_input_gets_real_codes() {
     let (_sim, client) = start().await;
     let path = "/api/v1/namespaces/default/configmaps";
-    let (code, body) = raw(&client, "POST", path, "application/json", b"{not json".to_vec()).await;
+    let (code, body) = raw(
+        &client,
+        "POST",
+        path,
+        "application/json",
+        b"{not json".to_vec(),
+    )
+    .await;
     assert_eq!((code, body["reason"].as_str()), (400, Some("BadRequest")));
-    let (code, _) = raw(&client, "POST", path, "application/yaml", b"a: [unclosed".to_vec()).await;
+    let (code, _) = raw(
+        &client,
+        "POST",
+        path,
+        "application/yaml",
+        b"a: [unclosed".to_vec(),
+    )
+    .await;
     assert_eq!(code, 400);
-    let wrong_version = serde_json::to_vec(&json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "x"}})).unwrap();
-    assert_eq!(raw(&client, "POST", path, "application/json", wrong_version).await.0, 400);
-    let wrong_kind = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}})).unwrap();
-    assert_eq!(raw(&client, "POST", path, "application/json", wrong_kind).await.0, 400);
-    let nameless = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}})).unwrap();
+    let wrong_version = serde_json::to_vec(
+        &json!({"apiVersion": "v2", "kind": "ConfigMap", "metadata": {"name": "x"}}),
+    )
+    .unwrap();
+    assert_eq!(
+        raw(&client, "POST", path, "application/json", wrong_version)
+            .await
+            .0,
+        400
+    );
+    let wrong_kind = serde_json::to_vec(
+        &json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}),
+    )
+    .unwrap();
+    assert_eq!(
+        raw(&client, "POST", path, "application/json", wrong_kind)
+            .await
+            .0,
+        400
+    );
+    let nameless =
+        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}))
+            .unwrap();
     let (code, body) = raw(&client, "POST", path, "application/json", nameless).await;
     assert_eq!((code, body["reason"].as_str()), (422, Some("Invalid")));
     let yaml = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\n".to_vec();
-    assert_eq!(raw(&client, "POST", path, "application/yaml", yaml).await.0, 201);
-    let huge = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
-        "data": {"x": "a".repeat(4 * 1024 * 1024)}})).unwrap();
-    assert_eq!(raw(&client, "POST", path, "application/json", huge).await.0, 413);
-    assert_eq!(raw(&client, "GET", "/apis/nope.example.com/v1/things", "application/json", vec![]).await.0, 404);
-    assert_eq!(raw(&client, "GET", "/apis/nope.example.com", "application/json", vec![]).await.0, 404);
-    assert_eq!(raw(&client, "GET", "/api/v1/namespaces/default/frobs", "application/json", vec![]).await.0, 404);
-    assert_eq!(raw(&client, "GET", &format!("{path}?labelSelector=a%20in%20(b"), "application/json", vec![]).await.0, 400);
-    assert_eq!(raw(&client, "GET", &format!("{path}?fieldSelector=spec.x%3D1"), "application/json", vec![]).await.0, 400);
+    assert_eq!(
+        raw(&client, "POST", path, "application/yaml", yaml).await.0,
+        201
+    );
+    let huge = serde_json::to_vec(
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"},
+        "data": {"x": "a".repeat(4 * 1024 * 1024)}}),
+    )
+    .unwrap();
+    assert_eq!(
+        raw(&client, "POST", path, "application/json", huge).await.0,
+        413
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/apis/nope.example.com/v1/things",
+            "application/json",
+            vec![]
+        )
+        .await
+        .0,
+        404
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/apis/nope.example.com",
+            "application/json",
+            vec![]
+        )
+        .await
+        .0,
+        404
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/api/v1/namespaces/default/frobs",
+            "application/json",
+            vec![]
+        )
+        .await
+        .0,
+        404
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            &format!("{path}?labelSelector=a%20in%20(b"),
+            "application/json",
+            vec![]
+        )
+        .await
+        .0,
+        400
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            &format!("{path}?fieldSelector=spec.x%3D1"),
+            "application/json",
+            vec![]
+        )
+        .await
+        .0,
+        400
+    );
     // The server still answers after all of the above.
-    assert_eq!(raw(&client, "GET", path, "application/json", vec![]).await.0, 200);
+    assert_eq!(
+        raw(&client, "GET", path, "application/json", vec![])
+            .await
+            .0,
+        200
+    );
 }
 
 #[tokio::test]
 async fn metadata_only_list_and_get() {
     let (_sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &cm("m", json!({"x": "y"}))).await.unwrap();
+    api.create(&PostParams::default(), &cm("m", json!({"x": "y"})))
+        .await
+        .unwrap();
     let list = api.list_metadata(&ListParams::default()).await.unwrap();
     assert_eq!(list.items.len(), 1);
     assert_eq!(list.items[0].metadata.labels.as_ref().unwrap()["x"], "y");

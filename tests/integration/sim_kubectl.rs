@@ -5,7 +5,11 @@ use std::process::Command;
 use crate::sim_support::start;
 
 fn kubectl_present() -> bool {
-    Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
+    Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 struct Kubectl {
@@ -22,7 +26,11 @@ impl Kubectl {
             .current_dir(self.dir.path())
             .output()
             .expect("kubectl runs");
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         (out.status.success(), text)
     }
 

@@ -17,7 +17,11 @@ pub async fn start_with(config: SimConfig) -> (Sim, kube::Client) {
 
 pub fn cnpg_clusters(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Cluster");
-    Api::namespaced_with(client.clone(), ns, &ApiResource::from_gvk_with_plural(&gvk, "clusters"))
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "clusters"),
+    )
 }
 
 pub fn cluster(name: &str, spec: Value) -> DynamicObject {
@@ -31,21 +35,35 @@ pub fn cluster(name: &str, spec: Value) -> DynamicObject {
 pub async fn namespace(client: &kube::Client, name: &str) {
     let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let ns = serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
-    api.create(&PostParams::default(), &ns).await.expect("namespace created");
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace created");
 }
 
 /// Raw HTTP against the sim (for bad input and admin calls): returns status and body JSON.
-pub async fn raw(client: &kube::Client, method: &str, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
+pub async fn raw(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, Value) {
     let req = axum::http::Request::builder()
         .method(method)
         .uri(path)
         .header("content-type", content_type)
         .body(body)
         .expect("request");
-    let resp = client.send(req.map(kube::client::Body::from)).await.expect("answer");
+    let resp = client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("answer");
     let status = resp.status().as_u16();
     let bytes = resp.into_body().collect_bytes().await.expect("body");
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 /// The error code and reason of a failed kube call.
