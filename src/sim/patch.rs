@@ -177,6 +177,23 @@ fn merge_map(
             }
         }
     }
+    // `$setElementOrder` interleaves with the live order, so remember it before merging.
+    let mut live_orders: Vec<(String, Vec<Value>)> = Vec::new();
+    for key in patch.keys() {
+        if let Some(field) = key.strip_prefix(SET_ORDER) {
+            path.push(field.to_string());
+            let strategy = ctx.list_strategy(path);
+            path.pop();
+            let live = match original.get(field) {
+                Some(Value::Array(list)) => list
+                    .iter()
+                    .filter_map(|item| identity(item, strategy))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            live_orders.push((field.to_string(), live));
+        }
+    }
     for (key, value) in patch {
         if key.starts_with('$') {
             continue;
@@ -201,8 +218,13 @@ fn merge_map(
             path.push(field.to_string());
             let strategy = ctx.list_strategy(path);
             path.pop();
+            let live = live_orders
+                .iter()
+                .find(|(name, _)| name == field)
+                .map(|(_, live)| live.as_slice())
+                .unwrap_or_default();
             if let Some(Value::Array(list)) = original.get_mut(field) {
-                reorder(list, order, strategy);
+                reorder(list, order, live, strategy);
             }
         }
     }
@@ -321,25 +343,45 @@ fn merge_list(
     Ok(())
 }
 
-/// Applies `$setElementOrder`: listed elements first, in the given order; the rest after, as they were.
-fn reorder(list: &mut Vec<Value>, order: &[Value], strategy: ListStrategy) {
-    let identity = |item: &Value| -> Option<Value> {
-        match strategy {
-            ListStrategy::MergeByKey(key) => item.get(key).cloned(),
-            _ => Some(item.clone()),
-        }
-    };
-    let wanted: Vec<Value> = order.iter().filter_map(&identity).collect();
-    let mut remaining = std::mem::take(list);
-    for id in &wanted {
-        if let Some(at) = remaining
-            .iter()
-            .position(|item| identity(item).as_ref() == Some(id))
-        {
-            list.push(remaining.remove(at));
-        }
+/// What identifies a list element: its merge key value, or the element itself.
+fn identity(item: &Value, strategy: ListStrategy) -> Option<Value> {
+    match strategy {
+        ListStrategy::MergeByKey(key) => item.get(key).cloned(),
+        _ => Some(item.clone()),
     }
-    list.extend(remaining);
+}
+
+/// Applies `$setElementOrder` as upstream does: elements named in `order` take that order,
+/// the others keep theirs, and the two runs interleave by their positions in the live list.
+fn reorder(list: &mut Vec<Value>, order: &[Value], live: &[Value], strategy: ListStrategy) {
+    let wanted: Vec<Value> = order
+        .iter()
+        .filter_map(|item| identity(item, strategy))
+        .collect();
+    let position = |ids: &[Value], item: &Value| {
+        identity(item, strategy).and_then(|id| ids.iter().position(|x| *x == id))
+    };
+    let (mut ordered, others): (Vec<Value>, Vec<Value>) = std::mem::take(list)
+        .into_iter()
+        .partition(|item| position(&wanted, item).is_some());
+    ordered.sort_by_key(|item| position(&wanted, item));
+    let (mut left, mut right) = (
+        ordered.into_iter().peekable(),
+        others.into_iter().peekable(),
+    );
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => matches!(
+                (position(live, l), position(live, r)),
+                (Some(li), Some(ri)) if li < ri
+            ),
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        list.extend(next);
+    }
 }
 
 #[cfg(test)]
@@ -491,6 +533,21 @@ mod tests {
                 json!({"spec": {"$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
                     "containers": [{"name": "a", "image": "x"}]}}),
                 json!({"spec": {"containers": [{"name": "b"}, {"name": "a", "image": "x"}]}}),
+            ),
+            (
+                "$setElementOrder keeps server-only elements in place",
+                pod(),
+                json!({"spec": {"containers": [{"name": "a"}, {"name": "x"}, {"name": "b"}]}}),
+                json!({"spec": {"$setElementOrder/containers": [{"name": "b"}, {"name": "a"}, {"name": "c"}],
+                    "containers": [{"name": "c"}]}}),
+                json!({"spec": {"containers": [{"name": "x"}, {"name": "b"}, {"name": "a"}, {"name": "c"}]}}),
+            ),
+            (
+                "$setElementOrder on primitive finalizers",
+                pod(),
+                json!({"metadata": {"finalizers": ["a", "b"]}}),
+                json!({"metadata": {"$setElementOrder/finalizers": ["b", "a"]}}),
+                json!({"metadata": {"finalizers": ["b", "a"]}}),
             ),
             (
                 "$retainKeys drops keys not listed",

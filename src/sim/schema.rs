@@ -142,7 +142,7 @@ impl CrdSchema {
             && let Some(compiled) = &self.cel
             && let Err(failures) = Validator::new().validate_compiled(compiled, new, old)
         {
-            errors.extend(failures.iter().map(cel_error));
+            errors.extend(failures.iter().map(|failure| cel_error(failure, new)));
         }
         if errors.is_empty() {
             Ok(())
@@ -691,7 +691,27 @@ fn display_path(path: &str) -> &str {
     if path.is_empty() { "body" } else { path }
 }
 
-fn cel_error(failure: &kube_cel::ValidationError) -> FieldError {
+/// Finds the value at a field path such as `spec.items[1].name` (map keys containing dots or
+/// brackets are not resolved; the caller falls back to "object").
+fn value_at<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut current = root;
+    for segment in path.split('.').filter(|s| !s.is_empty()) {
+        let (name, indices) = match segment.find('[') {
+            Some(at) => (&segment[..at], &segment[at..]),
+            None => (segment, ""),
+        };
+        if !name.is_empty() {
+            current = current.get(name)?;
+        }
+        for index in indices.split('[').filter(|s| !s.is_empty()) {
+            current = current.get(index.trim_end_matches(']').parse::<usize>().ok()?)?;
+        }
+    }
+    Some(current)
+}
+
+/// A failed CEL rule, worded like the API server (`Invalid value: "<type>": <message>`).
+fn cel_error(failure: &kube_cel::ValidationError, object: &Value) -> FieldError {
     let (kind, message) = match failure.reason.as_deref() {
         Some("FieldValueForbidden") => (
             FieldErrorKind::Forbidden,
@@ -706,10 +726,13 @@ fn cel_error(failure: &kube_cel::ValidationError) -> FieldError {
             format!("Duplicate value: {}", failure.message),
         ),
         _ => match failure.kind {
-            kube_cel::ErrorKind::ValidationFailure => (
-                FieldErrorKind::Invalid,
-                format!("Invalid value: \"object\": {}", failure.message),
-            ),
+            kube_cel::ErrorKind::ValidationFailure => {
+                let shown_type = value_at(object, &failure.field_path).map_or("object", json_type);
+                (
+                    FieldErrorKind::Invalid,
+                    format!("Invalid value: \"{shown_type}\": {}", failure.message),
+                )
+            }
             _ => (
                 FieldErrorKind::Internal,
                 format!("Internal error: {}", failure.message),
@@ -1036,6 +1059,29 @@ mod tests {
         assert_eq!(errors[0].to_string(), "spec: Forbidden: size 4 exceeds 3");
         assert_eq!(errors[0].kind.reason(), "FieldValueForbidden");
         assert_eq!(schema.validate(&json!({"spec": {"size": 3}}), None), Ok(()));
+    }
+
+    #[test]
+    fn cel_errors_name_the_type_of_the_failing_field() {
+        let schema = CrdSchema::from_openapi_schema(json!({
+            "type": "object",
+            "properties": {"spec": {"type": "object", "properties": {
+                "items": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": {"type": "string", "x-kubernetes-validations": [{"rule": "self != 'x'", "message": "not x"}]}
+                }}}
+            }}}
+        }))
+        .unwrap();
+        let object = json!({"spec": {"items": [{"name": "a"}, {"name": "x"}]}});
+        assert_eq!(
+            messages(schema.validate(&object, None)),
+            vec![r#"spec.items[1].name: Invalid value: "string": not x"#]
+        );
+        assert_eq!(
+            value_at(&object, "spec.items[1]"),
+            Some(&json!({"name": "x"}))
+        );
+        assert_eq!(value_at(&object, "spec.nothing"), None);
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl LabelSelector {
                 Token::Comma => {
                     if matches!(parser.peek(), Token::End | Token::Comma) {
                         return Err(format!(
-                            "unable to parse requirement: found '{}', expected: identifier",
+                            "found '{}', expected: identifier",
                             parser.peek().text()
                         ));
                     }
@@ -193,10 +193,7 @@ impl Parser {
         let key = match self.next() {
             Token::Ident(key) => key,
             other => {
-                return Err(format!(
-                    "unable to parse requirement: found '{}', expected: identifier",
-                    other.text()
-                ));
+                return Err(format!("found '{}', expected: identifier", other.text()));
             }
         };
         validate_key(&key)?;
@@ -335,11 +332,7 @@ fn is_dns_subdomain(s: &str) -> bool {
 }
 
 fn validate_key(key: &str) -> Result<(), String> {
-    let invalid = |why: String| {
-        Err(format!(
-            "unable to parse requirement: key: Invalid value: \"{key}\": {why}"
-        ))
-    };
+    let invalid = |why: String| Err(format!("key: Invalid value: \"{key}\": {why}"));
     let (prefix, name) = match key.split_once('/') {
         Some((prefix, name)) => (Some(prefix), name),
         None => (None, key),
@@ -371,32 +364,63 @@ fn validate_key(key: &str) -> Result<(), String> {
 fn validate_value(key: &str, value: &str) -> Result<(), String> {
     if value.len() > 63 {
         return Err(format!(
-            "unable to parse requirement: values[0][{key}]: Invalid value: \"{value}\": must be no more than 63 characters"
+            "values[0][{key}]: Invalid value: \"{value}\": must be no more than 63 characters"
         ));
     }
     if !value.is_empty() && !is_qualified_name_part(value) {
         return Err(format!(
-            "unable to parse requirement: values[0][{key}]: Invalid value: \"{value}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (regex used for validation is '({NAME_PATTERN})?')"
+            "values[0][{key}]: Invalid value: \"{value}\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (regex used for validation is '({NAME_PATTERN})?')"
         ));
     }
     Ok(())
 }
 
-/// The fields a `fieldSelector` may name (the ones every kind supports).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Field {
-    Name,
-    Namespace,
+/// Field labels beyond `metadata.name` / `metadata.namespace` that the real server accepts for
+/// a few built-in kinds, with the JSON pointer each one reads.
+fn extra_field_labels(group: &str, kind: &str) -> &'static [(&'static str, &'static str)] {
+    match (group, kind) {
+        ("", "Event") => &[
+            ("involvedObject.kind", "/involvedObject/kind"),
+            ("involvedObject.namespace", "/involvedObject/namespace"),
+            ("involvedObject.name", "/involvedObject/name"),
+            ("involvedObject.uid", "/involvedObject/uid"),
+            ("involvedObject.apiVersion", "/involvedObject/apiVersion"),
+            (
+                "involvedObject.resourceVersion",
+                "/involvedObject/resourceVersion",
+            ),
+            ("involvedObject.fieldPath", "/involvedObject/fieldPath"),
+            ("reason", "/reason"),
+            ("reportingComponent", "/reportingComponent"),
+            ("source", "/source/component"),
+            ("type", "/type"),
+        ],
+        ("", "Pod") => &[
+            ("spec.nodeName", "/spec/nodeName"),
+            ("spec.restartPolicy", "/spec/restartPolicy"),
+            ("spec.schedulerName", "/spec/schedulerName"),
+            ("spec.serviceAccountName", "/spec/serviceAccountName"),
+            ("spec.hostNetwork", "/spec/hostNetwork"),
+            ("status.phase", "/status/phase"),
+            ("status.podIP", "/status/podIP"),
+            ("status.nominatedNodeName", "/status/nominatedNodeName"),
+        ],
+        ("", "Secret") => &[("type", "/type")],
+        ("", "Namespace") => &[("status.phase", "/status/phase")],
+        ("", "Node") => &[("spec.unschedulable", "/spec/unschedulable")],
+        _ => &[],
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct FieldTerm {
-    field: Field,
+    /// JSON pointer of the field in the object.
+    pointer: &'static str,
     value: String,
     negated: bool,
 }
 
-/// A parsed `fieldSelector` over `metadata.name` and `metadata.namespace`.
+/// A parsed `fieldSelector`; every kind supports `metadata.name` and `metadata.namespace`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FieldSelector {
     terms: Vec<FieldTerm>,
@@ -405,22 +429,44 @@ pub struct FieldSelector {
 impl FieldSelector {
     /// Parses `metadata.name=x,metadata.namespace!=y` (`=`, `==`, `!=`; `\` escapes `,`, `=`, `!`, `\`).
     pub fn parse(input: &str) -> Result<Self, String> {
+        Self::parse_for(input, "", "")
+    }
+
+    /// Like [`parse`](Self::parse), also accepting the field labels the real server offers for
+    /// this kind (`involvedObject.name` on core Events, `status.phase` on Pods, `type` on Secrets...).
+    pub fn parse_for(input: &str, group: &str, kind: &str) -> Result<Self, String> {
+        let extra = extra_field_labels(group, kind);
         let mut terms = Vec::new();
         for raw in split_unescaped(input, ',') {
             if raw.trim().is_empty() {
                 continue;
             }
-            terms.push(parse_field_term(&raw)?);
+            terms.push(parse_field_term(&raw, extra)?);
         }
         Ok(Self { terms })
     }
 
-    /// Whether an object with this name and namespace (None for cluster-scoped) is selected.
+    /// Whether an object with this name and namespace (None for cluster-scoped) is selected;
+    /// terms on other fields compare against an empty value, so use
+    /// [`matches_object`](Self::matches_object) for selectors built with `parse_for`.
     pub fn matches(&self, name: &str, namespace: Option<&str>) -> bool {
         self.terms.iter().all(|term| {
-            let actual = match term.field {
-                Field::Name => name,
-                Field::Namespace => namespace.unwrap_or(""),
+            let actual = match term.pointer {
+                NAME_POINTER => name,
+                NAMESPACE_POINTER => namespace.unwrap_or(""),
+                _ => "",
+            };
+            (actual == term.value) != term.negated
+        })
+    }
+
+    /// Whether the object is selected; absent fields read as empty, non-strings as their JSON text.
+    pub fn matches_object(&self, object: &serde_json::Value) -> bool {
+        self.terms.iter().all(|term| {
+            let actual = match object.pointer(term.pointer) {
+                None | Some(serde_json::Value::Null) => String::new(),
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
             };
             (actual == term.value) != term.negated
         })
@@ -431,6 +477,9 @@ impl FieldSelector {
         self.terms.is_empty()
     }
 }
+
+const NAME_POINTER: &str = "/metadata/name";
+const NAMESPACE_POINTER: &str = "/metadata/namespace";
 
 /// Splits on `sep` not preceded by a backslash, keeping escapes for the next stage.
 fn split_unescaped(input: &str, sep: char) -> Vec<String> {
@@ -455,19 +504,22 @@ fn split_unescaped(input: &str, sep: char) -> Vec<String> {
     parts
 }
 
-fn parse_field_term(raw: &str) -> Result<FieldTerm, String> {
+fn parse_field_term(
+    raw: &str,
+    extra: &'static [(&'static str, &'static str)],
+) -> Result<FieldTerm, String> {
     let chars: Vec<char> = raw.chars().collect();
     let mut i = 0;
     while i < chars.len() {
         match chars[i] {
             '\\' => i += 2,
             '!' if chars.get(i + 1) == Some(&'=') => {
-                return field_term(&chars[..i], &chars[i + 2..], true);
+                return field_term(&chars[..i], &chars[i + 2..], true, extra);
             }
             '=' if chars.get(i + 1) == Some(&'=') => {
-                return field_term(&chars[..i], &chars[i + 2..], false);
+                return field_term(&chars[..i], &chars[i + 2..], false, extra);
             }
-            '=' => return field_term(&chars[..i], &chars[i + 1..], false),
+            '=' => return field_term(&chars[..i], &chars[i + 1..], false, extra),
             _ => i += 1,
         }
     }
@@ -476,16 +528,24 @@ fn parse_field_term(raw: &str) -> Result<FieldTerm, String> {
     ))
 }
 
-fn field_term(key: &[char], value: &[char], negated: bool) -> Result<FieldTerm, String> {
+fn field_term(
+    key: &[char],
+    value: &[char],
+    negated: bool,
+    extra: &'static [(&'static str, &'static str)],
+) -> Result<FieldTerm, String> {
     let key: String = key.iter().collect::<String>().trim().to_string();
     let value = unescape(value)?;
-    let field = match key.as_str() {
-        "metadata.name" => Field::Name,
-        "metadata.namespace" => Field::Namespace,
-        _ => return Err(format!("field label not supported: {key}")),
+    let pointer = match key.as_str() {
+        "metadata.name" => NAME_POINTER,
+        "metadata.namespace" => NAMESPACE_POINTER,
+        other => match extra.iter().find(|(label, _)| *label == other) {
+            Some((_, pointer)) => pointer,
+            None => return Err(format!("field label not supported: {key}")),
+        },
     };
     Ok(FieldTerm {
-        field,
+        pointer,
         value,
         negated,
     })
@@ -638,6 +698,42 @@ mod tests {
                 "{selector} on {name}/{namespace:?}"
             );
         }
+    }
+
+    #[test]
+    fn kind_specific_field_labels() {
+        let event = serde_json::json!({
+            "metadata": {"name": "e1", "namespace": "ns"},
+            "involvedObject": {"kind": "PgAccessRequest", "name": "req"},
+            "reason": "Granted", "type": "Normal", "source": {"component": "pgtoolbox"}
+        });
+        // (selector, expected)
+        let cases = [
+            ("involvedObject.name=req", true),
+            (
+                "involvedObject.name=req,involvedObject.kind=PgAccessRequest",
+                true,
+            ),
+            ("involvedObject.name=other", false),
+            ("reason!=Granted", false),
+            ("type=Normal,source=pgtoolbox,metadata.namespace=ns", true),
+            ("involvedObject.uid=", true),
+        ];
+        for (selector, expected) in cases {
+            let parsed = FieldSelector::parse_for(selector, "", "Event")
+                .unwrap_or_else(|e| panic!("{selector}: {e}"));
+            assert_eq!(parsed.matches_object(&event), expected, "{selector}");
+        }
+        let pod = serde_json::json!({"metadata": {"name": "p"}, "spec": {"hostNetwork": true}, "status": {"phase": "Running"}});
+        let running =
+            FieldSelector::parse_for("status.phase=Running,spec.hostNetwork=true", "", "Pod")
+                .unwrap();
+        assert!(running.matches_object(&pod));
+        let err = FieldSelector::parse_for("involvedObject.name=x", "", "Pod").unwrap_err();
+        assert_eq!(err, "field label not supported: involvedObject.name");
+        let by_name = FieldSelector::parse("metadata.name=p").unwrap();
+        assert!(by_name.matches_object(&pod));
+        assert!(by_name.matches("p", None));
     }
 
     #[test]
