@@ -60,6 +60,12 @@ impl fmt::Display for FieldError {
     }
 }
 
+thread_local! {
+    /// Registering the Kubernetes CEL library is not free and the validator is not `Sync`,
+    /// so each server thread keeps one.
+    static CEL_VALIDATOR: Validator = Validator::new();
+}
+
 /// The structural schema of one served version of a CRD.
 #[derive(Clone)]
 pub struct CrdSchema {
@@ -140,7 +146,7 @@ impl CrdSchema {
         // CEL rules assume well-typed values, so they only run on a structurally valid object.
         if errors.is_empty()
             && let Some(compiled) = &self.cel
-            && let Err(failures) = Validator::new().validate_compiled(compiled, new, old)
+            && let Err(failures) = CEL_VALIDATOR.with(|v| v.validate_compiled(compiled, new, old))
         {
             errors.extend(failures.iter().map(|failure| cel_error(failure, new)));
         }
@@ -269,6 +275,10 @@ fn prune(schema: &Value, value: &mut Value, keeps_envelope: bool) {
             });
             for (key, child) in map.iter_mut() {
                 if embedded && key == "metadata" {
+                    // The root's metadata is the server's; an embedded one is an ObjectMeta.
+                    if !keeps_envelope {
+                        prune_object_meta(child);
+                    }
                     continue;
                 }
                 let child_schema = props
@@ -287,6 +297,33 @@ fn prune(schema: &Value, value: &mut Value, keeps_envelope: bool) {
             }
         }
         _ => {}
+    }
+}
+
+/// The fields of `ObjectMeta`; decoding drops anything else.
+const OBJECT_META_FIELDS: [&str; 15] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// Drops from a `metadata` object the keys `ObjectMeta` does not have, as decoding into the
+/// typed object does on a real server (for every kind, built-in or custom).
+pub fn prune_object_meta(metadata: &mut Value) {
+    if let Value::Object(map) = metadata {
+        map.retain(|key, _| OBJECT_META_FIELDS.contains(&key.as_str()));
     }
 }
 
@@ -570,6 +607,21 @@ impl Checker<'_> {
         let additional = additional_schema(schema);
         for (key, child) in map {
             if at_root && key == "metadata" {
+                // A CRD may only constrain the name (and generateName) of its own metadata.
+                for field in ["name", "generateName"] {
+                    let field_schema = props
+                        .and_then(|p| p.get("metadata"))
+                        .and_then(|m| m.pointer(&format!("/properties/{field}")));
+                    if let (Some(field_schema), Some(value)) = (field_schema, child.get(field)) {
+                        self.check(
+                            field_schema,
+                            value,
+                            &format!("metadata.{field}"),
+                            false,
+                            errors,
+                        );
+                    }
+                }
                 continue;
             }
             if let Some(child_schema) = props.and_then(|p| p.get(key)) {
@@ -841,7 +893,7 @@ mod tests {
         object["spec"]["labels"] = json!({"free": "key"});
         object["spec"]["extra"] = json!({"kept": {"deep": true}});
         object["spec"]["template"] = json!({
-            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "bogus": 1},
             "spec": {"x": "1", "y": "2"}, "junk": 1
         });
         object["status"] = json!({"anything": [1]});
@@ -855,6 +907,17 @@ mod tests {
         });
         expected["status"] = json!({"anything": [1]});
         assert_eq!(object, expected);
+    }
+
+    #[test]
+    fn object_meta_keeps_only_its_fields() {
+        let mut metadata =
+            json!({"name": "a", "labels": {"x": "y"}, "finalizers": ["f"], "color": "red"});
+        prune_object_meta(&mut metadata);
+        assert_eq!(
+            metadata,
+            json!({"name": "a", "labels": {"x": "y"}, "finalizers": ["f"]})
+        );
     }
 
     #[test]
@@ -1082,6 +1145,26 @@ mod tests {
             Some(&json!({"name": "x"}))
         );
         assert_eq!(value_at(&object, "spec.nothing"), None);
+    }
+
+    #[test]
+    fn metadata_name_constraints_apply() {
+        let schema = CrdSchema::from_openapi_schema(json!({
+            "type": "object",
+            "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}}}
+        }))
+        .unwrap();
+        assert_eq!(
+            schema.validate(
+                &json!({"metadata": {"name": "short", "labels": {"a": "b"}}}),
+                None
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            messages(schema.validate(&json!({"metadata": {"name": "toolong"}}), None)),
+            vec!["metadata.name: Too long: may not be more than 5 bytes"]
+        );
     }
 
     #[test]
