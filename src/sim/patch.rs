@@ -550,6 +550,22 @@ mod tests {
                 json!({"metadata": {"finalizers": ["b", "a"]}}),
             ),
             (
+                "kubectl apply removing one env var and changing an image",
+                GroupKind::new("apps", "Deployment"),
+                json!({"metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+                    "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "app", "image": "a:1",
+                        "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}]}}}}),
+                json!({"metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"x\":1}"}},
+                    "spec": {"template": {"spec": {
+                        "$setElementOrder/containers": [{"name": "app"}],
+                        "containers": [{"name": "app", "image": "a:2",
+                            "$setElementOrder/env": [{"name": "A"}],
+                            "env": [{"$patch": "delete", "name": "B"}]}]}}}}),
+                json!({"metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"x\":1}"}},
+                    "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "app", "image": "a:2",
+                        "env": [{"name": "A", "value": "1"}]}]}}}}),
+            ),
+            (
                 "$retainKeys drops keys not listed",
                 GroupKind::new("apps", "Deployment"),
                 json!({"spec": {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}}),
