@@ -425,7 +425,8 @@ impl Checker<'_> {
             schema.get("type").and_then(Value::as_str)
         };
         let ok = match expected {
-            None => !value.is_null() || flag(schema, "x-kubernetes-preserve-unknown-fields"),
+            // Untyped nodes (combinator branches, preserve-unknown subtrees) accept anything.
+            None => true,
             Some("int-or-string") => matches!(actual, "integer" | "string"),
             Some("number") => matches!(actual, "integer" | "number"),
             Some(t) => t == actual,

@@ -755,4 +755,41 @@ mod tests {
             assert!(err.contains(want), "{selector}: got {err:?}, want {want:?}");
         }
     }
+
+    /// A tiny deterministic generator: arbitrary selector-ish input must never panic.
+    fn scrambled_inputs(alphabet: &[char], count: usize) -> Vec<String> {
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..count)
+            .map(|_| {
+                let len = (next() % 24) as usize;
+                (0..len)
+                    .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn arbitrary_input_never_panics() {
+        let alphabet: Vec<char> = "ab=!(),<> \\.-_/9inotéx".chars().collect();
+        let labels = labels(&[("a", "b"), ("b", "9")]);
+        let mut accepted = 0;
+        for input in scrambled_inputs(&alphabet, 5000) {
+            if let Ok(selector) = LabelSelector::parse(&input) {
+                accepted += 1;
+                let _ = selector.matches(&labels);
+            }
+            if let Ok(selector) = FieldSelector::parse_for(&input, "", "Event") {
+                let _ = selector.matches_object(&serde_json::json!({"metadata": {"name": "a"}}));
+            }
+        }
+        // The generator must exercise the success path too, or the test proves little.
+        assert!(accepted > 50, "only {accepted} inputs parsed");
+    }
 }

@@ -553,4 +553,29 @@ mod tests {
         );
         assert_eq!(table["rows"][0]["cells"], json!(["a", "<invalid>", null]));
     }
+
+    #[test]
+    fn arbitrary_json_paths_never_panic() {
+        let alphabet: Vec<char> = ".[]*?()@=!\"'{}\\$ab0é".chars().collect();
+        let object = cluster("a", "True", "2026-11-29T14:00:00Z");
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut parsed = 0;
+        for _ in 0..5000 {
+            let mut path = String::new();
+            for _ in 0..(state % 20) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                path.push(alphabet[(state % alphabet.len() as u64) as usize]);
+            }
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if let Ok(steps) = parse_json_path(&path) {
+                parsed += 1;
+                let _ = evaluate(&steps, &object);
+            }
+        }
+        assert!(parsed > 50, "only {parsed} paths parsed");
+    }
 }
