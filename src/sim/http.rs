@@ -313,6 +313,22 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         return Err(injected_error(code));
     }
     let shape = shape(&parts.headers)?;
+    let dry_run = match query.get("dryRun").map(String::as_str) {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unsupported dryRun value {other:?}: only All"
+            )));
+        }
+    };
+    let write_lock = || {
+        if dry_run {
+            server.store.lock_dry_run()
+        } else {
+            server.store.lock()
+        }
+    };
     let name = target.name.clone().unwrap_or_default();
     let ctx = Ctx {
         server: &server,
@@ -338,14 +354,14 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                     &access_review(&server, body),
                 ));
             }
-            let created = ops::create(&server, &mut server.store.lock(), &info, &namespace, body)?;
+            let created = ops::create(&server, &mut write_lock(), &info, &namespace, body)?;
             Ok(ctx.object(StatusCode::CREATED, &created))
         }
         "update" => {
             let body = read_body(body, &parts.headers).await?;
             let updated = ops::update(
                 &server,
-                &mut server.store.lock(),
+                &mut write_lock(),
                 &info,
                 &namespace,
                 &name,
@@ -369,7 +385,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                 let force = query.get("force").is_some_and(|f| f == "true");
                 let (code, applied) = crate::sim::apply::server_side_apply(
                     &server,
-                    &mut server.store.lock(),
+                    &mut write_lock(),
                     &info,
                     &namespace,
                     &name,
@@ -382,7 +398,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             }
             let patched = ops::patch(
                 &server,
-                &mut server.store.lock(),
+                &mut write_lock(),
                 &info,
                 &namespace,
                 &name,
@@ -399,14 +415,12 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             } else {
                 DeleteOpts::from_body(&decode(&bytes, false)?)
             };
-            let gone = ops::delete(
-                &server,
-                &mut server.store.lock(),
-                &info,
-                &namespace,
-                &name,
-                &opts,
-            )?;
+            let mut lock = if opts.dry_run {
+                server.store.lock_dry_run()
+            } else {
+                write_lock()
+            };
+            let gone = ops::delete(&server, &mut lock, &info, &namespace, &name, &opts)?;
             Ok(ctx.object(StatusCode::OK, &gone))
         }
         "deletecollection" => ctx.delete_collection(&query),

@@ -269,7 +269,10 @@ fn crd_resources(obj: &Value) -> Result<Vec<ResourceInfo>, ApiError> {
     Ok(infos)
 }
 
-fn register_crd(server: &Server, infos: Vec<ResourceInfo>) {
+fn register_crd(server: &Server, l: &Locked<'_>, infos: Vec<ResourceInfo>) {
+    if l.is_dry_run() {
+        return;
+    }
     let mut reg = server.registry_mut();
     if let Some(first) = infos.first() {
         reg.remove(&first.group, &first.plural);
@@ -373,7 +376,7 @@ pub fn create(
     }
     let stored = l.put(&res, key, body, rv, EventType::Added);
     if let Some(infos) = crd {
-        register_crd(server, infos);
+        register_crd(server, l, infos);
     }
     Ok(stored)
 }
@@ -530,7 +533,7 @@ pub fn update(
     }
     let stored = l.put(&res, key, new, rv, EventType::Modified);
     if let Some(infos) = crd {
-        register_crd(server, infos);
+        register_crd(server, l, infos);
     }
     Ok(stored)
 }
@@ -631,6 +634,8 @@ pub struct DeleteOpts {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub orphan: bool,
+    /// `dryRun: ["All"]` in the body (kube sends delete dry runs there, not in the query).
+    pub dry_run: bool,
 }
 
 impl DeleteOpts {
@@ -642,6 +647,10 @@ impl DeleteOpts {
             resource_version: s(pre.and_then(|p| p.get("resourceVersion"))),
             orphan: body.get("propagationPolicy").and_then(Value::as_str) == Some("Orphan")
                 || body.get("orphanDependents").and_then(Value::as_bool) == Some(true),
+            dry_run: body
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|v| v == "All")),
         }
     }
 }
@@ -810,7 +819,9 @@ fn after_removal(server: &Server, l: &mut Locked<'_>, gone: &Value, key: &ObjKey
             set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
             l.remove(&res, &k, last, rv);
         }
-        server.registry_mut().remove(group, plural);
+        if !l.is_dry_run() {
+            server.registry_mut().remove(group, plural);
+        }
     }
 }
 

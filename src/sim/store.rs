@@ -41,6 +41,9 @@ pub struct Event {
     pub namespace: String,
     pub kind: EventType,
     pub object: Arc<Value>,
+    /// The state before a MODIFIED change, so filtered watches can tell an object entering
+    /// or leaving their selection (sent as ADDED / DELETED, as a real server does).
+    pub previous: Option<Arc<Value>>,
 }
 
 /// The state behind the lock.
@@ -95,7 +98,15 @@ impl Store {
         Locked {
             guard,
             tx: &self.tx,
+            dry_run: false,
         }
+    }
+
+    /// Lock for a `dryRun=All` request: the same checks run, nothing is stored or announced.
+    pub fn lock_dry_run(&self) -> Locked<'_> {
+        let mut l = self.lock();
+        l.dry_run = true;
+        l
     }
 
     pub fn subscribe_locked(&self, _proof: &Locked<'_>) -> broadcast::Receiver<Arc<Event>> {
@@ -107,9 +118,14 @@ impl Store {
 pub struct Locked<'a> {
     guard: MutexGuard<'a, Inner>,
     tx: &'a broadcast::Sender<Arc<Event>>,
+    dry_run: bool,
 }
 
 impl Locked<'_> {
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
+    }
+
     pub fn current_rv(&self) -> u64 {
         self.guard.rv
     }
@@ -191,6 +207,9 @@ impl Locked<'_> {
 
     /// The next resourceVersion, to stamp an object before `put`.
     pub fn next_rv(&mut self) -> u64 {
+        if self.dry_run {
+            return self.guard.rv + 1;
+        }
         self.guard.rv += 1;
         self.guard.rv
     }
@@ -220,11 +239,15 @@ impl Locked<'_> {
         kind: EventType,
     ) -> Arc<Value> {
         let object = Arc::new(object);
+        if self.dry_run {
+            return object;
+        }
         if let Some(uid) = object.pointer("/metadata/uid").and_then(Value::as_str) {
             self.guard.uids.insert(uid.to_string());
         }
         let namespace = key.0.clone();
-        self.guard
+        let previous = self
+            .guard
             .tables
             .entry(res.clone())
             .or_default()
@@ -235,12 +258,16 @@ impl Locked<'_> {
             namespace,
             kind,
             object: object.clone(),
+            previous,
         });
         object
     }
 
     /// Remove an object; `last_state` (stamped with `rv`) is what the DELETED event carries.
     pub fn remove(&mut self, res: &ResKey, key: &ObjKey, last_state: Value, rv: u64) -> Arc<Value> {
+        if self.dry_run {
+            return Arc::new(last_state);
+        }
         if let Some(table) = self.guard.tables.get_mut(res) {
             table.remove(key);
         }
@@ -254,6 +281,7 @@ impl Locked<'_> {
             namespace: key.0.clone(),
             kind: EventType::Deleted,
             object: object.clone(),
+            previous: None,
         });
         object
     }

@@ -37,16 +37,36 @@ struct Watcher {
 
 impl Watcher {
     fn wants(&self, e: &Event) -> bool {
+        self.in_scope(e) && self.filter.matches(&e.object)
+    }
+
+    /// The event type this watcher sees: an object entering the selection is ADDED, one
+    /// leaving it DELETED, as a real server reports a filtered watch.
+    fn translate(&self, e: &Event) -> Option<EventType> {
+        if !self.wants(e) {
+            let left = e.kind == EventType::Modified
+                && self.in_scope(e)
+                && e.previous.as_ref().is_some_and(|p| self.filter.matches(p));
+            return left.then_some(EventType::Deleted);
+        }
+        match (e.kind, &e.previous) {
+            (EventType::Modified, Some(p)) if !self.filter.matches(p) => Some(EventType::Added),
+            (kind, _) => Some(kind),
+        }
+    }
+
+    fn in_scope(&self, e: &Event) -> bool {
         e.res.0 == self.info.group
             && e.res.1 == self.info.plural
             && self.namespace.as_ref().is_none_or(|ns| *ns == e.namespace)
-            && self.filter.matches(&e.object)
     }
 
     fn render(&self, kind: EventType, obj: &Value) -> Bytes {
         let shaped = match self.shape {
             Shape::Metadata => render::metadata_only(obj),
-            _ => render::full(&self.info, obj).into_owned(),
+            // `kubectl get -w`: every event carries a one-row Table.
+            Shape::Table => render::object(&self.info, obj, Shape::Table),
+            Shape::Full => render::full(&self.info, obj).into_owned(),
         };
         line(kind.as_str(), &shaped)
     }
@@ -57,7 +77,8 @@ impl Watcher {
                 "PartialObjectMetadata".to_string(),
                 "meta.k8s.io/v1".to_string(),
             ),
-            _ => (self.info.kind.clone(), self.info.api_version()),
+            Shape::Table => ("Table".to_string(), "meta.k8s.io/v1".to_string()),
+            Shape::Full => (self.info.kind.clone(), self.info.api_version()),
         };
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
@@ -92,11 +113,6 @@ pub fn start(
     query: &HashMap<String, String>,
     shape: Shape,
 ) -> Result<Response, ApiError> {
-    if shape == Shape::Table {
-        return Err(ApiError::not_acceptable(
-            "watching as a Table is not supported by the sim",
-        ));
-    }
     let filter = Filter::from_query(query)?;
     let bookmarks = query
         .get("allowWatchBookmarks")
@@ -146,8 +162,7 @@ pub fn start(
             Some(rv) if !send_initial => match l.events_since(rv) {
                 Ok(events) => events
                     .iter()
-                    .filter(|e| watcher.wants(e))
-                    .map(|e| watcher.render(e.kind, &e.object))
+                    .filter_map(|e| watcher.translate(e).map(|k| watcher.render(k, &e.object)))
                     .collect(),
                 Err(too_old) => {
                     let msg = format!(
@@ -233,7 +248,9 @@ async fn pump(
                         continue;
                     }
                     last_rv = e.rv;
-                    if watcher.wants(&e) && tx.send(watcher.render(e.kind, &e.object)).await.is_err() {
+                    if let Some(kind) = watcher.translate(&e)
+                        && tx.send(watcher.render(kind, &e.object)).await.is_err()
+                    {
                         return;
                     }
                 }

@@ -642,3 +642,84 @@ async fn metadata_only_list_and_get() {
     let one = api.get_metadata("m").await.unwrap();
     assert_eq!(one.types.unwrap().kind, "PartialObjectMetadata");
 }
+
+#[tokio::test]
+async fn server_side_apply_owns_fields_removes_dropped_ones_and_reports_conflicts() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let first = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa", "labels": {"l": "1"}},
+        "data": {"a": "1", "b": "2"}});
+    let alice = PatchParams::apply("alice");
+    let created = api
+        .patch("ssa", &alice, &Patch::Apply(&first))
+        .await
+        .unwrap();
+    assert_eq!(created.data.as_ref().unwrap().len(), 2);
+    let mf = created.metadata.managed_fields.unwrap();
+    assert_eq!(mf[0].manager.as_deref(), Some("alice"));
+
+    // Dropping `b` from alice's configuration removes it.
+    let second = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "1"}});
+    let applied = api
+        .patch("ssa", &alice, &Patch::Apply(&second))
+        .await
+        .unwrap();
+    assert_eq!(
+        applied.data.unwrap(),
+        [("a".to_string(), "1".to_string())].into()
+    );
+    assert!(
+        applied.metadata.labels.unwrap_or_default().is_empty(),
+        "dropped label removed"
+    );
+
+    // Bob changing alice's field conflicts, unless forced.
+    let bob_cfg = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "bob"}});
+    let (code, _) = code_of(
+        api.patch("ssa", &PatchParams::apply("bob"), &Patch::Apply(&bob_cfg))
+            .await,
+    );
+    assert_eq!(code, 409);
+    let forced = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("bob").force(),
+            &Patch::Apply(&bob_cfg),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.unwrap()["a"], "bob");
+    // Alice no longer owns `a`: her empty apply leaves bob's value alone.
+    let empty = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}});
+    let after = api
+        .patch("ssa", &alice, &Patch::Apply(&empty))
+        .await
+        .unwrap();
+    assert_eq!(after.data.unwrap()["a"], "bob");
+}
+
+#[tokio::test]
+async fn dry_run_checks_without_storing() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let would = api.create(&dry, &cm("dry", json!({}))).await.unwrap();
+    assert_eq!(would.metadata.name.as_deref(), Some("dry"));
+    assert_eq!(code_of(api.get("dry").await).0, 404);
+    api.create(&PostParams::default(), &cm("dry", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(
+        code_of(api.create(&dry, &cm("dry", json!({}))).await).0,
+        409
+    );
+    let dp = DeleteParams {
+        dry_run: true,
+        ..DeleteParams::default()
+    };
+    api.delete("dry", &dp).await.unwrap();
+    assert!(api.get("dry").await.is_ok());
+}

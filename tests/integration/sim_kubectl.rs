@@ -69,6 +69,12 @@ async fn kubectl_create_apply_get_patch_wait_delete() {
         k.ok(&["patch", "configmap", "demo", "--type", "json", "-p", r#"[{"op":"add","path":"/data/b","value":"3"}]"#]);
         assert!(k.ok(&["get", "configmap", "demo", "-o", "jsonpath={.data.b}"]).contains('3'));
 
+        let ssa = k.file("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: \"1\"\n  b: \"2\"\n");
+        k.ok(&["apply", "--server-side", "-f", &ssa]);
+        let ssa2 = k.file("ssa2.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: \"1\"\n");
+        k.ok(&["apply", "--server-side", "-f", &ssa2]);
+        assert_eq!(k.ok(&["get", "configmap", "ssa", "-o", "jsonpath={.data}"]).trim(), r#"{"a":"1"}"#);
+
         let cluster = k.file("cluster.yaml", "apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata:\n  name: pg\nspec:\n  instances: 3\n");
         k.ok(&["apply", "--validate=false", "-f", &cluster]);
         k.ok(&["patch", "cluster", "pg", "--type", "merge", "--subresource", "status", "-p",

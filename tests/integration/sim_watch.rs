@@ -207,3 +207,56 @@ async fn bookmarks_label_filtering_and_timeout() {
     assert_eq!(names, ["take"]);
     assert!(bookmarks >= 1);
 }
+
+#[tokio::test]
+async fn objects_entering_and_leaving_a_label_selection_are_added_and_deleted() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    api.create(&PostParams::default(), &cm("moving"))
+        .await
+        .unwrap();
+    let rv = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut s = api
+        .watch(&WatchParams::default().labels("sel=in"), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let pp = PatchParams::default();
+    api.patch(
+        "moving",
+        &pp,
+        &Patch::Merge(json!({"metadata": {"labels": {"sel": "in"}}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "moving",
+        &pp,
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "moving",
+        &pp,
+        &Patch::Merge(json!({"metadata": {"labels": {"sel": "out"}}})),
+    )
+    .await
+    .unwrap();
+    let mut kinds = Vec::new();
+    for _ in 0..3 {
+        kinds.push(match next(&mut s).await.unwrap() {
+            WatchEvent::Added(_) => "ADDED",
+            WatchEvent::Modified(_) => "MODIFIED",
+            WatchEvent::Deleted(_) => "DELETED",
+            other => panic!("unexpected {other:?}"),
+        });
+    }
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
+}
