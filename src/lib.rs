@@ -1,2 +1,3 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
+pub mod conditions;
 pub mod sim;
