@@ -223,3 +223,22 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod docs_tests {
+    use super::ALL;
+    use crate::conditions::ConditionType;
+
+    #[test]
+    fn every_reason_and_type_is_described_in_the_docs() {
+        let docs = include_str!("../../docs/conditions.md");
+        for reason in ALL {
+            let row = format!("| `{reason}` |");
+            assert!(docs.contains(&row), "docs/conditions.md has no row for {reason}");
+        }
+        for type_ in ConditionType::ALL {
+            let row = format!("| `{type_}` |");
+            assert!(docs.contains(&row), "docs/conditions.md has no row for {type_}");
+        }
+    }
+}
