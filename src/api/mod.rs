@@ -14,6 +14,7 @@ mod evidence_agent;
 mod pgadmin;
 #[allow(clippy::duplicated_attributes)]
 mod pgadmin_access;
+mod status;
 
 pub use access_request::{
     AccessPhase, AccessSubject, PgAccessRequest, PgAccessRequestSpec, PgAccessRequestStatus,
@@ -38,6 +39,7 @@ pub use pgadmin::{
     UpgradeBackup,
 };
 pub use pgadmin_access::{PgAdminAccess, PgAdminAccessSpec, PgAdminAccessStatus, PgAdminRef};
+pub use status::ReportsConditions;
 
 /// The annotation that pauses reconciliation of an object (value `skip`).
 pub const RECONCILE_ANNOTATION: &str = "pgtoolbox.fyannk.dev/reconcile";

@@ -434,3 +434,45 @@ fn the_pause_annotation_is_read() {
     annotations.insert(RECONCILE_ANNOTATION.to_owned(), "no".to_owned());
     assert!(!is_paused(Some(&annotations)));
 }
+
+#[test]
+fn objects_hand_their_stored_status_and_facts_to_the_engine() {
+    use crate::conditions::{ConditionType, Kind, Verdict, derive_status, reasons::common};
+
+    let mut console: PgToolBoxConsole = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(manifest_dir().join("examples/pgtoolboxconsole.yaml"))
+            .expect("example"),
+    )
+    .expect("parses");
+    console.metadata.generation = Some(5);
+    console.metadata.annotations =
+        Some([(RECONCILE_ANNOTATION.to_owned(), "skip".to_owned())].into());
+    assert!(console.stored_status().conditions.is_empty());
+    let facts = console.pass_facts();
+    assert_eq!(
+        (facts.kind, facts.generation, facts.paused),
+        (Kind::PgToolBoxConsole, 5, true)
+    );
+
+    let facts = facts
+        .with_paused(false)
+        .with_aspect(
+            ConditionType::ConfigurationValid,
+            Verdict::holds(common::AS_EXPECTED, "ok"),
+        )
+        .expect("aspect");
+    let update = derive_status(
+        &facts,
+        console.stored_status(),
+        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+    );
+    console.status = Some(PgToolBoxConsoleStatus {
+        common: CommonStatus {
+            observed_generation: Some(update.observed_generation),
+            conditions: update.conditions,
+        },
+        ..Default::default()
+    });
+    assert_eq!(console.stored_status().observed_generation, Some(5));
+    assert_eq!(console.stored_status().conditions.len(), 6);
+}

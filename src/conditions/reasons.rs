@@ -234,11 +234,17 @@ mod docs_tests {
         let docs = include_str!("../../docs/conditions.md");
         for reason in ALL {
             let row = format!("| `{reason}` |");
-            assert!(docs.contains(&row), "docs/conditions.md has no row for {reason}");
+            assert!(
+                docs.contains(&row),
+                "docs/conditions.md has no row for {reason}"
+            );
         }
         for type_ in ConditionType::ALL {
             let row = format!("| `{type_}` |");
-            assert!(docs.contains(&row), "docs/conditions.md has no row for {type_}");
+            assert!(
+                docs.contains(&row),
+                "docs/conditions.md has no row for {type_}"
+            );
         }
     }
 }
