@@ -1,2 +1,6 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
+pub mod actors;
+pub mod k8s;
+pub mod messages;
 pub mod sim;
+pub mod supervisor;
