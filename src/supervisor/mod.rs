@@ -17,3 +17,6 @@ pub use watch::{
     ChildWatch, EventSource, OwnerSource, WatchScope, owner_from_controller, owner_from_label,
     watch_events,
 };
+
+#[cfg(test)]
+mod tests;
