@@ -1,5 +1,6 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
 pub mod actors;
+pub mod cli;
 pub mod k8s;
 pub mod messages;
 pub mod sim;

@@ -112,6 +112,17 @@ impl ReconcileError {
 #[derive(Debug, Default)]
 pub struct Shared {
     pub settings: OperatorSettings,
+    /// Served on `/metrics`; kinds and shared actors register their metrics here.
+    pub metrics: std::sync::Mutex<prometheus_client::registry::Registry>,
+}
+
+impl Shared {
+    pub fn new(settings: OperatorSettings) -> Self {
+        Self {
+            settings,
+            metrics: Default::default(),
+        }
+    }
 }
 
 /// What a pass gets besides the object.

@@ -3,6 +3,7 @@
 
 mod backoff;
 mod kind;
+mod kinds;
 mod operator;
 mod root;
 mod settings;
@@ -10,6 +11,7 @@ mod watch;
 
 pub use backoff::BackoffPolicy;
 pub use kind::{KindArgs, KindOptions, KindState, KindSupervisor, Registry};
+pub use kinds::register_all;
 pub use operator::{Kind, Operator, OperatorBuilder};
 pub use root::RootSupervisor;
 pub use settings::{DefaultImages, OperatorSettings};

@@ -88,10 +88,10 @@ pub struct OperatorBuilder {
 }
 
 impl OperatorBuilder {
-    pub fn new(client: Client, shared: Shared) -> Self {
+    pub fn new(client: Client, shared: Arc<Shared>) -> Self {
         Self {
             client,
-            shared: Arc::new(shared),
+            shared,
             kinds: Vec::new(),
         }
     }

@@ -180,7 +180,7 @@ impl Harness {
             .child(ChildWatch::from_stream(child_rx.boxed()))
             .options(options);
         let registry = kind.registry();
-        let operator = OperatorBuilder::new(offline_client(), Shared::default())
+        let operator = OperatorBuilder::new(offline_client(), Arc::new(Shared::default()))
             .register(kind)
             .start()
             .await
