@@ -42,6 +42,8 @@ pub enum CliError {
     Telemetry(#[from] telemetry::TelemetryError),
     #[error("endpoints: {0}")]
     Io(#[from] std::io::Error),
+    #[error("lost the leader lease; exiting so another replica takes over")]
+    LeadershipLost,
     #[error("starting the actors: {0}")]
     Spawn(#[from] ractor::SpawnErr),
 }

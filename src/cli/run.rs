@@ -11,7 +11,16 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use super::settings::SettingsArgs;
 use super::{CliError, endpoints, telemetry};
 use crate::actors::Shared;
+use crate::supervisor::leader::{self, LeaderConfig};
 use crate::supervisor::{OperatorBuilder, register_all};
+
+/// This replica's name in the Lease: the pod name when running in a cluster.
+fn identity() -> String {
+    let host = std::env::var("POD_NAME")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "pgtoolbox-operator".into());
+    format!("{host}-{:08x}", rand::random::<u32>())
+}
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -20,6 +29,12 @@ pub struct RunArgs {
     pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     pub settings: SettingsArgs,
+    /// Run only while holding the `pgtoolbox-operator` Lease (one active replica).
+    #[arg(long, env = "LEADER_ELECT")]
+    pub leader_elect: bool,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "pgtoolbox-system")]
+    pub leader_election_namespace: String,
     /// Bound on the time in-flight reconciles get to finish on SIGTERM/SIGINT.
     #[arg(long, default_value = "25s", value_parser = humantime_secs)]
     pub shutdown_timeout: Duration,
@@ -55,14 +70,32 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         ready.clone(),
     )
     .await?;
+    let mut leadership = if args.leader_elect {
+        let config = LeaderConfig::new(&args.leader_election_namespace, identity());
+        tokio::select! {
+            held = leader::acquire(client.clone(), config) => Some(held),
+            _ = super::signal::terminated() => return Ok(()),
+        }
+    } else {
+        None
+    };
     let operator = register_all(OperatorBuilder::new(client, shared))
         .start()
         .await?;
     ready.store(true, Ordering::Relaxed);
     tracing::info!(kinds = ?operator.kinds().collect::<Vec<_>>(), "operator running");
-    super::signal::terminated().await;
+    let lost = async {
+        match leadership.as_mut() {
+            Some(held) => held.lost().await,
+            None => std::future::pending().await,
+        }
+    };
+    let outcome = tokio::select! {
+        _ = super::signal::terminated() => Ok(()),
+        _ = lost => Err(CliError::LeadershipLost),
+    };
     tracing::info!("shutting down");
     ready.store(false, Ordering::Relaxed);
     operator.shutdown(args.shutdown_timeout).await;
-    Ok(())
+    outcome
 }

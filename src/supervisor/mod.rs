@@ -4,6 +4,7 @@
 mod backoff;
 mod kind;
 mod kinds;
+pub mod leader;
 mod operator;
 mod root;
 mod settings;
