@@ -6,3 +6,4 @@ mod sim_faults;
 mod sim_kubectl;
 mod sim_support;
 mod sim_watch;
+mod status_write;
