@@ -723,3 +723,20 @@ async fn dry_run_checks_without_storing() {
     api.delete("dry", &dp).await.unwrap();
     assert!(api.get("dry").await.is_ok());
 }
+
+#[tokio::test]
+async fn events_are_selectable_by_involved_object() {
+    let (_sim, client) = start().await;
+    let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client, "default");
+    for (name, target) in [("e1", "a"), ("e2", "b")] {
+        let ev = serde_json::from_value(json!({"metadata": {"name": name},
+            "involvedObject": {"kind": "ConfigMap", "name": target, "namespace": "default"},
+            "reason": "Tested", "message": "m", "type": "Normal"}))
+        .unwrap();
+        api.create(&PostParams::default(), &ev).await.unwrap();
+    }
+    let lp = ListParams::default().fields("involvedObject.name=b,involvedObject.kind=ConfigMap");
+    let got = api.list(&lp).await.unwrap();
+    assert_eq!(got.items.len(), 1);
+    assert_eq!(got.items[0].metadata.name.as_deref(), Some("e2"));
+}
