@@ -10,7 +10,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
-use super::{ObjectContext, Outcome, ReconcileError, Reconciler, Timers};
+use super::{Failure, ObjectContext, Outcome, ReconcileError, Reconciler, Timers};
 use crate::messages::{KindMsg, ObjectMsg, TimerPurpose};
 use crate::supervisor::BackoffPolicy;
 
@@ -195,7 +195,7 @@ impl<R: Reconciler> ObjectActor<R> {
         let text = err.to_string();
         tracing::warn!(error = %text, retry_in = ?delay, "pass failed");
         self.reconciler
-            .report_error(state.latest.clone(), &text, &state.cx)
+            .report_error(state.latest.clone(), &Failure::Error(&err), &state.cx)
             .await;
         state.timers.arm(TimerPurpose::Retry, delay, myself);
     }

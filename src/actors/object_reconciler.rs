@@ -39,16 +39,31 @@ pub trait Reconciler: Send + Sync + 'static {
     }
 
     /// Extension point for failure reporting: called after a pass returned an error, and by the
-    /// supervisor after a pass panicked (before the restart backoff). The conditions engine
-    /// plugs in here to show `Ready=False ReconcileError`. The runtime already logs and retries;
-    /// the default adds nothing.
+    /// supervisor after a pass panicked (before the restart backoff), so a kind can show
+    /// `Ready=False ReconcileError`. The runtime already logs and retries; the default adds nothing.
     fn report_error(
         &self,
         _obj: Arc<Self::Object>,
-        _error: &str,
+        _failure: &Failure<'_>,
         _cx: &ObjectContext,
     ) -> impl Future<Output = ()> + Send {
         async {}
+    }
+}
+
+/// How a pass failed: with a typed error (classifiable), or by panicking.
+#[derive(Debug)]
+pub enum Failure<'a> {
+    Error(&'a ReconcileError),
+    Panic(&'a str),
+}
+
+impl std::fmt::Display for Failure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Error(err) => write!(f, "{err}"),
+            Failure::Panic(text) => write!(f, "the pass panicked: {text}"),
+        }
     }
 }
 

@@ -1,7 +1,11 @@
 //! Thin I/O helpers shared by every kind.
 
+mod delete;
+mod events;
 mod status;
 mod write_budget;
 
+pub use delete::{Deleted, delete_pinned};
+pub use events::{EventSink, REPORTER};
 pub use status::patch_status;
 pub use write_budget::{WriteBudget, WriteBudgetClosed};

@@ -101,6 +101,17 @@ impl ChildWatch {
         }
     }
 
+    /// A child watch that builds its own streams once the client and namespaces are known
+    /// (e.g. one that also feeds a kind's cache before waking owners).
+    pub fn custom<F>(start: F) -> Self
+    where
+        F: FnOnce(&Client, &WatchScope) -> Vec<OwnerSource> + Send + 'static,
+    {
+        Self {
+            start: Box::new(start),
+        }
+    }
+
     /// Owner keys from any stream (tests, or a shared actor that already watches the child).
     pub fn from_stream(source: OwnerSource) -> Self {
         Self {

@@ -10,63 +10,26 @@ use std::time::Duration;
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
 
-use super::identity::{Subject, binds_exactly};
+use super::identity::{binds_exactly, describe};
+use crate::api::{AccessPhase as Phase, AccessSubject};
 
 /// How long a RoleBinding of a request that is not Approved may live: the console creates the
 /// binding before it records the approval, so a binding younger than this is an approval in flight.
 pub const ORPHAN_GRACE: Duration = Duration::from_secs(60);
-
-/// The phase recorded in `status.phase`, as read; an unrecognised value is kept so it can be reported.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Phase {
-    Pending,
-    Approved,
-    Denied,
-    Revoked,
-    Expired,
-    Unrecognised(String),
-}
-
-impl Phase {
-    pub fn parse(raw: Option<&str>) -> Self {
-        match raw {
-            None | Some("") | Some("Pending") => Phase::Pending,
-            Some("Approved") => Phase::Approved,
-            Some("Denied") => Phase::Denied,
-            Some("Revoked") => Phase::Revoked,
-            Some("Expired") => Phase::Expired,
-            Some(other) => Phase::Unrecognised(other.to_string()),
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        match self {
-            Phase::Pending => "Pending",
-            Phase::Approved => "Approved",
-            Phase::Denied => "Denied",
-            Phase::Revoked => "Revoked",
-            Phase::Expired => "Expired",
-            Phase::Unrecognised(raw) => raw,
-        }
-    }
-
-    fn is_terminal(&self) -> bool {
-        matches!(self, Phase::Denied | Phase::Revoked | Phase::Expired)
-    }
-}
 
 /// Everything a pass needs to know about the request itself.
 #[derive(Clone, Debug)]
 pub struct RequestFacts<'a> {
     pub name: &'a str,
     pub namespace: &'a str,
-    pub subject: Subject,
+    pub subject: &'a AccessSubject,
     pub cluster_role: &'a str,
     pub expires_at: Timestamp,
     pub phase: Phase,
     pub approver: Option<&'a str>,
-    /// `spec.cluster` and whether a Cluster of that name exists in the namespace.
-    pub cluster: Option<(&'a str, bool)>,
+    /// `spec.cluster` and whether a Cluster of that name exists in the namespace (`None`: the
+    /// operator cannot read Clusters there).
+    pub cluster: Option<(&'a str, Option<bool>)>,
     /// The RoleBindingSynced reason stored by the previous pass, if any.
     pub previous_binding_reason: Option<&'a str>,
 }
@@ -148,8 +111,25 @@ pub struct Decision {
     pub binding: BindingVerdict,
     pub binding_message: String,
     pub events: Vec<RequestEvent>,
-    /// When to look again without any watched change: expiry, or the end of a grace.
-    pub wake_at: Option<Timestamp>,
+    /// `spec.expiresAt` while the request can still expire.
+    pub expiry_at: Option<Timestamp>,
+    /// The earliest end of a RoleBinding's orphan grace, if one is still within it.
+    pub grace_ends: Option<Timestamp>,
+}
+
+impl Decision {
+    /// When to look again without any watched change.
+    pub fn wake_at(&self) -> Option<Timestamp> {
+        match (self.expiry_at, self.grace_ends) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Every child is as decided: nothing was deleted by this pass.
+    pub fn converged(&self) -> bool {
+        self.deletions.is_empty()
+    }
 }
 
 /// Decides one pass. `bindings` are the RoleBindings labelled for this request (any name).
@@ -185,7 +165,7 @@ pub fn decide(req: &RequestFacts<'_>, bindings: &[&RoleBinding], now: Timestamp)
             judged.delete_all(bindings, cause);
             terminal_verdict(req, &phase)
         }
-        Phase::Unrecognised(_) => {
+        Phase::Unrecognized(_) => {
             judged.delete_all(bindings, DeletionCause::InvalidStatus);
             (BindingVerdict::NotEvaluated, unjudged_message(req))
         }
@@ -197,14 +177,7 @@ pub fn decide(req: &RequestFacts<'_>, bindings: &[&RoleBinding], now: Timestamp)
         Phase::Pending => pending_verdict(req, bindings, now, &mut judged),
     };
 
-    let wake_at = if phase.is_terminal() {
-        judged.grace_ends
-    } else {
-        Some(match judged.grace_ends {
-            Some(grace) if grace < req.expires_at => grace,
-            _ => req.expires_at,
-        })
-    };
+    let expiry_at = (!phase.is_terminal()).then_some(req.expires_at);
 
     Decision {
         deletions: judged.deletions,
@@ -213,7 +186,8 @@ pub fn decide(req: &RequestFacts<'_>, bindings: &[&RoleBinding], now: Timestamp)
         binding,
         binding_message,
         events,
-        wake_at,
+        expiry_at,
+        grace_ends: judged.grace_ends,
     }
 }
 
@@ -245,7 +219,7 @@ impl JudgedBindings {
 }
 
 fn config_verdict(req: &RequestFacts<'_>) -> ConfigVerdict {
-    if let Phase::Unrecognised(raw) = &req.phase {
+    if let Phase::Unrecognized(raw) = &req.phase {
         return ConfigVerdict::Invalid {
             message: format!(
                 "status.phase {raw:?} is not one of Pending, Approved, Denied, Revoked, Expired; \
@@ -261,7 +235,15 @@ fn config_verdict(req: &RequestFacts<'_>) -> ConfigVerdict {
         };
     }
     match req.cluster {
-        Some((cluster, false)) => ConfigVerdict::ClusterNotFound {
+        Some((cluster, None)) => ConfigVerdict::ClusterNotFound {
+            message: format!(
+                "spec.cluster names Cluster {cluster:?}, which cannot be verified: the operator \
+                 may not read CloudNativePG Clusters in namespace {:?}; expiry and revocation \
+                 keep working",
+                req.namespace
+            ),
+        },
+        Some((cluster, Some(false))) => ConfigVerdict::ClusterNotFound {
             message: format!(
                 "spec.cluster names Cluster {cluster:?}, which does not exist in namespace {:?}; \
                  expiry and revocation keep working",
@@ -345,7 +327,7 @@ fn approved_verdict(
                 "RoleBinding {} bound something other than exactly {} to ClusterRole {:?} and \
                  was deleted",
                 names.join(", "),
-                req.subject,
+                describe(req.subject),
                 req.cluster_role
             ),
         );
@@ -355,7 +337,7 @@ fn approved_verdict(
             BindingVerdict::AccessGranted,
             format!(
                 "RoleBinding {name} binds {} to ClusterRole {:?} until {}",
-                req.subject, req.cluster_role, req.expires_at
+                describe(req.subject), req.cluster_role, req.expires_at
             ),
         ),
         // A drift deleted the binding in an earlier pass: keep saying so rather than "missing".
@@ -414,7 +396,8 @@ fn pending_verdict(
             format!(
                 "a RoleBinding of the pending request bound something other than exactly {} to \
                  ClusterRole {:?} and was deleted",
-                req.subject, req.cluster_role
+                describe(req.subject),
+                req.cluster_role
             ),
         );
     }

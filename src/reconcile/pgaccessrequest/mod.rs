@@ -1,12 +1,14 @@
 //! PgAccessRequest decisions: pure, unit-tested, no I/O.
 mod decide;
 mod identity;
+mod status;
 
 pub use decide::{
-    BindingVerdict, ConfigVerdict, Decision, Deletion, DeletionCause, ORPHAN_GRACE, Phase,
+    BindingVerdict, ConfigVerdict, Decision, Deletion, DeletionCause, ORPHAN_GRACE,
     RequestEvent, RequestFacts, decide,
 };
-pub use identity::{Subject, SubjectKind, binds_exactly};
+pub use status::{deletion_event, pass_facts, request_events, status_fields};
+pub use identity::{binds_exactly, describe, rbac_subject};
 
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::*;
+use crate::api::{AccessPhase as Phase, AccessSubject, SubjectKind};
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
@@ -14,12 +15,13 @@ fn at(offset_secs: i64) -> Timestamp {
     now() + SignedDuration::from_secs(offset_secs)
 }
 
-fn alice() -> Subject {
-    Subject {
+fn alice() -> &'static AccessSubject {
+    static ALICE: std::sync::OnceLock<AccessSubject> = std::sync::OnceLock::new();
+    ALICE.get_or_init(|| AccessSubject {
         kind: SubjectKind::User,
         name: "alice".into(),
         namespace: None,
-    }
+    })
 }
 
 fn request(phase: Phase, approver: Option<&'static str>) -> RequestFacts<'static> {
@@ -36,7 +38,7 @@ fn request(phase: Phase, approver: Option<&'static str>) -> RequestFacts<'static
     }
 }
 
-fn rb(name: &str, subjects: Vec<Subject>, role: &str, age_secs: i64) -> RoleBinding {
+fn rb(name: &str, subjects: Vec<AccessSubject>, role: &str, age_secs: i64) -> RoleBinding {
     RoleBinding {
         metadata: ObjectMeta {
             name: Some(name.into()),
@@ -50,12 +52,12 @@ fn rb(name: &str, subjects: Vec<Subject>, role: &str, age_secs: i64) -> RoleBind
             kind: "ClusterRole".into(),
             name: role.into(),
         },
-        subjects: Some(subjects.iter().map(Subject::to_rbac).collect()),
+        subjects: Some(subjects.iter().map(rbac_subject).collect()),
     }
 }
 
 fn exact(age_secs: i64) -> RoleBinding {
-    rb("pgar-orders", vec![alice()], "cnpg-viewer", age_secs)
+    rb("pgar-orders", vec![alice().clone()], "cnpg-viewer", age_secs)
 }
 
 fn causes(d: &Decision) -> Vec<DeletionCause> {
@@ -79,17 +81,11 @@ fn each_phase_and_binding_state_gives_its_reason() {
     use DeletionCause as C;
     let drifted = rb(
         "pgar-orders",
-        vec![
-            alice(),
-            Subject {
-                name: "mallory".into(),
-                ..alice()
-            },
-        ],
+        vec![alice().clone(), AccessSubject { name: "mallory".into(), ..alice().clone() }],
         "cnpg-viewer",
         5,
     );
-    let wrong_role = rb("pgar-orders", vec![alice()], "cluster-admin", 5);
+    let wrong_role = rb("pgar-orders", vec![alice().clone()], "cluster-admin", 5);
     // (name, phase, approver, bindings, verdict, deletion causes, new phase)
     let cases: Vec<Case> = vec![
         (
@@ -220,7 +216,7 @@ fn each_phase_and_binding_state_gives_its_reason() {
         ),
         (
             "unknown phase",
-            Phase::Unrecognised("Maybe".into()),
+            Phase::Unrecognized("Maybe".into()),
             None,
             vec![exact(5)],
             NotEvaluated,
@@ -243,7 +239,7 @@ fn expiry_turns_any_live_request_expired_and_deletes_everything() {
     for phase in [
         Phase::Pending,
         Phase::Approved,
-        Phase::Unrecognised("x".into()),
+        Phase::Unrecognized("x".into()),
     ] {
         let mut req = request(phase.clone(), Some("bob"));
         req.expires_at = at(-1);
@@ -253,7 +249,7 @@ fn expiry_turns_any_live_request_expired_and_deletes_everything() {
         assert_eq!(d.binding, BindingVerdict::AccessExpired);
         assert_eq!(causes(&d), vec![DeletionCause::Expired]);
         assert_eq!(d.events, vec![RequestEvent::AccessExpired]);
-        assert_eq!(d.wake_at, None, "nothing left to wait for");
+        assert_eq!(d.wake_at(), None, "nothing left to wait for");
     }
 }
 
@@ -280,21 +276,22 @@ fn terminal_requests_never_expire_again() {
 fn wakes_at_the_earliest_of_expiry_and_grace_end() {
     let req = request(Phase::Pending, None);
     let young = exact(10);
-    assert_eq!(decide(&req, &[&young], now()).wake_at, Some(at(50)));
-    assert_eq!(decide(&req, &[], now()).wake_at, Some(at(3600)));
+    assert_eq!(decide(&req, &[&young], now()).wake_at(), Some(at(50)));
+    assert_eq!(decide(&req, &[], now()).wake_at(), Some(at(3600)));
     let mut soon = request(Phase::Pending, None);
     soon.expires_at = at(20);
-    assert_eq!(decide(&soon, &[&young], now()).wake_at, Some(at(20)));
+    assert_eq!(decide(&soon, &[&young], now()).wake_at(), Some(at(20)));
 }
 
 #[test]
 fn self_approval_by_a_service_account_is_refused() {
     let mut req = request(Phase::Approved, Some("system:serviceaccount:team-a:bot"));
-    req.subject = Subject {
+    let bot = AccessSubject {
         kind: SubjectKind::ServiceAccount,
         name: "bot".into(),
         namespace: Some("team-a".into()),
     };
+    req.subject = &bot;
     let d = decide(&req, &[], now());
     assert_eq!(d.binding, BindingVerdict::SelfApprovalRefused);
     assert_eq!(
@@ -335,7 +332,7 @@ fn configuration_verdicts() {
         other => panic!("{other:?}"),
     }
     let mut missing = request(Phase::Approved, Some("bob"));
-    missing.cluster = Some(("orders-db", false));
+    missing.cluster = Some(("orders-db", Some(false)));
     let b = exact(5);
     let d = decide(&missing, &[&b], now());
     assert!(matches!(d.config, ConfigVerdict::ClusterNotFound { .. }));
@@ -345,12 +342,16 @@ fn configuration_verdicts() {
         "a missing Cluster never blocks the grant's lifecycle"
     );
     let mut found = missing.clone();
-    found.cluster = Some(("orders-db", true));
+    found.cluster = Some(("orders-db", Some(true)));
+    assert!(matches!(decide(&found, &[], now()).config, ConfigVerdict::Valid { .. }));
+    found.cluster = Some(("orders-db", None));
+    assert!(matches!(decide(&found, &[], now()).config, ConfigVerdict::ClusterNotFound { .. }));
+    found.cluster = Some(("orders-db", Some(true)));
     assert!(matches!(
         decide(&found, &[], now()).config,
         ConfigVerdict::Valid { .. }
     ));
-    let odd = request(Phase::Unrecognised("Maybe".into()), None);
+    let odd = request(Phase::Unrecognized("Maybe".into()), None);
     match decide(&odd, &[], now()).config {
         ConfigVerdict::Invalid { message } => assert!(message.contains("\"Maybe\""), "{message}"),
         other => panic!("{other:?}"),
