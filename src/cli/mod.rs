@@ -4,6 +4,8 @@ mod endpoints;
 mod run;
 mod settings;
 mod signal;
+mod sim;
+mod table;
 mod telemetry;
 
 use std::process::ExitCode;
@@ -12,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 pub use run::RunArgs;
 pub use settings::SettingsArgs;
+pub use sim::SimArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -28,6 +31,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the operator against a cluster.
     Run(RunArgs),
+    /// Run the embedded Kubernetes API server with the operator inside (`--api-only`: the
+    /// server alone).
+    Sim(SimArgs),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +48,8 @@ pub enum CliError {
     Telemetry(#[from] telemetry::TelemetryError),
     #[error("endpoints: {0}")]
     Io(#[from] std::io::Error),
+    #[error("embedded API server: {0}")]
+    Sim(#[from] crate::sim::SimError),
     #[error("lost the leader lease; exiting so another replica takes over")]
     LeadershipLost,
     #[error("starting the actors: {0}")]
@@ -53,6 +61,7 @@ pub async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args).await,
+        Command::Sim(args) => sim::sim(args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,12 @@
+//! The one integration test binary; each topic is a module beside this file.
+
+mod runtime_cli;
+mod runtime_crash;
+mod runtime_deploy;
+mod runtime_support;
+mod runtime_watch;
+mod sim_crud;
+mod sim_faults;
+mod sim_kubectl;
+mod sim_support;
+mod sim_watch;
