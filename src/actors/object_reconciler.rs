@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::k8s::WriteBudget;
 use crate::messages::{ObjectKey, TimerPurpose};
-use crate::supervisor::OperatorSettings;
+use crate::supervisor::{OperatorSettings, RuntimeMetrics};
 
 /// One kind's behaviour. The object actor, the supervisor, the watches, the timers and the
 /// restarts are shared; a kind only says how one pass goes.
@@ -109,19 +109,30 @@ impl ReconcileError {
 
 /// Process-wide state every kind may read. Grows as shared actors land (prober, refusal
 /// tracker, secret router): add fields here, not parameters to the trait.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Shared {
     pub settings: OperatorSettings,
     /// Served on `/metrics`; kinds and shared actors register their metrics here.
     pub metrics: std::sync::Mutex<prometheus_client::registry::Registry>,
+    /// The runtime's own metrics (registered in `metrics`).
+    pub runtime: RuntimeMetrics,
 }
 
 impl Shared {
     pub fn new(settings: OperatorSettings) -> Self {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let runtime = RuntimeMetrics::register(&mut registry);
         Self {
             settings,
-            metrics: Default::default(),
+            metrics: std::sync::Mutex::new(registry),
+            runtime,
         }
+    }
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Self::new(OperatorSettings::default())
     }
 }
 

@@ -50,6 +50,8 @@ pub enum CliError {
     Io(#[from] std::io::Error),
     #[error("embedded API server: {0}")]
     Sim(#[from] crate::sim::SimError),
+    #[error("the supervisor of {0} stopped; exiting so the operator restarts whole")]
+    KindFailed(String),
     #[error("lost the leader lease; exiting so another replica takes over")]
     LeadershipLost,
     #[error("starting the actors: {0}")]

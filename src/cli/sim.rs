@@ -109,7 +109,7 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
 
     let client = sim.client();
     let shared = Arc::new(Shared::new(args.settings.to_settings()));
-    let operator = register_all(OperatorBuilder::new(client.clone(), shared))
+    let mut operator = register_all(OperatorBuilder::new(client.clone(), shared))
         .start()
         .await?;
     apply_examples(&client, &args.examples).await;
@@ -117,6 +117,7 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     tokio::select! {
         _ = super::signal::terminated() => {}
         _ = live_table(&client, &banner) => {}
+        kind = operator.failed() => eprintln!("the supervisor of {kind} stopped"),
     }
     println!("\nstopping");
     operator.shutdown(Duration::from_secs(10)).await;

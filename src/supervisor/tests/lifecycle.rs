@@ -161,8 +161,6 @@ async fn a_panicking_object_is_isolated_restarted_with_backoff_and_recovers() {
         200,
         "the key was reused after each failure"
     );
-
-    // Recovered: a later failure starts the backoff from the beginning again.
     h.operator.shutdown(SEC).await;
 }
 

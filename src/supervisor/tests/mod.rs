@@ -164,6 +164,7 @@ pub struct Harness {
     pub children: mpsc::UnboundedSender<ObjectKey>,
     pub registry: Registry<ConfigMap>,
     pub operator: Operator,
+    pub shared: Arc<Shared>,
 }
 
 impl Harness {
@@ -180,7 +181,8 @@ impl Harness {
             .child(ChildWatch::from_stream(child_rx.boxed()))
             .options(options);
         let registry = kind.registry();
-        let operator = OperatorBuilder::new(offline_client(), Arc::new(Shared::default()))
+        let shared = Arc::new(Shared::default());
+        let operator = OperatorBuilder::new(offline_client(), shared.clone())
             .register(kind)
             .start()
             .await
@@ -190,7 +192,15 @@ impl Harness {
             children,
             registry,
             operator,
+            shared,
         }
+    }
+
+    /// The `/metrics` text.
+    pub fn metrics(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &lock(&self.shared.metrics)).unwrap();
+        text
     }
 
     pub fn send(&self, event: Event<ConfigMap>) {
