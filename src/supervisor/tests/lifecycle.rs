@@ -161,6 +161,17 @@ async fn a_panicking_object_is_isolated_restarted_with_backoff_and_recovers() {
         200,
         "the key was reused after each failure"
     );
+    let metrics = h.metrics();
+    assert!(
+        metrics.contains(r#"pgtoolbox_object_actor_restarts_total{kind="ConfigMap"} 3"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"pgtoolbox_object_actors{kind="ConfigMap"} 200"#));
+    assert!(
+        metrics.contains(
+            r#"pgtoolbox_reconcile_passes_total{kind="ConfigMap",result="Converged"} 200"#
+        )
+    );
     h.operator.shutdown(SEC).await;
 }
 
