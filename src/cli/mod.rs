@@ -1,5 +1,6 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
+mod crds;
 mod endpoints;
 mod run;
 mod settings;
@@ -34,6 +35,11 @@ pub enum Command {
     /// Run the embedded Kubernetes API server with the operator inside (`--api-only`: the
     /// server alone).
     Sim(SimArgs),
+    /// Print the CRD manifests as one YAML stream, or write one file per kind into --dir.
+    Crds {
+        #[arg(long)]
+        dir: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +58,8 @@ pub enum CliError {
     Sim(#[from] crate::sim::SimError),
     #[error("the supervisor of {0} stopped; exiting so the operator restarts whole")]
     KindFailed(String),
+    #[error("CRD manifest: {0}")]
+    Crd(String),
     #[error("lost the leader lease; exiting so another replica takes over")]
     LeadershipLost,
     #[error("starting the actors: {0}")]
@@ -64,6 +72,7 @@ pub async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Sim(args) => sim::sim(args).await,
+        Command::Crds { dir } => return crds::crds(dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -43,9 +43,9 @@ pub struct SimArgs {
     /// Answer 401 to every request.
     #[arg(long)]
     pub unauthorized: bool,
-    /// Directory of our CRD manifests to serve.
-    #[arg(long, default_value = "crds")]
-    pub crds: PathBuf,
+    /// Directory of CRD manifests to serve instead of the operator's own (built in).
+    #[arg(long)]
+    pub crds: Option<PathBuf>,
     /// Directory of manifests applied once the operator runs.
     #[arg(long, default_value = "examples")]
     pub examples: PathBuf,
@@ -82,19 +82,27 @@ impl SimArgs {
     }
 }
 
+/// The CRDs to serve: the files of `--crds`, else the operator's own.
+fn crd_texts(dir: Option<&Path>) -> Result<Vec<String>, CliError> {
+    match dir {
+        Some(dir) => Ok(yaml_files(dir)?.into_iter().map(|(_, text)| text).collect()),
+        None => crate::api::crd_manifests()
+            .iter()
+            .map(|crd| serde_json::to_string(crd).map_err(|e| CliError::Crd(e.to_string())))
+            .collect(),
+    }
+}
+
 pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     if args.api_only {
-        let config = args.sim_config(Vec::new());
+        let _telemetry = telemetry::init(None)?;
+        let config = args.sim_config(crd_texts(args.crds.as_deref())?);
         return Ok(run_api_only(config, args.kubeconfig_out.as_deref()).await?);
     }
     // Logs go to stderr at `warn` unless RUST_LOG says otherwise: stdout holds the table.
     let _telemetry =
         telemetry::init_with_default(args.settings.otel_exporter_otlp_endpoint.as_deref(), "warn")?;
-    let crds: Vec<String> = yaml_files(&args.crds)?
-        .into_iter()
-        .map(|(_, text)| text)
-        .collect();
-    let sim = Sim::start(args.sim_config(crds)).await?;
+    let sim = Sim::start(args.sim_config(crd_texts(args.crds.as_deref())?)).await?;
     let kubeconfig = args.kubeconfig_out.clone().unwrap_or_else(|| {
         std::env::temp_dir().join(format!("pgtoolbox-sim-{}.kubeconfig", sim.addr().port()))
     });
@@ -129,6 +137,10 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
 /// Apply every example file (namespaces created as needed); report what failed.
 async fn apply_examples(client: &kube::Client, dir: &Path) {
     let files = match yaml_files(dir) {
+        Ok(files) if files.is_empty() => {
+            eprintln!("no manifests in {} (see --examples)", dir.display());
+            return;
+        }
         Ok(files) => files,
         Err(err) => {
             eprintln!("examples: {err}");

@@ -1,5 +1,6 @@
 //! The one integration test binary; each topic is a module beside this file.
 
+mod crds;
 mod runtime_cli;
 mod runtime_crash;
 mod runtime_deploy;
@@ -10,3 +11,4 @@ mod sim_faults;
 mod sim_kubectl;
 mod sim_support;
 mod sim_watch;
+mod status_write;
