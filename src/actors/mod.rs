@@ -6,5 +6,7 @@ mod object_reconciler;
 mod object_timers;
 
 pub use object::{ObjectActor, ObjectArgs, ObjectState};
-pub use object_reconciler::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
+pub use object_reconciler::{
+    ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared,
+};
 pub use object_timers::Timers;

@@ -10,7 +10,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
-use super::{ObjectContext, Outcome, ReconcileError, Reconciler, Timers};
+use super::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Timers};
 use crate::messages::{KindMsg, ObjectMsg, TimerPurpose};
 use crate::supervisor::{BackoffPolicy, PassResult};
 
@@ -207,10 +207,9 @@ impl<R: Reconciler> ObjectActor<R> {
             .runtime
             .pass(&kind_of::<R>(), PassResult::Failed);
         let delay = state.retry.delay(state.failures);
-        let text = err.to_string();
-        tracing::warn!(error = %text, retry_in = ?delay, "pass failed");
+        tracing::warn!(error = %err, retry_in = ?delay, "pass failed");
         self.reconciler
-            .report_error(state.latest.clone(), &text, &state.cx)
+            .report_error(state.latest.clone(), PassFailure::Error(&err), &state.cx)
             .await;
         state.timers.arm(TimerPurpose::Retry, delay, myself);
     }

@@ -39,13 +39,14 @@ pub trait Reconciler: Send + Sync + 'static {
     }
 
     /// Extension point for failure reporting: called after a pass returned an error, and by the
-    /// supervisor after a pass panicked (before the restart backoff). The conditions engine
-    /// plugs in here to show `Ready=False ReconcileError`. The runtime already logs and retries;
-    /// the default adds nothing.
+    /// supervisor after a pass panicked (before the restart backoff). A kind plugs the
+    /// conditions engine in here to show `Ready=False ReconcileError` (classify with
+    /// `conditions::ClassifiedError::from_kube` for [`ReconcileError::Kube`]). The runtime
+    /// already logs, counts and retries; the default adds nothing.
     fn report_error(
         &self,
         _obj: Arc<Self::Object>,
-        _error: &str,
+        _failure: PassFailure<'_>,
         _cx: &ObjectContext,
     ) -> impl Future<Output = ()> + Send {
         async {}
@@ -104,6 +105,24 @@ pub enum ReconcileError {
 impl ReconcileError {
     pub fn other(err: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
         Self::Other(err.into())
+    }
+}
+
+/// Why a pass did not complete.
+#[derive(Clone, Copy, Debug)]
+pub enum PassFailure<'a> {
+    /// The pass returned an error; it is retried with backoff.
+    Error(&'a ReconcileError),
+    /// The pass panicked (the panic message); the actor is restarted with backoff.
+    Panicked(&'a str),
+}
+
+impl std::fmt::Display for PassFailure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Error(err) => write!(f, "{err}"),
+            Self::Panicked(message) => write!(f, "reconcile panicked: {message}"),
+        }
     }
 }
 

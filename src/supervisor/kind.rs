@@ -13,7 +13,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
 use super::watch::{EventSource, OwnerSource};
-use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, Reconciler, Shared};
+use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler, Shared};
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 
@@ -412,7 +412,9 @@ impl<R: Reconciler> KindSupervisor<R> {
         let task_key = key.clone();
         let task = tokio::spawn(async move {
             if let Some((obj, cx)) = report {
-                reconciler.report_error(obj, &reason, &cx).await;
+                reconciler
+                    .report_error(obj, PassFailure::Panicked(&reason), &cx)
+                    .await;
             }
             tokio::time::sleep(delay).await;
             let _ = me.send_message(KindMsg::Respawn(task_key));

@@ -155,7 +155,14 @@ async fn a_panicking_object_is_isolated_restarted_with_backoff_and_recovers() {
             "restart {i}: {gap:?}"
         );
     }
-    assert_eq!(lock(&probe.errors).len(), 3, "each panic is reported");
+    let errors = lock(&probe.errors).clone();
+    assert_eq!(errors.len(), 3, "each panic is reported");
+    assert!(
+        errors
+            .iter()
+            .all(|(k, text)| *k == key("o7") && text.starts_with("reconcile panicked: ")),
+        "{errors:?}"
+    );
     assert_eq!(
         h.registry.len(),
         200,

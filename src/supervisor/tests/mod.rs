@@ -18,7 +18,7 @@ use kube::runtime::watcher::Event;
 use tokio::time::Instant;
 
 use super::{ChildWatch, Kind, KindOptions, Operator, OperatorBuilder, Registry};
-use crate::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
+use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared};
 use crate::messages::ObjectKey;
 
 /// One recorded pass.
@@ -117,8 +117,13 @@ impl Reconciler for Probe {
         lock(&self.stopped).push(key.clone());
     }
 
-    async fn report_error(&self, _obj: Arc<ConfigMap>, error: &str, cx: &ObjectContext) {
-        lock(&self.errors).push((cx.key.clone(), error.to_string()));
+    async fn report_error(
+        &self,
+        _obj: Arc<ConfigMap>,
+        failure: PassFailure<'_>,
+        cx: &ObjectContext,
+    ) {
+        lock(&self.errors).push((cx.key.clone(), failure.to_string()));
     }
 }
 
