@@ -112,3 +112,66 @@ async fn a_dropped_watch_and_a_410_relist_neither_lose_nor_duplicate_actors() {
     );
     operator.shutdown(Duration::from_secs(10)).await;
 }
+
+#[tokio::test]
+async fn a_labelled_child_change_wakes_its_owner_through_a_metadata_only_watch() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::PostParams;
+    use kube::runtime::watcher;
+    use pgtoolbox_operator::actors::Shared;
+    use pgtoolbox_operator::supervisor::{ChildWatch, Kind, OperatorBuilder, owner_from_label};
+    use std::sync::Arc;
+
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let mirror = Mirror::default();
+    let children = ChildWatch::metadata_only::<Secret, _>(
+        watcher::Config::default().labels("runtime.test/owner"),
+        owner_from_label("runtime.test/owner"),
+    );
+    let kind = Kind::new(mirror.clone())
+        .options(crate::runtime_support::options())
+        .child(children);
+    let operator = OperatorBuilder::new(client.clone(), Arc::new(Shared::default()))
+        .register(kind)
+        .start()
+        .await
+        .unwrap();
+    create(&api, "owner", "1").await;
+    create(&api, "bystander", "1").await;
+    for name in ["owner", "bystander"] {
+        eventually(WAIT, "mirrored", || async {
+            seen(&api, name).await.as_deref() == Some("1")
+        })
+        .await;
+    }
+    let before = (
+        mirror.passes_of("owner").len(),
+        mirror.passes_of("bystander").len(),
+    );
+
+    let child: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "owned", "labels": {"runtime.test/owner": "owner"}},
+        "stringData": {"k": "v"},
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &child)
+        .await
+        .unwrap();
+    let unlabelled: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "stranger"}})).unwrap();
+    secrets
+        .create(&PostParams::default(), &unlabelled)
+        .await
+        .unwrap();
+
+    eventually(WAIT, "owner woken by its child", || async {
+        mirror.passes_of("owner").len() > before.0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(mirror.passes_of("bystander").len(), before.1);
+    operator.shutdown(Duration::from_secs(10)).await;
+}
