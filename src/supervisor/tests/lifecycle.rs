@@ -196,3 +196,35 @@ async fn shutdown_lets_an_in_flight_pass_finish() {
     assert_eq!(lock(&probe.stopped).as_slice(), &[key("slow")]);
     assert!(h.registry.is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn timers_die_with_an_actor_that_panicked() {
+    // Pass 1 arms a timer; pass 2 panics (ractor skips post_stop); the restarted actor's pass
+    // arms nothing. The first actor's timer task must be gone, not merely unable to deliver.
+    let probe = Probe::new(Duration::ZERO, |_, nth| match nth {
+        1 => Act::Ok(Outcome::done().after(TimerPurpose::Expiry, 3600 * SEC)),
+        2 => Act::Panic,
+        _ => Act::Ok(Outcome::done()),
+    });
+    let h = Harness::start(&probe, quick_options(), 1).await;
+    h.list(vec![cm("fragile", "x", 1)]);
+    run_for(SEC).await;
+    let alive = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    let with_timer = alive();
+
+    h.send(Event::Apply(cm("fragile", "y", 2)));
+    run_for(10 * SEC).await;
+    let passes = probe.passes_of("fragile");
+    assert_eq!(passes.len(), 3, "armed, panicked, restarted");
+    assert_eq!(passes[2].restarts, 1);
+    assert_eq!(
+        alive(),
+        with_timer - 1,
+        "the timer task died with the failed actor"
+    );
+    h.operator.shutdown(SEC).await;
+}
