@@ -4,6 +4,7 @@ mod crds;
 mod runtime_cli;
 mod runtime_crash;
 mod runtime_deploy;
+mod runtime_leader;
 mod runtime_support;
 mod runtime_watch;
 mod sim_crud;
