@@ -793,3 +793,29 @@ async fn events_are_selectable_by_involved_object() {
     assert_eq!(got.items.len(), 1);
     assert_eq!(got.items[0].metadata.name.as_deref(), Some("e2"));
 }
+
+#[tokio::test]
+async fn delete_collection_by_label() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    for (name, tier) in [("a", "x"), ("b", "x"), ("c", "y")] {
+        api.create(&PostParams::default(), &cm(name, json!({"tier": tier})))
+            .await
+            .unwrap();
+    }
+    api.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("tier=x"),
+    )
+    .await
+    .unwrap();
+    let left: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(left, ["c"]);
+}

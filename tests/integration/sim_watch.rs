@@ -288,3 +288,36 @@ async fn streaming_list_watcher_gets_initial_events_then_changes() {
         }
     }
 }
+
+#[tokio::test]
+async fn resuming_below_the_kept_history_is_gone() {
+    let config = pgtoolbox_operator::sim::SimConfig {
+        history: 5,
+        ..Default::default()
+    };
+    let (_sim, client) = crate::sim_support::start_with(config).await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let early = api.create(&PostParams::default(), &cm("c0")).await.unwrap();
+    for i in 1..10 {
+        api.create(&PostParams::default(), &cm(&format!("c{i}")))
+            .await
+            .unwrap();
+    }
+    let rv = early.metadata.resource_version.unwrap();
+    let mut s = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match next(&mut s).await {
+        Ok(WatchEvent::Error(e)) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        other => panic!("expected 410, got {other:?}"),
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), s.next())
+            .await
+            .expect("closes")
+            .is_none(),
+        "stream ends after 410"
+    );
+}
