@@ -13,6 +13,7 @@ pub mod apply;
 pub mod config;
 pub mod discovery;
 pub mod error;
+pub mod events;
 pub mod external;
 pub mod faults;
 pub mod http;

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::sim::error::{ApiError, Cause};
-use crate::sim::patch;
 use crate::sim::resources::{self, ResourceInfo};
 use crate::sim::server::Server;
 use crate::sim::store::{EventType, Locked, ObjKey, ResKey};
+use crate::sim::{events, patch};
 
 /// RFC 3339 time with second precision, as metadata timestamps are written.
 pub fn now_rfc3339() -> String {
@@ -18,8 +18,30 @@ pub fn now_rfc3339() -> String {
         .to_string()
 }
 
+/// Where a kind's objects are stored; events.k8s.io Events live with core Events.
 pub fn res_key(info: &ResourceInfo) -> ResKey {
+    if events::is_events_api(info) {
+        return (String::new(), "events".to_string());
+    }
     (info.group.clone(), info.plural.clone())
+}
+
+/// The body in its stored shape (after `check_type` has accepted it for `info`).
+fn stored_shape(info: &ResourceInfo, body: Value) -> Value {
+    if events::is_events_api(info) {
+        events::to_core(&body)
+    } else {
+        body
+    }
+}
+
+/// The stored object as seen through `info` (patches apply to this view).
+pub fn view(info: &ResourceInfo, obj: &Value) -> Value {
+    if events::is_events_api(info) {
+        events::from_core(obj)
+    } else {
+        obj.clone()
+    }
 }
 
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
@@ -291,6 +313,7 @@ pub fn create(
     mut body: Value,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
+    let mut body = stored_shape(info, body);
     match (info.namespaced, meta_str(&body, "namespace")) {
         (true, Some(ns)) if !ns.is_empty() && ns != namespace => {
             return Err(ApiError::bad_request(
@@ -392,6 +415,7 @@ pub fn update(
     sub: Subresource,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
+    let mut body = stored_shape(info, body);
     let res = res_key(info);
     let key: ObjKey = (
         if info.namespaced {
@@ -584,7 +608,7 @@ pub fn patch(
     let Some(old) = l.get(&res, &key) else {
         return Err(ApiError::not_found(&info.group, &info.plural, name));
     };
-    let mut target = (*old).clone();
+    let mut target = view(info, &old);
     match kind {
         PatchKind::Merge => {
             if !patch_body.is_object() {

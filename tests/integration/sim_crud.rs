@@ -819,3 +819,69 @@ async fn delete_collection_by_label() {
         .collect();
     assert_eq!(left, ["c"]);
 }
+
+#[tokio::test]
+async fn events_api_and_core_events_share_storage() {
+    let (_sim, client) = start().await;
+    let new_api: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), "default");
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "default");
+    let ev = serde_json::from_value(
+        json!({"metadata": {"name": "ev"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"kind": "ConfigMap", "name": "target", "namespace": "default"},
+        "note": "hello", "reason": "Tested", "type": "Normal", "action": "Test",
+        "reportingController": "sim-test", "reportingInstance": "i"}),
+    )
+    .unwrap();
+    let created = new_api.create(&PostParams::default(), &ev).await.unwrap();
+    assert_eq!(created.note.as_deref(), Some("hello"));
+    let seen = core.get("ev").await.unwrap();
+    assert_eq!(seen.message.as_deref(), Some("hello"));
+    assert_eq!(seen.involved_object.name.as_deref(), Some("target"));
+    // The recorder's series update: a merge patch through events.k8s.io.
+    let series = json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}});
+    let patched = new_api
+        .patch("ev", &PatchParams::default(), &Patch::Merge(series))
+        .await
+        .unwrap();
+    assert_eq!(patched.series.unwrap().count, 2);
+    assert_eq!(patched.regarding.unwrap().name.as_deref(), Some("target"));
+    let by_target = core
+        .list(&ListParams::default().fields("involvedObject.name=target"))
+        .await
+        .unwrap();
+    assert_eq!(by_target.items.len(), 1);
+}
+
+#[tokio::test]
+async fn kube_event_recorder_publishes_and_counts_a_series() {
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let target = api
+        .create(&PostParams::default(), &cm("target", json!({})))
+        .await
+        .unwrap();
+    let reporter = Reporter {
+        controller: "sim-test".into(),
+        instance: None,
+    };
+    let recorder = Recorder::new(client.clone(), reporter);
+    let reference = kube::Resource::object_ref(&target, &());
+    let ev = Event {
+        type_: EventType::Normal,
+        reason: "Tested".into(),
+        note: Some("once".into()),
+        action: "Test".into(),
+        secondary: None,
+    };
+    recorder.publish(&ev, &reference).await.unwrap();
+    recorder.publish(&ev, &reference).await.unwrap();
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client, "default");
+    let listed = core
+        .list(&ListParams::default().fields("involvedObject.name=target"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(listed.items[0].series.as_ref().and_then(|s| s.count), Some(2));
+}
