@@ -883,5 +883,8 @@ async fn kube_event_recorder_publishes_and_counts_a_series() {
         .await
         .unwrap();
     assert_eq!(listed.items.len(), 1);
-    assert_eq!(listed.items[0].series.as_ref().and_then(|s| s.count), Some(2));
+    assert_eq!(
+        listed.items[0].series.as_ref().and_then(|s| s.count),
+        Some(2)
+    );
 }
