@@ -321,3 +321,55 @@ async fn resuming_below_the_kept_history_is_gone() {
         "stream ends after 410"
     );
 }
+
+#[tokio::test]
+async fn dropped_watches_end_and_a_new_watch_resumes() {
+    let (sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let rv = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut s = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("one"))
+        .await
+        .unwrap();
+    let seen_rv = match next(&mut s).await.unwrap() {
+        WatchEvent::Added(o) => o.metadata.resource_version.unwrap(),
+        other => panic!("unexpected {other:?}"),
+    };
+    // Over HTTP, like a test harness outside the process would do it.
+    let (code, _) = crate::sim_support::raw(
+        &client,
+        "POST",
+        "/_sim/watches/drop",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 200);
+    let ended = tokio::time::timeout(Duration::from_secs(5), s.next())
+        .await
+        .expect("ends in time");
+    assert!(ended.is_none(), "stream closed by the fault");
+    api.create(&PostParams::default(), &cm("two"))
+        .await
+        .unwrap();
+    let mut resumed = api
+        .watch(&WatchParams::default(), &seen_rv)
+        .await
+        .unwrap()
+        .boxed();
+    match next(&mut resumed).await.unwrap() {
+        WatchEvent::Added(o) => assert_eq!(o.metadata.name.as_deref(), Some("two")),
+        other => panic!("unexpected {other:?}"),
+    }
+    let _ = sim.stats();
+}
