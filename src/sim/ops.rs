@@ -77,6 +77,22 @@ fn finalizers(obj: &Value) -> usize {
         .map_or(0, Vec::len)
 }
 
+/// Kinds whose strategy maintains `metadata.generation` (custom resources and the workload,
+/// networking and extension kinds); ConfigMaps, Secrets and the like carry none.
+fn tracks_generation(info: &ResourceInfo) -> bool {
+    const GROUPS: [&str; 6] = [
+        "apps",
+        "batch",
+        "networking.k8s.io",
+        "apiextensions.k8s.io",
+        "policy",
+        "autoscaling",
+    ];
+    info.custom
+        || GROUPS.contains(&info.group.as_str())
+        || (info.group.is_empty() && info.plural == "pods")
+}
+
 fn generation(obj: &Value) -> i64 {
     obj.pointer("/metadata/generation")
         .and_then(Value::as_i64)
@@ -389,7 +405,9 @@ pub fn create(
     set_meta(&mut body, "uid", json!(uid));
     set_meta(&mut body, "resourceVersion", json!(rv.to_string()));
     set_meta(&mut body, "creationTimestamp", json!(now_rfc3339()));
-    set_meta(&mut body, "generation", json!(1));
+    if tracks_generation(info) {
+        set_meta(&mut body, "generation", json!(1));
+    }
     for f in [
         "deletionTimestamp",
         "deletionGracePeriodSeconds",
@@ -545,7 +563,7 @@ pub fn update(
         // A no-op write changes nothing, not even the resourceVersion, and notifies nobody.
         return Ok(old);
     }
-    if spec_changed(&old, &new, info.status_subresource) {
+    if tracks_generation(info) && spec_changed(&old, &new, info.status_subresource) {
         set_meta(&mut new, "generation", json!(generation(&old) + 1));
     }
     let rv = l.next_rv();
@@ -748,7 +766,9 @@ fn delete_object(
         let mut marked = (*old).clone();
         set_meta(&mut marked, "deletionTimestamp", json!(now_rfc3339()));
         set_meta(&mut marked, "deletionGracePeriodSeconds", json!(0));
-        set_meta(&mut marked, "generation", json!(generation(&old) + 1));
+        if old.pointer("/metadata/generation").is_some() {
+            set_meta(&mut marked, "generation", json!(generation(&old) + 1));
+        }
         let rv = l.next_rv();
         set_meta(&mut marked, "resourceVersion", json!(rv.to_string()));
         return l.put(res, key.clone(), marked, rv, EventType::Modified);
