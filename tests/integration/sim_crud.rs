@@ -23,7 +23,10 @@ async fn builtin_crud_with_generate_name_already_exists_and_not_found() {
         .unwrap();
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
-    assert!(created.metadata.generation.is_none(), "ConfigMaps carry no generation");
+    assert!(
+        created.metadata.generation.is_none(),
+        "ConfigMaps carry no generation"
+    );
     let rv1: u64 = created
         .metadata
         .resource_version
