@@ -322,12 +322,15 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             )));
         }
     };
+    let strict = query.get("fieldValidation").is_some_and(|v| v == "Strict");
     let write_lock = || {
-        if dry_run {
+        let mut l = if dry_run {
             server.store.lock_dry_run()
         } else {
             server.store.lock()
-        }
+        };
+        l.set_strict_fields(strict);
+        l
     };
     let name = target.name.clone().unwrap_or_default();
     let ctx = Ctx {

@@ -198,10 +198,16 @@ fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
 }
 
 /// Defaults, pruning and validation of a custom resource against its CRD schema.
-fn apply_schema(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) -> Result<(), ApiError> {
+fn apply_schema(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    old: Option<&Value>,
+    strict: bool,
+) -> Result<(), ApiError> {
     let Some(schema) = &info.schema else {
         return Ok(());
     };
+    let before = strict.then(|| obj.clone());
     // The server never prunes the type and object metadata, whatever the schema says.
     let keep: Vec<(String, Value)> = ["apiVersion", "kind", "metadata"]
         .iter()
@@ -211,6 +217,22 @@ fn apply_schema(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) -> Re
     schema.prune(obj);
     for (k, v) in keep {
         obj[k.as_str()] = v;
+    }
+    if let Some(before) = before {
+        let mut unknown = Vec::new();
+        pruned_paths(&before, obj, &mut String::new(), &mut unknown);
+        if !unknown.is_empty() {
+            let listed: Vec<String> = unknown
+                .iter()
+                .map(|p| format!("unknown field \"{p}\""))
+                .collect();
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+                listed.join(", "),
+                kind = info.kind,
+                v = info.version,
+            )));
+        }
     }
     schema.validate(obj, old).map_err(|errors| {
         let causes = errors
@@ -228,6 +250,25 @@ fn apply_schema(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) -> Re
             causes,
         )
     })
+}
+
+/// Fields present in `before` that pruning dropped from `after` (`spec.extra` style paths).
+fn pruned_paths(before: &Value, after: &Value, path: &mut String, out: &mut Vec<String>) {
+    let (Some(b), Some(a)) = (before.as_object(), after.as_object()) else {
+        return;
+    };
+    for (k, v) in b {
+        let len = path.len();
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(k);
+        match a.get(k) {
+            None => out.push(path.clone()),
+            Some(av) => pruned_paths(v, av, path, out),
+        }
+        path.truncate(len);
+    }
 }
 
 fn check_namespace(l: &Locked<'_>, info: &ResourceInfo, namespace: &str) -> Result<(), ApiError> {
@@ -393,7 +434,7 @@ pub fn create(
             m.remove("status");
         }
     }
-    apply_schema(info, &mut body, None)?;
+    apply_schema(info, &mut body, None, l.strict_fields())?;
     let crd = if info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions"
     {
         Some(crd_resources(&body)?)
@@ -549,7 +590,7 @@ pub fn update(
             }],
         ));
     }
-    apply_schema(info, &mut new, Some(&old))?;
+    apply_schema(info, &mut new, Some(&old), l.strict_fields())?;
     let crd = if info.group == "apiextensions.k8s.io"
         && info.plural == "customresourcedefinitions"
         && sub == Subresource::Main

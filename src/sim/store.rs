@@ -114,6 +114,7 @@ impl Store {
             guard,
             tx: &self.tx,
             dry_run: false,
+            strict_fields: false,
         }
     }
 
@@ -134,11 +135,22 @@ pub struct Locked<'a> {
     guard: MutexGuard<'a, Inner>,
     tx: &'a broadcast::Sender<Arc<Event>>,
     dry_run: bool,
+    /// `fieldValidation=Strict`: unknown fields are refused rather than pruned.
+    strict_fields: bool,
 }
 
 impl Locked<'_> {
     pub fn is_dry_run(&self) -> bool {
         self.dry_run
+    }
+
+    /// Per-request write option carried with the lock (see `strict_fields`).
+    pub fn set_strict_fields(&mut self, strict: bool) {
+        self.strict_fields = strict;
+    }
+
+    pub fn strict_fields(&self) -> bool {
+        self.strict_fields
     }
 
     pub fn current_rv(&self) -> u64 {

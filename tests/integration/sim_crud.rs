@@ -892,3 +892,46 @@ async fn kube_event_recorder_publishes_and_counts_a_series() {
         Some(2)
     );
 }
+
+#[tokio::test]
+async fn strict_field_validation_refuses_unknown_fields_of_custom_resources() {
+    let (_sim, client) = start().await;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    let crd = serde_json::from_value(json!({
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+          "names": {"kind": "Gadget", "plural": "gadgets"},
+          "versions": [{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+              "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+    }))
+    .unwrap();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let path = "/apis/example.com/v1/namespaces/default/gadgets";
+    let body = serde_json::to_vec(&json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "g"}, "spec": {"size": 1, "extra": true}}))
+    .unwrap();
+    let (code, status) = raw(
+        &client,
+        "POST",
+        &format!("{path}?fieldValidation=Strict"),
+        "application/json",
+        body.clone(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unknown field \"spec.extra\""),
+        "{status}"
+    );
+    let (code, stored) = raw(&client, "POST", path, "application/json", body).await;
+    assert_eq!(code, 201);
+    assert!(
+        stored["spec"].get("extra").is_none(),
+        "pruned without Strict"
+    );
+}
