@@ -935,3 +935,66 @@ async fn strict_field_validation_refuses_unknown_fields_of_custom_resources() {
         "pruned without Strict"
     );
 }
+
+#[tokio::test]
+async fn extra_crds_are_served_from_start_and_external_ones_can_be_left_out() {
+    let extra = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.example.com\nspec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Thing, plural: things}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n---\n";
+    let config = pgtoolbox_operator::sim::SimConfig {
+        extra_crds: vec![extra.to_string()],
+        external_crds: false,
+        ..Default::default()
+    };
+    let (_sim, client) = crate::sim_support::start_with(config).await;
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/apis/example.com/v1/things",
+            "application/json",
+            vec![]
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(
+        code_of(
+            cnpg_clusters(&client, "default")
+                .list(&ListParams::default())
+                .await
+        )
+        .0,
+        404
+    );
+    let bad = pgtoolbox_operator::sim::SimConfig {
+        extra_crds: vec!["kind: [".into()],
+        ..Default::default()
+    };
+    assert!(pgtoolbox_operator::sim::Sim::start(bad).await.is_err());
+}
+
+#[tokio::test]
+async fn the_operators_own_crds_are_served() {
+    let ours = pgtoolbox_operator::api::render_crds_yaml().expect("CRDs render");
+    let config = pgtoolbox_operator::sim::SimConfig {
+        extra_crds: vec![ours],
+        ..Default::default()
+    };
+    let (_sim, client) = crate::sim_support::start_with(config).await;
+    let (code, groups) = raw(&client, "GET", "/apis", "application/json", vec![]).await;
+    assert_eq!(code, 200);
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client);
+    let names: Vec<String> = crds
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert!(
+        names.len() > 8,
+        "our CRDs next to the 8 external ones: {names:?} / {groups}"
+    );
+}
