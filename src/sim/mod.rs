@@ -16,6 +16,7 @@ pub mod error;
 pub mod events;
 pub mod external;
 pub mod faults;
+pub mod filter;
 pub mod http;
 pub mod openapi;
 pub mod ops;

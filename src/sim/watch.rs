@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::sim::error::ApiError;
-use crate::sim::http::{Filter, Shape};
+use crate::sim::filter::Filter;
+use crate::sim::http::Shape;
 use crate::sim::render;
 use crate::sim::resources::ResourceInfo;
 use crate::sim::server::Server;
