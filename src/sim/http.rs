@@ -323,6 +323,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         }
     };
     let strict = query.get("fieldValidation").is_some_and(|v| v == "Strict");
+    let field_manager = query.get("fieldManager").filter(|m| !m.is_empty()).cloned();
     let write_lock = || {
         let mut l = if dry_run {
             server.store.lock_dry_run()
@@ -330,6 +331,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             server.store.lock()
         };
         l.set_strict_fields(strict);
+        l.set_field_manager(field_manager.clone());
         l
     };
     let name = target.name.clone().unwrap_or_default();
@@ -386,16 +388,11 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             if kind == PatchKind::Apply {
                 let manager = query.get("fieldManager").cloned().unwrap_or_default();
                 let force = query.get("force").is_some_and(|f| f == "true");
+                // Apply keeps its own ownership records; it is not an Update.
+                let mut lock = write_lock();
+                lock.set_field_manager(None);
                 let (code, applied) = crate::sim::apply::server_side_apply(
-                    &server,
-                    &mut write_lock(),
-                    &info,
-                    &namespace,
-                    &name,
-                    patch,
-                    sub,
-                    &manager,
-                    force,
+                    &server, &mut lock, &info, &namespace, &name, patch, sub, &manager, force,
                 )?;
                 return Ok(ctx.object(code, &applied));
             }

@@ -115,6 +115,7 @@ impl Store {
             tx: &self.tx,
             dry_run: false,
             strict_fields: false,
+            field_manager: None,
         }
     }
 
@@ -137,6 +138,8 @@ pub struct Locked<'a> {
     dry_run: bool,
     /// `fieldValidation=Strict`: unknown fields are refused rather than pruned.
     strict_fields: bool,
+    /// `fieldManager` of a non-apply write, recorded in managedFields as an Update.
+    field_manager: Option<String>,
 }
 
 impl Locked<'_> {
@@ -151,6 +154,14 @@ impl Locked<'_> {
 
     pub fn strict_fields(&self) -> bool {
         self.strict_fields
+    }
+
+    pub fn set_field_manager(&mut self, manager: Option<String>) {
+        self.field_manager = manager;
+    }
+
+    pub fn field_manager(&self) -> Option<&str> {
+        self.field_manager.as_deref()
     }
 
     pub fn current_rv(&self) -> u64 {

@@ -998,3 +998,42 @@ async fn the_operators_own_crds_are_served() {
         "our CRDs next to the 8 external ones: {names:?} / {groups}"
     );
 }
+
+#[tokio::test]
+async fn apply_conflicts_with_fields_an_update_manager_wrote() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let pp = PostParams {
+        field_manager: Some("creator".into()),
+        ..PostParams::default()
+    };
+    let created = api.create(&pp, &cm("owned", json!({}))).await.unwrap();
+    let entries = created.metadata.managed_fields.unwrap();
+    assert_eq!(
+        (
+            entries[0].manager.as_deref(),
+            entries[0].operation.as_deref()
+        ),
+        (Some("creator"), Some("Update"))
+    );
+    let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned"}, "data": {"k": "mine"}});
+    assert_eq!(
+        code_of(
+            api.patch("owned", &PatchParams::apply("applier"), &Patch::Apply(&cfg))
+                .await
+        )
+        .0,
+        409
+    );
+    let same = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned"}, "data": {"k": "v"}});
+    assert!(
+        api.patch(
+            "owned",
+            &PatchParams::apply("applier"),
+            &Patch::Apply(&same)
+        )
+        .await
+        .is_ok(),
+        "same value: shared, no conflict"
+    );
+}

@@ -116,6 +116,9 @@ pub fn create(
     ] {
         remove_meta(&mut body, f);
     }
+    if let Some(manager) = l.field_manager().map(str::to_string) {
+        crate::sim::apply::record_update(&mut body, None, &manager, &info.api_version());
+    }
     let stored = l.put(&res, key, body, rv, EventType::Added);
     if let Some(infos) = crd {
         register_crd(server, l, infos);
@@ -266,6 +269,9 @@ pub fn update(
     }
     if tracks_generation(info) && spec_changed(&old, &new, info.status_subresource) {
         set_meta(&mut new, "generation", json!(generation(&old) + 1));
+    }
+    if let Some(manager) = l.field_manager().map(str::to_string) {
+        crate::sim::apply::record_update(&mut new, Some(&old), &manager, &info.api_version());
     }
     let rv = l.next_rv();
     set_meta(&mut new, "resourceVersion", json!(rv.to_string()));
