@@ -1,4 +1,9 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
+pub mod actors;
 pub mod api;
+pub mod cli;
 pub mod conditions;
+pub mod k8s;
+pub mod messages;
 pub mod sim;
+pub mod supervisor;

@@ -1,7 +1,9 @@
 //! The one integration test binary; each topic is a module beside this file.
 
+mod crds;
 mod sim_crud;
 mod sim_faults;
 mod sim_kubectl;
 mod sim_support;
 mod sim_watch;
+mod status_write;

@@ -1,0 +1,13 @@
+//! Every message that flows between actors, and nothing else.
+//!
+//! - [`ObjectMsg`]: what an object actor receives (deltas, child changes, notices, timer ticks).
+//! - [`KindMsg`]: what a per-kind supervisor receives (watch events, child routing, restarts).
+//! - [`RootMsg`]: what the root supervisor receives.
+
+mod key;
+mod kind;
+mod object;
+
+pub use key::ObjectKey;
+pub use kind::{KindMsg, RootMsg};
+pub use object::{Notice, ObjectMsg, TimerPurpose};
