@@ -8,6 +8,6 @@ mod object_timers;
 
 pub use object::{ObjectActor, ObjectArgs, ObjectState};
 pub use object_reconciler::{
-    Failure, ObjectContext, Outcome, ReconcileError, Reconciler, Shared,
+    ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared,
 };
 pub use object_timers::Timers;

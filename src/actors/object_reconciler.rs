@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::k8s::WriteBudget;
 use crate::messages::{ObjectKey, TimerPurpose};
-use crate::supervisor::OperatorSettings;
+use crate::supervisor::{OperatorSettings, RuntimeMetrics};
 
 /// One kind's behaviour. The object actor, the supervisor, the watches, the timers and the
 /// restarts are shared; a kind only says how one pass goes.
@@ -39,31 +39,17 @@ pub trait Reconciler: Send + Sync + 'static {
     }
 
     /// Extension point for failure reporting: called after a pass returned an error, and by the
-    /// supervisor after a pass panicked (before the restart backoff), so a kind can show
-    /// `Ready=False ReconcileError`. The runtime already logs and retries; the default adds nothing.
+    /// supervisor after a pass panicked (before the restart backoff). A kind plugs the
+    /// conditions engine in here to show `Ready=False ReconcileError` (classify with
+    /// `conditions::ClassifiedError::from_kube` for [`ReconcileError::Kube`]). The runtime
+    /// already logs, counts and retries; the default adds nothing.
     fn report_error(
         &self,
         _obj: Arc<Self::Object>,
-        _failure: &Failure<'_>,
+        _failure: PassFailure<'_>,
         _cx: &ObjectContext,
     ) -> impl Future<Output = ()> + Send {
         async {}
-    }
-}
-
-/// How a pass failed: with a typed error (classifiable), or by panicking.
-#[derive(Debug)]
-pub enum Failure<'a> {
-    Error(&'a ReconcileError),
-    Panic(&'a str),
-}
-
-impl std::fmt::Display for Failure<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Error(err) => write!(f, "{err}"),
-            Failure::Panic(text) => write!(f, "the pass panicked: {text}"),
-        }
     }
 }
 
@@ -122,21 +108,50 @@ impl ReconcileError {
     }
 }
 
+/// Why a pass did not complete.
+#[derive(Clone, Copy, Debug)]
+pub enum PassFailure<'a> {
+    /// The pass returned an error; it is retried with backoff.
+    Error(&'a ReconcileError),
+    /// The pass panicked (the panic message); the actor is restarted with backoff.
+    Panicked(&'a str),
+}
+
+impl std::fmt::Display for PassFailure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Error(err) => write!(f, "{err}"),
+            Self::Panicked(message) => write!(f, "reconcile panicked: {message}"),
+        }
+    }
+}
+
 /// Process-wide state every kind may read. Grows as shared actors land (prober, refusal
 /// tracker, secret router): add fields here, not parameters to the trait.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Shared {
     pub settings: OperatorSettings,
     /// Served on `/metrics`; kinds and shared actors register their metrics here.
     pub metrics: std::sync::Mutex<prometheus_client::registry::Registry>,
+    /// The runtime's own metrics (registered in `metrics`).
+    pub runtime: RuntimeMetrics,
 }
 
 impl Shared {
     pub fn new(settings: OperatorSettings) -> Self {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let runtime = RuntimeMetrics::register(&mut registry);
         Self {
             settings,
-            metrics: Default::default(),
+            metrics: std::sync::Mutex::new(registry),
+            runtime,
         }
+    }
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Self::new(OperatorSettings::default())
     }
 }
 

@@ -1,10 +1,12 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
+mod crds;
 mod endpoints;
 mod run;
 mod settings;
 mod signal;
-mod sim_api;
+mod sim;
+mod table;
 mod telemetry;
 
 use std::process::ExitCode;
@@ -13,6 +15,7 @@ use clap::{Parser, Subcommand};
 
 pub use run::RunArgs;
 pub use settings::SettingsArgs;
+pub use sim::SimArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -29,8 +32,9 @@ pub struct Cli {
 pub enum Command {
     /// Run the operator against a cluster.
     Run(RunArgs),
-    /// Run the embedded Kubernetes API server (`--api-only`: without the operator inside).
-    Sim(sim_api::SimArgs),
+    /// Run the embedded Kubernetes API server with the operator inside (`--api-only`: the
+    /// server alone).
+    Sim(SimArgs),
     /// Print the CRD manifests as one YAML stream, or write one file per kind into --dir.
     Crds {
         #[arg(long)]
@@ -50,6 +54,12 @@ pub enum CliError {
     Telemetry(#[from] telemetry::TelemetryError),
     #[error("endpoints: {0}")]
     Io(#[from] std::io::Error),
+    #[error("embedded API server: {0}")]
+    Sim(#[from] crate::sim::SimError),
+    #[error("the supervisor of {0} stopped; exiting so the operator restarts whole")]
+    KindFailed(String),
+    #[error("CRD manifest: {0}")]
+    Crd(String),
     #[error("lost the leader lease; exiting so another replica takes over")]
     LeadershipLost,
     #[error("starting the actors: {0}")]
@@ -61,15 +71,8 @@ pub async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args).await,
-        Command::Sim(args) if args.api_only => {
-            let _telemetry = telemetry::init(None);
-            return sim_api::api_only(args).await;
-        }
-        Command::Sim(_) => {
-            eprintln!("only `sim --api-only` is available in this build");
-            return ExitCode::from(2);
-        }
-        Command::Crds { dir } => return sim_api::crds(dir),
+        Command::Sim(args) => sim::sim(args).await,
+        Command::Crds { dir } => return crds::crds(dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

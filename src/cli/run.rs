@@ -79,7 +79,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     } else {
         None
     };
-    let operator = register_all(OperatorBuilder::new(client, shared))
+    let mut operator = register_all(OperatorBuilder::new(client, shared))
         .start()
         .await?;
     ready.store(true, Ordering::Relaxed);
@@ -93,6 +93,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let outcome = tokio::select! {
         _ = super::signal::terminated() => Ok(()),
         _ = lost => Err(CliError::LeadershipLost),
+        kind = operator.failed() => Err(CliError::KindFailed(kind)),
     };
     tracing::info!("shutting down");
     ready.store(false, Ordering::Relaxed);

@@ -1,8 +1,8 @@
 //! Deleting a child the operator judged, and nothing else.
 
+use kube::Resource;
 use kube::api::{Api, DeleteParams, Preconditions};
 use kube::core::NamespaceResourceScope;
-use kube::Resource;
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 

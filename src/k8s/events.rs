@@ -1,8 +1,8 @@
 //! Recording the Events the conditions engine and the reconcilers decide.
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use k8s_openapi::api::core::v1::ObjectReference;
 
 use super::WriteBudget;
 use crate::conditions::{EventDecision, EventType as DecidedType};

@@ -13,7 +13,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
 use super::watch::{EventSource, OwnerSource};
-use crate::actors::{Failure, ObjectActor, ObjectArgs, ObjectContext, Reconciler, Shared};
+use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler, Shared};
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 
@@ -87,6 +87,18 @@ pub struct KindState<R: Reconciler> {
     pending_restarts: HashMap<ObjectKey, AbortOnDropHandle<()>>,
     /// Tasks that forward the watch streams to this actor; dropping them stops the watches.
     watches: Vec<AbortOnDropHandle<()>>,
+}
+
+impl<R: Reconciler> KindState<R> {
+    fn count_actors(&self) {
+        self.shared
+            .runtime
+            .set_actors(&kind_of::<R>(), self.registry.len());
+    }
+}
+
+fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
+    <R::Object as kube::Resource>::kind(&())
 }
 
 impl<R: Reconciler> Actor for KindSupervisor<R> {
@@ -303,6 +315,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         if let Some((_, actor)) = state.registry.remove(key) {
             actor.stop(Some("deleted".into()));
         }
+        state.count_actors();
     }
 
     async fn spawn_actor(
@@ -339,6 +352,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             Ok((actor, _)) => {
                 state.actor_keys.insert(actor.get_id(), key.clone());
                 state.registry.insert(key, actor);
+                state.count_actors();
             }
             Err(err) => {
                 tracing::error!(object = %key, error = %err, "object actor did not start");
@@ -362,6 +376,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             .registry
             .remove_if(&key, |_, actor| actor.get_id() == cell.get_id())
             .is_some();
+        state.count_actors();
         if !current || !state.objects.contains_key(&key) {
             return;
         }
@@ -379,6 +394,7 @@ impl<R: Reconciler> KindSupervisor<R> {
     ) {
         let restarts = state.restarts.entry(key.clone()).or_insert(0);
         *restarts = restarts.saturating_add(1);
+        state.shared.runtime.restart(&kind_of::<R>());
         let delay = state.options.restart.delay(*restarts);
         tracing::warn!(object = %key, restarts = *restarts, restart_in = ?delay, reason = %reason, "object actor failed");
         let report = state.objects.get(&key).map(|t| {
@@ -397,7 +413,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         let task = tokio::spawn(async move {
             if let Some((obj, cx)) = report {
                 reconciler
-                    .report_error(obj, &Failure::Panic(&reason), &cx)
+                    .report_error(obj, PassFailure::Panicked(&reason), &cx)
                     .await;
             }
             tokio::time::sleep(delay).await;

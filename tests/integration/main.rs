@@ -1,6 +1,14 @@
 //! The one integration test binary; each topic is a module beside this file.
 
 mod crds;
+mod pgaccessrequest;
+mod pgar_support;
+mod runtime_cli;
+mod runtime_crash;
+mod runtime_deploy;
+mod runtime_leader;
+mod runtime_support;
+mod runtime_watch;
 mod sim_crud;
 mod sim_faults;
 mod sim_kubectl;

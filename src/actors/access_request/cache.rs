@@ -120,7 +120,8 @@ impl AccessCaches {
             if let Some(mut users) = self.cluster_users.get_mut(&cluster) {
                 users.remove(&request.name);
             }
-            self.cluster_users.remove_if(&cluster, |_, users| users.is_empty());
+            self.cluster_users
+                .remove_if(&cluster, |_, users| users.is_empty());
         }
     }
 
@@ -307,7 +308,11 @@ impl AccessCaches {
 
     /// A relist replaces what one watch (one namespace, or all) knew: bindings deleted while
     /// disconnected go too.
-    fn replace_bindings(&self, namespace: Option<&str>, listed: Vec<RoleBinding>) -> Vec<ObjectKey> {
+    fn replace_bindings(
+        &self,
+        namespace: Option<&str>,
+        listed: Vec<RoleBinding>,
+    ) -> Vec<ObjectKey> {
         let listed_keys: HashSet<ObjectKey> = listed.iter().filter_map(Self::binding_key).collect();
         let stale: Vec<ObjectKey> = self
             .binding_owner
@@ -340,7 +345,10 @@ impl AccessCaches {
         relist: &mut Option<Vec<ObjectKey>>,
     ) -> (Vec<ObjectKey>, bool) {
         let key_of = |meta: &PartialObjectMeta<DynamicObject>| {
-            Some(ObjectKey::new(meta.namespace()?, meta.metadata.name.clone()?))
+            Some(ObjectKey::new(
+                meta.namespace()?,
+                meta.metadata.name.clone()?,
+            ))
         };
         match event {
             watcher::Event::Init => {
@@ -354,7 +362,8 @@ impl AccessCaches {
                 (Vec::new(), false)
             }
             watcher::Event::InitDone => {
-                let listed: HashSet<ObjectKey> = relist.take().unwrap_or_default().into_iter().collect();
+                let listed: HashSet<ObjectKey> =
+                    relist.take().unwrap_or_default().into_iter().collect();
                 let mut changed: Vec<ObjectKey> = Vec::new();
                 self.clusters.retain(|key, _| {
                     let keep = listed.contains(key);
@@ -368,12 +377,22 @@ impl AccessCaches {
                         changed.push(key);
                     }
                 }
-                (changed.iter().flat_map(|c| self.users_of(c)).collect(), true)
+                (
+                    changed.iter().flat_map(|c| self.users_of(c)).collect(),
+                    true,
+                )
             }
             watcher::Event::Apply(meta) => match key_of(&meta) {
                 Some(key) => {
                     let fresh = self.clusters.insert(key.clone(), ()).is_none();
-                    (if fresh { self.users_of(&key) } else { Vec::new() }, false)
+                    (
+                        if fresh {
+                            self.users_of(&key)
+                        } else {
+                            Vec::new()
+                        },
+                        false,
+                    )
                 }
                 None => (Vec::new(), false),
             },
@@ -413,6 +432,7 @@ impl AccessCaches {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::core::PartialObjectMetaExt;
 
     fn rb(name: &str, request: &str) -> RoleBinding {
         RoleBinding {
@@ -440,11 +460,13 @@ mod tests {
     fn bindings_are_indexed_by_request_and_follow_their_label() {
         let cache = AccessCaches::default();
         let mut relist = None;
-        let woken = cache.apply_binding_event_for_test(watcher::Event::Apply(rb("pgar-a", "a")), &mut relist);
+        let woken = cache
+            .apply_binding_event_for_test(watcher::Event::Apply(rb("pgar-a", "a")), &mut relist);
         assert_eq!(woken, vec![ObjectKey::new("ns", "a")]);
         assert_eq!(names(&cache, "a"), vec!["pgar-a"]);
         // Relabelled to another request: moves, and both requests wake.
-        let woken = cache.apply_binding_event_for_test(watcher::Event::Apply(rb("pgar-a", "b")), &mut relist);
+        let woken = cache
+            .apply_binding_event_for_test(watcher::Event::Apply(rb("pgar-a", "b")), &mut relist);
         assert_eq!(woken.len(), 2);
         assert!(names(&cache, "a").is_empty());
         assert_eq!(names(&cache, "b"), vec!["pgar-a"]);
@@ -470,21 +492,24 @@ mod tests {
         let cache = AccessCaches::default();
         let request = ObjectKey::new("ns", "req");
         cache.track_cluster_use(&request, Some("orders"));
-        let meta = |name: &str| PartialObjectMeta::<DynamicObject> {
-            metadata: ObjectMeta {
+        let meta = |name: &str| {
+            ObjectMeta {
                 name: Some(name.into()),
                 namespace: Some("ns".into()),
                 ..Default::default()
-            },
-            ..Default::default()
+            }
+            .into_response_partial::<DynamicObject>()
         };
         let mut relist = None;
-        let (woken, _) = cache.apply_cluster_event(watcher::Event::Apply(meta("orders")), &mut relist);
+        let (woken, _) =
+            cache.apply_cluster_event(watcher::Event::Apply(meta("orders")), &mut relist);
         assert_eq!(woken, vec![request.clone()]);
-        let (woken, _) = cache.apply_cluster_event(watcher::Event::Apply(meta("other")), &mut relist);
+        let (woken, _) =
+            cache.apply_cluster_event(watcher::Event::Apply(meta("other")), &mut relist);
         assert!(woken.is_empty());
         cache.forget_cluster_use(&request);
-        let (woken, _) = cache.apply_cluster_event(watcher::Event::Delete(meta("orders")), &mut relist);
+        let (woken, _) =
+            cache.apply_cluster_event(watcher::Event::Delete(meta("orders")), &mut relist);
         assert!(woken.is_empty());
     }
 }

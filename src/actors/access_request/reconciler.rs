@@ -8,16 +8,15 @@ use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
-use tracing::Instrument;
 
 use super::cache::AccessCaches;
-use crate::actors::{Failure, ObjectContext, Outcome, ReconcileError, Reconciler};
+use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgAccessRequest, ReportsConditions};
 use crate::conditions::{
     ClassifiedError, ConditionType, ErrorClass, PassFacts, derive_status, find_condition,
     status_patch,
 };
-use crate::k8s::{Deleted, EventSink, delete_pinned, patch_status};
+use crate::k8s::{Deleted, EventSink, ReadYourWrites, delete_pinned, patch_status};
 use crate::messages::TimerPurpose;
 use crate::reconcile::pgaccessrequest::{
     Decision, RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
@@ -29,11 +28,16 @@ const TIMER_SLACK: Duration = Duration::from_millis(20);
 pub struct AccessRequestReconciler {
     caches: Arc<AccessCaches>,
     events: EventSink,
+    written: ReadYourWrites<PgAccessRequest>,
 }
 
 impl AccessRequestReconciler {
     pub fn new(caches: Arc<AccessCaches>, events: EventSink) -> Self {
-        Self { caches, events }
+        Self {
+            caches,
+            events,
+            written: ReadYourWrites::default(),
+        }
     }
 
     async fn pass(
@@ -67,6 +71,7 @@ impl AccessRequestReconciler {
                     self.caches.cluster_exists(&cx.key.namespace, cluster),
                 )
             }),
+            orphan_grace: cx.shared.settings.access_request_orphan_grace,
             previous_binding_reason: find_condition(
                 &status.common.conditions,
                 ConditionType::RoleBindingSynced,
@@ -107,7 +112,11 @@ impl AccessRequestReconciler {
             tracing::info!(rolebinding = %deletion.name, cause = ?deletion.cause, ?outcome, "deleting");
             if outcome == Deleted::Now {
                 self.events
-                    .publish(&cx.writes, &obj.object_ref(&()), &[deletion_event(deletion)])
+                    .publish(
+                        &cx.writes,
+                        &obj.object_ref(&()),
+                        &[deletion_event(deletion)],
+                    )
                     .await;
             }
         }
@@ -131,7 +140,7 @@ impl AccessRequestReconciler {
         let patch = status_patch(&update, extras.fields, precondition.as_deref())
             .map_err(ReconcileError::other)?;
         match patch_status::<PgAccessRequest>(&cx.client, &cx.writes, &cx.key, &patch).await {
-            Ok(_) => {}
+            Ok(written) => self.written.wrote(&cx.key, written),
             // The request changed since it was read: its new version is already on its way.
             Err(kube::Error::Api(status)) if status.code == 409 => return Ok(()),
             Err(err) => return Err(err.into()),
@@ -182,29 +191,27 @@ impl Reconciler for AccessRequestReconciler {
         obj: Arc<PgAccessRequest>,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        let span = tracing::info_span!(
-            "reconcile",
-            kind = "PgAccessRequest",
-            namespace = %cx.key.namespace,
-            name = %cx.key.name
-        );
-        self.pass(&obj, cx).instrument(span).await
+        // The runtime already opened this pass's span.
+        let obj = self.written.freshest(&cx.key, obj);
+        self.pass(&obj, cx).await
     }
 
     async fn on_stop(&self, key: &crate::messages::ObjectKey, _cx: &ObjectContext) {
         self.caches.forget_cluster_use(key);
+        self.written.forget(key);
     }
 
     async fn report_error(
         &self,
         obj: Arc<PgAccessRequest>,
-        failure: &Failure<'_>,
+        failure: PassFailure<'_>,
         cx: &ObjectContext,
     ) {
         let error = match failure {
-            Failure::Error(ReconcileError::Kube(err)) => ClassifiedError::from_kube(err),
+            PassFailure::Error(ReconcileError::Kube(err)) => ClassifiedError::from_kube(err),
             other => ClassifiedError::new(ErrorClass::ReconciliationFailed, &other.to_string()),
         };
+        let obj = self.written.freshest(&cx.key, obj);
         let facts = obj.pass_facts().with_error(error);
         let update = derive_status(&facts, obj.stored_status(), Timestamp::now());
         if !update.changed {
@@ -220,12 +227,15 @@ impl Reconciler for AccessRequestReconciler {
             }
         };
         match written {
-            Ok(_) => {
+            Ok(written) => {
+                self.written.wrote(&cx.key, written);
                 self.events
                     .publish(&cx.writes, &obj.object_ref(&()), &update.events)
                     .await;
             }
-            Err(err) => tracing::warn!(error = %err, name = %obj.name_any(), "error status not written"),
+            Err(err) => {
+                tracing::warn!(error = %err, name = %obj.name_any(), "error status not written")
+            }
         }
     }
 }

@@ -30,6 +30,8 @@ pub struct RequestFacts<'a> {
     /// `spec.cluster` and whether a Cluster of that name exists in the namespace (`None`: the
     /// operator cannot read Clusters there).
     pub cluster: Option<(&'a str, Option<bool>)>,
+    /// How long a RoleBinding of a request that is not Approved may live ([`ORPHAN_GRACE`]).
+    pub orphan_grace: Duration,
     /// The RoleBindingSynced reason stored by the previous pass, if any.
     pub previous_binding_reason: Option<&'a str>,
 }
@@ -313,7 +315,7 @@ fn approved_verdict(
 ) -> (BindingVerdict, String) {
     let mut exact = Vec::new();
     for rb in bindings {
-        if binds_exactly(rb, &req.subject, req.cluster_role) {
+        if binds_exactly(rb, req.subject, req.cluster_role) {
             exact.push(rb.metadata.name.as_deref().unwrap_or_default());
         } else {
             judged.delete(rb, DeletionCause::Drifted);
@@ -337,7 +339,9 @@ fn approved_verdict(
             BindingVerdict::AccessGranted,
             format!(
                 "RoleBinding {name} binds {} to ClusterRole {:?} until {}",
-                describe(req.subject), req.cluster_role, req.expires_at
+                describe(req.subject),
+                req.cluster_role,
+                req.expires_at
             ),
         ),
         // A drift deleted the binding in an earlier pass: keep saying so rather than "missing".
@@ -364,7 +368,7 @@ fn pending_verdict(
 ) -> (BindingVerdict, String) {
     let mut in_grace = 0usize;
     for rb in bindings {
-        if !binds_exactly(rb, &req.subject, req.cluster_role) {
+        if !binds_exactly(rb, req.subject, req.cluster_role) {
             // Fail closed at once: a binding of someone else is never an approval in flight.
             judged.delete(rb, DeletionCause::Drifted);
             continue;
@@ -373,7 +377,7 @@ fn pending_verdict(
             .metadata
             .creation_timestamp
             .as_ref()
-            .and_then(|t| t.0.checked_add(ORPHAN_GRACE).ok());
+            .and_then(|t| t.0.checked_add(req.orphan_grace).ok());
         match grace_ends {
             Some(ends) if ends > now => {
                 in_grace += 1;

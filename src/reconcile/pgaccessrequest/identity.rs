@@ -119,7 +119,10 @@ mod tests {
             "viewer"
         ));
         // a second subject
-        let two = binding(vec![rbac_subject(&alice), rbac_subject(&user("mallory"))], "viewer");
+        let two = binding(
+            vec![rbac_subject(&alice), rbac_subject(&user("mallory"))],
+            "viewer",
+        );
         assert!(!binds_exactly(&two, &alice, "viewer"));
         // no subject
         assert!(!binds_exactly(&binding(vec![], "viewer"), &alice, "viewer"));

@@ -4,11 +4,11 @@ mod identity;
 mod status;
 
 pub use decide::{
-    BindingVerdict, ConfigVerdict, Decision, Deletion, DeletionCause, ORPHAN_GRACE,
-    RequestEvent, RequestFacts, decide,
+    BindingVerdict, ConfigVerdict, Decision, Deletion, DeletionCause, ORPHAN_GRACE, RequestEvent,
+    RequestFacts, decide,
 };
-pub use status::{deletion_event, pass_facts, request_events, status_fields};
 pub use identity::{binds_exactly, describe, rbac_subject};
+pub use status::{deletion_event, pass_facts, request_events, status_fields};
 
 #[cfg(test)]
 mod tests;

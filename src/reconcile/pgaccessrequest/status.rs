@@ -111,27 +111,47 @@ mod tests {
         let update = derive_status(&facts, StoredStatus::default(), Timestamp::now());
         let ready = find_condition(&update.conditions, ConditionType::Ready).unwrap();
         let stalled = find_condition(&update.conditions, ConditionType::Stalled).unwrap();
-        assert_eq!(stalled.status, ConditionStatus::False.as_str(), "never stalls");
+        assert_eq!(
+            stalled.status,
+            ConditionStatus::False.as_str(),
+            "never stalls"
+        );
         (ready.status.clone(), ready.reason.clone())
     }
 
     #[test]
     fn ready_follows_the_request_aspects() {
-        let valid = || ConfigVerdict::Valid { message: "ok".into() };
+        let valid = || ConfigVerdict::Valid {
+            message: "ok".into(),
+        };
         let cases = [
             (valid(), BindingVerdict::AccessGranted, "True", "AsExpected"),
             (valid(), BindingVerdict::AccessDenied, "True", "AsExpected"),
             (valid(), BindingVerdict::AccessExpired, "True", "AsExpected"),
-            (valid(), BindingVerdict::RoleBindingMissing, "False", "RoleBindingMissing"),
-            (valid(), BindingVerdict::RoleBindingDrifted, "False", "RoleBindingDrifted"),
             (
-                ConfigVerdict::ClusterNotFound { message: "x".into() },
+                valid(),
+                BindingVerdict::RoleBindingMissing,
+                "False",
+                "RoleBindingMissing",
+            ),
+            (
+                valid(),
+                BindingVerdict::RoleBindingDrifted,
+                "False",
+                "RoleBindingDrifted",
+            ),
+            (
+                ConfigVerdict::ClusterNotFound {
+                    message: "x".into(),
+                },
                 BindingVerdict::AccessGranted,
                 "False",
                 "ClusterNotFound",
             ),
             (
-                ConfigVerdict::Invalid { message: "x".into() },
+                ConfigVerdict::Invalid {
+                    message: "x".into(),
+                },
                 BindingVerdict::NotEvaluated,
                 "False",
                 "ConfigurationInvalid",
@@ -145,9 +165,17 @@ mod tests {
 
     #[test]
     fn phase_is_written_only_when_the_operator_moves_it() {
-        let mut d = decision(ConfigVerdict::Valid { message: "ok".into() }, BindingVerdict::AccessExpired);
+        let mut d = decision(
+            ConfigVerdict::Valid {
+                message: "ok".into(),
+            },
+            BindingVerdict::AccessExpired,
+        );
         assert!(status_fields(&d).is_empty());
         d.new_phase = Some(crate::api::AccessPhase::Expired);
-        assert_eq!(status_fields(&d).get("phase"), Some(&Value::from("Expired")));
+        assert_eq!(
+            status_fields(&d).get("phase"),
+            Some(&Value::from("Expired"))
+        );
     }
 }

@@ -34,6 +34,7 @@ fn request(phase: Phase, approver: Option<&'static str>) -> RequestFacts<'static
         phase,
         approver,
         cluster: None,
+        orphan_grace: ORPHAN_GRACE,
         previous_binding_reason: None,
     }
 }
@@ -57,7 +58,12 @@ fn rb(name: &str, subjects: Vec<AccessSubject>, role: &str, age_secs: i64) -> Ro
 }
 
 fn exact(age_secs: i64) -> RoleBinding {
-    rb("pgar-orders", vec![alice().clone()], "cnpg-viewer", age_secs)
+    rb(
+        "pgar-orders",
+        vec![alice().clone()],
+        "cnpg-viewer",
+        age_secs,
+    )
 }
 
 fn causes(d: &Decision) -> Vec<DeletionCause> {
@@ -81,7 +87,13 @@ fn each_phase_and_binding_state_gives_its_reason() {
     use DeletionCause as C;
     let drifted = rb(
         "pgar-orders",
-        vec![alice().clone(), AccessSubject { name: "mallory".into(), ..alice().clone() }],
+        vec![
+            alice().clone(),
+            AccessSubject {
+                name: "mallory".into(),
+                ..alice().clone()
+            },
+        ],
         "cnpg-viewer",
         5,
     );
@@ -343,9 +355,15 @@ fn configuration_verdicts() {
     );
     let mut found = missing.clone();
     found.cluster = Some(("orders-db", Some(true)));
-    assert!(matches!(decide(&found, &[], now()).config, ConfigVerdict::Valid { .. }));
+    assert!(matches!(
+        decide(&found, &[], now()).config,
+        ConfigVerdict::Valid { .. }
+    ));
     found.cluster = Some(("orders-db", None));
-    assert!(matches!(decide(&found, &[], now()).config, ConfigVerdict::ClusterNotFound { .. }));
+    assert!(matches!(
+        decide(&found, &[], now()).config,
+        ConfigVerdict::ClusterNotFound { .. }
+    ));
     found.cluster = Some(("orders-db", Some(true)));
     assert!(matches!(
         decide(&found, &[], now()).config,
