@@ -36,7 +36,6 @@ use observe::Observer;
 
 /// Concurrent writes allowed to every driver (the operator's default budget).
 const WRITE_BUDGET: usize = 32;
-const CONVERGE_TIMEOUT: Duration = Duration::from_secs(1800);
 /// The request whose RoleBinding is changed after the quiet phase (an approved one).
 const CHANGED_INDEX: usize = 4;
 const RESULT_PREFIX: &str = "RESULT ";
@@ -50,6 +49,8 @@ pub struct RunResult {
     pub status_s: f64,
     /// Start of the driver until every request shows its final reason (expiries included).
     pub converged_s: f64,
+    /// Start of the driver until its last write (Events trail the status writes).
+    pub writes_done_s: f64,
     /// From the expiry instant until the last expired request was seen.
     pub expiry_lag_ms: f64,
     pub requests_by_verb: BTreeMap<String, u64>,
@@ -69,6 +70,7 @@ pub struct Quiet {
     pub seconds: f64,
     pub requests: u64,
     pub writes: u64,
+    pub by_verb_resource: BTreeMap<String, u64>,
     pub cpu_s: f64,
     pub rss_end_kb: u64,
 }
@@ -110,6 +112,8 @@ fn main() {
         env_or("CONVERGENCE_QUIET_SECS", 30)
     };
     let expiry = env_or("CONVERGENCE_EXPIRY_SECS", 3);
+    // The smoke run must fail fast in CI rather than hang.
+    let timeout = if smoke { 45 } else { 1800 };
     let drivers: Vec<Driver> = std::env::var("CONVERGENCE_DRIVERS")
         .map(|list| list.split(',').filter_map(Driver::parse).collect())
         .unwrap_or_else(|_| Driver::ALL.to_vec());
@@ -119,7 +123,7 @@ fn main() {
         for run in 1..=runs {
             for &driver in &drivers {
                 eprintln!("== {} n={n} run {run}/{runs}", driver.name());
-                match spawn_child(driver, n, quiet, expiry) {
+                match spawn_child(driver, n, quiet, expiry, timeout) {
                     Ok(result) => results.push(result),
                     Err(err) => {
                         eprintln!("convergence run failed: {err}");
@@ -133,7 +137,13 @@ fn main() {
     eprintln!("total {:.1} s", started.elapsed().as_secs_f64());
 }
 
-fn spawn_child(driver: Driver, n: usize, quiet: u64, expiry: u64) -> Result<RunResult, String> {
+fn spawn_child(
+    driver: Driver,
+    n: usize,
+    quiet: u64,
+    expiry: u64,
+    timeout: u64,
+) -> Result<RunResult, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let output = Command::new(exe)
         .args([
@@ -142,6 +152,7 @@ fn spawn_child(driver: Driver, n: usize, quiet: u64, expiry: u64) -> Result<RunR
             &n.to_string(),
             &quiet.to_string(),
             &expiry.to_string(),
+            &timeout.to_string(),
         ])
         .stderr(Stdio::inherit())
         .output()
@@ -167,11 +178,12 @@ fn child(args: &[String]) {
     let n: usize = arg(1).parse().expect("object count");
     let quiet: u64 = arg(2).parse().expect("quiet seconds");
     let expiry: u64 = arg(3).parse().expect("expiry seconds");
+    let timeout = Duration::from_secs(arg(4).parse().expect("timeout seconds"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let result = runtime.block_on(run(driver, n, quiet, expiry));
+    let result = runtime.block_on(run(driver, n, quiet, expiry, timeout));
     println!(
         "{RESULT_PREFIX}{}",
         serde_json::to_string(&result).expect("result serialises")
@@ -180,7 +192,13 @@ fn child(args: &[String]) {
     std::process::exit(0);
 }
 
-async fn run(driver: Driver, n: usize, quiet_secs: u64, expiry_secs: u64) -> RunResult {
+async fn run(
+    driver: Driver,
+    n: usize,
+    quiet_secs: u64,
+    expiry_secs: u64,
+    timeout: Duration,
+) -> RunResult {
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
         extra_crds: vec![crds],
@@ -209,10 +227,11 @@ async fn run(driver: Driver, n: usize, quiet_secs: u64, expiry_secs: u64) -> Run
     sim.admin().reset_stats();
     let start = Instant::now();
     let running = drivers::start(driver, &client, &settings, fleet).await;
-    observer.all_with_status(CONVERGE_TIMEOUT).await;
+    observer.all_with_status(timeout).await;
     let status_s = start.elapsed().as_secs_f64();
-    observer.all_converged(CONVERGE_TIMEOUT).await;
+    observer.all_converged(timeout).await;
     let converged_s = start.elapsed().as_secs_f64();
+    let writes_done_s = writes_settled(&sim, start).await;
     let stats = sim.stats();
     let cpu_run_s = measure::cpu_seconds() - cpu_before;
     let rss_after_kb = measure::rss_kb();
@@ -225,7 +244,7 @@ async fn run(driver: Driver, n: usize, quiet_secs: u64, expiry_secs: u64) -> Run
             .map_or(0.0, |d| d.as_secs_f64() * 1e3)
     });
     eprintln!(
-        "   {}: status {status_s:.2} s, converged {converged_s:.2} s, {} writes, RSS {} -> {} MiB",
+        "   {}: status {status_s:.2} s, converged {converged_s:.2} s, writes done {writes_done_s:.2} s, {} writes, RSS {} -> {} MiB",
         driver.name(),
         stats.writes(),
         rss_before_kb / 1024,
@@ -246,6 +265,7 @@ async fn run(driver: Driver, n: usize, quiet_secs: u64, expiry_secs: u64) -> Run
         seed_s,
         status_s,
         converged_s,
+        writes_done_s,
         expiry_lag_ms,
         writes: stats.writes(),
         requests_by_verb: stats.by_verb,
@@ -260,6 +280,23 @@ async fn run(driver: Driver, n: usize, quiet_secs: u64, expiry_secs: u64) -> Run
     }
 }
 
+/// Waits until the API server saw no write for a second; returns when the last one arrived
+/// (seconds since `start`, 50 ms resolution).
+async fn writes_settled(sim: &Sim, start: Instant) -> f64 {
+    const STILL: Duration = Duration::from_secs(1);
+    let mut seen = sim.stats().writes();
+    let mut last_change = Instant::now();
+    while last_change.elapsed() < STILL {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = sim.stats().writes();
+        if now != seen {
+            seen = now;
+            last_change = Instant::now();
+        }
+    }
+    last_change.duration_since(start).as_secs_f64()
+}
+
 /// Nothing changes for `seconds`: count the requests and CPU the process spends meanwhile.
 async fn quiet_phase(sim: &Sim, seconds: u64) -> Quiet {
     sim.admin().reset_stats();
@@ -271,12 +308,13 @@ async fn quiet_phase(sim: &Sim, seconds: u64) -> Quiet {
         seconds: start.elapsed().as_secs_f64(),
         requests: stats.total,
         writes: stats.writes(),
+        by_verb_resource: stats.by_verb_resource.clone(),
         cpu_s: measure::cpu_seconds() - cpu,
         rss_end_kb: measure::rss_kb(),
     };
     eprintln!(
-        "   quiet {:.0} s: {} requests, {} writes, {:.2} CPU s",
-        quiet.seconds, quiet.requests, quiet.writes, quiet.cpu_s
+        "   quiet {:.0} s: {} requests, {} writes, {:.2} CPU s {:?}",
+        quiet.seconds, quiet.requests, quiet.writes, quiet.cpu_s, quiet.by_verb_resource
     );
     quiet
 }

@@ -22,6 +22,7 @@ struct Summary {
     runs: usize,
     status_s: f64,
     converged_s: f64,
+    writes_done_s: f64,
     expiry_lag_ms: f64,
     writes_per_object: f64,
     verbs: BTreeMap<String, f64>,
@@ -49,6 +50,7 @@ fn summarise(runs: &[&RunResult]) -> Summary {
         runs: runs.len(),
         status_s: m(&|r| r.status_s),
         converged_s: m(&|r| r.converged_s),
+        writes_done_s: m(&|r| r.writes_done_s),
         expiry_lag_ms: m(&|r| r.expiry_lag_ms),
         writes_per_object: m(&|r| r.writes as f64 / n),
         verbs,
@@ -91,9 +93,9 @@ fn print_table(n: usize, by_driver: &BTreeMap<&str, Summary>) {
     let nf = n as f64;
     println!("### N = {n}\n");
     println!(
-        "| driver | runs | all statuses (s) | converged (s) | expiry lag (ms) | writes/object | requests by verb | process RSS growth (KB/object) | peak growth (KB/object) | CPU (s) | quiet: requests / writes / CPU | change latency (ms) |"
+        "| driver | runs | all statuses (s) | converged (s) | last write (s) | expiry lag (ms) | writes/object | requests by verb | process RSS growth (KB/object) | peak growth (KB/object) | CPU (s) | quiet: requests / writes / CPU | change latency (ms) |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (driver, s) in by_driver {
         let verbs: Vec<String> = s.verbs.iter().map(|(v, c)| format!("{v} {c:.0}")).collect();
         let quiet = match (s.quiet_requests_max, s.quiet_writes_max, s.quiet_cpu_pct) {
@@ -101,10 +103,11 @@ fn print_table(n: usize, by_driver: &BTreeMap<&str, Summary>) {
             _ => "–".into(),
         };
         println!(
-            "| {driver} | {} | {:.2} | {:.2} | {:.0} | {:.2} | {} | {:.2} | {:.2} | {:.1} | {quiet} | {} |",
+            "| {driver} | {} | {:.2} | {:.2} | {:.2} | {:.0} | {:.2} | {} | {:.2} | {:.2} | {:.1} | {quiet} | {} |",
             s.runs,
             s.status_s,
             s.converged_s,
+            s.writes_done_s,
             s.expiry_lag_ms,
             s.writes_per_object,
             verbs.join(", "),
@@ -129,17 +132,19 @@ fn print_table(n: usize, by_driver: &BTreeMap<&str, Summary>) {
     println!();
     if let Some(raw) = raw {
         println!(
-            "- ours / raw ceiling: all statuses {}, converged {}, process growth {}",
+            "- ours / raw ceiling: all statuses {}, converged {}, last write {}, process growth {}",
             ratio(ours.status_s, raw.status_s),
             ratio(ours.converged_s, raw.converged_s),
+            ratio(ours.writes_done_s, raw.writes_done_s),
             ratio(ours.growth_kb, raw.growth_kb)
         );
     }
     if let Some(controller) = controller {
         println!(
-            "- ours / Controller: all statuses {}, converged {}, process growth {}, peak growth {}",
+            "- ours / Controller: all statuses {}, converged {}, last write {}, process growth {}, peak growth {}",
             ratio(ours.status_s, controller.status_s),
             ratio(ours.converged_s, controller.converged_s),
+            ratio(ours.writes_done_s, controller.writes_done_s),
             ratio(ours.growth_kb, controller.growth_kb),
             ratio(ours.peak_growth_kb, controller.peak_growth_kb)
         );
