@@ -55,9 +55,12 @@ pub struct RunResult {
     pub expiry_lag_ms: f64,
     pub requests_by_verb: BTreeMap<String, u64>,
     pub requests_by_verb_resource: BTreeMap<String, u64>,
+    pub answers_by_code: BTreeMap<u16, u64>,
     pub writes: u64,
     pub rss_before_kb: u64,
     pub rss_after_kb: u64,
+    /// RSS after convergence once glibc returned its free pages (live memory).
+    pub rss_live_kb: u64,
     pub peak_kb: u64,
     pub peak_reset: bool,
     pub cpu_run_s: f64,
@@ -221,6 +224,7 @@ async fn run(
         startup_jitter: Duration::ZERO,
         ..OperatorSettings::default()
     };
+    measure::trim_heap();
     let rss_before_kb = measure::rss_kb();
     let peak_reset = measure::reset_peak();
     let cpu_before = measure::cpu_seconds();
@@ -236,6 +240,8 @@ async fn run(
     let cpu_run_s = measure::cpu_seconds() - cpu_before;
     let rss_after_kb = measure::rss_kb();
     let peak_kb = measure::peak_kb();
+    measure::trim_heap();
+    let rss_live_kb = measure::rss_kb();
     let expiry_lag_ms = observer.last_expiry_seen().map_or(0.0, |seen| {
         let at = std::time::SystemTime::from(expires_at);
         let seen_wall = std::time::SystemTime::now() - seen.elapsed();
@@ -249,6 +255,12 @@ async fn run(
         stats.writes(),
         rss_before_kb / 1024,
         rss_after_kb / 1024
+    );
+    eprintln!(
+        "   live after trim {} MiB; answers {:?}; {:?}",
+        rss_live_kb / 1024,
+        stats.by_code,
+        stats.by_verb_resource
     );
 
     let (quiet, change_latency_ms) = if driver == Driver::Raw {
@@ -270,8 +282,10 @@ async fn run(
         writes: stats.writes(),
         requests_by_verb: stats.by_verb,
         requests_by_verb_resource: stats.by_verb_resource,
+        answers_by_code: stats.by_code,
         rss_before_kb,
         rss_after_kb,
+        rss_live_kb,
         peak_kb,
         peak_reset,
         cpu_run_s,

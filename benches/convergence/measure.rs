@@ -48,3 +48,17 @@ pub fn cpu_seconds() -> f64 {
     };
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
+
+unsafe extern "C" {
+    /// glibc: give free heap memory back to the system.
+    fn malloc_trim(pad: usize) -> i32;
+}
+
+/// Returns the allocator's free pages to the system, so the RSS read next counts live memory
+/// rather than what glibc keeps around after a burst (its per-thread arenas).
+pub fn trim_heap() {
+    // SAFETY: malloc_trim only walks glibc's own arenas; it takes no pointer from us.
+    unsafe {
+        malloc_trim(0);
+    }
+}
