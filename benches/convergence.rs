@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo bench --bench convergence` (N = 1,000 and 10,000, three runs each), scaled by
 //! `CONVERGENCE_N=1000,10000,100000`, `CONVERGENCE_RUNS`, `CONVERGENCE_QUIET_SECS` (30),
-//! `CONVERGENCE_EXPIRY_SECS` (3), `CONVERGENCE_DRIVERS=raw,controller,ours`. CI runs
+//! `CONVERGENCE_EXPIRY_SECS` (3), `CONVERGENCE_DRIVERS=raw,controller,ours`; each run's raw
+//! figures are appended to `CONVERGENCE_OUT` (JSON lines) when set. CI runs
 //! `cargo bench --bench convergence -- --smoke` (N = 1,000, one run, a 3 s quiet phase).
 //!
 //! Every (driver, N, run) is its own child process (this binary with `--child`), so memory and
@@ -127,7 +128,10 @@ fn main() {
             for &driver in &drivers {
                 eprintln!("== {} n={n} run {run}/{runs}", driver.name());
                 match spawn_child(driver, n, quiet, expiry, timeout) {
-                    Ok(result) => results.push(result),
+                    Ok(result) => {
+                        save(&result);
+                        results.push(result);
+                    }
                     Err(err) => {
                         eprintln!("convergence run failed: {err}");
                         std::process::exit(1);
@@ -138,6 +142,22 @@ fn main() {
     }
     report::print(&results, runs, quiet);
     eprintln!("total {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// Appends one run's result to `CONVERGENCE_OUT` (JSON lines), when set.
+fn save(result: &RunResult) {
+    let Ok(path) = std::env::var("CONVERGENCE_OUT") else {
+        return;
+    };
+    let line = serde_json::to_string(result).unwrap_or_default();
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()));
+    if let Err(err) = written {
+        eprintln!("could not append to {path}: {err}");
+    }
 }
 
 fn spawn_child(
