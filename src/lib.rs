@@ -1,2 +1,7 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
+pub mod actors;
+pub mod health;
+pub mod messages;
+pub mod metrics;
+pub mod reconcile;
 pub mod sim;

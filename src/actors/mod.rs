@@ -1,0 +1,3 @@
+//! Actors: the per-object actors and the shared ones.
+pub mod prober;
+pub mod secret_router;

@@ -1,0 +1,2 @@
+//! Every message that flows between actors.
+pub mod shared;

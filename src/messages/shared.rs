@@ -1,0 +1,64 @@
+//! Messages of the shared actors: the optional-API prober, the namespace-refusal tracker and
+//! the CNPG secret router.
+
+use std::sync::Arc;
+
+use ractor::RpcReplyPort;
+
+use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
+use crate::reconcile::secret_index::{ObjectKey, SecretKey};
+
+pub enum ProberMsg {
+    /// The whole answer, to share read-only.
+    Result(RpcReplyPort<Arc<ProbeResult>>),
+    Availability {
+        api: OptionalApi,
+        namespace: String,
+        reply: RpcReplyPort<Availability>,
+    },
+}
+
+/// A change to one Secret as the metadata watch saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretMeta {
+    pub key: SecretKey,
+    pub resource_version: Option<String>,
+    /// The controller owner when it is one of our kinds.
+    pub owner: Option<ObjectKey>,
+    pub reload_label: bool,
+}
+
+/// Counters of the secret router, for tests and the benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouterStats {
+    pub objects: usize,
+    pub secrets: usize,
+    pub events_seen: u64,
+    pub events_admitted: u64,
+    pub wakeups: u64,
+}
+
+pub enum SecretRouterMsg {
+    /// Replace every Secret reference of `object` (after each reconcile).
+    Register {
+        object: ObjectKey,
+        secrets: Vec<SecretKey>,
+    },
+    /// The object is gone: drop its references.
+    Forget {
+        object: ObjectKey,
+    },
+    /// A Secret was added or changed.
+    Applied(SecretMeta),
+    /// A Secret was deleted.
+    Deleted(SecretMeta),
+    /// The watch of `scope` (a namespace, `None` = all) re-lists: what follows until
+    /// `RelistDone` is its full current set.
+    RelistStarted {
+        scope: Option<String>,
+    },
+    RelistDone {
+        scope: Option<String>,
+    },
+    Stats(RpcReplyPort<RouterStats>),
+}

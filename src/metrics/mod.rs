@@ -1,0 +1,318 @@
+//! The operator's Prometheus registry and the typed handles actors call to feed it.
+//!
+//! Handles are cheap to clone (one `Arc`) and every update is a lock-free atomic on an
+//! already-created series, so calling them on the reconcile path costs next to nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
+
+/// Every series name starts with this prefix.
+pub const PREFIX: &str = "pgtoolbox";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileLabels {
+    kind: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerbLabels {
+    verb: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ApiLabels {
+    api: String,
+}
+
+/// How one reconciliation ended, as a metric label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReconcileOutcome {
+    Success,
+    Error,
+    Stalled,
+}
+
+impl ReconcileOutcome {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Stalled => "stalled",
+        }
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    // 1 ms .. ~65 s: a reconcile is normally a few ms against a local cache, seconds under throttling.
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+struct Series {
+    reconciles: Family<ReconcileLabels, Counter>,
+    reconcile_duration: Family<KindLabels, Histogram, fn() -> Histogram>,
+    live_actors: Family<KindLabels, Gauge>,
+    actor_restarts: Family<KindLabels, Counter>,
+    api_requests: Family<VerbLabels, Counter>,
+    api_writes: Family<VerbLabels, Counter>,
+    dropped_namespaces: Gauge,
+    refused_namespaces: Family<ApiLabels, Gauge>,
+    optional_api_unavailable: Family<ApiLabels, Gauge>,
+}
+
+/// The registry plus handles to every series the operator exports.
+#[derive(Clone)]
+pub struct OperatorMetrics {
+    registry: Arc<Registry>,
+    series: Arc<Series>,
+}
+
+impl Default for OperatorMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for OperatorMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorMetrics").finish_non_exhaustive()
+    }
+}
+
+impl OperatorMetrics {
+    pub fn new() -> Self {
+        let series = Series {
+            reconciles: Family::default(),
+            reconcile_duration: Family::new_with_constructor(duration_histogram),
+            live_actors: Family::default(),
+            actor_restarts: Family::default(),
+            api_requests: Family::default(),
+            api_writes: Family::default(),
+            dropped_namespaces: Gauge::default(),
+            refused_namespaces: Family::default(),
+            optional_api_unavailable: Family::default(),
+        };
+        let mut registry = Registry::with_prefix(PREFIX);
+        registry.register(
+            "reconciles",
+            "Reconciliations finished, by kind and outcome",
+            series.reconciles.clone(),
+        );
+        registry.register_with_unit(
+            "reconcile_duration",
+            "Time one reconciliation took, by kind",
+            Unit::Seconds,
+            series.reconcile_duration.clone(),
+        );
+        registry.register(
+            "live_actors",
+            "Object actors currently running, by kind",
+            series.live_actors.clone(),
+        );
+        registry.register(
+            "actor_restarts",
+            "Object actors restarted after a failure, by kind",
+            series.actor_restarts.clone(),
+        );
+        registry.register(
+            "api_requests",
+            "Requests sent to the Kubernetes API server, by verb",
+            series.api_requests.clone(),
+        );
+        registry.register(
+            "api_writes",
+            "Writes sent to the Kubernetes API server, by verb",
+            series.api_writes.clone(),
+        );
+        registry.register(
+            "dropped_namespaces",
+            "Namespaces of WATCH_NAMESPACES left out at start for missing permissions",
+            series.dropped_namespaces.clone(),
+        );
+        registry.register(
+            "optional_api_refused_namespaces",
+            "Watched namespaces where an optional API is refused (403) while served",
+            series.refused_namespaces.clone(),
+        );
+        registry.register(
+            "optional_api_unavailable",
+            "1 when an optional API is off until the next start (not served, or refused everywhere)",
+            series.optional_api_unavailable.clone(),
+        );
+        Self {
+            registry: Arc::new(registry),
+            series: Arc::new(series),
+        }
+    }
+
+    /// One finished reconciliation of an object of `kind`.
+    pub fn reconcile_finished(&self, kind: &str, outcome: ReconcileOutcome, took: Duration) {
+        let s = &self.series;
+        s.reconciles
+            .get_or_create(&ReconcileLabels {
+                kind: kind.to_owned(),
+                outcome: outcome.label().to_owned(),
+            })
+            .inc();
+        s.reconcile_duration
+            .get_or_create(&kind_labels(kind))
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn actor_started(&self, kind: &str) {
+        self.series
+            .live_actors
+            .get_or_create(&kind_labels(kind))
+            .inc();
+    }
+
+    pub fn actor_stopped(&self, kind: &str) {
+        self.series
+            .live_actors
+            .get_or_create(&kind_labels(kind))
+            .dec();
+    }
+
+    pub fn actor_restarted(&self, kind: &str) {
+        self.series
+            .actor_restarts
+            .get_or_create(&kind_labels(kind))
+            .inc();
+    }
+
+    /// One request to the API server; `verb` is the Kubernetes verb (get, list, watch, create, ...).
+    pub fn api_request(&self, verb: &str) {
+        self.series
+            .api_requests
+            .get_or_create(&verb_labels(verb))
+            .inc();
+    }
+
+    /// One write to the API server (create, update, patch, delete).
+    pub fn api_write(&self, verb: &str) {
+        self.series
+            .api_writes
+            .get_or_create(&verb_labels(verb))
+            .inc();
+    }
+
+    pub fn set_dropped_namespaces(&self, count: usize) {
+        self.series.dropped_namespaces.set(gauge_value(count));
+    }
+
+    /// Publishes what the start-up probe found for one optional API.
+    pub fn set_optional_api(&self, api: &str, refused_namespaces: usize, unavailable: bool) {
+        let labels = ApiLabels {
+            api: api.to_owned(),
+        };
+        self.series
+            .refused_namespaces
+            .get_or_create(&labels)
+            .set(gauge_value(refused_namespaces));
+        self.series
+            .optional_api_unavailable
+            .get_or_create(&labels)
+            .set(i64::from(unavailable));
+    }
+
+    /// The whole registry in the text exposition format.
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        Ok(text)
+    }
+}
+
+fn kind_labels(kind: &str) -> KindLabels {
+    KindLabels {
+        kind: kind.to_owned(),
+    }
+}
+
+fn verb_labels(verb: &str) -> VerbLabels {
+    VerbLabels {
+        verb: verb.to_owned(),
+    }
+}
+
+fn gauge_value(count: usize) -> i64 {
+    i64::try_from(count).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+    }
+
+    #[test]
+    fn handles_feed_the_named_series() {
+        let m = OperatorMetrics::new();
+        m.reconcile_finished(
+            "PgAdmin",
+            ReconcileOutcome::Success,
+            Duration::from_millis(3),
+        );
+        m.reconcile_finished(
+            "PgAdmin",
+            ReconcileOutcome::Success,
+            Duration::from_millis(5),
+        );
+        m.actor_started("PgAdmin");
+        m.actor_started("PgAdmin");
+        m.actor_stopped("PgAdmin");
+        m.actor_restarted("EvidenceAgent");
+        m.api_request("list");
+        m.api_write("patch");
+        m.set_dropped_namespaces(2);
+        m.set_optional_api("routes", 1, false);
+        m.set_optional_api("gateways", 0, true);
+        let text = m.encode().unwrap();
+        let get = |s: &str| sample(&text, s);
+        assert_eq!(
+            get(r#"pgtoolbox_reconciles_total{kind="PgAdmin",outcome="success"}"#),
+            Some(2.0)
+        );
+        assert_eq!(
+            get(r#"pgtoolbox_reconcile_duration_seconds_count{kind="PgAdmin"}"#),
+            Some(2.0)
+        );
+        assert_eq!(get(r#"pgtoolbox_live_actors{kind="PgAdmin"}"#), Some(1.0));
+        assert_eq!(
+            get(r#"pgtoolbox_actor_restarts_total{kind="EvidenceAgent"}"#),
+            Some(1.0)
+        );
+        assert_eq!(
+            get(r#"pgtoolbox_api_requests_total{verb="list"}"#),
+            Some(1.0)
+        );
+        assert_eq!(
+            get(r#"pgtoolbox_api_writes_total{verb="patch"}"#),
+            Some(1.0)
+        );
+        assert_eq!(get("pgtoolbox_dropped_namespaces"), Some(2.0));
+        assert_eq!(
+            get(r#"pgtoolbox_optional_api_refused_namespaces{api="routes"}"#),
+            Some(1.0)
+        );
+        assert_eq!(
+            get(r#"pgtoolbox_optional_api_unavailable{api="gateways"}"#),
+            Some(1.0)
+        );
+    }
+}

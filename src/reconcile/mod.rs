@@ -1,0 +1,3 @@
+//! Pure decisions: observed world in, desired state and facts out. No I/O.
+pub mod optional_api;
+pub mod secret_index;
