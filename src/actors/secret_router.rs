@@ -132,6 +132,7 @@ impl Actor for SecretRouter {
                 let mut stats = state.stats;
                 stats.objects = state.index.object_count();
                 stats.secrets = state.index.secret_count();
+                stats.synced_scopes = state.index.synced_scopes();
                 let _ = reply.send(stats);
             }
         }

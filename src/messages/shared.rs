@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use ractor::RpcReplyPort;
 
+use crate::actors::runtime_refusals::RuntimeRefusals;
+use crate::reconcile::namespace_permissions::WatchPlan;
 use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
 use crate::reconcile::secret_index::{ObjectKey, SecretKey};
 
@@ -16,6 +18,13 @@ pub enum ProberMsg {
         namespace: String,
         reply: RpcReplyPort<Availability>,
     },
+}
+
+pub enum RefusalMsg {
+    /// The namespaces kept and dropped at start.
+    Plan(RpcReplyPort<Arc<WatchPlan>>),
+    /// The shared recorder of 403s met at run time.
+    Runtime(RpcReplyPort<Arc<RuntimeRefusals>>),
 }
 
 /// A change to one Secret as the metadata watch saw it.
@@ -33,6 +42,8 @@ pub struct SecretMeta {
 pub struct RouterStats {
     pub objects: usize,
     pub secrets: usize,
+    /// Watch scopes whose first list is done (one per namespace, or one for all).
+    pub synced_scopes: usize,
     pub events_seen: u64,
     pub events_admitted: u64,
     pub wakeups: u64,

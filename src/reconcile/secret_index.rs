@@ -90,6 +90,11 @@ impl SecretIndex {
         self.users.len()
     }
 
+    /// Watch scopes whose first full list is done.
+    pub fn synced_scopes(&self) -> usize {
+        self.synced.len()
+    }
+
     pub fn users_of(&self, secret: &SecretKey) -> impl Iterator<Item = &ObjectKey> {
         self.users.get(secret).into_iter().flatten()
     }

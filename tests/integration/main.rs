@@ -1,0 +1,6 @@
+//! The one integration test binary; each topic is a module beside this file.
+
+mod shared_metrics;
+mod shared_prober;
+mod shared_router;
+mod shared_support;
