@@ -3,6 +3,8 @@
 //! Handles are cheap to clone (one `Arc`) and every update is a lock-free atomic on an
 //! already-created series, so calling them on the reconcile path costs next to nothing.
 
+mod client_layer;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +14,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
+
+pub use client_layer::{CountRequests, CountRequestsLayer, kube_verb};
 
 /// Every series name starts with this prefix.
 pub const PREFIX: &str = "pgtoolbox";
