@@ -4,3 +4,8 @@ mod shared_metrics;
 mod shared_prober;
 mod shared_router;
 mod shared_support;
+mod sim_crud;
+mod sim_faults;
+mod sim_kubectl;
+mod sim_support;
+mod sim_watch;

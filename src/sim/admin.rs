@@ -1,0 +1,134 @@
+//! `/_sim/` admin endpoint: the HTTP face of [`Admin`](crate::sim::faults::Admin).
+//!
+//! | method + path                | body                                          |
+//! |------------------------------|-----------------------------------------------|
+//! | GET  /_sim/stats             | —  (counters)                                 |
+//! | DELETE /_sim/stats           | —  (reset counters)                           |
+//! | GET  /_sim/faults            | —  (current fault state)                      |
+//! | POST /_sim/deny              | `{"rule": "create:secrets:team-d"}`           |
+//! | DELETE /_sim/deny            | —  (clear deny rules)                         |
+//! | POST /_sim/unserve           | `{"group": "route.openshift.io"}`             |
+//! | POST /_sim/serve             | `{"group": "route.openshift.io"}`             |
+//! | POST /_sim/unauthorized      | `{"enabled": true}`                           |
+//! | POST /_sim/errors            | `{"match": "*:*:*", "code": 503, "count": 3}` |
+//! | POST /_sim/latency           | `{"match": "get:*:*", "millis": 200, "count": 5}` (count optional) |
+//! | POST /_sim/clear             | —  (remove every runtime fault)               |
+//! | POST /_sim/watches/drop      | —  (end all open watches)                     |
+//! | POST /_sim/watches/gone      | —  (next watch answers 410 Gone)              |
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::sim::error::ApiError;
+use crate::sim::faults::Admin;
+use crate::sim::http::{MAX_BODY, json_response};
+use crate::sim::server::Server;
+
+pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
+    match run(server, req).await {
+        Ok(v) => json_response(StatusCode::OK, &v),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn field<'a>(body: &'a Value, name: &str) -> Result<&'a Value, ApiError> {
+    body.get(name)
+        .ok_or_else(|| ApiError::bad_request(format!("missing field {name:?}")))
+}
+
+fn text<'a>(body: &'a Value, name: &str) -> Result<&'a str, ApiError> {
+    field(body, name)?
+        .as_str()
+        .ok_or_else(|| ApiError::bad_request(format!("{name:?} must be a string")))
+}
+
+async fn run(server: Arc<Server>, req: Request<Body>) -> Result<Value, ApiError> {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| ApiError::too_large())?;
+    let body: Value = if bytes.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::bad_request(format!("admin body is not JSON: {e}")))?
+    };
+    let admin = Admin {
+        server: server.clone(),
+    };
+    let ok = json!({"ok": true});
+    let path = parts.uri.path().trim_end_matches('/');
+    match (&parts.method, path) {
+        (&Method::GET, "/_sim/stats") => {
+            serde_json::to_value(admin.stats()).map_err(|e| ApiError::internal(e.to_string()))
+        }
+        (&Method::DELETE, "/_sim/stats") => {
+            admin.reset_stats();
+            Ok(ok)
+        }
+        (&Method::GET, "/_sim/faults") => {
+            serde_json::to_value(admin.state()).map_err(|e| ApiError::internal(e.to_string()))
+        }
+        (&Method::POST, "/_sim/deny") => {
+            admin
+                .deny(text(&body, "rule")?)
+                .map_err(ApiError::bad_request)?;
+            Ok(ok)
+        }
+        (&Method::DELETE, "/_sim/deny") => {
+            admin.clear_deny();
+            Ok(ok)
+        }
+        (&Method::POST, "/_sim/unserve") => {
+            admin.unserve(text(&body, "group")?);
+            Ok(ok)
+        }
+        (&Method::POST, "/_sim/serve") => {
+            admin.serve(text(&body, "group")?);
+            Ok(ok)
+        }
+        (&Method::POST, "/_sim/unauthorized") => {
+            admin.set_unauthorized(field(&body, "enabled")?.as_bool().unwrap_or(false));
+            Ok(ok)
+        }
+        (&Method::POST, "/_sim/errors") => {
+            let code = field(&body, "code")?
+                .as_u64()
+                .filter(|c| (400..600).contains(c))
+                .ok_or_else(|| ApiError::bad_request("code must be 400..599"))?;
+            let count = body.get("count").and_then(Value::as_u64).unwrap_or(1) as u32;
+            admin
+                .inject_errors(text(&body, "match")?, code as u16, count)
+                .map_err(ApiError::bad_request)?;
+            Ok(ok)
+        }
+        (&Method::POST, "/_sim/latency") => {
+            let millis = field(&body, "millis")?
+                .as_u64()
+                .ok_or_else(|| ApiError::bad_request("millis must be a number"))?;
+            let count = body.get("count").and_then(Value::as_u64).map(|c| c as u32);
+            admin
+                .inject_latency(text(&body, "match")?, Duration::from_millis(millis), count)
+                .map_err(ApiError::bad_request)?;
+            Ok(ok)
+        }
+        (&Method::POST, "/_sim/clear") => {
+            admin.clear_faults();
+            Ok(ok)
+        }
+        (&Method::POST, "/_sim/watches/drop") => {
+            admin.drop_watches();
+            Ok(ok)
+        }
+        (&Method::POST, "/_sim/watches/gone") => {
+            admin.force_gone_next_watch();
+            Ok(ok)
+        }
+        _ => Err(ApiError::not_found_path()),
+    }
+}

@@ -1,0 +1,139 @@
+//! Start-up configuration of the embedded API server and the deny-rule syntax.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// A rule answering 403 to matching requests: `VERB:GROUP/RESOURCE:NAMESPACE`, the core group
+/// written without `GROUP/`, and `*` matching anything in a position.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DenyRule {
+    pub verb: String,
+    pub group: String,
+    pub resource: String,
+    pub namespace: String,
+}
+
+impl DenyRule {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let parts: Vec<&str> = text.split(':').collect();
+        let [verb, target, namespace] = parts.as_slice() else {
+            return Err(format!(
+                "deny rule {text:?} must be VERB:[GROUP/]RESOURCE:NAMESPACE"
+            ));
+        };
+        let (group, resource) = match target.split_once('/') {
+            Some((g, r)) => (g.to_string(), r.to_string()),
+            None if *target == "*" => ("*".to_string(), "*".to_string()),
+            None => (String::new(), target.to_string()),
+        };
+        if verb.is_empty() || resource.is_empty() {
+            return Err(format!("deny rule {text:?} has an empty verb or resource"));
+        }
+        Ok(Self {
+            verb: verb.to_string(),
+            group,
+            resource,
+            namespace: namespace.to_string(),
+        })
+    }
+
+    /// `namespace` is empty for cluster-scoped requests; only `*` or an empty rule namespace
+    /// matches those.
+    pub fn matches(&self, verb: &str, group: &str, resource: &str, namespace: &str) -> bool {
+        let hit = |rule: &str, value: &str| rule == "*" || rule == value;
+        hit(&self.verb, verb)
+            && hit(&self.group, group)
+            && hit(&self.resource, resource)
+            && hit(&self.namespace, namespace)
+    }
+}
+
+impl std::fmt::Display for DenyRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            write!(f, "{}:{}:{}", self.verb, self.resource, self.namespace)
+        } else {
+            write!(
+                f,
+                "{}:{}/{}:{}",
+                self.verb, self.group, self.resource, self.namespace
+            )
+        }
+    }
+}
+
+/// How the server starts. `Default` listens on a free loopback port and serves every built-in
+/// kind plus the third-party CRDs in `crds/external/`.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub listen: SocketAddr,
+    pub deny: Vec<DenyRule>,
+    /// API groups not served (404), e.g. `route.openshift.io`.
+    pub unserve: Vec<String>,
+    /// Answer 401 to every API request.
+    pub unauthorized: bool,
+    /// Extra CRD manifests (YAML or JSON) served from the start.
+    pub extra_crds: Vec<String>,
+    /// Serve the third-party CRDs of `crds/external/`.
+    pub external_crds: bool,
+    /// Number of changes kept for watch resumption; older versions answer 410 Gone.
+    pub history: usize,
+    /// Interval of BOOKMARK events on watches that ask for them.
+    pub bookmark_interval: Duration,
+    /// Upper bound of a watch when the client gives no timeoutSeconds.
+    pub max_watch: Duration,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            deny: Vec::new(),
+            unserve: Vec::new(),
+            unauthorized: false,
+            extra_crds: Vec::new(),
+            external_crds: true,
+            history: 10_000,
+            bookmark_interval: Duration::from_secs(5),
+            max_watch: Duration::from_secs(1800),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_group_is_written_without_group() {
+        let r = DenyRule::parse("create:secrets:team-d").unwrap();
+        assert_eq!(r.group, "");
+        assert!(r.matches("create", "", "secrets", "team-d"));
+        assert!(!r.matches("create", "", "secrets", "team-e"));
+        assert!(!r.matches("get", "", "secrets", "team-d"));
+    }
+
+    #[test]
+    fn wildcards_and_groups() {
+        let r = DenyRule::parse("*:postgresql.cnpg.io/clusters:*").unwrap();
+        assert!(r.matches("list", "postgresql.cnpg.io", "clusters", "a"));
+        assert!(r.matches("watch", "postgresql.cnpg.io", "clusters", ""));
+        assert!(!r.matches("list", "", "clusters", "a"));
+        let all = DenyRule::parse("get:*:*").unwrap();
+        assert!(all.matches("get", "apps", "deployments", "x"));
+        assert_eq!(
+            DenyRule::parse("create:secrets:team-d")
+                .unwrap()
+                .to_string(),
+            "create:secrets:team-d"
+        );
+    }
+
+    #[test]
+    fn malformed_rules_are_refused() {
+        assert!(DenyRule::parse("create:secrets").is_err());
+        assert!(DenyRule::parse(":secrets:x").is_err());
+    }
+}

@@ -1,0 +1,245 @@
+//! API errors rendered as `meta/v1 Status` objects, with the codes and reasons a real server uses.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// One field problem reported inside `details.causes` of an `Invalid` answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    pub field: String,
+    pub message: String,
+    pub reason: String,
+}
+
+/// A refusal of the API server; converts into the HTTP answer a real server gives.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<Box<Details>>,
+}
+
+/// What the error is about (`details` of the Status).
+#[derive(Debug, Clone, Default)]
+pub struct Details {
+    pub name: String,
+    pub group: String,
+    pub kind: String,
+    pub causes: Vec<Cause>,
+    pub retry_after_seconds: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    fn with_target(mut self, group: &str, kind: &str, name: &str) -> Self {
+        self.details = Some(Box::new(Details {
+            name: name.to_string(),
+            group: group.to_string(),
+            kind: kind.to_string(),
+            ..Details::default()
+        }));
+        self
+    }
+
+    /// `resource` is the plural resource name (what the real server prints), e.g. `pods`.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        )
+        .with_target(group, resource, name)
+    }
+
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        )
+        .with_target(group, resource, name)
+    }
+
+    pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                qualified(group, resource)
+            ),
+        )
+        .with_target(group, resource, name)
+    }
+
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
+        let listed: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        let kind_group = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
+        let mut err = Self::new(
+            422,
+            "Invalid",
+            format!("{kind_group} \"{name}\" is invalid: {}", listed.join(", ")),
+        )
+        .with_target(group, kind, name);
+        if let Some(d) = err.details.as_mut() {
+            d.causes = causes;
+        }
+        err
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", message)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message)
+    }
+
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {content_type:?})"
+            ),
+        )
+    }
+
+    pub fn too_large() -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: limit is 3145728",
+        )
+    }
+
+    pub fn not_acceptable(message: impl Into<String>) -> Self {
+        Self::new(406, "NotAcceptable", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    pub fn not_found_path() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    }
+
+    /// The `Status` object a real server sends for this error.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            let mut details = json!({});
+            if !d.name.is_empty() {
+                details["name"] = json!(d.name);
+            }
+            if !d.group.is_empty() {
+                details["group"] = json!(d.group);
+            }
+            if !d.kind.is_empty() {
+                details["kind"] = json!(d.kind);
+            }
+            if !d.causes.is_empty() {
+                details["causes"] = d
+                    .causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+            }
+            if let Some(s) = d.retry_after_seconds {
+                details["retryAfterSeconds"] = json!(s);
+            }
+            status["details"] = details;
+        }
+        status
+    }
+}
+
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        crate::sim::http::json_response(code, &self.to_status())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_status_names_the_resource_and_group() {
+        let s = ApiError::not_found("apps", "deployments", "web").to_status();
+        assert_eq!(s["code"], 404);
+        assert_eq!(s["reason"], "NotFound");
+        assert_eq!(s["message"], "deployments.apps \"web\" not found");
+        assert_eq!(s["details"]["kind"], "deployments");
+    }
+
+    #[test]
+    fn invalid_lists_causes() {
+        let causes = vec![Cause {
+            field: "spec.x".into(),
+            message: "Required value".into(),
+            reason: "FieldValueRequired".into(),
+        }];
+        let s = ApiError::invalid("example.com", "Widget", "w", causes).to_status();
+        assert_eq!(s["code"], 422);
+        assert_eq!(s["details"]["causes"][0]["field"], "spec.x");
+        assert!(
+            s["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Widget.example.com \"w\" is invalid")
+        );
+    }
+}

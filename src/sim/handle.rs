@@ -1,0 +1,216 @@
+//! `Sim`: start the server on its own OS thread and runtime, hand out clients and kubeconfigs.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::sim::config::SimConfig;
+use crate::sim::faults::{Admin, Stats};
+use crate::sim::server::Server;
+use crate::sim::{external, http, ops};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot start the sim runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error("CRD manifest refused: {0}")]
+    Crd(String),
+    #[error("cannot write the kubeconfig: {0}")]
+    Kubeconfig(std::io::Error),
+    #[error("cannot build a client: {0}")]
+    Client(String),
+    #[error("waiting for a signal failed: {0}")]
+    Signal(std::io::Error),
+}
+
+/// A running embedded API server; stops when dropped.
+pub struct Sim {
+    server: Arc<Server>,
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+fn load_crd(server: &Server, text: &str) -> Result<(), SimError> {
+    let crd: Value = serde_yaml_ng::from_str(text).map_err(|e| SimError::Crd(e.to_string()))?;
+    let info = server
+        .registry()
+        .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .ok_or_else(|| SimError::Crd("CRDs are not served".into()))?;
+    ops::create(server, &mut server.store.lock(), &info, "", crd)
+        .map_err(|e| SimError::Crd(e.message))?;
+    Ok(())
+}
+
+fn seed(server: &Server) -> Result<(), SimError> {
+    let ns_info = server
+        .registry()
+        .lookup("", "v1", "namespaces")
+        .ok_or_else(|| SimError::Crd("namespaces are not served".into()))?;
+    for ns in DEFAULT_NAMESPACES {
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        ops::create(server, &mut server.store.lock(), &ns_info, "", body)
+            .map_err(|e| SimError::Crd(e.message))?;
+    }
+    if server.config.external_crds {
+        for (_, text) in external::EXTERNAL_CRDS {
+            load_crd(server, text)?;
+        }
+    }
+    for text in &server.config.extra_crds {
+        load_crd(server, text)?;
+    }
+    Ok(())
+}
+
+impl Sim {
+    /// Start serving. The server runs on its own thread and tokio runtime, so it works from
+    /// current-thread and paused-clock tests alike.
+    pub async fn start(config: SimConfig) -> Result<Self, SimError> {
+        Self::start_blocking(config)
+    }
+
+    /// [`Sim::start`] for callers without an async context.
+    pub fn start_blocking(config: SimConfig) -> Result<Self, SimError> {
+        let listener =
+            std::net::TcpListener::bind(config.listen).map_err(|source| SimError::Bind {
+                addr: config.listen,
+                source,
+            })?;
+        listener.set_nonblocking(true).map_err(SimError::Runtime)?;
+        let addr = listener.local_addr().map_err(SimError::Runtime)?;
+        let server = Arc::new(Server::new(config, addr.to_string()));
+        seed(&server)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sim-api")
+            .enable_all()
+            .build()
+            .map_err(SimError::Runtime)?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let app_server = server.clone();
+        let thread = std::thread::Builder::new()
+            .name("sim-api".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let listener = match tokio::net::TcpListener::from_std(listener) {
+                        Ok(l) => l,
+                        Err(e) => {
+                            tracing::error!(error = %e, "sim listener unusable");
+                            return;
+                        }
+                    };
+                    let app = axum::Router::new()
+                        .fallback(move |req| http::handle(app_server.clone(), req));
+                    tokio::select! {
+                        served = axum::serve(listener, app) => {
+                            if let Err(e) = served {
+                                tracing::error!(error = %e, "sim server stopped");
+                            }
+                        }
+                        _ = stopped => {}
+                    }
+                });
+                // Open watch streams must not keep a dropped sim alive.
+                runtime.shutdown_timeout(Duration::from_millis(200));
+            })
+            .map_err(SimError::Runtime)?;
+        tracing::info!(url = %format!("http://{addr}"), "sim API server listening");
+        Ok(Self {
+            server,
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A client for the sim, defaulting to namespace `default`.
+    pub fn try_client(&self) -> Result<kube::Client, SimError> {
+        let uri = self
+            .url()
+            .parse::<axum::http::Uri>()
+            .map_err(|e| SimError::Client(e.to_string()))?;
+        let mut config = kube::Config::new(uri);
+        config.default_namespace = "default".into();
+        kube::Client::try_from(config).map_err(|e| SimError::Client(e.to_string()))
+    }
+
+    /// Like [`Sim::try_client`]; a loopback HTTP config cannot fail to build a client.
+    pub fn client(&self) -> kube::Client {
+        #[allow(clippy::expect_used)]
+        self.try_client()
+            .expect("a plain HTTP loopback client always builds")
+    }
+
+    pub fn kubeconfig_yaml(&self) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sim\n    namespace: default\ncurrent-context: sim\nusers:\n- name: sim\n  user: {{}}\npreferences: {{}}\n",
+            self.url()
+        )
+    }
+
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> Result<(), SimError> {
+        std::fs::write(path, self.kubeconfig_yaml()).map_err(SimError::Kubeconfig)
+    }
+
+    pub fn admin(&self) -> Admin {
+        Admin {
+            server: self.server.clone(),
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.server.stats.snapshot()
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `pgtoolbox-operator sim --api-only`: serve, print the URL, write the kubeconfig, and run
+/// until SIGINT or SIGTERM.
+pub async fn run_api_only(
+    config: SimConfig,
+    kubeconfig_out: Option<&Path>,
+) -> Result<(), SimError> {
+    let sim = Sim::start(config).await?;
+    println!("{}", sim.url());
+    if let Some(path) = kubeconfig_out {
+        sim.write_kubeconfig(path)?;
+        println!("kubeconfig written to {}", path.display());
+    }
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(SimError::Signal)?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.map_err(SimError::Signal)?,
+        _ = term.recv() => {}
+    }
+    drop(sim);
+    Ok(())
+}

@@ -1,0 +1,752 @@
+//! The HTTP front: path routing, content negotiation, faults, counters, and the verbs.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use crate::sim::error::ApiError;
+use crate::sim::faults::Verdict;
+use crate::sim::ops::{self, DeleteOpts, PatchKind, Subresource};
+use crate::sim::resources::ResourceInfo;
+use crate::sim::selector::{FieldSelector, LabelSelector};
+use crate::sim::server::Server;
+use crate::sim::{admin, discovery, openapi, render, watch};
+
+/// Bodies above this size are refused, as a real server does.
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+pub fn json_response(code: StatusCode, value: &Value) -> Response {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    bytes_response(code, body)
+}
+
+pub fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
+    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A resource request after path parsing.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub group: String,
+    pub version: String,
+    pub plural: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub sub: Option<String>,
+}
+
+enum Route {
+    Discovery(discovery::Discovery),
+    Resource(Target),
+}
+
+fn parse_path(path: &str) -> Option<Route> {
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
+        ["version"] => return Some(Route::Discovery(discovery::Discovery::Version)),
+        ["api"] => return Some(Route::Discovery(discovery::Discovery::Api)),
+        ["apis"] => return Some(Route::Discovery(discovery::Discovery::Apis)),
+        ["api", v] => {
+            return Some(Route::Discovery(discovery::Discovery::Resources(
+                String::new(),
+                v.to_string(),
+            )));
+        }
+        ["apis", g] => return Some(Route::Discovery(discovery::Discovery::Group(g.to_string()))),
+        ["apis", g, v] => {
+            return Some(Route::Discovery(discovery::Discovery::Resources(
+                g.to_string(),
+                v.to_string(),
+            )));
+        }
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return None,
+    };
+    let t = |ns: Option<&str>, plural: &str, name: Option<&str>, sub: Option<&str>| Target {
+        group: group.to_string(),
+        version: version.to_string(),
+        plural: plural.to_string(),
+        namespace: ns.map(str::to_string),
+        name: name.map(str::to_string),
+        sub: sub.map(str::to_string),
+    };
+    let target = match rest {
+        // Namespace subresources look like a namespaced collection; tell them apart.
+        ["namespaces", ns, sub @ ("status" | "finalize")] if group.is_empty() => {
+            t(None, "namespaces", Some(ns), Some(sub))
+        }
+        ["namespaces", ns, plural] => t(Some(ns), plural, None, None),
+        ["namespaces", ns, plural, name] => t(Some(ns), plural, Some(name), None),
+        ["namespaces", ns, plural, name, sub] => t(Some(ns), plural, Some(name), Some(sub)),
+        [plural] => t(None, plural, None, None),
+        [plural, name] => t(None, plural, Some(name), None),
+        [plural, name, sub] => t(None, plural, Some(name), Some(sub)),
+        _ => return None,
+    };
+    Some(Route::Resource(target))
+}
+
+/// What the client asked the answer to look like.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Full,
+    Metadata,
+    Table,
+}
+
+fn shape(headers: &HeaderMap) -> Result<Shape, ApiError> {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    // Clients list alternatives in preference order; take the first one we can produce.
+    for alt in accept.split(',') {
+        let alt = alt.trim();
+        if alt.contains("as=Table") {
+            return Ok(Shape::Table);
+        }
+        if alt.contains("as=PartialObjectMetadata") {
+            return Ok(Shape::Metadata);
+        }
+        if alt.is_empty()
+            || alt.starts_with("application/json")
+            || alt.starts_with("*/*")
+            || alt.starts_with("application/yaml")
+        {
+            return Ok(Shape::Full);
+        }
+    }
+    if accept.contains("protobuf") {
+        return Err(ApiError::not_acceptable("only application/json is served"));
+    }
+    Ok(Shape::Full)
+}
+
+fn verb_of(
+    method: &Method,
+    target: &Target,
+    query: &HashMap<String, String>,
+) -> Result<&'static str, ApiError> {
+    let item = target.name.is_some();
+    let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    Ok(match (method.as_str(), item) {
+        ("GET", false) if watching => "watch",
+        ("GET", false) => "list",
+        ("GET", true) => "get",
+        ("POST", false) => "create",
+        ("PUT", true) => "update",
+        ("PATCH", true) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({method})"
+            )));
+        }
+    })
+}
+
+fn forbidden_message(verb: &str, target: &Target) -> String {
+    let subject = match &target.name {
+        Some(n) => format!("{} \"{n}\"", qualified(target)),
+        None => qualified(target),
+    };
+    let resource = match &target.sub {
+        Some(s) => format!("{}/{s}", target.plural),
+        None => target.plural.clone(),
+    };
+    let scope = match &target.namespace {
+        Some(ns) => format!(" in the namespace \"{ns}\""),
+        None => " at the cluster scope".to_string(),
+    };
+    format!(
+        "{subject} is forbidden: User \"system:sim\" cannot {verb} resource \"{resource}\" in API group \"{}\"{scope}",
+        target.group
+    )
+}
+
+fn qualified(t: &Target) -> String {
+    if t.group.is_empty() {
+        t.plural.clone()
+    } else {
+        format!("{}.{}", t.plural, t.group)
+    }
+}
+
+fn injected_error(code: u16) -> ApiError {
+    let reason = match code {
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "InternalError",
+    };
+    let mut e = ApiError::new(
+        code,
+        reason,
+        format!("injected fault: the server answered {code}"),
+    );
+    if code == 429 || code == 503 {
+        e.details = Some(Box::new(crate::sim::error::Details {
+            retry_after_seconds: Some(1),
+            ..Default::default()
+        }));
+    }
+    e
+}
+
+/// Entry point for every request.
+pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
+    let path = req.uri().path().to_string();
+    let response = if path.starts_with("/_sim") {
+        admin::handle(server.clone(), req).await
+    } else if matches!(path.as_str(), "/healthz" | "/readyz" | "/livez") {
+        (StatusCode::OK, "ok").into_response()
+    } else if server.faults.unauthorized() {
+        ApiError::unauthorized().into_response()
+    } else {
+        match api(server.clone(), req).await {
+            Ok(r) => r,
+            Err(e) => e.into_response(),
+        }
+    };
+    server.stats.count_code(response.status().as_u16());
+    response
+}
+
+async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiError> {
+    let (parts, body) = req.into_parts();
+    let query: HashMap<String, String> =
+        axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+            .map(|q| q.0)
+            .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
+    if let Some(rest) = parts.uri.path().strip_prefix("/openapi/v3") {
+        let rest = rest.trim_matches('/');
+        let doc = if rest.is_empty() {
+            Some(openapi::index(&server))
+        } else {
+            openapi::group_version(&server, rest)
+        };
+        return doc
+            .map(|d| json_response(StatusCode::OK, &d))
+            .ok_or_else(ApiError::not_found_path);
+    }
+    let route = parse_path(parts.uri.path()).ok_or_else(ApiError::not_found_path)?;
+    let target = match route {
+        Route::Discovery(d) => return discovery::answer(&server, d, &parts.headers),
+        Route::Resource(t) => t,
+    };
+    if server.faults.is_unserved(&target.group) {
+        return Err(ApiError::not_found_path());
+    }
+    let info = server
+        .registry()
+        .lookup(&target.group, &target.version, &target.plural)
+        .ok_or_else(ApiError::not_found_path)?;
+    let misplaced = (!info.namespaced && target.namespace.is_some())
+        || (info.namespaced
+            && target.namespace.is_none()
+            && (target.name.is_some() || parts.method == Method::POST));
+    if misplaced {
+        return Err(ApiError::not_found_path());
+    }
+    let sub = match target.sub.as_deref() {
+        None => Subresource::Main,
+        Some("status") if info.status_subresource => Subresource::Status,
+        Some("status" | "finalize") if info.group.is_empty() && info.plural == "namespaces" => {
+            Subresource::Status
+        }
+        Some(_) => return Err(ApiError::not_found_path()),
+    };
+    let verb = verb_of(&parts.method, &target, &query)?;
+    if info.create_only && verb != "create" {
+        return Err(ApiError::method_not_allowed(format!(
+            "{} only supports create",
+            info.plural
+        )));
+    }
+    let namespace = target.namespace.clone().unwrap_or_default();
+    let counted_resource = match &target.sub {
+        Some(s) => format!("{}/{s}", info.group_resource()),
+        None => info.group_resource(),
+    };
+    server.stats.count(verb, &counted_resource, &namespace);
+    let deny_resource = match &target.sub {
+        Some(s) => format!("{}/{s}", target.plural),
+        None => target.plural.clone(),
+    };
+    if server
+        .faults
+        .denied(verb, &target.group, &target.plural, &namespace)
+        .is_some()
+        || (target.sub.is_some()
+            && server
+                .faults
+                .denied(verb, &target.group, &deny_resource, &namespace)
+                .is_some())
+    {
+        let mut e = ApiError::forbidden(forbidden_message(verb, &target));
+        e.details = Some(Box::new(crate::sim::error::Details {
+            name: target.name.clone().unwrap_or_default(),
+            group: target.group.clone(),
+            kind: target.plural.clone(),
+            ..Default::default()
+        }));
+        return Err(e);
+    }
+    let (delay, verdict) = server
+        .faults
+        .injected(verb, &target.group, &target.plural, &namespace);
+    if let Some(d) = delay {
+        tokio::time::sleep(d).await;
+    }
+    if let Verdict::Fail(code) = verdict {
+        return Err(injected_error(code));
+    }
+    let shape = shape(&parts.headers)?;
+    let dry_run = match query.get("dryRun").map(String::as_str) {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "unsupported dryRun value {other:?}: only All"
+            )));
+        }
+    };
+    let write_lock = || {
+        if dry_run {
+            server.store.lock_dry_run()
+        } else {
+            server.store.lock()
+        }
+    };
+    let name = target.name.clone().unwrap_or_default();
+    let ctx = Ctx {
+        server: &server,
+        info: &info,
+        namespace: &namespace,
+        shape,
+    };
+    match verb {
+        "get" => ctx.get(&name),
+        "list" => ctx.list(&query),
+        "watch" => watch::start(
+            server.clone(),
+            info.clone(),
+            target.namespace.clone(),
+            &query,
+            shape,
+        ),
+        "create" => {
+            let body = read_body(body, &parts.headers).await?;
+            if info.plural == "selfsubjectaccessreviews" {
+                return Ok(json_response(
+                    StatusCode::CREATED,
+                    &access_review(&server, body),
+                ));
+            }
+            let created = ops::create(&server, &mut write_lock(), &info, &namespace, body)?;
+            Ok(ctx.object(StatusCode::CREATED, &created))
+        }
+        "update" => {
+            let body = read_body(body, &parts.headers).await?;
+            let updated = ops::update(
+                &server,
+                &mut write_lock(),
+                &info,
+                &namespace,
+                &name,
+                body,
+                sub,
+            )?;
+            Ok(ctx.object(StatusCode::OK, &updated))
+        }
+        "patch" => {
+            let ct = parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let kind = PatchKind::from_content_type(ct)
+                .ok_or_else(|| ApiError::unsupported_media_type(ct))?;
+            let bytes = read_bytes(body).await?;
+            let patch = decode(&bytes, kind == PatchKind::Apply)?;
+            if kind == PatchKind::Apply {
+                let manager = query.get("fieldManager").cloned().unwrap_or_default();
+                let force = query.get("force").is_some_and(|f| f == "true");
+                let (code, applied) = crate::sim::apply::server_side_apply(
+                    &server,
+                    &mut write_lock(),
+                    &info,
+                    &namespace,
+                    &name,
+                    patch,
+                    sub,
+                    &manager,
+                    force,
+                )?;
+                return Ok(ctx.object(code, &applied));
+            }
+            let patched = ops::patch(
+                &server,
+                &mut write_lock(),
+                &info,
+                &namespace,
+                &name,
+                kind,
+                &patch,
+                sub,
+            )?;
+            Ok(ctx.object(StatusCode::OK, &patched))
+        }
+        "delete" => {
+            let bytes = read_bytes(body).await?;
+            let opts = if bytes.iter().all(u8::is_ascii_whitespace) {
+                DeleteOpts::default()
+            } else {
+                DeleteOpts::from_body(&decode(&bytes, false)?)
+            };
+            let mut lock = if opts.dry_run {
+                server.store.lock_dry_run()
+            } else {
+                write_lock()
+            };
+            let gone = ops::delete(&server, &mut lock, &info, &namespace, &name, &opts)?;
+            Ok(ctx.object(StatusCode::OK, &gone))
+        }
+        "deletecollection" => ctx.delete_collection(&query),
+        _ => Err(ApiError::method_not_allowed(verb.to_string())),
+    }
+}
+
+async fn read_bytes(body: Body) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| ApiError::too_large())
+}
+
+fn decode(bytes: &[u8], yaml: bool) -> Result<Value, ApiError> {
+    if yaml {
+        return serde_yaml_ng::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+    }
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}"))
+    })
+}
+
+async fn read_body(body: Body, headers: &HeaderMap) -> Result<Value, ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    if ct.contains("protobuf") || ct.contains("cbor") {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct:?})"
+            ),
+        ));
+    }
+    let bytes = read_bytes(body).await?;
+    let value = decode(&bytes, ct.contains("yaml"))?;
+    if !value.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    Ok(value)
+}
+
+/// A SelfSubjectAccessReview answered from the deny rules.
+fn access_review(server: &Server, mut review: Value) -> Value {
+    let attrs = review
+        .pointer("/spec/resourceAttributes")
+        .cloned()
+        .unwrap_or(json!({}));
+    let s = |k: &str| {
+        attrs
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let resource = match s("subresource").as_str() {
+        "" => s("resource"),
+        sub => format!("{}/{sub}", s("resource")),
+    };
+    let denied = server
+        .faults
+        .denied(&s("verb"), &s("group"), &s("resource"), &s("namespace"))
+        .is_some()
+        || server
+            .faults
+            .denied(&s("verb"), &s("group"), &resource, &s("namespace"))
+            .is_some();
+    review["status"] = if denied {
+        json!({"allowed": false, "denied": true, "reason": "denied by a sim deny rule"})
+    } else {
+        json!({"allowed": true, "reason": "the sim allows everything not denied"})
+    };
+    review["apiVersion"] = json!("authorization.k8s.io/v1");
+    review["kind"] = json!("SelfSubjectAccessReview");
+    review
+}
+
+struct Ctx<'a> {
+    server: &'a Server,
+    info: &'a ResourceInfo,
+    namespace: &'a str,
+    shape: Shape,
+}
+
+impl Ctx<'_> {
+    fn object(&self, code: StatusCode, obj: &Value) -> Response {
+        let body = render::object(self.info, obj, self.shape);
+        json_response(code, &body)
+    }
+
+    fn get(&self, name: &str) -> Result<Response, ApiError> {
+        let key = (self.namespace.to_string(), name.to_string());
+        let obj = self.server.store.lock().get(&ops::res_key(self.info), &key);
+        let obj =
+            obj.ok_or_else(|| ApiError::not_found(&self.info.group, &self.info.plural, name))?;
+        Ok(self.object(StatusCode::OK, &obj))
+    }
+
+    fn scope(&self) -> Option<&str> {
+        self.info
+            .namespaced
+            .then_some(self.namespace)
+            .filter(|ns| !ns.is_empty())
+    }
+
+    fn list(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
+        let filter = Filter::from_query(query)?;
+        let limit = match query.get("limit") {
+            Some(l) => l
+                .parse::<usize>()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?,
+            None => 0,
+        };
+        let res = ops::res_key(self.info);
+        let (rv, candidates) = {
+            let l = self.server.store.lock();
+            let objs = match query.get("continue").filter(|c| !c.is_empty()) {
+                Some(token) => l.list_after(&res, self.scope(), &decode_continue(token)?),
+                None => l.list(&res, self.scope()),
+            };
+            (l.current_rv(), objs)
+        };
+        let mut items = Vec::new();
+        let mut next = None;
+        let mut matched_after = 0usize;
+        for obj in candidates.iter().filter(|o| filter.matches(o)) {
+            if limit > 0 && items.len() == limit {
+                matched_after += 1;
+                continue;
+            }
+            items.push(obj.clone());
+        }
+        if matched_after > 0
+            && let Some(last) = items.last()
+        {
+            next = Some(encode_continue(last));
+        }
+        let body = render::list(
+            self.info,
+            &items,
+            rv,
+            next.as_deref(),
+            (matched_after > 0).then_some(matched_after),
+            self.shape,
+        );
+        Ok(bytes_response(StatusCode::OK, body))
+    }
+
+    fn delete_collection(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
+        let filter = Filter::from_query(query)?;
+        let res = ops::res_key(self.info);
+        let mut l = self.server.store.lock();
+        let targets: Vec<Arc<Value>> = l
+            .list(&res, self.scope())
+            .into_iter()
+            .filter(|o| filter.matches(o))
+            .collect();
+        let mut gone = Vec::new();
+        for obj in targets {
+            let ns = ops::meta_str(&obj, "namespace").unwrap_or("");
+            let name = ops::meta_str(&obj, "name").unwrap_or("");
+            if let Ok(g) = ops::delete(
+                self.server,
+                &mut l,
+                self.info,
+                ns,
+                name,
+                &DeleteOpts::default(),
+            ) {
+                gone.push(g);
+            }
+        }
+        let rv = l.current_rv();
+        drop(l);
+        Ok(bytes_response(
+            StatusCode::OK,
+            render::list(self.info, &gone, rv, None, None, Shape::Full),
+        ))
+    }
+}
+
+/// Label and field selectors of a list or watch.
+pub struct Filter {
+    labels: Option<LabelSelector>,
+    fields: Option<FieldSelector>,
+}
+
+impl Filter {
+    pub fn from_query(query: &HashMap<String, String>) -> Result<Self, ApiError> {
+        let labels =
+            match query.get("labelSelector").filter(|s| !s.is_empty()) {
+                Some(s) => Some(LabelSelector::parse(s).map_err(|e| {
+                    ApiError::bad_request(format!("unable to parse requirement: {e}"))
+                })?),
+                None => None,
+            };
+        let fields = match query.get("fieldSelector").filter(|s| !s.is_empty()) {
+            Some(s) => Some(
+                FieldSelector::parse(s)
+                    .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(Self { labels, fields })
+    }
+
+    pub fn matches(&self, obj: &Value) -> bool {
+        if let Some(sel) = &self.labels {
+            let labels: std::collections::BTreeMap<String, String> = obj
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if !sel.matches(&labels) {
+                return false;
+            }
+        }
+        if let Some(sel) = &self.fields {
+            let name = ops::meta_str(obj, "name").unwrap_or("");
+            if !sel.matches(name, ops::meta_str(obj, "namespace")) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+fn encode_continue(last: &Value) -> String {
+    let key = json!([
+        ops::meta_str(last, "namespace").unwrap_or(""),
+        ops::meta_str(last, "name").unwrap_or("")
+    ]);
+    hex::encode(key.to_string())
+}
+
+fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
+    let invalid = || ApiError::bad_request("continue key is not valid");
+    let bytes = hex::decode(token).map_err(|_| invalid())?;
+    let (ns, name): (String, String) = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    Ok((ns, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(path: &str) -> Target {
+        match parse_path(path) {
+            Some(Route::Resource(t)) => t,
+            _ => panic!("{path} is not a resource path"),
+        }
+    }
+
+    #[test]
+    fn paths_map_to_targets() {
+        let t = target("/api/v1/namespaces/a/pods/p/status");
+        assert_eq!(
+            (
+                t.group.as_str(),
+                t.plural.as_str(),
+                t.namespace.as_deref(),
+                t.name.as_deref(),
+                t.sub.as_deref()
+            ),
+            ("", "pods", Some("a"), Some("p"), Some("status"))
+        );
+        let t = target("/api/v1/namespaces/a/status");
+        assert_eq!(
+            (t.plural.as_str(), t.name.as_deref(), t.sub.as_deref()),
+            ("namespaces", Some("a"), Some("status"))
+        );
+        let t = target("/apis/apps/v1/deployments");
+        assert_eq!(
+            (t.group.as_str(), t.namespace, t.name),
+            ("apps", None, None)
+        );
+        let t = target("/api/v1/namespaces/a/configmaps");
+        assert_eq!(
+            (t.plural.as_str(), t.namespace.as_deref()),
+            ("configmaps", Some("a"))
+        );
+        assert!(parse_path("/nope").is_none());
+    }
+
+    #[test]
+    fn accept_headers_pick_the_shape() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::ACCEPT,
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(shape(&h).unwrap(), Shape::Table);
+        h.insert(
+            header::ACCEPT,
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+                .parse()
+                .unwrap(),
+        );
+        assert_eq!(shape(&h).unwrap(), Shape::Metadata);
+        h.insert(header::ACCEPT, "application/json".parse().unwrap());
+        assert_eq!(shape(&h).unwrap(), Shape::Full);
+        h.insert(
+            header::ACCEPT,
+            "application/vnd.kubernetes.protobuf".parse().unwrap(),
+        );
+        assert!(shape(&h).is_err());
+    }
+
+    #[test]
+    fn continue_tokens_round_trip() {
+        let obj = json!({"metadata": {"namespace": "a", "name": "b"}});
+        assert_eq!(
+            decode_continue(&encode_continue(&obj)).unwrap(),
+            ("a".to_string(), "b".to_string())
+        );
+        assert!(decode_continue("zz").is_err());
+    }
+}

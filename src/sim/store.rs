@@ -1,0 +1,387 @@
+//! The object store: every object as JSON, one global resourceVersion counter, and a bounded
+//! history of changes that watches resume from.
+//!
+//! One mutex guards everything; critical sections only move `Arc`s and small maps, and the
+//! broadcast of each change happens under the same lock so a new watcher never misses or
+//! duplicates an event between its history replay and its live subscription.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+/// `(group, plural)`: objects of every served version of a kind share one table.
+pub type ResKey = (String, String);
+/// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
+pub type ObjKey = (String, String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One committed change, as watches see it.
+#[derive(Debug)]
+pub struct Event {
+    pub rv: u64,
+    pub res: ResKey,
+    pub namespace: String,
+    pub kind: EventType,
+    pub object: Arc<Value>,
+    /// The state before a MODIFIED change, so filtered watches can tell an object entering
+    /// or leaving their selection (sent as ADDED / DELETED, as a real server does).
+    pub previous: Option<Arc<Value>>,
+}
+
+/// The state behind the lock.
+#[derive(Debug, Default)]
+pub struct Inner {
+    rv: u64,
+    tables: HashMap<ResKey, BTreeMap<ObjKey, Arc<Value>>>,
+    uids: HashSet<String>,
+    history: VecDeque<Arc<Event>>,
+    history_cap: usize,
+    /// Events at or below this version have left the history.
+    compacted: u64,
+    uid_seq: u64,
+    uid_seed: u64,
+}
+
+/// Why a watch cannot start from the version it asked for.
+#[derive(Debug, PartialEq)]
+pub struct TooOld {
+    pub requested: u64,
+    pub oldest: u64,
+}
+
+pub struct Store {
+    inner: Mutex<Inner>,
+    tx: broadcast::Sender<Arc<Event>>,
+}
+
+impl Store {
+    pub fn new(history_cap: usize, fanout_buffer: usize) -> Self {
+        let (tx, _) = broadcast::channel(fanout_buffer.max(16));
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0x5eed);
+        let inner = Inner {
+            history_cap: history_cap.max(1),
+            uid_seed: seed,
+            rv: 1,
+            ..Inner::default()
+        };
+        Self {
+            inner: Mutex::new(inner),
+            tx,
+        }
+    }
+
+    /// Lock the store for one operation. A poisoned lock (a panic mid-write) still holds
+    /// consistent maps because every write is a single insert/remove, so recover it.
+    pub fn lock(&self) -> Locked<'_> {
+        let guard = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        Locked {
+            guard,
+            tx: &self.tx,
+            dry_run: false,
+        }
+    }
+
+    /// Lock for a `dryRun=All` request: the same checks run, nothing is stored or announced.
+    pub fn lock_dry_run(&self) -> Locked<'_> {
+        let mut l = self.lock();
+        l.dry_run = true;
+        l
+    }
+
+    pub fn subscribe_locked(&self, _proof: &Locked<'_>) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
+    }
+}
+
+/// A held store lock with the write operations that keep history and watchers in step.
+pub struct Locked<'a> {
+    guard: MutexGuard<'a, Inner>,
+    tx: &'a broadcast::Sender<Arc<Event>>,
+    dry_run: bool,
+}
+
+impl Locked<'_> {
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
+    }
+
+    pub fn current_rv(&self) -> u64 {
+        self.guard.rv
+    }
+
+    pub fn get(&self, res: &ResKey, key: &ObjKey) -> Option<Arc<Value>> {
+        self.guard.tables.get(res).and_then(|t| t.get(key)).cloned()
+    }
+
+    pub fn uid_alive(&self, uid: &str) -> bool {
+        self.guard.uids.contains(uid)
+    }
+
+    /// Objects of one resource, optionally of one namespace, in key order.
+    pub fn list(&self, res: &ResKey, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        let Some(table) = self.guard.tables.get(res) else {
+            return Vec::new();
+        };
+        match namespace {
+            None => table.values().cloned().collect(),
+            Some(ns) => table
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, v)| v.clone())
+                .collect(),
+        }
+    }
+
+    /// Objects after `after` (exclusive) in key order, for paging.
+    pub fn list_after(
+        &self,
+        res: &ResKey,
+        namespace: Option<&str>,
+        after: &ObjKey,
+    ) -> Vec<Arc<Value>> {
+        let Some(table) = self.guard.tables.get(res) else {
+            return Vec::new();
+        };
+        use std::ops::Bound::{Excluded, Unbounded};
+        table
+            .range((Excluded(after.clone()), Unbounded))
+            .take_while(|((n, _), _)| namespace.is_none_or(|ns| n == ns))
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// All resource tables holding at least one object of `namespace`.
+    pub fn keys_in_namespace(&self, namespace: &str) -> Vec<(ResKey, ObjKey)> {
+        let mut out = Vec::new();
+        for (res, table) in &self.guard.tables {
+            for (key, _) in table
+                .range((namespace.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == namespace)
+            {
+                out.push((res.clone(), key.clone()));
+            }
+        }
+        out
+    }
+
+    /// Every object whose ownerReferences name `owner_uid`.
+    pub fn dependents_of(&self, owner_uid: &str) -> Vec<(ResKey, ObjKey, Arc<Value>)> {
+        let mut out = Vec::new();
+        for (res, table) in &self.guard.tables {
+            for (key, obj) in table {
+                let owned = obj
+                    .pointer("/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                    .is_some_and(|refs| {
+                        refs.iter()
+                            .any(|r| r.get("uid").and_then(Value::as_str) == Some(owner_uid))
+                    });
+                if owned {
+                    out.push((res.clone(), key.clone(), obj.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The next resourceVersion, to stamp an object before `put`.
+    pub fn next_rv(&mut self) -> u64 {
+        if self.dry_run {
+            return self.guard.rv + 1;
+        }
+        self.guard.rv += 1;
+        self.guard.rv
+    }
+
+    /// A fresh, unique uid in the UUID text format.
+    pub fn new_uid(&mut self) -> String {
+        self.guard.uid_seq += 1;
+        let x = self.guard.uid_seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ self.guard.uid_seq;
+        let y = self.guard.uid_seq;
+        format!(
+            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+            (x >> 32) as u32,
+            (x >> 16) as u16,
+            (x & 0xfff) as u16,
+            (y >> 48) & 0xfff,
+            y & 0xffff_ffff_ffff
+        )
+    }
+
+    /// Store `object` (already stamped with `rv`) and tell the watchers.
+    pub fn put(
+        &mut self,
+        res: &ResKey,
+        key: ObjKey,
+        object: Value,
+        rv: u64,
+        kind: EventType,
+    ) -> Arc<Value> {
+        let object = Arc::new(object);
+        if self.dry_run {
+            return object;
+        }
+        if let Some(uid) = object.pointer("/metadata/uid").and_then(Value::as_str) {
+            self.guard.uids.insert(uid.to_string());
+        }
+        let namespace = key.0.clone();
+        let previous = self
+            .guard
+            .tables
+            .entry(res.clone())
+            .or_default()
+            .insert(key, object.clone());
+        self.record(Event {
+            rv,
+            res: res.clone(),
+            namespace,
+            kind,
+            object: object.clone(),
+            previous,
+        });
+        object
+    }
+
+    /// Remove an object; `last_state` (stamped with `rv`) is what the DELETED event carries.
+    pub fn remove(&mut self, res: &ResKey, key: &ObjKey, last_state: Value, rv: u64) -> Arc<Value> {
+        if self.dry_run {
+            return Arc::new(last_state);
+        }
+        if let Some(table) = self.guard.tables.get_mut(res) {
+            table.remove(key);
+        }
+        if let Some(uid) = last_state.pointer("/metadata/uid").and_then(Value::as_str) {
+            self.guard.uids.remove(uid);
+        }
+        let object = Arc::new(last_state);
+        self.record(Event {
+            rv,
+            res: res.clone(),
+            namespace: key.0.clone(),
+            kind: EventType::Deleted,
+            object: object.clone(),
+            previous: None,
+        });
+        object
+    }
+
+    fn record(&mut self, event: Event) {
+        let event = Arc::new(event);
+        let inner = &mut *self.guard;
+        if inner.history.len() >= inner.history_cap
+            && let Some(old) = inner.history.pop_front()
+        {
+            inner.compacted = old.rv;
+        }
+        inner.history.push_back(event.clone());
+        // No receivers is normal (nobody watching).
+        let _ = self.tx.send(event);
+    }
+
+    /// Events after `from`, or `TooOld` if the history no longer reaches back that far.
+    pub fn events_since(&self, from: u64) -> Result<Vec<Arc<Event>>, TooOld> {
+        let inner = &*self.guard;
+        if from < inner.compacted {
+            return Err(TooOld {
+                requested: from,
+                oldest: inner.compacted + 1,
+            });
+        }
+        let start = inner.history.partition_point(|e| e.rv <= from);
+        Ok(inner.history.iter().skip(start).cloned().collect())
+    }
+
+    /// Forget all history (used by the "force 410" fault and by tests).
+    pub fn compact_all(&mut self) {
+        let inner = &mut *self.guard;
+        inner.history.clear();
+        inner.compacted = inner.rv;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn res() -> ResKey {
+        (String::new(), "configmaps".into())
+    }
+
+    #[test]
+    fn history_resumes_and_reports_too_old_after_compaction() {
+        let store = Store::new(2, 16);
+        let mut l = store.lock();
+        let mut rvs = Vec::new();
+        for i in 0..3 {
+            let rv = l.next_rv();
+            rvs.push(rv);
+            l.put(
+                &res(),
+                ("ns".into(), format!("c{i}")),
+                json!({"metadata": {"uid": format!("u{i}")}}),
+                rv,
+                EventType::Added,
+            );
+        }
+        let since = l.events_since(rvs[1]).unwrap();
+        assert_eq!(since.len(), 1);
+        assert_eq!(since[0].rv, rvs[2]);
+        assert!(l.events_since(rvs[0] - 1).is_err());
+    }
+
+    #[test]
+    fn namespace_listing_stays_inside_the_namespace() {
+        let store = Store::new(10, 16);
+        let mut l = store.lock();
+        for (ns, name) in [("a", "x"), ("b", "y"), ("b", "z"), ("c", "w")] {
+            let rv = l.next_rv();
+            l.put(
+                &res(),
+                (ns.into(), name.into()),
+                json!({}),
+                rv,
+                EventType::Added,
+            );
+        }
+        assert_eq!(l.list(&res(), Some("b")).len(), 2);
+        assert_eq!(l.list(&res(), None).len(), 4);
+        assert_eq!(
+            l.list_after(&res(), Some("b"), &("b".into(), "y".into()))
+                .len(),
+            1
+        );
+        assert_eq!(l.keys_in_namespace("c").len(), 1);
+    }
+
+    #[test]
+    fn uids_are_unique() {
+        let store = Store::new(10, 16);
+        let mut l = store.lock();
+        let a = l.new_uid();
+        let b = l.new_uid();
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 36);
+    }
+}

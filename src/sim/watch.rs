@@ -1,0 +1,265 @@
+//! Watch streams: newline-delimited `{"type","object"}` events, resumed from the history,
+//! with bookmarks, timeouts, 410 Gone and the drop-all fault.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::sim::error::ApiError;
+use crate::sim::http::{Filter, Shape};
+use crate::sim::render;
+use crate::sim::resources::ResourceInfo;
+use crate::sim::server::Server;
+use crate::sim::store::{Event, EventType};
+
+fn line(kind: &str, object: &Value) -> Bytes {
+    let mut out = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    out.push(b'\n');
+    Bytes::from(out)
+}
+
+fn gone_line(message: String) -> Bytes {
+    line("ERROR", &ApiError::gone(message).to_status())
+}
+
+struct Watcher {
+    info: Arc<ResourceInfo>,
+    namespace: Option<String>,
+    filter: Filter,
+    shape: Shape,
+}
+
+impl Watcher {
+    fn wants(&self, e: &Event) -> bool {
+        self.in_scope(e) && self.filter.matches(&e.object)
+    }
+
+    /// The event type this watcher sees: an object entering the selection is ADDED, one
+    /// leaving it DELETED, as a real server reports a filtered watch.
+    fn translate(&self, e: &Event) -> Option<EventType> {
+        if !self.wants(e) {
+            let left = e.kind == EventType::Modified
+                && self.in_scope(e)
+                && e.previous.as_ref().is_some_and(|p| self.filter.matches(p));
+            return left.then_some(EventType::Deleted);
+        }
+        match (e.kind, &e.previous) {
+            (EventType::Modified, Some(p)) if !self.filter.matches(p) => Some(EventType::Added),
+            (kind, _) => Some(kind),
+        }
+    }
+
+    fn in_scope(&self, e: &Event) -> bool {
+        e.res.0 == self.info.group
+            && e.res.1 == self.info.plural
+            && self.namespace.as_ref().is_none_or(|ns| *ns == e.namespace)
+    }
+
+    fn render(&self, kind: EventType, obj: &Value) -> Bytes {
+        let shaped = match self.shape {
+            Shape::Metadata => render::metadata_only(obj),
+            // `kubectl get -w`: every event carries a one-row Table.
+            Shape::Table => render::object(&self.info, obj, Shape::Table),
+            Shape::Full => render::full(&self.info, obj).into_owned(),
+        };
+        line(kind.as_str(), &shaped)
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let (kind, api_version) = match self.shape {
+            Shape::Metadata => (
+                "PartialObjectMetadata".to_string(),
+                "meta.k8s.io/v1".to_string(),
+            ),
+            Shape::Table => ("Table".to_string(), "meta.k8s.io/v1".to_string()),
+            Shape::Full => (self.info.kind.clone(), self.info.api_version()),
+        };
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        line(
+            "BOOKMARK",
+            &json!({"kind": kind, "apiVersion": api_version, "metadata": meta}),
+        )
+    }
+}
+
+fn streaming(rx: mpsc::Receiver<Bytes>) -> Response {
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+    });
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// Start a watch; the answer streams until timeout, a dropped client, or a fault ends it.
+pub fn start(
+    server: Arc<Server>,
+    info: Arc<ResourceInfo>,
+    namespace: Option<String>,
+    query: &HashMap<String, String>,
+    shape: Shape,
+) -> Result<Response, ApiError> {
+    let filter = Filter::from_query(query)?;
+    let bookmarks = query
+        .get("allowWatchBookmarks")
+        .is_some_and(|v| v == "true");
+    let send_initial = query.get("sendInitialEvents").is_some_and(|v| v == "true");
+    let timeout = match query.get("timeoutSeconds") {
+        Some(t) => Duration::from_secs(
+            t.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {t:?}")))?,
+        ),
+        None => server.config.max_watch,
+    };
+    let from = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
+    let from_rv = match from {
+        "" | "0" => None,
+        v => Some(
+            v.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {v:?}")))?,
+        ),
+    };
+    let watcher = Watcher {
+        info: info.clone(),
+        namespace: namespace.clone(),
+        filter,
+        shape,
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(1024);
+
+    if server.faults.take_forced_gone() {
+        let msg = format!(
+            "too old resource version: {} (forced by the sim)",
+            from_rv.unwrap_or(0)
+        );
+        // Ends the stream right after the error, as a real server does.
+        let _ = tx.try_send(gone_line(msg));
+        return Ok(streaming(rx));
+    }
+
+    let res = (info.group.clone(), info.plural.clone());
+    let (initial, live, start_rv) = {
+        let l = server.store.lock();
+        let start_rv = l.current_rv();
+        let initial: Vec<Bytes> = match from_rv {
+            Some(rv) if !send_initial => match l.events_since(rv) {
+                Ok(events) => events
+                    .iter()
+                    .filter_map(|e| watcher.translate(e).map(|k| watcher.render(k, &e.object)))
+                    .collect(),
+                Err(too_old) => {
+                    let msg = format!(
+                        "too old resource version: {} ({})",
+                        too_old.requested, too_old.oldest
+                    );
+                    let _ = tx.try_send(gone_line(msg));
+                    return Ok(streaming(rx));
+                }
+            },
+            _ => {
+                let scope = if info.namespaced {
+                    namespace.as_deref()
+                } else {
+                    None
+                };
+                l.list(&res, scope)
+                    .iter()
+                    .filter(|o| watcher.filter.matches(o))
+                    .map(|o| watcher.render(EventType::Added, o))
+                    .collect()
+            }
+        };
+        (initial, server.store.subscribe_locked(&l), start_rv)
+    };
+    let initial_end = send_initial.then_some(start_rv);
+    let drops = server.faults.watch_drops();
+    let bookmark_every = server.config.bookmark_interval;
+    tokio::spawn(pump(
+        watcher,
+        tx,
+        initial,
+        initial_end,
+        live,
+        start_rv,
+        drops,
+        timeout,
+        bookmarks.then_some(bookmark_every),
+    ));
+    Ok(streaming(rx))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn pump(
+    watcher: Watcher,
+    tx: mpsc::Sender<Bytes>,
+    initial: Vec<Bytes>,
+    initial_end: Option<u64>,
+    mut live: broadcast::Receiver<Arc<Event>>,
+    mut last_rv: u64,
+    mut drops: tokio::sync::watch::Receiver<u64>,
+    timeout: Duration,
+    bookmarks: Option<Duration>,
+) {
+    for b in initial {
+        if tx.send(b).await.is_err() {
+            return;
+        }
+    }
+    if let Some(rv) = initial_end
+        && tx.send(watcher.bookmark(rv, true)).await.is_err()
+    {
+        return;
+    }
+    drops.borrow_and_update();
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    let mut ticker = tokio::time::interval(bookmarks.unwrap_or(Duration::from_secs(3600)));
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            _ = &mut deadline => return,
+            _ = drops.changed() => return,
+            _ = tx.closed() => return,
+            _ = ticker.tick(), if bookmarks.is_some() => {
+                if tx.send(watcher.bookmark(last_rv, false)).await.is_err() {
+                    return;
+                }
+            }
+            got = live.recv() => match got {
+                Ok(e) => {
+                    if e.rv <= last_rv {
+                        continue;
+                    }
+                    last_rv = e.rv;
+                    if let Some(kind) = watcher.translate(&e)
+                        && tx.send(watcher.render(kind, &e.object)).await.is_err()
+                    {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let _ = tx.send(gone_line(format!("watch of {} fell behind at resource version {last_rv}", watcher.info.plural))).await;
+                    return;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    }
+}

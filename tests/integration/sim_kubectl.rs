@@ -1,0 +1,96 @@
+//! kubectl as an independent client against the written kubeconfig.
+
+use std::process::Command;
+
+use crate::sim_support::start;
+
+fn kubectl_present() -> bool {
+    Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+struct Kubectl {
+    kubeconfig: std::path::PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl Kubectl {
+    fn run(&self, args: &[&str]) -> (bool, String) {
+        let out = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .current_dir(self.dir.path())
+            .output()
+            .expect("kubectl runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let (ok, text) = self.run(args);
+        assert!(ok, "kubectl {args:?} failed: {text}");
+        text
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).expect("write manifest");
+        p.display().to_string()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_apply_get_patch_wait_delete() {
+    if !kubectl_present() {
+        eprintln!("kubectl not found: skipping the kubectl test");
+        return;
+    }
+    let (sim, _client) = start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let k = Kubectl { kubeconfig, dir };
+    tokio::task::spawn_blocking(move || {
+        let cm = k.file("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"1\"\n");
+        assert!(k.ok(&["create", "-f", &cm]).contains("configmap/demo created"));
+        let cm2 = k.file("cm2.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"2\"\n");
+        k.ok(&["apply", "--validate=false", "-f", &cm2]);
+        let json = k.ok(&["get", "configmap", "demo", "-o", "json"]);
+        let v: serde_json::Value = serde_json::from_str(&json).expect("json output");
+        assert_eq!(v["data"]["a"], "2");
+        k.ok(&["patch", "configmap", "demo", "--type", "json", "-p", r#"[{"op":"add","path":"/data/b","value":"3"}]"#]);
+        assert!(k.ok(&["get", "configmap", "demo", "-o", "jsonpath={.data.b}"]).contains('3'));
+
+        let ssa = k.file("ssa.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: \"1\"\n  b: \"2\"\n");
+        k.ok(&["apply", "--server-side", "-f", &ssa]);
+        let ssa2 = k.file("ssa2.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  a: \"1\"\n");
+        k.ok(&["apply", "--server-side", "-f", &ssa2]);
+        assert_eq!(k.ok(&["get", "configmap", "ssa", "-o", "jsonpath={.data}"]).trim(), r#"{"a":"1"}"#);
+
+        let cluster = k.file("cluster.yaml", "apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata:\n  name: pg\nspec:\n  instances: 3\n");
+        k.ok(&["apply", "--validate=false", "-f", &cluster]);
+        k.ok(&["patch", "cluster", "pg", "--type", "merge", "--subresource", "status", "-p",
+               r#"{"status":{"instances":3,"readyInstances":3,"phase":"Cluster in healthy state","conditions":[{"type":"Ready","status":"True","reason":"Ok","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#]);
+        let table = k.ok(&["get", "clusters"]);
+        let header = table.lines().next().unwrap_or_default();
+        for col in ["NAME", "INSTANCES", "READY", "STATUS", "AGE"] {
+            assert!(header.contains(col), "printer column {col} missing in {table}");
+        }
+        assert!(table.contains("Cluster in healthy state"), "{table}");
+        assert!(k.ok(&["wait", "--for=condition=Ready", "cluster/pg", "--timeout=5s"]).contains("condition met"));
+        k.ok(&["delete", "cluster", "pg", "--timeout=5s"]);
+        k.ok(&["delete", "-f", &cm, "--timeout=5s"]);
+        let (_, text) = k.run(&["get", "configmap", "demo"]);
+        assert!(text.contains("NotFound") || text.contains("not found"), "{text}");
+    })
+    .await
+    .expect("kubectl steps");
+}

@@ -1,0 +1,75 @@
+//! Helpers shared by the sim tests.
+
+use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use pgtoolbox_operator::sim::{Sim, SimConfig};
+use serde_json::{Value, json};
+
+pub async fn start() -> (Sim, kube::Client) {
+    start_with(SimConfig::default()).await
+}
+
+pub async fn start_with(config: SimConfig) -> (Sim, kube::Client) {
+    let sim = Sim::start(config).await.expect("sim starts");
+    let client = sim.client();
+    (sim, client)
+}
+
+pub fn cnpg_clusters(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Cluster");
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "clusters"),
+    )
+}
+
+pub fn cluster(name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": name}, "spec": spec,
+    }))
+    .expect("valid cluster")
+}
+
+pub async fn namespace(client: &kube::Client, name: &str) {
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let ns = serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("namespace created");
+}
+
+/// Raw HTTP against the sim (for bad input and admin calls): returns status and body JSON.
+pub async fn raw(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, Value) {
+    let req = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", content_type)
+        .body(body)
+        .expect("request");
+    let resp = client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("answer");
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect_bytes().await.expect("body");
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+/// The error code and reason of a failed kube call.
+pub fn code_of<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> (u16, String) {
+    match r {
+        Err(kube::Error::Api(s)) => (s.code, s.reason.clone()),
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}

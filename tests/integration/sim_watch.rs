@@ -1,0 +1,262 @@
+//! Watch order and resume, 410 recovery by kube's watcher, metadata-only watch, bookmarks.
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
+use kube::runtime::watcher;
+use serde_json::json;
+
+use crate::sim_support::start;
+
+fn cm(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
+}
+
+async fn next<S: futures::Stream + Unpin>(s: &mut S) -> S::Item {
+    tokio::time::timeout(Duration::from_secs(5), s.next())
+        .await
+        .expect("event in time")
+        .expect("stream open")
+}
+
+#[tokio::test]
+async fn watch_sees_changes_in_order_and_resumes() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let start_rv = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = api
+        .watch(&WatchParams::default(), &start_rv)
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("w")).await.unwrap();
+    api.patch(
+        "w",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "2"}})),
+    )
+    .await
+    .unwrap();
+    api.delete("w", &DeleteParams::default()).await.unwrap();
+    let mut kinds = Vec::new();
+    let mut rvs = Vec::new();
+    for _ in 0..3 {
+        match next(&mut stream).await.unwrap() {
+            WatchEvent::Added(o) => {
+                kinds.push("ADDED");
+                rvs.push(o.metadata.resource_version.unwrap());
+            }
+            WatchEvent::Modified(o) => {
+                kinds.push("MODIFIED");
+                rvs.push(o.metadata.resource_version.unwrap());
+            }
+            WatchEvent::Deleted(o) => {
+                kinds.push("DELETED");
+                rvs.push(o.metadata.resource_version.unwrap());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
+    // Resuming from the first event replays exactly what followed it.
+    let mut resumed = api
+        .watch(&WatchParams::default(), &rvs[0])
+        .await
+        .unwrap()
+        .boxed();
+    match next(&mut resumed).await.unwrap() {
+        WatchEvent::Modified(o) => assert_eq!(o.metadata.resource_version.as_ref(), Some(&rvs[1])),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(matches!(
+        next(&mut resumed).await.unwrap(),
+        WatchEvent::Deleted(_)
+    ));
+}
+
+#[tokio::test]
+async fn too_old_version_is_gone_and_kube_watcher_relists() {
+    let (sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    api.create(&PostParams::default(), &cm("before"))
+        .await
+        .unwrap();
+
+    // A resume from a version the history no longer holds answers 410 Gone.
+    sim.admin().force_gone_next_watch();
+    let mut s = api
+        .watch(&WatchParams::default(), "2")
+        .await
+        .unwrap()
+        .boxed();
+    match next(&mut s).await {
+        Ok(WatchEvent::Error(e)) => assert_eq!(e.code, 410),
+        other => panic!("expected 410, got {other:?}"),
+    }
+
+    let mut w = watcher(api.clone(), watcher::Config::default()).boxed();
+    // Initial list.
+    loop {
+        if let watcher::Event::InitDone = next(&mut w).await.unwrap() {
+            break;
+        }
+    }
+    // Compact the history and end the watch: the watcher's resume gets 410 and relists.
+    sim.admin().force_gone_next_watch();
+    sim.admin().drop_watches();
+    api.create(&PostParams::default(), &cm("after"))
+        .await
+        .unwrap();
+    let mut saw_init = false;
+    let mut saw_after = false;
+    while !(saw_init && saw_after) {
+        match next(&mut w).await {
+            Ok(watcher::Event::Init) => saw_init = true,
+            Ok(watcher::Event::InitApply(o) | watcher::Event::Apply(o))
+                if o.metadata.name.as_deref() == Some("after") =>
+            {
+                saw_after = true
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "watcher error before recovery"),
+        }
+    }
+    assert!(saw_init, "the watcher relisted after 410");
+}
+
+#[tokio::test]
+async fn metadata_watch_returns_partial_object_metadata() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let mut s = api
+        .watch_metadata(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("meta"))
+        .await
+        .unwrap();
+    match next(&mut s).await.unwrap() {
+        WatchEvent::Added(o) => {
+            assert_eq!(o.types.as_ref().unwrap().kind, "PartialObjectMetadata");
+            assert_eq!(o.metadata.name.as_deref(), Some("meta"));
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    let meta: Api<kube::core::PartialObjectMeta<ConfigMap>> =
+        Api::namespaced(api.into_client(), "default");
+    let objs: Vec<_> = watcher(meta, watcher::Config::default())
+        .take_while(|e| futures::future::ready(!matches!(e, Ok(watcher::Event::InitDone))))
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(objs.iter().any(
+        |e| matches!(e, watcher::Event::InitApply(o) if o.metadata.name.as_deref() == Some("meta"))
+    ));
+}
+
+#[tokio::test]
+async fn bookmarks_label_filtering_and_timeout() {
+    let config = pgtoolbox_operator::sim::SimConfig {
+        bookmark_interval: Duration::from_millis(100),
+        ..Default::default()
+    };
+    let (_sim, client) = crate::sim_support::start_with(config).await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let rv = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let wp = WatchParams {
+        bookmarks: true,
+        ..WatchParams::default()
+    }
+    .labels("pick=yes")
+    .timeout(1);
+    let mut s = api.watch(&wp, &rv).await.unwrap().boxed();
+    api.create(&PostParams::default(), &cm("skip"))
+        .await
+        .unwrap();
+    let mut picked = cm("take");
+    picked.metadata.labels = Some([("pick".to_string(), "yes".to_string())].into());
+    api.create(&PostParams::default(), &picked).await.unwrap();
+    let mut names = Vec::new();
+    let mut bookmarks = 0;
+    // The stream ends by itself after timeoutSeconds.
+    while let Some(e) = tokio::time::timeout(Duration::from_secs(5), s.next())
+        .await
+        .expect("ends in time")
+    {
+        match e.unwrap() {
+            WatchEvent::Added(o) => names.push(o.metadata.name.unwrap()),
+            WatchEvent::Bookmark(_) => bookmarks += 1,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(names, ["take"]);
+    assert!(bookmarks >= 1);
+}
+
+#[tokio::test]
+async fn objects_entering_and_leaving_a_label_selection_are_added_and_deleted() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    api.create(&PostParams::default(), &cm("moving"))
+        .await
+        .unwrap();
+    let rv = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut s = api
+        .watch(&WatchParams::default().labels("sel=in"), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let pp = PatchParams::default();
+    api.patch(
+        "moving",
+        &pp,
+        &Patch::Merge(json!({"metadata": {"labels": {"sel": "in"}}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "moving",
+        &pp,
+        &Patch::Merge(json!({"data": {"k": "changed"}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "moving",
+        &pp,
+        &Patch::Merge(json!({"metadata": {"labels": {"sel": "out"}}})),
+    )
+    .await
+    .unwrap();
+    let mut kinds = Vec::new();
+    for _ in 0..3 {
+        kinds.push(match next(&mut s).await.unwrap() {
+            WatchEvent::Added(_) => "ADDED",
+            WatchEvent::Modified(_) => "MODIFIED",
+            WatchEvent::Deleted(_) => "DELETED",
+            other => panic!("unexpected {other:?}"),
+        });
+    }
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
+}
