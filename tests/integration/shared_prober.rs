@@ -194,11 +194,11 @@ async fn any_other_answer_fails_the_start() {
     let sim = sim_with(&[], &[]).await;
     create_namespaces(&sim.client(), &NAMESPACES).await;
     sim.admin()
-        .inject_errors("list:postgresql.cnpg.io/poolers:team-c", 503, 100)
+        .inject_errors("list:postgresql.cnpg.io/poolers:team-c", 500, 100)
         .expect("fault");
     let error = probe(&sim, &OperatorMetrics::new())
         .await
-        .expect_err("503 fails the start");
+        .expect_err("500 fails the start");
     assert!(
         matches!(
             error,
@@ -208,7 +208,7 @@ async fn any_other_answer_fails_the_start() {
     );
     let text = error.to_string();
     assert!(
-        text.contains("Poolers") && text.contains("team-c") && text.contains("503"),
+        text.contains("Poolers") && text.contains("team-c") && text.contains("500"),
         "{text}"
     );
 }
