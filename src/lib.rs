@@ -1,5 +1,7 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
 pub mod actors;
+pub mod api;
+pub mod conditions;
 pub mod health;
 pub mod messages;
 pub mod metrics;

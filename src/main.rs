@@ -22,6 +22,11 @@ struct Cli {
 enum Command {
     /// Run the embedded Kubernetes API server.
     Sim(SimArgs),
+    /// Print the CRD manifests as one YAML stream, or write one file per kind into --dir.
+    Crds {
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -54,6 +59,7 @@ async fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     match cli.command {
+        Command::Crds { dir } => crds(dir),
         Command::Sim(args) => {
             if !args.api_only {
                 eprintln!("only `sim --api-only` is available in this build");
@@ -73,6 +79,24 @@ async fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+fn crds(dir: Option<PathBuf>) -> ExitCode {
+    let result = match dir {
+        Some(dir) => pgtoolbox_operator::api::write_crd_files(&dir).map(|paths| {
+            for path in paths {
+                println!("{}", path.display());
+            }
+        }),
+        None => pgtoolbox_operator::api::render_crds_yaml().map(|yaml| print!("{yaml}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("crds: {error}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -1,0 +1,197 @@
+//! `PgAccessRequest`: a time-boxed request for RBAC access to the Clusters of one namespace.
+//! A console approves it (writing the status); the operator only ever takes grants away.
+
+use std::borrow::Cow;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::{CustomResource, KubeSchema};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::common::{CommonStatus, DNS_SUBDOMAIN};
+
+/// Everything but `expiresAt` is fixed at creation; `expiresAt` may only move earlier.
+const IMMUTABLE_RULE: &str = "self.subject == oldSelf.subject \
+    && self.clusterRole == oldSelf.clusterRole \
+    && has(self.cluster) == has(oldSelf.cluster) \
+    && (!has(self.cluster) || self.cluster == oldSelf.cluster) \
+    && has(self.reason) == has(oldSelf.reason) \
+    && (!has(self.reason) || self.reason == oldSelf.reason)";
+
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[kube(
+    group = "pgtoolbox.fyannk.dev",
+    version = "v1alpha1",
+    kind = "PgAccessRequest",
+    namespaced,
+    status = "PgAccessRequestStatus",
+    shortname = "pgar",
+    category = "pgtoolbox",
+    doc = "A time-boxed request for RBAC access to the CloudNativePG Clusters of a namespace",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].status"#
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].reason"#
+    ),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Subject", type_ = "string", json_path = ".spec.subject.name"),
+    printcolumn(name = "Expires", type_ = "date", json_path = ".spec.expiresAt"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new(IMMUTABLE_RULE).message("spec is immutable, except that expiresAt may move earlier"),
+    validation = Rule::new("self.expiresAt <= oldSelf.expiresAt").message("expiresAt may only move earlier"),
+)]
+pub struct PgAccessRequestSpec {
+    pub subject: AccessSubject,
+    /// The Cluster the access is for; the grant covers every Cluster of the namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
+    pub cluster: Option<String>,
+    /// The ClusterRole to bind.
+    #[schemars(length(min = 1, max = 253))]
+    pub cluster_role: String,
+    /// When the access ends (RFC 3339); may only move earlier.
+    pub expires_at: Time,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 1024))]
+    pub reason: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum SubjectKind {
+    User,
+    Group,
+    ServiceAccount,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+// `namespace` is a reserved word in CEL: Kubernetes exposes the field as `__namespace__`.
+#[x_kube(validation = Rule::new(
+    "self.kind == 'ServiceAccount' ? has(self.__namespace__) : !has(self.__namespace__)"
+).message("namespace is required for a ServiceAccount subject and allowed for no other"))]
+pub struct AccessSubject {
+    pub kind: SubjectKind,
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63), regex(pattern = DNS_SUBDOMAIN))]
+    pub namespace: Option<String>,
+}
+
+impl AccessSubject {
+    /// The identity an approver of this subject would have: the user name, or
+    /// `system:serviceaccount:<ns>:<name>`. A Group has no single identity.
+    pub fn identity(&self) -> Option<String> {
+        match (self.kind, &self.namespace) {
+            (SubjectKind::User, _) => Some(self.name.clone()),
+            (SubjectKind::ServiceAccount, Some(ns)) => {
+                Some(format!("system:serviceaccount:{ns}:{}", self.name))
+            }
+            (SubjectKind::ServiceAccount, None) | (SubjectKind::Group, _) => None,
+        }
+    }
+}
+
+/// The decision on a request. Written by a console; a value this operator does not know
+/// stays readable as `Unrecognized` so the reconciler can report it instead of failing.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AccessPhase {
+    #[default]
+    Pending,
+    Approved,
+    Denied,
+    Revoked,
+    Expired,
+    Unrecognized(String),
+}
+
+impl AccessPhase {
+    pub const KNOWN: [&'static str; 5] = ["Pending", "Approved", "Denied", "Revoked", "Expired"];
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            AccessPhase::Pending => "Pending",
+            AccessPhase::Approved => "Approved",
+            AccessPhase::Denied => "Denied",
+            AccessPhase::Revoked => "Revoked",
+            AccessPhase::Expired => "Expired",
+            AccessPhase::Unrecognized(other) => other,
+        }
+    }
+
+    pub fn parse(value: &str) -> AccessPhase {
+        match value {
+            "Pending" => AccessPhase::Pending,
+            "Approved" => AccessPhase::Approved,
+            "Denied" => AccessPhase::Denied,
+            "Revoked" => AccessPhase::Revoked,
+            "Expired" => AccessPhase::Expired,
+            other => AccessPhase::Unrecognized(other.to_owned()),
+        }
+    }
+
+    /// Denied, Revoked and Expired never change again.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            AccessPhase::Denied | AccessPhase::Revoked | AccessPhase::Expired
+        )
+    }
+}
+
+impl Serialize for AccessPhase {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for AccessPhase {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = String::deserialize(deserializer)?;
+        Ok(AccessPhase::parse(&value))
+    }
+}
+
+impl JsonSchema for AccessPhase {
+    fn schema_name() -> Cow<'static, str> {
+        "AccessPhase".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "enum": AccessPhase::KNOWN,
+        })
+    }
+}
+
+/// What the operator and the console observed and decided.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PgAccessRequestStatus {
+    #[serde(flatten)]
+    pub common: CommonStatus,
+    /// The decision, written by the console; Pending until it decides.
+    #[serde(default)]
+    pub phase: AccessPhase,
+    /// Who decided: a user name or `system:serviceaccount:<ns>:<name>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    /// When the console decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<Time>,
+    /// The RoleBinding the console created for the approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role_binding_name: Option<String>,
+}

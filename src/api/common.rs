@@ -1,0 +1,188 @@
+//! Field types shared by several kinds.
+
+use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::KubeSchema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The API group of every kind.
+pub const GROUP: &str = "pgtoolbox.fyannk.dev";
+/// The served and stored version.
+pub const VERSION: &str = "v1alpha1";
+
+/// DNS-1123 subdomain, as Kubernetes names and hostnames are.
+pub(crate) const DNS_SUBDOMAIN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+pub(crate) fn default_true() -> bool {
+    true
+}
+
+pub(crate) fn default_one() -> i32 {
+    1
+}
+
+/// A key of a Secret or ConfigMap in the object's namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KeyRef {
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
+    pub name: String,
+    #[schemars(length(min = 1, max = 253), regex(pattern = r"^[-._a-zA-Z0-9]+$"))]
+    pub key: String,
+}
+
+/// A Secret or ConfigMap mounted into a pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtraMount {
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
+    pub name: String,
+    /// Absolute path in the container.
+    #[schemars(length(min = 2, max = 4096), regex(pattern = r"^/"))]
+    pub mount_path: String,
+}
+
+/// How the web UI is published.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ExposureType {
+    /// Only the in-cluster Service; nothing is published.
+    #[default]
+    #[serde(rename = "clusterIP")]
+    ClusterIp,
+    /// An OpenShift Route.
+    #[serde(rename = "route")]
+    Route,
+    /// A networking.k8s.io Ingress.
+    #[serde(rename = "ingress")]
+    Ingress,
+    /// A Gateway API HTTPRoute.
+    #[serde(rename = "gateway")]
+    Gateway,
+}
+
+/// The kinds of exposure object the operator may have published.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum ExposureKind {
+    Route,
+    Ingress,
+    #[serde(rename = "HTTPRoute")]
+    HttpRoute,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExposureTls {
+    /// The Secret holding the certificate; omitted, the platform's default certificate is used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
+    pub secret_name: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayParentRef {
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Defaults to the object's namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub section_name: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayExposure {
+    pub parent_ref: GatewayParentRef,
+}
+
+const HOSTNAME_RULE: &str = "self.type == 'clusterIP' || has(self.hostname)";
+const HOSTNAME_MESSAGE: &str = "hostname is required unless the exposure type is clusterIP";
+const GATEWAY_RULE: &str = "self.type != 'gateway' || has(self.gateway)";
+const GATEWAY_MESSAGE: &str = "gateway.parentRef is required for the exposure type gateway";
+
+/// How a PgAdmin is published.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new(HOSTNAME_RULE).message(HOSTNAME_MESSAGE),
+    validation = Rule::new(GATEWAY_RULE).message(GATEWAY_MESSAGE),
+)]
+pub struct Exposure {
+    #[serde(default, rename = "type")]
+    pub type_: ExposureType,
+    /// Must end with one of the operator's allowed host suffixes, when it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
+    pub hostname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ExposureTls>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub ingress_class_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewayExposure>,
+}
+
+/// The console's ingress NetworkPolicy, rendered while an exposure is published.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExposureNetworkPolicy {
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// The router, ingress controller or gateway Pods allowed to reach the console port.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from: Vec<NetworkPolicyPeer>,
+}
+
+impl Default for ExposureNetworkPolicy {
+    fn default() -> Self {
+        ExposureNetworkPolicy {
+            enabled: true,
+            from: Vec::new(),
+        }
+    }
+}
+
+/// How a PgToolBoxConsole is published: as for a PgAdmin, plus its ingress NetworkPolicy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(
+    validation = Rule::new(HOSTNAME_RULE).message(HOSTNAME_MESSAGE),
+    validation = Rule::new(GATEWAY_RULE).message(GATEWAY_MESSAGE),
+)]
+pub struct ConsoleExposure {
+    #[serde(default, rename = "type")]
+    pub type_: ExposureType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
+    pub hostname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<ExposureTls>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub ingress_class_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway: Option<GatewayExposure>,
+    #[serde(default)]
+    pub network_policy: ExposureNetworkPolicy,
+}
+
+// The status fields every kind has (flattened into each kind's status).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommonStatus {
+    /// The generation the conditions were derived from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// At most 16 standard conditions, one per type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 16),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"])
+    )]
+    pub conditions: Vec<Condition>,
+}

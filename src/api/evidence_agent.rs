@@ -1,0 +1,105 @@
+//! `EvidenceAgent`: a read-only agent serving backup evidence of one Cluster's object store.
+
+use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{CommonStatus, DNS_SUBDOMAIN, default_one};
+
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "pgtoolbox.fyannk.dev",
+    version = "v1alpha1",
+    kind = "EvidenceAgent",
+    namespaced,
+    status = "EvidenceAgentStatus",
+    shortname = "pgev",
+    category = "pgtoolbox",
+    doc = "A read-only agent serving the backup evidence of one Cluster over TLS",
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].status"#
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        json_path = r#".status.conditions[?(@.type=="Ready")].reason"#
+    ),
+    printcolumn(name = "Cluster", type_ = "string", json_path = ".spec.cluster.name"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceAgentSpec {
+    pub cluster: LocalClusterRef,
+    /// Defaults to the operator's --default-evidence-agent-image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 512))]
+    pub image: Option<String>,
+    #[serde(default = "default_one")]
+    #[schemars(range(min = 0, max = 10))]
+    pub replicas: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    #[serde(default)]
+    pub serving_certificate: ServingCertificate,
+}
+
+/// A CloudNativePG Cluster of the object's namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LocalClusterRef {
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
+    pub name: String,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CertificateProvider {
+    /// The operator signs the agent's certificate and renews it before expiry.
+    #[default]
+    Operator,
+    /// The OpenShift service CA issues the certificate and injects the CA bundle.
+    Openshift,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ServingCertificate {
+    #[serde(default)]
+    pub provider: CertificateProvider,
+}
+
+/// What the operator observed of the agent and its children.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceAgentStatus {
+    #[serde(flatten)]
+    pub common: CommonStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_store: Option<ObjectStoreStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate: Option<CertificateStatus>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectStoreStatus {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination_path: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CertificateStatus {
+    /// The Secret holding the serving certificate.
+    pub secret: String,
+    /// When the current certificate expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<Time>,
+}

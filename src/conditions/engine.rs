@@ -1,0 +1,327 @@
+//! The engine: from a pass's facts and the stored conditions, the whole new status.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::{Timestamp, TimestampRound, Unit};
+
+use super::errors::ClassifiedError;
+use super::events::{EventDecision, decide_events};
+use super::facts::{PassFacts, Stall};
+use super::message::bound_message;
+use super::reasons::{Reason, common};
+use super::types::{ConditionStatus, ConditionType};
+
+/// metav1 allows any number of conditions; we promise at most this many.
+pub const MAX_CONDITIONS: usize = 16;
+
+/// The status the pass ends with, and what to do about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatusUpdate {
+    /// The whole new `status.conditions`.
+    pub conditions: Vec<Condition>,
+    /// The new `status.observedGeneration`.
+    pub observed_generation: i64,
+    /// False when the stored status already says all this: write nothing.
+    pub changed: bool,
+    /// Events to record once the status write has succeeded (never before, never on failure).
+    pub events: Vec<EventDecision>,
+}
+
+/// The stored status as read with the object.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StoredStatus<'a> {
+    pub conditions: &'a [Condition],
+    pub observed_generation: Option<i64>,
+}
+
+/// Finds a condition by type.
+pub fn find_condition(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
+    conditions.iter().find(|c| c.type_ == type_.as_str())
+}
+
+/// Derives the new status of one object from what this pass found out.
+///
+/// `now` is only used as the lastTransitionTime of conditions whose status changes.
+pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp) -> StatusUpdate {
+    let now = whole_seconds(now);
+    let builder = Builder {
+        stored: stored.conditions,
+        generation: facts.generation,
+        now,
+    };
+    let aspects = derive_aspects(facts, &builder);
+    let evaluated_now = |c: &Condition| {
+        c.observed_generation == Some(facts.generation) && c.reason != common::INITIALIZING.as_str()
+    };
+    let stall = facts
+        .stall()
+        .filter(|s| !facts.paused || s.reason == common::HOSTNAME_NOT_ALLOWED);
+
+    let ready = derive_ready(facts, &aspects, &evaluated_now, &builder);
+    let all_aspects_hold = aspects
+        .iter()
+        .all(|c| evaluated_now(c) && c.status == ConditionStatus::True.as_str());
+    let converged = facts.children_converged && facts.error.is_none() && all_aspects_hold;
+    let progressing = derive_progressing(facts.paused, stall.as_ref(), converged, &builder);
+    let stalled = match &stall {
+        Some(s) => builder.make(
+            ConditionType::Stalled,
+            ConditionStatus::True,
+            s.reason,
+            &s.message,
+        ),
+        None => builder.make(
+            ConditionType::Stalled,
+            ConditionStatus::False,
+            common::AS_EXPECTED,
+            "progress does not wait for a change of input",
+        ),
+    };
+
+    let mut conditions = vec![ready, progressing, stalled];
+    conditions.extend(aspects);
+    conditions.extend(derive_advisories(facts, &builder));
+    let ours = facts.kind.condition_types();
+    conditions.extend(
+        stored
+            .conditions
+            .iter()
+            .filter(|c| !ConditionType::parse(&c.type_).is_some_and(|t| ours.contains(&t)))
+            .cloned(),
+    );
+    conditions.truncate(MAX_CONDITIONS);
+
+    let changed =
+        conditions != stored.conditions || stored.observed_generation != Some(facts.generation);
+    let events = decide_events(facts, stored.conditions, &conditions, stall.as_ref());
+    StatusUpdate {
+        conditions,
+        observed_generation: facts.generation,
+        changed,
+        events,
+    }
+}
+
+/// Status for an object in a namespace dropped at start for missing permissions: Ready turns
+/// Unknown (NamespaceNotWatched) with a Warning; everything else is left as stored.
+pub fn namespace_not_watched(
+    generation: i64,
+    stored: StoredStatus<'_>,
+    message: &str,
+    now: Timestamp,
+) -> StatusUpdate {
+    let builder = Builder {
+        stored: stored.conditions,
+        generation,
+        now: whole_seconds(now),
+    };
+    let ready = builder.make(
+        ConditionType::Ready,
+        ConditionStatus::Unknown,
+        common::NAMESPACE_NOT_WATCHED,
+        message,
+    );
+    let mut conditions = vec![ready];
+    conditions.extend(
+        stored
+            .conditions
+            .iter()
+            .filter(|c| c.type_ != ConditionType::Ready.as_str())
+            .cloned(),
+    );
+    conditions.truncate(MAX_CONDITIONS);
+    let already = find_condition(stored.conditions, ConditionType::Ready)
+        .is_some_and(|c| c.reason == common::NAMESPACE_NOT_WATCHED.as_str());
+    let events = if already {
+        Vec::new()
+    } else {
+        vec![EventDecision::warning(
+            common::NAMESPACE_NOT_WATCHED,
+            message,
+        )]
+    };
+    StatusUpdate {
+        changed: conditions != stored.conditions,
+        conditions,
+        observed_generation: stored.observed_generation.unwrap_or(generation),
+        events,
+    }
+}
+
+/// metav1.Time is written with whole seconds; truncating keeps what we compare equal to what
+/// we read back.
+fn whole_seconds(now: Timestamp) -> Timestamp {
+    now.round(
+        TimestampRound::new()
+            .smallest(Unit::Second)
+            .mode(k8s_openapi::jiff::RoundMode::Trunc),
+    )
+    .unwrap_or(now)
+}
+
+struct Builder<'a> {
+    stored: &'a [Condition],
+    generation: i64,
+    now: Timestamp,
+}
+
+impl Builder<'_> {
+    /// A condition evaluated now. lastTransitionTime moves only when the status changes.
+    fn make(
+        &self,
+        type_: ConditionType,
+        status: ConditionStatus,
+        reason: Reason,
+        message: &str,
+    ) -> Condition {
+        let last_transition_time = match find_condition(self.stored, type_) {
+            Some(old) if old.status == status.as_str() => old.last_transition_time.clone(),
+            _ => Time(self.now),
+        };
+        Condition {
+            type_: type_.as_str().to_owned(),
+            status: status.as_str().to_owned(),
+            reason: reason.as_str().to_owned(),
+            message: bound_message(message),
+            observed_generation: Some(self.generation),
+            last_transition_time,
+        }
+    }
+}
+
+fn derive_aspects(facts: &PassFacts, builder: &Builder<'_>) -> Vec<Condition> {
+    let hostname_refused_now = facts
+        .aspects
+        .iter()
+        .any(|(_, v)| v.reason == common::HOSTNAME_NOT_ALLOWED);
+    let pass_evaluated_something = !facts.aspects.is_empty();
+    facts
+        .kind
+        .aspects()
+        .iter()
+        .map(|aspect| {
+            if let Some(v) = facts.aspect(*aspect) {
+                return builder.make(*aspect, v.status, v.reason, &v.message);
+            }
+            match find_condition(builder.stored, *aspect) {
+                // The hostname refusal is over, but this pass did not say what holds now:
+                // never leave the old refusal on show.
+                Some(old)
+                    if old.reason == common::HOSTNAME_NOT_ALLOWED.as_str()
+                        && pass_evaluated_something
+                        && !hostname_refused_now =>
+                {
+                    builder.make(
+                        *aspect,
+                        ConditionStatus::Unknown,
+                        common::RECONCILING,
+                        "the hostname is allowed now; this condition is being evaluated again",
+                    )
+                }
+                Some(old) => old.clone(),
+                None => builder.make(
+                    *aspect,
+                    ConditionStatus::Unknown,
+                    common::INITIALIZING,
+                    "not evaluated yet",
+                ),
+            }
+        })
+        .collect()
+}
+
+fn derive_ready(
+    facts: &PassFacts,
+    aspects: &[Condition],
+    evaluated_now: &dyn Fn(&Condition) -> bool,
+    builder: &Builder<'_>,
+) -> Condition {
+    let make =
+        |status, reason, message: &str| builder.make(ConditionType::Ready, status, reason, message);
+    if let Some(error) = &facts.error {
+        return make(
+            ConditionStatus::False,
+            common::RECONCILE_ERROR,
+            &ClassifiedError::ready_message(error),
+        );
+    }
+    if facts.paused {
+        return make(
+            ConditionStatus::Unknown,
+            common::RECONCILIATION_PAUSED,
+            "reconciliation is paused by the annotation pgtoolbox.fyannk.dev/reconcile=skip",
+        );
+    }
+    if aspects
+        .iter()
+        .all(|c| c.reason == common::INITIALIZING.as_str())
+    {
+        return make(
+            ConditionStatus::Unknown,
+            common::INITIALIZING,
+            "not evaluated yet",
+        );
+    }
+    for aspect in aspects {
+        if !evaluated_now(aspect) {
+            let message = format!(
+                "{} is not evaluated at generation {} yet",
+                aspect.type_, facts.generation
+            );
+            return make(ConditionStatus::Unknown, common::RECONCILING, &message);
+        }
+        if aspect.status != ConditionStatus::True.as_str() {
+            // Registered by construction: the aspect was written by this engine.
+            let reason = Reason::parse(&aspect.reason).unwrap_or(common::RECONCILING);
+            return make(
+                ConditionStatus::parse(&aspect.status),
+                reason,
+                &aspect.message,
+            );
+        }
+    }
+    make(
+        ConditionStatus::True,
+        common::AS_EXPECTED,
+        "every aspect holds at the current generation",
+    )
+}
+
+fn derive_progressing(
+    paused: bool,
+    stall: Option<&Stall>,
+    converged: bool,
+    builder: &Builder<'_>,
+) -> Condition {
+    let (status, reason, message) = match (stall, paused, converged) {
+        (Some(s), _, _) => (ConditionStatus::False, s.reason, s.message.as_str()),
+        (None, true, _) => (
+            ConditionStatus::False,
+            common::RECONCILIATION_PAUSED,
+            "reconciliation is paused by the annotation pgtoolbox.fyannk.dev/reconcile=skip",
+        ),
+        (None, false, true) => (
+            ConditionStatus::False,
+            common::AS_EXPECTED,
+            "every child is at its desired state",
+        ),
+        (None, false, false) => (
+            ConditionStatus::True,
+            common::RECONCILING,
+            "children are converging",
+        ),
+    };
+    builder.make(ConditionType::Progressing, status, reason, message)
+}
+
+fn derive_advisories(facts: &PassFacts, builder: &Builder<'_>) -> Vec<Condition> {
+    facts
+        .kind
+        .advisories()
+        .iter()
+        .filter_map(|advisory| match facts.advisory(*advisory) {
+            Some(Some(v)) => Some(builder.make(*advisory, v.status, v.reason, &v.message)),
+            Some(None) => None,
+            None => find_condition(builder.stored, *advisory).cloned(),
+        })
+        .collect()
+}

@@ -1,0 +1,135 @@
+//! Which Events a status transition is worth. Recorded by the caller only after the status
+//! write succeeded, so a failed write (retried) never reports twice.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+
+use super::engine::find_condition;
+use super::errors::ErrorClass;
+use super::facts::{PassFacts, Stall};
+use super::message::bound_message;
+use super::reasons::{Reason, common};
+use super::types::{ConditionStatus, ConditionType};
+
+/// `events.k8s.io/v1` Event type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+impl EventType {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        }
+    }
+}
+
+/// One Event to record on the object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventDecision {
+    pub type_: EventType,
+    pub reason: Reason,
+    /// Bounded like every message.
+    pub note: String,
+}
+
+impl EventDecision {
+    pub fn normal(reason: Reason, note: &str) -> Self {
+        EventDecision {
+            type_: EventType::Normal,
+            reason,
+            note: bound_message(note),
+        }
+    }
+
+    pub fn warning(reason: Reason, note: &str) -> Self {
+        EventDecision {
+            type_: EventType::Warning,
+            reason,
+            note: bound_message(note),
+        }
+    }
+}
+
+fn status_of(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
+    find_condition(conditions, type_)
+}
+
+fn is(condition: Option<&Condition>, status: ConditionStatus) -> bool {
+    condition.is_some_and(|c| c.status == status.as_str())
+}
+
+/// The Events of one pass, from the stored and the new conditions.
+///
+/// - Ready turning True: Normal, AsExpected.
+/// - Stalled turning True: Warning with the stall's reason.
+/// - An aspect turning False, or False with a new reason: Warning with its reason, unless the
+///   reason is quiet for the kind (a child on its way).
+/// - An error whose class the stored Ready does not already carry: Warning with the class.
+///
+/// Warnings are deduplicated by reason, so one fact stated by two conditions (a refused
+/// hostname in ConfigurationValid and ExposureReady, and the stall it causes) is one Event.
+pub(crate) fn decide_events(
+    facts: &PassFacts,
+    stored: &[Condition],
+    new: &[Condition],
+    stall: Option<&Stall>,
+) -> Vec<EventDecision> {
+    let mut events = Vec::new();
+    let old_ready = status_of(stored, ConditionType::Ready);
+    if is(status_of(new, ConditionType::Ready), ConditionStatus::True)
+        && !is(old_ready, ConditionStatus::True)
+    {
+        events.push(EventDecision::normal(
+            common::AS_EXPECTED,
+            "ready: every aspect holds",
+        ));
+    }
+    if let Some(stall) = stall
+        && !is(
+            status_of(stored, ConditionType::Stalled),
+            ConditionStatus::True,
+        )
+    {
+        events.push(EventDecision::warning(stall.reason, &stall.message));
+    }
+    for aspect in facts.kind.aspects() {
+        let Some(verdict) = facts.aspect(*aspect) else {
+            continue;
+        };
+        if verdict.status != ConditionStatus::False || facts.kind.is_quiet(verdict.reason) {
+            continue;
+        }
+        let old = status_of(stored, *aspect);
+        let already = is(old, ConditionStatus::False)
+            && old.is_some_and(|c| c.reason == verdict.reason.as_str());
+        if !already {
+            events.push(EventDecision::warning(verdict.reason, &verdict.message));
+        }
+    }
+    if let Some(error) = &facts.error {
+        let reported = old_ready
+            .filter(|c| {
+                c.status == ConditionStatus::False.as_str()
+                    && c.reason == common::RECONCILE_ERROR.as_str()
+            })
+            .and_then(|c| ErrorClass::from_ready_message(&c.message));
+        if reported != Some(error.class) {
+            events.push(EventDecision::warning(error.class.reason(), &error.text));
+        }
+    }
+    let mut seen = Vec::new();
+    events.retain(|e| {
+        if e.type_ == EventType::Normal {
+            return true;
+        }
+        if seen.contains(&e.reason) {
+            return false;
+        }
+        seen.push(e.reason);
+        true
+    });
+    events
+}
