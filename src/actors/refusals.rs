@@ -10,9 +10,11 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::Client;
 use kube::api::{Api, PostParams};
+use kube::runtime::events::{Recorder, Reporter};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SpawnErr};
 use tracing::{info, instrument, warn};
 
+use crate::actors::not_watched::mark_dropped_namespace;
 use crate::actors::runtime_refusals::RuntimeRefusals;
 use crate::messages::shared::RefusalMsg;
 use crate::metrics::OperatorMetrics;
@@ -120,6 +122,24 @@ pub struct TrackerArgs {
     pub client: Client,
     pub scope: WatchScope,
     pub metrics: OperatorMetrics,
+    /// Who records the NamespaceNotWatched Events.
+    pub reporter: Reporter,
+}
+
+/// Tells the objects of each dropped namespace. A failure is logged, not fatal: the
+/// namespace stays dropped either way and the next start tries again.
+async fn mark_dropped(client: &Client, reporter: Reporter, plan: &WatchPlan) {
+    let recorder = Recorder::new(client.clone(), reporter);
+    for dropped in &plan.dropped {
+        match mark_dropped_namespace(client, &recorder, dropped).await {
+            Ok(report) => {
+                info!(namespace = %dropped.namespace, ?report, "marked NamespaceNotWatched")
+            }
+            Err(error) => {
+                warn!(namespace = %dropped.namespace, %error, "cannot mark NamespaceNotWatched")
+            }
+        }
+    }
 }
 
 pub struct TrackerState {
@@ -139,6 +159,7 @@ impl Actor for NamespaceRefusalTracker {
     ) -> Result<Self::State, ActorProcessingErr> {
         let plan = check_namespaces(&args.client, &args.scope).await?;
         args.metrics.set_dropped_namespaces(plan.dropped.len());
+        mark_dropped(&args.client, args.reporter, &plan).await;
         Ok(TrackerState {
             plan: Arc::new(plan),
             runtime: Arc::new(RuntimeRefusals::new()),

@@ -2,6 +2,7 @@
 
 mod shared_metrics;
 mod shared_prober;
+mod shared_refusals;
 mod shared_router;
 mod shared_support;
 mod sim_crud;
