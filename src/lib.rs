@@ -1,9 +1,12 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
 pub mod actors;
 pub mod api;
+pub mod cli;
 pub mod conditions;
 pub mod health;
+pub mod k8s;
 pub mod messages;
 pub mod metrics;
 pub mod reconcile;
 pub mod sim;
+pub mod supervisor;

@@ -1,6 +1,16 @@
-//! Actors: the per-object actors and the shared ones.
+//! Actors: the generic object actor every kind shares, and the shared actors (optional-API
+//! prober, namespace-refusal tracker, CNPG secret router).
+
+mod object;
+mod object_reconciler;
+mod object_timers;
+
 pub mod not_watched;
 pub mod prober;
 pub mod refusals;
 pub mod runtime_refusals;
 pub mod secret_router;
+
+pub use object::{ObjectActor, ObjectArgs, ObjectState};
+pub use object_reconciler::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
+pub use object_timers::Timers;

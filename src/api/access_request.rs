@@ -40,7 +40,8 @@ const IMMUTABLE_RULE: &str = "self.subject == oldSelf.subject \
     ),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Subject", type_ = "string", json_path = ".spec.subject.name"),
-    printcolumn(name = "Expires", type_ = "date", json_path = ".spec.expiresAt"),
+    // A date column prints "<invalid>" for a time in the future: show the timestamp itself.
+    printcolumn(name = "Expires", type_ = "string", json_path = ".spec.expiresAt"),
     printcolumn(
         name = "Age",
         type_ = "date",

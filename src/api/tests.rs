@@ -476,3 +476,22 @@ fn objects_hand_their_stored_status_and_facts_to_the_engine() {
     assert_eq!(console.stored_status().observed_generation, Some(5));
     assert_eq!(console.stored_status().conditions.len(), 6);
 }
+
+#[test]
+fn write_crd_files_writes_one_file_per_kind_and_the_stream_holds_them_all() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let paths = write_crd_files(dir.path()).expect("written");
+    assert_eq!(paths.len(), crd_manifests().len());
+    let stream = render_crds_yaml().expect("renders");
+    for path in paths {
+        let text = std::fs::read_to_string(&path).expect("readable");
+        assert!(
+            stream.contains(&text),
+            "{} missing from the stream",
+            path.display()
+        );
+        let parsed: CustomResourceDefinition = serde_yaml_ng::from_str(&text).expect("a CRD");
+        assert!(path.ends_with(format!("{}.yaml", parsed.spec.names.plural)));
+    }
+    assert_eq!(stream.matches("\n---\n").count() + 1, crd_manifests().len());
+}

@@ -24,6 +24,10 @@ pub struct StatusUpdate {
     pub changed: bool,
     /// Events to record once the status write has succeeded (never before, never on failure).
     pub events: Vec<EventDecision>,
+    /// The stall of this pass: do not retry with backoff, wait for a watched change...
+    pub stall: Option<Stall>,
+    /// ...or, for a stall on an input that is not watched, look again after this long.
+    pub recheck_after: Option<std::time::Duration>,
 }
 
 /// The stored status as read with the object.
@@ -93,11 +97,16 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
     let changed =
         conditions != stored.conditions || stored.observed_generation != Some(facts.generation);
     let events = decide_events(facts, stored.conditions, &conditions, stall.as_ref());
+    let recheck_after = stall
+        .as_ref()
+        .and_then(|s| facts.kind.stall_recheck(s.reason));
     StatusUpdate {
         conditions,
         observed_generation: facts.generation,
         changed,
         events,
+        stall,
+        recheck_after,
     }
 }
 
@@ -144,6 +153,8 @@ pub fn namespace_not_watched(
         conditions,
         observed_generation: stored.observed_generation.unwrap_or(generation),
         events,
+        stall: None,
+        recheck_after: None,
     }
 }
 

@@ -68,6 +68,8 @@ pub enum FactsError {
     },
     #[error("{condition} was reported twice in one pass")]
     ReportedTwice { condition: ConditionType },
+    #[error("{reason} belongs to another kind than {kind:?}")]
+    ForeignReason { kind: Kind, reason: Reason },
 }
 
 /// What one pass found out. Build it with [`PassFacts::new`] and the `with_*` methods.
@@ -118,6 +120,7 @@ impl PassFacts {
         if self.aspects.iter().any(|(c, _)| *c == condition) {
             return Err(FactsError::ReportedTwice { condition });
         }
+        self.check_reason(verdict.reason)?;
         self.aspects.push((condition, verdict));
         Ok(self)
     }
@@ -150,8 +153,22 @@ impl PassFacts {
         if self.advisories.iter().any(|(c, _)| *c == condition) {
             return Err(FactsError::ReportedTwice { condition });
         }
+        if let Some(v) = &verdict {
+            self.check_reason(v.reason)?;
+        }
         self.advisories.push((condition, verdict));
         Ok(self)
+    }
+
+    fn check_reason(&self, reason: Reason) -> Result<(), FactsError> {
+        if self.kind.may_use(reason) {
+            Ok(())
+        } else {
+            Err(FactsError::ForeignReason {
+                kind: self.kind,
+                reason,
+            })
+        }
     }
 
     pub fn with_error(mut self, error: ClassifiedError) -> Self {

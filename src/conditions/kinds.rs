@@ -1,7 +1,9 @@
 //! Per-kind tables: the ordered aspects of Ready, the advisory conditions, the quiet
 //! reasons and which `False` reasons are stalls.
 
-use super::reasons::{Reason, common, evidenceagent, pgadmin};
+use std::time::Duration;
+
+use super::reasons::{Owner, Reason, common, console, evidenceagent, pgadmin};
 use super::types::{ConditionStatus, ConditionType};
 
 /// The kinds that report conditions.
@@ -57,6 +59,38 @@ impl Kind {
         all.extend_from_slice(self.aspects());
         all.extend_from_slice(self.advisories());
         all
+    }
+
+    /// The owner of the reasons specific to this kind.
+    pub const fn owner(self) -> Owner {
+        match self {
+            Kind::PgAdmin => Owner::PgAdmin,
+            Kind::EvidenceAgent => Owner::EvidenceAgent,
+            Kind::PgToolBoxConsole => Owner::Console,
+            Kind::PgAccessRequest => Owner::PgAccessRequest,
+        }
+    }
+
+    /// A kind writes common reasons and its own, never another kind's.
+    pub fn may_use(self, reason: Reason) -> bool {
+        reason.owner() == Owner::Common || reason.owner() == self.owner()
+    }
+
+    /// A stall whose input is not (fully) watched is looked at again after this long; every
+    /// other stall waits for a watched change.
+    pub fn stall_recheck(self, reason: Reason) -> Option<Duration> {
+        match self {
+            Kind::PgToolBoxConsole
+                if reason == console::CONSOLE_ROLE_MISSING
+                    || reason == common::CONFIG_MAP_NOT_FOUND =>
+            {
+                Some(Duration::from_secs(120))
+            }
+            Kind::PgToolBoxConsole if reason == console::EXPOSURE_POLICY_INVALID => {
+                Some(Duration::from_secs(300))
+            }
+            _ => None,
+        }
     }
 
     /// Reasons of a child on its way: an aspect turning False with one of them is no Event.

@@ -1,6 +1,37 @@
 //! The conditions engine (pure, no I/O): from what a reconciliation pass found out, the whole
 //! new status of an object (conditions + observedGeneration), whether it needs writing, and
 //! the Events to record once it is written. See `docs/conditions.md`.
+//!
+//! ```
+//! use pgtoolbox_operator::api::{PgToolBoxConsole, ReportsConditions};
+//! use pgtoolbox_operator::conditions::{
+//!     ClassifiedError, ConditionType, Timestamp, Verdict, derive_status, reasons::common, status_patch,
+//! };
+//!
+//! fn finish_pass(obj: &PgToolBoxConsole, apply: Result<bool, kube::Error>)
+//!     -> Result<(), pgtoolbox_operator::conditions::FactsError>
+//! {
+//!     // Kind, generation and the pause annotation come from the object.
+//!     let mut facts = obj
+//!         .pass_facts()
+//!         .with_aspect(ConditionType::ConfigurationValid, Verdict::holds(common::AS_EXPECTED, "all references resolve"))?
+//!         .with_aspect(ConditionType::WorkloadReady, Verdict::fails(common::ROLLOUT_IN_PROGRESS, "1 of 2 replicas updated"))?
+//!         .without_advisory(ConditionType::ExposureConfined)?;
+//!     match apply {
+//!         Ok(converged) => facts = facts.with_children_converged(converged),
+//!         Err(e) => facts = facts.with_error(ClassifiedError::from_kube(&e)),
+//!     }
+//!     let update = derive_status(&facts, obj.stored_status(), Timestamp::now());
+//!     if update.changed {
+//!         let body = status_patch(&update, serde_json::Map::new(), None);
+//!         # let _ = body;
+//!         // PATCH /status (merge patch) with `body`; only when it succeeded:
+//!         // record update.events.
+//!     }
+//!     // update.stall: do not back off; wait for a watched change, or update.recheck_after.
+//!     Ok(())
+//! }
+//! ```
 
 mod engine;
 mod errors;
@@ -24,6 +55,9 @@ pub use message::{MESSAGE_LIMIT_BYTES, bound_message};
 pub use patch::status_patch;
 pub use reasons::{Owner, Reason};
 pub use types::{ConditionStatus, ConditionType};
+
+/// The timestamp type `derive_status` takes (k8s-openapi's jiff, not the crate's own).
+pub use k8s_openapi::jiff::Timestamp;
 
 #[cfg(test)]
 mod tests;

@@ -892,22 +892,10 @@ fn aspects_turning_false_warn_unless_quiet() {
             true,
         ),
         (
-            Kind::EvidenceAgent,
-            C::WorkloadReady,
-            pgadmin::UPGRADE_BACKUP_RUNNING,
-            true,
-        ),
-        (
             Kind::PgToolBoxConsole,
             C::WorkloadReady,
             common::POD_NOT_READY,
             false,
-        ),
-        (
-            Kind::PgToolBoxConsole,
-            C::WorkloadReady,
-            evidenceagent::SERVICE_CA_PENDING,
-            true,
         ),
         (
             Kind::PgToolBoxConsole,
@@ -940,6 +928,83 @@ fn aspects_turning_false_warn_unless_quiet() {
         let again = derive(&facts, &update.conditions, t(20));
         assert!(again.events.is_empty(), "{kind:?} {aspect} {reason}");
     }
+}
+
+#[test]
+fn quiet_reasons_belong_to_their_kind() {
+    assert!(Kind::PgAdmin.is_quiet(pgadmin::UPGRADE_BACKUP_RUNNING));
+    assert!(!Kind::EvidenceAgent.is_quiet(pgadmin::UPGRADE_BACKUP_RUNNING));
+    assert!(Kind::EvidenceAgent.is_quiet(evidenceagent::SERVICE_CA_PENDING));
+    assert!(!Kind::PgToolBoxConsole.is_quiet(evidenceagent::SERVICE_CA_PENDING));
+    assert!(!Kind::PgAccessRequest.is_quiet(pgaccessrequest::ROLE_BINDING_MISSING));
+}
+
+#[test]
+fn a_kind_writes_common_reasons_and_its_own_only() {
+    let cases = [
+        (Kind::PgAdmin, pgadmin::TOO_MANY_SERVERS, true),
+        (Kind::PgAdmin, common::CLUSTER_NOT_FOUND, true),
+        (Kind::PgAdmin, console::CONSOLE_ROLE_MISSING, false),
+        (Kind::EvidenceAgent, evidenceagent::REGION_REQUIRED, true),
+        (Kind::EvidenceAgent, pgaccessrequest::ACCESS_GRANTED, false),
+        (Kind::PgToolBoxConsole, console::EXPOSURE_OPEN, true),
+        (Kind::PgToolBoxConsole, pgadmin::PGADMIN_EGRESS_OPEN, false),
+        (Kind::PgAccessRequest, pgaccessrequest::ACCESS_GRANTED, true),
+        (Kind::PgAccessRequest, evidenceagent::IMAGE_REQUIRED, false),
+    ];
+    for (kind, reason, allowed) in cases {
+        let facts =
+            PassFacts::new(kind, 1).with_aspect(C::ConfigurationValid, Verdict::fails(reason, "m"));
+        assert_eq!(facts.is_ok(), allowed, "{kind:?} {reason}");
+    }
+    let advisory = PassFacts::new(Kind::PgToolBoxConsole, 1).with_advisory(
+        C::ExposureConfined,
+        Verdict::fails(pgadmin::PGADMIN_EGRESS_OPEN, "m"),
+    );
+    assert!(advisory.is_err());
+}
+
+#[test]
+fn stalls_on_unwatched_inputs_are_rechecked() {
+    let cases = [
+        (
+            Kind::PgToolBoxConsole,
+            console::CONSOLE_ROLE_MISSING,
+            Some(120),
+        ),
+        (
+            Kind::PgToolBoxConsole,
+            common::CONFIG_MAP_NOT_FOUND,
+            Some(120),
+        ),
+        (
+            Kind::PgToolBoxConsole,
+            console::EXPOSURE_POLICY_INVALID,
+            Some(300),
+        ),
+        (Kind::PgToolBoxConsole, common::IMAGE_NOT_ALLOWED, None),
+        (Kind::EvidenceAgent, common::CONFIG_MAP_NOT_FOUND, None),
+    ];
+    for (kind, reason, seconds) in cases {
+        let facts = replacing(
+            kind,
+            1,
+            &[(C::ConfigurationValid, Verdict::fails(reason, "m"))],
+        );
+        let update = derive(&facts, &[], t(0));
+        assert_eq!(
+            update.stall.as_ref().map(|s| s.reason),
+            Some(reason),
+            "{kind:?} {reason}"
+        );
+        assert_eq!(
+            update.recheck_after,
+            seconds.map(std::time::Duration::from_secs),
+            "{kind:?} {reason}"
+        );
+    }
+    let healthy = derive(&all_holding(Kind::PgToolBoxConsole, 1), &[], t(0));
+    assert_eq!((healthy.stall, healthy.recheck_after), (None, None));
 }
 
 #[test]
@@ -1067,5 +1132,173 @@ fn every_reason_and_type_passes_the_condition_rules() {
     }
     for bad in ["", "1abc", "ends,", "has space", "dash-ed"] {
         assert!(!reason_pattern_ok(bad), "{bad:?} must be refused");
+    }
+}
+
+/// A small deterministic generator, so the invariant test needs no extra dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, one_in: usize) -> bool {
+        self.below(one_in) == 0
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+}
+
+fn random_verdict(rng: &mut Rng, kind: Kind) -> Verdict {
+    let usable: Vec<Reason> = ALL.iter().copied().filter(|r| kind.may_use(*r)).collect();
+    let status = rng.pick(&[True, False, Unknown]);
+    let message = "ü".repeat(rng.below(700));
+    let verdict = Verdict::new(status, rng.pick(&usable), message);
+    if rng.chance(5) {
+        verdict.stalling(rng.chance(2))
+    } else {
+        verdict
+    }
+}
+
+fn random_facts(rng: &mut Rng, kind: Kind, generation: i64) -> PassFacts {
+    let mut facts = PassFacts::new(kind, generation)
+        .with_children_converged(rng.chance(2))
+        .with_paused(rng.chance(4));
+    for aspect in kind.aspects() {
+        if !rng.chance(4) {
+            facts = with(facts, *aspect, random_verdict(rng, kind));
+        }
+    }
+    for advisory in kind.advisories() {
+        facts = match rng.below(3) {
+            0 => facts.with_advisory(*advisory, random_verdict(rng, kind)),
+            1 => facts.without_advisory(*advisory),
+            _ => Ok(facts),
+        }
+        .expect("advisory of kind");
+    }
+    if rng.chance(3) {
+        let class = rng.pick(ErrorClass::ALL);
+        facts = facts.with_error(ClassifiedError::new(class, &"e".repeat(rng.below(3000))));
+    }
+    facts
+}
+
+fn check_invariants(facts: &PassFacts, stored: &[Condition], update: &StatusUpdate, label: &str) {
+    let conditions = &update.conditions;
+    assert!(conditions.len() <= MAX_CONDITIONS, "{label}");
+    for (i, c) in conditions.iter().enumerate() {
+        assert!(
+            conditions[..i].iter().all(|o| o.type_ != c.type_),
+            "{label}: {} twice",
+            c.type_
+        );
+        assert!(
+            Reason::parse(&c.reason).is_some(),
+            "{label}: {} unregistered",
+            c.reason
+        );
+        assert!(
+            ["True", "False", "Unknown"].contains(&c.status.as_str()),
+            "{label}"
+        );
+        assert!(c.message.len() <= MESSAGE_LIMIT_BYTES, "{label}");
+        if let Some(old) = find_condition(stored, ConditionType::parse(&c.type_).expect("ours"))
+            && old.status == c.status
+        {
+            assert_eq!(
+                old.last_transition_time, c.last_transition_time,
+                "{label}: {}",
+                c.type_
+            );
+        }
+    }
+    let ready = get(conditions, C::Ready);
+    if ready.status == "True" {
+        assert!(facts.error.is_none() && !facts.paused, "{label}");
+        for aspect in facts.kind.aspects() {
+            let c = get(conditions, *aspect);
+            assert_eq!(
+                (c.status.as_str(), c.observed_generation),
+                ("True", Some(facts.generation)),
+                "{label}"
+            );
+        }
+    }
+    if facts.error.is_some() {
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("False", "ReconcileError"),
+            "{label}"
+        );
+    } else if facts.paused {
+        assert_eq!(
+            (ready.status.as_str(), ready.reason.as_str()),
+            ("Unknown", "ReconciliationPaused"),
+            "{label}"
+        );
+    }
+    if get(conditions, C::Stalled).status == "True" {
+        assert_eq!(get(conditions, C::Progressing).status, "False", "{label}");
+    }
+    for event in &update.events {
+        assert!(event.note.len() <= MESSAGE_LIMIT_BYTES, "{label}");
+        if event.type_ == EventType::Normal {
+            assert_eq!(event.reason, common::AS_EXPECTED, "{label}");
+        } else {
+            assert!(
+                !facts.kind.is_quiet(event.reason) || update.stall.is_some(),
+                "{label}: {}",
+                event.reason
+            );
+        }
+    }
+    let again = derive_status(
+        facts,
+        StoredStatus {
+            conditions,
+            observed_generation: Some(update.observed_generation),
+        },
+        t(1_000_000),
+    );
+    assert!(
+        !again.changed && again.events.is_empty(),
+        "{label}: not idempotent: {:?}",
+        again.events
+    );
+}
+
+#[test]
+fn invariants_hold_over_random_pass_sequences() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for run in 0..400 {
+        let kind = rng.pick(Kind::ALL);
+        let mut stored: Vec<Condition> = Vec::new();
+        let mut generation = 1;
+        for pass in 0..6 {
+            if rng.chance(3) {
+                generation += 1;
+            }
+            let facts = random_facts(&mut rng, kind, generation);
+            let update = derive(&facts, &stored, t(pass * 60));
+            check_invariants(
+                &facts,
+                &stored,
+                &update,
+                &format!("run {run} pass {pass} {kind:?}"),
+            );
+            stored = update.conditions;
+        }
     }
 }

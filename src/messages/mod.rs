@@ -1,2 +1,15 @@
-//! Every message that flows between actors.
+//! Every message that flows between actors, and nothing else.
+//!
+//! - [`ObjectMsg`]: what an object actor receives (deltas, child changes, notices, timer ticks).
+//! - [`KindMsg`]: what a per-kind supervisor receives (watch events, child routing, restarts).
+//! - [`RootMsg`]: what the root supervisor receives.
+//! - [`shared`]: the messages of the shared actors.
+
+mod key;
+mod kind;
+mod object;
 pub mod shared;
+
+pub use key::ObjectKey;
+pub use kind::{KindMsg, RootMsg};
+pub use object::{Notice, ObjectMsg, TimerPurpose};

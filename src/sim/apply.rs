@@ -198,6 +198,11 @@ pub fn server_side_apply(
             "fieldManager is required for apply requests",
         ));
     }
+    if config.get("metadata").is_some_and(|m| !m.is_object()) {
+        return Err(ApiError::bad_request(
+            "metadata of an apply configuration must be an object",
+        ));
+    }
     if !config.is_object() || config.get("apiVersion").is_none() || config.get("kind").is_none() {
         return Err(ApiError::bad_request(
             "an apply configuration needs apiVersion and kind",
@@ -226,6 +231,9 @@ pub fn server_side_apply(
             return Err(ApiError::not_found(&info.group, &info.plural, name));
         }
         let mut body = config;
+        if body.get("metadata").is_none() {
+            body["metadata"] = json!({});
+        }
         body["metadata"]["name"] = json!(name);
         body["metadata"]["managedFields"] = json!([entry_for(manager, &api_version, &applied)]);
         let created = ops::create(server, l, info, namespace, body)?;

@@ -24,7 +24,9 @@ impl DenyRule {
             ));
         };
         let (group, resource) = match target.split_once('/') {
-            Some((g, r)) => (g.to_string(), r.to_string()),
+            // `pods/status` is a core resource with its subresource, `apps/deployments` a group.
+            Some((g, r)) if is_group(g) => (g.to_string(), r.to_string()),
+            Some(_) => (String::new(), target.to_string()),
             None if *target == "*" => ("*".to_string(), "*".to_string()),
             None => (String::new(), target.to_string()),
         };
@@ -48,6 +50,12 @@ impl DenyRule {
             && hit(&self.resource, resource)
             && hit(&self.namespace, namespace)
     }
+}
+
+/// API groups are DNS names with a dot, except a few built-in ones (and `*`).
+fn is_group(s: &str) -> bool {
+    const DOTLESS: [&str; 6] = ["*", "apps", "batch", "autoscaling", "policy", "extensions"];
+    s.contains('.') || DOTLESS.contains(&s)
 }
 
 impl std::fmt::Display for DenyRule {
@@ -129,6 +137,22 @@ mod tests {
                 .to_string(),
             "create:secrets:team-d"
         );
+    }
+
+    #[test]
+    fn subresources_can_be_named() {
+        let core = DenyRule::parse("patch:pods/status:*").unwrap();
+        assert_eq!(
+            (core.group.as_str(), core.resource.as_str()),
+            ("", "pods/status")
+        );
+        let cr = DenyRule::parse("patch:postgresql.cnpg.io/clusters/status:a").unwrap();
+        assert_eq!(
+            (cr.group.as_str(), cr.resource.as_str()),
+            ("postgresql.cnpg.io", "clusters/status")
+        );
+        let apps = DenyRule::parse("get:apps/deployments:a").unwrap();
+        assert_eq!(apps.group, "apps");
     }
 
     #[test]

@@ -428,10 +428,18 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
     }
 }
 
+/// Bodies are read to the end (up to a hard cap) before an oversized one is refused: answering
+/// mid-upload makes the connection reset under the client instead of delivering the 413.
+const DRAIN_CAP: usize = 64 * 1024 * 1024;
+
 async fn read_bytes(body: Body) -> Result<Bytes, ApiError> {
-    axum::body::to_bytes(body, MAX_BODY)
+    let bytes = axum::body::to_bytes(body, DRAIN_CAP)
         .await
-        .map_err(|_| ApiError::too_large())
+        .map_err(|_| ApiError::too_large())?;
+    if bytes.len() > MAX_BODY {
+        return Err(ApiError::too_large());
+    }
+    Ok(bytes)
 }
 
 fn decode(bytes: &[u8], yaml: bool) -> Result<Value, ApiError> {
@@ -532,7 +540,7 @@ impl Ctx<'_> {
     }
 
     fn list(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
-        let filter = Filter::from_query(query)?;
+        let filter = Filter::from_query(query, self.info)?;
         let limit = match query.get("limit") {
             Some(l) => l
                 .parse::<usize>()
@@ -575,7 +583,7 @@ impl Ctx<'_> {
     }
 
     fn delete_collection(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
-        let filter = Filter::from_query(query)?;
+        let filter = Filter::from_query(query, self.info)?;
         let res = ops::res_key(self.info);
         let mut l = self.server.store.lock();
         let targets: Vec<Arc<Value>> = l
@@ -614,7 +622,10 @@ pub struct Filter {
 }
 
 impl Filter {
-    pub fn from_query(query: &HashMap<String, String>) -> Result<Self, ApiError> {
+    pub fn from_query(
+        query: &HashMap<String, String>,
+        info: &ResourceInfo,
+    ) -> Result<Self, ApiError> {
         let labels =
             match query.get("labelSelector").filter(|s| !s.is_empty()) {
                 Some(s) => Some(LabelSelector::parse(s).map_err(|e| {
@@ -624,7 +635,7 @@ impl Filter {
             };
         let fields = match query.get("fieldSelector").filter(|s| !s.is_empty()) {
             Some(s) => Some(
-                FieldSelector::parse(s)
+                FieldSelector::parse_for(s, &info.group, &info.kind)
                     .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?,
             ),
             None => None,
@@ -647,11 +658,10 @@ impl Filter {
                 return false;
             }
         }
-        if let Some(sel) = &self.fields {
-            let name = ops::meta_str(obj, "name").unwrap_or("");
-            if !sel.matches(name, ops::meta_str(obj, "namespace")) {
-                return false;
-            }
+        if let Some(sel) = &self.fields
+            && !sel.matches_object(obj)
+        {
+            return false;
         }
         true
     }

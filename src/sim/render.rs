@@ -39,6 +39,9 @@ pub fn object(info: &ResourceInfo, obj: &Value, shape: Shape) -> Value {
 
 fn table(info: &ResourceInfo, objs: &[&Value], rv: Option<u64>, next: Option<&str>) -> Value {
     let mut t = crate::sim::table::render_table(&info.printer_columns, objs);
+    if !t["metadata"].is_object() {
+        t["metadata"] = json!({});
+    }
     if let Some(rv) = rv {
         t["metadata"]["resourceVersion"] = json!(rv.to_string());
     }

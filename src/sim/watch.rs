@@ -113,7 +113,7 @@ pub fn start(
     query: &HashMap<String, String>,
     shape: Shape,
 ) -> Result<Response, ApiError> {
-    let filter = Filter::from_query(query)?;
+    let filter = Filter::from_query(query, &info)?;
     let bookmarks = query
         .get("allowWatchBookmarks")
         .is_some_and(|v| v == "true");

@@ -1,5 +1,6 @@
 //! The one integration test binary; each topic is a module beside this file.
 
+mod crds;
 mod shared_metrics;
 mod shared_prober;
 mod shared_refusals;
@@ -10,3 +11,4 @@ mod sim_faults;
 mod sim_kubectl;
 mod sim_support;
 mod sim_watch;
+mod status_write;

@@ -620,6 +620,59 @@ async fn bad_input_gets_real_codes() {
         .0,
         400
     );
+    let item = format!("{path}/from-yaml");
+    let to_number =
+        serde_json::to_vec(&json!([{"op": "replace", "path": "", "value": 5}])).unwrap();
+    assert_eq!(
+        raw(
+            &client,
+            "PATCH",
+            &item,
+            "application/json-patch+json",
+            to_number
+        )
+        .await
+        .0,
+        400
+    );
+    let bad_meta = serde_json::to_vec(&json!({"metadata": "x"})).unwrap();
+    assert!(
+        raw(
+            &client,
+            "PATCH",
+            &item,
+            "application/merge-patch+json",
+            bad_meta
+        )
+        .await
+        .0 < 500
+    );
+    let apply_bad = b"apiVersion: v1\nkind: ConfigMap\nmetadata: 3\n".to_vec();
+    let apply_path = format!("{item}?fieldManager=t");
+    assert_eq!(
+        raw(
+            &client,
+            "PATCH",
+            &apply_path,
+            "application/apply-patch+yaml",
+            apply_bad
+        )
+        .await
+        .0,
+        400
+    );
+    assert_eq!(
+        raw(
+            &client,
+            "PATCH",
+            &item,
+            "application/merge-patch+json",
+            b"[1]".to_vec()
+        )
+        .await
+        .0,
+        400
+    );
     // The server still answers after all of the above.
     assert_eq!(
         raw(&client, "GET", path, "application/json", vec![])
@@ -722,4 +775,21 @@ async fn dry_run_checks_without_storing() {
     };
     api.delete("dry", &dp).await.unwrap();
     assert!(api.get("dry").await.is_ok());
+}
+
+#[tokio::test]
+async fn events_are_selectable_by_involved_object() {
+    let (_sim, client) = start().await;
+    let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client, "default");
+    for (name, target) in [("e1", "a"), ("e2", "b")] {
+        let ev = serde_json::from_value(json!({"metadata": {"name": name},
+            "involvedObject": {"kind": "ConfigMap", "name": target, "namespace": "default"},
+            "reason": "Tested", "message": "m", "type": "Normal"}))
+        .unwrap();
+        api.create(&PostParams::default(), &ev).await.unwrap();
+    }
+    let lp = ListParams::default().fields("involvedObject.name=b,involvedObject.kind=ConfigMap");
+    let got = api.list(&lp).await.unwrap();
+    assert_eq!(got.items.len(), 1);
+    assert_eq!(got.items[0].metadata.name.as_deref(), Some("e2"));
 }

@@ -48,6 +48,26 @@ async fn deny_rules_answer_403_and_access_reviews_agree() {
 
     sim.admin().clear_deny();
     secrets.create(&PostParams::default(), &s).await.unwrap();
+    // A subresource rule denies status writes only.
+    let clusters = cnpg_clusters(&client, "default");
+    clusters
+        .create(
+            &PostParams::default(),
+            &crate::sim_support::cluster("pg", json!({})),
+        )
+        .await
+        .unwrap();
+    sim.admin()
+        .deny("patch:postgresql.cnpg.io/clusters/status:*")
+        .unwrap();
+    let pp = kube::api::PatchParams::default();
+    let status = kube::api::Patch::Merge(json!({"status": {"phase": "x"}}));
+    assert_eq!(
+        code_of(clusters.patch_status("pg", &pp, &status).await).0,
+        403
+    );
+    let spec = kube::api::Patch::Merge(json!({"spec": {"instances": 2}}));
+    assert!(clusters.patch("pg", &pp, &spec).await.is_ok());
     sim.admin().deny("*:postgresql.cnpg.io/clusters:*").unwrap();
     assert_eq!(
         code_of(

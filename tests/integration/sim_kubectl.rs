@@ -66,6 +66,7 @@ async fn kubectl_create_apply_get_patch_wait_delete() {
         let json = k.ok(&["get", "configmap", "demo", "-o", "json"]);
         let v: serde_json::Value = serde_json::from_str(&json).expect("json output");
         assert_eq!(v["data"]["a"], "2");
+        assert!(k.ok(&["describe", "configmap", "demo"]).contains("Name:"));
         k.ok(&["patch", "configmap", "demo", "--type", "json", "-p", r#"[{"op":"add","path":"/data/b","value":"3"}]"#]);
         assert!(k.ok(&["get", "configmap", "demo", "-o", "jsonpath={.data.b}"]).contains('3'));
 

@@ -260,3 +260,31 @@ async fn objects_entering_and_leaving_a_label_selection_are_added_and_deleted() 
     }
     assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
 }
+
+#[tokio::test]
+async fn streaming_list_watcher_gets_initial_events_then_changes() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    api.create(&PostParams::default(), &cm("first"))
+        .await
+        .unwrap();
+    let mut w = watcher(api.clone(), watcher::Config::default().streaming_lists()).boxed();
+    let mut initial = Vec::new();
+    loop {
+        match next(&mut w).await.unwrap() {
+            watcher::Event::InitApply(o) => initial.push(o.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(initial, ["first"]);
+    api.create(&PostParams::default(), &cm("second"))
+        .await
+        .unwrap();
+    loop {
+        if let watcher::Event::Apply(o) = next(&mut w).await.unwrap() {
+            assert_eq!(o.metadata.name.as_deref(), Some("second"));
+            break;
+        }
+    }
+}

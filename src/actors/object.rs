@@ -1,0 +1,202 @@
+//! The object actor: one per managed object, generic over the kind's [`Reconciler`].
+//!
+//! It keeps the latest object and whether a pass is queued, so a burst of deltas collapses into
+//! one pass; it runs the pass inside its handler, so two passes of one object never overlap.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio_util::task::AbortOnDropHandle;
+use tracing::Instrument;
+
+use super::{ObjectContext, Outcome, ReconcileError, Reconciler, Timers};
+use crate::messages::{KindMsg, ObjectMsg, TimerPurpose};
+use crate::supervisor::BackoffPolicy;
+
+/// The actor behaviour; the kind's reconciler is shared by all its objects.
+pub struct ObjectActor<R: Reconciler> {
+    reconciler: Arc<R>,
+}
+
+impl<R: Reconciler> ObjectActor<R> {
+    pub fn new(reconciler: Arc<R>) -> Self {
+        Self { reconciler }
+    }
+}
+
+/// Start-up arguments of one object actor.
+pub struct ObjectArgs<R: Reconciler> {
+    pub object: Arc<R::Object>,
+    pub cx: ObjectContext,
+    /// Delay of the first pass (start-up jitter, so a restart with many objects does not herd).
+    pub first_pass_delay: Duration,
+    /// Backoff of retries after failed passes.
+    pub retry: BackoffPolicy,
+    /// Told when a restarted actor completes a pass, so its restart count resets.
+    pub supervisor: Option<ActorRef<KindMsg<R::Object>>>,
+}
+
+pub struct ObjectState<R: Reconciler> {
+    latest: Arc<R::Object>,
+    /// A `Reconcile` message is queued (or the first pass is deferred): do not queue another.
+    pass_queued: bool,
+    failures: u32,
+    timers: Timers,
+    deferred_first_pass: Option<AbortOnDropHandle<()>>,
+    cx: ObjectContext,
+    retry: BackoffPolicy,
+    supervisor: Option<ActorRef<KindMsg<R::Object>>>,
+}
+
+impl<R: Reconciler> ObjectState<R> {
+    fn request_pass(
+        &mut self,
+        myself: &ActorRef<ObjectMsg<R::Object>>,
+    ) -> Result<(), ActorProcessingErr> {
+        if !self.pass_queued {
+            self.pass_queued = true;
+            myself.send_message(ObjectMsg::Reconcile)?;
+        }
+        Ok(())
+    }
+}
+
+impl<R: Reconciler> Actor for ObjectActor<R> {
+    type Msg = ObjectMsg<R::Object>;
+    type State = ObjectState<R>;
+    type Arguments = ObjectArgs<R>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        args: Self::Arguments,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let mut state = ObjectState {
+            latest: args.object,
+            pass_queued: true,
+            failures: 0,
+            timers: Timers::default(),
+            deferred_first_pass: None,
+            cx: args.cx,
+            retry: args.retry,
+            supervisor: args.supervisor,
+        };
+        if args.first_pass_delay.is_zero() {
+            myself.send_message(ObjectMsg::Reconcile)?;
+        } else {
+            let delay = args.first_pass_delay;
+            let me = myself.clone();
+            state.deferred_first_pass = Some(AbortOnDropHandle::new(tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = me.send_message(ObjectMsg::Reconcile);
+            })));
+        }
+        Ok(state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            ObjectMsg::Delta(obj) => {
+                state.latest = obj;
+                state.request_pass(&myself)?;
+            }
+            ObjectMsg::ChildChanged | ObjectMsg::Notice(_) => state.request_pass(&myself)?,
+            ObjectMsg::TimerFired {
+                purpose,
+                generation,
+            } => {
+                if state.timers.take_if_current(purpose, generation) {
+                    state.request_pass(&myself)?;
+                }
+            }
+            ObjectMsg::Reconcile => {
+                state.pass_queued = false;
+                state.deferred_first_pass = None;
+                self.run_pass(&myself, state).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        state.timers.cancel_all();
+        state.deferred_first_pass = None;
+        self.reconciler.on_stop(&state.cx.key, &state.cx).await;
+        Ok(())
+    }
+}
+
+impl<R: Reconciler> ObjectActor<R> {
+    async fn run_pass(&self, myself: &ActorRef<ObjectMsg<R::Object>>, state: &mut ObjectState<R>) {
+        let span = tracing::info_span!(
+            "reconcile",
+            kind = %<R::Object as kube::Resource>::kind(&()),
+            namespace = %state.cx.key.namespace,
+            name = %state.cx.key.name,
+            restarts = state.cx.restarts,
+            failures = state.failures,
+        );
+        let result = self
+            .reconciler
+            .reconcile(state.latest.clone(), &state.cx)
+            .instrument(span.clone())
+            .await;
+        let _entered = span.enter();
+        match result {
+            Ok(outcome) => self.on_success(myself, state, outcome),
+            Err(err) => self.on_failure(myself, state, err).await,
+        }
+    }
+
+    fn on_success(
+        &self,
+        myself: &ActorRef<ObjectMsg<R::Object>>,
+        state: &mut ObjectState<R>,
+        outcome: Outcome,
+    ) {
+        state.failures = 0;
+        if state.cx.restarts > 0 {
+            state.cx.restarts = 0;
+            if let Some(supervisor) = &state.supervisor {
+                let _ = supervisor.send_message(KindMsg::Recovered(state.cx.key.clone()));
+            }
+        }
+        for (purpose, delay) in TimerPurpose::ALL.iter().zip(outcome.earliest_per_purpose()) {
+            match delay {
+                Some(delay) => state.timers.arm(*purpose, delay, myself),
+                None => state.timers.cancel(*purpose),
+            }
+        }
+        tracing::debug!(
+            stalled = outcome.stalled,
+            timers = state.timers.armed_count(),
+            "pass done"
+        );
+    }
+
+    async fn on_failure(
+        &self,
+        myself: &ActorRef<ObjectMsg<R::Object>>,
+        state: &mut ObjectState<R>,
+        err: ReconcileError,
+    ) {
+        state.failures = state.failures.saturating_add(1);
+        let delay = state.retry.delay(state.failures);
+        let text = err.to_string();
+        tracing::warn!(error = %text, retry_in = ?delay, "pass failed");
+        self.reconciler
+            .report_error(state.latest.clone(), &text, &state.cx)
+            .await;
+        state.timers.arm(TimerPurpose::Retry, delay, myself);
+    }
+}

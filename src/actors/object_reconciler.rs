@@ -1,0 +1,161 @@
+//! The seam between the generic runtime and one kind: the [`Reconciler`] trait.
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::core::NamespaceResourceScope;
+use kube::{Client, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::k8s::WriteBudget;
+use crate::messages::{ObjectKey, TimerPurpose};
+use crate::supervisor::OperatorSettings;
+
+/// One kind's behaviour. The object actor, the supervisor, the watches, the timers and the
+/// restarts are shared; a kind only says how one pass goes.
+pub trait Reconciler: Send + Sync + 'static {
+    type Object: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Serialize
+        + Send
+        + Sync
+        + 'static;
+
+    /// One pass: read what is needed, decide (pure module), write, return what to schedule.
+    /// Never runs twice at once for the same object.
+    fn reconcile(
+        &self,
+        obj: Arc<Self::Object>,
+        cx: &ObjectContext,
+    ) -> impl Future<Output = Result<Outcome, ReconcileError>> + Send;
+
+    /// The object's actor is stopping (the object was deleted, or the operator shuts down).
+    fn on_stop(&self, _key: &ObjectKey, _cx: &ObjectContext) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// Extension point for failure reporting: called after a pass returned an error, and by the
+    /// supervisor after a pass panicked (before the restart backoff). The conditions engine
+    /// plugs in here to show `Ready=False ReconcileError`. The runtime already logs and retries;
+    /// the default adds nothing.
+    fn report_error(
+        &self,
+        _obj: Arc<Self::Object>,
+        _error: &str,
+        _cx: &ObjectContext,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// What a successful pass asks the runtime to schedule. Each pass replaces the whole schedule:
+/// purposes it does not name are cancelled; for a purpose named twice the earliest wins.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub timers: Vec<(TimerPurpose, Duration)>,
+    /// The object waits for a change of its inputs: it is not retried with backoff.
+    pub stalled: bool,
+}
+
+impl Outcome {
+    /// Converged: nothing scheduled.
+    pub fn done() -> Self {
+        Self::default()
+    }
+
+    /// Stalled until an input changes (or a recheck timer added with [`Outcome::after`]).
+    pub fn stalled() -> Self {
+        Self {
+            stalled: true,
+            ..Self::default()
+        }
+    }
+
+    /// Also schedule a pass after `delay` for `purpose`.
+    pub fn after(mut self, purpose: TimerPurpose, delay: Duration) -> Self {
+        self.timers.push((purpose, delay));
+        self
+    }
+
+    /// The schedule with one (the earliest) delay per purpose.
+    pub fn earliest_per_purpose(&self) -> [Option<Duration>; 5] {
+        let mut slots = [None; 5];
+        for (purpose, delay) in &self.timers {
+            let slot: &mut Option<Duration> = &mut slots[purpose.index()];
+            *slot = Some(slot.map_or(*delay, |d| d.min(*delay)));
+        }
+        slots
+    }
+}
+
+/// A failed pass. Kinds map their own typed errors into it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("{0}")]
+    Other(Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl ReconcileError {
+    pub fn other(err: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
+        Self::Other(err.into())
+    }
+}
+
+/// Process-wide state every kind may read. Grows as shared actors land (prober, refusal
+/// tracker, secret router): add fields here, not parameters to the trait.
+#[derive(Debug, Default)]
+pub struct Shared {
+    pub settings: OperatorSettings,
+    /// Served on `/metrics`; kinds and shared actors register their metrics here.
+    pub metrics: std::sync::Mutex<prometheus_client::registry::Registry>,
+}
+
+impl Shared {
+    pub fn new(settings: OperatorSettings) -> Self {
+        Self {
+            settings,
+            metrics: Default::default(),
+        }
+    }
+}
+
+/// What a pass gets besides the object.
+#[derive(Clone)]
+pub struct ObjectContext {
+    pub key: ObjectKey,
+    pub client: Client,
+    /// Hold a permit for every write ([`crate::k8s::patch_status`] does).
+    pub writes: WriteBudget,
+    pub shared: Arc<Shared>,
+    /// How many times this object's actor was restarted after a failure (0 on first start).
+    pub restarts: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn earliest_delay_wins_per_purpose() {
+        let outcome = Outcome::done()
+            .after(TimerPurpose::Expiry, Duration::from_secs(30))
+            .after(TimerPurpose::Expiry, Duration::from_secs(10))
+            .after(TimerPurpose::Recheck5m, Duration::from_secs(300));
+        let slots = outcome.earliest_per_purpose();
+        assert_eq!(
+            slots[TimerPurpose::Expiry.index()],
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            slots[TimerPurpose::Recheck5m.index()],
+            Some(Duration::from_secs(300))
+        );
+        assert_eq!(slots[TimerPurpose::Grace.index()], None);
+    }
+}

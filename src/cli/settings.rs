@@ -1,0 +1,129 @@
+//! The operator settings as flags and environment variables (api.md, "Operator settings").
+
+use std::net::SocketAddr;
+
+use clap::Args;
+
+use crate::supervisor::{DefaultImages, OperatorSettings};
+
+#[derive(Args, Clone, Debug)]
+pub struct SettingsArgs {
+    /// Namespaces to watch (comma list); empty = all namespaces.
+    #[arg(
+        long,
+        env = "WATCH_NAMESPACES",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    pub watch_namespaces: Vec<String>,
+    /// DNS suffixes an exposure hostname must end with (comma list); empty = any.
+    #[arg(
+        long,
+        env = "EXPOSURE_ALLOWED_HOST_SUFFIXES",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    pub exposure_allowed_host_suffixes: Vec<String>,
+    /// Repository prefixes allowed for rendered images (comma list); empty = any.
+    #[arg(
+        long,
+        env = "ALLOWED_IMAGE_REPOSITORIES",
+        value_delimiter = ',',
+        default_value = ""
+    )]
+    pub allowed_image_repositories: Vec<String>,
+    #[arg(long, env = "DEFAULT_CONSOLE_IMAGE")]
+    pub default_console_image: Option<String>,
+    #[arg(long, env = "DEFAULT_PGADMIN_IMAGE")]
+    pub default_pgadmin_image: Option<String>,
+    #[arg(long, env = "DEFAULT_OAUTH2_PROXY_IMAGE")]
+    pub default_oauth2_proxy_image: Option<String>,
+    #[arg(long, env = "DEFAULT_EVIDENCE_AGENT_IMAGE")]
+    pub default_evidence_agent_image: Option<String>,
+    /// Address of `/metrics` (Prometheus text).
+    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8080", value_parser = parse_bind)]
+    pub metrics_bind_address: SocketAddr,
+    /// Address of `/healthz` and `/readyz`.
+    #[arg(long, env = "HEALTH_PROBE_BIND_ADDRESS", default_value = "0.0.0.0:8081", value_parser = parse_bind)]
+    pub health_probe_bind_address: SocketAddr,
+    /// Cap on concurrent API writes across all objects.
+    #[arg(long, env = "MAX_INFLIGHT_WRITES", default_value_t = 32)]
+    pub max_inflight_writes: usize,
+    /// Export traces over OTLP/HTTP to this endpoint.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    pub otel_exporter_otlp_endpoint: Option<String>,
+}
+
+/// Accepts Go-style `:8080` (all interfaces) as well as `host:port`.
+fn parse_bind(text: &str) -> Result<SocketAddr, String> {
+    let full = if text.starts_with(':') {
+        format!("0.0.0.0{text}")
+    } else {
+        text.to_string()
+    };
+    full.parse()
+        .map_err(|e| format!("invalid bind address {text:?}: {e}"))
+}
+
+fn non_empty(list: &[String]) -> Vec<String> {
+    list.iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+impl SettingsArgs {
+    pub fn to_settings(&self) -> OperatorSettings {
+        OperatorSettings {
+            watch_namespaces: non_empty(&self.watch_namespaces),
+            exposure_allowed_host_suffixes: non_empty(&self.exposure_allowed_host_suffixes),
+            allowed_image_repositories: non_empty(&self.allowed_image_repositories),
+            default_images: DefaultImages {
+                console: self.default_console_image.clone(),
+                pgadmin: self.default_pgadmin_image.clone(),
+                oauth2_proxy: self.default_oauth2_proxy_image.clone(),
+                evidence_agent: self.default_evidence_agent_image.clone(),
+            },
+            max_inflight_writes: self.max_inflight_writes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Probe {
+        #[command(flatten)]
+        settings: SettingsArgs,
+    }
+
+    #[test]
+    fn comma_lists_go_style_addresses_and_empty_defaults() {
+        let parsed = Probe::try_parse_from([
+            "x",
+            "--watch-namespaces",
+            "a, b,,c",
+            "--metrics-bind-address",
+            ":9090",
+            "--default-console-image",
+            "registry.example/console:1",
+        ])
+        .map(|p| p.settings);
+        let Ok(args) = parsed else {
+            panic!("{parsed:?}")
+        };
+        let settings = args.to_settings();
+        assert_eq!(settings.watch_namespaces, ["a", "b", "c"]);
+        assert!(settings.allowed_image_repositories.is_empty());
+        assert_eq!(args.metrics_bind_address, "0.0.0.0:9090".parse().unwrap());
+        assert_eq!(
+            settings.default_images.console.as_deref(),
+            Some("registry.example/console:1")
+        );
+        assert_eq!(settings.default_images.pgadmin, None);
+    }
+}

@@ -1,0 +1,66 @@
+//! Logging and tracing: fmt logs on stderr; spans exported over OTLP/HTTP when
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+/// Keeps the exporter alive; flushes pending spans when dropped.
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        if let Some(provider) = self.provider.take()
+            && let Err(err) = provider.shutdown()
+        {
+            eprintln!("trace export shutdown: {err}");
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error("OTLP exporter: {0}")]
+    Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+}
+
+/// Install the global subscriber. `RUST_LOG` filters (default `info`).
+pub fn init(otlp_endpoint: Option<&str>) -> Result<Telemetry, TelemetryError> {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .boxed();
+    let (otel, provider) = match otlp_endpoint.filter(|e| !e.is_empty()) {
+        Some(endpoint) => {
+            use opentelemetry_otlp::WithExportConfig;
+            let exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_endpoint(format!("{}/v1/traces", endpoint.trim_end_matches('/')))
+                .build()?;
+            let provider = SdkTracerProvider::builder()
+                .with_batch_exporter(exporter)
+                .with_resource(
+                    Resource::builder()
+                        .with_service_name("pgtoolbox-operator")
+                        .build(),
+                )
+                .build();
+            let tracer = provider.tracer("pgtoolbox-operator");
+            let layer = tracing_opentelemetry::layer().with_tracer(tracer).boxed();
+            (Some(layer), Some(provider))
+        }
+        None => (None, None),
+    };
+    // A second init (tests) keeps the first subscriber.
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .with(otel)
+        .try_init();
+    Ok(Telemetry { provider })
+}

@@ -1,0 +1,34 @@
+use kube::api::{Api, Patch, PatchParams};
+use kube::core::NamespaceResourceScope;
+use kube::{Client, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+
+use super::WriteBudget;
+use crate::messages::ObjectKey;
+
+/// Write an object's status through the `/status` subresource with a JSON merge patch,
+/// under the write budget. `patch` is the merge document (e.g. `{"status": {...}}`, optionally
+/// with `metadata.resourceVersion` as a precondition).
+pub async fn patch_status<K>(
+    client: &Client,
+    budget: &WriteBudget,
+    key: &ObjectKey,
+    patch: &serde_json::Value,
+) -> Result<K, kube::Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Serialize,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
+    let _permit = budget
+        .acquire()
+        .await
+        .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
+    api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+}

@@ -1,0 +1,31 @@
+use std::fmt;
+
+use kube::Resource;
+
+/// Identity of a namespaced object: the registry key of its actor.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// The key of a namespaced object; `None` when its metadata lacks a name or namespace.
+    pub fn of<K: Resource>(obj: &K) -> Option<Self> {
+        let meta = obj.meta();
+        Some(Self::new(meta.namespace.clone()?, meta.name.clone()?))
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}

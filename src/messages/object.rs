@@ -1,0 +1,64 @@
+use std::sync::Arc;
+
+/// Why a timer was armed. An object actor holds at most one timer per purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimerPurpose {
+    /// A deadline taken from the object itself (e.g. `expiresAt`).
+    Expiry,
+    /// A grace period before acting (e.g. the one-minute orphan grace).
+    Grace,
+    /// The two-minute recheck of a stalled condition.
+    Recheck2m,
+    /// The five-minute recheck of a stalled condition.
+    Recheck5m,
+    /// The backoff retry after a failed reconcile.
+    Retry,
+}
+
+impl TimerPurpose {
+    pub const ALL: [TimerPurpose; 5] = [
+        TimerPurpose::Expiry,
+        TimerPurpose::Grace,
+        TimerPurpose::Recheck2m,
+        TimerPurpose::Recheck5m,
+        TimerPurpose::Retry,
+    ];
+
+    /// Dense index, used to keep the timer slots in a fixed array.
+    pub const fn index(self) -> usize {
+        match self {
+            TimerPurpose::Expiry => 0,
+            TimerPurpose::Grace => 1,
+            TimerPurpose::Recheck2m => 2,
+            TimerPurpose::Recheck5m => 3,
+            TimerPurpose::Retry => 4,
+        }
+    }
+}
+
+/// A change outside the object and its owned children that an object may depend on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    /// A Secret the object references changed (name only: contents never travel in messages).
+    SecretChanged { name: String },
+    /// An optional API group started or stopped being served.
+    ApiAvailability { group: String, served: bool },
+}
+
+/// Messages of one object actor.
+#[derive(Debug)]
+pub enum ObjectMsg<K> {
+    /// The watch saw a new version of the object: replaces the latest copy.
+    Delta(Arc<K>),
+    /// One of the object's owned children changed or disappeared.
+    ChildChanged,
+    /// A shared actor noticed a change the object depends on.
+    Notice(Notice),
+    /// A timer fired; stale generations (re-armed or cancelled timers) are ignored.
+    TimerFired {
+        purpose: TimerPurpose,
+        generation: u64,
+    },
+    /// Run one reconcile pass now (sent by the actor to itself; at most one is queued).
+    Reconcile,
+}

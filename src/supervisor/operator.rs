@@ -1,0 +1,196 @@
+//! Assembling and running the actor tree: register kinds, start, shut down.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kube::Client;
+use kube::runtime::watcher;
+use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
+use tokio::task::JoinHandle;
+
+use super::kind::{KindArgs, KindOptions, KindSupervisor, Registry};
+use super::root::RootSupervisor;
+use super::watch::{ChildWatch, EventSource, WatchScope, watch_events};
+use crate::actors::{Reconciler, Shared};
+use crate::k8s::WriteBudget;
+use crate::messages::RootMsg;
+
+/// One kind to run: its reconciler, its watch, its child watches.
+pub struct Kind<R: Reconciler> {
+    reconciler: Arc<R>,
+    watch_config: watcher::Config,
+    sources: Option<Vec<EventSource<R::Object>>>,
+    children: Vec<ChildWatch>,
+    options: KindOptions,
+    registry: Registry<R::Object>,
+}
+
+impl<R: Reconciler> Kind<R> {
+    pub fn new(reconciler: R) -> Self {
+        Self {
+            reconciler: Arc::new(reconciler),
+            watch_config: watcher::Config::default(),
+            sources: None,
+            children: Vec::new(),
+            options: KindOptions::default(),
+            registry: Registry::default(),
+        }
+    }
+
+    /// Narrow the managed kind's watch (labels, fields).
+    pub fn watch_config(mut self, config: watcher::Config) -> Self {
+        self.watch_config = config;
+        self
+    }
+
+    /// Feed the kind from these streams instead of watching the API (tests, replays).
+    pub fn sources(mut self, sources: Vec<EventSource<R::Object>>) -> Self {
+        self.sources = Some(sources);
+        self
+    }
+
+    /// Also watch an owned child kind; its changes wake the owner's actor.
+    pub fn child(mut self, watch: ChildWatch) -> Self {
+        self.children.push(watch);
+        self
+    }
+
+    pub fn options(mut self, options: KindOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The live actors of this kind (shared; stays valid after `start`).
+    pub fn registry(&self) -> Registry<R::Object> {
+        self.registry.clone()
+    }
+}
+
+/// What every kind needs from the operator when it starts.
+struct Env {
+    client: Client,
+    scope: WatchScope,
+    writes: WriteBudget,
+    shared: Arc<Shared>,
+    root: ActorCell,
+}
+
+type KindStart = Box<
+    dyn FnOnce(&Env) -> BoxFuture<'static, Result<(ActorCell, JoinHandle<()>), SpawnErr>> + Send,
+>;
+
+/// Collects the kinds, then starts the actor tree.
+pub struct OperatorBuilder {
+    client: Client,
+    shared: Arc<Shared>,
+    kinds: Vec<(String, KindStart)>,
+}
+
+impl OperatorBuilder {
+    pub fn new(client: Client, shared: Arc<Shared>) -> Self {
+        Self {
+            client,
+            shared,
+            kinds: Vec::new(),
+        }
+    }
+
+    /// Register a kind: `builder.register(Kind::new(MyReconciler::new()))`.
+    pub fn register<R: Reconciler>(mut self, kind: Kind<R>) -> Self {
+        let name = <R::Object as kube::Resource>::kind(&()).to_string();
+        let start: KindStart = Box::new(move |env: &Env| {
+            let sources = kind.sources.unwrap_or_else(|| {
+                env.scope
+                    .apis::<R::Object>(&env.client)
+                    .into_iter()
+                    .map(|api| watch_events(api, kind.watch_config.clone()))
+                    .collect()
+            });
+            let children = kind
+                .children
+                .into_iter()
+                .flat_map(|c| c.start(&env.client, &env.scope))
+                .collect();
+            let args = KindArgs::<R> {
+                client: env.client.clone(),
+                writes: env.writes.clone(),
+                shared: env.shared.clone(),
+                sources,
+                children,
+                options: kind.options,
+                registry: kind.registry,
+            };
+            let root = env.root.clone();
+            let supervisor = KindSupervisor::new(kind.reconciler);
+            Box::pin(async move {
+                let (actor, handle) = Actor::spawn_linked(None, supervisor, args, root).await?;
+                Ok((actor.get_cell(), handle))
+            })
+        });
+        self.kinds.push((name, start));
+        self
+    }
+
+    /// Spawn the root supervisor and one supervisor per registered kind.
+    pub async fn start(self) -> Result<Operator, SpawnErr> {
+        let (root, root_handle) = Actor::spawn(None, RootSupervisor, ()).await?;
+        let env = Env {
+            client: self.client,
+            scope: WatchScope::from_namespaces(&self.shared.settings.watch_namespaces),
+            writes: WriteBudget::new(self.shared.settings.max_inflight_writes),
+            shared: self.shared,
+            root: root.get_cell(),
+        };
+        let mut kinds = Vec::new();
+        for (name, start) in self.kinds {
+            let (cell, handle) = start(&env).await?;
+            tracing::info!(kind = %name, "kind supervisor started");
+            kinds.push(KindHandle { name, cell, handle });
+        }
+        Ok(Operator {
+            root,
+            root_handle,
+            kinds,
+        })
+    }
+}
+
+struct KindHandle {
+    name: String,
+    cell: ActorCell,
+    handle: JoinHandle<()>,
+}
+
+/// The running actor tree.
+pub struct Operator {
+    root: ActorRef<RootMsg>,
+    root_handle: JoinHandle<()>,
+    kinds: Vec<KindHandle>,
+}
+
+impl Operator {
+    pub fn kinds(&self) -> impl Iterator<Item = &str> {
+        self.kinds.iter().map(|k| k.name.as_str())
+    }
+
+    /// Stop the watches, let in-flight passes finish (each kind bounds this by its
+    /// `shutdown_grace`), then stop the root. `bound` caps the whole shutdown.
+    pub async fn shutdown(self, bound: Duration) {
+        let all = async {
+            for kind in &self.kinds {
+                kind.cell.stop(Some("shutdown".into()));
+            }
+            for kind in self.kinds {
+                if let Err(err) = kind.handle.await {
+                    tracing::warn!(kind = %kind.name, error = %err, "kind supervisor ended badly");
+                }
+            }
+            let _ = self.root.send_message(RootMsg::Shutdown);
+            let _ = self.root_handle.await;
+        };
+        if tokio::time::timeout(bound, all).await.is_err() {
+            tracing::warn!(?bound, "shutdown did not finish in time");
+        }
+    }
+}

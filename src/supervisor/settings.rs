@@ -1,0 +1,33 @@
+/// The operator's settings (api.md, "Operator settings"), as parsed by the CLI.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorSettings {
+    /// Namespaces to watch; empty = all.
+    pub watch_namespaces: Vec<String>,
+    /// DNS suffixes an exposure hostname must end with; empty = no restriction.
+    pub exposure_allowed_host_suffixes: Vec<String>,
+    /// Repository prefixes allowed for rendered images; empty = no restriction.
+    pub allowed_image_repositories: Vec<String>,
+    pub default_images: DefaultImages,
+    pub max_inflight_writes: usize,
+}
+
+/// Image defaults; `None` means a kind that needs the image reports it as required.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DefaultImages {
+    pub console: Option<String>,
+    pub pgadmin: Option<String>,
+    pub oauth2_proxy: Option<String>,
+    pub evidence_agent: Option<String>,
+}
+
+impl Default for OperatorSettings {
+    fn default() -> Self {
+        Self {
+            watch_namespaces: Vec::new(),
+            exposure_allowed_host_suffixes: Vec::new(),
+            allowed_image_repositories: Vec::new(),
+            default_images: DefaultImages::default(),
+            max_inflight_writes: 32,
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Runtime tests over in-memory watch events (no API server): a probe reconciler over
+//! ConfigMaps records every pass; time-heavy tests run on tokio's paused clock.
+
+mod lifecycle;
+mod passes;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dashmap::DashSet;
+use futures::StreamExt;
+use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::watcher::Event;
+use tokio::time::Instant;
+
+use super::{ChildWatch, Kind, KindOptions, Operator, OperatorBuilder, Registry};
+use crate::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
+use crate::messages::ObjectKey;
+
+/// One recorded pass.
+#[derive(Clone, Debug)]
+pub struct Pass {
+    pub key: ObjectKey,
+    pub value: String,
+    pub at: Instant,
+    pub restarts: u32,
+}
+
+pub enum Act {
+    Ok(Outcome),
+    Fail,
+    Panic,
+}
+
+type Decide = dyn Fn(&Pass, usize) -> Act + Send + Sync;
+
+#[derive(Clone)]
+pub struct Probe {
+    pub passes: Arc<Mutex<Vec<Pass>>>,
+    pub finished: Arc<Mutex<Vec<ObjectKey>>>,
+    pub errors: Arc<Mutex<Vec<(ObjectKey, String)>>>,
+    pub stopped: Arc<Mutex<Vec<ObjectKey>>>,
+    running: Arc<DashSet<ObjectKey>>,
+    pub overlapped: Arc<AtomicBool>,
+    pass_time: Duration,
+    decide: Arc<Decide>,
+}
+
+impl Probe {
+    /// `decide` gets the pass and its 1-based number for that object.
+    pub fn new(
+        pass_time: Duration,
+        decide: impl Fn(&Pass, usize) -> Act + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            passes: Arc::default(),
+            finished: Arc::default(),
+            errors: Arc::default(),
+            stopped: Arc::default(),
+            running: Arc::default(),
+            overlapped: Arc::default(),
+            pass_time,
+            decide: Arc::new(decide),
+        }
+    }
+
+    pub fn passes_of(&self, name: &str) -> Vec<Pass> {
+        lock(&self.passes)
+            .iter()
+            .filter(|p| p.key.name == name)
+            .cloned()
+            .collect()
+    }
+}
+
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Reconciler for Probe {
+    type Object = ConfigMap;
+
+    async fn reconcile(
+        &self,
+        obj: Arc<ConfigMap>,
+        cx: &ObjectContext,
+    ) -> Result<Outcome, ReconcileError> {
+        if !self.running.insert(cx.key.clone()) {
+            self.overlapped.store(true, Ordering::SeqCst);
+        }
+        let pass = Pass {
+            key: cx.key.clone(),
+            value: value_of(&obj),
+            at: Instant::now(),
+            restarts: cx.restarts,
+        };
+        let nth = {
+            let mut passes = lock(&self.passes);
+            passes.push(pass.clone());
+            passes.iter().filter(|p| p.key == cx.key).count()
+        };
+        tokio::time::sleep(self.pass_time).await;
+        self.running.remove(&cx.key);
+        lock(&self.finished).push(cx.key.clone());
+        match (self.decide)(&pass, nth) {
+            Act::Ok(outcome) => Ok(outcome),
+            Act::Fail => Err(ReconcileError::other("probe failure")),
+            Act::Panic => panic!("probe panic for {}", cx.key),
+        }
+    }
+
+    async fn on_stop(&self, key: &ObjectKey, _cx: &ObjectContext) {
+        lock(&self.stopped).push(key.clone());
+    }
+
+    async fn report_error(&self, _obj: Arc<ConfigMap>, error: &str, cx: &ObjectContext) {
+        lock(&self.errors).push((cx.key.clone(), error.to_string()));
+    }
+}
+
+pub fn value_of(cm: &ConfigMap) -> String {
+    cm.data
+        .as_ref()
+        .and_then(|d| d.get("v").cloned())
+        .unwrap_or_default()
+}
+
+pub fn cm(name: &str, value: &str, rv: u64) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            resource_version: Some(rv.to_string()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([("v".to_string(), value.to_string())])),
+        ..ConfigMap::default()
+    }
+}
+
+pub fn key(name: &str) -> ObjectKey {
+    ObjectKey::new("default", name)
+}
+
+/// A kube client that is never reached: these tests feed events from memory.
+fn offline_client() -> kube::Client {
+    let url = "http://127.0.0.1:9".parse().unwrap();
+    kube::Client::try_from(kube::Config::new(url)).unwrap()
+}
+
+pub fn quick_options() -> KindOptions {
+    KindOptions {
+        startup_jitter: Duration::ZERO,
+        ..KindOptions::default()
+    }
+}
+
+pub struct Harness {
+    pub watches: Vec<mpsc::UnboundedSender<Event<ConfigMap>>>,
+    pub children: mpsc::UnboundedSender<ObjectKey>,
+    pub registry: Registry<ConfigMap>,
+    pub operator: Operator,
+}
+
+impl Harness {
+    pub async fn start(probe: &Probe, options: KindOptions, watches: usize) -> Self {
+        let (senders, sources): (Vec<_>, Vec<_>) = (0..watches)
+            .map(|_| {
+                let (tx, rx) = mpsc::unbounded();
+                (tx, rx.boxed())
+            })
+            .unzip();
+        let (children, child_rx) = mpsc::unbounded();
+        let kind = Kind::new(probe.clone())
+            .sources(sources)
+            .child(ChildWatch::from_stream(child_rx.boxed()))
+            .options(options);
+        let registry = kind.registry();
+        let operator = OperatorBuilder::new(offline_client(), Arc::new(Shared::default()))
+            .register(kind)
+            .start()
+            .await
+            .unwrap();
+        Self {
+            watches: senders,
+            children,
+            registry,
+            operator,
+        }
+    }
+
+    pub fn send(&self, event: Event<ConfigMap>) {
+        self.watches[0].unbounded_send(event).unwrap();
+    }
+
+    /// Initial list of the given objects on watch 0.
+    pub fn list(&self, objects: Vec<ConfigMap>) {
+        self.send(Event::Init);
+        for obj in objects {
+            self.send(Event::InitApply(obj));
+        }
+        self.send(Event::InitDone);
+    }
+}
+
+/// Let every ready task run (on the paused clock this also advances time by `d`).
+pub async fn run_for(d: Duration) {
+    tokio::time::sleep(d).await;
+}

@@ -1,0 +1,100 @@
+//! The engine's status, written through `/status` with its merge patch, is accepted by the
+//! API server under our CRD schema and reads back as the engine produced it.
+
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions, rendered_crd_files};
+use pgtoolbox_operator::conditions::{
+    ConditionType, Timestamp, Verdict, derive_status, reasons::common, reasons::pgaccessrequest,
+    status_patch,
+};
+use pgtoolbox_operator::sim::SimConfig;
+use serde_json::{Map, Value, json};
+
+use crate::sim_support::{code_of, namespace, start_with};
+
+fn request() -> PgAccessRequest {
+    serde_json::from_value(json!({
+        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgAccessRequest",
+        "metadata": {"name": "alice-orders"},
+        "spec": {"subject": {"kind": "User", "name": "alice"}, "clusterRole": "viewer",
+                 "expiresAt": "2030-01-01T00:00:00Z"},
+    }))
+    .expect("valid request")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engine_status_round_trips_through_the_status_subresource() {
+    let crds = rendered_crd_files().expect("crds render");
+    let config = SimConfig {
+        extra_crds: crds.into_iter().map(|(_, yaml)| yaml).collect(),
+        ..SimConfig::default()
+    };
+    let (_sim, client) = start_with(config).await;
+    namespace(&client, "team-a").await;
+    let api: Api<PgAccessRequest> = Api::namespaced(client, "team-a");
+    let created = api
+        .create(&PostParams::default(), &request())
+        .await
+        .expect("created");
+    assert!(created.stored_status().conditions.is_empty());
+
+    let facts = created
+        .pass_facts()
+        .with_aspect(
+            ConditionType::ConfigurationValid,
+            Verdict::holds(
+                common::AS_EXPECTED,
+                "the grant covers every Cluster of team-a",
+            ),
+        )
+        .and_then(|f| {
+            f.with_aspect(
+                ConditionType::RoleBindingSynced,
+                Verdict::holds(pgaccessrequest::AWAITING_DECISION, "nothing is bound"),
+            )
+        })
+        .expect("aspects of the kind")
+        .with_children_converged(true);
+    let update = derive_status(&facts, created.stored_status(), Timestamp::now());
+    assert!(update.changed);
+    let mut fields = Map::new();
+    fields.insert("phase".into(), Value::from("Pending"));
+    let rv = created.metadata.resource_version.clone();
+    let body = status_patch(&update, fields, rv.as_deref()).expect("patch body");
+    let written = api
+        .patch_status(
+            "alice-orders",
+            &PatchParams::default(),
+            &Patch::Merge(&body),
+        )
+        .await
+        .expect("status accepted by the schema");
+    assert_eq!(
+        written.stored_status().conditions,
+        update.conditions.as_slice()
+    );
+    assert_eq!(written.stored_status().observed_generation, Some(1));
+
+    // Read back, the same facts are no write.
+    let read = api.get("alice-orders").await.expect("get");
+    let again = derive_status(&facts, read.stored_status(), Timestamp::now());
+    assert!(!again.changed, "{:?}", again.conditions);
+
+    // The stale resourceVersion precondition makes a racing write fail with 409.
+    let stale = status_patch(&update, Map::new(), rv.as_deref()).expect("patch body");
+    let conflict = api
+        .patch_status(
+            "alice-orders",
+            &PatchParams::default(),
+            &Patch::Merge(&stale),
+        )
+        .await;
+    assert_eq!(code_of(conflict).0, 409);
+
+    // A phase outside the schema's enum is refused by the API server.
+    let bad = json!({"status": {"phase": "Escalated"}});
+    let refused = api
+        .patch_status("alice-orders", &PatchParams::default(), &Patch::Merge(&bad))
+        .await;
+    assert_eq!(code_of(refused).0, 422);
+}
