@@ -6,10 +6,12 @@ mod object_reconciler;
 mod object_timers;
 
 pub mod not_watched;
+pub mod notice_routes;
 pub mod prober;
 pub mod refusals;
 pub mod runtime_refusals;
 pub mod secret_router;
+pub mod shared;
 
 pub use object::{ObjectActor, ObjectArgs, ObjectState};
 pub use object_reconciler::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};

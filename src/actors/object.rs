@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::{ObjectContext, Outcome, ReconcileError, Reconciler, Timers};
 use crate::messages::{KindMsg, ObjectMsg, TimerPurpose};
+use crate::metrics::ReconcileOutcome;
 use crate::supervisor::BackoffPolicy;
 
 /// The actor behaviour; the kind's reconciler is shared by all its objects.
@@ -146,11 +147,22 @@ impl<R: Reconciler> ObjectActor<R> {
             restarts = state.cx.restarts,
             failures = state.failures,
         );
+        let started = tokio::time::Instant::now();
         let result = self
             .reconciler
             .reconcile(state.latest.clone(), &state.cx)
             .instrument(span.clone())
             .await;
+        let outcome = match &result {
+            Ok(outcome) if outcome.stalled => ReconcileOutcome::Stalled,
+            Ok(_) => ReconcileOutcome::Success,
+            Err(_) => ReconcileOutcome::Error,
+        };
+        state.cx.shared.metrics.reconcile_finished(
+            &<R::Object as kube::Resource>::kind(&()),
+            outcome,
+            started.elapsed(),
+        );
         let _entered = span.enter();
         match result {
             Ok(outcome) => self.on_success(myself, state, outcome),

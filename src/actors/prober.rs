@@ -13,8 +13,9 @@ use tracing::{info, instrument, warn};
 use crate::messages::shared::ProberMsg;
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::optional_api::{
-    Answer, ApiState, Discovery, OptionalApi, ProbeError, ProbeResult, WatchScope, classify,
+    Answer, ApiState, Discovery, OptionalApi, ProbeError, ProbeResult, classify,
 };
+use crate::supervisor::WatchScope;
 
 /// Probes in flight at once: enough to finish quickly, few enough not to burst a real server.
 const PROBE_CONCURRENCY: usize = 8;
@@ -38,6 +39,14 @@ pub fn answer_of(error: &kube::Error) -> Answer {
             code => Answer::Other(format!("{code} {}: {}", status.reason, status.message)),
         },
         other => Answer::Other(other.to_string()),
+    }
+}
+
+/// Where a read is attempted: `None` is one cluster-wide list.
+fn read_targets(scope: &WatchScope) -> Vec<Option<String>> {
+    match scope {
+        WatchScope::All => vec![None],
+        WatchScope::Namespaces(names) => names.iter().cloned().map(Some).collect(),
     }
 }
 
@@ -70,7 +79,7 @@ async fn probe_one(
 ) -> Result<ApiState, ProbeError> {
     let discovery = discover(client, api).await;
     let reads = if discovery == Discovery::Served {
-        futures::stream::iter(scope.read_targets())
+        futures::stream::iter(read_targets(scope))
             .map(|ns| async move {
                 let answer = read_once(client, api, ns.as_deref()).await;
                 (ns, answer)

@@ -21,7 +21,7 @@ use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::{
     Permission, WatchPlan, plan_watch, required_permissions,
 };
-use crate::reconcile::optional_api::WatchScope;
+use crate::supervisor::WatchScope;
 
 /// Access reviews in flight at once.
 const REVIEW_CONCURRENCY: usize = 16;

@@ -14,15 +14,15 @@ use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 use crate::messages::shared::{RouterStats, SecretMeta, SecretRouterMsg};
-use crate::reconcile::optional_api::WatchScope;
-use crate::reconcile::secret_index::{ObjectKey, RELOAD_LABEL, SecretIndex, SecretKey};
+use crate::reconcile::secret_index::{KindKey, RELOAD_LABEL, SecretIndex, SecretKey};
+use crate::supervisor::WatchScope;
 
 /// The API group of the kinds this operator manages; a Secret whose controller owner is in it is ours.
 pub const OWN_GROUP: &str = "pgtoolbox.fyannk.dev";
 
 /// Where a routed Secret change goes: the runtime plugs its object registry in here.
 pub trait SecretSubscriber: Send + Sync + 'static {
-    fn secret_changed(&self, object: &ObjectKey, secret: &SecretKey);
+    fn secret_changed(&self, object: &KindKey, secret: &SecretKey);
 }
 
 /// Reduces a Secret's metadata to what routing needs.
@@ -32,7 +32,7 @@ pub fn secret_meta(secret: &PartialObjectMeta<Secret>) -> SecretMeta {
         .owner_references()
         .iter()
         .find(|o| o.controller == Some(true) && o.api_version.split('/').next() == Some(OWN_GROUP))
-        .map(|o| ObjectKey::new(&o.kind, &namespace, &o.name));
+        .map(|o| KindKey::new(&o.kind, &namespace, &o.name));
     SecretMeta {
         key: SecretKey::new(&namespace, &secret.name_any()),
         resource_version: secret.resource_version(),
@@ -57,7 +57,7 @@ pub struct RouterState {
 }
 
 impl RouterState {
-    fn wake(&mut self, objects: &[ObjectKey], secret: &SecretKey) {
+    fn wake(&mut self, objects: &[KindKey], secret: &SecretKey) {
         for object in objects {
             debug!(%object, %secret, "secret change routed");
             self.subscriber.secret_changed(object, secret);

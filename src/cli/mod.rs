@@ -1,6 +1,5 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
-mod endpoints;
 mod run;
 mod settings;
 mod signal;
@@ -28,7 +27,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the operator against a cluster.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run the embedded Kubernetes API server (`--api-only`: without the operator inside).
     Sim(sim_api::SimArgs),
     /// Print the CRD manifests as one YAML stream, or write one file per kind into --dir.
@@ -49,7 +48,9 @@ pub enum CliError {
     #[error("telemetry: {0}")]
     Telemetry(#[from] telemetry::TelemetryError),
     #[error("endpoints: {0}")]
-    Io(#[from] std::io::Error),
+    Endpoints(#[from] crate::health::ServeError),
+    #[error("start-up checks: {0}")]
+    SharedActors(#[from] crate::actors::shared::SharedStartError),
     #[error("lost the leader lease; exiting so another replica takes over")]
     LeadershipLost,
     #[error("starting the actors: {0}")]
@@ -60,7 +61,7 @@ pub enum CliError {
 pub async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run::run(args).await,
+        Command::Run(args) => run::run(*args).await,
         Command::Sim(args) if args.api_only => {
             let _telemetry = telemetry::init(None);
             return sim_api::api_only(args).await;

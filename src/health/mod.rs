@@ -1,9 +1,10 @@
 //! The two small HTTP servers of the operator: `/metrics` on `--metrics-bind-address`, and
 //! `/healthz` + `/readyz` on `--health-probe-bind-address`.
 
+use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::extract::State;
@@ -49,11 +50,20 @@ pub fn parse_bind_address(text: &str) -> Result<Option<SocketAddr>, ServeError> 
         .map_err(|_| ServeError::BadAddress(text.to_owned()))
 }
 
-/// Readiness of the process: the initial lists are synced and the optional-API probe is done.
+/// Readiness of the process: the optional-API probe is done and every initial list of every
+/// watch has completed. Each watch registers itself (`expect_list`) when it starts, reports its
+/// first complete list (`list_synced`), and the start-up says when all watches are registered.
 #[derive(Clone, Debug, Default)]
 pub struct Readiness {
-    lists_synced: Arc<AtomicBool>,
-    probe_done: Arc<AtomicBool>,
+    inner: Arc<ReadinessInner>,
+}
+
+#[derive(Debug, Default)]
+struct ReadinessInner {
+    probe_done: AtomicBool,
+    lists_expected: AtomicBool,
+    stopping: AtomicBool,
+    pending: Mutex<HashSet<String>>,
 }
 
 impl Readiness {
@@ -61,16 +71,39 @@ impl Readiness {
         Self::default()
     }
 
-    pub fn mark_lists_synced(&self) {
-        self.lists_synced.store(true, Ordering::Release);
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.inner.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A watch named `id` has started and will report its first complete list.
+    pub fn expect_list(&self, id: &str) {
+        self.pending().insert(id.to_owned());
+    }
+
+    /// The watch named `id` completed its first list (later relists change nothing).
+    pub fn list_synced(&self, id: &str) {
+        self.pending().remove(id);
+    }
+
+    /// Every watch has been registered with `expect_list`.
+    pub fn mark_lists_expected(&self) {
+        self.inner.lists_expected.store(true, Ordering::Release);
     }
 
     pub fn mark_probe_done(&self) {
-        self.probe_done.store(true, Ordering::Release);
+        self.inner.probe_done.store(true, Ordering::Release);
+    }
+
+    /// Shutting down: not ready any more, so traffic and leader checks move on.
+    pub fn mark_stopping(&self) {
+        self.inner.stopping.store(true, Ordering::Release);
     }
 
     pub fn is_ready(&self) -> bool {
-        self.lists_synced.load(Ordering::Acquire) && self.probe_done.load(Ordering::Acquire)
+        !self.inner.stopping.load(Ordering::Acquire)
+            && self.inner.probe_done.load(Ordering::Acquire)
+            && self.inner.lists_expected.load(Ordering::Acquire)
+            && self.pending().is_empty()
     }
 }
 
@@ -81,24 +114,47 @@ pub struct Serving {
     pub task: JoinHandle<()>,
 }
 
+fn metrics_router(metrics: OperatorMetrics) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_text))
+        .with_state(metrics)
+}
+
+fn health_router(readiness: Readiness) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
+        .with_state(readiness)
+}
+
 /// Starts serving `/metrics` in the background.
 pub async fn serve_metrics(
     addr: SocketAddr,
     metrics: OperatorMetrics,
 ) -> Result<Serving, ServeError> {
-    let router = Router::new()
-        .route("/metrics", get(metrics_text))
-        .with_state(metrics);
-    serve(addr, router, "metrics").await
+    serve(addr, metrics_router(metrics), "metrics").await
 }
 
 /// Starts serving `/healthz` and `/readyz` in the background.
 pub async fn serve_health(addr: SocketAddr, readiness: Readiness) -> Result<Serving, ServeError> {
-    let router = Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/readyz", get(ready))
-        .with_state(readiness);
-    serve(addr, router, "health").await
+    serve(addr, health_router(readiness), "health").await
+}
+
+/// Starts both, on one listener when the two addresses are the same.
+pub async fn serve_endpoints(
+    health: SocketAddr,
+    metrics_addr: SocketAddr,
+    readiness: Readiness,
+    metrics: OperatorMetrics,
+) -> Result<Vec<Serving>, ServeError> {
+    if health == metrics_addr {
+        let router = health_router(readiness).merge(metrics_router(metrics));
+        return Ok(vec![serve(health, router, "health and metrics").await?]);
+    }
+    Ok(vec![
+        serve_health(health, readiness).await?,
+        serve_metrics(metrics_addr, metrics).await?,
+    ])
 }
 
 async fn serve(
@@ -162,12 +218,18 @@ mod tests {
     }
 
     #[test]
-    fn ready_needs_both_sync_and_probe() {
+    fn ready_needs_the_probe_and_every_first_list() {
         let r = Readiness::new();
+        r.expect_list("PgAdmin/0");
+        r.expect_list("PgAdmin/1");
+        r.mark_lists_expected();
         assert!(!r.is_ready());
         r.mark_probe_done();
-        assert!(!r.is_ready());
-        r.mark_lists_synced();
+        r.list_synced("PgAdmin/0");
+        assert!(!r.is_ready(), "one watch still lists");
+        r.list_synced("PgAdmin/1");
         assert!(r.is_ready());
+        r.list_synced("PgAdmin/1");
+        assert!(r.is_ready(), "a relist changes nothing");
     }
 }

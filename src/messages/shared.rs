@@ -8,7 +8,7 @@ use ractor::RpcReplyPort;
 use crate::actors::runtime_refusals::RuntimeRefusals;
 use crate::reconcile::namespace_permissions::WatchPlan;
 use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
-use crate::reconcile::secret_index::{ObjectKey, SecretKey};
+use crate::reconcile::secret_index::{KindKey, SecretKey};
 
 pub enum ProberMsg {
     /// The whole answer, to share read-only.
@@ -33,7 +33,7 @@ pub struct SecretMeta {
     pub key: SecretKey,
     pub resource_version: Option<String>,
     /// The controller owner when it is one of our kinds.
-    pub owner: Option<ObjectKey>,
+    pub owner: Option<KindKey>,
     pub reload_label: bool,
 }
 
@@ -52,12 +52,12 @@ pub struct RouterStats {
 pub enum SecretRouterMsg {
     /// Replace every Secret reference of `object` (after each reconcile).
     Register {
-        object: ObjectKey,
+        object: KindKey,
         secrets: Vec<SecretKey>,
     },
     /// The object is gone: drop its references.
     Forget {
-        object: ObjectKey,
+        object: KindKey,
     },
     /// A Secret was added or changed.
     Applied(SecretMeta),

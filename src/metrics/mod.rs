@@ -5,7 +5,7 @@
 
 mod client_layer;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -79,7 +79,9 @@ struct Series {
 /// The registry plus handles to every series the operator exports.
 #[derive(Clone)]
 pub struct OperatorMetrics {
-    registry: Arc<Registry>,
+    /// Behind a lock only so kinds can add their own series (`register_more`); the series
+    /// themselves are updated without it.
+    registry: Arc<Mutex<Registry>>,
     series: Arc<Series>,
 }
 
@@ -156,7 +158,7 @@ impl OperatorMetrics {
             series.optional_api_unavailable.clone(),
         );
         Self {
-            registry: Arc::new(registry),
+            registry: Arc::new(Mutex::new(registry)),
             series: Arc::new(series),
         }
     }
@@ -175,18 +177,12 @@ impl OperatorMetrics {
             .observe(took.as_secs_f64());
     }
 
-    pub fn actor_started(&self, kind: &str) {
+    /// The number of live object actors of `kind` (the supervisor's registry size).
+    pub fn set_live_actors(&self, kind: &str, count: usize) {
         self.series
             .live_actors
             .get_or_create(&kind_labels(kind))
-            .inc();
-    }
-
-    pub fn actor_stopped(&self, kind: &str) {
-        self.series
-            .live_actors
-            .get_or_create(&kind_labels(kind))
-            .dec();
+            .set(gauge_value(count));
     }
 
     pub fn actor_restarted(&self, kind: &str) {
@@ -231,10 +227,18 @@ impl OperatorMetrics {
             .set(i64::from(unavailable));
     }
 
+    /// Adds series of a kind or another component to the served registry (names get the
+    /// `pgtoolbox_` prefix).
+    pub fn register_more(&self, register: impl FnOnce(&mut Registry)) {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        register(&mut registry);
+    }
+
     /// The whole registry in the text exposition format.
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &self.registry)?;
+        let registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        prometheus_client::encoding::text::encode(&mut text, &registry)?;
         Ok(text)
     }
 }
@@ -277,9 +281,7 @@ mod tests {
             ReconcileOutcome::Success,
             Duration::from_millis(5),
         );
-        m.actor_started("PgAdmin");
-        m.actor_started("PgAdmin");
-        m.actor_stopped("PgAdmin");
+        m.set_live_actors("PgAdmin", 1);
         m.actor_restarted("EvidenceAgent");
         m.api_request("list");
         m.api_write("patch");

@@ -77,40 +77,6 @@ impl fmt::Display for OptionalApi {
     }
 }
 
-/// Which namespaces the operator watches: every one, or a list (WATCH_NAMESPACES).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WatchScope {
-    All,
-    Namespaces(Vec<String>),
-}
-
-impl WatchScope {
-    /// Parses WATCH_NAMESPACES: a comma list, empty meaning all namespaces.
-    pub fn from_list(text: &str) -> Self {
-        let mut names: Vec<String> = text
-            .split(',')
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .map(str::to_owned)
-            .collect();
-        names.sort();
-        names.dedup();
-        if names.is_empty() {
-            Self::All
-        } else {
-            Self::Namespaces(names)
-        }
-    }
-
-    /// Where a read is attempted: `None` is one cluster-wide list.
-    pub fn read_targets(&self) -> Vec<Option<String>> {
-        match self {
-            Self::All => vec![None],
-            Self::Namespaces(names) => names.iter().cloned().map(Some).collect(),
-        }
-    }
-}
-
 /// An API server answer, reduced to what the probe distinguishes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
@@ -429,16 +395,6 @@ mod tests {
         assert_eq!(
             msg,
             "the API server does not serve HTTPRoutes (gateway.networking.k8s.io/v1)"
-        );
-    }
-
-    #[test]
-    fn watch_namespaces_parsing() {
-        assert_eq!(WatchScope::from_list(""), WatchScope::All);
-        assert_eq!(WatchScope::from_list(" , "), WatchScope::All);
-        assert_eq!(
-            WatchScope::from_list("b, a,b"),
-            WatchScope::Namespaces(vec!["a".into(), "b".into()])
         );
     }
 }

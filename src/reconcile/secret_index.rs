@@ -13,13 +13,13 @@ pub const RELOAD_LABEL: &str = "cnpg.io/reload";
 
 /// A managed object: kind + namespace + name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
+pub struct KindKey {
     pub kind: String,
     pub namespace: String,
     pub name: String,
 }
 
-impl ObjectKey {
+impl KindKey {
     pub fn new(kind: &str, namespace: &str, name: &str) -> Self {
         Self {
             kind: kind.to_owned(),
@@ -29,7 +29,7 @@ impl ObjectKey {
     }
 }
 
-impl std::fmt::Display for ObjectKey {
+impl std::fmt::Display for KindKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
     }
@@ -69,8 +69,8 @@ struct Seen {
 
 #[derive(Debug, Default)]
 pub struct SecretIndex {
-    users: HashMap<SecretKey, HashSet<ObjectKey>>,
-    uses: HashMap<ObjectKey, Vec<SecretKey>>,
+    users: HashMap<SecretKey, HashSet<KindKey>>,
+    uses: HashMap<KindKey, Vec<SecretKey>>,
     seen: HashMap<SecretKey, Seen>,
     /// Watch scopes (a namespace, or `None` for all) whose first full list is done. Until then a
     /// list only records versions, since every object reads its Secrets on its first reconcile.
@@ -95,12 +95,12 @@ impl SecretIndex {
         self.synced.len()
     }
 
-    pub fn users_of(&self, secret: &SecretKey) -> impl Iterator<Item = &ObjectKey> {
+    pub fn users_of(&self, secret: &SecretKey) -> impl Iterator<Item = &KindKey> {
         self.users.get(secret).into_iter().flatten()
     }
 
     /// Replaces every reference of `object` with `secrets` (empty = forget it).
-    pub fn register(&mut self, object: &ObjectKey, secrets: Vec<SecretKey>) {
+    pub fn register(&mut self, object: &KindKey, secrets: Vec<SecretKey>) {
         self.forget(object);
         let mut secrets = secrets;
         secrets.sort();
@@ -118,7 +118,7 @@ impl SecretIndex {
     }
 
     /// Drops every reference of `object`.
-    pub fn forget(&mut self, object: &ObjectKey) {
+    pub fn forget(&mut self, object: &KindKey) {
         let Some(old) = self.uses.remove(object) else {
             return;
         };
@@ -143,8 +143,8 @@ impl SecretIndex {
         meta.owner.is_some() || meta.reload_label || self.users.contains_key(&meta.key)
     }
 
-    fn targets(&self, meta: &SecretMeta) -> Vec<ObjectKey> {
-        let mut targets: Vec<ObjectKey> = self.users_of(&meta.key).cloned().collect();
+    fn targets(&self, meta: &SecretMeta) -> Vec<KindKey> {
+        let mut targets: Vec<KindKey> = self.users_of(&meta.key).cloned().collect();
         if let Some(owner) = &meta.owner
             && !targets.contains(owner)
         {
@@ -156,7 +156,7 @@ impl SecretIndex {
 
     /// A Secret was added or changed: the objects to wake (none when it is not admitted or its
     /// version is the one already seen, as after a watch re-list).
-    pub fn applied(&mut self, meta: &SecretMeta) -> Option<Vec<ObjectKey>> {
+    pub fn applied(&mut self, meta: &SecretMeta) -> Option<Vec<KindKey>> {
         if !self.admitted(meta) {
             return None;
         }
@@ -176,7 +176,7 @@ impl SecretIndex {
     }
 
     /// A Secret was deleted: the objects to wake.
-    pub fn deleted(&mut self, meta: &SecretMeta) -> Option<Vec<ObjectKey>> {
+    pub fn deleted(&mut self, meta: &SecretMeta) -> Option<Vec<KindKey>> {
         let was_seen = self.seen.remove(&meta.key).is_some();
         if !was_seen && !self.admitted(meta) {
             return None;
@@ -199,7 +199,7 @@ impl SecretIndex {
 
     /// The re-list of `scope` is complete: Secrets not listed again were deleted while the watch
     /// was down; returns each of them with the objects to wake for it.
-    pub fn relist_done(&mut self, scope: &Option<String>) -> Vec<(SecretKey, Vec<ObjectKey>)> {
+    pub fn relist_done(&mut self, scope: &Option<String>) -> Vec<(SecretKey, Vec<KindKey>)> {
         let first_sync = self.synced.insert(scope.clone());
         let mut gone: Vec<SecretKey> = self
             .seen
@@ -211,7 +211,7 @@ impl SecretIndex {
         let mut woken = Vec::new();
         for key in gone {
             self.seen.remove(&key);
-            let mut users: Vec<ObjectKey> = self.users_of(&key).cloned().collect();
+            let mut users: Vec<KindKey> = self.users_of(&key).cloned().collect();
             if !first_sync && !users.is_empty() {
                 users.sort();
                 woken.push((key, users));
@@ -238,8 +238,8 @@ mod tests {
         }
     }
 
-    fn obj(name: &str) -> ObjectKey {
-        ObjectKey::new("PgAdmin", "ns", name)
+    fn obj(name: &str) -> KindKey {
+        KindKey::new("PgAdmin", "ns", name)
     }
 
     fn synced() -> SecretIndex {

@@ -101,6 +101,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut watches = Vec::new();
         for (source, mut events) in args.sources.into_iter().enumerate() {
+            args.shared.readiness.expect_list(&list_id::<R>(source));
             let me = myself.clone();
             watches.push(AbortOnDropHandle::new(tokio::spawn(async move {
                 while let Some(event) = events.next().await {
@@ -203,6 +204,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             .stop_children_and_wait(Some("shutdown".into()), Some(state.options.shutdown_grace))
             .await;
         state.registry.clear();
+        count_live::<R>(state);
         Ok(())
     }
 }
@@ -231,6 +233,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             watcher::Event::InitDone => {
                 // Objects this watch reported before but not in the new list were deleted while
                 // the watch was down.
+                state.shared.readiness.list_synced(&list_id::<R>(source));
                 let listed = state.relisting.remove(&source).unwrap_or_default();
                 let gone: Vec<ObjectKey> = state
                     .objects
@@ -303,6 +306,8 @@ impl<R: Reconciler> KindSupervisor<R> {
         if let Some((_, actor)) = state.registry.remove(key) {
             actor.stop(Some("deleted".into()));
         }
+        state.shared.secrets.forget(&kind_name::<R>(), key);
+        count_live::<R>(state);
     }
 
     async fn spawn_actor(
@@ -339,6 +344,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             Ok((actor, _)) => {
                 state.actor_keys.insert(actor.get_id(), key.clone());
                 state.registry.insert(key, actor);
+                count_live::<R>(state);
             }
             Err(err) => {
                 tracing::error!(object = %key, error = %err, "object actor did not start");
@@ -362,6 +368,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             .registry
             .remove_if(&key, |_, actor| actor.get_id() == cell.get_id())
             .is_some();
+        count_live::<R>(state);
         if !current || !state.objects.contains_key(&key) {
             return;
         }
@@ -377,6 +384,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         key: ObjectKey,
         reason: String,
     ) {
+        state.shared.metrics.actor_restarted(&kind_name::<R>());
         let restarts = state.restarts.entry(key.clone()).or_insert(0);
         *restarts = restarts.saturating_add(1);
         let delay = state.options.restart.delay(*restarts);
@@ -405,6 +413,22 @@ impl<R: Reconciler> KindSupervisor<R> {
             .pending_restarts
             .insert(key, AbortOnDropHandle::new(task));
     }
+}
+
+fn kind_name<R: Reconciler>() -> String {
+    <R::Object as kube::Resource>::kind(&()).to_string()
+}
+
+/// Names one watch of the kind for `/readyz` (each reports its first complete list).
+fn list_id<R: Reconciler>(source: usize) -> String {
+    format!("{}/{source}", kind_name::<R>())
+}
+
+fn count_live<R: Reconciler>(state: &KindState<R>) {
+    state
+        .shared
+        .metrics
+        .set_live_actors(&kind_name::<R>(), state.registry.len());
 }
 
 fn jitter(max: Duration) -> Duration {

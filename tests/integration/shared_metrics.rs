@@ -81,7 +81,7 @@ async fn metrics_are_served_as_prometheus_text() {
         Duration::from_millis(12),
     );
     metrics.reconcile_finished("PgAdmin", ReconcileOutcome::Error, Duration::from_millis(3));
-    metrics.actor_started("PgAdmin");
+    metrics.set_live_actors("PgAdmin", 1);
     metrics.actor_restarted("PgAdmin");
     metrics.api_request("list");
     metrics.api_write("create");
@@ -131,9 +131,11 @@ async fn health_is_ok_at_once_and_ready_after_sync_and_probe() {
         .expect("serving");
     assert_eq!(get(serving.local_addr, "/healthz").await.0, 200);
     assert_eq!(get(serving.local_addr, "/readyz").await.0, 503);
+    readiness.expect_list("PgAdmin/0");
+    readiness.mark_lists_expected();
     readiness.mark_probe_done();
     assert_eq!(get(serving.local_addr, "/readyz").await.0, 503);
-    readiness.mark_lists_synced();
+    readiness.list_synced("PgAdmin/0");
     assert_eq!(get(serving.local_addr, "/readyz").await.0, 200);
     serving.task.abort();
 }

@@ -3,9 +3,10 @@
 use pgtoolbox_operator::actors::prober::{ProberArgs, ProberStartError, start_prober};
 use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::reconcile::optional_api::{
-    ApiState, Availability, OptionalApi, ProbeError, WatchScope,
+    ApiState, Availability, OptionalApi, ProbeError,
 };
 use pgtoolbox_operator::sim::{Sim, SimConfig};
+use pgtoolbox_operator::supervisor::WatchScope;
 
 use crate::shared_support::{create_namespaces, sim_with};
 

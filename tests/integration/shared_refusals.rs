@@ -7,8 +7,8 @@ use kube::runtime::events::Reporter;
 use pgtoolbox_operator::actors::refusals::{TrackerArgs, start_refusal_tracker};
 use pgtoolbox_operator::api::rendered_crd_files;
 use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::reconcile::optional_api::WatchScope;
 use pgtoolbox_operator::sim::{DenyRule, Sim, SimConfig};
+use pgtoolbox_operator::supervisor::WatchScope;
 use serde_json::json;
 
 use crate::shared_support::create_namespaces;
@@ -42,7 +42,7 @@ async fn start_tracker(
 ) -> std::sync::Arc<pgtoolbox_operator::reconcile::namespace_permissions::WatchPlan> {
     let tracking = start_refusal_tracker(TrackerArgs {
         client: sim.client(),
-        scope: WatchScope::from_list("team-a,team-b"),
+        scope: WatchScope::Namespaces(vec!["team-a".into(), "team-b".into()]),
         metrics: metrics.clone(),
         reporter: Reporter {
             controller: "pgtoolbox-operator".into(),

@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::actors::secret_router::{RouterArgs, SecretRouter, SecretSubscriber};
 use pgtoolbox_operator::messages::shared::{RouterStats, SecretRouterMsg};
-use pgtoolbox_operator::reconcile::optional_api::WatchScope;
-use pgtoolbox_operator::reconcile::secret_index::{ObjectKey, SecretKey};
+use pgtoolbox_operator::reconcile::secret_index::{KindKey, SecretKey};
+use pgtoolbox_operator::supervisor::WatchScope;
 use ractor::{Actor, ActorRef};
 use serde_json::json;
 
@@ -23,10 +23,10 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// Counts wake-ups per object, as the object actors' reconcile counters would.
 #[derive(Default)]
-struct Wakeups(DashMap<ObjectKey, u64>);
+struct Wakeups(DashMap<KindKey, u64>);
 
 impl SecretSubscriber for Wakeups {
-    fn secret_changed(&self, object: &ObjectKey, _secret: &SecretKey) {
+    fn secret_changed(&self, object: &KindKey, _secret: &SecretKey) {
         *self.0.entry(object.clone()).or_default() += 1;
     }
 }
@@ -40,8 +40,8 @@ impl Wakeups {
     }
 }
 
-fn object(name: &str) -> ObjectKey {
-    ObjectKey::new("PgAdmin", NS, name)
+fn object(name: &str) -> KindKey {
+    KindKey::new("PgAdmin", NS, name)
 }
 
 fn secret(name: &str) -> SecretKey {
