@@ -29,7 +29,8 @@ const REVIEW_CONCURRENCY: usize = 16;
 #[derive(Debug, thiserror::Error)]
 pub enum RefusalError {
     #[error(
-        "cannot check the operator's permission to {permission} in namespace {namespace}: {source}"
+        "cannot check the operator's permission to {permission} in namespace {namespace}: {}",
+        describe(source)
     )]
     Review {
         namespace: String,
@@ -39,6 +40,16 @@ pub enum RefusalError {
     },
     #[error("the namespace-refusal tracker could not start: {0}")]
     Spawn(String),
+}
+
+/// An API error as one short line: `401 Unauthorized: <message>`.
+fn describe(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            format!("{} {}: {}", status.code, status.reason, status.message)
+        }
+        other => other.to_string(),
+    }
 }
 
 fn review_of(namespace: &str, permission: &Permission) -> SelfSubjectAccessReview {

@@ -2,6 +2,7 @@
 
 mod crds;
 mod shared_metrics;
+mod shared_operator;
 mod shared_prober;
 mod shared_refusals;
 mod shared_router;
