@@ -14,5 +14,7 @@ pub mod secret_router;
 pub mod shared;
 
 pub use object::{ObjectActor, ObjectArgs, ObjectState};
-pub use object_reconciler::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
+pub use object_reconciler::{
+    ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared,
+};
 pub use object_timers::Timers;

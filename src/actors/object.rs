@@ -10,10 +10,13 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
-use super::{ObjectContext, Outcome, ReconcileError, Reconciler, Timers};
+use super::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Timers};
 use crate::messages::{KindMsg, ObjectMsg, TimerPurpose};
-use crate::metrics::ReconcileOutcome;
-use crate::supervisor::BackoffPolicy;
+use crate::supervisor::{BackoffPolicy, PassResult};
+
+fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
+    <R::Object as kube::Resource>::kind(&())
+}
 
 /// The actor behaviour; the kind's reconciler is shared by all its objects.
 pub struct ObjectActor<R: Reconciler> {
@@ -141,7 +144,7 @@ impl<R: Reconciler> ObjectActor<R> {
     async fn run_pass(&self, myself: &ActorRef<ObjectMsg<R::Object>>, state: &mut ObjectState<R>) {
         let span = tracing::info_span!(
             "reconcile",
-            kind = %<R::Object as kube::Resource>::kind(&()),
+            kind = %kind_of::<R>(),
             namespace = %state.cx.key.namespace,
             name = %state.cx.key.name,
             restarts = state.cx.restarts,
@@ -153,16 +156,11 @@ impl<R: Reconciler> ObjectActor<R> {
             .reconcile(state.latest.clone(), &state.cx)
             .instrument(span.clone())
             .await;
-        let outcome = match &result {
-            Ok(outcome) if outcome.stalled => ReconcileOutcome::Stalled,
-            Ok(_) => ReconcileOutcome::Success,
-            Err(_) => ReconcileOutcome::Error,
-        };
-        state.cx.shared.metrics.reconcile_finished(
-            &<R::Object as kube::Resource>::kind(&()),
-            outcome,
-            started.elapsed(),
-        );
+        state
+            .cx
+            .shared
+            .metrics
+            .reconcile_took(&kind_of::<R>(), started.elapsed());
         let _entered = span.enter();
         match result {
             Ok(outcome) => self.on_success(myself, state, outcome),
@@ -177,6 +175,12 @@ impl<R: Reconciler> ObjectActor<R> {
         outcome: Outcome,
     ) {
         state.failures = 0;
+        let result = if outcome.stalled {
+            PassResult::Stalled
+        } else {
+            PassResult::Converged
+        };
+        state.cx.shared.runtime.pass(&kind_of::<R>(), result);
         if state.cx.restarts > 0 {
             state.cx.restarts = 0;
             if let Some(supervisor) = &state.supervisor {
@@ -203,11 +207,15 @@ impl<R: Reconciler> ObjectActor<R> {
         err: ReconcileError,
     ) {
         state.failures = state.failures.saturating_add(1);
+        state
+            .cx
+            .shared
+            .runtime
+            .pass(&kind_of::<R>(), PassResult::Failed);
         let delay = state.retry.delay(state.failures);
-        let text = err.to_string();
-        tracing::warn!(error = %text, retry_in = ?delay, "pass failed");
+        tracing::warn!(error = %err, retry_in = ?delay, "pass failed");
         self.reconciler
-            .report_error(state.latest.clone(), &text, &state.cx)
+            .report_error(state.latest.clone(), PassFailure::Error(&err), &state.cx)
             .await;
         state.timers.arm(TimerPurpose::Retry, delay, myself);
     }

@@ -16,7 +16,7 @@ use crate::k8s::WriteBudget;
 use crate::messages::{ObjectKey, TimerPurpose};
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::optional_api::ProbeResult;
-use crate::supervisor::OperatorSettings;
+use crate::supervisor::{OperatorSettings, RuntimeMetrics};
 
 /// One kind's behaviour. The object actor, the supervisor, the watches, the timers and the
 /// restarts are shared; a kind only says how one pass goes.
@@ -44,13 +44,14 @@ pub trait Reconciler: Send + Sync + 'static {
     }
 
     /// Extension point for failure reporting: called after a pass returned an error, and by the
-    /// supervisor after a pass panicked (before the restart backoff). The conditions engine
-    /// plugs in here to show `Ready=False ReconcileError`. The runtime already logs and retries;
-    /// the default adds nothing.
+    /// supervisor after a pass panicked (before the restart backoff). A kind plugs the
+    /// conditions engine in here to show `Ready=False ReconcileError` (classify with
+    /// `conditions::ClassifiedError::from_kube` for [`ReconcileError::Kube`]). The runtime
+    /// already logs, counts and retries; the default adds nothing.
     fn report_error(
         &self,
         _obj: Arc<Self::Object>,
-        _error: &str,
+        _failure: PassFailure<'_>,
         _cx: &ObjectContext,
     ) -> impl Future<Output = ()> + Send {
         async {}
@@ -112,13 +113,33 @@ impl ReconcileError {
     }
 }
 
+/// Why a pass did not complete.
+#[derive(Clone, Copy, Debug)]
+pub enum PassFailure<'a> {
+    /// The pass returned an error; it is retried with backoff.
+    Error(&'a ReconcileError),
+    /// The pass panicked (the panic message); the actor is restarted with backoff.
+    Panicked(&'a str),
+}
+
+impl std::fmt::Display for PassFailure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Error(err) => write!(f, "{err}"),
+            Self::Panicked(message) => write!(f, "reconcile panicked: {message}"),
+        }
+    }
+}
+
 /// Process-wide state every kind may read. Grows as shared actors land (prober, refusal
 /// tracker, secret router): add fields here, not parameters to the trait.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Shared {
     pub settings: OperatorSettings,
-    /// Served on `/metrics`; kinds add their own series with `register_more`.
+    /// Served on `/metrics`; kinds add their own series with `metrics.register_more`.
     pub metrics: OperatorMetrics,
+    /// The runtime's own metrics (registered in `metrics`).
+    pub runtime: RuntimeMetrics,
     /// What the start-up probe found: `optional_apis.availability(api, namespace)`.
     pub optional_apis: Arc<ProbeResult>,
     /// 403s met at run time, per namespace and API, for condition messages.
@@ -133,10 +154,28 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(settings: OperatorSettings) -> Self {
+        Self::with_metrics(settings, OperatorMetrics::new())
+    }
+
+    /// Without shared actors: every optional API counts as served, no router is told anything.
+    pub fn with_metrics(settings: OperatorSettings, metrics: OperatorMetrics) -> Self {
+        let runtime = metrics.register_more(RuntimeMetrics::register);
         Self {
             settings,
-            ..Self::default()
+            runtime,
+            metrics,
+            optional_apis: Arc::default(),
+            refusals: Arc::default(),
+            secrets: SecretRoutes::default(),
+            notices: Arc::default(),
+            readiness: Readiness::default(),
         }
+    }
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Self::new(OperatorSettings::default())
     }
 }
 

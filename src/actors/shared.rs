@@ -100,13 +100,12 @@ pub async fn start_shared_actors(
     )
     .await?;
     let shared = Shared {
-        settings,
-        metrics,
         optional_apis,
         refusals: tracking.runtime,
         secrets: SecretRoutes::new(router.clone()),
         notices,
         readiness,
+        ..Shared::with_metrics(settings, metrics)
     };
     Ok(SharedActors {
         shared: Arc::new(shared),

@@ -1,9 +1,11 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
+mod crds;
 mod run;
 mod settings;
 mod signal;
-mod sim_api;
+mod sim;
+mod table;
 mod telemetry;
 
 use std::process::ExitCode;
@@ -12,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 pub use run::RunArgs;
 pub use settings::SettingsArgs;
+pub use sim::SimArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -27,9 +30,10 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run the operator against a cluster.
-    Run(Box<RunArgs>),
-    /// Run the embedded Kubernetes API server (`--api-only`: without the operator inside).
-    Sim(sim_api::SimArgs),
+    Run(RunArgs),
+    /// Run the embedded Kubernetes API server with the operator inside (`--api-only`: the
+    /// server alone).
+    Sim(SimArgs),
     /// Print the CRD manifests as one YAML stream, or write one file per kind into --dir.
     Crds {
         #[arg(long)]
@@ -47,10 +51,18 @@ pub enum CliError {
     Client(#[from] kube::Error),
     #[error("telemetry: {0}")]
     Telemetry(#[from] telemetry::TelemetryError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
     #[error("endpoints: {0}")]
     Endpoints(#[from] crate::health::ServeError),
     #[error("start-up checks: {0}")]
     SharedActors(#[from] crate::actors::shared::SharedStartError),
+    #[error("embedded API server: {0}")]
+    Sim(#[from] crate::sim::SimError),
+    #[error("the supervisor of {0} stopped; exiting so the operator restarts whole")]
+    KindFailed(String),
+    #[error("CRD manifest: {0}")]
+    Crd(String),
     #[error("lost the leader lease; exiting so another replica takes over")]
     LeadershipLost,
     #[error("starting the actors: {0}")]
@@ -61,16 +73,9 @@ pub enum CliError {
 pub async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(args) => run::run(*args).await,
-        Command::Sim(args) if args.api_only => {
-            let _telemetry = telemetry::init(None);
-            return sim_api::api_only(args).await;
-        }
-        Command::Sim(_) => {
-            eprintln!("only `sim --api-only` is available in this build");
-            return ExitCode::from(2);
-        }
-        Command::Crds { dir } => return sim_api::crds(dir),
+        Command::Run(args) => run::run(args).await,
+        Command::Sim(args) => sim::sim(args).await,
+        Command::Crds { dir } => return crds::crds(dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

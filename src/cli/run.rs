@@ -66,6 +66,14 @@ pub async fn client(
         .build())
 }
 
+/// Who records the operator's Events.
+pub fn reporter() -> Reporter {
+    Reporter {
+        controller: "pgtoolbox-operator".into(),
+        instance: std::env::var("POD_NAME").ok(),
+    }
+}
+
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let _telemetry = telemetry::init(args.settings.otel_exporter_otlp_endpoint.as_deref())?;
     let metrics = OperatorMetrics::new();
@@ -87,19 +95,17 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     } else {
         None
     };
-    let reporter = Reporter {
-        controller: "pgtoolbox-operator".into(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
+    // Before any watch: which namespaces to watch, which optional APIs to use (a probe that
+    // fails ends the start, non-zero, and the restart retries), the secret router.
     let shared_actors = start_shared_actors(
         &client,
         args.settings.to_settings(),
         metrics,
         readiness.clone(),
-        reporter,
+        reporter(),
     )
     .await?;
-    let operator = register_all(OperatorBuilder::new(client, shared_actors.shared.clone()))
+    let mut operator = register_all(OperatorBuilder::new(client, shared_actors.shared.clone()))
         .start()
         .await?;
     readiness.mark_lists_expected();
@@ -113,6 +119,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let outcome = tokio::select! {
         _ = super::signal::terminated() => Ok(()),
         _ = lost => Err(CliError::LeadershipLost),
+        kind = operator.failed() => Err(CliError::KindFailed(kind)),
     };
     tracing::info!("shutting down");
     readiness.mark_stopping();

@@ -31,7 +31,16 @@ pub enum TelemetryError {
 
 /// Install the global subscriber. `RUST_LOG` filters (default `info`).
 pub fn init(otlp_endpoint: Option<&str>) -> Result<Telemetry, TelemetryError> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    init_with_default(otlp_endpoint, "info")
+}
+
+/// As [`init`], with another default level when `RUST_LOG` is unset.
+pub fn init_with_default(
+    otlp_endpoint: Option<&str>,
+    default_level: &str,
+) -> Result<Telemetry, TelemetryError> {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .boxed();

@@ -17,18 +17,9 @@ use prometheus_client::registry::{Registry, Unit};
 
 pub use client_layer::{CountRequests, CountRequestsLayer, kube_verb};
 
-/// Every series name starts with this prefix.
-pub const PREFIX: &str = "pgtoolbox";
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     kind: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReconcileLabels {
-    kind: String,
-    outcome: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -41,34 +32,13 @@ struct ApiLabels {
     api: String,
 }
 
-/// How one reconciliation ended, as a metric label.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReconcileOutcome {
-    Success,
-    Error,
-    Stalled,
-}
-
-impl ReconcileOutcome {
-    fn label(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Error => "error",
-            Self::Stalled => "stalled",
-        }
-    }
-}
-
 fn duration_histogram() -> Histogram {
     // 1 ms .. ~65 s: a reconcile is normally a few ms against a local cache, seconds under throttling.
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
 struct Series {
-    reconciles: Family<ReconcileLabels, Counter>,
     reconcile_duration: Family<KindLabels, Histogram, fn() -> Histogram>,
-    live_actors: Family<KindLabels, Gauge>,
-    actor_restarts: Family<KindLabels, Counter>,
     api_requests: Family<VerbLabels, Counter>,
     api_writes: Family<VerbLabels, Counter>,
     dropped_namespaces: Gauge,
@@ -76,10 +46,12 @@ struct Series {
     optional_api_unavailable: Family<ApiLabels, Gauge>,
 }
 
-/// The registry plus handles to every series the operator exports.
+/// The registry served on `/metrics`, plus handles to the series of the shared actors and the
+/// client. Passes by result, live actors and restarts are the runtime's (`RuntimeMetrics`,
+/// registered here too).
 #[derive(Clone)]
 pub struct OperatorMetrics {
-    /// Behind a lock only so kinds can add their own series (`register_more`); the series
+    /// Behind a lock only so others can add their series (`register_more`); the series
     /// themselves are updated without it.
     registry: Arc<Mutex<Registry>>,
     series: Arc<Series>,
@@ -100,60 +72,42 @@ impl std::fmt::Debug for OperatorMetrics {
 impl OperatorMetrics {
     pub fn new() -> Self {
         let series = Series {
-            reconciles: Family::default(),
             reconcile_duration: Family::new_with_constructor(duration_histogram),
-            live_actors: Family::default(),
-            actor_restarts: Family::default(),
             api_requests: Family::default(),
             api_writes: Family::default(),
             dropped_namespaces: Gauge::default(),
             refused_namespaces: Family::default(),
             optional_api_unavailable: Family::default(),
         };
-        let mut registry = Registry::with_prefix(PREFIX);
-        registry.register(
-            "reconciles",
-            "Reconciliations finished, by kind and outcome",
-            series.reconciles.clone(),
-        );
+        let mut registry = Registry::default();
         registry.register_with_unit(
-            "reconcile_duration",
-            "Time one reconciliation took, by kind",
+            "pgtoolbox_reconcile_duration",
+            "Time one reconcile pass took, by kind",
             Unit::Seconds,
             series.reconcile_duration.clone(),
         );
         registry.register(
-            "live_actors",
-            "Object actors currently running, by kind",
-            series.live_actors.clone(),
-        );
-        registry.register(
-            "actor_restarts",
-            "Object actors restarted after a failure, by kind",
-            series.actor_restarts.clone(),
-        );
-        registry.register(
-            "api_requests",
+            "pgtoolbox_api_requests",
             "Requests sent to the Kubernetes API server, by verb",
             series.api_requests.clone(),
         );
         registry.register(
-            "api_writes",
+            "pgtoolbox_api_writes",
             "Writes sent to the Kubernetes API server, by verb",
             series.api_writes.clone(),
         );
         registry.register(
-            "dropped_namespaces",
+            "pgtoolbox_dropped_namespaces",
             "Namespaces of WATCH_NAMESPACES left out at start for missing permissions",
             series.dropped_namespaces.clone(),
         );
         registry.register(
-            "optional_api_refused_namespaces",
+            "pgtoolbox_optional_api_refused_namespaces",
             "Watched namespaces where an optional API is refused (403) while served",
             series.refused_namespaces.clone(),
         );
         registry.register(
-            "optional_api_unavailable",
+            "pgtoolbox_optional_api_unavailable",
             "1 when an optional API is off until the next start (not served, or refused everywhere)",
             series.optional_api_unavailable.clone(),
         );
@@ -163,33 +117,14 @@ impl OperatorMetrics {
         }
     }
 
-    /// One finished reconciliation of an object of `kind`.
-    pub fn reconcile_finished(&self, kind: &str, outcome: ReconcileOutcome, took: Duration) {
-        let s = &self.series;
-        s.reconciles
-            .get_or_create(&ReconcileLabels {
+    /// How long one reconcile pass of an object of `kind` took.
+    pub fn reconcile_took(&self, kind: &str, took: Duration) {
+        self.series
+            .reconcile_duration
+            .get_or_create(&KindLabels {
                 kind: kind.to_owned(),
-                outcome: outcome.label().to_owned(),
             })
-            .inc();
-        s.reconcile_duration
-            .get_or_create(&kind_labels(kind))
             .observe(took.as_secs_f64());
-    }
-
-    /// The number of live object actors of `kind` (the supervisor's registry size).
-    pub fn set_live_actors(&self, kind: &str, count: usize) {
-        self.series
-            .live_actors
-            .get_or_create(&kind_labels(kind))
-            .set(gauge_value(count));
-    }
-
-    pub fn actor_restarted(&self, kind: &str) {
-        self.series
-            .actor_restarts
-            .get_or_create(&kind_labels(kind))
-            .inc();
     }
 
     /// One request to the API server; `verb` is the Kubernetes verb (get, list, watch, create, ...).
@@ -227,11 +162,11 @@ impl OperatorMetrics {
             .set(i64::from(unavailable));
     }
 
-    /// Adds series of a kind or another component to the served registry (names get the
-    /// `pgtoolbox_` prefix).
-    pub fn register_more(&self, register: impl FnOnce(&mut Registry)) {
+    /// Adds series of the runtime, a kind or another component to the served registry. Names
+    /// are used as given: start them with `pgtoolbox_`.
+    pub fn register_more<T>(&self, register: impl FnOnce(&mut Registry) -> T) -> T {
         let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
-        register(&mut registry);
+        register(&mut registry)
     }
 
     /// The whole registry in the text exposition format.
@@ -240,12 +175,6 @@ impl OperatorMetrics {
         let registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
         prometheus_client::encoding::text::encode(&mut text, &registry)?;
         Ok(text)
-    }
-}
-
-fn kind_labels(kind: &str) -> KindLabels {
-    KindLabels {
-        kind: kind.to_owned(),
     }
 }
 
@@ -271,37 +200,24 @@ mod tests {
     #[test]
     fn handles_feed_the_named_series() {
         let m = OperatorMetrics::new();
-        m.reconcile_finished(
-            "PgAdmin",
-            ReconcileOutcome::Success,
-            Duration::from_millis(3),
-        );
-        m.reconcile_finished(
-            "PgAdmin",
-            ReconcileOutcome::Success,
-            Duration::from_millis(5),
-        );
-        m.set_live_actors("PgAdmin", 1);
-        m.actor_restarted("EvidenceAgent");
+        m.reconcile_took("PgAdmin", Duration::from_millis(3));
+        m.reconcile_took("PgAdmin", Duration::from_millis(5));
         m.api_request("list");
         m.api_write("patch");
         m.set_dropped_namespaces(2);
         m.set_optional_api("routes", 1, false);
         m.set_optional_api("gateways", 0, true);
+        let extra = m.register_more(|r| {
+            let c: Counter = Counter::default();
+            r.register("pgtoolbox_extra", "a kind's own series", c.clone());
+            c
+        });
+        extra.inc();
         let text = m.encode().unwrap();
         let get = |s: &str| sample(&text, s);
         assert_eq!(
-            get(r#"pgtoolbox_reconciles_total{kind="PgAdmin",outcome="success"}"#),
-            Some(2.0)
-        );
-        assert_eq!(
             get(r#"pgtoolbox_reconcile_duration_seconds_count{kind="PgAdmin"}"#),
             Some(2.0)
-        );
-        assert_eq!(get(r#"pgtoolbox_live_actors{kind="PgAdmin"}"#), Some(1.0));
-        assert_eq!(
-            get(r#"pgtoolbox_actor_restarts_total{kind="EvidenceAgent"}"#),
-            Some(1.0)
         );
         assert_eq!(
             get(r#"pgtoolbox_api_requests_total{verb="list"}"#),
@@ -320,5 +236,6 @@ mod tests {
             get(r#"pgtoolbox_optional_api_unavailable{api="gateways"}"#),
             Some(1.0)
         );
+        assert_eq!(get("pgtoolbox_extra_total"), Some(1.0));
     }
 }

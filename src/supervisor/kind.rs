@@ -13,7 +13,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
 use super::watch::{EventSource, OwnerSource};
-use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, Reconciler, Shared};
+use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler, Shared};
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 
@@ -87,6 +87,23 @@ pub struct KindState<R: Reconciler> {
     pending_restarts: HashMap<ObjectKey, AbortOnDropHandle<()>>,
     /// Tasks that forward the watch streams to this actor; dropping them stops the watches.
     watches: Vec<AbortOnDropHandle<()>>,
+}
+
+impl<R: Reconciler> KindState<R> {
+    fn count_actors(&self) {
+        self.shared
+            .runtime
+            .set_actors(&kind_of::<R>(), self.registry.len());
+    }
+}
+
+fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
+    <R::Object as kube::Resource>::kind(&())
+}
+
+/// Names one watch of the kind for `/readyz` (each reports its first complete list).
+fn list_id<R: Reconciler>(source: usize) -> String {
+    format!("{}/{source}", kind_of::<R>())
 }
 
 impl<R: Reconciler> Actor for KindSupervisor<R> {
@@ -204,7 +221,6 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             .stop_children_and_wait(Some("shutdown".into()), Some(state.options.shutdown_grace))
             .await;
         state.registry.clear();
-        count_live::<R>(state);
         Ok(())
     }
 }
@@ -231,9 +247,9 @@ impl<R: Reconciler> KindSupervisor<R> {
                 }
             }
             watcher::Event::InitDone => {
+                state.shared.readiness.list_synced(&list_id::<R>(source));
                 // Objects this watch reported before but not in the new list were deleted while
                 // the watch was down.
-                state.shared.readiness.list_synced(&list_id::<R>(source));
                 let listed = state.relisting.remove(&source).unwrap_or_default();
                 let gone: Vec<ObjectKey> = state
                     .objects
@@ -306,8 +322,9 @@ impl<R: Reconciler> KindSupervisor<R> {
         if let Some((_, actor)) = state.registry.remove(key) {
             actor.stop(Some("deleted".into()));
         }
-        state.shared.secrets.forget(&kind_name::<R>(), key);
-        count_live::<R>(state);
+        // Its Secret references go with it, so a later change of those wakes nobody.
+        state.shared.secrets.forget(&kind_of::<R>(), key);
+        state.count_actors();
     }
 
     async fn spawn_actor(
@@ -344,7 +361,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             Ok((actor, _)) => {
                 state.actor_keys.insert(actor.get_id(), key.clone());
                 state.registry.insert(key, actor);
-                count_live::<R>(state);
+                state.count_actors();
             }
             Err(err) => {
                 tracing::error!(object = %key, error = %err, "object actor did not start");
@@ -368,7 +385,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             .registry
             .remove_if(&key, |_, actor| actor.get_id() == cell.get_id())
             .is_some();
-        count_live::<R>(state);
+        state.count_actors();
         if !current || !state.objects.contains_key(&key) {
             return;
         }
@@ -384,9 +401,9 @@ impl<R: Reconciler> KindSupervisor<R> {
         key: ObjectKey,
         reason: String,
     ) {
-        state.shared.metrics.actor_restarted(&kind_name::<R>());
         let restarts = state.restarts.entry(key.clone()).or_insert(0);
         *restarts = restarts.saturating_add(1);
+        state.shared.runtime.restart(&kind_of::<R>());
         let delay = state.options.restart.delay(*restarts);
         tracing::warn!(object = %key, restarts = *restarts, restart_in = ?delay, reason = %reason, "object actor failed");
         let report = state.objects.get(&key).map(|t| {
@@ -404,7 +421,9 @@ impl<R: Reconciler> KindSupervisor<R> {
         let task_key = key.clone();
         let task = tokio::spawn(async move {
             if let Some((obj, cx)) = report {
-                reconciler.report_error(obj, &reason, &cx).await;
+                reconciler
+                    .report_error(obj, PassFailure::Panicked(&reason), &cx)
+                    .await;
             }
             tokio::time::sleep(delay).await;
             let _ = me.send_message(KindMsg::Respawn(task_key));
@@ -413,22 +432,6 @@ impl<R: Reconciler> KindSupervisor<R> {
             .pending_restarts
             .insert(key, AbortOnDropHandle::new(task));
     }
-}
-
-fn kind_name<R: Reconciler>() -> String {
-    <R::Object as kube::Resource>::kind(&()).to_string()
-}
-
-/// Names one watch of the kind for `/readyz` (each reports its first complete list).
-fn list_id<R: Reconciler>(source: usize) -> String {
-    format!("{}/{source}", kind_name::<R>())
-}
-
-fn count_live<R: Reconciler>(state: &KindState<R>) {
-    state
-        .shared
-        .metrics
-        .set_live_actors(&kind_name::<R>(), state.registry.len());
 }
 
 fn jitter(max: Duration) -> Duration {

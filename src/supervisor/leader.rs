@@ -63,7 +63,12 @@ fn held_spec(previous: Option<&LeaseSpec>, cfg: &LeaderConfig, now: Timestamp) -
             Some(MicroTime(now))
         },
         renew_time: Some(MicroTime(now)),
-        lease_transitions: Some(if ours { transitions } else { transitions + 1 }),
+        // A first holder is no transition; a change of holder is.
+        lease_transitions: Some(if ours || previous.is_none() {
+            transitions
+        } else {
+            transitions + 1
+        }),
         ..LeaseSpec::default()
     }
 }

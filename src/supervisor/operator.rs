@@ -176,6 +176,18 @@ impl Operator {
         self.kinds.iter().map(|k| k.name.as_str())
     }
 
+    /// Resolves when a kind supervisor ended on its own (it failed): the operator no longer
+    /// manages that kind, so the process should exit and be restarted.
+    pub async fn failed(&mut self) -> String {
+        if self.kinds.is_empty() {
+            return std::future::pending().await;
+        }
+        let (_, index, _) =
+            futures::future::select_all(self.kinds.iter_mut().map(|k| &mut k.handle)).await;
+        // Its handle is spent: `shutdown` must not await it again.
+        self.kinds.remove(index).name
+    }
+
     /// Stop the watches, let in-flight passes finish (each kind bounds this by its
     /// `shutdown_grace`), then stop the root. `bound` caps the whole shutdown.
     pub async fn shutdown(self, bound: Duration) {

@@ -4,6 +4,7 @@ use std::fmt::Debug;
 
 use futures::stream::{BoxStream, StreamExt};
 use kube::core::NamespaceResourceScope;
+use kube::core::PartialObjectMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -56,16 +57,21 @@ where
     watcher(api, config)
         .default_backoff()
         .modify(|obj: &mut K| obj.managed_fields_mut().clear())
-        .filter_map(|result| async move {
-            match result {
-                Ok(event) => Some(event),
-                Err(err) => {
-                    tracing::warn!(kind = %K::kind(&()), error = %err, "watch error, resuming");
-                    None
-                }
-            }
-        })
+        .filter_map(|result| async move { log_watch_error::<K, _>(result) })
         .boxed()
+}
+
+/// Watch errors are logged; the watcher itself relists and resumes with backoff.
+fn log_watch_error<K: Resource<DynamicType = ()>, E>(
+    result: Result<E, watcher::Error>,
+) -> Option<E> {
+    match result {
+        Ok(event) => Some(event),
+        Err(err) => {
+            tracing::warn!(kind = %K::kind(&()), error = %err, "watch error, resuming");
+            None
+        }
+    }
 }
 
 /// Starts the streams of one child watch, given the client and the watched namespaces.
@@ -99,6 +105,23 @@ impl ChildWatch {
                     .collect()
             }),
         }
+    }
+
+    /// As [`ChildWatch::new`], watching metadata only (`PartialObjectMetadata`): for Secrets,
+    /// whose contents must not travel through the operator's watches.
+    pub fn metadata_only<C, F>(config: watcher::Config, owner: F) -> Self
+    where
+        C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + Debug
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+        F: Fn(&PartialObjectMeta<C>) -> Option<ObjectKey> + Clone + Send + Sync + 'static,
+    {
+        // kube asks for metadata only when the API is typed `PartialObjectMeta`.
+        Self::new::<PartialObjectMeta<C>, F>(config, owner)
     }
 
     /// Owner keys from any stream (tests, or a shared actor that already watches the child).

@@ -1,6 +1,12 @@
 //! The one integration test binary; each topic is a module beside this file.
 
 mod crds;
+mod runtime_cli;
+mod runtime_crash;
+mod runtime_deploy;
+mod runtime_leader;
+mod runtime_support;
+mod runtime_watch;
 mod shared_metrics;
 mod shared_operator;
 mod shared_prober;

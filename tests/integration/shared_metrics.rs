@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use pgtoolbox_operator::actors::Shared;
 use pgtoolbox_operator::health::{Readiness, serve_health, serve_metrics};
-use pgtoolbox_operator::metrics::{OperatorMetrics, ReconcileOutcome};
+use pgtoolbox_operator::metrics::OperatorMetrics;
+use pgtoolbox_operator::supervisor::{OperatorSettings, PassResult};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -75,14 +77,13 @@ async fn metrics_are_served_as_prometheus_text() {
     let serving = serve_metrics("127.0.0.1:0".parse().expect("addr"), metrics.clone())
         .await
         .expect("serving");
-    metrics.reconcile_finished(
-        "PgAdmin",
-        ReconcileOutcome::Success,
-        Duration::from_millis(12),
-    );
-    metrics.reconcile_finished("PgAdmin", ReconcileOutcome::Error, Duration::from_millis(3));
-    metrics.set_live_actors("PgAdmin", 1);
-    metrics.actor_restarted("PgAdmin");
+    metrics.reconcile_took("PgAdmin", Duration::from_millis(12));
+    metrics.reconcile_took("PgAdmin", Duration::from_millis(3));
+    let shared = Shared::with_metrics(OperatorSettings::default(), metrics.clone());
+    shared.runtime.pass("PgAdmin", PassResult::Converged);
+    shared.runtime.pass("PgAdmin", PassResult::Failed);
+    shared.runtime.set_actors("PgAdmin", 1);
+    shared.runtime.restart("PgAdmin");
     metrics.api_request("list");
     metrics.api_write("create");
     metrics.set_dropped_namespaces(1);
@@ -96,19 +97,22 @@ async fn metrics_are_served_as_prometheus_text() {
         assert_eq!(samples.get(series), Some(&value), "{series} in\n{body}");
     };
     expect(
-        r#"pgtoolbox_reconciles_total{kind="PgAdmin",outcome="success"}"#,
+        r#"pgtoolbox_reconcile_passes_total{kind="PgAdmin",result="Converged"}"#,
         1.0,
     );
     expect(
-        r#"pgtoolbox_reconciles_total{kind="PgAdmin",outcome="error"}"#,
+        r#"pgtoolbox_reconcile_passes_total{kind="PgAdmin",result="Failed"}"#,
         1.0,
     );
     expect(
         r#"pgtoolbox_reconcile_duration_seconds_count{kind="PgAdmin"}"#,
         2.0,
     );
-    expect(r#"pgtoolbox_live_actors{kind="PgAdmin"}"#, 1.0);
-    expect(r#"pgtoolbox_actor_restarts_total{kind="PgAdmin"}"#, 1.0);
+    expect(r#"pgtoolbox_object_actors{kind="PgAdmin"}"#, 1.0);
+    expect(
+        r#"pgtoolbox_object_actor_restarts_total{kind="PgAdmin"}"#,
+        1.0,
+    );
     expect(r#"pgtoolbox_api_requests_total{verb="list"}"#, 1.0);
     expect(r#"pgtoolbox_api_writes_total{verb="create"}"#, 1.0);
     expect("pgtoolbox_dropped_namespaces", 1.0);

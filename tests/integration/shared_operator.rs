@@ -276,17 +276,20 @@ async fn a_secret_change_reconciles_exactly_the_objects_that_use_it() {
     assert_eq!(
         metric(
             &metrics,
-            r#"pgtoolbox_reconciles_total{kind="PgAdmin",outcome="success"}"#
+            r#"pgtoolbox_reconcile_passes_total{kind="PgAdmin",result="Converged"}"#
         ),
         Some(passes)
     );
     assert_eq!(
-        metric(&metrics, r#"pgtoolbox_live_actors{kind="PgAdmin"}"#),
-        Some((COUNT - 1) as f64)
+        metric(
+            &metrics,
+            r#"pgtoolbox_reconcile_duration_seconds_count{kind="PgAdmin"}"#
+        ),
+        Some(passes)
     );
-    assert!(
-        metric(&metrics, r#"pgtoolbox_api_requests_total{verb="watch"}"#).is_none(),
-        "the test client is not layered; only the operator's CLI client counts requests"
+    assert_eq!(
+        metric(&metrics, r#"pgtoolbox_object_actors{kind="PgAdmin"}"#),
+        Some((COUNT - 1) as f64)
     );
     operator.shutdown(Duration::from_secs(5)).await;
     shared.stop();

@@ -155,14 +155,30 @@ async fn a_panicking_object_is_isolated_restarted_with_backoff_and_recovers() {
             "restart {i}: {gap:?}"
         );
     }
-    assert_eq!(lock(&probe.errors).len(), 3, "each panic is reported");
+    let errors = lock(&probe.errors).clone();
+    assert_eq!(errors.len(), 3, "each panic is reported");
+    assert!(
+        errors
+            .iter()
+            .all(|(k, text)| *k == key("o7") && text.starts_with("reconcile panicked: ")),
+        "{errors:?}"
+    );
     assert_eq!(
         h.registry.len(),
         200,
         "the key was reused after each failure"
     );
-
-    // Recovered: a later failure starts the backoff from the beginning again.
+    let metrics = h.metrics();
+    assert!(
+        metrics.contains(r#"pgtoolbox_object_actor_restarts_total{kind="ConfigMap"} 3"#),
+        "{metrics}"
+    );
+    assert!(metrics.contains(r#"pgtoolbox_object_actors{kind="ConfigMap"} 200"#));
+    assert!(
+        metrics.contains(
+            r#"pgtoolbox_reconcile_passes_total{kind="ConfigMap",result="Converged"} 200"#
+        )
+    );
     h.operator.shutdown(SEC).await;
 }
 
@@ -179,4 +195,36 @@ async fn shutdown_lets_an_in_flight_pass_finish() {
     assert_eq!(lock(&probe.finished).as_slice(), &[key("slow")]);
     assert_eq!(lock(&probe.stopped).as_slice(), &[key("slow")]);
     assert!(h.registry.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn timers_die_with_an_actor_that_panicked() {
+    // Pass 1 arms a timer; pass 2 panics (ractor skips post_stop); the restarted actor's pass
+    // arms nothing. The first actor's timer task must be gone, not merely unable to deliver.
+    let probe = Probe::new(Duration::ZERO, |_, nth| match nth {
+        1 => Act::Ok(Outcome::done().after(TimerPurpose::Expiry, 3600 * SEC)),
+        2 => Act::Panic,
+        _ => Act::Ok(Outcome::done()),
+    });
+    let h = Harness::start(&probe, quick_options(), 1).await;
+    h.list(vec![cm("fragile", "x", 1)]);
+    run_for(SEC).await;
+    let alive = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    let with_timer = alive();
+
+    h.send(Event::Apply(cm("fragile", "y", 2)));
+    run_for(10 * SEC).await;
+    let passes = probe.passes_of("fragile");
+    assert_eq!(passes.len(), 3, "armed, panicked, restarted");
+    assert_eq!(passes[2].restarts, 1);
+    assert_eq!(
+        alive(),
+        with_timer - 1,
+        "the timer task died with the failed actor"
+    );
+    h.operator.shutdown(SEC).await;
 }

@@ -18,7 +18,7 @@ use kube::runtime::watcher::Event;
 use tokio::time::Instant;
 
 use super::{ChildWatch, Kind, KindOptions, Operator, OperatorBuilder, Registry};
-use crate::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
+use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared};
 use crate::messages::ObjectKey;
 
 /// One recorded pass.
@@ -117,8 +117,13 @@ impl Reconciler for Probe {
         lock(&self.stopped).push(key.clone());
     }
 
-    async fn report_error(&self, _obj: Arc<ConfigMap>, error: &str, cx: &ObjectContext) {
-        lock(&self.errors).push((cx.key.clone(), error.to_string()));
+    async fn report_error(
+        &self,
+        _obj: Arc<ConfigMap>,
+        failure: PassFailure<'_>,
+        cx: &ObjectContext,
+    ) {
+        lock(&self.errors).push((cx.key.clone(), failure.to_string()));
     }
 }
 
@@ -164,6 +169,7 @@ pub struct Harness {
     pub children: mpsc::UnboundedSender<ObjectKey>,
     pub registry: Registry<ConfigMap>,
     pub operator: Operator,
+    pub shared: Arc<Shared>,
 }
 
 impl Harness {
@@ -180,7 +186,8 @@ impl Harness {
             .child(ChildWatch::from_stream(child_rx.boxed()))
             .options(options);
         let registry = kind.registry();
-        let operator = OperatorBuilder::new(offline_client(), Arc::new(Shared::default()))
+        let shared = Arc::new(Shared::default());
+        let operator = OperatorBuilder::new(offline_client(), shared.clone())
             .register(kind)
             .start()
             .await
@@ -190,7 +197,13 @@ impl Harness {
             children,
             registry,
             operator,
+            shared,
         }
+    }
+
+    /// The `/metrics` text.
+    pub fn metrics(&self) -> String {
+        self.shared.metrics.encode().unwrap()
     }
 
     pub fn send(&self, event: Event<ConfigMap>) {

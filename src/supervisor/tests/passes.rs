@@ -110,7 +110,12 @@ async fn failures_retry_with_growing_delays_and_reset_on_success() {
         let base = Duration::from_millis(500) * 2u32.pow(i as u32);
         assert!(gap >= base && gap < base * 2, "gap {i}: {gap:?}");
     }
-    assert_eq!(lock(&probe.errors).len(), 4, "each failure is reported");
+    let errors = lock(&probe.errors).clone();
+    assert_eq!(errors.len(), 4, "each failure is reported");
+    assert!(
+        errors.iter().all(|(_, text)| text == "probe failure"),
+        "{errors:?}"
+    );
     h.operator.shutdown(SEC).await;
 }
 

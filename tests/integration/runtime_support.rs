@@ -1,0 +1,134 @@
+//! A test kind for the runtime: ConfigMaps whose reconciler copies `data.v` into an
+//! annotation (one write through the write budget, skipped when already equal).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
+use pgtoolbox_operator::messages::ObjectKey;
+use pgtoolbox_operator::supervisor::{
+    BackoffPolicy, Kind, KindOptions, Operator, OperatorBuilder, Registry,
+};
+use serde_json::json;
+use tokio::time::Instant;
+
+pub const SEEN: &str = "runtime.test/seen";
+
+#[derive(Clone, Default)]
+pub struct Mirror {
+    /// Names whose passes panic while set.
+    pub panic_for: Arc<Mutex<Option<String>>>,
+    pub panicking: Arc<AtomicBool>,
+    pub passes: Arc<Mutex<Vec<(ObjectKey, Instant)>>>,
+}
+
+impl Mirror {
+    pub fn passes_of(&self, name: &str) -> Vec<Instant> {
+        self.passes
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(k, _)| k.name == name)
+            .map(|(_, at)| *at)
+            .collect()
+    }
+}
+
+impl Reconciler for Mirror {
+    type Object = ConfigMap;
+
+    async fn reconcile(
+        &self,
+        obj: Arc<ConfigMap>,
+        cx: &ObjectContext,
+    ) -> Result<Outcome, ReconcileError> {
+        self.passes
+            .lock()
+            .unwrap()
+            .push((cx.key.clone(), Instant::now()));
+        let doomed = self.panicking.load(Ordering::SeqCst)
+            && self.panic_for.lock().unwrap().as_deref() == Some(cx.key.name.as_str());
+        if doomed {
+            panic!("test panic for {}", cx.key);
+        }
+        let value = obj
+            .data
+            .as_ref()
+            .and_then(|d| d.get("v").cloned())
+            .unwrap_or_default();
+        let seen = obj.metadata.annotations.as_ref().and_then(|a| a.get(SEEN));
+        if seen != Some(&value) {
+            let api: Api<ConfigMap> = Api::namespaced(cx.client.clone(), &cx.key.namespace);
+            let patch = json!({"metadata": {"annotations": {SEEN: value}}});
+            let _permit = cx.writes.acquire().await.map_err(ReconcileError::other)?;
+            api.patch(&cx.key.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        Ok(Outcome::done())
+    }
+}
+
+pub fn options() -> KindOptions {
+    KindOptions {
+        startup_jitter: Duration::ZERO,
+        restart: BackoffPolicy {
+            min_delay: Duration::from_millis(200),
+            max_delay: Duration::from_secs(2),
+        },
+        ..KindOptions::default()
+    }
+}
+
+pub async fn start_operator(
+    client: &kube::Client,
+    mirror: &Mirror,
+) -> (Operator, Registry<ConfigMap>) {
+    let kind = Kind::new(mirror.clone()).options(options());
+    let registry = kind.registry();
+    let operator = OperatorBuilder::new(client.clone(), Arc::new(Shared::default()))
+        .register(kind)
+        .start()
+        .await
+        .expect("operator starts");
+    (operator, registry)
+}
+
+pub fn config_map(name: &str, value: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([("v".to_string(), value.to_string())])),
+        ..Default::default()
+    }
+}
+
+pub async fn create(api: &Api<ConfigMap>, name: &str, value: &str) {
+    api.create(&PostParams::default(), &config_map(name, value))
+        .await
+        .expect("config map created");
+}
+
+/// Poll `check` until it holds or `within` elapses.
+pub async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The value the operator mirrored into the annotation, if any.
+pub async fn seen(api: &Api<ConfigMap>, name: &str) -> Option<String> {
+    let cm = api.get_opt(name).await.ok()??;
+    cm.metadata.annotations?.get(SEEN).cloned()
+}
