@@ -14,15 +14,7 @@ use serde_json::Map;
 use tracing::{info, warn};
 
 use crate::conditions::{EventType, StoredStatus, namespace_not_watched, status_patch};
-use crate::reconcile::namespace_permissions::{DroppedNamespace, OWN_GROUP};
-
-/// The kinds that carry NamespaceNotWatched: (kind, plural). PgAccessRequest and PgAdminAccess
-/// do not (the first must never look granted, the second has no status).
-pub const MARKED_KINDS: [(&str, &str); 3] = [
-    ("PgAdmin", "pgadmins"),
-    ("PgToolBoxConsole", "pgtoolboxconsoles"),
-    ("EvidenceAgent", "evidenceagents"),
-];
+use crate::reconcile::namespace_permissions::{DroppedNamespace, NOT_WATCHED_KINDS, OWN_GROUP};
 
 const VERSION: &str = "v1alpha1";
 
@@ -61,15 +53,20 @@ fn reference_of(object: &DynamicObject, resource: &ApiResource) -> ObjectReferen
 }
 
 /// Marks every PgAdmin, PgToolBoxConsole and EvidenceAgent of `dropped` whose status the
-/// operator may still write. A kind it may not list or patch there is skipped.
-pub async fn mark_dropped_namespace(
+/// operator may still write, for the kinds it runs (`kinds`; only their permissions were
+/// checked). A kind it may not list or patch there is skipped.
+pub async fn mark_dropped_namespace<S: AsRef<str>>(
     client: &Client,
     recorder: &Recorder,
     dropped: &DroppedNamespace,
+    kinds: &[S],
 ) -> Result<MarkReport, kube::Error> {
     let message = dropped.message();
     let mut report = MarkReport::default();
-    for (kind, plural) in MARKED_KINDS {
+    let running = NOT_WATCHED_KINDS
+        .iter()
+        .filter(|(kind, _)| kinds.iter().any(|k| k.as_ref() == *kind));
+    for &(kind, plural) in running {
         if !dropped.may_write_status(plural) {
             info!(namespace = %dropped.namespace, kind, "may not write status there: left as is");
             continue;

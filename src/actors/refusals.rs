@@ -93,11 +93,12 @@ async fn allowed(
 pub async fn check_namespaces(
     client: &Client,
     scope: &WatchScope,
+    kinds: &[String],
 ) -> Result<WatchPlan, RefusalError> {
     let WatchScope::Namespaces(namespaces) = scope else {
         return Ok(WatchPlan::default());
     };
-    let permissions = required_permissions();
+    let permissions = required_permissions(kinds);
     let mut checks = Vec::with_capacity(namespaces.len() * permissions.len());
     for ns in namespaces {
         checks.extend(permissions.iter().map(|p| (ns.clone(), *p)));
@@ -135,14 +136,16 @@ pub struct TrackerArgs {
     pub metrics: OperatorMetrics,
     /// Who records the NamespaceNotWatched Events.
     pub reporter: Reporter,
+    /// The kinds the operator runs: their permissions are checked, their objects marked.
+    pub kinds: Vec<String>,
 }
 
 /// Tells the objects of each dropped namespace. A failure is logged, not fatal: the
 /// namespace stays dropped either way and the next start tries again.
-async fn mark_dropped(client: &Client, reporter: Reporter, plan: &WatchPlan) {
+async fn mark_dropped(client: &Client, reporter: Reporter, plan: &WatchPlan, kinds: &[String]) {
     let recorder = Recorder::new(client.clone(), reporter);
     for dropped in &plan.dropped {
-        match mark_dropped_namespace(client, &recorder, dropped).await {
+        match mark_dropped_namespace(client, &recorder, dropped, kinds).await {
             Ok(report) => {
                 info!(namespace = %dropped.namespace, ?report, "marked NamespaceNotWatched")
             }
@@ -168,9 +171,9 @@ impl Actor for NamespaceRefusalTracker {
         _myself: ActorRef<Self::Msg>,
         args: TrackerArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let plan = check_namespaces(&args.client, &args.scope).await?;
+        let plan = check_namespaces(&args.client, &args.scope, &args.kinds).await?;
         args.metrics.set_dropped_namespaces(plan.dropped.len());
-        mark_dropped(&args.client, args.reporter, &plan).await;
+        mark_dropped(&args.client, args.reporter, &plan, &args.kinds).await;
         Ok(TrackerState {
             plan: Arc::new(plan),
             runtime: Arc::new(RuntimeRefusals::new()),

@@ -61,10 +61,13 @@ fn kept_scope(listed: &[String], plan: &WatchPlan) -> Result<Vec<String>, Shared
     Ok(plan.watched.clone())
 }
 
-/// Runs the start-up checks and starts the shared actors. `settings.watch_namespaces` in the
-/// returned [`Shared`] holds only the namespaces kept; a probe failure fails the start.
+/// Runs the start-up checks for the kinds the operator runs (`kinds`, as
+/// `OperatorBuilder::kind_names` lists them) and starts the shared actors.
+/// `settings.watch_namespaces` in the returned [`Shared`] holds only the namespaces kept; a
+/// probe failure fails the start.
 pub async fn start_shared_actors(
     client: &Client,
+    kinds: &[String],
     mut settings: OperatorSettings,
     metrics: OperatorMetrics,
     readiness: Readiness,
@@ -76,6 +79,7 @@ pub async fn start_shared_actors(
         scope: listed,
         metrics: metrics.clone(),
         reporter,
+        kinds: kinds.to_vec(),
     })
     .await
     .map_err(|e| SharedStartError::Refusals(Box::new(e)))?;

@@ -66,6 +66,12 @@ pub async fn client(
         .build())
 }
 
+/// The kinds this build runs: the start-up checks ask only for their permissions.
+pub fn kind_names(client: &kube::Client) -> Vec<String> {
+    // Registering builds the reconcilers and nothing else (no I/O): cheap to do twice.
+    register_all(OperatorBuilder::new(client.clone(), Default::default())).kind_names()
+}
+
 /// Who records the operator's Events.
 pub fn reporter() -> Reporter {
     Reporter {
@@ -99,6 +105,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // fails ends the start, non-zero, and the restart retries), the secret router.
     let shared_actors = start_shared_actors(
         &client,
+        &super::run::kind_names(&client),
         args.settings.to_settings(),
         metrics,
         readiness.clone(),

@@ -120,6 +120,7 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     // The same start-up checks as `run`: `--deny` and `--unserve` show how the operator degrades.
     let shared_actors = start_shared_actors(
         &client,
+        &super::run::kind_names(&client),
         args.settings.to_settings(),
         OperatorMetrics::new(),
         Readiness::new(),

@@ -33,35 +33,81 @@ impl fmt::Display for Permission {
 
 const READ: &[&str] = &["get", "list", "watch"];
 const MANAGE: &[&str] = &["get", "list", "watch", "create", "update", "delete"];
+/// PgAccessRequest only ever takes grants away.
+const REVOKE: &[&str] = &["get", "list", "watch", "delete"];
 
-/// Our kinds whose status the operator writes (merge patch on `/status`).
-pub const OWN_KINDS_WITH_STATUS: &[&str] = &[
-    "pgadmins",
-    "pgtoolboxconsoles",
-    "evidenceagents",
-    "pgaccessrequests",
+/// What one managed kind needs in a namespace besides reading itself and writing its status.
+struct KindNeeds {
+    kind: &'static str,
+    plural: &'static str,
+    /// Runs a Deployment (the [`WORKLOAD`] rows).
+    workload: bool,
+    /// (group, resource, verbs)
+    uses: &'static [(&'static str, &'static str, &'static [&'static str])],
+}
+
+/// Children a workload kind renders and owns, and the Pods it reads for their failures.
+const WORKLOAD: &[(&str, &str, &[&str])] = &[
+    ("apps", "deployments", MANAGE),
+    ("", "services", MANAGE),
+    ("", "serviceaccounts", MANAGE),
+    ("", "pods", READ),
 ];
-/// Our kinds the operator only reads.
-const OWN_KINDS_READ_ONLY: &[&str] = &["pgadminaccesses"];
-/// Children the operator creates, replaces and deletes.
-const CHILDREN: &[(&str, &str)] = &[
-    ("apps", "deployments"),
-    ("", "services"),
-    ("", "serviceaccounts"),
-    ("", "secrets"),
-    ("", "configmaps"),
-    ("", "persistentvolumeclaims"),
-    ("rbac.authorization.k8s.io", "rolebindings"),
-    ("networking.k8s.io", "networkpolicies"),
-    ("networking.k8s.io", "ingresses"),
-    ("batch", "jobs"),
+
+/// The table, one row per kind. The permissions a namespace needs are those of the kinds the
+/// operator runs (a kind not built yet asks for nothing), plus [`COMMON`].
+const KINDS: &[KindNeeds] = &[
+    KindNeeds {
+        kind: "PgAccessRequest",
+        plural: "pgaccessrequests",
+        workload: false,
+        uses: &[("rbac.authorization.k8s.io", "rolebindings", REVOKE)],
+    },
+    KindNeeds {
+        kind: "PgAdmin",
+        plural: "pgadmins",
+        workload: true,
+        uses: &[
+            (OWN_GROUP, "pgadminaccesses", READ),
+            ("", "secrets", MANAGE),
+            ("", "persistentvolumeclaims", MANAGE),
+            ("networking.k8s.io", "networkpolicies", MANAGE),
+            ("networking.k8s.io", "ingresses", MANAGE),
+            ("batch", "jobs", MANAGE),
+        ],
+    },
+    KindNeeds {
+        kind: "PgToolBoxConsole",
+        plural: "pgtoolboxconsoles",
+        workload: true,
+        uses: &[
+            ("", "configmaps", MANAGE),
+            ("rbac.authorization.k8s.io", "rolebindings", MANAGE),
+            ("networking.k8s.io", "networkpolicies", MANAGE),
+            ("networking.k8s.io", "ingresses", MANAGE),
+        ],
+    },
+    KindNeeds {
+        kind: "EvidenceAgent",
+        plural: "evidenceagents",
+        workload: true,
+        uses: &[("", "secrets", MANAGE), ("", "configmaps", MANAGE)],
+    },
 ];
-/// What the operator reads but never writes: Pods for workload failures, CloudNativePG Clusters.
-const READ_ONLY: &[(&str, &str)] = &[("", "pods"), ("postgresql.cnpg.io", "clusters")];
-/// Events are created, and patched when a repeated Event is counted as a series.
-const EVENTS: &[Permission] = &[
-    perm("create", "events.k8s.io", "events", ""),
-    perm("patch", "events.k8s.io", "events", ""),
+
+/// Whatever kinds run: Clusters read, Secrets watched (metadata only) by the secret router,
+/// Events recorded (patched when a repeat is counted as a series).
+const COMMON: &[(&str, &str, &[&str])] = &[
+    ("postgresql.cnpg.io", "clusters", READ),
+    ("", "secrets", &["list", "watch"]),
+    ("events.k8s.io", "events", &["create", "patch"]),
+];
+
+/// Our kinds that carry NamespaceNotWatched: (kind, plural).
+pub const NOT_WATCHED_KINDS: &[(&str, &str)] = &[
+    ("PgAdmin", "pgadmins"),
+    ("PgToolBoxConsole", "pgtoolboxconsoles"),
+    ("EvidenceAgent", "evidenceagents"),
 ];
 
 const fn perm(
@@ -83,23 +129,33 @@ pub fn status_write(plural: &'static str) -> Permission {
     perm("patch", OWN_GROUP, plural, "status")
 }
 
-/// Every permission the operator needs in each watched namespace.
-pub fn required_permissions() -> Vec<Permission> {
+/// The plural of one of our kinds, when the table knows it.
+pub fn plural_of(kind: &str) -> Option<&'static str> {
+    KINDS.iter().find(|k| k.kind == kind).map(|k| k.plural)
+}
+
+/// Every permission the operator needs in each watched namespace to run `kinds`.
+pub fn required_permissions<S: AsRef<str>>(kinds: &[S]) -> Vec<Permission> {
     let mut all = Vec::new();
-    for plural in OWN_KINDS_WITH_STATUS {
-        all.extend(READ.iter().map(|verb| perm(verb, OWN_GROUP, plural, "")));
-        all.push(status_write(plural));
+    let add = |all: &mut Vec<Permission>, group, resource, verbs: &[&'static str]| {
+        all.extend(verbs.iter().map(|verb| perm(verb, group, resource, "")));
+    };
+    for (group, resource, verbs) in COMMON {
+        add(&mut all, group, resource, verbs);
     }
-    for plural in OWN_KINDS_READ_ONLY {
-        all.extend(READ.iter().map(|verb| perm(verb, OWN_GROUP, plural, "")));
+    for needs in KINDS
+        .iter()
+        .filter(|n| kinds.iter().any(|k| k.as_ref() == n.kind))
+    {
+        add(&mut all, OWN_GROUP, needs.plural, READ);
+        all.push(status_write(needs.plural));
+        let workload = if needs.workload { WORKLOAD } else { &[] };
+        for (group, resource, verbs) in needs.uses.iter().chain(workload) {
+            add(&mut all, group, resource, verbs);
+        }
     }
-    for (group, resource) in CHILDREN {
-        all.extend(MANAGE.iter().map(|verb| perm(verb, group, resource, "")));
-    }
-    for (group, resource) in READ_ONLY {
-        all.extend(READ.iter().map(|verb| perm(verb, group, resource, "")));
-    }
-    all.extend_from_slice(EVENTS);
+    all.sort();
+    all.dedup();
     all
 }
 
@@ -176,16 +232,24 @@ pub fn plan_watch(namespaces: &[String], answers: &[(String, Permission, bool)])
 mod tests {
     use super::*;
 
+    const ALL_KINDS: [&str; 4] = [
+        "PgAccessRequest",
+        "PgAdmin",
+        "PgToolBoxConsole",
+        "EvidenceAgent",
+    ];
+
     #[test]
     fn the_table_covers_every_kind_named_by_the_issue() {
-        let all = required_permissions();
+        let all = required_permissions(&ALL_KINDS);
         let has = |verb: &str, resource: &str, sub: &str| {
             all.iter()
                 .any(|p| p.verb == verb && p.resource == resource && p.subresource == sub)
         };
-        for kind in OWN_KINDS_WITH_STATUS {
-            assert!(has("watch", kind, ""), "{kind}");
-            assert!(has("patch", kind, "status"), "{kind}");
+        for kind in ALL_KINDS {
+            let plural = plural_of(kind).unwrap();
+            assert!(has("watch", plural, ""), "{kind}");
+            assert!(has("patch", plural, "status"), "{kind}");
         }
         for child in [
             "deployments",
@@ -204,10 +268,24 @@ mod tests {
             );
         }
         assert!(has("create", "events", ""));
-        let mut unique = all.clone();
-        unique.sort();
-        unique.dedup();
-        assert_eq!(unique.len(), all.len(), "no permission is listed twice");
+    }
+
+    #[test]
+    fn only_the_kinds_that_run_ask_for_anything() {
+        let pgar = required_permissions(&["PgAccessRequest"]);
+        let granted = |verb: &str, resource: &str| {
+            pgar.iter()
+                .any(|p| p.verb == verb && p.resource == resource)
+        };
+        assert!(granted("delete", "rolebindings"));
+        assert!(
+            !granted("create", "rolebindings"),
+            "it only takes grants away"
+        );
+        assert!(!granted("create", "deployments"));
+        assert!(granted("watch", "secrets") && !granted("get", "secrets"));
+        let none: [&str; 0] = [];
+        assert_eq!(required_permissions(&none).len(), 7, "the common rows only");
     }
 
     #[test]
@@ -247,7 +325,7 @@ mod tests {
     fn long_lists_are_shortened() {
         let dropped = DroppedNamespace {
             namespace: "x".into(),
-            missing: required_permissions(),
+            missing: required_permissions(&ALL_KINDS),
         };
         assert!(dropped.message().contains("more"));
         assert_eq!(

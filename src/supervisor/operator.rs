@@ -134,6 +134,11 @@ impl OperatorBuilder {
         self
     }
 
+    /// The kinds registered so far (their `kind` names).
+    pub fn kind_names(&self) -> Vec<String> {
+        self.kinds.iter().map(|(name, _)| name.clone()).collect()
+    }
+
     /// Spawn the root supervisor and one supervisor per registered kind.
     pub async fn start(self) -> Result<Operator, SpawnErr> {
         let (root, root_handle) = Actor::spawn(None, RootSupervisor, ()).await?;

@@ -10,6 +10,7 @@ mod runtime_watch;
 mod shared_metrics;
 mod shared_operator;
 mod shared_prober;
+mod shared_rbac;
 mod shared_refusals;
 mod shared_router;
 mod shared_support;

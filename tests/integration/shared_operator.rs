@@ -98,8 +98,10 @@ async fn start_operator(
         watch_namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
         ..OperatorSettings::default()
     };
+    let kinds = ["PgAdmin".to_owned()];
     let shared = start_shared_actors(
         client,
+        &kinds,
         settings,
         metrics.clone(),
         readiness.clone(),

@@ -48,6 +48,7 @@ async fn start_tracker(
             controller: "pgtoolbox-operator".into(),
             instance: None,
         },
+        kinds: vec!["PgAdmin".to_owned()],
     })
     .await
     .expect("tracker starts");
