@@ -30,6 +30,18 @@ impl RuntimeRefusals {
         self.refused.remove(&(namespace.to_owned(), api.to_owned()));
     }
 
+    /// Records what a request to `api` in `namespace` answered: a 403 starts a refusal, a
+    /// success ends it, anything else says nothing about permissions.
+    pub fn observe<T>(&self, namespace: &str, api: &str, result: &Result<T, kube::Error>) {
+        match result {
+            Ok(_) => self.record_allowed(namespace, api),
+            Err(kube::Error::Api(status)) if status.code == 403 => {
+                self.record_forbidden(namespace, api)
+            }
+            Err(_) => {}
+        }
+    }
+
     pub fn is_refused(&self, namespace: &str, api: &str) -> bool {
         self.refused
             .contains(&(namespace.to_owned(), api.to_owned()))
@@ -71,6 +83,26 @@ mod tests {
         assert_eq!(r.message("team-a", "Routes"), None);
         assert_eq!(r.refused_in("team-b"), vec!["Poolers", "Routes"]);
         r.record_allowed("team-b", "Routes");
+        assert!(!r.is_refused("team-b", "Routes"));
+    }
+
+    #[test]
+    fn observe_reads_the_answer() {
+        let r = RuntimeRefusals::new();
+        let forbidden: Result<(), kube::Error> = Err(kube::Error::Api(Box::new(
+            kube::core::Status::failure("routes is forbidden", "Forbidden").with_code(403),
+        )));
+        r.observe("team-b", "Routes", &forbidden);
+        assert!(r.is_refused("team-b", "Routes"));
+        let unavailable: Result<(), kube::Error> = Err(kube::Error::Api(Box::new(
+            kube::core::Status::failure("down", "ServiceUnavailable").with_code(503),
+        )));
+        r.observe("team-b", "Routes", &unavailable);
+        assert!(
+            r.is_refused("team-b", "Routes"),
+            "a 503 says nothing about RBAC"
+        );
+        r.observe("team-b", "Routes", &Ok::<(), kube::Error>(()));
         assert!(!r.is_refused("team-b", "Routes"));
     }
 }
