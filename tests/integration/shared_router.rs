@@ -169,3 +169,68 @@ async fn a_secret_change_wakes_exactly_its_users() {
     assert_eq!(stats(&router).await.objects, COUNT - 1);
     router.stop(None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relist_wakes_nobody_and_a_deleted_secret_wakes_its_users() {
+    const SMALL: usize = 50;
+    let sim = sim_with(&[], &[]).await;
+    let client = sim.client();
+    create_namespaces(&client, &[NS]).await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    for i in 0..SMALL {
+        let s: Secret = serde_json::from_value(json!({
+            "metadata": {"name": format!("s-{i}")}, "stringData": {"password": "initial"},
+        }))
+        .expect("secret");
+        secrets
+            .create(&PostParams::default(), &s)
+            .await
+            .expect("secret created");
+    }
+    let wakeups = Arc::new(Wakeups::default());
+    let (router, _task) = Actor::spawn(
+        None,
+        SecretRouter,
+        RouterArgs {
+            subscriber: wakeups.clone(),
+            watch: Some((client.clone(), WatchScope::All)),
+        },
+    )
+    .await
+    .expect("router starts");
+    for i in 0..SMALL {
+        router
+            .cast(SecretRouterMsg::Register {
+                object: object(&format!("o-{i}")),
+                secrets: vec![secret(&format!("s-{i}"))],
+            })
+            .expect("register");
+    }
+    eventually(LIMIT, "the first Secret list", || async {
+        stats(&router).await.synced_scopes == 1
+    })
+    .await;
+    let seen = stats(&router).await.events_seen;
+
+    // A 410 forces a full relist: every Secret is listed again, unchanged.
+    sim.admin().force_gone_next_watch();
+    sim.admin().drop_watches();
+    eventually(LIMIT, "the relist", || async {
+        stats(&router).await.events_seen >= seen + SMALL as u64
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(wakeups.total(), 0, "an unchanged relist wakes nobody");
+
+    secrets
+        .delete("s-3", &Default::default())
+        .await
+        .expect("deleted");
+    eventually(LIMIT, "the deletion to wake its user", || async {
+        wakeups.of("o-3") == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(wakeups.total(), 1);
+    router.stop(None);
+}
