@@ -397,3 +397,86 @@ async fn the_binary_exits_non_zero_when_the_probe_is_refused_its_credentials() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("401 Unauthorized"), "{stderr}");
 }
+
+/// A free loopback port (bound then released: another process could take it meanwhile, which
+/// only fails this test).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .ok()?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.ok()?;
+    let (head, body) = raw.split_once("\r\n\r\n")?;
+    let code = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, body.to_owned()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_becomes_ready_and_serves_its_metrics() {
+    let sim = Sim::start(SimConfig {
+        extra_crds: crds(),
+        unserve: vec!["route.openshift.io".to_owned()],
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim starts");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let (health, metrics) = (free_port(), free_port());
+    let _child = tokio::process::Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--metrics-bind-address", &format!("127.0.0.1:{metrics}")])
+        .args([
+            "--health-probe-bind-address",
+            &format!("127.0.0.1:{health}"),
+        ])
+        .env_remove("WATCH_NAMESPACES")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the binary starts");
+    eventually(LIMIT, "/readyz", || async {
+        http_get(health, "/readyz")
+            .await
+            .is_some_and(|(code, _)| code == 200)
+    })
+    .await;
+    assert_eq!(http_get(health, "/healthz").await.map(|r| r.0), Some(200));
+    let (code, body) = http_get(metrics, "/metrics").await.expect("metrics answer");
+    assert_eq!(code, 200);
+    let value = |series: &str| {
+        body.lines().find_map(|l| {
+            l.strip_prefix(series)?
+                .strip_prefix(' ')?
+                .parse::<f64>()
+                .ok()
+        })
+    };
+    assert!(
+        value(r#"pgtoolbox_api_requests_total{verb="list"}"#).is_some_and(|n| n >= 1.0),
+        "the probe's lists are counted:\n{body}"
+    );
+    assert_eq!(
+        value(r#"pgtoolbox_optional_api_unavailable{api="routes"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(r#"pgtoolbox_optional_api_unavailable{api="httproutes"}"#),
+        Some(0.0)
+    );
+    assert_eq!(value("pgtoolbox_dropped_namespaces"), Some(0.0));
+}
