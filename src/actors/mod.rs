@@ -1,6 +1,7 @@
 //! Actors: the generic object actor every kind shares, and the shared actors (optional-API
 //! prober, namespace-refusal tracker, CNPG secret router).
 
+pub mod access_request;
 mod object;
 mod object_reconciler;
 mod object_timers;

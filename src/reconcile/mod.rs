@@ -1,4 +1,5 @@
-//! Pure decisions: observed world in, desired state and facts out. No I/O.
+//! Pure decisions: observed world in, desired children, condition facts and routing out. No I/O.
 pub mod namespace_permissions;
 pub mod optional_api;
+pub mod pgaccessrequest;
 pub mod secret_index;

@@ -51,7 +51,8 @@ pub struct Event {
 pub struct Inner {
     rv: u64,
     tables: HashMap<ResKey, BTreeMap<ObjKey, Arc<Value>>>,
-    uids: HashSet<String>,
+    /// uid -> where the live object with that uid is stored.
+    uids: HashMap<String, (ResKey, ObjKey)>,
     /// owner uid -> objects whose ownerReferences name it, so collecting dependents does not
     /// scan the whole store.
     dependents: HashMap<String, HashSet<(ResKey, ObjKey)>>,
@@ -63,7 +64,7 @@ pub struct Inner {
     uid_seed: u64,
 }
 
-fn owner_uids(obj: &Value) -> Vec<String> {
+pub fn owner_uids(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .map(|refs| {
@@ -172,8 +173,14 @@ impl Locked<'_> {
         self.guard.tables.get(res).and_then(|t| t.get(key)).cloned()
     }
 
+    /// The stored object with this uid, if it is alive.
+    pub fn locate(&self, uid: &str) -> Option<(ResKey, ObjKey, Arc<Value>)> {
+        let (res, key) = self.guard.uids.get(uid)?;
+        self.get(res, key).map(|o| (res.clone(), key.clone(), o))
+    }
+
     pub fn uid_alive(&self, uid: &str) -> bool {
-        self.guard.uids.contains(uid)
+        self.guard.uids.contains_key(uid)
     }
 
     /// Objects of one resource, optionally of one namespace, in key order.
@@ -292,7 +299,9 @@ impl Locked<'_> {
             return object;
         }
         if let Some(uid) = object.pointer("/metadata/uid").and_then(Value::as_str) {
-            self.guard.uids.insert(uid.to_string());
+            self.guard
+                .uids
+                .insert(uid.to_string(), (res.clone(), key.clone()));
         }
         let namespace = key.0.clone();
         let previous = self

@@ -1037,3 +1037,54 @@ async fn apply_conflicts_with_fields_an_update_manager_wrote() {
         "same value: shared, no conflict"
     );
 }
+
+#[tokio::test]
+async fn foreground_deletion_holds_the_owner_until_dependents_are_gone() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let owner = api
+        .create(&PostParams::default(), &cm("fg-owner", json!({})))
+        .await
+        .unwrap();
+    let mut child = cm("fg-child", json!({}));
+    child.metadata.owner_references = Some(
+        serde_json::from_value(
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "fg-owner",
+            "uid": owner.metadata.uid, "blockOwnerDeletion": true}]),
+        )
+        .unwrap(),
+    );
+    child.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    api.create(&PostParams::default(), &child).await.unwrap();
+
+    api.delete("fg-owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    let held = api.get("fg-owner").await.unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+    assert!(
+        held.metadata
+            .finalizers
+            .unwrap()
+            .contains(&"foregroundDeletion".to_string())
+    );
+    assert!(
+        api.get("fg-child")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+
+    let release = json!({"metadata": {"finalizers": null}});
+    api.patch("fg-child", &PatchParams::default(), &Patch::Merge(release))
+        .await
+        .unwrap();
+    assert_eq!(code_of(api.get("fg-child").await).0, 404);
+    assert_eq!(
+        code_of(api.get("fg-owner").await).0,
+        404,
+        "owner goes with its last dependent"
+    );
+}

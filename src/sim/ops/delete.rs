@@ -17,6 +17,7 @@ pub struct DeleteOpts {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub orphan: bool,
+    pub foreground: bool,
     /// `dryRun: ["All"]` in the body (kube sends delete dry runs there, not in the query).
     pub dry_run: bool,
 }
@@ -30,6 +31,7 @@ impl DeleteOpts {
             resource_version: s(pre.and_then(|p| p.get("resourceVersion"))),
             orphan: body.get("propagationPolicy").and_then(Value::as_str) == Some("Orphan")
                 || body.get("orphanDependents").and_then(Value::as_bool) == Some(true),
+            foreground: body.get("propagationPolicy").and_then(Value::as_str) == Some("Foreground"),
             dry_run: body
                 .get("dryRun")
                 .and_then(Value::as_array)
@@ -89,7 +91,84 @@ pub fn delete(
     if info.group.is_empty() && info.plural == "namespaces" {
         return Ok(delete_namespace(server, l, &res, &key, old));
     }
+    if opts.foreground && !l.dependents_of(&uid).is_empty() {
+        return Ok(delete_foreground(server, l, &res, &key, old, &uid));
+    }
     Ok(delete_object(server, l, &res, &key, old))
+}
+
+/// The finalizer that holds an owner deleted in the foreground until its dependents are gone.
+const FOREGROUND: &str = "foregroundDeletion";
+
+fn has_foreground_finalizer(obj: &Value) -> bool {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|x| x == FOREGROUND))
+}
+
+/// `propagationPolicy: Foreground`: the owner stays (deletionTimestamp + `foregroundDeletion`
+/// finalizer) while its dependents are deleted, and goes once the last one has left.
+fn delete_foreground(
+    server: &Server,
+    l: &mut Locked<'_>,
+    res: &ResKey,
+    key: &ObjKey,
+    old: Arc<Value>,
+    uid: &str,
+) -> Arc<Value> {
+    let mut marked = (*old).clone();
+    if !has_foreground_finalizer(&marked) {
+        let mut list = marked
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        list.push(json!(FOREGROUND));
+        set_meta(&mut marked, "finalizers", Value::Array(list));
+    }
+    if marked.pointer("/metadata/deletionTimestamp").is_none() {
+        set_meta(&mut marked, "deletionTimestamp", json!(now_rfc3339()));
+        set_meta(&mut marked, "deletionGracePeriodSeconds", json!(0));
+        if old.pointer("/metadata/generation").is_some() {
+            set_meta(&mut marked, "generation", json!(generation(&old) + 1));
+        }
+    }
+    let rv = l.next_rv();
+    set_meta(&mut marked, "resourceVersion", json!(rv.to_string()));
+    let marked = l.put(res, key.clone(), marked, rv, EventType::Modified);
+    for (r, k, dep) in l.dependents_of(uid) {
+        delete_object(server, l, &r, &k, dep);
+    }
+    finish_foreground(server, l, uid);
+    l.get(res, key).unwrap_or(marked)
+}
+
+/// Release an owner held by `foregroundDeletion` once none of its dependents is left.
+fn finish_foreground(server: &Server, l: &mut Locked<'_>, owner_uid: &str) {
+    if !l.dependents_of(owner_uid).is_empty() {
+        return;
+    }
+    let Some((res, key, owner)) = l.locate(owner_uid) else {
+        return;
+    };
+    if !has_foreground_finalizer(&owner) {
+        return;
+    }
+    let mut next = (*owner).clone();
+    if let Some(list) = next
+        .pointer_mut("/metadata/finalizers")
+        .and_then(Value::as_array_mut)
+    {
+        list.retain(|f| f != FOREGROUND);
+    }
+    let rv = l.next_rv();
+    set_meta(&mut next, "resourceVersion", json!(rv.to_string()));
+    if finalizers(&next) == 0 {
+        let gone = l.remove(&res, &key, next, rv);
+        after_removal(server, l, &gone, &key);
+    } else {
+        l.put(&res, key, next, rv, EventType::Modified);
+    }
 }
 
 /// Mark for deletion when finalizers remain, otherwise remove and collect dependents.
@@ -173,6 +252,10 @@ pub(crate) fn after_removal(server: &Server, l: &mut Locked<'_>, gone: &Value, k
                 delete_object(server, l, &r, &k, dep);
             }
         }
+    }
+    // An owner deleted in the foreground may have been waiting for this dependent.
+    for owner in crate::sim::store::owner_uids(gone) {
+        finish_foreground(server, l, &owner);
     }
     if !key.0.is_empty() {
         let ns_res = (String::new(), "namespaces".to_string());
