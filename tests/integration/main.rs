@@ -2,6 +2,7 @@
 
 mod crds;
 mod pgaccessrequest;
+mod pgar_kubectl;
 mod pgar_support;
 mod runtime_cli;
 mod runtime_crash;

@@ -54,6 +54,10 @@ impl AccessRequestReconciler {
             return Ok(Outcome::done());
         }
 
+        // Registered before the Cluster is looked up, so a Cluster that appears meanwhile
+        // still wakes this request.
+        self.caches
+            .track_cluster_use(&cx.key, obj.spec.cluster.as_deref());
         let bindings = self.caches.bindings_of(&cx.key);
         let binding_refs: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         let status = obj.status.clone().unwrap_or_default();
@@ -88,8 +92,6 @@ impl AccessRequestReconciler {
             guarded: decision.new_phase.is_some(),
         };
         self.write_status(obj, facts, extras, cx, now).await?;
-        self.caches
-            .track_cluster_use(&cx.key, obj.spec.cluster.as_deref());
         Ok(schedule(&decision, now))
     }
 
