@@ -8,12 +8,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
 };
-use kube::runtime::events::{Event, EventType as KubeEventType, Recorder};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::Map;
 use tracing::{info, warn};
 
-use crate::conditions::{EventType, StoredStatus, namespace_not_watched, status_patch};
+use crate::conditions::{StoredStatus, namespace_not_watched, status_patch};
+use crate::k8s::{EventSink, WriteBudget};
 use crate::reconcile::namespace_permissions::{DroppedNamespace, NOT_WATCHED_KINDS, OWN_GROUP};
 
 const VERSION: &str = "v1alpha1";
@@ -57,7 +57,8 @@ fn reference_of(object: &DynamicObject, resource: &ApiResource) -> ObjectReferen
 /// checked). A kind it may not list or patch there is skipped.
 pub async fn mark_dropped_namespace<S: AsRef<str>>(
     client: &Client,
-    recorder: &Recorder,
+    events: &EventSink,
+    writes: &WriteBudget,
     dropped: &DroppedNamespace,
     kinds: &[S],
 ) -> Result<MarkReport, kube::Error> {
@@ -97,28 +98,22 @@ pub async fn mark_dropped_namespace<S: AsRef<str>>(
             }
             let patch = status_patch(&update, Map::new(), object.resource_version().as_deref())
                 .map_err(kube::Error::SerdeError)?;
+            // Held for the write only; the Events take their own permits.
+            let permit = writes
+                .acquire()
+                .await
+                .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
             api.patch_status(
                 &object.name_any(),
                 &PatchParams::default(),
                 &Patch::Merge(&patch),
             )
             .await?;
+            drop(permit);
             report.written += 1;
             let reference = reference_of(&object, &resource);
-            for decision in &update.events {
-                let event = Event {
-                    type_: match decision.type_ {
-                        EventType::Normal => KubeEventType::Normal,
-                        EventType::Warning => KubeEventType::Warning,
-                    },
-                    reason: decision.reason.as_str().to_owned(),
-                    note: Some(decision.note.clone()),
-                    action: "Watch".to_owned(),
-                    secondary: None,
-                };
-                recorder.publish(&event, &reference).await?;
-                report.events += 1;
-            }
+            events.publish(writes, &reference, &update.events).await;
+            report.events += update.events.len();
         }
     }
     Ok(report)

@@ -10,12 +10,12 @@ use k8s_openapi::api::authorization::v1::{
 };
 use kube::Client;
 use kube::api::{Api, PostParams};
-use kube::runtime::events::{Recorder, Reporter};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SpawnErr};
 use tracing::{info, instrument, warn};
 
 use crate::actors::not_watched::mark_dropped_namespace;
 use crate::actors::runtime_refusals::RuntimeRefusals;
+use crate::k8s::{EventSink, WriteBudget};
 use crate::messages::shared::RefusalMsg;
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::{
@@ -25,6 +25,8 @@ use crate::supervisor::WatchScope;
 
 /// Access reviews in flight at once.
 const REVIEW_CONCURRENCY: usize = 16;
+/// Status writes and Events in flight at once while marking dropped namespaces.
+const MARK_WRITES: usize = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RefusalError {
@@ -134,18 +136,17 @@ pub struct TrackerArgs {
     pub client: Client,
     pub scope: WatchScope,
     pub metrics: OperatorMetrics,
-    /// Who records the NamespaceNotWatched Events.
-    pub reporter: Reporter,
     /// The kinds the operator runs: their permissions are checked, their objects marked.
     pub kinds: Vec<String>,
 }
 
 /// Tells the objects of each dropped namespace. A failure is logged, not fatal: the
 /// namespace stays dropped either way and the next start tries again.
-async fn mark_dropped(client: &Client, reporter: Reporter, plan: &WatchPlan, kinds: &[String]) {
-    let recorder = Recorder::new(client.clone(), reporter);
+async fn mark_dropped(client: &Client, plan: &WatchPlan, kinds: &[String]) {
+    let events = EventSink::new(client.clone());
+    let writes = WriteBudget::new(MARK_WRITES);
     for dropped in &plan.dropped {
-        match mark_dropped_namespace(client, &recorder, dropped, kinds).await {
+        match mark_dropped_namespace(client, &events, &writes, dropped, kinds).await {
             Ok(report) => {
                 info!(namespace = %dropped.namespace, ?report, "marked NamespaceNotWatched")
             }
@@ -173,7 +174,7 @@ impl Actor for NamespaceRefusalTracker {
     ) -> Result<Self::State, ActorProcessingErr> {
         let plan = check_namespaces(&args.client, &args.scope, &args.kinds).await?;
         args.metrics.set_dropped_namespaces(plan.dropped.len());
-        mark_dropped(&args.client, args.reporter, &plan, &args.kinds).await;
+        mark_dropped(&args.client, &plan, &args.kinds).await;
         Ok(TrackerState {
             plan: Arc::new(plan),
             runtime: Arc::new(RuntimeRefusals::new()),

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use kube::Client;
-use kube::runtime::events::Reporter;
 use ractor::{Actor, ActorRef, SpawnErr};
 
 use crate::actors::Shared;
@@ -71,14 +70,12 @@ pub async fn start_shared_actors(
     mut settings: OperatorSettings,
     metrics: OperatorMetrics,
     readiness: Readiness,
-    reporter: Reporter,
 ) -> Result<SharedActors, SharedStartError> {
     let listed = WatchScope::from_namespaces(&settings.watch_namespaces);
     let tracking = start_refusal_tracker(TrackerArgs {
         client: client.clone(),
         scope: listed,
         metrics: metrics.clone(),
-        reporter,
         kinds: kinds.to_vec(),
     })
     .await

@@ -6,7 +6,6 @@ use std::time::Duration;
 use clap::Args;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::runtime::events::Reporter;
 
 use super::settings::SettingsArgs;
 use super::{CliError, telemetry};
@@ -72,14 +71,6 @@ pub fn kind_names(client: &kube::Client) -> Vec<String> {
     register_all(OperatorBuilder::new(client.clone(), Default::default())).kind_names()
 }
 
-/// Who records the operator's Events.
-pub fn reporter() -> Reporter {
-    Reporter {
-        controller: "pgtoolbox-operator".into(),
-        instance: std::env::var("POD_NAME").ok(),
-    }
-}
-
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let _telemetry = telemetry::init(args.settings.otel_exporter_otlp_endpoint.as_deref())?;
     let metrics = OperatorMetrics::new();
@@ -109,7 +100,6 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         args.settings.to_settings(),
         metrics,
         readiness.clone(),
-        reporter(),
     )
     .await?;
     let mut operator = register_all(OperatorBuilder::new(client, shared_actors.shared.clone()))

@@ -124,7 +124,6 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
         args.settings.to_settings(),
         OperatorMetrics::new(),
         Readiness::new(),
-        super::run::reporter(),
     )
     .await?;
     let mut operator = register_all(OperatorBuilder::new(

@@ -10,7 +10,6 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube::runtime::events::Reporter;
 use kube::{Client, ResourceExt};
 use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
 use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
@@ -80,13 +79,6 @@ fn crds() -> Vec<String> {
         .collect()
 }
 
-fn reporter() -> Reporter {
-    Reporter {
-        controller: "pgtoolbox-operator".into(),
-        instance: None,
-    }
-}
-
 async fn start_operator(
     client: &Client,
     namespaces: &[&str],
@@ -99,16 +91,9 @@ async fn start_operator(
         ..OperatorSettings::default()
     };
     let kinds = ["PgAdmin".to_owned()];
-    let shared = start_shared_actors(
-        client,
-        &kinds,
-        settings,
-        metrics.clone(),
-        readiness.clone(),
-        reporter(),
-    )
-    .await
-    .expect("shared actors start");
+    let shared = start_shared_actors(client, &kinds, settings, metrics.clone(), readiness.clone())
+        .await
+        .expect("shared actors start");
     let options = KindOptions {
         startup_jitter: Duration::ZERO,
         ..KindOptions::default()

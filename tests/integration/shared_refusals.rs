@@ -3,7 +3,6 @@
 
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
-use kube::runtime::events::Reporter;
 use pgtoolbox_operator::actors::refusals::{TrackerArgs, start_refusal_tracker};
 use pgtoolbox_operator::api::rendered_crd_files;
 use pgtoolbox_operator::metrics::OperatorMetrics;
@@ -44,10 +43,6 @@ async fn start_tracker(
         client: sim.client(),
         scope: WatchScope::Namespaces(vec!["team-a".into(), "team-b".into()]),
         metrics: metrics.clone(),
-        reporter: Reporter {
-            controller: "pgtoolbox-operator".into(),
-            instance: None,
-        },
         kinds: vec!["PgAdmin".to_owned()],
     })
     .await
