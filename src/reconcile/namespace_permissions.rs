@@ -271,6 +271,23 @@ mod tests {
     }
 
     #[test]
+    fn optional_apis_never_drop_a_namespace() {
+        // The prober turns them off where refused; the tracker must not ask for them.
+        let optional = [
+            "route.openshift.io",
+            "gateway.networking.k8s.io",
+            "barmancloud.cnpg.io",
+        ];
+        for p in required_permissions(&ALL_KINDS) {
+            assert!(!optional.contains(&p.group), "{p}");
+            assert!(
+                p.group != "postgresql.cnpg.io" || p.resource == "clusters",
+                "{p}"
+            );
+        }
+    }
+
+    #[test]
     fn only_the_kinds_that_run_ask_for_anything() {
         let pgar = required_permissions(&["PgAccessRequest"]);
         let granted = |verb: &str, resource: &str| {
