@@ -84,6 +84,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     .await?;
     let client = client(args.kubeconfig.as_ref(), &metrics).await?;
     let mut leadership = if args.leader_elect {
+        readiness.set_standby(true);
         let config = LeaderConfig::new(&args.leader_election_namespace, identity());
         tokio::select! {
             held = leader::acquire(client.clone(), config) => Some(held),
@@ -92,11 +93,12 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     } else {
         None
     };
+    readiness.set_standby(false);
     // Before any watch: which namespaces to watch, which optional APIs to use (a probe that
     // fails ends the start, non-zero, and the restart retries), the secret router.
     let shared_actors = start_shared_actors(
         &client,
-        &super::run::kind_names(&client),
+        &kind_names(&client),
         args.settings.to_settings(),
         metrics,
         readiness.clone(),

@@ -63,6 +63,7 @@ struct ReadinessInner {
     probe_done: AtomicBool,
     lists_expected: AtomicBool,
     stopping: AtomicBool,
+    standby: AtomicBool,
     pending: Mutex<HashSet<String>>,
 }
 
@@ -94,14 +95,25 @@ impl Readiness {
         self.inner.probe_done.store(true, Ordering::Release);
     }
 
+    /// Waiting for the leader lease (`on`), or leading from now on. A standby replica has
+    /// nothing to sync and reports ready: a rollout must be able to replace the leader.
+    pub fn set_standby(&self, on: bool) {
+        self.inner.standby.store(on, Ordering::Release);
+    }
+
     /// Shutting down: not ready any more, so traffic and leader checks move on.
     pub fn mark_stopping(&self) {
         self.inner.stopping.store(true, Ordering::Release);
     }
 
     pub fn is_ready(&self) -> bool {
-        !self.inner.stopping.load(Ordering::Acquire)
-            && self.inner.probe_done.load(Ordering::Acquire)
+        if self.inner.stopping.load(Ordering::Acquire) {
+            return false;
+        }
+        if self.inner.standby.load(Ordering::Acquire) {
+            return true;
+        }
+        self.inner.probe_done.load(Ordering::Acquire)
             && self.inner.lists_expected.load(Ordering::Acquire)
             && self.pending().is_empty()
     }
@@ -231,5 +243,16 @@ mod tests {
         assert!(r.is_ready());
         r.list_synced("PgAdmin/1");
         assert!(r.is_ready(), "a relist changes nothing");
+        r.mark_stopping();
+        assert!(!r.is_ready());
+    }
+
+    #[test]
+    fn a_standby_replica_is_ready_until_it_leads() {
+        let r = Readiness::new();
+        r.set_standby(true);
+        assert!(r.is_ready());
+        r.set_standby(false);
+        assert!(!r.is_ready(), "the new leader syncs first");
     }
 }
