@@ -12,11 +12,10 @@ use kube::{Client, Resource, ResourceExt};
 use serde_json::Map;
 use tracing::{info, warn};
 
+use crate::api::VERSION;
 use crate::conditions::{StoredStatus, namespace_not_watched, status_patch};
 use crate::k8s::{EventSink, WriteBudget};
 use crate::reconcile::namespace_permissions::{DroppedNamespace, NOT_WATCHED_KINDS, OWN_GROUP};
-
-const VERSION: &str = "v1alpha1";
 
 /// What marking one dropped namespace did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -13,12 +13,10 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
+use crate::api::GROUP as OWN_GROUP;
 use crate::messages::shared::{RouterStats, SecretMeta, SecretRouterMsg};
 use crate::reconcile::secret_index::{KindKey, RELOAD_LABEL, SecretIndex, SecretKey};
 use crate::supervisor::WatchScope;
-
-/// The API group of the kinds this operator manages; a Secret whose controller owner is in it is ours.
-pub const OWN_GROUP: &str = "pgtoolbox.fyannk.dev";
 
 /// Where a routed Secret change goes: the runtime plugs its object registry in here.
 pub trait SecretSubscriber: Send + Sync + 'static {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The API group of the operator's own kinds.
-pub const OWN_GROUP: &str = "pgtoolbox.fyannk.dev";
+pub use crate::api::GROUP as OWN_GROUP;
 
 /// One (verb, group, resource[/subresource]) the operator needs in a namespace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
