@@ -101,10 +101,14 @@ impl SecretIndex {
 
     /// Replaces every reference of `object` with `secrets` (empty = forget it).
     pub fn register(&mut self, object: &KindKey, secrets: Vec<SecretKey>) {
-        self.forget(object);
         let mut secrets = secrets;
         secrets.sort();
         secrets.dedup();
+        // Most passes register what they registered last time: nothing to redo.
+        if self.uses.get(object) == Some(&secrets) {
+            return;
+        }
+        self.forget(object);
         if secrets.is_empty() {
             return;
         }
