@@ -117,7 +117,11 @@ pub async fn check_namespaces(
     let answers = answers.into_iter().collect::<Result<Vec<_>, _>>()?;
     let plan = plan_watch(namespaces, &answers);
     for dropped in &plan.dropped {
-        warn!(namespace = %dropped.namespace, missing = dropped.missing.len(), "{}", dropped.message());
+        warn!(
+            namespace = %dropped.namespace,
+            missing = %dropped.missing_list(),
+            "namespace of WATCH_NAMESPACES not watched: permissions missing"
+        );
     }
     info!(watched = ?plan.watched, dropped = plan.dropped.len(), "namespaces checked");
     Ok(plan)

@@ -175,6 +175,15 @@ impl DroppedNamespace {
 
     /// The message of Ready=Unknown NamespaceNotWatched and of its Warning Event.
     pub fn message(&self) -> String {
+        format!(
+            "the operator does not watch namespace {}: it lacks {}; this status is no longer updated",
+            self.namespace,
+            self.missing_list()
+        )
+    }
+
+    /// The missing permissions, the first dozen by name.
+    pub fn missing_list(&self) -> String {
         const SHOWN: usize = 12;
         let mut names: Vec<String> = self
             .missing
@@ -185,11 +194,7 @@ impl DroppedNamespace {
         if self.missing.len() > SHOWN {
             names.push(format!("and {} more", self.missing.len() - SHOWN));
         }
-        format!(
-            "the operator does not watch namespace {}: it lacks {}; this status is no longer updated",
-            self.namespace,
-            names.join(", ")
-        )
+        names.join(", ")
     }
 }
 
