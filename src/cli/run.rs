@@ -24,8 +24,9 @@ fn identity() -> String {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Kubeconfig file; else `KUBECONFIG`, else the in-cluster service account.
-    #[arg(long, env = "KUBECONFIG")]
+    /// Kubeconfig file; else `KUBECONFIG` (a path list, merged), else the in-cluster
+    /// service account.
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     pub settings: SettingsArgs,
@@ -48,9 +49,12 @@ fn humantime_secs(text: &str) -> Result<Duration, String> {
 }
 
 pub async fn client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, CliError> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)?;
+    let file = match kubeconfig {
+        Some(path) => Some(Kubeconfig::read_from(path)?),
+        None => Kubeconfig::from_env()?,
+    };
+    let config = match file {
+        Some(file) => {
             kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await?
         }
         None => kube::Config::incluster()?,
