@@ -5,5 +5,6 @@ pub mod cli;
 pub mod conditions;
 pub mod k8s;
 pub mod messages;
+pub mod reconcile;
 pub mod sim;
 pub mod supervisor;

@@ -1,6 +1,7 @@
 //! Actors: the generic object actor every kind shares (later: one file per kind and the
 //! shared actors).
 
+pub mod access_request;
 mod object;
 mod object_reconciler;
 mod object_timers;

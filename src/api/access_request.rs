@@ -170,9 +170,13 @@ impl JsonSchema for AccessPhase {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        // No enum on purpose: a console of another version may record a phase this operator
+        // does not know; the API server keeps it and the operator reports it (fail closed)
+        // instead of the console's write failing where nobody sees it.
         json_schema!({
             "type": "string",
-            "enum": AccessPhase::KNOWN,
+            "maxLength": 64,
+            "description": "Pending, Approved, Denied, Revoked or Expired; any other value is reported as ConfigurationInvalid and nothing stays bound.",
         })
     }
 }

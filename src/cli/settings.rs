@@ -86,6 +86,7 @@ impl SettingsArgs {
                 evidence_agent: self.default_evidence_agent_image.clone(),
             },
             max_inflight_writes: self.max_inflight_writes,
+            ..OperatorSettings::default()
         }
     }
 }

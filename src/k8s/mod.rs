@@ -1,9 +1,15 @@
 //! Thin I/O helpers shared by every kind.
 
+mod delete;
+mod events;
 mod manifests;
+mod read_your_writes;
 mod status;
 mod write_budget;
 
+pub use delete::{Deleted, delete_pinned};
+pub use events::{EventSink, REPORTER};
 pub use manifests::{ManifestError, apply_manifests};
+pub use read_your_writes::ReadYourWrites;
 pub use status::patch_status;
 pub use write_budget::{WriteBudget, WriteBudgetClosed};

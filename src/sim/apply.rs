@@ -3,8 +3,9 @@
 //! Each applier's owned fields are kept in `metadata.managedFields` (FieldsV1, lists treated
 //! as atomic values). Applying again without a field the same manager applied before removes
 //! it, unless another applier also owns it; changing a field another applier owns is a 409
-//! conflict unless `force=true`, which moves the ownership. Writes other than apply are not
-//! recorded as managers (a difference from a real server).
+//! conflict unless `force=true`, which moves the ownership. Other writes that name a
+//! `fieldManager` are recorded as `Update` managers of the fields they change (writes without
+//! one are not tracked, where a real server would derive a manager from the user agent).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -21,7 +22,10 @@ use crate::sim::store::Locked;
 type Path = Vec<String>;
 
 /// Metadata fields that identify an object rather than configure it.
-const IDENTITY: [&str; 8] = [
+const IDENTITY: [&str; 11] = [
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
     "name",
     "namespace",
     "uid",
@@ -247,7 +251,7 @@ pub fn server_side_apply(
         .flat_map(|p| {
             owners
                 .iter()
-                .filter(|m| m.apply && m.name != manager && m.fields.iter().any(|f| overlaps(f, p)))
+                .filter(|m| m.name != manager && m.fields.iter().any(|f| overlaps(f, p)))
                 .map(|m| (m.name.clone(), p.clone()))
                 .collect::<Vec<_>>()
         })
@@ -315,6 +319,42 @@ pub fn server_side_apply(
     merged["apiVersion"] = json!(api_version);
     let updated = ops::update(server, l, info, namespace, name, merged, sub)?;
     Ok((StatusCode::OK, updated))
+}
+
+/// Record a non-apply write by `manager`: it takes the leaf fields whose value it changed.
+pub fn record_update(new: &mut Value, old: Option<&Value>, manager: &str, api_version: &str) {
+    let changed: BTreeSet<Path> = leaves(new)
+        .into_iter()
+        .filter(|p| old.is_none_or(|o| value_at(o, p) != value_at(new, p)))
+        .collect();
+    if changed.is_empty() {
+        return;
+    }
+    let mut owners = managers(new);
+    for m in owners.iter_mut().filter(|m| m.name != manager || m.apply) {
+        m.fields.retain(|f| !changed.iter().any(|c| overlaps(f, c)));
+    }
+    let mut mine = owners
+        .iter()
+        .find(|m| m.name == manager && !m.apply)
+        .map(|m| m.fields.clone())
+        .unwrap_or_default();
+    mine.extend(changed);
+    let mut entries: Vec<Value> = owners
+        .into_iter()
+        .filter(|m| !m.fields.is_empty() && (m.name != manager || m.apply))
+        .map(|m| {
+            let mut e = m.entry;
+            e["fieldsV1"] = to_fields_v1(&m.fields);
+            e
+        })
+        .collect();
+    let mut entry = entry_for(manager, api_version, &mine);
+    entry["operation"] = json!("Update");
+    entries.push(entry);
+    if new.get("metadata").is_some_and(Value::is_object) {
+        new["metadata"]["managedFields"] = Value::Array(entries);
+    }
 }
 
 #[cfg(test)]

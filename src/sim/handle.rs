@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::sim::config::SimConfig;
@@ -41,14 +42,20 @@ pub struct Sim {
 
 const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
+/// Serve every CRD of a YAML (multi-document) or JSON manifest.
 fn load_crd(server: &Server, text: &str) -> Result<(), SimError> {
-    let crd: Value = serde_yaml_ng::from_str(text).map_err(|e| SimError::Crd(e.to_string()))?;
     let info = server
         .registry()
         .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         .ok_or_else(|| SimError::Crd("CRDs are not served".into()))?;
-    ops::create(server, &mut server.store.lock(), &info, "", crd)
-        .map_err(|e| SimError::Crd(e.message))?;
+    for doc in serde_yaml_ng::Deserializer::from_str(text) {
+        let crd = Value::deserialize(doc).map_err(|e| SimError::Crd(e.to_string()))?;
+        if crd.is_null() {
+            continue; // an empty document between `---` separators
+        }
+        ops::create(server, &mut server.store.lock(), &info, "", crd)
+            .map_err(|e| SimError::Crd(e.message))?;
+    }
     Ok(())
 }
 

@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use crate::sim::error::ApiError;
 use crate::sim::faults::Verdict;
+use crate::sim::filter::{Filter, decode_continue, encode_continue};
 use crate::sim::ops::{self, DeleteOpts, PatchKind, Subresource};
 use crate::sim::resources::ResourceInfo;
-use crate::sim::selector::{FieldSelector, LabelSelector};
 use crate::sim::server::Server;
 use crate::sim::{admin, discovery, openapi, render, watch};
 
@@ -322,12 +322,17 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             )));
         }
     };
+    let strict = query.get("fieldValidation").is_some_and(|v| v == "Strict");
+    let field_manager = query.get("fieldManager").filter(|m| !m.is_empty()).cloned();
     let write_lock = || {
-        if dry_run {
+        let mut l = if dry_run {
             server.store.lock_dry_run()
         } else {
             server.store.lock()
-        }
+        };
+        l.set_strict_fields(strict);
+        l.set_field_manager(field_manager.clone());
+        l
     };
     let name = target.name.clone().unwrap_or_default();
     let ctx = Ctx {
@@ -383,16 +388,11 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             if kind == PatchKind::Apply {
                 let manager = query.get("fieldManager").cloned().unwrap_or_default();
                 let force = query.get("force").is_some_and(|f| f == "true");
+                // Apply keeps its own ownership records; it is not an Update.
+                let mut lock = write_lock();
+                lock.set_field_manager(None);
                 let (code, applied) = crate::sim::apply::server_side_apply(
-                    &server,
-                    &mut write_lock(),
-                    &info,
-                    &namespace,
-                    &name,
-                    patch,
-                    sub,
-                    &manager,
-                    force,
+                    &server, &mut lock, &info, &namespace, &name, patch, sub, &manager, force,
                 )?;
                 return Ok(ctx.object(code, &applied));
             }
@@ -615,73 +615,6 @@ impl Ctx<'_> {
     }
 }
 
-/// Label and field selectors of a list or watch.
-pub struct Filter {
-    labels: Option<LabelSelector>,
-    fields: Option<FieldSelector>,
-}
-
-impl Filter {
-    pub fn from_query(
-        query: &HashMap<String, String>,
-        info: &ResourceInfo,
-    ) -> Result<Self, ApiError> {
-        let labels =
-            match query.get("labelSelector").filter(|s| !s.is_empty()) {
-                Some(s) => Some(LabelSelector::parse(s).map_err(|e| {
-                    ApiError::bad_request(format!("unable to parse requirement: {e}"))
-                })?),
-                None => None,
-            };
-        let fields = match query.get("fieldSelector").filter(|s| !s.is_empty()) {
-            Some(s) => Some(
-                FieldSelector::parse_for(s, &info.group, &info.kind)
-                    .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?,
-            ),
-            None => None,
-        };
-        Ok(Self { labels, fields })
-    }
-
-    pub fn matches(&self, obj: &Value) -> bool {
-        if let Some(sel) = &self.labels {
-            let labels: std::collections::BTreeMap<String, String> = obj
-                .pointer("/metadata/labels")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
-                        .collect()
-                })
-                .unwrap_or_default();
-            if !sel.matches(&labels) {
-                return false;
-            }
-        }
-        if let Some(sel) = &self.fields
-            && !sel.matches_object(obj)
-        {
-            return false;
-        }
-        true
-    }
-}
-
-fn encode_continue(last: &Value) -> String {
-    let key = json!([
-        ops::meta_str(last, "namespace").unwrap_or(""),
-        ops::meta_str(last, "name").unwrap_or("")
-    ]);
-    hex::encode(key.to_string())
-}
-
-fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
-    let invalid = || ApiError::bad_request("continue key is not valid");
-    let bytes = hex::decode(token).map_err(|_| invalid())?;
-    let (ns, name): (String, String) = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    Ok((ns, name))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -748,15 +681,5 @@ mod tests {
             "application/vnd.kubernetes.protobuf".parse().unwrap(),
         );
         assert!(shape(&h).is_err());
-    }
-
-    #[test]
-    fn continue_tokens_round_trip() {
-        let obj = json!({"metadata": {"namespace": "a", "name": "b"}});
-        assert_eq!(
-            decode_continue(&encode_continue(&obj)).unwrap(),
-            ("a".to_string(), "b".to_string())
-        );
-        assert!(decode_continue("zz").is_err());
     }
 }

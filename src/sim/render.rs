@@ -11,6 +11,9 @@ use crate::sim::resources::ResourceInfo;
 
 /// The object as stored, with the apiVersion of the version it is read through.
 pub fn full<'a>(info: &ResourceInfo, obj: &'a Value) -> Cow<'a, Value> {
+    if crate::sim::events::is_events_api(info) {
+        return Cow::Owned(crate::sim::events::from_core(obj));
+    }
     let want = info.api_version();
     if obj.get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {
         Cow::Borrowed(obj)

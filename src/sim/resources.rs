@@ -87,6 +87,18 @@ const fn b(
     }
 }
 
+/// Kinds listed by `kubectl get all`.
+const IN_ALL: [(&str, &str); 8] = [
+    ("", "pods"),
+    ("", "services"),
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+    ("apps", "daemonsets"),
+    ("apps", "replicasets"),
+    ("batch", "jobs"),
+    ("batch", "cronjobs"),
+];
+
 /// The built-in kinds the operator and kubectl need; CRDs extend this at run time.
 const BUILTINS: &[Builtin] = &[
     b("", "v1", "Namespace", "namespaces", false, true, &["ns"]),
@@ -240,7 +252,11 @@ pub fn builtins() -> Vec<ResourceInfo> {
             singular: e.kind.to_lowercase(),
             namespaced: e.namespaced,
             short_names: e.short.iter().map(|s| s.to_string()).collect(),
-            categories: Vec::new(),
+            categories: if IN_ALL.contains(&(e.group, e.plural)) {
+                vec!["all".to_string()]
+            } else {
+                Vec::new()
+            },
             status_subresource: e.status,
             verbs: ALL_VERBS.to_vec(),
             custom: false,

@@ -117,7 +117,9 @@ pub struct Server {
 impl Server {
     pub fn new(config: SimConfig, address: String) -> Self {
         Self {
-            store: Store::new(config.history, 65_536),
+            // Each buffered event pins two object versions; 16k bounds that memory while 100
+            // watchers still keep up with the benchmark write rate.
+            store: Store::new(config.history, 16_384),
             registry: RwLock::new(Registry::with_builtins()),
             faults: Arc::new(Faults::new(&config)),
             stats: StatsCell::default(),

@@ -51,13 +51,29 @@ pub struct Event {
 pub struct Inner {
     rv: u64,
     tables: HashMap<ResKey, BTreeMap<ObjKey, Arc<Value>>>,
-    uids: HashSet<String>,
+    /// uid -> where the live object with that uid is stored.
+    uids: HashMap<String, (ResKey, ObjKey)>,
+    /// owner uid -> objects whose ownerReferences name it, so collecting dependents does not
+    /// scan the whole store.
+    dependents: HashMap<String, HashSet<(ResKey, ObjKey)>>,
     history: VecDeque<Arc<Event>>,
     history_cap: usize,
     /// Events at or below this version have left the history.
     compacted: u64,
     uid_seq: u64,
     uid_seed: u64,
+}
+
+pub fn owner_uids(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Why a watch cannot start from the version it asked for.
@@ -99,6 +115,8 @@ impl Store {
             guard,
             tx: &self.tx,
             dry_run: false,
+            strict_fields: false,
+            field_manager: None,
         }
     }
 
@@ -119,11 +137,32 @@ pub struct Locked<'a> {
     guard: MutexGuard<'a, Inner>,
     tx: &'a broadcast::Sender<Arc<Event>>,
     dry_run: bool,
+    /// `fieldValidation=Strict`: unknown fields are refused rather than pruned.
+    strict_fields: bool,
+    /// `fieldManager` of a non-apply write, recorded in managedFields as an Update.
+    field_manager: Option<String>,
 }
 
 impl Locked<'_> {
     pub fn is_dry_run(&self) -> bool {
         self.dry_run
+    }
+
+    /// Per-request write option carried with the lock (see `strict_fields`).
+    pub fn set_strict_fields(&mut self, strict: bool) {
+        self.strict_fields = strict;
+    }
+
+    pub fn strict_fields(&self) -> bool {
+        self.strict_fields
+    }
+
+    pub fn set_field_manager(&mut self, manager: Option<String>) {
+        self.field_manager = manager;
+    }
+
+    pub fn field_manager(&self) -> Option<&str> {
+        self.field_manager.as_deref()
     }
 
     pub fn current_rv(&self) -> u64 {
@@ -134,8 +173,14 @@ impl Locked<'_> {
         self.guard.tables.get(res).and_then(|t| t.get(key)).cloned()
     }
 
+    /// The stored object with this uid, if it is alive.
+    pub fn locate(&self, uid: &str) -> Option<(ResKey, ObjKey, Arc<Value>)> {
+        let (res, key) = self.guard.uids.get(uid)?;
+        self.get(res, key).map(|o| (res.clone(), key.clone(), o))
+    }
+
     pub fn uid_alive(&self, uid: &str) -> bool {
-        self.guard.uids.contains(uid)
+        self.guard.uids.contains_key(uid)
     }
 
     /// Objects of one resource, optionally of one namespace, in key order.
@@ -187,22 +232,33 @@ impl Locked<'_> {
 
     /// Every object whose ownerReferences name `owner_uid`.
     pub fn dependents_of(&self, owner_uid: &str) -> Vec<(ResKey, ObjKey, Arc<Value>)> {
-        let mut out = Vec::new();
-        for (res, table) in &self.guard.tables {
-            for (key, obj) in table {
-                let owned = obj
-                    .pointer("/metadata/ownerReferences")
-                    .and_then(Value::as_array)
-                    .is_some_and(|refs| {
-                        refs.iter()
-                            .any(|r| r.get("uid").and_then(Value::as_str) == Some(owner_uid))
-                    });
-                if owned {
-                    out.push((res.clone(), key.clone(), obj.clone()));
+        let Some(keys) = self.guard.dependents.get(owner_uid) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(ResKey, ObjKey, Arc<Value>)> = keys
+            .iter()
+            .filter_map(|(res, key)| self.get(res, key).map(|o| (res.clone(), key.clone(), o)))
+            .collect();
+        // Deterministic order, as a scan of the sorted tables would give.
+        out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        out
+    }
+
+    fn index_owners(&mut self, res: &ResKey, key: &ObjKey, obj: &Value, add: bool) {
+        for uid in owner_uids(obj) {
+            if add {
+                self.guard
+                    .dependents
+                    .entry(uid)
+                    .or_default()
+                    .insert((res.clone(), key.clone()));
+            } else if let Some(set) = self.guard.dependents.get_mut(&uid) {
+                set.remove(&(res.clone(), key.clone()));
+                if set.is_empty() {
+                    self.guard.dependents.remove(&uid);
                 }
             }
         }
-        out
     }
 
     /// The next resourceVersion, to stamp an object before `put`.
@@ -243,7 +299,9 @@ impl Locked<'_> {
             return object;
         }
         if let Some(uid) = object.pointer("/metadata/uid").and_then(Value::as_str) {
-            self.guard.uids.insert(uid.to_string());
+            self.guard
+                .uids
+                .insert(uid.to_string(), (res.clone(), key.clone()));
         }
         let namespace = key.0.clone();
         let previous = self
@@ -251,7 +309,11 @@ impl Locked<'_> {
             .tables
             .entry(res.clone())
             .or_default()
-            .insert(key, object.clone());
+            .insert(key.clone(), object.clone());
+        if let Some(p) = &previous {
+            self.index_owners(res, &key, p, false);
+        }
+        self.index_owners(res, &key, &object, true);
         self.record(Event {
             rv,
             res: res.clone(),
@@ -268,8 +330,9 @@ impl Locked<'_> {
         if self.dry_run {
             return Arc::new(last_state);
         }
-        if let Some(table) = self.guard.tables.get_mut(res) {
-            table.remove(key);
+        let stored = self.guard.tables.get_mut(res).and_then(|t| t.remove(key));
+        if let Some(p) = stored {
+            self.index_owners(res, key, &p, false);
         }
         if let Some(uid) = last_state.pointer("/metadata/uid").and_then(Value::as_str) {
             self.guard.uids.remove(uid);
@@ -373,6 +436,24 @@ mod tests {
             1
         );
         assert_eq!(l.keys_in_namespace("c").len(), 1);
+    }
+
+    #[test]
+    fn dependents_follow_owner_references_through_updates_and_removal() {
+        let store = Store::new(10, 16);
+        let mut l = store.lock();
+        let owned = |uid: &str| json!({"metadata": {"ownerReferences": [{"uid": uid}]}});
+        let key: ObjKey = ("ns".into(), "child".into());
+        let rv = l.next_rv();
+        l.put(&res(), key.clone(), owned("a"), rv, EventType::Added);
+        assert_eq!(l.dependents_of("a").len(), 1);
+        let rv = l.next_rv();
+        l.put(&res(), key.clone(), owned("b"), rv, EventType::Modified);
+        assert!(l.dependents_of("a").is_empty());
+        assert_eq!(l.dependents_of("b").len(), 1);
+        let rv = l.next_rv();
+        l.remove(&res(), &key, owned("b"), rv);
+        assert!(l.dependents_of("b").is_empty());
     }
 
     #[test]

@@ -12,7 +12,8 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use crate::sim::error::ApiError;
-use crate::sim::http::{Filter, Shape};
+use crate::sim::filter::Filter;
+use crate::sim::http::Shape;
 use crate::sim::render;
 use crate::sim::resources::ResourceInfo;
 use crate::sim::server::Server;
@@ -30,6 +31,8 @@ fn gone_line(message: String) -> Bytes {
 
 struct Watcher {
     info: Arc<ResourceInfo>,
+    /// Storage key of the kind (events.k8s.io Events share core storage).
+    res: crate::sim::store::ResKey,
     namespace: Option<String>,
     filter: Filter,
     shape: Shape,
@@ -56,9 +59,7 @@ impl Watcher {
     }
 
     fn in_scope(&self, e: &Event) -> bool {
-        e.res.0 == self.info.group
-            && e.res.1 == self.info.plural
-            && self.namespace.as_ref().is_none_or(|ns| *ns == e.namespace)
+        e.res == self.res && self.namespace.as_ref().is_none_or(|ns| *ns == e.namespace)
     }
 
     fn render(&self, kind: EventType, obj: &Value) -> Bytes {
@@ -137,6 +138,7 @@ pub fn start(
         ),
     };
     let watcher = Watcher {
+        res: crate::sim::ops::res_key(&info),
         info: info.clone(),
         namespace: namespace.clone(),
         filter,
@@ -154,7 +156,7 @@ pub fn start(
         return Ok(streaming(rx));
     }
 
-    let res = (info.group.clone(), info.plural.clone());
+    let res = crate::sim::ops::res_key(&info);
     let (initial, live, start_rv) = {
         let l = server.store.lock();
         let start_rv = l.current_rv();

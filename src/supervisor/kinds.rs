@@ -1,7 +1,19 @@
-use super::OperatorBuilder;
+use super::{Kind, KindOptions, OperatorBuilder};
+use crate::actors::access_request::{AccessCaches, AccessRequestReconciler};
+use crate::k8s::EventSink;
 
-/// Every kind the operator manages. Registering a kind is one line here, e.g.
-/// `.register(Kind::new(PgAccessRequestReconciler::new()).child(...))`.
+/// Every kind the operator manages. Registering a kind is one line here.
 pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
-    builder
+    let options = KindOptions {
+        startup_jitter: builder.shared().settings.startup_jitter,
+        ..KindOptions::default()
+    };
+    let events = EventSink::new(builder.client().clone());
+    let access = AccessCaches::new();
+    builder.register(
+        Kind::new(AccessRequestReconciler::new(access.clone(), events))
+            .child(access.binding_watch())
+            .child(access.cluster_watch())
+            .options(options),
+    )
 }

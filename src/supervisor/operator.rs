@@ -96,6 +96,16 @@ impl OperatorBuilder {
         }
     }
 
+    /// The client every kind talks through (for reconcilers that keep one, e.g. for Events).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Process-wide state the kinds share.
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
     /// Register a kind: `builder.register(Kind::new(MyReconciler::new()))`.
     pub fn register<R: Reconciler>(mut self, kind: Kind<R>) -> Self {
         let name = <R::Object as kube::Resource>::kind(&()).to_string();

@@ -9,6 +9,12 @@ pub struct OperatorSettings {
     pub allowed_image_repositories: Vec<String>,
     pub default_images: DefaultImages,
     pub max_inflight_writes: usize,
+    /// How long a RoleBinding of a PgAccessRequest that is not Approved may live (an approval
+    /// in flight) before it is deleted as an orphan. One minute; tests shorten it.
+    pub access_request_orphan_grace: std::time::Duration,
+    /// First passes of objects found by a (re)list are spread over this window, so a restart
+    /// with many objects does not send all their writes at once.
+    pub startup_jitter: std::time::Duration,
 }
 
 /// Image defaults; `None` means a kind that needs the image reports it as required.
@@ -28,6 +34,8 @@ impl Default for OperatorSettings {
             allowed_image_repositories: Vec::new(),
             default_images: DefaultImages::default(),
             max_inflight_writes: 32,
+            access_request_orphan_grace: crate::reconcile::pgaccessrequest::ORPHAN_GRACE,
+            startup_jitter: std::time::Duration::from_secs(2),
         }
     }
 }

@@ -107,6 +107,17 @@ impl ChildWatch {
         }
     }
 
+    /// A child watch that builds its own streams once the client and namespaces are known
+    /// (e.g. one that also feeds a kind's cache before waking owners).
+    pub fn custom<F>(start: F) -> Self
+    where
+        F: FnOnce(&Client, &WatchScope) -> Vec<OwnerSource> + Send + 'static,
+    {
+        Self {
+            start: Box::new(start),
+        }
+    }
+
     /// As [`ChildWatch::new`], watching metadata only (`PartialObjectMetadata`): for Secrets,
     /// whose contents must not travel through the operator's watches.
     pub fn metadata_only<C, F>(config: watcher::Config, owner: F) -> Self

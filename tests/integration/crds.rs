@@ -147,7 +147,7 @@ async fn generated_crds_apply_and_print_their_columns() {
                 name: "alice-orders",
                 status: r#""phase":"Approved","approver":"bob","#,
                 header: &["NAME", "READY", "REASON", "PHASE", "SUBJECT", "EXPIRES", "AGE"],
-                values: &["False", "ClusterNotFound", "Approved", "alice", "2030-01-01T12:00:00Z"],
+                values: &["False", "ClusterNotFound", "Approved", "alice", "2099-01-01T00:00:00Z"],
             },
         ];
         for Columns { short, name, status: extra, header: columns, values } in cases {
@@ -166,7 +166,7 @@ async fn generated_crds_apply_and_print_their_columns() {
         let no_hostname = k.file("no-hostname.yaml", "apiVersion: pgtoolbox.fyannk.dev/v1alpha1\nkind: PgToolBoxConsole\nmetadata:\n  name: bad\n  namespace: team-a\nspec:\n  exposure:\n    type: route\n");
         k.refused(&["apply", "--validate=false", "-f", &no_hostname], "hostname is required");
         k.refused(
-            &["patch", "pgar", "alice-orders", "-n", "team-a", "--type", "merge", "-p", r#"{"spec":{"expiresAt":"2031-01-01T00:00:00Z"}}"#],
+            &["patch", "pgar", "alice-orders", "-n", "team-a", "--type", "merge", "-p", r#"{"spec":{"expiresAt":"2100-01-01T00:00:00Z"}}"#],
             "expiresAt may only move earlier",
         );
         k.ok(&["patch", "pgar", "alice-orders", "-n", "team-a", "--type", "merge", "-p", r#"{"spec":{"expiresAt":"2029-01-01T00:00:00Z"}}"#]);

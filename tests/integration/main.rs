@@ -1,6 +1,9 @@
 //! The one integration test binary; each topic is a module beside this file.
 
 mod crds;
+mod pgaccessrequest;
+mod pgar_kubectl;
+mod pgar_support;
 mod runtime_cli;
 mod runtime_crash;
 mod runtime_deploy;

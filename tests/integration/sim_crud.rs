@@ -23,6 +23,10 @@ async fn builtin_crud_with_generate_name_already_exists_and_not_found() {
         .unwrap();
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
+    assert!(
+        created.metadata.generation.is_none(),
+        "ConfigMaps carry no generation"
+    );
     let rv1: u64 = created
         .metadata
         .resource_version
@@ -792,4 +796,295 @@ async fn events_are_selectable_by_involved_object() {
     let got = api.list(&lp).await.unwrap();
     assert_eq!(got.items.len(), 1);
     assert_eq!(got.items[0].metadata.name.as_deref(), Some("e2"));
+}
+
+#[tokio::test]
+async fn delete_collection_by_label() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    for (name, tier) in [("a", "x"), ("b", "x"), ("c", "y")] {
+        api.create(&PostParams::default(), &cm(name, json!({"tier": tier})))
+            .await
+            .unwrap();
+    }
+    api.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("tier=x"),
+    )
+    .await
+    .unwrap();
+    let left: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(left, ["c"]);
+}
+
+#[tokio::test]
+async fn events_api_and_core_events_share_storage() {
+    let (_sim, client) = start().await;
+    let new_api: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(client.clone(), "default");
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "default");
+    let ev = serde_json::from_value(
+        json!({"metadata": {"name": "ev"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "regarding": {"kind": "ConfigMap", "name": "target", "namespace": "default"},
+        "note": "hello", "reason": "Tested", "type": "Normal", "action": "Test",
+        "reportingController": "sim-test", "reportingInstance": "i"}),
+    )
+    .unwrap();
+    let created = new_api.create(&PostParams::default(), &ev).await.unwrap();
+    assert_eq!(created.note.as_deref(), Some("hello"));
+    let seen = core.get("ev").await.unwrap();
+    assert_eq!(seen.message.as_deref(), Some("hello"));
+    assert_eq!(seen.involved_object.name.as_deref(), Some("target"));
+    // The recorder's series update: a merge patch through events.k8s.io.
+    let series = json!({"series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"}});
+    let patched = new_api
+        .patch("ev", &PatchParams::default(), &Patch::Merge(series))
+        .await
+        .unwrap();
+    assert_eq!(patched.series.unwrap().count, 2);
+    assert_eq!(patched.regarding.unwrap().name.as_deref(), Some("target"));
+    let by_target = core
+        .list(&ListParams::default().fields("involvedObject.name=target"))
+        .await
+        .unwrap();
+    assert_eq!(by_target.items.len(), 1);
+}
+
+#[tokio::test]
+async fn kube_event_recorder_publishes_and_counts_a_series() {
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let target = api
+        .create(&PostParams::default(), &cm("target", json!({})))
+        .await
+        .unwrap();
+    let reporter = Reporter {
+        controller: "sim-test".into(),
+        instance: None,
+    };
+    let recorder = Recorder::new(client.clone(), reporter);
+    let reference = kube::Resource::object_ref(&target, &());
+    let ev = Event {
+        type_: EventType::Normal,
+        reason: "Tested".into(),
+        note: Some("once".into()),
+        action: "Test".into(),
+        secondary: None,
+    };
+    recorder.publish(&ev, &reference).await.unwrap();
+    recorder.publish(&ev, &reference).await.unwrap();
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client, "default");
+    let listed = core
+        .list(&ListParams::default().fields("involvedObject.name=target"))
+        .await
+        .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    assert_eq!(
+        listed.items[0].series.as_ref().and_then(|s| s.count),
+        Some(2)
+    );
+}
+
+#[tokio::test]
+async fn strict_field_validation_refuses_unknown_fields_of_custom_resources() {
+    let (_sim, client) = start().await;
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    let crd = serde_json::from_value(json!({
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+          "names": {"kind": "Gadget", "plural": "gadgets"},
+          "versions": [{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+              "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+    }))
+    .unwrap();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let path = "/apis/example.com/v1/namespaces/default/gadgets";
+    let body = serde_json::to_vec(&json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "g"}, "spec": {"size": 1, "extra": true}}))
+    .unwrap();
+    let (code, status) = raw(
+        &client,
+        "POST",
+        &format!("{path}?fieldValidation=Strict"),
+        "application/json",
+        body.clone(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("unknown field \"spec.extra\""),
+        "{status}"
+    );
+    let (code, stored) = raw(&client, "POST", path, "application/json", body).await;
+    assert_eq!(code, 201);
+    assert!(
+        stored["spec"].get("extra").is_none(),
+        "pruned without Strict"
+    );
+}
+
+#[tokio::test]
+async fn extra_crds_are_served_from_start_and_external_ones_can_be_left_out() {
+    let extra = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.example.com\nspec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Thing, plural: things}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n---\n";
+    let config = pgtoolbox_operator::sim::SimConfig {
+        extra_crds: vec![extra.to_string()],
+        external_crds: false,
+        ..Default::default()
+    };
+    let (_sim, client) = crate::sim_support::start_with(config).await;
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/apis/example.com/v1/things",
+            "application/json",
+            vec![]
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(
+        code_of(
+            cnpg_clusters(&client, "default")
+                .list(&ListParams::default())
+                .await
+        )
+        .0,
+        404
+    );
+    let bad = pgtoolbox_operator::sim::SimConfig {
+        extra_crds: vec!["kind: [".into()],
+        ..Default::default()
+    };
+    assert!(pgtoolbox_operator::sim::Sim::start(bad).await.is_err());
+}
+
+#[tokio::test]
+async fn the_operators_own_crds_are_served() {
+    let ours = pgtoolbox_operator::api::render_crds_yaml().expect("CRDs render");
+    let config = pgtoolbox_operator::sim::SimConfig {
+        extra_crds: vec![ours],
+        ..Default::default()
+    };
+    let (_sim, client) = crate::sim_support::start_with(config).await;
+    let (code, groups) = raw(&client, "GET", "/apis", "application/json", vec![]).await;
+    assert_eq!(code, 200);
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client);
+    let names: Vec<String> = crds
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert!(
+        names.len() > 8,
+        "our CRDs next to the 8 external ones: {names:?} / {groups}"
+    );
+}
+
+#[tokio::test]
+async fn apply_conflicts_with_fields_an_update_manager_wrote() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let pp = PostParams {
+        field_manager: Some("creator".into()),
+        ..PostParams::default()
+    };
+    let created = api.create(&pp, &cm("owned", json!({}))).await.unwrap();
+    let entries = created.metadata.managed_fields.unwrap();
+    assert_eq!(
+        (
+            entries[0].manager.as_deref(),
+            entries[0].operation.as_deref()
+        ),
+        (Some("creator"), Some("Update"))
+    );
+    let cfg = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned"}, "data": {"k": "mine"}});
+    assert_eq!(
+        code_of(
+            api.patch("owned", &PatchParams::apply("applier"), &Patch::Apply(&cfg))
+                .await
+        )
+        .0,
+        409
+    );
+    let same = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned"}, "data": {"k": "v"}});
+    assert!(
+        api.patch(
+            "owned",
+            &PatchParams::apply("applier"),
+            &Patch::Apply(&same)
+        )
+        .await
+        .is_ok(),
+        "same value: shared, no conflict"
+    );
+}
+
+#[tokio::test]
+async fn foreground_deletion_holds_the_owner_until_dependents_are_gone() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let owner = api
+        .create(&PostParams::default(), &cm("fg-owner", json!({})))
+        .await
+        .unwrap();
+    let mut child = cm("fg-child", json!({}));
+    child.metadata.owner_references = Some(
+        serde_json::from_value(
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "fg-owner",
+            "uid": owner.metadata.uid, "blockOwnerDeletion": true}]),
+        )
+        .unwrap(),
+    );
+    child.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    api.create(&PostParams::default(), &child).await.unwrap();
+
+    api.delete("fg-owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    let held = api.get("fg-owner").await.unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+    assert!(
+        held.metadata
+            .finalizers
+            .unwrap()
+            .contains(&"foregroundDeletion".to_string())
+    );
+    assert!(
+        api.get("fg-child")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+
+    let release = json!({"metadata": {"finalizers": null}});
+    api.patch("fg-child", &PatchParams::default(), &Patch::Merge(release))
+        .await
+        .unwrap();
+    assert_eq!(code_of(api.get("fg-child").await).0, 404);
+    assert_eq!(
+        code_of(api.get("fg-owner").await).0,
+        404,
+        "owner goes with its last dependent"
+    );
 }

@@ -95,3 +95,60 @@ async fn kubectl_create_apply_get_patch_wait_delete() {
     .await
     .expect("kubectl steps");
 }
+
+/// The built binary: `sim --api-only` prints the URL, writes a kubeconfig a client can use,
+/// applies its fault flags, and exits cleanly on SIGTERM.
+#[tokio::test]
+async fn sim_api_only_binary_serves_until_sigterm() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kc.yaml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
+        .args([
+            "sim",
+            "--api-only",
+            "--listen",
+            "127.0.0.1:0",
+            "--deny",
+            "create:secrets:default",
+            "--kubeconfig-out",
+        ])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let url = lines.next().expect("a line").expect("utf-8");
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    let _ = lines.next(); // "kubeconfig written to ..."
+
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("config");
+    let client = kube::Client::try_from(config).expect("client");
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::default_namespaced(client.clone());
+    let s = serde_json::from_value(serde_json::json!({"metadata": {"name": "s"}})).expect("secret");
+    match secrets.create(&Default::default(), &s).await {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 403),
+        other => panic!("expected 403 from --deny, got {other:?}"),
+    }
+    let version = client.apiserver_version().await.expect("version");
+    assert_eq!(version.major, "1");
+
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let status = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .expect("join")
+        .expect("wait");
+    assert!(status.success(), "exit status {status:?}");
+}

@@ -288,3 +288,88 @@ async fn streaming_list_watcher_gets_initial_events_then_changes() {
         }
     }
 }
+
+#[tokio::test]
+async fn resuming_below_the_kept_history_is_gone() {
+    let config = pgtoolbox_operator::sim::SimConfig {
+        history: 5,
+        ..Default::default()
+    };
+    let (_sim, client) = crate::sim_support::start_with(config).await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let early = api.create(&PostParams::default(), &cm("c0")).await.unwrap();
+    for i in 1..10 {
+        api.create(&PostParams::default(), &cm(&format!("c{i}")))
+            .await
+            .unwrap();
+    }
+    let rv = early.metadata.resource_version.unwrap();
+    let mut s = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match next(&mut s).await {
+        Ok(WatchEvent::Error(e)) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        other => panic!("expected 410, got {other:?}"),
+    }
+    assert!(
+        tokio::time::timeout(Duration::from_secs(5), s.next())
+            .await
+            .expect("closes")
+            .is_none(),
+        "stream ends after 410"
+    );
+}
+
+#[tokio::test]
+async fn dropped_watches_end_and_a_new_watch_resumes() {
+    let (sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let rv = api
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut s = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("one"))
+        .await
+        .unwrap();
+    let seen_rv = match next(&mut s).await.unwrap() {
+        WatchEvent::Added(o) => o.metadata.resource_version.unwrap(),
+        other => panic!("unexpected {other:?}"),
+    };
+    // Over HTTP, like a test harness outside the process would do it.
+    let (code, _) = crate::sim_support::raw(
+        &client,
+        "POST",
+        "/_sim/watches/drop",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 200);
+    let ended = tokio::time::timeout(Duration::from_secs(5), s.next())
+        .await
+        .expect("ends in time");
+    assert!(ended.is_none(), "stream closed by the fault");
+    api.create(&PostParams::default(), &cm("two"))
+        .await
+        .unwrap();
+    let mut resumed = api
+        .watch(&WatchParams::default(), &seen_rv)
+        .await
+        .unwrap()
+        .boxed();
+    match next(&mut resumed).await.unwrap() {
+        WatchEvent::Added(o) => assert_eq!(o.metadata.name.as_deref(), Some("two")),
+        other => panic!("unexpected {other:?}"),
+    }
+    let _ = sim.stats();
+}

@@ -91,10 +91,30 @@ async fn engine_status_round_trips_through_the_status_subresource() {
         .await;
     assert_eq!(code_of(conflict).0, 409);
 
-    // A phase outside the schema's enum is refused by the API server.
-    let bad = json!({"status": {"phase": "Escalated"}});
+    // A phase this operator does not know is kept by the API server (the operator reports it as
+    // ConfigurationInvalid); an absurdly long one is refused.
+    let unknown = json!({"status": {"phase": "Escalated"}});
+    let kept = api
+        .patch_status(
+            "alice-orders",
+            &PatchParams::default(),
+            &Patch::Merge(&unknown),
+        )
+        .await
+        .expect("an unknown phase is stored");
+    assert_eq!(
+        kept.status.map(|s| s.phase),
+        Some(pgtoolbox_operator::api::AccessPhase::Unrecognized(
+            "Escalated".into()
+        ))
+    );
+    let long = json!({"status": {"phase": "x".repeat(65)}});
     let refused = api
-        .patch_status("alice-orders", &PatchParams::default(), &Patch::Merge(&bad))
+        .patch_status(
+            "alice-orders",
+            &PatchParams::default(),
+            &Patch::Merge(&long),
+        )
         .await;
     assert_eq!(code_of(refused).0, 422);
 }

@@ -1,0 +1,51 @@
+//! Deleting a child the operator judged, and nothing else.
+
+use kube::Resource;
+use kube::api::{Api, DeleteParams, Preconditions};
+use kube::core::NamespaceResourceScope;
+use serde::de::DeserializeOwned;
+use std::fmt::Debug;
+
+use super::WriteBudget;
+
+/// What became of a pinned deletion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deleted {
+    /// The API server accepted the deletion.
+    Now,
+    /// It was already gone.
+    AlreadyGone,
+    /// It changed (or was replaced under the same name) since it was judged: left alone; its
+    /// watch event brings a fresh judgement.
+    Changed,
+}
+
+/// Deletes `name` only if it still has the `uid` and `resource_version` that were judged.
+pub async fn delete_pinned<K>(
+    api: &Api<K>,
+    budget: &WriteBudget,
+    name: &str,
+    uid: Option<String>,
+    resource_version: Option<String>,
+) -> Result<Deleted, kube::Error>
+where
+    K: Resource<Scope = NamespaceResourceScope> + Clone + Debug + DeserializeOwned,
+{
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid,
+            resource_version,
+        }),
+        ..DeleteParams::background()
+    };
+    let _permit = budget
+        .acquire()
+        .await
+        .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
+    match api.delete(name, &params).await {
+        Ok(_) => Ok(Deleted::Now),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Deleted::AlreadyGone),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Deleted::Changed),
+        Err(err) => Err(err),
+    }
+}

@@ -1,0 +1,90 @@
+//! Read-your-writes for status: a pass that starts before the watch delivered the status the
+//! previous pass wrote would judge a stale object (repeating the write and its Events). Each
+//! written object is kept until the watch catches up with it, so the map holds only writes in
+//! flight, not a second copy of every object.
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use kube::Resource;
+
+use crate::messages::ObjectKey;
+
+pub struct ReadYourWrites<K> {
+    written: DashMap<ObjectKey, Arc<K>>,
+}
+
+impl<K> Default for ReadYourWrites<K> {
+    fn default() -> Self {
+        Self {
+            written: DashMap::new(),
+        }
+    }
+}
+
+fn version<K: Resource>(obj: &K) -> Option<u64> {
+    obj.meta().resource_version.as_deref()?.parse().ok()
+}
+
+impl<K: Resource> ReadYourWrites<K> {
+    /// Remember what a write returned.
+    pub fn wrote(&self, key: &ObjectKey, obj: K) {
+        self.written.insert(key.clone(), Arc::new(obj));
+    }
+
+    /// The newer of the watched object and the last write; forgets writes the watch has caught
+    /// up with. Versions that are not numbers (opaque to clients) trust the watch.
+    pub fn freshest(&self, key: &ObjectKey, watched: Arc<K>) -> Arc<K> {
+        let Some(written) = self.written.get(key).map(|w| w.clone()) else {
+            return watched;
+        };
+        match (version(watched.as_ref()), version(written.as_ref())) {
+            (Some(seen), Some(ours)) if ours > seen => written,
+            _ => {
+                self.written.remove(key);
+                watched
+            }
+        }
+    }
+
+    pub fn forget(&self, key: &ObjectKey) {
+        self.written.remove(key);
+    }
+
+    /// Writes the watch has not delivered yet.
+    pub fn in_flight(&self) -> usize {
+        self.written.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn at(rv: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_newer_write_wins_until_the_watch_catches_up() {
+        let cache = ReadYourWrites::default();
+        let key = ObjectKey::new("ns", "a");
+        cache.wrote(&key, at("10"));
+        let seen = cache.freshest(&key, Arc::new(at("9")));
+        assert_eq!(seen.metadata.resource_version.as_deref(), Some("10"));
+        assert_eq!(cache.in_flight(), 1);
+        let seen = cache.freshest(&key, Arc::new(at("10")));
+        assert_eq!(seen.metadata.resource_version.as_deref(), Some("10"));
+        assert_eq!(cache.in_flight(), 0, "caught up: forgotten");
+        let seen = cache.freshest(&key, Arc::new(at("12")));
+        assert_eq!(seen.metadata.resource_version.as_deref(), Some("12"));
+    }
+}

@@ -1,0 +1,258 @@
+//! What a write must satisfy before it is stored: names, types, namespaces, CRD schemas, and
+//! the defaults a control plane fills in.
+
+use serde_json::{Value, json};
+
+use super::meta::{ensure_metadata, meta_str, now_rfc3339};
+use crate::sim::error::{ApiError, Cause};
+use crate::sim::resources::{self, ResourceInfo};
+use crate::sim::server::Server;
+use crate::sim::store::Locked;
+
+pub(crate) fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+/// Name rules of the kind: namespaces are DNS labels, RBAC names are path segments
+/// (`system:foo`), everything else a DNS subdomain.
+pub(crate) fn name_problem(info: &ResourceInfo, name: &str) -> Option<String> {
+    let ok = if info.group.is_empty() && info.plural == "namespaces" {
+        is_dns_label(name)
+    } else if info.group == "rbac.authorization.k8s.io" {
+        !name.is_empty()
+            && name != "."
+            && name != ".."
+            && !name.contains('/')
+            && !name.contains('%')
+    } else {
+        is_dns_subdomain(name)
+    };
+    (!ok).then(|| {
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".to_string()
+    })
+}
+
+pub(crate) fn generate_suffix(seed: u64) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (seed >> 7);
+    (0..5)
+        .map(|_| {
+            let c = ALPHABET[(x % ALPHABET.len() as u64) as usize] as char;
+            x /= ALPHABET.len() as u64;
+            c
+        })
+        .collect()
+}
+
+/// Refuse a body whose kind or apiVersion is not the one of the URL; fill them in when absent.
+pub(crate) fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    let want = info.api_version();
+    match obj.get("apiVersion").and_then(Value::as_str) {
+        None | Some("") => obj["apiVersion"] = json!(want),
+        Some(v) if v == want => {}
+        Some(v) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({want})"
+            )));
+        }
+    }
+    match obj.get("kind").and_then(Value::as_str) {
+        None | Some("") => obj["kind"] = json!(info.kind),
+        Some(k) if k == info.kind => {}
+        Some(k) => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                info.kind
+            )));
+        }
+    }
+    ensure_metadata(obj);
+    Ok(())
+}
+
+/// Defaults, pruning and validation of a custom resource against its CRD schema.
+pub(crate) fn apply_schema(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    old: Option<&Value>,
+    strict: bool,
+) -> Result<(), ApiError> {
+    let Some(schema) = &info.schema else {
+        return Ok(());
+    };
+    let before = strict.then(|| obj.clone());
+    // The server never prunes the type and object metadata, whatever the schema says.
+    let keep: Vec<(String, Value)> = ["apiVersion", "kind", "metadata"]
+        .iter()
+        .filter_map(|k| obj.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect();
+    schema.apply_defaults(obj);
+    schema.prune(obj);
+    for (k, v) in keep {
+        obj[k.as_str()] = v;
+    }
+    if let Some(before) = before {
+        let mut unknown = Vec::new();
+        pruned_paths(&before, obj, &mut String::new(), &mut unknown);
+        if !unknown.is_empty() {
+            let listed: Vec<String> = unknown
+                .iter()
+                .map(|p| format!("unknown field \"{p}\""))
+                .collect();
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+                listed.join(", "),
+                kind = info.kind,
+                v = info.version,
+            )));
+        }
+    }
+    schema.validate(obj, old).map_err(|errors| {
+        let causes = errors
+            .into_iter()
+            .map(|e| Cause {
+                reason: e.kind.reason().to_string(),
+                field: e.path,
+                message: e.message,
+            })
+            .collect();
+        ApiError::invalid(
+            &info.group,
+            &info.kind,
+            meta_str(obj, "name").unwrap_or(""),
+            causes,
+        )
+    })
+}
+
+/// Fields present in `before` that pruning dropped from `after` (`spec.extra` style paths).
+pub(crate) fn pruned_paths(
+    before: &Value,
+    after: &Value,
+    path: &mut String,
+    out: &mut Vec<String>,
+) {
+    let (Some(b), Some(a)) = (before.as_object(), after.as_object()) else {
+        return;
+    };
+    for (k, v) in b {
+        let len = path.len();
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(k);
+        match a.get(k) {
+            None => out.push(path.clone()),
+            Some(av) => pruned_paths(v, av, path, out),
+        }
+        path.truncate(len);
+    }
+}
+
+pub(crate) fn check_namespace(
+    l: &Locked<'_>,
+    info: &ResourceInfo,
+    namespace: &str,
+) -> Result<(), ApiError> {
+    if !info.namespaced {
+        return Ok(());
+    }
+    let ns_key = (String::new(), "namespaces".to_string());
+    match l.get(&ns_key, &(String::new(), namespace.to_string())) {
+        None => Err(ApiError::not_found("", "namespaces", namespace)),
+        Some(ns) if ns.pointer("/metadata/deletionTimestamp").is_some() => {
+            Err(ApiError::forbidden(format!(
+                "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                info.plural,
+                meta_str(&ns, "name").unwrap_or("")
+            )))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Kind-specific defaults a real control plane fills in at creation.
+pub(crate) fn builtin_defaults(info: &ResourceInfo, obj: &mut Value) {
+    match (info.group.as_str(), info.kind.as_str()) {
+        ("", "Namespace") if obj.pointer("/status/phase").is_none() => {
+            obj["status"] = json!({"phase": "Active"});
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+            let now = now_rfc3339();
+            let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
+            obj["status"] = json!({
+                "acceptedNames": names,
+                "conditions": [
+                    cond("NamesAccepted", "NoConflicts", "no conflicts found"),
+                    cond("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+                ],
+                "storedVersions": obj.pointer("/spec/versions").and_then(Value::as_array).map(|vs| {
+                    vs.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                        .filter_map(|v| v.get("name").cloned()).collect::<Vec<_>>()
+                }).unwrap_or_default(),
+            });
+        }
+        _ => {}
+    }
+}
+
+/// The name of a CRD must be `<plural>.<group>`; returns the kinds it serves.
+pub(crate) fn crd_resources(obj: &Value) -> Result<Vec<ResourceInfo>, ApiError> {
+    let name = meta_str(obj, "name").unwrap_or("");
+    let invalid = |field: &str, message: String| {
+        ApiError::invalid(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            name,
+            vec![Cause {
+                field: field.into(),
+                message,
+                reason: "FieldValueInvalid".into(),
+            }],
+        )
+    };
+    let infos = resources::from_crd(obj).map_err(|e| invalid("spec", e))?;
+    let group = obj
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let plural = obj
+        .pointer("/spec/names/plural")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name != format!("{plural}.{group}") {
+        return Err(invalid(
+            "metadata.name",
+            format!("must be spec.names.plural+\".\"+spec.group: {plural}.{group}"),
+        ));
+    }
+    Ok(infos)
+}
+
+pub(crate) fn register_crd(server: &Server, l: &Locked<'_>, infos: Vec<ResourceInfo>) {
+    if l.is_dry_run() {
+        return;
+    }
+    let mut reg = server.registry_mut();
+    if let Some(first) = infos.first() {
+        reg.remove(&first.group, &first.plural);
+    }
+    for info in infos {
+        reg.add(info);
+    }
+}

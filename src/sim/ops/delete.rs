@@ -1,0 +1,310 @@
+//! Deletion: preconditions, finalizers, namespaces, and background garbage collection of
+//! dependents through ownerReferences.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::meta::{finalizers, generation, meta_str, now_rfc3339, res_key, set_meta};
+use crate::sim::error::ApiError;
+use crate::sim::resources::ResourceInfo;
+use crate::sim::server::Server;
+use crate::sim::store::{EventType, Locked, ObjKey, ResKey};
+
+/// Delete options a client may send (`DeleteOptions`).
+#[derive(Debug, Default, Clone)]
+pub struct DeleteOpts {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub orphan: bool,
+    pub foreground: bool,
+    /// `dryRun: ["All"]` in the body (kube sends delete dry runs there, not in the query).
+    pub dry_run: bool,
+}
+
+impl DeleteOpts {
+    pub fn from_body(body: &Value) -> Self {
+        let pre = body.get("preconditions");
+        let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+        Self {
+            uid: s(pre.and_then(|p| p.get("uid"))),
+            resource_version: s(pre.and_then(|p| p.get("resourceVersion"))),
+            orphan: body.get("propagationPolicy").and_then(Value::as_str) == Some("Orphan")
+                || body.get("orphanDependents").and_then(Value::as_bool) == Some(true),
+            foreground: body.get("propagationPolicy").and_then(Value::as_str) == Some("Foreground"),
+            dry_run: body
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|v| v == "All")),
+        }
+    }
+}
+
+/// Delete one object: preconditions, finalizers, namespace contents and dependents.
+pub fn delete(
+    server: &Server,
+    l: &mut Locked<'_>,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    opts: &DeleteOpts,
+) -> Result<Arc<Value>, ApiError> {
+    let res = res_key(info);
+    let key: ObjKey = (
+        if info.namespaced {
+            namespace.to_string()
+        } else {
+            String::new()
+        },
+        name.to_string(),
+    );
+    let Some(old) = l.get(&res, &key) else {
+        return Err(ApiError::not_found(&info.group, &info.plural, name));
+    };
+    let uid = meta_str(&old, "uid").unwrap_or("").to_string();
+    if let Some(want) = &opts.uid
+        && *want != uid
+    {
+        return Err(ApiError::conflict(
+            &info.group,
+            &info.plural,
+            name,
+            &format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"),
+        ));
+    }
+    let old_rv = meta_str(&old, "resourceVersion").unwrap_or("");
+    if let Some(want) = &opts.resource_version
+        && want != old_rv
+    {
+        return Err(ApiError::conflict(
+            &info.group,
+            &info.plural,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {old_rv}"
+            ),
+        ));
+    }
+    if opts.orphan {
+        orphan_dependents(l, &uid);
+    }
+    if info.group.is_empty() && info.plural == "namespaces" {
+        return Ok(delete_namespace(server, l, &res, &key, old));
+    }
+    if opts.foreground && !l.dependents_of(&uid).is_empty() {
+        return Ok(delete_foreground(server, l, &res, &key, old, &uid));
+    }
+    Ok(delete_object(server, l, &res, &key, old))
+}
+
+/// The finalizer that holds an owner deleted in the foreground until its dependents are gone.
+const FOREGROUND: &str = "foregroundDeletion";
+
+fn has_foreground_finalizer(obj: &Value) -> bool {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|x| x == FOREGROUND))
+}
+
+/// `propagationPolicy: Foreground`: the owner stays (deletionTimestamp + `foregroundDeletion`
+/// finalizer) while its dependents are deleted, and goes once the last one has left.
+fn delete_foreground(
+    server: &Server,
+    l: &mut Locked<'_>,
+    res: &ResKey,
+    key: &ObjKey,
+    old: Arc<Value>,
+    uid: &str,
+) -> Arc<Value> {
+    let mut marked = (*old).clone();
+    if !has_foreground_finalizer(&marked) {
+        let mut list = marked
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        list.push(json!(FOREGROUND));
+        set_meta(&mut marked, "finalizers", Value::Array(list));
+    }
+    if marked.pointer("/metadata/deletionTimestamp").is_none() {
+        set_meta(&mut marked, "deletionTimestamp", json!(now_rfc3339()));
+        set_meta(&mut marked, "deletionGracePeriodSeconds", json!(0));
+        if old.pointer("/metadata/generation").is_some() {
+            set_meta(&mut marked, "generation", json!(generation(&old) + 1));
+        }
+    }
+    let rv = l.next_rv();
+    set_meta(&mut marked, "resourceVersion", json!(rv.to_string()));
+    let marked = l.put(res, key.clone(), marked, rv, EventType::Modified);
+    for (r, k, dep) in l.dependents_of(uid) {
+        delete_object(server, l, &r, &k, dep);
+    }
+    finish_foreground(server, l, uid);
+    l.get(res, key).unwrap_or(marked)
+}
+
+/// Release an owner held by `foregroundDeletion` once none of its dependents is left.
+fn finish_foreground(server: &Server, l: &mut Locked<'_>, owner_uid: &str) {
+    if !l.dependents_of(owner_uid).is_empty() {
+        return;
+    }
+    let Some((res, key, owner)) = l.locate(owner_uid) else {
+        return;
+    };
+    if !has_foreground_finalizer(&owner) {
+        return;
+    }
+    let mut next = (*owner).clone();
+    if let Some(list) = next
+        .pointer_mut("/metadata/finalizers")
+        .and_then(Value::as_array_mut)
+    {
+        list.retain(|f| f != FOREGROUND);
+    }
+    let rv = l.next_rv();
+    set_meta(&mut next, "resourceVersion", json!(rv.to_string()));
+    if finalizers(&next) == 0 {
+        let gone = l.remove(&res, &key, next, rv);
+        after_removal(server, l, &gone, &key);
+    } else {
+        l.put(&res, key, next, rv, EventType::Modified);
+    }
+}
+
+/// Mark for deletion when finalizers remain, otherwise remove and collect dependents.
+pub(crate) fn delete_object(
+    server: &Server,
+    l: &mut Locked<'_>,
+    res: &ResKey,
+    key: &ObjKey,
+    old: Arc<Value>,
+) -> Arc<Value> {
+    if finalizers(&old) > 0 {
+        if old.pointer("/metadata/deletionTimestamp").is_some() {
+            return old;
+        }
+        let mut marked = (*old).clone();
+        set_meta(&mut marked, "deletionTimestamp", json!(now_rfc3339()));
+        set_meta(&mut marked, "deletionGracePeriodSeconds", json!(0));
+        if old.pointer("/metadata/generation").is_some() {
+            set_meta(&mut marked, "generation", json!(generation(&old) + 1));
+        }
+        let rv = l.next_rv();
+        set_meta(&mut marked, "resourceVersion", json!(rv.to_string()));
+        return l.put(res, key.clone(), marked, rv, EventType::Modified);
+    }
+    let mut last = (*old).clone();
+    let rv = l.next_rv();
+    set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
+    let gone = l.remove(res, key, last, rv);
+    after_removal(server, l, &gone, key);
+    gone
+}
+
+pub(crate) fn delete_namespace(
+    server: &Server,
+    l: &mut Locked<'_>,
+    res: &ResKey,
+    key: &ObjKey,
+    old: Arc<Value>,
+) -> Arc<Value> {
+    let ns = key.1.clone();
+    let mut marked = (*old).clone();
+    if marked.pointer("/metadata/deletionTimestamp").is_none() {
+        set_meta(&mut marked, "deletionTimestamp", json!(now_rfc3339()));
+    }
+    marked["status"] = json!({"phase": "Terminating"});
+    let rv = l.next_rv();
+    set_meta(&mut marked, "resourceVersion", json!(rv.to_string()));
+    let marked = l.put(res, key.clone(), marked, rv, EventType::Modified);
+    for (r, k) in l.keys_in_namespace(&ns) {
+        if let Some(obj) = l.get(&r, &k) {
+            delete_object(server, l, &r, &k, obj);
+        }
+    }
+    match l.get(res, key) {
+        Some(still) if l.keys_in_namespace(&ns).is_empty() => {
+            let mut last = (*still).clone();
+            let rv = l.next_rv();
+            set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
+            l.remove(res, key, last, rv)
+        }
+        _ => marked,
+    }
+}
+
+/// Follow-ups of an object leaving the store: background collection of dependents whose
+/// owners are all gone, the end of a terminating namespace, and unserving a deleted CRD's kind.
+pub(crate) fn after_removal(server: &Server, l: &mut Locked<'_>, gone: &Value, key: &ObjKey) {
+    if let Some(uid) = meta_str(gone, "uid") {
+        for (r, k, dep) in l.dependents_of(uid) {
+            let orphaned = dep
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|refs| {
+                    refs.iter().all(|o| {
+                        !o.get("uid")
+                            .and_then(Value::as_str)
+                            .is_some_and(|u| l.uid_alive(u))
+                    })
+                });
+            if orphaned {
+                delete_object(server, l, &r, &k, dep);
+            }
+        }
+    }
+    // An owner deleted in the foreground may have been waiting for this dependent.
+    for owner in crate::sim::store::owner_uids(gone) {
+        finish_foreground(server, l, &owner);
+    }
+    if !key.0.is_empty() {
+        let ns_res = (String::new(), "namespaces".to_string());
+        let ns_key = (String::new(), key.0.clone());
+        if let Some(ns) = l.get(&ns_res, &ns_key)
+            && ns.pointer("/metadata/deletionTimestamp").is_some()
+            && l.keys_in_namespace(&key.0).is_empty()
+        {
+            let mut last = (*ns).clone();
+            let rv = l.next_rv();
+            set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
+            l.remove(&ns_res, &ns_key, last, rv);
+        }
+    }
+    if gone.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
+        && let (Some(group), Some(plural)) = (
+            gone.pointer("/spec/group").and_then(Value::as_str),
+            gone.pointer("/spec/names/plural").and_then(Value::as_str),
+        )
+    {
+        let res = (group.to_string(), plural.to_string());
+        for obj in l.list(&res, None) {
+            let k = (
+                meta_str(&obj, "namespace").unwrap_or("").to_string(),
+                meta_str(&obj, "name").unwrap_or("").to_string(),
+            );
+            let mut last = (*obj).clone();
+            let rv = l.next_rv();
+            set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
+            l.remove(&res, &k, last, rv);
+        }
+        if !l.is_dry_run() {
+            server.registry_mut().remove(group, plural);
+        }
+    }
+}
+
+/// `propagationPolicy: Orphan`: dependents lose their reference to the owner instead of going.
+pub(crate) fn orphan_dependents(l: &mut Locked<'_>, owner_uid: &str) {
+    for (r, k, dep) in l.dependents_of(owner_uid) {
+        let mut changed = (*dep).clone();
+        if let Some(refs) = changed
+            .pointer_mut("/metadata/ownerReferences")
+            .and_then(Value::as_array_mut)
+        {
+            refs.retain(|o| o.get("uid").and_then(Value::as_str) != Some(owner_uid));
+        }
+        let rv = l.next_rv();
+        set_meta(&mut changed, "resourceVersion", json!(rv.to_string()));
+        l.put(&r, k, changed, rv, EventType::Modified);
+    }
+}

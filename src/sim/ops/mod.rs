@@ -1,0 +1,434 @@
+//! Object semantics of the verbs: what create, update, patch and delete do to an object and
+//! its metadata, run under the store lock so each is atomic.
+
+mod checks;
+mod delete;
+mod meta;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::sim::error::{ApiError, Cause};
+use crate::sim::patch;
+use crate::sim::resources::ResourceInfo;
+use crate::sim::server::Server;
+use crate::sim::store::{EventType, Locked, ObjKey};
+
+use checks::*;
+pub(crate) use delete::after_removal;
+pub use delete::{DeleteOpts, delete};
+use meta::*;
+pub use meta::{Subresource, meta_str, now_rfc3339, res_key, view};
+
+/// Create `body` in `namespace` (empty for cluster-scoped kinds).
+pub fn create(
+    server: &Server,
+    l: &mut Locked<'_>,
+    info: &ResourceInfo,
+    namespace: &str,
+    mut body: Value,
+) -> Result<Arc<Value>, ApiError> {
+    check_type(info, &mut body)?;
+    let mut body = stored_shape(info, body);
+    match (info.namespaced, meta_str(&body, "namespace")) {
+        (true, Some(ns)) if !ns.is_empty() && ns != namespace => {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        (true, _) => set_meta(&mut body, "namespace", json!(namespace)),
+        (false, _) => remove_meta(&mut body, "namespace"),
+    }
+    let rv = l.next_rv();
+    let name = match meta_str(&body, "name") {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => match meta_str(&body, "generateName") {
+            Some(prefix) if !prefix.is_empty() => {
+                let name = format!("{prefix}{}", generate_suffix(rv));
+                set_meta(&mut body, "name", json!(name));
+                name
+            }
+            _ => {
+                return Err(ApiError::invalid(
+                    &info.group,
+                    &info.kind,
+                    "",
+                    vec![Cause {
+                        field: "metadata.name".into(),
+                        message: "Required value: name or generateName is required".into(),
+                        reason: "FieldValueRequired".into(),
+                    }],
+                ));
+            }
+        },
+    };
+    if let Some(problem) = name_problem(info, &name) {
+        return Err(ApiError::invalid(
+            &info.group,
+            &info.kind,
+            &name,
+            vec![Cause {
+                field: "metadata.name".into(),
+                message: format!("Invalid value: \"{name}\": {problem}"),
+                reason: "FieldValueInvalid".into(),
+            }],
+        ));
+    }
+    check_namespace(l, info, namespace)?;
+    let res = res_key(info);
+    let key: ObjKey = (
+        if info.namespaced {
+            namespace.to_string()
+        } else {
+            String::new()
+        },
+        name.clone(),
+    );
+    if l.get(&res, &key).is_some() {
+        return Err(ApiError::already_exists(&info.group, &info.plural, &name));
+    }
+    if info.custom && info.status_subresource {
+        // Status is written through its own endpoint only.
+        if let Some(m) = body.as_object_mut() {
+            m.remove("status");
+        }
+    }
+    apply_schema(info, &mut body, None, l.strict_fields())?;
+    let crd = if info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions"
+    {
+        Some(crd_resources(&body)?)
+    } else {
+        None
+    };
+    builtin_defaults(info, &mut body);
+    let uid = l.new_uid();
+    set_meta(&mut body, "uid", json!(uid));
+    set_meta(&mut body, "resourceVersion", json!(rv.to_string()));
+    set_meta(&mut body, "creationTimestamp", json!(now_rfc3339()));
+    if tracks_generation(info) {
+        set_meta(&mut body, "generation", json!(1));
+    }
+    for f in [
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        remove_meta(&mut body, f);
+    }
+    if let Some(manager) = l.field_manager().map(str::to_string) {
+        crate::sim::apply::record_update(&mut body, None, &manager, &info.api_version());
+    }
+    let stored = l.put(&res, key, body, rv, EventType::Added);
+    if let Some(infos) = crd {
+        register_crd(server, l, infos);
+    }
+    Ok(stored)
+}
+
+/// Replace an object (PUT, and the tail of every patch).
+pub fn update(
+    server: &Server,
+    l: &mut Locked<'_>,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    mut body: Value,
+    sub: Subresource,
+) -> Result<Arc<Value>, ApiError> {
+    check_type(info, &mut body)?;
+    let mut body = stored_shape(info, body);
+    let res = res_key(info);
+    let key: ObjKey = (
+        if info.namespaced {
+            namespace.to_string()
+        } else {
+            String::new()
+        },
+        name.to_string(),
+    );
+    let Some(old) = l.get(&res, &key) else {
+        return Err(ApiError::not_found(&info.group, &info.plural, name));
+    };
+    match meta_str(&body, "name") {
+        Some(n) if n != name => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        _ => {}
+    }
+    if info.namespaced
+        && let Some(ns) = meta_str(&body, "namespace")
+        && !ns.is_empty()
+        && ns != namespace
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    let old_rv = meta_str(&old, "resourceVersion").unwrap_or("");
+    if let Some(rv) = meta_str(&body, "resourceVersion")
+        && !rv.is_empty()
+        && rv != old_rv
+    {
+        return Err(ApiError::conflict(
+            &info.group,
+            &info.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
+    }
+    let old_uid = meta_str(&old, "uid").unwrap_or("");
+    if let Some(uid) = meta_str(&body, "uid")
+        && !uid.is_empty()
+        && uid != old_uid
+    {
+        return Err(ApiError::conflict(
+            &info.group,
+            &info.plural,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}"
+            ),
+        ));
+    }
+
+    let mut new = match sub {
+        Subresource::Status => {
+            // Only the status moves; everything else stays as stored.
+            let mut merged = (*old).clone();
+            match body.get("status") {
+                Some(s) => merged["status"] = s.clone(),
+                None => {
+                    if let Some(m) = merged.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            merged
+        }
+        Subresource::Main => {
+            if info.status_subresource {
+                match old.get("status") {
+                    Some(s) => body["status"] = s.clone(),
+                    None => {
+                        if let Some(m) = body.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            // System-owned metadata survives whatever the client sent.
+            for f in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
+                match old.pointer(&format!("/metadata/{f}")) {
+                    Some(v) => set_meta(&mut body, f, v.clone()),
+                    None => remove_meta(&mut body, f),
+                }
+            }
+            if info.namespaced {
+                set_meta(&mut body, "namespace", json!(namespace));
+            }
+            set_meta(&mut body, "name", json!(name));
+            body
+        }
+    };
+    let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
+    if deleting && finalizers(&new) > finalizers(&old) {
+        return Err(ApiError::invalid(
+            &info.group,
+            &info.kind,
+            name,
+            vec![Cause {
+                field: "metadata.finalizers".into(),
+                message: "Forbidden: no new finalizers can be added if the object is being deleted"
+                    .into(),
+                reason: "FieldValueForbidden".into(),
+            }],
+        ));
+    }
+    apply_schema(info, &mut new, Some(&old), l.strict_fields())?;
+    let crd = if info.group == "apiextensions.k8s.io"
+        && info.plural == "customresourcedefinitions"
+        && sub == Subresource::Main
+    {
+        Some(crd_resources(&new)?)
+    } else {
+        None
+    };
+    set_meta(&mut new, "resourceVersion", json!(old_rv));
+    if new == *old {
+        // A no-op write changes nothing, not even the resourceVersion, and notifies nobody.
+        return Ok(old);
+    }
+    if tracks_generation(info) && spec_changed(&old, &new, info.status_subresource) {
+        set_meta(&mut new, "generation", json!(generation(&old) + 1));
+    }
+    if let Some(manager) = l.field_manager().map(str::to_string) {
+        crate::sim::apply::record_update(&mut new, Some(&old), &manager, &info.api_version());
+    }
+    let rv = l.next_rv();
+    set_meta(&mut new, "resourceVersion", json!(rv.to_string()));
+    if deleting && finalizers(&new) == 0 {
+        let gone = l.remove(&res, &key, new, rv);
+        after_removal(server, l, &gone, &key);
+        return Ok(gone);
+    }
+    let stored = l.put(&res, key, new, rv, EventType::Modified);
+    if let Some(infos) = crd {
+        register_crd(server, l, infos);
+    }
+    Ok(stored)
+}
+
+/// The patch formats the server understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    Merge,
+    Json,
+    Strategic,
+    Apply,
+}
+
+impl PatchKind {
+    pub fn from_content_type(ct: &str) -> Option<Self> {
+        let base = ct.split(';').next().unwrap_or("").trim();
+        match base {
+            "application/merge-patch+json" => Some(Self::Merge),
+            "application/json-patch+json" => Some(Self::Json),
+            "application/strategic-merge-patch+json" => Some(Self::Strategic),
+            "application/apply-patch+yaml" | "application/apply-patch+cbor" => Some(Self::Apply),
+            _ => None,
+        }
+    }
+}
+
+/// Apply a merge, JSON or strategic merge patch to the stored object and write the result.
+#[allow(clippy::too_many_arguments)]
+pub fn patch(
+    server: &Server,
+    l: &mut Locked<'_>,
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    kind: PatchKind,
+    patch_body: &Value,
+    sub: Subresource,
+) -> Result<Arc<Value>, ApiError> {
+    let res = res_key(info);
+    let key: ObjKey = (
+        if info.namespaced {
+            namespace.to_string()
+        } else {
+            String::new()
+        },
+        name.to_string(),
+    );
+    let Some(old) = l.get(&res, &key) else {
+        return Err(ApiError::not_found(&info.group, &info.plural, name));
+    };
+    let mut target = view(info, &old);
+    match kind {
+        PatchKind::Merge => {
+            if !patch_body.is_object() {
+                return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+            }
+            patch::merge_patch(&mut target, patch_body);
+        }
+        PatchKind::Json => {
+            if !patch_body.is_array() {
+                return Err(ApiError::bad_request(
+                    "a JSON patch must be a JSON array of operations",
+                ));
+            }
+            patch::json_patch(&mut target, patch_body).map_err(|e| {
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("the server rejected our request due to an error in our request: {e}"),
+                )
+            })?;
+        }
+        PatchKind::Strategic => {
+            if info.custom {
+                return Err(ApiError::unsupported_media_type(
+                    "application/strategic-merge-patch+json",
+                ));
+            }
+            patch::strategic_merge_patch(
+                &mut target,
+                patch_body,
+                &patch::GroupKind::new(&info.group, &info.kind),
+            )
+            .map_err(ApiError::bad_request)?;
+        }
+        PatchKind::Apply => {
+            return Err(ApiError::unsupported_media_type(
+                "application/apply-patch+yaml",
+            ));
+        }
+    }
+    update(server, l, info, namespace, name, target, sub)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::resources;
+
+    #[test]
+    fn generation_ignores_metadata_and_separate_status() {
+        let old = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}, "status": {"y": 1}});
+        let relabelled =
+            json!({"metadata": {"labels": {"a": "2"}}, "spec": {"x": 1}, "status": {"y": 2}});
+        assert!(!spec_changed(&old, &relabelled, true));
+        assert!(spec_changed(&old, &relabelled, false));
+        let respec = json!({"metadata": {}, "spec": {"x": 2}});
+        assert!(spec_changed(&old, &respec, true));
+        let added = json!({"metadata": {}, "spec": {"x": 1}, "data": {}});
+        assert!(spec_changed(&old, &added, true));
+    }
+
+    #[test]
+    fn names_follow_the_kind_rules() {
+        let infos = resources::builtins();
+        let find = |g: &str, p: &str| {
+            infos
+                .iter()
+                .find(|i| i.group == g && i.plural == p)
+                .cloned()
+                .unwrap()
+        };
+        assert!(name_problem(&find("", "configmaps"), "a.b-c").is_none());
+        assert!(name_problem(&find("", "configmaps"), "Upper").is_some());
+        assert!(name_problem(&find("", "namespaces"), "a.b").is_some());
+        assert!(
+            name_problem(
+                &find("rbac.authorization.k8s.io", "clusterroles"),
+                "system:x"
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn generated_suffixes_differ() {
+        assert_ne!(generate_suffix(1), generate_suffix(2));
+        assert_eq!(generate_suffix(7).len(), 5);
+    }
+
+    #[test]
+    fn patch_kind_from_content_type() {
+        assert_eq!(
+            PatchKind::from_content_type("application/merge-patch+json; charset=utf-8"),
+            Some(PatchKind::Merge)
+        );
+        assert_eq!(PatchKind::from_content_type("application/json"), None);
+    }
+}

@@ -1,0 +1,250 @@
+//! The embedded API server with our CRDs and the operator running in-process, and the few
+//! verbs a console (or a user with kubectl) performs on PgAccessRequests.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use pgtoolbox_operator::actors::Shared;
+use pgtoolbox_operator::actors::access_request::REQUEST_LABEL;
+use pgtoolbox_operator::api::{PgAccessRequest, render_crds_yaml};
+use pgtoolbox_operator::sim::{Sim, SimConfig};
+use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings, register_all};
+use serde_json::json;
+
+pub const NS: &str = "team-a";
+pub const ROLE: &str = "cnpg-viewer";
+
+pub struct Env {
+    pub sim: Sim,
+    pub client: kube::Client,
+    pub settings: OperatorSettings,
+    operator: Option<Operator>,
+}
+
+pub async fn start() -> Env {
+    let mut env = start_without_operator().await;
+    env.start_operator().await;
+    env
+}
+
+pub async fn start_without_operator() -> Env {
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let settings = OperatorSettings {
+        access_request_orphan_grace: Duration::from_secs(2),
+        startup_jitter: Duration::ZERO,
+        ..OperatorSettings::default()
+    };
+    Env {
+        sim,
+        client,
+        settings,
+        operator: None,
+    }
+}
+
+impl Env {
+    pub async fn start_operator(&mut self) {
+        let shared = Arc::new(Shared::new(self.settings.clone()));
+        let operator = register_all(OperatorBuilder::new(self.client.clone(), shared))
+            .start()
+            .await
+            .expect("operator starts");
+        self.operator = Some(operator);
+    }
+
+    pub async fn stop_operator(&mut self) {
+        if let Some(operator) = self.operator.take() {
+            operator.shutdown(Duration::from_secs(5)).await;
+        }
+    }
+
+    pub fn requests(&self) -> Api<PgAccessRequest> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    pub fn bindings(&self) -> Api<RoleBinding> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    /// A request by user `alice` for [`ROLE`], expiring `expires_in` from now (negative: past).
+    pub async fn request(&self, name: &str, expires_in_secs: i64) -> PgAccessRequest {
+        let expires = Timestamp::now() + SignedDuration::from_secs(expires_in_secs);
+        let obj: PgAccessRequest = serde_json::from_value(json!({
+            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
+            "kind": "PgAccessRequest",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "subject": {"kind": "User", "name": "alice"},
+                "clusterRole": ROLE,
+                "expiresAt": expires.to_string(),
+                "reason": "incident 42",
+            },
+        }))
+        .expect("valid request");
+        self.requests()
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("request created")
+    }
+
+    /// A RoleBinding of the request (labelled for it) binding these users to `role`.
+    pub async fn bind(&self, request: &str, users: &[&str], role: &str) -> RoleBinding {
+        let rb = RoleBinding {
+            metadata: ObjectMeta {
+                name: Some(format!("pgar-{request}")),
+                namespace: Some(NS.into()),
+                labels: Some([(REQUEST_LABEL.to_string(), request.to_string())].into()),
+                ..ObjectMeta::default()
+            },
+            role_ref: RoleRef {
+                api_group: Some("rbac.authorization.k8s.io".into()),
+                kind: "ClusterRole".into(),
+                name: role.into(),
+            },
+            subjects: Some(users.iter().map(|u| user(u)).collect()),
+        };
+        self.bindings()
+            .create(&PostParams::default(), &rb)
+            .await
+            .expect("rolebinding created")
+    }
+
+    /// What a console records when it decides.
+    pub async fn decide(&self, request: &str, phase: &str, approver: &str) {
+        let patch = json!({"status": {
+            "phase": phase,
+            "approver": approver,
+            "decidedAt": Timestamp::now().to_string(),
+            "roleBindingName": format!("pgar-{request}"),
+        }});
+        self.requests()
+            .patch_status(request, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("decision recorded");
+    }
+
+    /// Approve as a console does: the RoleBinding first, then the decision.
+    pub async fn approve(&self, request: &str, approver: &str) {
+        self.bind(request, &["alice"], ROLE).await;
+        self.decide(request, "Approved", approver).await;
+    }
+
+    /// Polls until `condition` of `request` has `reason` (and returns the request).
+    pub async fn wait_reason(
+        &self,
+        request: &str,
+        condition: &str,
+        reason: &str,
+    ) -> PgAccessRequest {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let obj = self
+                .requests()
+                .get(request)
+                .await
+                .expect("request readable");
+            if condition_of(&obj, condition).is_some_and(|c| c.reason == reason) {
+                return obj;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{request}: {condition} never became {reason}; conditions: {:#?}",
+                obj.status.map(|s| s.common.conditions)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Polls until the named RoleBinding is gone.
+    pub async fn wait_binding_gone(&self, name: &str) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while self
+            .bindings()
+            .get_opt(name)
+            .await
+            .expect("readable")
+            .is_some()
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name} was never deleted"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// `(type, reason, note)` of the Events recorded on the request.
+    pub async fn events(&self, request: &str) -> Vec<(String, String, String)> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), NS);
+        let list = api.list(&ListParams::default()).await.expect("events");
+        list.items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(request))
+            .map(|e| {
+                (
+                    e.type_.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.note.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// Polls until an Event with `reason` was recorded on the request.
+    pub async fn wait_event(&self, request: &str, reason: &str) -> (String, String, String) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(e) = self
+                .events(request)
+                .await
+                .into_iter()
+                .find(|e| e.1 == reason)
+            {
+                return e;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no {reason} Event on {request}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+pub fn user(name: &str) -> Subject {
+    Subject {
+        api_group: Some("rbac.authorization.k8s.io".into()),
+        kind: "User".into(),
+        name: name.into(),
+        namespace: None,
+    }
+}
+
+pub fn condition_of<'a>(obj: &'a PgAccessRequest, type_: &str) -> Option<&'a Condition> {
+    obj.status
+        .as_ref()?
+        .common
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
+/// `(status, reason)` of a condition.
+pub fn state(obj: &PgAccessRequest, type_: &str) -> (String, String) {
+    condition_of(obj, type_)
+        .map(|c| (c.status.clone(), c.reason.clone()))
+        .unwrap_or_default()
+}
