@@ -42,12 +42,23 @@ pub struct SharedActors {
 }
 
 impl SharedActors {
-    pub fn stop(&self) {
-        self.router.stop(None);
-        self.prober.stop(None);
-        self.tracker.stop(None);
+    /// Stops the three actors and waits for them (the router's watch, and its client, go too).
+    pub async fn stop(&self) {
+        let cells = [
+            self.router.get_cell(),
+            self.prober.get_cell(),
+            self.tracker.get_cell(),
+        ];
+        for cell in cells {
+            if let Err(error) = cell.stop_and_wait(None, Some(STOP_BOUND)).await {
+                tracing::warn!(%error, "a shared actor did not stop in time");
+            }
+        }
     }
 }
+
+/// How long each shared actor gets to stop.
+const STOP_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The namespaces left to watch once the dropped ones are taken out.
 fn kept_scope(listed: &[String], plan: &WatchPlan) -> Result<Vec<String>, SharedStartError> {

@@ -25,8 +25,9 @@ fn identity() -> String {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Kubeconfig file; else `KUBECONFIG`, else the in-cluster service account.
-    #[arg(long, env = "KUBECONFIG")]
+    /// Kubeconfig file; else `KUBECONFIG` (a path list, merged), else the in-cluster
+    /// service account.
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     pub settings: SettingsArgs,
@@ -53,9 +54,12 @@ pub async fn client(
     kubeconfig: Option<&PathBuf>,
     metrics: &OperatorMetrics,
 ) -> Result<kube::Client, CliError> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)?;
+    let file = match kubeconfig {
+        Some(path) => Some(Kubeconfig::read_from(path)?),
+        None => Kubeconfig::from_env()?,
+    };
+    let config = match file {
+        Some(file) => {
             kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await?
         }
         None => kube::Config::incluster()?,
@@ -123,6 +127,6 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     tracing::info!("shutting down");
     readiness.mark_stopping();
     operator.shutdown(args.shutdown_timeout).await;
-    shared_actors.stop();
+    shared_actors.stop().await;
     outcome
 }

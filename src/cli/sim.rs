@@ -141,7 +141,9 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     }
     println!("\nstopping");
     operator.shutdown(Duration::from_secs(10)).await;
-    shared_actors.stop();
+    shared_actors.stop().await;
+    // The server stops once its clients are gone: close our pooled connections first.
+    drop(client);
     drop(sim);
     let _ = std::fs::remove_file(&kubeconfig);
     Ok(())

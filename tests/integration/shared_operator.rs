@@ -279,7 +279,7 @@ async fn a_secret_change_reconciles_exactly_the_objects_that_use_it() {
         Some((COUNT - 1) as f64)
     );
     operator.shutdown(Duration::from_secs(5)).await;
-    shared.stop();
+    shared.stop().await;
 }
 
 async fn not_watched_events(client: &Client, ns: &str) -> usize {
@@ -350,7 +350,7 @@ async fn a_dropped_namespace_is_not_watched_and_the_other_works() {
             "start {start}: one Event in all"
         );
         operator.shutdown(Duration::from_secs(5)).await;
-        shared.stop();
+        shared.stop().await;
     }
 }
 
