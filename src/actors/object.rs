@@ -150,11 +150,17 @@ impl<R: Reconciler> ObjectActor<R> {
             restarts = state.cx.restarts,
             failures = state.failures,
         );
+        let started = tokio::time::Instant::now();
         let result = self
             .reconciler
             .reconcile(state.latest.clone(), &state.cx)
             .instrument(span.clone())
             .await;
+        state
+            .cx
+            .shared
+            .metrics
+            .reconcile_took(&kind_of::<R>(), started.elapsed());
         let _entered = span.enter();
         match result {
             Ok(outcome) => self.on_success(myself, state, outcome),
