@@ -22,6 +22,9 @@ use crate::reconcile::pgaccessrequest::{
     Decision, RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
 };
 
+/// How long a pass waits for the first lists of RoleBindings and Clusters.
+const CACHE_WAIT: Duration = Duration::from_secs(30);
+
 /// Timers fire this much after the instant they aim at, so the pass they start sees it passed.
 const TIMER_SLACK: Duration = Duration::from_millis(20);
 
@@ -45,7 +48,10 @@ impl AccessRequestReconciler {
         obj: &PgAccessRequest,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        self.caches.wait_ready().await;
+        self.caches
+            .wait_ready(CACHE_WAIT)
+            .await
+            .map_err(ReconcileError::other)?;
         let now = Timestamp::now();
         let facts = obj.pass_facts();
         if facts.paused {
