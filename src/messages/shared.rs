@@ -8,6 +8,7 @@ use ractor::RpcReplyPort;
 use crate::actors::runtime_refusals::RuntimeRefusals;
 use crate::reconcile::namespace_permissions::WatchPlan;
 use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
+pub use crate::reconcile::secret_index::SecretMeta;
 use crate::reconcile::secret_index::{KindKey, SecretKey};
 
 pub enum ProberMsg {
@@ -25,16 +26,6 @@ pub enum RefusalMsg {
     Plan(RpcReplyPort<Arc<WatchPlan>>),
     /// The shared recorder of 403s met at run time.
     Runtime(RpcReplyPort<Arc<RuntimeRefusals>>),
-}
-
-/// A change to one Secret as the metadata watch saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SecretMeta {
-    pub key: SecretKey,
-    pub resource_version: Option<String>,
-    /// The controller owner when it is one of our kinds.
-    pub owner: Option<KindKey>,
-    pub reload_label: bool,
 }
 
 /// Counters of the secret router, for tests and the benchmarks.

@@ -6,10 +6,18 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::messages::shared::SecretMeta;
-
 /// CloudNativePG's opt-in label for user Secrets; its value is ignored.
 pub const RELOAD_LABEL: &str = "cnpg.io/reload";
+
+/// A change to one Secret as the metadata watch saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretMeta {
+    pub key: SecretKey,
+    pub resource_version: Option<String>,
+    /// The controller owner when it is one of our kinds.
+    pub owner: Option<KindKey>,
+    pub reload_label: bool,
+}
 
 /// A managed object: kind + namespace + name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

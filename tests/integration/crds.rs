@@ -1,58 +1,10 @@
 //! Our generated CRDs served by the embedded API server, driven by kubectl: they apply, the
 //! examples apply, printer columns show the status, and the schema's CEL rules are enforced.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
+use crate::kubectl_support::{Kubectl, kubectl_present};
 use crate::sim_support::start;
-
-fn kubectl_present() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-struct Kubectl {
-    kubeconfig: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str]) -> (bool, String) {
-        let out = Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .current_dir(self.dir.path())
-            .output()
-            .expect("kubectl runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let (ok, text) = self.run(args);
-        assert!(ok, "kubectl {args:?} failed: {text}");
-        text
-    }
-
-    fn refused(&self, args: &[&str], expected: &str) {
-        let (ok, text) = self.run(args);
-        assert!(!ok, "kubectl {args:?} should have been refused: {text}");
-        assert!(text.contains(expected), "kubectl {args:?}: {text}");
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).expect("write manifest");
-        p.display().to_string()
-    }
-}
 
 fn repo(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

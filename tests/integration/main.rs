@@ -1,6 +1,7 @@
 //! The one integration test binary; each topic is a module beside this file.
 
 mod crds;
+mod kubectl_support;
 mod pgaccessrequest;
 mod pgar_kubectl;
 mod pgar_support;

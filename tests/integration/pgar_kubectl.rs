@@ -6,10 +6,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+use crate::kubectl_support::{Kubectl, kubectl_present};
+
 struct Sim {
     child: Child,
-    kubeconfig: std::path::PathBuf,
-    dir: tempfile::TempDir,
+    kubectl: Kubectl,
 }
 
 impl Drop for Sim {
@@ -33,54 +34,28 @@ impl Sim {
             .expect("the binary starts");
         let sim = Sim {
             child,
-            kubeconfig,
-            dir,
+            kubectl: Kubectl { kubeconfig, dir },
         };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while !sim.kubeconfig.exists() || !sim.run(&["get", "pgaccessrequests", "-A"]).0 {
+        while !sim.kubectl.kubeconfig.exists()
+            || !sim.kubectl.run(&["get", "pgaccessrequests", "-A"]).0
+        {
             assert!(Instant::now() < deadline, "sim never answered");
             std::thread::sleep(Duration::from_millis(100));
         }
         sim
     }
 
-    fn run(&self, args: &[&str]) -> (bool, String) {
-        let out = Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .output()
-            .expect("kubectl runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let (ok, text) = self.run(args);
-        assert!(ok, "kubectl {args:?} failed: {text}");
-        text
-    }
-
     fn apply(&self, name: &str, manifest: &str) {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, manifest).expect("manifest written");
-        self.ok(&[
-            "apply",
-            "--validate=false",
-            "-f",
-            &path.display().to_string(),
-        ]);
+        let path = self.kubectl.file(name, manifest);
+        self.kubectl.ok(&["apply", "--validate=false", "-f", &path]);
     }
 
     fn wait_reason(&self, reason: &str) {
         let condition = format!(
             "--for=jsonpath={{.status.conditions[?(@.type==\"RoleBindingSynced\")].reason}}={reason}"
         );
-        self.ok(&[
+        self.kubectl.ok(&[
             "wait",
             "-n",
             "team-a",
@@ -93,12 +68,7 @@ impl Sim {
 
 #[test]
 fn approve_watch_granted_then_expired_with_kubectl() {
-    if Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_err()
-    {
+    if !kubectl_present() {
         eprintln!("kubectl not found: skipping the walkthrough");
         return;
     }
@@ -131,7 +101,7 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
 ",
     );
-    sim.ok(&[
+    sim.kubectl.ok(&[
         "patch",
         "-n",
         "team-a",
@@ -142,10 +112,10 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
         r#"{"status":{"phase":"Approved","approver":"bob"}}"#,
     ]);
     sim.wait_reason("AccessGranted");
-    let table = sim.ok(&["get", "-n", "team-a", "pgar/demo"]);
+    let table = sim.kubectl.ok(&["get", "-n", "team-a", "pgar/demo"]);
     assert!(table.contains("Approved"), "{table}");
     sim.wait_reason("AccessExpired");
-    sim.ok(&[
+    sim.kubectl.ok(&[
         "wait",
         "-n",
         "team-a",
@@ -153,6 +123,6 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
         "--for=delete",
         "--timeout=30s",
     ]);
-    let table = sim.ok(&["get", "-n", "team-a", "pgar/demo"]);
+    let table = sim.kubectl.ok(&["get", "-n", "team-a", "pgar/demo"]);
     assert!(table.contains("Expired"), "{table}");
 }
