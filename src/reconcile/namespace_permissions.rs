@@ -33,8 +33,9 @@ impl fmt::Display for Permission {
 
 const READ: &[&str] = &["get", "list", "watch"];
 const MANAGE: &[&str] = &["get", "list", "watch", "create", "update", "delete"];
-/// PgAccessRequest only ever takes grants away.
-const REVOKE: &[&str] = &["get", "list", "watch", "delete"];
+/// PgAccessRequest only ever takes grants away: it deletes RoleBindings, and patches one only to
+/// make its request its owner (so deleting the request deletes the grant).
+const REVOKE: &[&str] = &["get", "list", "watch", "patch", "delete"];
 
 /// What one managed kind needs in a namespace besides reading itself and writing its status.
 struct KindNeeds {

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::Api;
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 
 use super::cache::AccessCaches;
@@ -69,6 +70,7 @@ impl AccessRequestReconciler {
         let status = obj.status.clone().unwrap_or_default();
         let request = RequestFacts {
             name: &cx.key.name,
+            uid: obj.metadata.uid.as_deref(),
             namespace: &cx.key.namespace,
             subject: &obj.spec.subject,
             cluster_role: &obj.spec.cluster_role,
@@ -91,6 +93,7 @@ impl AccessRequestReconciler {
         let decision = decide(&request, &binding_refs, now);
 
         self.delete_bindings(obj, &decision, cx).await?;
+        self.adopt_bindings(obj, &decision, cx).await?;
         let facts = pass_facts(facts, &decision).map_err(ReconcileError::other)?;
         let extras = StatusExtras {
             fields: status_fields(&decision),
@@ -131,6 +134,42 @@ impl AccessRequestReconciler {
         Ok(())
     }
 
+    /// Makes the request an owner of its kept RoleBindings, so deleting the request deletes them
+    /// (the API server's garbage collector does it, even while the operator is down).
+    async fn adopt_bindings(
+        &self,
+        obj: &PgAccessRequest,
+        decision: &Decision,
+        cx: &ObjectContext,
+    ) -> Result<(), ReconcileError> {
+        let Some(owner) = owner_reference(obj) else {
+            return Ok(());
+        };
+        let api: Api<RoleBinding> = Api::namespaced(cx.client.clone(), &cx.key.namespace);
+        for adoption in &decision.adoptions {
+            // Strategic merge adds to ownerReferences by uid; the version pins what was judged.
+            let patch = serde_json::json!({"metadata": {
+                "resourceVersion": adoption.resource_version,
+                "ownerReferences": [owner],
+            }});
+            let _permit = cx.writes.acquire().await.map_err(ReconcileError::other)?;
+            match api
+                .patch(
+                    &adoption.name,
+                    &PatchParams::default(),
+                    &Patch::Strategic(&patch),
+                )
+                .await
+            {
+                Ok(_) => tracing::debug!(rolebinding = %adoption.name, "adopted"),
+                // Changed or gone since it was judged: its watch event brings the next pass.
+                Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => {}
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Ok(())
+    }
+
     /// The one status write of the pass, then its Events.
     async fn write_status(
         &self,
@@ -160,6 +199,18 @@ impl AccessRequestReconciler {
             .await;
         Ok(())
     }
+}
+
+/// The request as a (non-controller) owner: the RoleBinding stays the console's.
+fn owner_reference(obj: &PgAccessRequest) -> Option<OwnerReference> {
+    Some(OwnerReference {
+        api_version: PgAccessRequest::api_version(&()).into_owned(),
+        kind: PgAccessRequest::kind(&()).into_owned(),
+        name: obj.metadata.name.clone()?,
+        uid: obj.metadata.uid.clone()?,
+        controller: None,
+        block_owner_deletion: None,
+    })
 }
 
 /// What a pass writes besides the conditions.
