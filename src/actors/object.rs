@@ -135,7 +135,8 @@ impl<R: Reconciler> Actor for ObjectActor<R> {
     ) -> Result<(), ActorProcessingErr> {
         state.timers.cancel_all();
         state.deferred_first_pass = None;
-        self.reconciler.on_stop(&state.cx.key, &state.cx).await;
+        // Boxed for the same reason as the pass.
+        Box::pin(self.reconciler.on_stop(&state.cx.key, &state.cx)).await;
         Ok(())
     }
 }
@@ -150,12 +151,17 @@ impl<R: Reconciler> ObjectActor<R> {
             restarts = state.cx.restarts,
             failures = state.failures,
         );
+        // Boxed: ractor keeps each actor's message loop (and so this handler's future) alive
+        // for the actor's whole life, sized by its largest await. Inline, a kind's pass (HTTP
+        // requests, Events) would make every idle actor carry its full size; boxed, that state
+        // exists only while a pass runs.
         let started = tokio::time::Instant::now();
-        let result = self
-            .reconciler
-            .reconcile(state.latest.clone(), &state.cx)
-            .instrument(span.clone())
-            .await;
+        let result = Box::pin(
+            self.reconciler
+                .reconcile(state.latest.clone(), &state.cx)
+                .instrument(span.clone()),
+        )
+        .await;
         state
             .cx
             .shared
@@ -214,9 +220,13 @@ impl<R: Reconciler> ObjectActor<R> {
             .pass(&kind_of::<R>(), PassResult::Failed);
         let delay = state.retry.delay(state.failures);
         tracing::warn!(error = %err, retry_in = ?delay, "pass failed");
-        self.reconciler
-            .report_error(state.latest.clone(), PassFailure::Error(&err), &state.cx)
-            .await;
+        // Boxed for the same reason as the pass.
+        Box::pin(self.reconciler.report_error(
+            state.latest.clone(),
+            PassFailure::Error(&err),
+            &state.cx,
+        ))
+        .await;
         state.timers.arm(TimerPurpose::Retry, delay, myself);
     }
 }

@@ -142,7 +142,10 @@ impl ChildWatch {
         }
     }
 
-    pub(crate) fn start(self, client: &Client, scope: &WatchScope) -> Vec<OwnerSource> {
+    /// Starts the streams. The supervisor does this for registered kinds; it is public so a
+    /// kind's child watches can also drive another runtime (the Controller baseline of
+    /// `benches/convergence.rs`).
+    pub fn start(self, client: &Client, scope: &WatchScope) -> Vec<OwnerSource> {
         (self.start)(client, scope)
     }
 }

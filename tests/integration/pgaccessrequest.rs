@@ -603,19 +603,33 @@ async fn deleting_a_request_deletes_its_grant() {
     let env = support::start().await;
     env.request("gone", HOUR).await;
     env.approve("gone", "bob").await;
-    env.wait_reason("gone", "RoleBindingSynced", "AccessGranted").await;
+    env.wait_reason("gone", "RoleBindingSynced", "AccessGranted")
+        .await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
         let rb = env.bindings().get("pgar-gone").await.unwrap();
         let owners = rb.metadata.owner_references.unwrap_or_default();
-        if owners.iter().any(|o| o.kind == "PgAccessRequest" && o.name == "gone") {
-            assert!(owners.iter().all(|o| o.controller != Some(true)), "not a controller");
-            assert_eq!(rb.subjects, Some(vec![user("alice")]), "nothing else changed");
+        if owners
+            .iter()
+            .any(|o| o.kind == "PgAccessRequest" && o.name == "gone")
+        {
+            assert!(
+                owners.iter().all(|o| o.controller != Some(true)),
+                "not a controller"
+            );
+            assert_eq!(
+                rb.subjects,
+                Some(vec![user("alice")]),
+                "nothing else changed"
+            );
             break;
         }
         assert!(tokio::time::Instant::now() < deadline, "never adopted");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    env.requests().delete("gone", &Default::default()).await.unwrap();
+    env.requests()
+        .delete("gone", &Default::default())
+        .await
+        .unwrap();
     env.wait_binding_gone("pgar-gone").await;
 }

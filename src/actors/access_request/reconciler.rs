@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::Api;
 use kube::{Resource, ResourceExt};
 
 use super::cache::AccessCaches;
@@ -17,7 +16,9 @@ use crate::conditions::{
     ClassifiedError, ConditionType, ErrorClass, PassFacts, derive_status, find_condition,
     status_patch,
 };
-use crate::k8s::{Deleted, EventSink, ReadYourWrites, delete_pinned, patch_status};
+use crate::k8s::{
+    EventSink, Pinned, ReadYourWrites, add_owner_pinned, delete_pinned, patch_status,
+};
 use crate::messages::TimerPurpose;
 use crate::reconcile::pgaccessrequest::{
     Decision, RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
@@ -121,7 +122,7 @@ impl AccessRequestReconciler {
             )
             .await?;
             tracing::info!(rolebinding = %deletion.name, cause = ?deletion.cause, ?outcome, "deleting");
-            if outcome == Deleted::Now {
+            if outcome == Pinned::Done {
                 self.events
                     .publish(
                         &cx.writes,
@@ -142,30 +143,21 @@ impl AccessRequestReconciler {
         decision: &Decision,
         cx: &ObjectContext,
     ) -> Result<(), ReconcileError> {
-        let Some(owner) = owner_reference(obj) else {
+        // A non-controller owner: the RoleBinding stays the console's.
+        let Some(owner) = obj.owner_ref(&()) else {
             return Ok(());
         };
         let api: Api<RoleBinding> = Api::namespaced(cx.client.clone(), &cx.key.namespace);
         for adoption in &decision.adoptions {
-            // Strategic merge adds to ownerReferences by uid; the version pins what was judged.
-            let patch = serde_json::json!({"metadata": {
-                "resourceVersion": adoption.resource_version,
-                "ownerReferences": [owner],
-            }});
-            let _permit = cx.writes.acquire().await.map_err(ReconcileError::other)?;
-            match api
-                .patch(
-                    &adoption.name,
-                    &PatchParams::default(),
-                    &Patch::Strategic(&patch),
-                )
-                .await
-            {
-                Ok(_) => tracing::debug!(rolebinding = %adoption.name, "adopted"),
-                // Changed or gone since it was judged: its watch event brings the next pass.
-                Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => {}
-                Err(err) => return Err(err.into()),
-            }
+            let outcome = add_owner_pinned(
+                &api,
+                &cx.writes,
+                &adoption.name,
+                adoption.resource_version.as_deref(),
+                &owner,
+            )
+            .await?;
+            tracing::debug!(rolebinding = %adoption.name, ?outcome, "adopting");
         }
         Ok(())
     }
@@ -199,18 +191,6 @@ impl AccessRequestReconciler {
             .await;
         Ok(())
     }
-}
-
-/// The request as a (non-controller) owner: the RoleBinding stays the console's.
-fn owner_reference(obj: &PgAccessRequest) -> Option<OwnerReference> {
-    Some(OwnerReference {
-        api_version: PgAccessRequest::api_version(&()).into_owned(),
-        kind: PgAccessRequest::kind(&()).into_owned(),
-        name: obj.metadata.name.clone()?,
-        uid: obj.metadata.uid.clone()?,
-        controller: None,
-        block_owner_deletion: None,
-    })
 }
 
 /// What a pass writes besides the conditions.

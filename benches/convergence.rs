@@ -1,0 +1,377 @@
+//! Convergence of N PgAccessRequests on the embedded API server: our actor runtime against
+//! kube-runtime's `Controller` running the same reconcile code, and against a plain client
+//! issuing the same writes (the ceiling). See BENCHMARKS.md for the figures.
+//!
+//! Run: `cargo bench --bench convergence` (N = 1,000 and 10,000, three runs each), scaled by
+//! `CONVERGENCE_N=1000,10000,100000`, `CONVERGENCE_RUNS`, `CONVERGENCE_QUIET_SECS` (30),
+//! `CONVERGENCE_EXPIRY_SECS` (3), `CONVERGENCE_DRIVERS=raw,controller,ours`; each run's raw
+//! figures are appended to `CONVERGENCE_OUT` (JSON lines) when set. CI runs
+//! `cargo bench --bench convergence -- --smoke` (N = 1,000, one run, a 3 s quiet phase).
+//!
+//! Every (driver, N, run) is its own child process (this binary with `--child`), so memory and
+//! CPU figures of one never include another.
+
+#[path = "convergence/drivers.rs"]
+mod drivers;
+#[path = "convergence/measure.rs"]
+mod measure;
+#[path = "convergence/observe.rs"]
+mod observe;
+#[path = "convergence/report.rs"]
+mod report;
+#[path = "convergence/seed.rs"]
+mod seed;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, PostParams};
+use pgtoolbox_operator::api::render_crds_yaml;
+use pgtoolbox_operator::sim::{Sim, SimConfig};
+use pgtoolbox_operator::supervisor::OperatorSettings;
+use serde::{Deserialize, Serialize};
+
+use drivers::Driver;
+use observe::Observer;
+
+/// Concurrent writes allowed to every driver (the operator's default budget).
+const WRITE_BUDGET: usize = 32;
+/// The request whose RoleBinding is changed after the quiet phase (an approved one).
+const CHANGED_INDEX: usize = 4;
+const RESULT_PREFIX: &str = "RESULT ";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    pub driver: String,
+    pub n: usize,
+    pub seed_s: f64,
+    /// Start of the driver until every request has a status.
+    pub status_s: f64,
+    /// Start of the driver until every request shows its final reason (expiries included).
+    pub converged_s: f64,
+    /// Start of the driver until its last write (Events trail the status writes).
+    pub writes_done_s: f64,
+    /// From the expiry instant until the last expired request was seen.
+    pub expiry_lag_ms: f64,
+    pub requests_by_verb: BTreeMap<String, u64>,
+    pub requests_by_verb_resource: BTreeMap<String, u64>,
+    pub answers_by_code: BTreeMap<u16, u64>,
+    pub writes: u64,
+    pub rss_before_kb: u64,
+    pub rss_after_kb: u64,
+    /// RSS after convergence once glibc returned its free pages (live memory).
+    pub rss_live_kb: u64,
+    pub peak_kb: u64,
+    pub peak_reset: bool,
+    pub cpu_run_s: f64,
+    pub quiet: Option<Quiet>,
+    pub change_latency_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Quiet {
+    pub seconds: f64,
+    pub requests: u64,
+    pub writes: u64,
+    pub by_verb_resource: BTreeMap<String, u64>,
+    pub cpu_s: f64,
+    pub rss_end_kb: u64,
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    if args.first().map(String::as_str) == Some("--child") {
+        child(&args[1..]);
+        return;
+    }
+    let smoke = args.iter().any(|a| a == "--smoke");
+    let ns: Vec<usize> = if smoke {
+        vec![1_000]
+    } else {
+        std::env::var("CONVERGENCE_N")
+            .unwrap_or_else(|_| "1000,10000".into())
+            .split(',')
+            .filter_map(|v| v.trim().parse().ok())
+            .collect()
+    };
+    let runs = if smoke {
+        1
+    } else {
+        env_or("CONVERGENCE_RUNS", 3)
+    };
+    let quiet = if smoke {
+        3
+    } else {
+        env_or("CONVERGENCE_QUIET_SECS", 30)
+    };
+    let expiry = env_or("CONVERGENCE_EXPIRY_SECS", 3);
+    // The smoke run must fail fast in CI rather than hang.
+    let timeout = if smoke { 45 } else { 1800 };
+    let drivers: Vec<Driver> = std::env::var("CONVERGENCE_DRIVERS")
+        .map(|list| list.split(',').filter_map(Driver::parse).collect())
+        .unwrap_or_else(|_| Driver::ALL.to_vec());
+    let started = Instant::now();
+    let mut results = Vec::new();
+    for &n in &ns {
+        for run in 1..=runs {
+            for &driver in &drivers {
+                eprintln!("== {} n={n} run {run}/{runs}", driver.name());
+                match spawn_child(driver, n, quiet, expiry, timeout) {
+                    Ok(result) => {
+                        save(&result);
+                        results.push(result);
+                    }
+                    Err(err) => {
+                        eprintln!("convergence run failed: {err}");
+                        std::process::exit(1);
+                    }
+                }
+            }
+        }
+    }
+    report::print(&results, runs, quiet);
+    eprintln!("total {:.1} s", started.elapsed().as_secs_f64());
+}
+
+/// Appends one run's result to `CONVERGENCE_OUT` (JSON lines), when set.
+fn save(result: &RunResult) {
+    let Ok(path) = std::env::var("CONVERGENCE_OUT") else {
+        return;
+    };
+    let line = serde_json::to_string(result).unwrap_or_default();
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()));
+    if let Err(err) = written {
+        eprintln!("could not append to {path}: {err}");
+    }
+}
+
+fn spawn_child(
+    driver: Driver,
+    n: usize,
+    quiet: u64,
+    expiry: u64,
+    timeout: u64,
+) -> Result<RunResult, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let output = Command::new(exe)
+        .args([
+            "--child",
+            driver.name(),
+            &n.to_string(),
+            &quiet.to_string(),
+            &expiry.to_string(),
+            &timeout.to_string(),
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !output.status.success() {
+        return Err(format!(
+            "child {} n={n} exited with {}",
+            driver.name(),
+            output.status
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(RESULT_PREFIX))
+        .ok_or("child printed no result")?;
+    serde_json::from_str(line).map_err(|e| e.to_string())
+}
+
+fn child(args: &[String]) {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+    let driver = Driver::parse(&arg(0)).expect("driver name");
+    let n: usize = arg(1).parse().expect("object count");
+    let quiet: u64 = arg(2).parse().expect("quiet seconds");
+    let expiry: u64 = arg(3).parse().expect("expiry seconds");
+    let timeout = Duration::from_secs(arg(4).parse().expect("timeout seconds"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let result = runtime.block_on(run(driver, n, quiet, expiry, timeout));
+    println!(
+        "{RESULT_PREFIX}{}",
+        serde_json::to_string(&result).expect("result serialises")
+    );
+    // Tearing down a sim holding 100k objects takes seconds and measures nothing.
+    std::process::exit(0);
+}
+
+async fn run(
+    driver: Driver,
+    n: usize,
+    quiet_secs: u64,
+    expiry_secs: u64,
+    timeout: Duration,
+) -> RunResult {
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    let seeding = Instant::now();
+    let mut fleet = seed::seed(&client, n).await;
+    let mut observer = Observer::start(&client, n).await;
+    let seed_s = seeding.elapsed().as_secs_f64();
+    let expires_at =
+        seed::arm_expiries(&client, &mut fleet, Duration::from_secs(expiry_secs)).await;
+    eprintln!("   seeded {n} in {seed_s:.1} s");
+
+    let settings = OperatorSettings {
+        max_inflight_writes: WRITE_BUDGET,
+        // Every driver starts all first passes at once; the jitter would only add a floor.
+        startup_jitter: Duration::ZERO,
+        ..OperatorSettings::default()
+    };
+    measure::trim_heap();
+    let rss_before_kb = measure::rss_kb();
+    let peak_reset = measure::reset_peak();
+    let cpu_before = measure::cpu_seconds();
+    sim.admin().reset_stats();
+    let start = Instant::now();
+    let running = drivers::start(driver, &client, &settings, fleet).await;
+    observer.all_with_status(timeout).await;
+    let status_s = start.elapsed().as_secs_f64();
+    observer.all_converged(timeout).await;
+    let converged_s = start.elapsed().as_secs_f64();
+    let writes_done_s = writes_settled(&sim, start).await;
+    let stats = sim.stats();
+    let cpu_run_s = measure::cpu_seconds() - cpu_before;
+    let rss_after_kb = measure::rss_kb();
+    let peak_kb = measure::peak_kb();
+    measure::trim_heap();
+    let rss_live_kb = measure::rss_kb();
+    let expiry_lag_ms = observer.last_expiry_seen().map_or(0.0, |seen| {
+        let at = std::time::SystemTime::from(expires_at);
+        let seen_wall = std::time::SystemTime::now() - seen.elapsed();
+        seen_wall
+            .duration_since(at)
+            .map_or(0.0, |d| d.as_secs_f64() * 1e3)
+    });
+    eprintln!(
+        "   {}: status {status_s:.2} s, converged {converged_s:.2} s, writes done {writes_done_s:.2} s, {} writes, RSS {} -> {} MiB",
+        driver.name(),
+        stats.writes(),
+        rss_before_kb / 1024,
+        rss_after_kb / 1024
+    );
+    eprintln!(
+        "   live after trim {} MiB; answers {:?}; {:?}",
+        rss_live_kb / 1024,
+        stats.by_code,
+        stats.by_verb_resource
+    );
+
+    let (quiet, change_latency_ms) = if driver == Driver::Raw {
+        (None, None)
+    } else {
+        let quiet = quiet_phase(&sim, quiet_secs).await;
+        let latency = binding_change(&client, &mut observer).await;
+        (Some(quiet), Some(latency))
+    };
+    running.stop().await;
+    RunResult {
+        driver: driver.name().into(),
+        n,
+        seed_s,
+        status_s,
+        converged_s,
+        writes_done_s,
+        expiry_lag_ms,
+        writes: stats.writes(),
+        requests_by_verb: stats.by_verb,
+        requests_by_verb_resource: stats.by_verb_resource,
+        answers_by_code: stats.by_code,
+        rss_before_kb,
+        rss_after_kb,
+        rss_live_kb,
+        peak_kb,
+        peak_reset,
+        cpu_run_s,
+        quiet,
+        change_latency_ms,
+    }
+}
+
+/// Waits until the API server saw no write for a second; returns when the last one arrived
+/// (seconds since `start`, 50 ms resolution).
+async fn writes_settled(sim: &Sim, start: Instant) -> f64 {
+    const STILL: Duration = Duration::from_secs(1);
+    let mut seen = sim.stats().writes();
+    let mut last_change = Instant::now();
+    while last_change.elapsed() < STILL {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = sim.stats().writes();
+        if now != seen {
+            seen = now;
+            last_change = Instant::now();
+        }
+    }
+    last_change.duration_since(start).as_secs_f64()
+}
+
+/// Nothing changes for `seconds`: count the requests and CPU the process spends meanwhile.
+async fn quiet_phase(sim: &Sim, seconds: u64) -> Quiet {
+    sim.admin().reset_stats();
+    let cpu = measure::cpu_seconds();
+    let start = Instant::now();
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let stats = sim.stats();
+    let quiet = Quiet {
+        seconds: start.elapsed().as_secs_f64(),
+        requests: stats.total,
+        writes: stats.writes(),
+        by_verb_resource: stats.by_verb_resource.clone(),
+        cpu_s: measure::cpu_seconds() - cpu,
+        rss_end_kb: measure::rss_kb(),
+    };
+    eprintln!(
+        "   quiet {:.0} s: {} requests, {} writes, {:.2} CPU s {:?}",
+        quiet.seconds, quiet.requests, quiet.writes, quiet.cpu_s, quiet.by_verb_resource
+    );
+    quiet
+}
+
+/// A second subject is added to an approved request's RoleBinding; the time until its status
+/// reports the drift (the binding is deleted in the same pass, before the status write).
+async fn binding_change(client: &kube::Client, observer: &mut Observer) -> f64 {
+    let api: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+        Api::namespaced(client.clone(), &seed::namespace(CHANGED_INDEX));
+    let name = format!("pgar-{}", seed::name(CHANGED_INDEX));
+    let mut binding = api
+        .get(&name)
+        .await
+        .expect("binding of the changed request");
+    binding.subjects = Some(vec![seed::user("alice"), seed::user("mallory")]);
+    let start = Instant::now();
+    api.replace(&name, &PostParams::default(), &binding)
+        .await
+        .expect("binding replaced");
+    observer
+        .reason(CHANGED_INDEX, "RoleBindingDrifted", Duration::from_secs(60))
+        .await;
+    let latency = start.elapsed().as_secs_f64() * 1e3;
+    eprintln!("   RoleBinding change seen in status after {latency:.1} ms");
+    latency
+}

@@ -1,0 +1,64 @@
+//! What the process costs, from /proc: resident memory (current and peak) and CPU time.
+
+use std::fs;
+
+fn status_kb(field: &str) -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix(field)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// Resident set size now, KiB.
+pub fn rss_kb() -> u64 {
+    status_kb("VmRSS:")
+}
+
+/// Peak resident set size since start or since [`reset_peak`], KiB.
+pub fn peak_kb() -> u64 {
+    status_kb("VmHWM:")
+}
+
+/// Restarts the peak (VmHWM) from the current RSS (Linux `clear_refs` value 5).
+pub fn reset_peak() -> bool {
+    fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// User + system CPU seconds of the whole process (every thread), as getrusage reports them;
+/// read from /proc/self/stat (clock ticks of 1/100 s on Linux).
+pub fn cpu_seconds() -> f64 {
+    let stat = fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line; the first field after the name is 3.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+unsafe extern "C" {
+    /// glibc: give free heap memory back to the system.
+    fn malloc_trim(pad: usize) -> i32;
+}
+
+/// Returns the allocator's free pages to the system, so the RSS read next counts live memory
+/// rather than what glibc keeps around after a burst (its per-thread arenas).
+pub fn trim_heap() {
+    // SAFETY: malloc_trim only walks glibc's own arenas; it takes no pointer from us.
+    unsafe {
+        malloc_trim(0);
+    }
+}
