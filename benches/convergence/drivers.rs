@@ -17,7 +17,9 @@ use pgtoolbox_operator::actors::access_request::{AccessCaches, AccessRequestReco
 use pgtoolbox_operator::actors::{ObjectContext, ReconcileError, Reconciler, Shared};
 use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
 use pgtoolbox_operator::conditions::{ConditionType, derive_status, find_condition, status_patch};
-use pgtoolbox_operator::k8s::{EventSink, WriteBudget, delete_pinned, patch_status};
+use pgtoolbox_operator::k8s::{
+    EventSink, WriteBudget, add_owner_pinned, delete_pinned, patch_status,
+};
 use pgtoolbox_operator::messages::ObjectKey;
 use pgtoolbox_operator::reconcile::pgaccessrequest::{
     RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
@@ -235,6 +237,7 @@ impl RawIo<'_> {
         let bindings: Vec<&RoleBinding> = binding.into_iter().collect();
         let request = RequestFacts {
             name: &key.name,
+            uid: obj.metadata.uid.as_deref(),
             namespace: &key.namespace,
             subject: &obj.spec.subject,
             cluster_role: &obj.spec.cluster_role,
@@ -265,6 +268,19 @@ impl RawIo<'_> {
             self.events
                 .publish(self.budget, &regarding, &[deletion_event(deletion)])
                 .await;
+        }
+        if let Some(owner) = obj.owner_ref(&()) {
+            for adoption in &decision.adoptions {
+                add_owner_pinned(
+                    &rbs,
+                    self.budget,
+                    &adoption.name,
+                    adoption.resource_version.as_deref(),
+                    &owner,
+                )
+                .await
+                .expect("binding adopted");
+            }
         }
         let facts = pass_facts(obj.pass_facts(), &decision).expect("facts");
         let update = derive_status(&facts, obj.stored_status(), now);

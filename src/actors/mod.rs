@@ -1,10 +1,18 @@
-//! Actors: the generic object actor every kind shares (later: one file per kind and the
-//! shared actors).
+//! Actors: the generic object actor every kind shares, and the shared actors (optional-API
+//! prober, namespace-refusal tracker, CNPG secret router).
 
 pub mod access_request;
 mod object;
 mod object_reconciler;
 mod object_timers;
+
+pub mod not_watched;
+pub mod notice_routes;
+pub mod prober;
+pub mod refusals;
+pub mod runtime_refusals;
+pub mod secret_router;
+pub mod shared;
 
 pub use object::{ObjectActor, ObjectArgs, ObjectState};
 pub use object_reconciler::{

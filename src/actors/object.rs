@@ -155,12 +155,18 @@ impl<R: Reconciler> ObjectActor<R> {
         // for the actor's whole life, sized by its largest await. Inline, a kind's pass (HTTP
         // requests, Events) would make every idle actor carry its full size; boxed, that state
         // exists only while a pass runs.
+        let started = tokio::time::Instant::now();
         let result = Box::pin(
             self.reconciler
                 .reconcile(state.latest.clone(), &state.cx)
                 .instrument(span.clone()),
         )
         .await;
+        state
+            .cx
+            .shared
+            .metrics
+            .reconcile_took(&kind_of::<R>(), started.elapsed());
         let _entered = span.enter();
         match result {
             Ok(outcome) => self.on_success(myself, state, outcome),

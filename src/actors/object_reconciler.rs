@@ -9,8 +9,13 @@ use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::actors::notice_routes::{NoticeRoutes, SecretRoutes};
+use crate::actors::runtime_refusals::RuntimeRefusals;
+use crate::health::Readiness;
 use crate::k8s::WriteBudget;
 use crate::messages::{ObjectKey, TimerPurpose};
+use crate::metrics::OperatorMetrics;
+use crate::reconcile::optional_api::ProbeResult;
 use crate::supervisor::{OperatorSettings, RuntimeMetrics};
 
 /// One kind's behaviour. The object actor, the supervisor, the watches, the timers and the
@@ -131,20 +136,39 @@ impl std::fmt::Display for PassFailure<'_> {
 #[derive(Debug)]
 pub struct Shared {
     pub settings: OperatorSettings,
-    /// Served on `/metrics`; kinds and shared actors register their metrics here.
-    pub metrics: std::sync::Mutex<prometheus_client::registry::Registry>,
+    /// Served on `/metrics`; kinds add their own series with `metrics.register_more`.
+    pub metrics: OperatorMetrics,
     /// The runtime's own metrics (registered in `metrics`).
     pub runtime: RuntimeMetrics,
+    /// What the start-up probe found: `optional_apis.availability(api, namespace)`.
+    pub optional_apis: Arc<ProbeResult>,
+    /// 403s met at run time, per namespace and API, for condition messages.
+    pub refusals: Arc<RuntimeRefusals>,
+    /// Register the Secrets a pass used: `secrets.register(kind, key, secrets)`.
+    pub secrets: SecretRoutes,
+    /// The kinds' actor registries, for notices from shared actors.
+    pub notices: Arc<NoticeRoutes>,
+    /// `/readyz`: the watches report their first complete list here.
+    pub readiness: Readiness,
 }
 
 impl Shared {
     pub fn new(settings: OperatorSettings) -> Self {
-        let mut registry = prometheus_client::registry::Registry::default();
-        let runtime = RuntimeMetrics::register(&mut registry);
+        Self::with_metrics(settings, OperatorMetrics::new())
+    }
+
+    /// Without shared actors: every optional API counts as served, no router is told anything.
+    pub fn with_metrics(settings: OperatorSettings, metrics: OperatorMetrics) -> Self {
+        let runtime = metrics.register_more(RuntimeMetrics::register);
         Self {
             settings,
-            metrics: std::sync::Mutex::new(registry),
             runtime,
+            metrics,
+            optional_apis: Arc::default(),
+            refusals: Arc::default(),
+            secrets: SecretRoutes::default(),
+            notices: Arc::default(),
+            readiness: Readiness::default(),
         }
     }
 }

@@ -1,7 +1,6 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
 mod crds;
-mod endpoints;
 mod run;
 mod settings;
 mod signal;
@@ -52,8 +51,12 @@ pub enum CliError {
     Client(#[from] kube::Error),
     #[error("telemetry: {0}")]
     Telemetry(#[from] telemetry::TelemetryError),
-    #[error("endpoints: {0}")]
+    #[error("{0}")]
     Io(#[from] std::io::Error),
+    #[error("endpoints: {0}")]
+    Endpoints(#[from] crate::health::ServeError),
+    #[error("start-up checks: {0}")]
+    SharedActors(#[from] crate::actors::shared::SharedStartError),
     #[error("embedded API server: {0}")]
     Sim(#[from] crate::sim::SimError),
     #[error("the supervisor of {0} stopped; exiting so the operator restarts whole")]

@@ -1,16 +1,17 @@
 //! `run`: the operator against a real cluster.
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::Args;
+use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::settings::SettingsArgs;
-use super::{CliError, endpoints, telemetry};
-use crate::actors::Shared;
+use super::{CliError, telemetry};
+use crate::actors::shared::start_shared_actors;
+use crate::health::{Readiness, serve_endpoints};
+use crate::metrics::OperatorMetrics;
 use crate::supervisor::leader::{self, LeaderConfig};
 use crate::supervisor::{OperatorBuilder, register_all};
 
@@ -24,8 +25,9 @@ fn identity() -> String {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Kubeconfig file; else `KUBECONFIG`, else the in-cluster service account.
-    #[arg(long, env = "KUBECONFIG")]
+    /// Kubeconfig file; else `KUBECONFIG` (a path list, merged), else the in-cluster
+    /// service account.
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     pub settings: SettingsArgs,
@@ -47,30 +49,46 @@ fn humantime_secs(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("expected seconds like 25s: {e}"))
 }
 
-pub async fn client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, CliError> {
-    let config = match kubeconfig {
-        Some(path) => {
-            let file = Kubeconfig::read_from(path)?;
+/// The operator's client; every request it sends is counted on `/metrics`.
+pub async fn client(
+    kubeconfig: Option<&PathBuf>,
+    metrics: &OperatorMetrics,
+) -> Result<kube::Client, CliError> {
+    let file = match kubeconfig {
+        Some(path) => Some(Kubeconfig::read_from(path)?),
+        None => Kubeconfig::from_env()?,
+    };
+    let config = match file {
+        Some(file) => {
             kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default()).await?
         }
         None => kube::Config::incluster()?,
     };
-    Ok(kube::Client::try_from(config)?)
+    Ok(ClientBuilder::try_from(config)?
+        .with_layer(&metrics.client_layer())
+        .build())
+}
+
+/// The kinds this build runs: the start-up checks ask only for their permissions.
+pub fn kind_names(client: &kube::Client) -> Vec<String> {
+    // Registering builds the reconcilers and nothing else (no I/O): cheap to do twice.
+    register_all(OperatorBuilder::new(client.clone(), Default::default())).kind_names()
 }
 
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let _telemetry = telemetry::init(args.settings.otel_exporter_otlp_endpoint.as_deref())?;
-    let client = client(args.kubeconfig.as_ref()).await?;
-    let shared = Arc::new(Shared::new(args.settings.to_settings()));
-    let ready = Arc::new(AtomicBool::new(false));
-    endpoints::serve(
+    let metrics = OperatorMetrics::new();
+    let readiness = Readiness::new();
+    let _endpoints = serve_endpoints(
         args.settings.health_probe_bind_address,
         args.settings.metrics_bind_address,
-        shared.clone(),
-        ready.clone(),
+        readiness.clone(),
+        metrics.clone(),
     )
     .await?;
+    let client = client(args.kubeconfig.as_ref(), &metrics).await?;
     let mut leadership = if args.leader_elect {
+        readiness.set_standby(true);
         let config = LeaderConfig::new(&args.leader_election_namespace, identity());
         tokio::select! {
             held = leader::acquire(client.clone(), config) => Some(held),
@@ -79,10 +97,21 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     } else {
         None
     };
-    let mut operator = register_all(OperatorBuilder::new(client, shared))
+    readiness.set_standby(false);
+    // Before any watch: which namespaces to watch, which optional APIs to use (a probe that
+    // fails ends the start, non-zero, and the restart retries), the secret router.
+    let shared_actors = start_shared_actors(
+        &client,
+        &kind_names(&client),
+        args.settings.to_settings(),
+        metrics,
+        readiness.clone(),
+    )
+    .await?;
+    let mut operator = register_all(OperatorBuilder::new(client, shared_actors.shared.clone()))
         .start()
         .await?;
-    ready.store(true, Ordering::Relaxed);
+    readiness.mark_lists_expected();
     tracing::info!(kinds = ?operator.kinds().collect::<Vec<_>>(), "operator running");
     let lost = async {
         match leadership.as_mut() {
@@ -96,7 +125,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         kind = operator.failed() => Err(CliError::KindFailed(kind)),
     };
     tracing::info!("shutting down");
-    ready.store(false, Ordering::Relaxed);
+    readiness.mark_stopping();
     operator.shutdown(args.shutdown_timeout).await;
+    shared_actors.stop().await;
     outcome
 }

@@ -4,7 +4,6 @@
 use std::io::{IsTerminal, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -15,8 +14,10 @@ use kube::core::GroupVersionKind;
 use super::settings::SettingsArgs;
 use super::table::{Row, changed_lines, format_table, row};
 use super::{CliError, telemetry};
-use crate::actors::Shared;
+use crate::actors::shared::start_shared_actors;
+use crate::health::Readiness;
 use crate::k8s::apply_manifests;
+use crate::metrics::OperatorMetrics;
 use crate::sim::{DenyRule, Sim, SimConfig, run_api_only};
 use crate::supervisor::{OperatorBuilder, register_all};
 
@@ -116,10 +117,21 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     println!("{banner}");
 
     let client = sim.client();
-    let shared = Arc::new(Shared::new(args.settings.to_settings()));
-    let mut operator = register_all(OperatorBuilder::new(client.clone(), shared))
-        .start()
-        .await?;
+    // The same start-up checks as `run`: `--deny` and `--unserve` show how the operator degrades.
+    let shared_actors = start_shared_actors(
+        &client,
+        &super::run::kind_names(&client),
+        args.settings.to_settings(),
+        OperatorMetrics::new(),
+        Readiness::new(),
+    )
+    .await?;
+    let mut operator = register_all(OperatorBuilder::new(
+        client.clone(),
+        shared_actors.shared.clone(),
+    ))
+    .start()
+    .await?;
     apply_examples(&client, &args.examples).await;
 
     tokio::select! {
@@ -129,6 +141,9 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     }
     println!("\nstopping");
     operator.shutdown(Duration::from_secs(10)).await;
+    shared_actors.stop().await;
+    // The server stops once its clients are gone: close our pooled connections first.
+    drop(client);
     drop(sim);
     let _ = std::fs::remove_file(&kubeconfig);
     Ok(())

@@ -8,11 +8,11 @@ use std::fmt::Debug;
 
 use super::WriteBudget;
 
-/// What became of a pinned deletion.
+/// What became of a write pinned to the version that was judged (a deletion, an adoption).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Deleted {
-    /// The API server accepted the deletion.
-    Now,
+pub enum Pinned {
+    /// The API server accepted the write.
+    Done,
     /// It was already gone.
     AlreadyGone,
     /// It changed (or was replaced under the same name) since it was judged: left alone; its
@@ -27,7 +27,7 @@ pub async fn delete_pinned<K>(
     name: &str,
     uid: Option<String>,
     resource_version: Option<String>,
-) -> Result<Deleted, kube::Error>
+) -> Result<Pinned, kube::Error>
 where
     K: Resource<Scope = NamespaceResourceScope> + Clone + Debug + DeserializeOwned,
 {
@@ -43,9 +43,9 @@ where
         .await
         .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
     match api.delete(name, &params).await {
-        Ok(_) => Ok(Deleted::Now),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Deleted::AlreadyGone),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Deleted::Changed),
+        Ok(_) => Ok(Pinned::Done),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Pinned::AlreadyGone),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(Pinned::Changed),
         Err(err) => Err(err),
     }
 }

@@ -3,13 +3,15 @@
 mod delete;
 mod events;
 mod manifests;
+mod owner;
 mod read_your_writes;
 mod status;
 mod write_budget;
 
-pub use delete::{Deleted, delete_pinned};
+pub use delete::{Pinned, delete_pinned};
 pub use events::{EventSink, REPORTER};
 pub use manifests::{ManifestError, apply_manifests};
+pub use owner::add_owner_pinned;
 pub use read_your_writes::ReadYourWrites;
 pub use status::patch_status;
 pub use write_budget::{WriteBudget, WriteBudgetClosed};

@@ -3,10 +3,12 @@
 //! - [`ObjectMsg`]: what an object actor receives (deltas, child changes, notices, timer ticks).
 //! - [`KindMsg`]: what a per-kind supervisor receives (watch events, child routing, restarts).
 //! - [`RootMsg`]: what the root supervisor receives.
+//! - [`shared`]: the messages of the shared actors.
 
 mod key;
 mod kind;
 mod object;
+pub mod shared;
 
 pub use key::ObjectKey;
 pub use kind::{KindMsg, RootMsg};

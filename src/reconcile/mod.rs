@@ -1,2 +1,5 @@
-//! Pure per-kind decisions: observed world in, children and condition facts out.
+//! Pure decisions: observed world in, desired children, condition facts and routing out. No I/O.
+pub mod namespace_permissions;
+pub mod optional_api;
 pub mod pgaccessrequest;
+pub mod secret_index;

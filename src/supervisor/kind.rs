@@ -101,6 +101,11 @@ fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
     <R::Object as kube::Resource>::kind(&())
 }
 
+/// Names one watch of the kind for `/readyz` (each reports its first complete list).
+fn list_id<R: Reconciler>(source: usize) -> String {
+    format!("{}/{source}", kind_of::<R>())
+}
+
 impl<R: Reconciler> Actor for KindSupervisor<R> {
     type Msg = KindMsg<R::Object>;
     type State = KindState<R>;
@@ -113,6 +118,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut watches = Vec::new();
         for (source, mut events) in args.sources.into_iter().enumerate() {
+            args.shared.readiness.expect_list(&list_id::<R>(source));
             let me = myself.clone();
             watches.push(AbortOnDropHandle::new(tokio::spawn(async move {
                 while let Some(event) = events.next().await {
@@ -241,6 +247,7 @@ impl<R: Reconciler> KindSupervisor<R> {
                 }
             }
             watcher::Event::InitDone => {
+                state.shared.readiness.list_synced(&list_id::<R>(source));
                 // Objects this watch reported before but not in the new list were deleted while
                 // the watch was down.
                 let listed = state.relisting.remove(&source).unwrap_or_default();
@@ -315,6 +322,8 @@ impl<R: Reconciler> KindSupervisor<R> {
         if let Some((_, actor)) = state.registry.remove(key) {
             actor.stop(Some("deleted".into()));
         }
+        // Its Secret references go with it, so a later change of those wakes nobody.
+        state.shared.secrets.forget(&kind_of::<R>(), key);
         state.count_actors();
     }
 

@@ -109,6 +109,8 @@ impl OperatorBuilder {
     /// Register a kind: `builder.register(Kind::new(MyReconciler::new()))`.
     pub fn register<R: Reconciler>(mut self, kind: Kind<R>) -> Self {
         let name = <R::Object as kube::Resource>::kind(&()).to_string();
+        // Shared actors (the secret router) reach this kind's actors through the registry.
+        self.shared.notices.add_kind(&name, kind.registry.clone());
         let start: KindStart = Box::new(move |env: &Env| {
             let sources = kind.sources.unwrap_or_else(|| {
                 env.scope
@@ -140,6 +142,11 @@ impl OperatorBuilder {
         });
         self.kinds.push((name, start));
         self
+    }
+
+    /// The kinds registered so far (their `kind` names).
+    pub fn kind_names(&self) -> Vec<String> {
+        self.kinds.iter().map(|(name, _)| name.clone()).collect()
     }
 
     /// Spawn the root supervisor and one supervisor per registered kind.

@@ -1,58 +1,10 @@
 //! Our generated CRDs served by the embedded API server, driven by kubectl: they apply, the
 //! examples apply, printer columns show the status, and the schema's CEL rules are enforced.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
+use crate::kubectl_support::{Kubectl, kubectl_present};
 use crate::sim_support::start;
-
-fn kubectl_present() -> bool {
-    Command::new("kubectl")
-        .args(["version", "--client"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-struct Kubectl {
-    kubeconfig: PathBuf,
-    dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str]) -> (bool, String) {
-        let out = Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .current_dir(self.dir.path())
-            .output()
-            .expect("kubectl runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let (ok, text) = self.run(args);
-        assert!(ok, "kubectl {args:?} failed: {text}");
-        text
-    }
-
-    fn refused(&self, args: &[&str], expected: &str) {
-        let (ok, text) = self.run(args);
-        assert!(!ok, "kubectl {args:?} should have been refused: {text}");
-        assert!(text.contains(expected), "kubectl {args:?}: {text}");
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).expect("write manifest");
-        p.display().to_string()
-    }
-}
 
 fn repo(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -147,7 +99,7 @@ async fn generated_crds_apply_and_print_their_columns() {
                 name: "alice-orders",
                 status: r#""phase":"Approved","approver":"bob","#,
                 header: &["NAME", "READY", "REASON", "PHASE", "SUBJECT", "EXPIRES", "AGE"],
-                values: &["False", "ClusterNotFound", "Approved", "alice", "2030-01-01T12:00:00Z"],
+                values: &["False", "ClusterNotFound", "Approved", "alice", "2099-01-01T00:00:00Z"],
             },
         ];
         for Columns { short, name, status: extra, header: columns, values } in cases {
@@ -166,7 +118,7 @@ async fn generated_crds_apply_and_print_their_columns() {
         let no_hostname = k.file("no-hostname.yaml", "apiVersion: pgtoolbox.fyannk.dev/v1alpha1\nkind: PgToolBoxConsole\nmetadata:\n  name: bad\n  namespace: team-a\nspec:\n  exposure:\n    type: route\n");
         k.refused(&["apply", "--validate=false", "-f", &no_hostname], "hostname is required");
         k.refused(
-            &["patch", "pgar", "alice-orders", "-n", "team-a", "--type", "merge", "-p", r#"{"spec":{"expiresAt":"2031-01-01T00:00:00Z"}}"#],
+            &["patch", "pgar", "alice-orders", "-n", "team-a", "--type", "merge", "-p", r#"{"spec":{"expiresAt":"2100-01-01T00:00:00Z"}}"#],
             "expiresAt may only move earlier",
         );
         k.ok(&["patch", "pgar", "alice-orders", "-n", "team-a", "--type", "merge", "-p", r#"{"spec":{"expiresAt":"2029-01-01T00:00:00Z"}}"#]);

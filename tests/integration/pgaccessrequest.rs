@@ -541,3 +541,95 @@ async fn wait_all(env: &support::Env, n: usize, reason: &str) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// A pass that fails (the RoleBinding delete is refused) shows Ready=False ReconcileError with
+/// one ReconciliationFailed Event across its retries, and recovers once the refusal is lifted.
+#[tokio::test]
+async fn a_failing_pass_reports_reconcile_error_once_and_recovers() {
+    let env = support::start().await;
+    env.request("refused", HOUR).await;
+    env.wait_reason("refused", "RoleBindingSynced", "AwaitingDecision")
+        .await;
+    env.sim
+        .admin()
+        .deny(&format!(
+            "delete:rbac.authorization.k8s.io/rolebindings:{NS}"
+        ))
+        .unwrap();
+    env.bind("refused", &["alice"], ROLE).await;
+    env.decide("refused", "Denied", "bob").await;
+    let obj = env.wait_reason("refused", "Ready", "ReconcileError").await;
+    let ready = support::condition_of(&obj, "Ready").unwrap();
+    assert_eq!(ready.status, "False");
+    assert!(
+        ready.message.contains("ReconciliationFailed"),
+        "{}",
+        ready.message
+    );
+    env.wait_event("refused", "ReconciliationFailed").await;
+    // Let a few retries happen: the class is reported once, not per retry.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let failures = env
+        .events("refused")
+        .await
+        .into_iter()
+        .filter(|e| e.1 == "ReconciliationFailed")
+        .count();
+    assert_eq!(failures, 1, "one Event per error class");
+    assert!(
+        env.bindings()
+            .get_opt("pgar-refused")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    env.sim.admin().clear_deny();
+    env.wait_binding_gone("pgar-refused").await;
+    let obj = env
+        .wait_reason("refused", "RoleBindingSynced", "AccessDenied")
+        .await;
+    let obj = if state(&obj, "Ready").0 == "True" {
+        obj
+    } else {
+        env.wait_reason("refused", "Ready", "AsExpected").await
+    };
+    assert_eq!(state(&obj, "Ready").0, "True");
+}
+
+/// Deleting a request withdraws its grant: the operator makes the request an owner of its
+/// RoleBinding, and the API server's garbage collector deletes the binding with the request.
+#[tokio::test]
+async fn deleting_a_request_deletes_its_grant() {
+    let env = support::start().await;
+    env.request("gone", HOUR).await;
+    env.approve("gone", "bob").await;
+    env.wait_reason("gone", "RoleBindingSynced", "AccessGranted")
+        .await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let rb = env.bindings().get("pgar-gone").await.unwrap();
+        let owners = rb.metadata.owner_references.unwrap_or_default();
+        if owners
+            .iter()
+            .any(|o| o.kind == "PgAccessRequest" && o.name == "gone")
+        {
+            assert!(
+                owners.iter().all(|o| o.controller != Some(true)),
+                "not a controller"
+            );
+            assert_eq!(
+                rb.subjects,
+                Some(vec![user("alice")]),
+                "nothing else changed"
+            );
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never adopted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    env.requests()
+        .delete("gone", &Default::default())
+        .await
+        .unwrap();
+    env.wait_binding_gone("pgar-gone").await;
+}

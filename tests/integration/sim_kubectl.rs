@@ -2,50 +2,8 @@
 
 use std::process::Command;
 
+use crate::kubectl_support::{Kubectl, kubectl_present};
 use crate::sim_support::start;
-
-fn kubectl_present() -> bool {
-    Command::new("kubectl")
-        .arg("version")
-        .arg("--client")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-struct Kubectl {
-    kubeconfig: std::path::PathBuf,
-    dir: tempfile::TempDir,
-}
-
-impl Kubectl {
-    fn run(&self, args: &[&str]) -> (bool, String) {
-        let out = Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .current_dir(self.dir.path())
-            .output()
-            .expect("kubectl runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let (ok, text) = self.run(args);
-        assert!(ok, "kubectl {args:?} failed: {text}");
-        text
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let p = self.dir.path().join(name);
-        std::fs::write(&p, text).expect("write manifest");
-        p.display().to_string()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_apply_get_patch_wait_delete() {

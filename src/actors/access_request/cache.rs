@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use dashmap::DashMap;
 use futures::StreamExt;
@@ -37,6 +38,13 @@ pub enum ClusterApi {
     /// Not served or refused: `spec.cluster` cannot be checked.
     Unreadable,
 }
+
+/// The RoleBinding or Cluster watch has not completed its first list.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "RoleBindings or Clusters not listed after {0:?}: the operator may lack list/watch permission"
+)]
+pub struct CacheNotReady(Duration);
 
 #[derive(Default)]
 pub struct AccessCaches {
@@ -74,13 +82,19 @@ impl AccessCaches {
     }
 
     /// Waits until both watches delivered their first complete list: a pass before that
-    /// would mistake "not listed yet" for "absent".
-    pub async fn wait_ready(&self) {
+    /// would mistake "not listed yet" for "absent". Gives up after `limit`, so a watch that
+    /// cannot list (e.g. RoleBindings refused) fails the pass visibly instead of hanging it.
+    pub async fn wait_ready(&self, limit: Duration) -> Result<(), CacheNotReady> {
         let mut bindings = self.ready.bindings.subscribe();
         let mut clusters = self.ready.clusters.subscribe();
-        // The senders live as long as `self`, so these only end when the flag turns true.
-        let _ = bindings.wait_for(|ready| *ready).await;
-        let _ = clusters.wait_for(|ready| *ready).await;
+        let both = async {
+            // The senders live as long as `self`, so these only end when the flag turns true.
+            let _ = bindings.wait_for(|ready| *ready).await;
+            let _ = clusters.wait_for(|ready| *ready).await;
+        };
+        tokio::time::timeout(limit, both)
+            .await
+            .map_err(|_| CacheNotReady(limit))
     }
 
     pub fn bindings_of(&self, request: &ObjectKey) -> Vec<Arc<RoleBinding>> {

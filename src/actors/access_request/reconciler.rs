@@ -16,11 +16,16 @@ use crate::conditions::{
     ClassifiedError, ConditionType, ErrorClass, PassFacts, derive_status, find_condition,
     status_patch,
 };
-use crate::k8s::{Deleted, EventSink, ReadYourWrites, delete_pinned, patch_status};
+use crate::k8s::{
+    EventSink, Pinned, ReadYourWrites, add_owner_pinned, delete_pinned, patch_status,
+};
 use crate::messages::TimerPurpose;
 use crate::reconcile::pgaccessrequest::{
     Decision, RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
 };
+
+/// How long a pass waits for the first lists of RoleBindings and Clusters.
+const CACHE_WAIT: Duration = Duration::from_secs(30);
 
 /// Timers fire this much after the instant they aim at, so the pass they start sees it passed.
 const TIMER_SLACK: Duration = Duration::from_millis(20);
@@ -45,7 +50,10 @@ impl AccessRequestReconciler {
         obj: &PgAccessRequest,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        self.caches.wait_ready().await;
+        self.caches
+            .wait_ready(CACHE_WAIT)
+            .await
+            .map_err(ReconcileError::other)?;
         let now = Timestamp::now();
         let facts = obj.pass_facts();
         if facts.paused {
@@ -54,11 +62,16 @@ impl AccessRequestReconciler {
             return Ok(Outcome::done());
         }
 
+        // Registered before the Cluster is looked up, so a Cluster that appears meanwhile
+        // still wakes this request.
+        self.caches
+            .track_cluster_use(&cx.key, obj.spec.cluster.as_deref());
         let bindings = self.caches.bindings_of(&cx.key);
         let binding_refs: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         let status = obj.status.clone().unwrap_or_default();
         let request = RequestFacts {
             name: &cx.key.name,
+            uid: obj.metadata.uid.as_deref(),
             namespace: &cx.key.namespace,
             subject: &obj.spec.subject,
             cluster_role: &obj.spec.cluster_role,
@@ -81,6 +94,7 @@ impl AccessRequestReconciler {
         let decision = decide(&request, &binding_refs, now);
 
         self.delete_bindings(obj, &decision, cx).await?;
+        self.adopt_bindings(obj, &decision, cx).await?;
         let facts = pass_facts(facts, &decision).map_err(ReconcileError::other)?;
         let extras = StatusExtras {
             fields: status_fields(&decision),
@@ -88,8 +102,6 @@ impl AccessRequestReconciler {
             guarded: decision.new_phase.is_some(),
         };
         self.write_status(obj, facts, extras, cx, now).await?;
-        self.caches
-            .track_cluster_use(&cx.key, obj.spec.cluster.as_deref());
         Ok(schedule(&decision, now))
     }
 
@@ -110,7 +122,7 @@ impl AccessRequestReconciler {
             )
             .await?;
             tracing::info!(rolebinding = %deletion.name, cause = ?deletion.cause, ?outcome, "deleting");
-            if outcome == Deleted::Now {
+            if outcome == Pinned::Done {
                 self.events
                     .publish(
                         &cx.writes,
@@ -119,6 +131,33 @@ impl AccessRequestReconciler {
                     )
                     .await;
             }
+        }
+        Ok(())
+    }
+
+    /// Makes the request an owner of its kept RoleBindings, so deleting the request deletes them
+    /// (the API server's garbage collector does it, even while the operator is down).
+    async fn adopt_bindings(
+        &self,
+        obj: &PgAccessRequest,
+        decision: &Decision,
+        cx: &ObjectContext,
+    ) -> Result<(), ReconcileError> {
+        // A non-controller owner: the RoleBinding stays the console's.
+        let Some(owner) = obj.owner_ref(&()) else {
+            return Ok(());
+        };
+        let api: Api<RoleBinding> = Api::namespaced(cx.client.clone(), &cx.key.namespace);
+        for adoption in &decision.adoptions {
+            let outcome = add_owner_pinned(
+                &api,
+                &cx.writes,
+                &adoption.name,
+                adoption.resource_version.as_deref(),
+                &owner,
+            )
+            .await?;
+            tracing::debug!(rolebinding = %adoption.name, ?outcome, "adopting");
         }
         Ok(())
     }

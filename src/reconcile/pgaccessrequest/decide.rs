@@ -21,6 +21,8 @@ pub const ORPHAN_GRACE: Duration = Duration::from_secs(60);
 #[derive(Clone, Debug)]
 pub struct RequestFacts<'a> {
     pub name: &'a str,
+    /// The request's uid: a RoleBinding it owns goes with it when it is deleted.
+    pub uid: Option<&'a str>,
     pub namespace: &'a str,
     pub subject: &'a AccessSubject,
     pub cluster_role: &'a str,
@@ -73,6 +75,14 @@ pub struct Deletion {
     pub cause: DeletionCause,
 }
 
+/// A RoleBinding to make owned by the request (an ownerReference, not a controller one), so that
+/// deleting the request deletes the grant, even while the operator is down.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Adoption {
+    pub name: String,
+    pub resource_version: Option<String>,
+}
+
 /// The ConfigurationValid verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigVerdict {
@@ -107,6 +117,7 @@ pub enum RequestEvent {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {
     pub deletions: Vec<Deletion>,
+    pub adoptions: Vec<Adoption>,
     /// A phase the operator records itself (`Expired`, `Revoked`); `None` keeps the stored one.
     pub new_phase: Option<Phase>,
     pub config: ConfigVerdict,
@@ -128,9 +139,9 @@ impl Decision {
         }
     }
 
-    /// Every child is as decided: nothing was deleted by this pass.
+    /// Every child is as decided: nothing was deleted or adopted by this pass.
     pub fn converged(&self) -> bool {
-        self.deletions.is_empty()
+        self.deletions.is_empty() && self.adoptions.is_empty()
     }
 }
 
@@ -180,9 +191,11 @@ pub fn decide(req: &RequestFacts<'_>, bindings: &[&RoleBinding], now: Timestamp)
     };
 
     let expiry_at = (!phase.is_terminal()).then_some(req.expires_at);
+    let adoptions = adoptions(req, bindings, &judged.deletions);
 
     Decision {
         deletions: judged.deletions,
+        adoptions,
         new_phase,
         config,
         binding,
@@ -218,6 +231,36 @@ impl JudgedBindings {
     fn remember_grace(&mut self, ends: Timestamp) {
         self.grace_ends = Some(self.grace_ends.map_or(ends, |t| t.min(ends)));
     }
+}
+
+/// The kept RoleBindings of the request that it does not own yet.
+fn adoptions(
+    req: &RequestFacts<'_>,
+    bindings: &[&RoleBinding],
+    deletions: &[Deletion],
+) -> Vec<Adoption> {
+    let Some(uid) = req.uid else {
+        return Vec::new();
+    };
+    bindings
+        .iter()
+        .filter(|rb| {
+            let name = rb.metadata.name.as_deref().unwrap_or_default();
+            !deletions.iter().any(|d| d.name == name)
+        })
+        .filter(|rb| {
+            !rb.metadata
+                .owner_references
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .any(|owner| owner.uid == uid)
+        })
+        .map(|rb| Adoption {
+            name: rb.metadata.name.clone().unwrap_or_default(),
+            resource_version: rb.metadata.resource_version.clone(),
+        })
+        .collect()
 }
 
 fn config_verdict(req: &RequestFacts<'_>) -> ConfigVerdict {

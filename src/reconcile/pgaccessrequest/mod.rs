@@ -4,8 +4,8 @@ mod identity;
 mod status;
 
 pub use decide::{
-    BindingVerdict, ConfigVerdict, Decision, Deletion, DeletionCause, ORPHAN_GRACE, RequestEvent,
-    RequestFacts, decide,
+    Adoption, BindingVerdict, ConfigVerdict, Decision, Deletion, DeletionCause, ORPHAN_GRACE,
+    RequestEvent, RequestFacts, decide,
 };
 pub use identity::{binds_exactly, describe, rbac_subject};
 pub use status::{deletion_event, pass_facts, request_events, status_fields};

@@ -96,6 +96,7 @@ mod tests {
     fn decision(config: ConfigVerdict, binding: BindingVerdict) -> Decision {
         Decision {
             deletions: vec![],
+            adoptions: vec![],
             new_phase: None,
             config,
             binding,

@@ -27,6 +27,7 @@ fn alice() -> &'static AccessSubject {
 fn request(phase: Phase, approver: Option<&'static str>) -> RequestFacts<'static> {
     RequestFacts {
         name: "orders",
+        uid: Some("request-uid"),
         namespace: "team-a",
         subject: alice(),
         cluster_role: "cnpg-viewer",
@@ -383,4 +384,29 @@ fn deletions_are_pinned_to_the_judged_version() {
     let d = decide(&req, &[&b], now());
     assert_eq!(d.deletions[0].uid.as_deref(), Some("uid-pgar-orders"));
     assert_eq!(d.deletions[0].resource_version.as_deref(), Some("7"));
+}
+
+#[test]
+fn kept_bindings_are_adopted_once_and_deleted_ones_never() {
+    let req = request(Phase::Approved, Some("bob"));
+    let b = exact(5);
+    let d = decide(&req, &[&b], now());
+    assert_eq!(d.adoptions.len(), 1);
+    assert!(!d.converged(), "an adoption is a change in flight");
+    let mut owned = exact(5);
+    owned.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            uid: "request-uid".into(),
+            ..Default::default()
+        },
+    ]);
+    let d = decide(&req, &[&owned], now());
+    assert!(d.adoptions.is_empty());
+    assert!(d.converged());
+    let denied = request(Phase::Denied, Some("bob"));
+    let d = decide(&denied, &[&b], now());
+    assert!(
+        d.adoptions.is_empty(),
+        "a binding being deleted is not adopted"
+    );
 }

@@ -203,9 +203,7 @@ impl Harness {
 
     /// The `/metrics` text.
     pub fn metrics(&self) -> String {
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &lock(&self.shared.metrics)).unwrap();
-        text
+        self.shared.metrics.encode().unwrap()
     }
 
     pub fn send(&self, event: Event<ConfigMap>) {

@@ -1,0 +1,119 @@
+//! Tells the objects of a namespace dropped at start why they are no longer looked after:
+//! Ready=Unknown NamespaceNotWatched and one Warning Event, written once (a restart that finds
+//! the status already saying so writes and records nothing).
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+};
+use kube::{Client, Resource, ResourceExt};
+use serde_json::Map;
+use tracing::{info, warn};
+
+use crate::api::VERSION;
+use crate::conditions::{StoredStatus, namespace_not_watched, status_patch};
+use crate::k8s::{EventSink, WriteBudget};
+use crate::reconcile::namespace_permissions::{DroppedNamespace, NOT_WATCHED_KINDS, OWN_GROUP};
+
+/// What marking one dropped namespace did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MarkReport {
+    /// Objects whose status was written.
+    pub written: usize,
+    /// Objects that already said NamespaceNotWatched.
+    pub unchanged: usize,
+    pub events: usize,
+}
+
+fn stored_conditions(object: &DynamicObject) -> (Vec<Condition>, Option<i64>) {
+    let status = object.data.get("status");
+    let conditions = status
+        .and_then(|s| s.get("conditions"))
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    let observed = status
+        .and_then(|s| s.get("observedGeneration"))
+        .and_then(serde_json::Value::as_i64);
+    (conditions, observed)
+}
+
+fn reference_of(object: &DynamicObject, resource: &ApiResource) -> ObjectReference {
+    ObjectReference {
+        api_version: Some(resource.api_version.clone()),
+        kind: Some(resource.kind.clone()),
+        namespace: object.namespace(),
+        name: Some(object.name_any()),
+        uid: object.uid(),
+        resource_version: object.resource_version(),
+        ..ObjectReference::default()
+    }
+}
+
+/// Marks every PgAdmin, PgToolBoxConsole and EvidenceAgent of `dropped` whose status the
+/// operator may still write, for the kinds it runs (`kinds`; only their permissions were
+/// checked). A kind it may not list or patch there is skipped.
+pub async fn mark_dropped_namespace<S: AsRef<str>>(
+    client: &Client,
+    events: &EventSink,
+    writes: &WriteBudget,
+    dropped: &DroppedNamespace,
+    kinds: &[S],
+) -> Result<MarkReport, kube::Error> {
+    let message = dropped.message();
+    let mut report = MarkReport::default();
+    let running = NOT_WATCHED_KINDS
+        .iter()
+        .filter(|(kind, _)| kinds.iter().any(|k| k.as_ref() == *kind));
+    for &(kind, plural) in running {
+        if !dropped.may_write_status(plural) {
+            info!(namespace = %dropped.namespace, kind, "may not write status there: left as is");
+            continue;
+        }
+        let gvk = GroupVersionKind::gvk(OWN_GROUP, VERSION, kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &dropped.namespace, &resource);
+        let objects = match api.list(&ListParams::default()).await {
+            Ok(list) => list.items,
+            Err(kube::Error::Api(status)) if status.code == 403 || status.code == 404 => {
+                warn!(namespace = %dropped.namespace, kind, code = status.code, "cannot list: not marked");
+                continue;
+            }
+            Err(error) => return Err(error),
+        };
+        for object in objects {
+            let (conditions, observed_generation) = stored_conditions(&object);
+            let stored = StoredStatus {
+                conditions: &conditions,
+                observed_generation,
+            };
+            let generation = object.meta().generation.unwrap_or_default();
+            let update = namespace_not_watched(generation, stored, &message, Timestamp::now());
+            if !update.changed {
+                report.unchanged += 1;
+                continue;
+            }
+            let patch = status_patch(&update, Map::new(), object.resource_version().as_deref())
+                .map_err(kube::Error::SerdeError)?;
+            // Held for the write only; the Events take their own permits.
+            let permit = writes
+                .acquire()
+                .await
+                .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
+            api.patch_status(
+                &object.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+            drop(permit);
+            report.written += 1;
+            let reference = reference_of(&object, &resource);
+            events.publish(writes, &reference, &update.events).await;
+            report.events += update.events.len();
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,101 @@
+//! Delivery of shared actors' notices (a changed Secret) to the actor of one object of any
+//! kind, and the handle object actors use to tell the secret router what they read.
+
+use dashmap::DashMap;
+use ractor::ActorRef;
+
+use crate::actors::secret_router::SecretSubscriber;
+use crate::messages::shared::SecretRouterMsg;
+use crate::messages::{Notice, ObjectKey, ObjectMsg};
+use crate::reconcile::secret_index::{KindKey, SecretKey};
+use crate::supervisor::Registry;
+
+type Deliver = Box<dyn Fn(&ObjectKey, Notice) -> bool + Send + Sync>;
+
+/// The live-actor registries of every kind, behind one type-erased lookup.
+#[derive(Default)]
+pub struct NoticeRoutes {
+    kinds: DashMap<String, Deliver>,
+}
+
+impl std::fmt::Debug for NoticeRoutes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kinds: Vec<String> = self.kinds.iter().map(|e| e.key().clone()).collect();
+        f.debug_struct("NoticeRoutes")
+            .field("kinds", &kinds)
+            .finish()
+    }
+}
+
+impl NoticeRoutes {
+    /// Makes the actors of `kind` reachable (the supervisor registers each kind it starts).
+    pub fn add_kind<K>(&self, kind: &str, registry: Registry<K>)
+    where
+        K: Send + Sync + 'static,
+    {
+        let deliver: Deliver = Box::new(move |key, notice| {
+            registry
+                .get(key)
+                .is_some_and(|actor| actor.send_message(ObjectMsg::Notice(notice)).is_ok())
+        });
+        self.kinds.insert(kind.to_owned(), deliver);
+    }
+
+    /// Sends `notice` to the object's actor; false when it has none right now (a restart is
+    /// pending, or it is gone): its next pass reads everything afresh anyway.
+    pub fn deliver(&self, kind: &str, key: &ObjectKey, notice: Notice) -> bool {
+        self.kinds
+            .get(kind)
+            .is_some_and(|deliver| deliver(key, notice))
+    }
+}
+
+impl SecretSubscriber for NoticeRoutes {
+    fn secret_changed(&self, object: &KindKey, secret: &SecretKey) {
+        let key = ObjectKey::new(object.namespace.as_str(), object.name.as_str());
+        let notice = Notice::SecretChanged {
+            name: secret.name.clone(),
+        };
+        if !self.deliver(&object.kind, &key, notice) {
+            tracing::debug!(%object, %secret, "no live actor for a secret change");
+        }
+    }
+}
+
+/// How object actors keep the secret router's index current. Without a router (unit tests of a
+/// kind) every call is a no-op.
+#[derive(Clone, Debug, Default)]
+pub struct SecretRoutes {
+    router: Option<ActorRef<SecretRouterMsg>>,
+}
+
+impl SecretRoutes {
+    pub fn new(router: ActorRef<SecretRouterMsg>) -> Self {
+        Self {
+            router: Some(router),
+        }
+    }
+
+    /// After each pass: every Secret the object uses now (replaces what it registered before).
+    pub fn register(&self, kind: &str, key: &ObjectKey, secrets: Vec<SecretKey>) {
+        self.send(SecretRouterMsg::Register {
+            object: KindKey::new(kind, &key.namespace, &key.name),
+            secrets,
+        });
+    }
+
+    /// The object is gone: its references go with it.
+    pub fn forget(&self, kind: &str, key: &ObjectKey) {
+        self.send(SecretRouterMsg::Forget {
+            object: KindKey::new(kind, &key.namespace, &key.name),
+        });
+    }
+
+    fn send(&self, message: SecretRouterMsg) {
+        if let Some(router) = &self.router
+            && router.cast(message).is_err()
+        {
+            tracing::warn!("the secret router has stopped; a reference update is lost");
+        }
+    }
+}

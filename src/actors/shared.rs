@@ -1,0 +1,158 @@
+//! Starting the shared actors before any watch: the namespace-refusal tracker decides which
+//! namespaces to watch, the prober probes the optional APIs there, and the secret router
+//! starts its metadata-only Secret watch. Their answers go into [`Shared`].
+
+use std::sync::Arc;
+
+use kube::Client;
+use ractor::{Actor, ActorRef, SpawnErr};
+
+use crate::actors::Shared;
+use crate::actors::notice_routes::{NoticeRoutes, SecretRoutes};
+use crate::actors::prober::{ProberArgs, ProberStartError, start_prober};
+use crate::actors::refusals::{RefusalError, TrackerArgs, start_refusal_tracker};
+use crate::actors::secret_router::{RouterArgs, SecretRouter};
+use crate::health::Readiness;
+use crate::messages::shared::{ProberMsg, RefusalMsg, SecretRouterMsg};
+use crate::metrics::OperatorMetrics;
+use crate::reconcile::namespace_permissions::WatchPlan;
+use crate::supervisor::{OperatorSettings, WatchScope};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SharedStartError {
+    #[error("optional-API probe: {0}")]
+    Prober(Box<ProberStartError>),
+    #[error("namespace permissions: {0}")]
+    Refusals(Box<RefusalError>),
+    #[error(
+        "the operator lacks permissions in every namespace of WATCH_NAMESPACES ({0}); nothing to watch"
+    )]
+    NothingToWatch(String),
+    #[error("the secret router could not start: {0}")]
+    Router(#[from] SpawnErr),
+}
+
+/// The running shared actors and the state they share with the object actors.
+pub struct SharedActors {
+    pub shared: Arc<Shared>,
+    pub plan: Arc<WatchPlan>,
+    pub prober: ActorRef<ProberMsg>,
+    pub tracker: ActorRef<RefusalMsg>,
+    pub router: ActorRef<SecretRouterMsg>,
+}
+
+impl SharedActors {
+    /// Stops the three actors and waits for them (the router's watch, and its client, go too).
+    pub async fn stop(&self) {
+        let cells = [
+            self.router.get_cell(),
+            self.prober.get_cell(),
+            self.tracker.get_cell(),
+        ];
+        for cell in cells {
+            if let Err(error) = cell.stop_and_wait(None, Some(STOP_BOUND)).await {
+                tracing::warn!(%error, "a shared actor did not stop in time");
+            }
+        }
+    }
+}
+
+/// How long each shared actor gets to stop.
+const STOP_BOUND: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The namespaces left to watch once the dropped ones are taken out.
+fn kept_scope(listed: &[String], plan: &WatchPlan) -> Result<Vec<String>, SharedStartError> {
+    if listed.is_empty() {
+        return Ok(Vec::new());
+    }
+    if plan.watched.is_empty() {
+        return Err(SharedStartError::NothingToWatch(listed.join(", ")));
+    }
+    Ok(plan.watched.clone())
+}
+
+/// Runs the start-up checks for the kinds the operator runs (`kinds`, as
+/// `OperatorBuilder::kind_names` lists them) and starts the shared actors.
+/// `settings.watch_namespaces` in the returned [`Shared`] holds only the namespaces kept; a
+/// probe failure fails the start.
+pub async fn start_shared_actors(
+    client: &Client,
+    kinds: &[String],
+    mut settings: OperatorSettings,
+    metrics: OperatorMetrics,
+    readiness: Readiness,
+) -> Result<SharedActors, SharedStartError> {
+    let listed = WatchScope::from_namespaces(&settings.watch_namespaces);
+    let tracking = start_refusal_tracker(TrackerArgs {
+        client: client.clone(),
+        scope: listed,
+        metrics: metrics.clone(),
+        kinds: kinds.to_vec(),
+    })
+    .await
+    .map_err(|e| SharedStartError::Refusals(Box::new(e)))?;
+    settings.watch_namespaces = kept_scope(&settings.watch_namespaces, &tracking.plan)?;
+    let scope = WatchScope::from_namespaces(&settings.watch_namespaces);
+    let (prober, optional_apis) = start_prober(ProberArgs {
+        client: client.clone(),
+        scope: scope.clone(),
+        metrics: metrics.clone(),
+    })
+    .await
+    .map_err(|e| SharedStartError::Prober(Box::new(e)))?;
+    readiness.mark_probe_done();
+    let notices = Arc::new(NoticeRoutes::default());
+    let (router, _) = Actor::spawn(
+        None,
+        SecretRouter,
+        RouterArgs {
+            subscriber: notices.clone(),
+            watch: Some((client.clone(), scope)),
+        },
+    )
+    .await?;
+    let shared = Shared {
+        optional_apis,
+        refusals: tracking.runtime,
+        secrets: SecretRoutes::new(router.clone()),
+        notices,
+        readiness,
+        ..Shared::with_metrics(settings, metrics)
+    };
+    Ok(SharedActors {
+        shared: Arc::new(shared),
+        plan: tracking.plan,
+        prober,
+        tracker: tracking.actor,
+        router,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::namespace_permissions::DroppedNamespace;
+
+    #[test]
+    fn all_namespaces_stay_all_and_an_empty_kept_list_is_an_error() {
+        let plan = WatchPlan::default();
+        assert_eq!(kept_scope(&[], &plan).ok(), Some(Vec::new()));
+        let dropped_all = WatchPlan {
+            watched: Vec::new(),
+            dropped: vec![DroppedNamespace {
+                namespace: "a".into(),
+                missing: Vec::new(),
+            }],
+        };
+        let err = kept_scope(&["a".to_owned()], &dropped_all).unwrap_err();
+        assert!(err.to_string().contains("every namespace"), "{err}");
+        let some = WatchPlan {
+            watched: vec!["b".into()],
+            dropped: dropped_all.dropped,
+        };
+        assert_eq!(
+            kept_scope(&["a".to_owned(), "b".to_owned()], &some).ok(),
+            Some(vec!["b".to_owned()])
+        );
+    }
+}

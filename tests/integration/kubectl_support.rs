@@ -1,0 +1,55 @@
+//! kubectl as an independent client: runs it against a kubeconfig, in a scratch directory.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Whether kubectl is installed; tests that need it skip with a message otherwise.
+pub fn kubectl_present() -> bool {
+    Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+pub struct Kubectl {
+    pub kubeconfig: PathBuf,
+    pub dir: tempfile::TempDir,
+}
+
+impl Kubectl {
+    /// Runs kubectl; success and the combined output.
+    pub fn run(&self, args: &[&str]) -> (bool, String) {
+        let out = Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .current_dir(self.dir.path())
+            .output()
+            .expect("kubectl runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+
+    pub fn ok(&self, args: &[&str]) -> String {
+        let (ok, text) = self.run(args);
+        assert!(ok, "kubectl {args:?} failed: {text}");
+        text
+    }
+
+    pub fn refused(&self, args: &[&str], expected: &str) {
+        let (ok, text) = self.run(args);
+        assert!(!ok, "kubectl {args:?} should have been refused: {text}");
+        assert!(text.contains(expected), "kubectl {args:?}: {text}");
+    }
+
+    /// Writes a manifest into the scratch directory; returns its path.
+    pub fn file(&self, name: &str, text: &str) -> String {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, text).expect("write manifest");
+        p.display().to_string()
+    }
+}
