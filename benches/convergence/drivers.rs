@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::Api;
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
@@ -17,9 +17,7 @@ use pgtoolbox_operator::actors::access_request::{AccessCaches, AccessRequestReco
 use pgtoolbox_operator::actors::{ObjectContext, ReconcileError, Reconciler, Shared};
 use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
 use pgtoolbox_operator::conditions::{ConditionType, derive_status, find_condition, status_patch};
-use pgtoolbox_operator::k8s::{
-    EventSink, WriteBudget, add_owner_pinned, delete_pinned, patch_status,
-};
+use pgtoolbox_operator::k8s::{EventSink, WriteBudget, delete_pinned, patch_status};
 use pgtoolbox_operator::messages::ObjectKey;
 use pgtoolbox_operator::reconcile::pgaccessrequest::{
     RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
@@ -181,11 +179,26 @@ async fn raw(client: kube::Client, settings: OperatorSettings, fleet: Vec<Seeded
                     events: &events,
                     grace,
                 };
-                let (written, expiry) = io.pass(&seeded.request, seeded.binding.as_ref()).await;
+                let (mut written, mut binding, mut expiry) =
+                    io.pass(&seeded.request, seeded.binding.as_ref()).await;
+                // An adoption leaves the children in flight: like the reconciler's next pass,
+                // a second pass over what was written records them converged.
+                let adopted = binding.as_ref().is_some_and(|rb| {
+                    rb.metadata
+                        .owner_references
+                        .as_ref()
+                        .is_some_and(|o| !o.is_empty())
+                }) && seeded
+                    .binding
+                    .as_ref()
+                    .is_some_and(|rb| rb.metadata.owner_references.is_none());
+                if adopted {
+                    (written, binding, expiry) = io.pass(&written, binding.as_ref()).await;
+                }
                 // Only expiries within the run; the others are a day away.
                 let soon = Timestamp::now() + k8s_openapi::jiff::SignedDuration::from_hours(1);
                 if let Some(at) = expiry.filter(|at| *at < soon) {
-                    later.push((written, seeded.binding.clone(), at));
+                    later.push((written, binding, at));
                 }
             }
             // The second write of the expiring requests, at their instant.
@@ -230,7 +243,7 @@ impl RawIo<'_> {
         &self,
         obj: &PgAccessRequest,
         binding: Option<&RoleBinding>,
-    ) -> (PgAccessRequest, Option<Timestamp>) {
+    ) -> (PgAccessRequest, Option<RoleBinding>, Option<Timestamp>) {
         let now = Timestamp::now();
         let key = ObjectKey::of(obj).expect("seeded key");
         let status = obj.status.clone().unwrap_or_default();
@@ -269,24 +282,32 @@ impl RawIo<'_> {
                 .publish(self.budget, &regarding, &[deletion_event(deletion)])
                 .await;
         }
+        // The same adoption write as `k8s::add_owner_pinned`, keeping the answer: the binding's
+        // new version is what the expiry pass must pin its deletion to.
+        let mut binding = binding.cloned();
         if let Some(owner) = obj.owner_ref(&()) {
             for adoption in &decision.adoptions {
-                add_owner_pinned(
-                    &rbs,
-                    self.budget,
-                    &adoption.name,
-                    adoption.resource_version.as_deref(),
-                    &owner,
-                )
-                .await
-                .expect("binding adopted");
+                let patch = serde_json::json!({"metadata": {
+                    "resourceVersion": adoption.resource_version,
+                    "ownerReferences": [owner],
+                }});
+                let _permit = self.budget.acquire().await.expect("budget open");
+                let adopted = rbs
+                    .patch(
+                        &adoption.name,
+                        &PatchParams::default(),
+                        &Patch::Strategic(&patch),
+                    )
+                    .await
+                    .expect("binding adopted");
+                binding = Some(adopted);
             }
         }
         let facts = pass_facts(obj.pass_facts(), &decision).expect("facts");
         let update = derive_status(&facts, obj.stored_status(), now);
         let fields = status_fields(&decision);
         if !update.changed && fields.is_empty() {
-            return (obj.clone(), decision.expiry_at);
+            return (obj.clone(), binding, decision.expiry_at);
         }
         let precondition = decision
             .new_phase
@@ -300,6 +321,6 @@ impl RawIo<'_> {
         let mut events = update.events;
         events.extend(request_events(&decision));
         self.events.publish(self.budget, &regarding, &events).await;
-        (written, decision.expiry_at)
+        (written, binding, decision.expiry_at)
     }
 }
