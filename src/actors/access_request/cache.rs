@@ -52,6 +52,8 @@ pub struct AccessCaches {
     bindings: DashMap<ObjectKey, HashMap<String, Arc<RoleBinding>>>,
     /// RoleBinding key → the request it was filed under (to move it when its label changes).
     binding_owner: DashMap<ObjectKey, ObjectKey>,
+    /// RoleBindings this operator deleted whose deletion the watch has not reported yet.
+    deleted: DashMap<ObjectKey, ()>,
     /// Existing Clusters, by namespace and name.
     clusters: DashMap<ObjectKey, ()>,
     /// Cluster key → requests that name it, registered by their passes.
@@ -100,8 +102,26 @@ impl AccessCaches {
     pub fn bindings_of(&self, request: &ObjectKey) -> Vec<Arc<RoleBinding>> {
         self.bindings
             .get(request)
-            .map(|entry| entry.values().cloned().collect())
+            .map(|entry| {
+                entry
+                    .iter()
+                    .filter(|(name, _)| {
+                        self.deleted.is_empty()
+                            || !self
+                                .deleted
+                                .contains_key(&ObjectKey::new(&request.namespace, name.as_str()))
+                    })
+                    .map(|(_, rb)| rb.clone())
+                    .collect()
+            })
             .unwrap_or_default()
+    }
+
+    /// Hides a RoleBinding the operator just deleted, so a pass that runs before the watch
+    /// reports the deletion does not delete it a second time. The watch's Delete event still
+    /// removes it and wakes its request (whose children have then converged).
+    pub fn binding_deleted(&self, namespace: &str, name: &str) {
+        self.deleted.insert(ObjectKey::new(namespace, name), ());
     }
 
     /// Whether the Cluster exists, or `None` when the Cluster API cannot be read.
@@ -292,6 +312,7 @@ impl AccessCaches {
             return woken;
         };
         let owner = ObjectKey::new(&key.namespace, request.clone());
+        self.deleted.remove(&key);
         self.binding_owner.insert(key.clone(), owner.clone());
         self.bindings
             .entry(owner.clone())
@@ -304,10 +325,15 @@ impl AccessCaches {
     }
 
     fn remove_binding(&self, rb: &RoleBinding) -> Vec<ObjectKey> {
-        let Some(key) = Self::binding_key(rb) else {
-            return Vec::new();
-        };
-        let Some((_, owner)) = self.binding_owner.remove(&key) else {
+        match Self::binding_key(rb) {
+            Some(key) => self.remove_key(&key),
+            None => Vec::new(),
+        }
+    }
+
+    fn remove_key(&self, key: &ObjectKey) -> Vec<ObjectKey> {
+        self.deleted.remove(key);
+        let Some((_, owner)) = self.binding_owner.remove(key) else {
             return Vec::new();
         };
         let now_empty = self.bindings.get_mut(&owner).is_some_and(|mut entry| {
@@ -338,6 +364,7 @@ impl AccessCaches {
             .collect();
         let mut woken: HashSet<ObjectKey> = HashSet::new();
         for key in stale {
+            self.deleted.remove(&key);
             if let Some((_, owner)) = self.binding_owner.remove(&key) {
                 if let Some(mut entry) = self.bindings.get_mut(&owner) {
                     entry.remove(&key.name);
@@ -486,6 +513,25 @@ mod tests {
         assert_eq!(names(&cache, "b"), vec!["pgar-a"]);
         cache.apply_binding_event_for_test(watcher::Event::Delete(rb("pgar-a", "b")), &mut relist);
         assert!(names(&cache, "b").is_empty());
+    }
+
+    #[test]
+    fn a_binding_we_deleted_is_hidden_until_the_watch_reports_it() {
+        let cache = AccessCaches::default();
+        let mut relist = None;
+        cache.apply_binding_event_for_test(watcher::Event::Apply(rb("pgar-a", "a")), &mut relist);
+        cache.binding_deleted("ns", "pgar-a");
+        assert!(names(&cache, "a").is_empty(), "not judged twice");
+        let woken = cache
+            .apply_binding_event_for_test(watcher::Event::Delete(rb("pgar-a", "a")), &mut relist);
+        assert_eq!(
+            woken,
+            vec![ObjectKey::new("ns", "a")],
+            "the request still wakes"
+        );
+        // A binding recreated under the same name is visible again.
+        cache.apply_binding_event_for_test(watcher::Event::Apply(rb("pgar-a", "a")), &mut relist);
+        assert_eq!(names(&cache, "a"), vec!["pgar-a"]);
     }
 
     #[test]

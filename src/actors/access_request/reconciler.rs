@@ -122,6 +122,10 @@ impl AccessRequestReconciler {
             )
             .await?;
             tracing::info!(rolebinding = %deletion.name, cause = ?deletion.cause, ?outcome, "deleting");
+            if outcome != Pinned::Changed {
+                self.caches
+                    .binding_deleted(&cx.key.namespace, &deletion.name);
+            }
             if outcome == Pinned::Done {
                 self.events
                     .publish(
