@@ -240,6 +240,39 @@ const BUILTINS: &[Builtin] = &[
     ),
 ];
 
+/// `kubectl get` columns of the built-in kinds users look at most in `sim` mode, after Name (a
+/// real server has a printer per kind; the others get Name and Age).
+fn builtin_columns(group: &str, plural: &str) -> Vec<Value> {
+    let columns: &[(&str, &str)] = match (group, plural) {
+        ("", "events") => &[
+            ("Type", ".type"),
+            ("Reason", ".reason"),
+            ("Object", ".involvedObject.name"),
+            ("Message", ".message"),
+        ],
+        // Stored in the core shape (see events.rs), which the table is rendered from.
+        ("events.k8s.io", "events") => &[
+            ("Type", ".type"),
+            ("Reason", ".reason"),
+            ("Object", ".involvedObject.name"),
+            ("Note", ".message"),
+        ],
+        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => {
+            &[("Role", ".roleRef.name")]
+        }
+        ("", "namespaces" | "pods") => &[("Status", ".status.phase")],
+        ("", "secrets") => &[("Type", ".type")],
+        _ => return Vec::new(),
+    };
+    columns
+        .iter()
+        .map(|(name, path)| serde_json::json!({"name": name, "type": "string", "jsonPath": path}))
+        .chain(std::iter::once(serde_json::json!({
+            "name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+        })))
+        .collect()
+}
+
 /// Kinds of the built-in table, ready to register.
 pub fn builtins() -> Vec<ResourceInfo> {
     let mut out: Vec<ResourceInfo> = BUILTINS
@@ -261,7 +294,7 @@ pub fn builtins() -> Vec<ResourceInfo> {
             verbs: ALL_VERBS.to_vec(),
             custom: false,
             schema: None,
-            printer_columns: Vec::new(),
+            printer_columns: builtin_columns(e.group, e.plural),
             create_only: false,
         })
         .collect();
@@ -372,6 +405,36 @@ pub fn from_crd(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn common_builtins_print_their_key_columns_then_age() {
+        let names = |group: &str, plural: &str| -> Vec<String> {
+            builtin_columns(group, plural)
+                .iter()
+                .filter_map(|c| c["name"].as_str().map(String::from))
+                .collect()
+        };
+        assert_eq!(
+            names("rbac.authorization.k8s.io", "rolebindings"),
+            ["Role", "Age"]
+        );
+        assert_eq!(
+            names("", "events"),
+            ["Type", "Reason", "Object", "Message", "Age"]
+        );
+        assert!(
+            names("apps", "deployments").is_empty(),
+            "others: the default Name, Age"
+        );
+        let table = crate::sim::table::render_table(
+            &builtin_columns("rbac.authorization.k8s.io", "rolebindings"),
+            &[&serde_json::json!({
+                "metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:00:00Z"},
+                "roleRef": {"kind": "ClusterRole", "name": "view"},
+            })],
+        );
+        assert_eq!(table["rows"][0]["cells"][1], "view");
+    }
     use serde_json::json;
 
     #[test]
