@@ -87,6 +87,10 @@ impl AccessCaches {
     /// would mistake "not listed yet" for "absent". Gives up after `limit`, so a watch that
     /// cannot list (e.g. RoleBindings refused) fails the pass visibly instead of hanging it.
     pub async fn wait_ready(&self, limit: Duration) -> Result<(), CacheNotReady> {
+        // Every pass asks; once both lists are in, answer without subscribing or a timer.
+        if *self.ready.bindings.borrow() && *self.ready.clusters.borrow() {
+            return Ok(());
+        }
         let mut bindings = self.ready.bindings.subscribe();
         let mut clusters = self.ready.clusters.subscribe();
         let both = async {
@@ -138,6 +142,15 @@ impl AccessCaches {
 
     /// Records which Cluster a request names, so a change of that Cluster wakes it.
     pub fn track_cluster_use(&self, request: &ObjectKey, cluster: Option<&str>) {
+        // Every pass registers; most find it unchanged and leave the maps alone.
+        let unchanged = match (self.cluster_of.get(request), cluster) {
+            (Some(known), Some(cluster)) => known.as_str() == cluster,
+            (None, None) => true,
+            _ => false,
+        };
+        if unchanged {
+            return;
+        }
         self.forget_cluster_use(request);
         if let Some(cluster) = cluster {
             self.cluster_of.insert(request.clone(), cluster.to_string());
@@ -567,6 +580,18 @@ mod tests {
         let (woken, _) =
             cache.apply_cluster_event(watcher::Event::Apply(meta("other")), &mut relist);
         assert!(woken.is_empty());
+        // Re-registering the same Cluster keeps it; naming another one moves the request.
+        cache.track_cluster_use(&request, Some("orders"));
+        assert_eq!(
+            cache.users_of(&ObjectKey::new("ns", "orders")),
+            vec![request.clone()]
+        );
+        cache.track_cluster_use(&request, Some("other"));
+        assert!(cache.users_of(&ObjectKey::new("ns", "orders")).is_empty());
+        assert_eq!(
+            cache.users_of(&ObjectKey::new("ns", "other")),
+            vec![request.clone()]
+        );
         cache.forget_cluster_use(&request);
         let (woken, _) =
             cache.apply_cluster_event(watcher::Event::Delete(meta("orders")), &mut relist);

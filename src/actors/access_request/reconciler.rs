@@ -11,7 +11,7 @@ use kube::{Resource, ResourceExt};
 
 use super::cache::AccessCaches;
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
-use crate::api::{PgAccessRequest, ReportsConditions};
+use crate::api::{PgAccessRequest, PgAccessRequestStatus, ReportsConditions};
 use crate::conditions::{
     ClassifiedError, ConditionType, ErrorClass, PassFacts, derive_status, find_condition,
     status_patch,
@@ -68,7 +68,9 @@ impl AccessRequestReconciler {
             .track_cluster_use(&cx.key, obj.spec.cluster.as_deref());
         let bindings = self.caches.bindings_of(&cx.key);
         let binding_refs: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
-        let status = obj.status.clone().unwrap_or_default();
+        // Borrowed: a pass runs for every object, a clone of its status is not needed.
+        let no_status = PgAccessRequestStatus::default();
+        let status = obj.status.as_ref().unwrap_or(&no_status);
         let request = RequestFacts {
             name: &cx.key.name,
             uid: obj.metadata.uid.as_deref(),
