@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::json;
 
-use crate::sim_support::{cluster, cnpg_clusters, code_of, namespace, raw, start};
+use crate::sim_support::{cluster, cnpg_clusters, code_of, get_code, namespace, raw, start};
 
 fn cm(name: &str, labels: serde_json::Value) -> ConfigMap {
     serde_json::from_value(
@@ -565,39 +565,12 @@ async fn bad_input_gets_real_codes() {
         413
     );
     assert_eq!(
-        raw(
-            &client,
-            "GET",
-            "/apis/nope.example.com/v1/things",
-            "application/json",
-            vec![]
-        )
-        .await
-        .0,
+        get_code(&client, "/apis/nope.example.com/v1/things").await,
         404
     );
+    assert_eq!(get_code(&client, "/apis/nope.example.com").await, 404);
     assert_eq!(
-        raw(
-            &client,
-            "GET",
-            "/apis/nope.example.com",
-            "application/json",
-            vec![]
-        )
-        .await
-        .0,
-        404
-    );
-    assert_eq!(
-        raw(
-            &client,
-            "GET",
-            "/api/v1/namespaces/default/frobs",
-            "application/json",
-            vec![]
-        )
-        .await
-        .0,
+        get_code(&client, "/api/v1/namespaces/default/frobs").await,
         404
     );
     assert_eq!(
@@ -678,12 +651,7 @@ async fn bad_input_gets_real_codes() {
         400
     );
     // The server still answers after all of the above.
-    assert_eq!(
-        raw(&client, "GET", path, "application/json", vec![])
-            .await
-            .0,
-        200
-    );
+    assert_eq!(get_code(&client, path).await, 200);
 }
 
 #[tokio::test]
@@ -945,18 +913,7 @@ async fn extra_crds_are_served_from_start_and_external_ones_can_be_left_out() {
         ..Default::default()
     };
     let (_sim, client) = crate::sim_support::start_with(config).await;
-    assert_eq!(
-        raw(
-            &client,
-            "GET",
-            "/apis/example.com/v1/things",
-            "application/json",
-            vec![]
-        )
-        .await
-        .0,
-        200
-    );
+    assert_eq!(get_code(&client, "/apis/example.com/v1/things").await, 200);
     assert_eq!(
         code_of(
             cnpg_clusters(&client, "default")

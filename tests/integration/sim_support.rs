@@ -40,6 +40,24 @@ pub async fn namespace(client: &kube::Client, name: &str) {
         .expect("namespace created");
 }
 
+/// The HTTP code of a plain GET.
+pub async fn get_code(client: &kube::Client, path: &str) -> u16 {
+    raw(client, "GET", path, "application/json", vec![]).await.0
+}
+
+/// The resourceVersion of a list: where a watch starts.
+pub async fn list_version<K>(api: &Api<K>) -> String
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&Default::default())
+        .await
+        .expect("list")
+        .metadata
+        .resource_version
+        .expect("list version")
+}
+
 /// Raw HTTP against the sim (for bad input and admin calls): returns status and body JSON.
 pub async fn raw(
     client: &kube::Client,

@@ -8,7 +8,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, W
 use kube::runtime::watcher;
 use serde_json::json;
 
-use crate::sim_support::start;
+use crate::sim_support::{list_version, start};
 
 fn cm(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
@@ -25,13 +25,7 @@ async fn next<S: futures::Stream + Unpin>(s: &mut S) -> S::Item {
 async fn watch_sees_changes_in_order_and_resumes() {
     let (_sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let start_rv = api
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let start_rv = list_version(&api).await;
     let mut stream = api
         .watch(&WatchParams::default(), &start_rv)
         .await
@@ -171,13 +165,7 @@ async fn bookmarks_label_filtering_and_timeout() {
     };
     let (_sim, client) = crate::sim_support::start_with(config).await;
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
-    let rv = api
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_version(&api).await;
     let wp = WatchParams {
         bookmarks: true,
         ..WatchParams::default()
@@ -215,13 +203,7 @@ async fn objects_entering_and_leaving_a_label_selection_are_added_and_deleted() 
     api.create(&PostParams::default(), &cm("moving"))
         .await
         .unwrap();
-    let rv = api
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_version(&api).await;
     let mut s = api
         .watch(&WatchParams::default().labels("sel=in"), &rv)
         .await
@@ -326,13 +308,7 @@ async fn resuming_below_the_kept_history_is_gone() {
 async fn dropped_watches_end_and_a_new_watch_resumes() {
     let (sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let rv = api
-        .list(&Default::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = list_version(&api).await;
     let mut s = api
         .watch(&WatchParams::default(), &rv)
         .await
