@@ -42,14 +42,6 @@ pub fn answer_of(error: &kube::Error) -> Answer {
     }
 }
 
-/// Where a read is attempted: `None` is one cluster-wide list.
-fn read_targets(scope: &WatchScope) -> Vec<Option<String>> {
-    match scope {
-        WatchScope::All => vec![None],
-        WatchScope::Namespaces(names) => names.iter().cloned().map(Some).collect(),
-    }
-}
-
 async fn discover(client: &Client, api: OptionalApi) -> Discovery {
     match client.list_api_group_resources(&api.api_version()).await {
         Ok(list) if list.resources.iter().any(|r| r.name == api.plural()) => Discovery::Served,
@@ -79,7 +71,7 @@ async fn probe_one(
 ) -> Result<ApiState, ProbeError> {
     let discovery = discover(client, api).await;
     let reads = if discovery == Discovery::Served {
-        futures::stream::iter(read_targets(scope))
+        futures::stream::iter(scope.namespaces())
             .map(|ns| async move {
                 let answer = read_once(client, api, ns.as_deref()).await;
                 (ns, answer)

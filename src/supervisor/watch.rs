@@ -32,6 +32,14 @@ impl WatchScope {
         }
     }
 
+    /// The namespace of each watch, in the order of [`WatchScope::apis`]; `None` is cluster-wide.
+    pub fn namespaces(&self) -> Vec<Option<String>> {
+        match self {
+            Self::All => vec![None],
+            Self::Namespaces(list) => list.iter().cloned().map(Some).collect(),
+        }
+    }
+
     /// One API handle per watch: a single cluster-wide one, or one per namespace.
     pub fn apis<K>(&self, client: &Client) -> Vec<Api<K>>
     where

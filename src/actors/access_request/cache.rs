@@ -177,10 +177,7 @@ impl AccessCaches {
         let cache = self.clone();
         ChildWatch::custom(move |client: &Client, scope: &WatchScope| {
             let config = watcher::Config::default().labels(REQUEST_LABEL);
-            let namespaces: Vec<Option<String>> = match scope {
-                WatchScope::All => vec![None],
-                WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
-            };
+            let namespaces = scope.namespaces();
             scope
                 .apis::<RoleBinding>(client)
                 .into_iter()
@@ -204,10 +201,7 @@ impl AccessCaches {
     pub fn cluster_watch(self: &Arc<Self>) -> ChildWatch {
         let cache = self.clone();
         ChildWatch::custom(move |client: &Client, scope: &WatchScope| {
-            let namespaces: Vec<Option<String>> = match scope {
-                WatchScope::All => vec![None],
-                WatchScope::Namespaces(list) => list.iter().cloned().map(Some).collect(),
-            };
+            let namespaces = scope.namespaces();
             let watches = namespaces.len();
             let listed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             namespaces
