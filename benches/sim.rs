@@ -14,7 +14,7 @@ use kube::api::{
     WatchParams,
 };
 use kube::core::GroupVersionKind;
-use pgtoolbox_operator::sim::{Sim, SimConfig};
+use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 
 fn env_or(name: &str, default: u64) -> u64 {

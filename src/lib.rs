@@ -8,5 +8,4 @@ pub mod k8s;
 pub mod messages;
 pub mod metrics;
 pub mod reconcile;
-pub mod sim;
 pub mod supervisor;

@@ -58,7 +58,7 @@ pub enum CliError {
     #[error("start-up checks: {0}")]
     SharedActors(#[from] crate::actors::shared::SharedStartError),
     #[error("embedded API server: {0}")]
-    Sim(#[from] crate::sim::SimError),
+    Sim(#[from] pgtoolbox_sim::SimError),
     #[error("the supervisor of {0} stopped; exiting so the operator restarts whole")]
     KindFailed(String),
     #[error("CRD manifest: {0}")]

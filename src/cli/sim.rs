@@ -18,8 +18,8 @@ use crate::actors::shared::start_shared_actors;
 use crate::health::Readiness;
 use crate::k8s::apply_manifests;
 use crate::metrics::OperatorMetrics;
-use crate::sim::{DenyRule, Sim, SimConfig, run_api_only};
 use crate::supervisor::{OperatorBuilder, register_all};
+use pgtoolbox_sim::{DenyRule, Sim, SimConfig, run_api_only};
 
 /// Our API group: the table shows every kind of it.
 const GROUP: &str = "pgtoolbox.fyannk.dev";

@@ -18,10 +18,10 @@ use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::messages::shared::{RouterStats, SecretRouterMsg};
 use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::reconcile::secret_index::SecretKey;
-use pgtoolbox_operator::sim::{DenyRule, Sim, SimConfig};
 use pgtoolbox_operator::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
 };
+use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
 use crate::shared_support::{create_namespaces, eventually};

@@ -5,8 +5,8 @@ use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::reconcile::optional_api::{
     ApiState, Availability, OptionalApi, ProbeError,
 };
-use pgtoolbox_operator::sim::{Sim, SimConfig};
 use pgtoolbox_operator::supervisor::WatchScope;
+use pgtoolbox_sim::{Sim, SimConfig};
 
 use crate::shared_support::{create_namespaces, sim_with};
 

@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use pgtoolbox_operator::reconcile::namespace_permissions::required_permissions;
-use pgtoolbox_operator::sim::{Sim, SimConfig};
 use pgtoolbox_operator::supervisor::{OperatorBuilder, register_all};
+use pgtoolbox_sim::{Sim, SimConfig};
 use serde::Deserialize;
 
 #[tokio::test]

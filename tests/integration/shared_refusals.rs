@@ -6,8 +6,8 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, P
 use pgtoolbox_operator::actors::refusals::{TrackerArgs, start_refusal_tracker};
 use pgtoolbox_operator::api::rendered_crd_files;
 use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::sim::{DenyRule, Sim, SimConfig};
 use pgtoolbox_operator::supervisor::WatchScope;
+use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
 use crate::shared_support::create_namespaces;

@@ -236,11 +236,7 @@ async fn a_relist_wakes_nobody_and_a_deleted_secret_wakes_its_users() {
 }
 
 /// Forces a 410 relist of the router's watch and waits until it re-read `count` Secrets.
-async fn relist(
-    sim: &pgtoolbox_operator::sim::Sim,
-    router: &ActorRef<SecretRouterMsg>,
-    count: usize,
-) {
+async fn relist(sim: &pgtoolbox_sim::Sim, router: &ActorRef<SecretRouterMsg>, count: usize) {
     let seen = stats(router).await.events_seen;
     sim.admin().force_gone_next_watch();
     sim.admin().drop_watches();

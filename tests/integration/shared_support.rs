@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
-use pgtoolbox_operator::sim::{DenyRule, Sim, SimConfig};
+use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
 pub async fn sim_with(deny: &[&str], unserve: &[&str]) -> Sim {

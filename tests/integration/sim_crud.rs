@@ -907,7 +907,7 @@ async fn strict_field_validation_refuses_unknown_fields_of_custom_resources() {
 #[tokio::test]
 async fn extra_crds_are_served_from_start_and_external_ones_can_be_left_out() {
     let extra = "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: things.example.com\nspec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Thing, plural: things}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n---\n";
-    let config = pgtoolbox_operator::sim::SimConfig {
+    let config = pgtoolbox_sim::SimConfig {
         extra_crds: vec![extra.to_string()],
         external_crds: false,
         ..Default::default()
@@ -923,17 +923,17 @@ async fn extra_crds_are_served_from_start_and_external_ones_can_be_left_out() {
         .0,
         404
     );
-    let bad = pgtoolbox_operator::sim::SimConfig {
+    let bad = pgtoolbox_sim::SimConfig {
         extra_crds: vec!["kind: [".into()],
         ..Default::default()
     };
-    assert!(pgtoolbox_operator::sim::Sim::start(bad).await.is_err());
+    assert!(pgtoolbox_sim::Sim::start(bad).await.is_err());
 }
 
 #[tokio::test]
 async fn the_operators_own_crds_are_served() {
     let ours = pgtoolbox_operator::api::render_crds_yaml().expect("CRDs render");
-    let config = pgtoolbox_operator::sim::SimConfig {
+    let config = pgtoolbox_sim::SimConfig {
         extra_crds: vec![ours],
         ..Default::default()
     };

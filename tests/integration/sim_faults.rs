@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, ListParams, PostParams};
-use pgtoolbox_operator::sim::{DenyRule, SimConfig};
+use pgtoolbox_sim::{DenyRule, SimConfig};
 use serde_json::json;
 
 use crate::sim_support::{cnpg_clusters, code_of, namespace, raw, start, start_with};

@@ -2,7 +2,7 @@
 
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
-use pgtoolbox_operator::sim::{Sim, SimConfig};
+use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
 pub async fn start() -> (Sim, kube::Client) {

@@ -159,7 +159,7 @@ async fn metadata_watch_returns_partial_object_metadata() {
 
 #[tokio::test]
 async fn bookmarks_label_filtering_and_timeout() {
-    let config = pgtoolbox_operator::sim::SimConfig {
+    let config = pgtoolbox_sim::SimConfig {
         bookmark_interval: Duration::from_millis(100),
         ..Default::default()
     };
@@ -273,7 +273,7 @@ async fn streaming_list_watcher_gets_initial_events_then_changes() {
 
 #[tokio::test]
 async fn resuming_below_the_kept_history_is_gone() {
-    let config = pgtoolbox_operator::sim::SimConfig {
+    let config = pgtoolbox_sim::SimConfig {
         history: 5,
         ..Default::default()
     };

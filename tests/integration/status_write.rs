@@ -7,7 +7,7 @@ use pgtoolbox_operator::conditions::{
     ConditionType, Timestamp, Verdict, derive_status, reasons::common, reasons::pgaccessrequest,
     status_patch,
 };
-use pgtoolbox_operator::sim::SimConfig;
+use pgtoolbox_sim::SimConfig;
 use serde_json::{Map, Value, json};
 
 use crate::sim_support::{code_of, namespace, start_with};

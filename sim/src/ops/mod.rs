@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::sim::error::{ApiError, Cause};
-use crate::sim::patch;
-use crate::sim::resources::ResourceInfo;
-use crate::sim::server::Server;
-use crate::sim::store::{EventType, Locked, ObjKey};
+use crate::error::{ApiError, Cause};
+use crate::patch;
+use crate::resources::ResourceInfo;
+use crate::server::Server;
+use crate::store::{EventType, Locked, ObjKey};
 
 use checks::*;
 pub(crate) use delete::after_removal;
@@ -117,7 +117,7 @@ pub fn create(
         remove_meta(&mut body, f);
     }
     if let Some(manager) = l.field_manager().map(str::to_string) {
-        crate::sim::apply::record_update(&mut body, None, &manager, &info.api_version());
+        crate::apply::record_update(&mut body, None, &manager, &info.api_version());
     }
     let stored = l.put(&res, key, body, rv, EventType::Added);
     if let Some(infos) = crd {
@@ -271,7 +271,7 @@ pub fn update(
         set_meta(&mut new, "generation", json!(generation(&old) + 1));
     }
     if let Some(manager) = l.field_manager().map(str::to_string) {
-        crate::sim::apply::record_update(&mut new, Some(&old), &manager, &info.api_version());
+        crate::apply::record_update(&mut new, Some(&old), &manager, &info.api_version());
     }
     let rv = l.next_rv();
     set_meta(&mut new, "resourceVersion", json!(rv.to_string()));
@@ -380,7 +380,7 @@ pub fn patch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::resources;
+    use crate::resources;
 
     #[test]
     fn generation_ignores_metadata_and_separate_status() {

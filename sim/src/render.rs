@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::sim::http::Shape;
-use crate::sim::resources::ResourceInfo;
+use crate::http::Shape;
+use crate::resources::ResourceInfo;
 
 /// The object as stored, with the apiVersion of the version it is read through.
 pub fn full<'a>(info: &ResourceInfo, obj: &'a Value) -> Cow<'a, Value> {
-    if crate::sim::events::is_events_api(info) {
-        return Cow::Owned(crate::sim::events::from_core(obj));
+    if crate::events::is_events_api(info) {
+        return Cow::Owned(crate::events::from_core(obj));
     }
     let want = info.api_version();
     if obj.get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {
@@ -41,7 +41,7 @@ pub fn object(info: &ResourceInfo, obj: &Value, shape: Shape) -> Value {
 }
 
 fn table(info: &ResourceInfo, objs: &[&Value], rv: Option<u64>, next: Option<&str>) -> Value {
-    let mut t = crate::sim::table::render_table(&info.printer_columns, objs);
+    let mut t = crate::table::render_table(&info.printer_columns, objs);
     if !t["metadata"].is_object() {
         t["metadata"] = json!({});
     }
@@ -105,7 +105,7 @@ pub fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::resources::builtins;
+    use crate::resources::builtins;
 
     #[test]
     fn lists_are_valid_json_with_items() {

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 
-use crate::sim::error::{ApiError, Cause};
-use crate::sim::ops::{self, Subresource};
-use crate::sim::resources::ResourceInfo;
-use crate::sim::server::Server;
-use crate::sim::store::Locked;
+use crate::error::{ApiError, Cause};
+use crate::ops::{self, Subresource};
+use crate::resources::ResourceInfo;
+use crate::server::Server;
+use crate::store::Locked;
 
 type Path = Vec<String>;
 

@@ -4,10 +4,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::{Value, json};
 
-use crate::sim::error::ApiError;
-use crate::sim::ops;
-use crate::sim::resources::ResourceInfo;
-use crate::sim::selector::{FieldSelector, LabelSelector};
+use crate::error::ApiError;
+use crate::ops;
+use crate::resources::ResourceInfo;
+use crate::selector::{FieldSelector, LabelSelector};
 
 /// Label and field selectors of a list or watch.
 pub struct Filter {

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::meta::{finalizers, generation, meta_str, now_rfc3339, res_key, set_meta};
-use crate::sim::error::ApiError;
-use crate::sim::resources::ResourceInfo;
-use crate::sim::server::Server;
-use crate::sim::store::{EventType, Locked, ObjKey, ResKey};
+use crate::error::ApiError;
+use crate::resources::ResourceInfo;
+use crate::server::Server;
+use crate::store::{EventType, Locked, ObjKey, ResKey};
 
 /// Delete options a client may send (`DeleteOptions`).
 #[derive(Debug, Default, Clone)]
@@ -254,7 +254,7 @@ pub(crate) fn after_removal(server: &Server, l: &mut Locked<'_>, gone: &Value, k
         }
     }
     // An owner deleted in the foreground may have been waiting for this dependent.
-    for owner in crate::sim::store::owner_uids(gone) {
+    for owner in crate::store::owner_uids(gone) {
         finish_foreground(server, l, &owner);
     }
     if !key.0.is_empty() {

@@ -4,10 +4,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::{Value, json};
 
-use crate::sim::error::ApiError;
-use crate::sim::http::json_response;
-use crate::sim::resources::ResourceInfo;
-use crate::sim::server::Server;
+use crate::error::ApiError;
+use crate::http::json_response;
+use crate::resources::ResourceInfo;
+use crate::server::Server;
 
 pub enum Discovery {
     Version,

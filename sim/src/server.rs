@@ -3,10 +3,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
-use crate::sim::config::SimConfig;
-use crate::sim::faults::{Faults, StatsCell};
-use crate::sim::resources::{self, ResourceInfo};
-use crate::sim::store::Store;
+use crate::config::SimConfig;
+use crate::faults::{Faults, StatsCell};
+use crate::resources::{self, ResourceInfo};
+use crate::store::Store;
 
 /// Every served resource by `(group, version, plural)`, in registration order per group.
 #[derive(Default)]

@@ -1,8 +1,8 @@
 //! The embedded Kubernetes API server: real HTTP on loopback, real JSON and watch streams.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), pgtoolbox_operator::sim::SimError> {
-//! use pgtoolbox_operator::sim::{Sim, SimConfig};
+//! # async fn demo() -> Result<(), pgtoolbox_sim::SimError> {
+//! use pgtoolbox_sim::{Sim, SimConfig};
 //! let sim = Sim::start(SimConfig::default()).await?;
 //! let client: kube::Client = sim.client();
 //! # Ok(()) }

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::sim::server::Server;
+use crate::server::Server;
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {

@@ -4,10 +4,10 @@
 use serde_json::{Value, json};
 
 use super::meta::{ensure_metadata, meta_str, now_rfc3339};
-use crate::sim::error::{ApiError, Cause};
-use crate::sim::resources::{self, ResourceInfo};
-use crate::sim::server::Server;
-use crate::sim::store::Locked;
+use crate::error::{ApiError, Cause};
+use crate::resources::{self, ResourceInfo};
+use crate::server::Server;
+use crate::store::Locked;
 
 pub(crate) fn is_dns_label(s: &str) -> bool {
     !s.is_empty()

@@ -44,7 +44,7 @@ mod tests {
     fn every_external_crd_parses_into_served_kinds() {
         for (group, text) in EXTERNAL_CRDS {
             let crd: serde_json::Value = serde_yaml_ng::from_str(text).unwrap();
-            let infos = crate::sim::resources::from_crd(&crd).unwrap();
+            let infos = crate::resources::from_crd(&crd).unwrap();
             assert!(!infos.is_empty());
             assert!(
                 infos

@@ -8,10 +8,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::sim::config::SimConfig;
-use crate::sim::faults::{Admin, Stats};
-use crate::sim::server::Server;
-use crate::sim::{external, http, ops};
+use crate::config::SimConfig;
+use crate::faults::{Admin, Stats};
+use crate::server::Server;
+use crate::{external, http, ops};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::sim::resources::ResourceInfo;
+use crate::resources::ResourceInfo;
 
 /// `(events.k8s.io name, core name)` of the fields that differ between the two APIs.
 const RENAMED: [(&str, &str); 7] = [

@@ -11,13 +11,13 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use crate::sim::error::ApiError;
-use crate::sim::filter::Filter;
-use crate::sim::http::Shape;
-use crate::sim::render;
-use crate::sim::resources::ResourceInfo;
-use crate::sim::server::Server;
-use crate::sim::store::{Event, EventType};
+use crate::error::ApiError;
+use crate::filter::Filter;
+use crate::http::Shape;
+use crate::render;
+use crate::resources::ResourceInfo;
+use crate::server::Server;
+use crate::store::{Event, EventType};
 
 fn line(kind: &str, object: &Value) -> Bytes {
     let mut out = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
@@ -32,7 +32,7 @@ fn gone_line(message: String) -> Bytes {
 struct Watcher {
     info: Arc<ResourceInfo>,
     /// Storage key of the kind (events.k8s.io Events share core storage).
-    res: crate::sim::store::ResKey,
+    res: crate::store::ResKey,
     namespace: Option<String>,
     filter: Filter,
     shape: Shape,
@@ -138,7 +138,7 @@ pub fn start(
         ),
     };
     let watcher = Watcher {
-        res: crate::sim::ops::res_key(&info),
+        res: crate::ops::res_key(&info),
         info: info.clone(),
         namespace: namespace.clone(),
         filter,
@@ -156,7 +156,7 @@ pub fn start(
         return Ok(streaming(rx));
     }
 
-    let res = crate::sim::ops::res_key(&info);
+    let res = crate::ops::res_key(&info);
     let (initial, live, start_rv) = {
         let l = server.store.lock();
         let start_rv = l.current_rv();

@@ -8,13 +8,13 @@ use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::sim::error::ApiError;
-use crate::sim::faults::Verdict;
-use crate::sim::filter::{Filter, decode_continue, encode_continue};
-use crate::sim::ops::{self, DeleteOpts, PatchKind, Subresource};
-use crate::sim::resources::ResourceInfo;
-use crate::sim::server::Server;
-use crate::sim::{admin, discovery, openapi, render, watch};
+use crate::error::ApiError;
+use crate::faults::Verdict;
+use crate::filter::{Filter, decode_continue, encode_continue};
+use crate::ops::{self, DeleteOpts, PatchKind, Subresource};
+use crate::resources::ResourceInfo;
+use crate::server::Server;
+use crate::{admin, discovery, openapi, render, watch};
 
 /// Bodies above this size are refused, as a real server does.
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -196,7 +196,7 @@ fn injected_error(code: u16) -> ApiError {
         format!("injected fault: the server answered {code}"),
     );
     if code == 429 || code == 503 {
-        e.details = Some(Box::new(crate::sim::error::Details {
+        e.details = Some(Box::new(crate::error::Details {
             retry_after_seconds: Some(1),
             ..Default::default()
         }));
@@ -295,7 +295,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                 .is_some())
     {
         let mut e = ApiError::forbidden(forbidden_message(verb, &target));
-        e.details = Some(Box::new(crate::sim::error::Details {
+        e.details = Some(Box::new(crate::error::Details {
             name: target.name.clone().unwrap_or_default(),
             group: target.group.clone(),
             kind: target.plural.clone(),
@@ -391,7 +391,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                 // Apply keeps its own ownership records; it is not an Update.
                 let mut lock = write_lock();
                 lock.set_field_manager(None);
-                let (code, applied) = crate::sim::apply::server_side_apply(
+                let (code, applied) = crate::apply::server_side_apply(
                     &server, &mut lock, &info, &namespace, &name, patch, sub, &manager, force,
                 )?;
                 return Ok(ctx.object(code, &applied));

@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 
-use crate::sim::events;
-use crate::sim::resources::ResourceInfo;
-use crate::sim::store::ResKey;
+use crate::events;
+use crate::resources::ResourceInfo;
+use crate::store::ResKey;
 
 /// RFC 3339 time with second precision, as metadata timestamps are written.
 pub fn now_rfc3339() -> String {

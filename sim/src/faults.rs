@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::sim::config::{DenyRule, SimConfig};
+use crate::config::{DenyRule, SimConfig};
 
 /// An injected error answer for matching requests, used up after `remaining` hits.
 #[derive(Debug, Clone, Serialize)]
@@ -219,7 +219,7 @@ fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
 /// The in-process twin of the `/_sim/` admin endpoint.
 #[derive(Clone)]
 pub struct Admin {
-    pub(crate) server: Arc<crate::sim::server::Server>,
+    pub(crate) server: Arc<crate::server::Server>,
 }
 
 impl Admin {

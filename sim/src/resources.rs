@@ -21,7 +21,7 @@ pub struct ResourceInfo {
     /// Served from a CustomResourceDefinition (no strategic merge patch, schema applies).
     pub custom: bool,
     /// Structural schema of a custom resource version, if it has one.
-    pub schema: Option<Arc<crate::sim::schema::CrdSchema>>,
+    pub schema: Option<Arc<crate::schema::CrdSchema>>,
     /// `additionalPrinterColumns` of a custom resource version (raw CRD JSON).
     pub printer_columns: Vec<Value>,
     /// Only `create` is served (reviews such as SelfSubjectAccessReview).
@@ -373,9 +373,7 @@ pub fn from_crd(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
             .and_then(Value::as_str)
             .ok_or("spec.versions[].name is required")?;
         let schema = match v.pointer("/schema/openAPIV3Schema") {
-            Some(_) => Some(Arc::new(crate::sim::schema::CrdSchema::from_crd_version(
-                v,
-            )?)),
+            Some(_) => Some(Arc::new(crate::schema::CrdSchema::from_crd_version(v)?)),
             None => None,
         };
         out.push(ResourceInfo {
@@ -426,7 +424,7 @@ mod tests {
             names("apps", "deployments").is_empty(),
             "others: the default Name, Age"
         );
-        let table = crate::sim::table::render_table(
+        let table = crate::table::render_table(
             &builtin_columns("rbac.authorization.k8s.io", "rolebindings"),
             &[&serde_json::json!({
                 "metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:00:00Z"},

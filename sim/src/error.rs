@@ -208,7 +208,7 @@ fn qualified(group: &str, resource: &str) -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        crate::sim::http::json_response(code, &self.to_status())
+        crate::http::json_response(code, &self.to_status())
     }
 }
 

@@ -1,4 +1,4 @@
-//! `/_sim/` admin endpoint: the HTTP face of [`Admin`](crate::sim::faults::Admin).
+//! `/_sim/` admin endpoint: the HTTP face of [`Admin`](crate::faults::Admin).
 //!
 //! | method + path                | body                                          |
 //! |------------------------------|-----------------------------------------------|
@@ -24,10 +24,10 @@ use axum::http::{Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::sim::error::ApiError;
-use crate::sim::faults::Admin;
-use crate::sim::http::{MAX_BODY, json_response};
-use crate::sim::server::Server;
+use crate::error::ApiError;
+use crate::faults::Admin;
+use crate::http::{MAX_BODY, json_response};
+use crate::server::Server;
 
 pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
     match run(server, req).await {
