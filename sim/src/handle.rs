@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::config::SimConfig;
 use crate::faults::{Admin, Stats};
+use crate::kubeconfig::KubeconfigFile;
 use crate::server::Server;
 use crate::{external, http, ops};
 
@@ -26,6 +27,11 @@ pub enum SimError {
     Crd(String),
     #[error("cannot write the kubeconfig: {0}")]
     Kubeconfig(std::io::Error),
+    #[error(
+        "{0} exists and was not written by `sim`: refusing to replace it (name another file, \
+         or leave out --kubeconfig-out for a temporary one)"
+    )]
+    KubeconfigNotOurs(std::path::PathBuf),
     #[error("cannot build a client: {0}")]
     Client(String),
     #[error("waiting for a signal failed: {0}")]
@@ -200,24 +206,26 @@ impl Drop for Sim {
     }
 }
 
-/// `pgtoolbox-operator sim --api-only`: serve, print the URL, write the kubeconfig, and run
-/// until SIGINT or SIGTERM.
+/// `pgtoolbox-operator sim --api-only`: serve, print the URL, write the kubeconfig (to
+/// `kubeconfig_out`, else a temporary file removed on exit), and run until SIGINT or SIGTERM.
 pub async fn run_api_only(
     config: SimConfig,
     kubeconfig_out: Option<&Path>,
 ) -> Result<(), SimError> {
-    let sim = Sim::start(config).await?;
-    println!("{}", sim.url());
-    if let Some(path) = kubeconfig_out {
-        sim.write_kubeconfig(path)?;
-        println!("kubeconfig written to {}", path.display());
-    }
+    // Listen before anything is written: a signal during start-up still cleans up.
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(SimError::Signal)?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(SimError::Signal)?;
+    let sim = Sim::start(config).await?;
+    let kubeconfig = KubeconfigFile::write(&sim, kubeconfig_out)?;
+    println!("{}", sim.url());
+    println!("kubeconfig: {}", kubeconfig.path().display());
     tokio::select! {
-        r = tokio::signal::ctrl_c() => r.map_err(SimError::Signal)?,
+        _ = int.recv() => {}
         _ = term.recv() => {}
     }
     drop(sim);
+    drop(kubeconfig);
     Ok(())
 }

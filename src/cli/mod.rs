@@ -1,6 +1,7 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
 mod crds;
+mod examples;
 mod run;
 mod settings;
 mod signal;

@@ -7,7 +7,7 @@ use clap::Args;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use super::settings::SettingsArgs;
+use super::settings::{EndpointArgs, SettingsArgs};
 use super::{CliError, telemetry};
 use crate::actors::shared::start_shared_actors;
 use crate::health::{Readiness, serve_endpoints};
@@ -31,6 +31,8 @@ pub struct RunArgs {
     pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     pub settings: SettingsArgs,
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
     /// Run only while holding the `pgtoolbox-operator` Lease (one active replica).
     #[arg(long, env = "LEADER_ELECT")]
     pub leader_elect: bool,
@@ -80,8 +82,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let metrics = OperatorMetrics::new();
     let readiness = Readiness::new();
     let _endpoints = serve_endpoints(
-        args.settings.health_probe_bind_address,
-        args.settings.metrics_bind_address,
+        args.endpoints.health_probe_bind_address,
+        args.endpoints.metrics_bind_address,
         readiness.clone(),
         metrics.clone(),
     )

@@ -32,26 +32,35 @@ pub struct SettingsArgs {
         default_value = ""
     )]
     pub allowed_image_repositories: Vec<String>,
+    /// Console image of a PgToolBoxConsole without `spec.image`.
     #[arg(long, env = "DEFAULT_CONSOLE_IMAGE")]
     pub default_console_image: Option<String>,
+    /// pgAdmin image of a PgAdmin without `spec.image`.
     #[arg(long, env = "DEFAULT_PGADMIN_IMAGE")]
     pub default_pgadmin_image: Option<String>,
+    /// OAuth2 proxy image of a PgAdmin with OAuth2 and no `proxyImage`.
     #[arg(long, env = "DEFAULT_OAUTH2_PROXY_IMAGE")]
     pub default_oauth2_proxy_image: Option<String>,
+    /// Agent image of an EvidenceAgent without `spec.image`.
     #[arg(long, env = "DEFAULT_EVIDENCE_AGENT_IMAGE")]
     pub default_evidence_agent_image: Option<String>,
-    /// Address of `/metrics` (Prometheus text).
-    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8080", value_parser = parse_bind)]
-    pub metrics_bind_address: SocketAddr,
-    /// Address of `/healthz` and `/readyz`.
-    #[arg(long, env = "HEALTH_PROBE_BIND_ADDRESS", default_value = "0.0.0.0:8081", value_parser = parse_bind)]
-    pub health_probe_bind_address: SocketAddr,
     /// Cap on concurrent API writes across all objects.
     #[arg(long, env = "MAX_INFLIGHT_WRITES", default_value_t = 32)]
     pub max_inflight_writes: usize,
     /// Export traces over OTLP/HTTP to this endpoint.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otel_exporter_otlp_endpoint: Option<String>,
+}
+
+/// Where `run` serves its endpoints (`sim` serves none: it is for trying, not for scraping).
+#[derive(Args, Clone, Debug)]
+pub struct EndpointArgs {
+    /// Address of `/metrics` (Prometheus text).
+    #[arg(long, env = "METRICS_BIND_ADDRESS", default_value = "0.0.0.0:8080", value_parser = parse_bind)]
+    pub metrics_bind_address: SocketAddr,
+    /// Address of `/healthz` and `/readyz`.
+    #[arg(long, env = "HEALTH_PROBE_BIND_ADDRESS", default_value = "0.0.0.0:8081", value_parser = parse_bind)]
+    pub health_probe_bind_address: SocketAddr,
 }
 
 /// Accepts Go-style `:8080` (all interfaces) as well as `host:port`.
@@ -100,6 +109,8 @@ mod tests {
     struct Probe {
         #[command(flatten)]
         settings: SettingsArgs,
+        #[command(flatten)]
+        endpoints: EndpointArgs,
     }
 
     #[test]
@@ -113,14 +124,17 @@ mod tests {
             "--default-console-image",
             "registry.example/console:1",
         ])
-        .map(|p| p.settings);
-        let Ok(args) = parsed else {
+        .map(|p| (p.settings, p.endpoints));
+        let Ok((args, endpoints)) = parsed else {
             panic!("{parsed:?}")
         };
         let settings = args.to_settings();
         assert_eq!(settings.watch_namespaces, ["a", "b", "c"]);
         assert!(settings.allowed_image_repositories.is_empty());
-        assert_eq!(args.metrics_bind_address, "0.0.0.0:9090".parse().unwrap());
+        assert_eq!(
+            endpoints.metrics_bind_address,
+            "0.0.0.0:9090".parse().unwrap()
+        );
         assert_eq!(
             settings.default_images.console.as_deref(),
             Some("registry.example/console:1")

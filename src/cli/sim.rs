@@ -12,14 +12,15 @@ use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 
 use super::settings::SettingsArgs;
-use super::table::{Row, changed_lines, format_table, row};
-use super::{CliError, telemetry};
+use super::signal::Stop;
+use super::table::{Row, changed_lines, format_table, key_column, row};
+use super::{CliError, examples, telemetry};
 use crate::actors::shared::start_shared_actors;
 use crate::health::Readiness;
 use crate::k8s::apply_manifests;
 use crate::metrics::OperatorMetrics;
 use crate::supervisor::{OperatorBuilder, register_all};
-use pgtoolbox_sim::{DenyRule, Sim, SimConfig, run_api_only};
+use pgtoolbox_sim::{DenyRule, KubeconfigFile, Sim, SimConfig, run_api_only};
 
 /// Our API group: the table shows every kind of it.
 const GROUP: &str = "pgtoolbox.fyannk.dev";
@@ -32,7 +33,8 @@ pub struct SimArgs {
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
-    /// Write the kubeconfig to this file (default: a file in the temporary directory).
+    /// Write the kubeconfig to this file; an existing file is replaced only if `sim` wrote it,
+    /// and it is kept on exit (default: a temporary file, removed on exit).
     #[arg(long)]
     pub kubeconfig_out: Option<PathBuf>,
     /// Answer 403 to matching requests: VERB:[GROUP/]RESOURCE:NAMESPACE, `*` wildcards. Repeatable.
@@ -47,27 +49,11 @@ pub struct SimArgs {
     /// Directory of CRD manifests to serve instead of the operator's own (built in).
     #[arg(long)]
     pub crds: Option<PathBuf>,
-    /// Directory of manifests applied once the operator runs.
-    #[arg(long, default_value = "examples")]
-    pub examples: PathBuf,
+    /// Directory of manifests applied once the operator runs (default: the built-in examples).
+    #[arg(long)]
+    pub examples: Option<PathBuf>,
     #[command(flatten)]
     pub settings: SettingsArgs,
-}
-
-/// The YAML files of a directory, sorted; a missing directory is empty.
-fn yaml_files(dir: &Path) -> std::io::Result<Vec<(PathBuf, String)>> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(Vec::new());
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| std::fs::read_to_string(&p).map(|text| (p, text)))
-        .collect()
 }
 
 impl SimArgs {
@@ -86,7 +72,10 @@ impl SimArgs {
 /// The CRDs to serve: the files of `--crds`, else the operator's own.
 fn crd_texts(dir: Option<&Path>) -> Result<Vec<String>, CliError> {
     match dir {
-        Some(dir) => Ok(yaml_files(dir)?.into_iter().map(|(_, text)| text).collect()),
+        Some(dir) => Ok(examples::yaml_files(dir)?
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect()),
         None => crate::api::crd_manifests()
             .iter()
             .map(|crd| serde_json::to_string(crd).map_err(|e| CliError::Crd(e.to_string())))
@@ -103,16 +92,15 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     // Logs go to stderr at `warn` unless RUST_LOG says otherwise: stdout holds the table.
     let _telemetry =
         telemetry::init_with_default(args.settings.otel_exporter_otlp_endpoint.as_deref(), "warn")?;
+    // Listen before anything is written: a Ctrl-C during start-up still cleans up.
+    let mut stop = Stop::listen();
     let sim = Sim::start(args.sim_config(crd_texts(args.crds.as_deref())?)).await?;
-    let kubeconfig = args.kubeconfig_out.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("pgtoolbox-sim-{}.kubeconfig", sim.addr().port()))
-    });
-    sim.write_kubeconfig(&kubeconfig)?;
+    let kubeconfig = KubeconfigFile::write(&sim, args.kubeconfig_out.as_deref())?;
     let banner = format!(
         "embedded API server: {}\nkubeconfig: {}\ntry: KUBECONFIG={} kubectl get pgaccessrequests,pgadmins -A\nCtrl-C stops.\n",
         sim.url(),
-        kubeconfig.display(),
-        kubeconfig.display()
+        kubeconfig.path().display(),
+        kubeconfig.path().display()
     );
     println!("{banner}");
 
@@ -132,10 +120,10 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     ))
     .start()
     .await?;
-    apply_examples(&client, &args.examples).await;
+    apply_examples(&client, args.examples.as_deref()).await;
 
     tokio::select! {
-        _ = super::signal::terminated() => {}
+        _ = stop.wait() => {}
         _ = live_table(&client, &banner) => {}
         kind = operator.failed() => eprintln!("the supervisor of {kind} stopped"),
     }
@@ -145,15 +133,16 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     // The server stops once its clients are gone: close our pooled connections first.
     drop(client);
     drop(sim);
-    let _ = std::fs::remove_file(&kubeconfig);
+    drop(kubeconfig);
     Ok(())
 }
 
 /// Apply every example file (namespaces created as needed); report what failed.
-async fn apply_examples(client: &kube::Client, dir: &Path) {
-    let files = match yaml_files(dir) {
+async fn apply_examples(client: &kube::Client, dir: Option<&Path>) {
+    let files = match examples::manifests(dir) {
         Ok(files) if files.is_empty() => {
-            eprintln!("no manifests in {} (see --examples)", dir.display());
+            let dir = dir.map(|d| d.display().to_string()).unwrap_or_default();
+            eprintln!("no manifests in {dir} (see --examples)");
             return;
         }
         Ok(files) => files,
@@ -171,13 +160,20 @@ async fn apply_examples(client: &kube::Client, dir: &Path) {
     }
 }
 
+/// One of our kinds as the table reads it.
+struct OurKind {
+    kind: String,
+    resource: ApiResource,
+    key_column: Option<(String, String)>,
+}
+
 /// Our kinds, as served: from the CRDs of our group.
-async fn our_kinds(client: &kube::Client) -> Vec<(String, ApiResource)> {
+async fn our_kinds(client: &kube::Client) -> Vec<OurKind> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     let Ok(list) = crds.list(&ListParams::default()).await else {
         return Vec::new();
     };
-    let mut kinds: Vec<(String, ApiResource)> = list
+    let mut kinds: Vec<OurKind> = list
         .items
         .iter()
         .filter(|crd| crd.spec.group == GROUP)
@@ -185,19 +181,33 @@ async fn our_kinds(client: &kube::Client) -> Vec<(String, ApiResource)> {
             let version = crd.spec.versions.iter().find(|v| v.served)?;
             let gvk = GroupVersionKind::gvk(GROUP, &version.name, &crd.spec.names.kind);
             let resource = ApiResource::from_gvk_with_plural(&gvk, &crd.spec.names.plural);
-            Some((crd.spec.names.kind.clone(), resource))
+            let columns: Vec<(String, String)> = version
+                .additional_printer_columns
+                .iter()
+                .flatten()
+                .map(|c| (c.name.clone(), c.json_path.clone()))
+                .collect();
+            Some(OurKind {
+                kind: crd.spec.names.kind.clone(),
+                resource,
+                key_column: key_column(&columns),
+            })
         })
         .collect();
-    kinds.sort_by(|a, b| a.0.cmp(&b.0));
+    kinds.sort_by(|a, b| a.kind.cmp(&b.kind));
     kinds
 }
 
-async fn rows(client: &kube::Client, kinds: &[(String, ApiResource)]) -> Vec<Row> {
+async fn rows(client: &kube::Client, kinds: &[OurKind]) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (kind, resource) in kinds {
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), resource);
+    for kind in kinds {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.resource);
         if let Ok(list) = api.list(&ListParams::default()).await {
-            rows.extend(list.items.iter().map(|obj| row(kind, obj)));
+            rows.extend(
+                list.items
+                    .iter()
+                    .map(|obj| row(&kind.kind, kind.key_column.as_ref(), obj)),
+            );
         }
     }
     rows.sort();

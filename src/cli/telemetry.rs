@@ -1,6 +1,8 @@
 //! Logging and tracing: fmt logs on stderr; spans exported over OTLP/HTTP when
 //! `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
 
+use std::io::IsTerminal;
+
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -41,8 +43,10 @@ pub fn init_with_default(
 ) -> Result<Telemetry, TelemetryError> {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
+    // Colour codes only for a person at a terminal, never in a file or a log collector.
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .boxed();
     let (otel, provider) = match otlp_endpoint.filter(|e| !e.is_empty()) {
         Some(endpoint) => {

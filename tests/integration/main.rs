@@ -1,5 +1,6 @@
 //! The one integration test binary; each topic is a module beside this file.
 
+mod cli_support;
 mod crds;
 mod kubectl_support;
 mod pgaccessrequest;
@@ -8,6 +9,7 @@ mod pgar_support;
 mod runtime_cli;
 mod runtime_crash;
 mod runtime_deploy;
+mod runtime_first_hour;
 mod runtime_leader;
 mod runtime_support;
 mod runtime_watch;

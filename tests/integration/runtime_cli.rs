@@ -1,10 +1,9 @@
 //! `pgtoolbox-operator sim` as a user runs it: banner with the kubeconfig, kubectl works,
 //! the table lists the examples, Ctrl-C stops it cleanly.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+
+use crate::cli_support::Running;
 
 const CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
@@ -42,43 +41,16 @@ fn sim_prints_how_to_reach_it_shows_the_table_and_stops_on_ctrl_c() {
     std::fs::write(crds.join("widgets.yaml"), CRD).unwrap();
     std::fs::write(examples.join("widget.yaml"), EXAMPLE).unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
-        .args(["sim", "--crds"])
-        .arg(&crds)
-        .arg("--examples")
-        .arg(&examples)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let mut wait_for = |what: &str| -> String {
-        loop {
-            match lines.recv_timeout(Duration::from_secs(30)) {
-                Ok(line) => {
-                    seen.push(line.clone());
-                    if line.contains(what) {
-                        return line;
-                    }
-                }
-                Err(_) => panic!("no line with {what:?}; got {seen:?}"),
-            }
-        }
-    };
-    let kubeconfig = wait_for("kubeconfig: ")
-        .trim_start_matches("kubeconfig: ")
-        .to_string();
-    wait_for("kubectl get");
-    wait_for("Widget team-a/first Ready=- Reason=-");
+    let crds_arg = crds.display().to_string();
+    let examples_arg = examples.display().to_string();
+    let mut sim = Running::start(
+        &["sim", "--crds", &crds_arg, "--examples", &examples_arg],
+        dir.path(),
+        Stdio::null(),
+    );
+    let kubeconfig = sim.kubeconfig();
+    sim.wait_for("kubectl get");
+    sim.wait_for("Widget team-a/first Ready=- Reason=-");
 
     let kubectl = Command::new("kubectl")
         .args(["get", "widgets", "-n", "team-a", "-o", "name"])
@@ -91,12 +63,7 @@ fn sim_prints_how_to_reach_it_shows_the_table_and_stops_on_ctrl_c() {
         "widget.pgtoolbox.fyannk.dev/first"
     );
 
-    let interrupted = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(interrupted.success());
-    let status = child.wait().unwrap();
+    let status = sim.interrupt();
     assert!(status.success(), "exit status {status:?}");
     assert!(
         !std::path::Path::new(&kubeconfig).exists(),

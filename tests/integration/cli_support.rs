@@ -1,0 +1,86 @@
+//! The built binary run as a user runs it: its stdout read line by line, stopped with Ctrl-C.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub fn binary() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"));
+    command.env_remove("KUBERNETES_SERVICE_HOST");
+    command
+}
+
+pub struct Running {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    pub seen: Vec<String>,
+}
+
+impl Running {
+    /// Starts `pgtoolbox-operator ARGS` in `dir`; stderr goes where `stderr` says.
+    pub fn start(args: &[&str], dir: &Path, stderr: Stdio) -> Running {
+        let mut command = binary();
+        command.args(args).current_dir(dir).stderr(stderr);
+        Running::spawn(command)
+    }
+
+    /// Starts a prepared command of the binary with its stdout read line by line.
+    pub fn spawn(mut command: Command) -> Running {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the binary starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next line containing `what` (30 s at most).
+    pub fn wait_for(&mut self, what: &str) -> String {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(30)) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(what) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!("no line with {what:?}; got {:?}", self.seen),
+            }
+        }
+    }
+
+    /// The path printed on the `kubeconfig: PATH` line.
+    pub fn kubeconfig(&mut self) -> String {
+        self.wait_for("kubeconfig: ")
+            .trim_start_matches("kubeconfig: ")
+            .to_string()
+    }
+
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Ctrl-C, then the exit status.
+    pub fn interrupt(mut self) -> ExitStatus {
+        let interrupted = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(interrupted.success());
+        self.child.wait().expect("the binary exits")
+    }
+}

@@ -1,0 +1,164 @@
+//! What a new user meets in the first hour with the binary: their kubeconfig is never lost,
+//! the examples apply anywhere and ship inside the binary, `crds | head` and piped logs behave.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use pgtoolbox_sim::kubeconfig::MARKER;
+
+use crate::cli_support::{Running, binary};
+use crate::kubectl_support::{Kubectl, kubectl_present};
+
+const USERS_OWN: &str = "apiVersion: v1\nkind: Config\ncurrent-context: prod\n# the user's own\n";
+const MODES: [&[&str]; 2] = [&["sim"], &["sim", "--api-only"]];
+
+#[test]
+fn an_existing_kubeconfig_of_the_user_is_refused_and_left_intact_in_both_modes() {
+    for mode in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        std::fs::write(&path, USERS_OWN).unwrap();
+        let out = binary()
+            .args(mode)
+            .arg("--kubeconfig-out")
+            .arg(&path)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{mode:?} accepted a foreign file");
+        assert!(stderr.contains("refusing to replace"), "{mode:?}: {stderr}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            USERS_OWN,
+            "{mode:?}"
+        );
+    }
+}
+
+#[test]
+fn a_kubeconfig_the_user_named_survives_exit_and_the_next_run_reuses_it_in_both_modes() {
+    for mode in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sim.kubeconfig");
+        let path_arg = path.display().to_string();
+        for run in 0..2 {
+            let args: Vec<&str> = mode
+                .iter()
+                .copied()
+                .chain(["--kubeconfig-out", &path_arg])
+                .collect();
+            let mut sim = Running::start(&args, dir.path(), Stdio::null());
+            assert_eq!(sim.kubeconfig(), path_arg, "{mode:?} run {run}");
+            let status = sim.interrupt();
+            assert!(status.success(), "{mode:?} run {run}: {status:?}");
+            let kept = std::fs::read_to_string(&path).unwrap();
+            assert!(kept.starts_with(MARKER), "{mode:?} run {run}: {kept}");
+        }
+    }
+}
+
+#[test]
+fn only_a_temporary_kubeconfig_chosen_by_sim_is_removed_in_both_modes() {
+    for mode in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sim = Running::start(mode, dir.path(), Stdio::null());
+        let path = sim.kubeconfig();
+        assert!(Path::new(&path).exists(), "{mode:?}");
+        assert!(sim.interrupt().success(), "{mode:?}");
+        assert!(!Path::new(&path).exists(), "{mode:?}: {path} left behind");
+    }
+}
+
+#[test]
+fn kubectl_applies_the_examples_directory_to_a_bare_api_server() {
+    if !kubectl_present() {
+        eprintln!("kubectl not installed; skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut sim = Running::start(&["sim", "--api-only"], dir.path(), Stdio::null());
+    let kubectl = Kubectl {
+        kubeconfig: sim.kubeconfig().into(),
+        dir,
+    };
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    kubectl.ok(&["apply", "-f", &examples.display().to_string()]);
+    let names = kubectl.ok(&[
+        "get",
+        "pgar,pga,pgaa,pgev,pgtc,clusters",
+        "-A",
+        "-o",
+        "name",
+    ]);
+    for name in [
+        "pgaccessrequest.pgtoolbox.fyannk.dev/alice-orders",
+        "pgadmin.pgtoolbox.fyannk.dev/team-pgadmin",
+        "pgadminaccess.pgtoolbox.fyannk.dev/grant-team-a",
+        "evidenceagent.pgtoolbox.fyannk.dev/orders-evidence",
+        "pgtoolboxconsole.pgtoolbox.fyannk.dev/orders-console",
+        "cluster.postgresql.cnpg.io/orders",
+        "cluster.postgresql.cnpg.io/billing",
+    ] {
+        assert!(names.contains(name), "{name} missing: {names}");
+    }
+    assert!(sim.interrupt().success());
+}
+
+#[test]
+fn sim_started_from_any_directory_shows_the_built_in_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sim = Running::start(&["sim"], dir.path(), Stdio::null());
+    sim.wait_for("PgAdmin team-a/team-pgadmin");
+    // The request's key column: its phase, once the operator has written the status.
+    let request = sim.wait_for("PgAccessRequest team-a/alice-orders Ready=True");
+    assert!(request.ends_with("Phase=Pending"), "{request}");
+    assert!(sim.interrupt().success());
+}
+
+#[test]
+fn crds_into_a_pipe_closed_early_exits_zero_without_a_panic() {
+    let full = binary().arg("crds").output().unwrap();
+    assert!(full.status.success());
+    // More than a pipe buffer, so `head -1` closes the pipe while the binary still writes.
+    assert!(full.stdout.len() > 64 * 1024, "{} bytes", full.stdout.len());
+    let out = std::process::Command::new("bash")
+        .args(["-c", "set -o pipefail; \"$0\" crds | head -1"])
+        .arg(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}
+
+#[test]
+fn logs_written_to_a_pipe_carry_no_escape_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = binary();
+    command
+        .args(["sim"])
+        .env("RUST_LOG", "debug")
+        .current_dir(dir.path())
+        .stderr(Stdio::piped());
+    let mut sim = Running::spawn(command);
+    let stderr = sim.child().stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .take(50)
+            .collect::<Vec<String>>()
+    });
+    sim.wait_for("PgAccessRequest team-a/alice-orders");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(sim.interrupt().success());
+    let lines = reader.join().unwrap();
+    assert!(!lines.is_empty(), "debug logs expected on stderr");
+    for line in &lines {
+        assert!(!line.contains('\u{1b}'), "escape sequence in {line:?}");
+    }
+}
