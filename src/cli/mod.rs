@@ -86,3 +86,45 @@ pub async fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// docs/api.md's settings table names every flag of `run` and its environment variable.
+    #[test]
+    fn every_run_flag_is_in_the_settings_table() {
+        let docs = include_str!("../../docs/api.md");
+        let table = docs
+            .split("## Operator settings")
+            .nth(1)
+            .unwrap_or_default();
+        let cli = super::Cli::command();
+        let run = cli.find_subcommand("run").unwrap();
+        let flags: Vec<_> = run.get_arguments().filter_map(|a| a.get_long()).collect();
+        assert!(flags.len() > 10, "{flags:?}");
+        for arg in run.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if long == "help" {
+                continue;
+            }
+            assert!(
+                table.contains(&format!("`--{long}`")),
+                "--{long} undocumented"
+            );
+            if let Some(env) = arg.get_env() {
+                let env = env.to_string_lossy();
+                assert!(table.contains(&format!("`{env}`")), "{env} undocumented");
+            }
+            assert!(arg.get_help().is_some(), "--{long} has no help text");
+        }
+        let sim = cli.find_subcommand("sim").unwrap();
+        for arg in sim.get_arguments() {
+            assert!(
+                arg.get_help().is_some(),
+                "sim --{:?} has no help",
+                arg.get_long()
+            );
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! The operator settings as flags and environment variables (api.md, "Operator settings").
+//! The operator settings as flags and environment variables (docs/api.md, "Operator settings").
 
 use std::net::SocketAddr;
 

@@ -48,7 +48,7 @@ impl Sim {
 
     fn apply(&self, name: &str, manifest: &str) {
         let path = self.kubectl.file(name, manifest);
-        self.kubectl.ok(&["apply", "--validate=false", "-f", &path]);
+        self.kubectl.ok(&["apply", "-f", &path]);
     }
 
     fn wait_reason(&self, reason: &str) {
