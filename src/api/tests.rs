@@ -12,6 +12,16 @@ fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The document of `kind` in an example file (the examples carry their Namespaces too).
+fn example_of(file: &str, kind: &str) -> Value {
+    let text = std::fs::read_to_string(manifest_dir().join("examples").join(file))
+        .expect("example exists");
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("yaml"))
+        .find(|doc: &Value| doc["kind"] == kind)
+        .unwrap_or_else(|| panic!("{file} has a {kind}"))
+}
+
 fn crd(kind: &str) -> CustomResourceDefinition {
     crd_manifests()
         .into_iter()
@@ -409,9 +419,7 @@ fn examples_parse_and_pass_the_schema_rules() {
         ("pgaccessrequest.yaml", "PgAccessRequest"),
     ];
     for (file, kind) in cases {
-        let text = std::fs::read_to_string(manifest_dir().join("examples").join(file))
-            .expect("example exists");
-        let value: Value = serde_yaml_ng::from_str(&text).expect("yaml");
+        let value = example_of(file, kind);
         assert!(cel_ok(kind, &value, None), "{file}");
         let parsed = match kind {
             "PgAdmin" => serde_json::from_value::<PgAdmin>(value).map(|_| ()),
@@ -439,11 +447,9 @@ fn the_pause_annotation_is_read() {
 fn objects_hand_their_stored_status_and_facts_to_the_engine() {
     use crate::conditions::{ConditionType, Kind, Verdict, derive_status, reasons::common};
 
-    let mut console: PgToolBoxConsole = serde_yaml_ng::from_str(
-        &std::fs::read_to_string(manifest_dir().join("examples/pgtoolboxconsole.yaml"))
-            .expect("example"),
-    )
-    .expect("parses");
+    let mut console: PgToolBoxConsole =
+        serde_json::from_value(example_of("pgtoolboxconsole.yaml", "PgToolBoxConsole"))
+            .expect("parses");
     console.metadata.generation = Some(5);
     console.metadata.annotations =
         Some([(RECONCILE_ANNOTATION.to_owned(), "skip".to_owned())].into());
@@ -474,7 +480,8 @@ fn objects_hand_their_stored_status_and_facts_to_the_engine() {
         ..Default::default()
     });
     assert_eq!(console.stored_status().observed_generation, Some(5));
-    assert_eq!(console.stored_status().conditions.len(), 6);
+    // Ready, Progressing, Stalled, three aspects, two advisories (Initializing on first touch).
+    assert_eq!(console.stored_status().conditions.len(), 8);
 }
 
 #[test]

@@ -1,14 +1,17 @@
 //! The engine: from a pass's facts and the stored conditions, the whole new status.
 
+use std::time::Duration;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{Timestamp, TimestampRound, Unit};
 
-use super::errors::ClassifiedError;
-use super::events::{EventDecision, decide_events};
-use super::facts::{PassFacts, Stall};
+use super::events::{EventDecision, decide_events, reported_errors};
+use super::facts::{Hostname, PassFacts, Stall};
+use super::kinds::recheck_purpose;
 use super::message::bound_message;
 use super::reasons::{Reason, common};
 use super::types::{ConditionStatus, ConditionType};
+use crate::messages::TimerPurpose;
 
 /// metav1 allows any number of conditions; we promise at most this many.
 pub const MAX_CONDITIONS: usize = 16;
@@ -20,14 +23,30 @@ pub struct StatusUpdate {
     pub conditions: Vec<Condition>,
     /// The new `status.observedGeneration`.
     pub observed_generation: i64,
-    /// False when the stored status already says all this: write nothing.
+    /// The kind's status fields as this pass wants them (`null` removes one); written with
+    /// the conditions by [`status_patch`](super::status_patch).
+    pub fields: serde_json::Map<String, serde_json::Value>,
+    /// False when the stored status already says all this (conditions, observed generation
+    /// and status fields): write nothing.
     pub changed: bool,
-    /// Events to record once the status write has succeeded (never before, never on failure).
+    /// Events to record once the status write has succeeded (never before, never on failure);
+    /// when nothing changed there is no write, and they are recorded at once (only the kind's
+    /// own Events can be there then).
     pub events: Vec<EventDecision>,
     /// The stall of this pass: do not retry with backoff, wait for a watched change...
     pub stall: Option<Stall>,
     /// ...or, for a stall on an input that is not watched, look again after this long.
     pub recheck_after: Option<std::time::Duration>,
+    /// Every timer of the pass: the stall recheck and the kind's own (renewal, expiry, a kept
+    /// policy's wait). The runtime's `Outcome` is built from this and `stall`, in one place.
+    pub timers: Vec<(TimerPurpose, Duration)>,
+}
+
+impl StatusUpdate {
+    /// The earliest timer of the pass: when to look again without a watched change.
+    pub fn next_wake_up(&self) -> Option<Duration> {
+        self.timers.iter().map(|(_, d)| *d).min()
+    }
 }
 
 /// The stored status as read with the object.
@@ -56,8 +75,7 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
     let evaluated_now = |c: &Condition| {
         c.observed_generation == Some(facts.generation) && c.reason != common::INITIALIZING.as_str()
     };
-    let stall = facts
-        .stall()
+    let stall = derive_stall(facts, &aspects, stored.conditions)
         .filter(|s| !facts.paused || s.reason == common::HOSTNAME_NOT_ALLOWED);
 
     let ready = derive_ready(facts, &aspects, &evaluated_now, &builder);
@@ -94,22 +112,65 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
     );
     conditions.truncate(MAX_CONDITIONS);
 
-    let changed =
-        conditions != stored.conditions || stored.observed_generation != Some(facts.generation);
+    let fields: serde_json::Map<String, serde_json::Value> = facts
+        .fields
+        .iter()
+        .map(|f| (f.field.as_str().to_owned(), f.value.clone()))
+        .collect();
+    let changed = conditions != stored.conditions
+        || stored.observed_generation != Some(facts.generation)
+        || facts.fields.iter().any(|f| f.changed);
     let events = decide_events(facts, stored.conditions, &conditions, stall.as_ref());
     let recheck_after = stall
         .as_ref()
         .and_then(|s| facts.kind.stall_recheck(s.reason));
+    let mut timers: Vec<(TimerPurpose, Duration)> = recheck_after
+        .map(|d| (recheck_purpose(d), d))
+        .into_iter()
+        .collect();
+    timers.extend(facts.timers.iter().copied());
     StatusUpdate {
         conditions,
         observed_generation: facts.generation,
+        fields,
         changed,
         events,
         stall,
         recheck_after,
+        timers,
     }
 }
 
+/// The stall of the pass: the first aspect, in the kind's order, that stalls by the kind's
+/// table; or, for an aspect this pass did not evaluate (an error pass, a pass that stopped
+/// early), the stored stall it caused, which an error does not lift.
+fn derive_stall(facts: &PassFacts, aspects: &[Condition], stored: &[Condition]) -> Option<Stall> {
+    let stored_stall = find_condition(stored, ConditionType::Stalled)
+        .filter(|c| c.status == ConditionStatus::True.as_str());
+    facts
+        .kind
+        .aspects()
+        .iter()
+        .zip(aspects)
+        .find_map(|(aspect, condition)| {
+            if let Some(verdict) = facts.aspect(*aspect) {
+                return facts
+                    .kind
+                    .stalls_on(*aspect, verdict.status, verdict.reason, verdict.subject)
+                    .then(|| Stall {
+                        reason: verdict.reason,
+                        message: verdict.message.clone(),
+                    });
+            }
+            let kept = condition.status == ConditionStatus::False.as_str();
+            let stalled = stored_stall.filter(|s| kept && s.reason == condition.reason)?;
+            // Registered by construction: the stall was written by this engine.
+            Some(Stall {
+                reason: Reason::parse(&stalled.reason)?,
+                message: stalled.message.clone(),
+            })
+        })
+}
 /// Status for an object in a namespace dropped at start for missing permissions: Ready turns
 /// Unknown (NamespaceNotWatched) with a Warning; everything else is left as stored.
 pub fn namespace_not_watched(
@@ -152,9 +213,11 @@ pub fn namespace_not_watched(
         changed: conditions != stored.conditions,
         conditions,
         observed_generation: stored.observed_generation.unwrap_or(generation),
+        fields: serde_json::Map::new(),
         events,
         stall: None,
         recheck_after: None,
+        timers: Vec::new(),
     }
 }
 
@@ -200,11 +263,7 @@ impl Builder<'_> {
 }
 
 fn derive_aspects(facts: &PassFacts, builder: &Builder<'_>) -> Vec<Condition> {
-    let hostname_refused_now = facts
-        .aspects
-        .iter()
-        .any(|(_, v)| v.reason == common::HOSTNAME_NOT_ALLOWED);
-    let pass_evaluated_something = !facts.aspects.is_empty();
+    let hostname_allowed = matches!(facts.hostname(), Some(Hostname::Allowed));
     facts
         .kind
         .aspects()
@@ -214,12 +273,10 @@ fn derive_aspects(facts: &PassFacts, builder: &Builder<'_>) -> Vec<Condition> {
                 return builder.make(*aspect, v.status, v.reason, &v.message);
             }
             match find_condition(builder.stored, *aspect) {
-                // The hostname refusal is over, but this pass did not say what holds now:
-                // never leave the old refusal on show.
+                // The hostname is allowed now, but this pass did not say what holds: never
+                // leave the old refusal on show.
                 Some(old)
-                    if old.reason == common::HOSTNAME_NOT_ALLOWED.as_str()
-                        && pass_evaluated_something
-                        && !hostname_refused_now =>
+                    if hostname_allowed && old.reason == common::HOSTNAME_NOT_ALLOWED.as_str() =>
                 {
                     builder.make(
                         *aspect,
@@ -249,10 +306,11 @@ fn derive_ready(
     let make =
         |status, reason, message: &str| builder.make(ConditionType::Ready, status, reason, message);
     if let Some(error) = &facts.error {
+        let reported = reported_errors(builder.stored);
         return make(
             ConditionStatus::False,
             common::RECONCILE_ERROR,
-            &ClassifiedError::ready_message(error),
+            &error.ready_message_after(&reported),
         );
     }
     if facts.paused {
@@ -332,7 +390,19 @@ fn derive_advisories(facts: &PassFacts, builder: &Builder<'_>) -> Vec<Condition>
         .filter_map(|advisory| match facts.advisory(*advisory) {
             Some(Some(v)) => Some(builder.make(*advisory, v.status, v.reason, &v.message)),
             Some(None) => None,
-            None => find_condition(builder.stored, *advisory).cloned(),
+            None => match find_condition(builder.stored, *advisory) {
+                Some(old) => Some(old.clone()),
+                // First touch: not evaluated yet, like every other condition.
+                None if find_condition(builder.stored, ConditionType::Ready).is_none() => {
+                    Some(builder.make(
+                        *advisory,
+                        ConditionStatus::Unknown,
+                        common::INITIALIZING,
+                        "not evaluated yet",
+                    ))
+                }
+                None => None,
+            },
         })
         .collect()
 }

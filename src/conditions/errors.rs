@@ -1,6 +1,6 @@
 //! Classification of a failed reconciliation into the three Event classes.
 
-use super::message::bound_message;
+use super::message::{bound_message, bound_message_with_suffix};
 use super::reasons::{Reason, common};
 
 /// The class of an error that ended a reconciliation; each is reported once, not per retry.
@@ -36,7 +36,32 @@ impl ErrorClass {
             .copied()
             .find(|c| c.reason().as_str() == class)
     }
+
+    /// Every class the stored Ready message records as reported since the last successful
+    /// pass: its own class first, then those of [`ClassifiedError::ready_message_after`]'s note.
+    pub fn reported_in(message: &str) -> Vec<ErrorClass> {
+        let mut classes: Vec<ErrorClass> = Self::from_ready_message(message).into_iter().collect();
+        let earlier = message
+            .strip_suffix(']')
+            .and_then(|m| m.rsplit_once(EARLIER_MARKER))
+            .map(|(_, list)| list);
+        for name in earlier.into_iter().flat_map(|list| list.split(", ")) {
+            if let Some(class) = Self::ALL
+                .iter()
+                .copied()
+                .find(|c| c.reason().as_str() == name)
+                && !classes.contains(&class)
+            {
+                classes.push(class);
+            }
+        }
+        classes
+    }
 }
+
+/// Introduces, at the end of a Ready message, the other classes already reported since the
+/// last successful pass (so a retry that alternates between classes reports each once).
+const EARLIER_MARKER: &str = " [also reported since the last successful pass: ";
 
 /// An error of this pass, classified, with its (bounded) text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +90,23 @@ impl ClassifiedError {
     /// The Ready message: the class first, so it can be read back on the next pass.
     pub fn ready_message(&self) -> String {
         bound_message(&format!("{}: {}", self.class.reason(), self.text))
+    }
+
+    /// The Ready message that also records `reported`, the classes already reported since the
+    /// last successful pass (this error's own class is left out of the note). The note is a
+    /// required suffix: a long error text is cut before it, never the note.
+    pub fn ready_message_after(&self, reported: &[ErrorClass]) -> String {
+        let earlier: Vec<&str> = ErrorClass::ALL
+            .iter()
+            .filter(|c| **c != self.class && reported.contains(c))
+            .map(|c| c.reason().as_str())
+            .collect();
+        if earlier.is_empty() {
+            return self.ready_message();
+        }
+        let body = format!("{}: {}", self.class.reason(), self.text);
+        let note = format!("{EARLIER_MARKER}{}]", earlier.join(", "));
+        bound_message_with_suffix(&body, &note)
     }
 }
 
@@ -187,5 +229,30 @@ mod tests {
             );
         }
         assert_eq!(ErrorClass::from_ready_message("no class here"), None);
+    }
+
+    #[test]
+    fn the_reported_set_round_trips_through_the_ready_message() {
+        use ErrorClass::{AdmissionDenied as A, QuotaExceeded as Q, ReconciliationFailed as R};
+        let cases: &[(ErrorClass, &[ErrorClass], &[ErrorClass])] = &[
+            (Q, &[], &[Q]),
+            (Q, &[Q], &[Q]),
+            (A, &[Q], &[A, Q]),
+            (Q, &[A, Q], &[Q, A]),
+            (R, &[Q, A], &[R, Q, A]),
+        ];
+        for (class, earlier, expected) in cases {
+            for text in ["short", &"t".repeat(4000), "has [brackets]: and colons"] {
+                let message = ClassifiedError::new(*class, text).ready_message_after(earlier);
+                assert!(message.len() <= crate::conditions::MESSAGE_LIMIT_BYTES);
+                let mut got = ErrorClass::reported_in(&message);
+                let mut want = expected.to_vec();
+                got.sort_by_key(|c| c.reason());
+                want.sort_by_key(|c| c.reason());
+                assert_eq!(got, want, "{class:?} after {earlier:?}");
+                assert_eq!(ErrorClass::from_ready_message(&message), Some(*class));
+            }
+        }
+        assert!(ErrorClass::reported_in("AsExpected: nothing").is_empty());
     }
 }

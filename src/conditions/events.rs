@@ -5,7 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 
 use super::engine::find_condition;
 use super::errors::ErrorClass;
-use super::facts::{PassFacts, Stall};
+use super::facts::{Hostname, PassFacts, Stall};
 use super::message::bound_message;
 use super::reasons::{Reason, common};
 use super::types::{ConditionStatus, ConditionType};
@@ -37,16 +37,16 @@ pub struct EventDecision {
 
 impl EventDecision {
     pub fn normal(reason: Reason, note: &str) -> Self {
-        EventDecision {
-            type_: EventType::Normal,
-            reason,
-            note: bound_message(note),
-        }
+        Self::of(EventType::Normal, reason, note)
     }
 
     pub fn warning(reason: Reason, note: &str) -> Self {
+        Self::of(EventType::Warning, reason, note)
+    }
+
+    pub fn of(type_: EventType, reason: Reason, note: &str) -> Self {
         EventDecision {
-            type_: EventType::Warning,
+            type_,
             reason,
             note: bound_message(note),
         }
@@ -67,7 +67,10 @@ fn is(condition: Option<&Condition>, status: ConditionStatus) -> bool {
 /// - Stalled turning True: Warning with the stall's reason.
 /// - An aspect turning False, or False with a new reason: Warning with its reason, unless the
 ///   reason is quiet for the kind (a child on its way).
-/// - An error whose class the stored Ready does not already carry: Warning with the class.
+/// - A refused hostname: one Warning, unless a stored condition already says so (a refusal is
+///   one fact however many conditions and passes state it).
+/// - An error whose class was not reported since the last successful pass: Warning with it.
+/// - Then the kind's own Events of this pass.
 ///
 /// Warnings are deduplicated by reason, so one fact stated by two conditions (a refused
 /// hostname in ConfigurationValid and ExposureReady, and the stall it causes) is one Event.
@@ -109,16 +112,24 @@ pub(crate) fn decide_events(
             events.push(EventDecision::warning(verdict.reason, &verdict.message));
         }
     }
-    if let Some(error) = &facts.error {
-        let reported = old_ready
-            .filter(|c| {
-                c.status == ConditionStatus::False.as_str()
-                    && c.reason == common::RECONCILE_ERROR.as_str()
-            })
-            .and_then(|c| ErrorClass::from_ready_message(&c.message));
-        if reported != Some(error.class) {
-            events.push(EventDecision::warning(error.class.reason(), &error.text));
+    if let Some(Hostname::Refused { message }) = &facts.hostname {
+        let on_record = stored
+            .iter()
+            .any(|c| c.reason == common::HOSTNAME_NOT_ALLOWED.as_str());
+        if on_record {
+            events.retain(|e| e.reason != common::HOSTNAME_NOT_ALLOWED);
+        } else {
+            // The hostname's own words first, ahead of the stall and aspect Warnings.
+            events.insert(
+                0,
+                EventDecision::warning(common::HOSTNAME_NOT_ALLOWED, message),
+            );
         }
+    }
+    if let Some(error) = &facts.error
+        && !reported_errors(stored).contains(&error.class)
+    {
+        events.push(EventDecision::warning(error.class.reason(), &error.text));
     }
     let mut seen = Vec::new();
     events.retain(|e| {
@@ -131,5 +142,18 @@ pub(crate) fn decide_events(
         seen.push(e.reason);
         true
     });
+    events.extend(facts.events.iter().cloned());
     events
+}
+
+/// The error classes reported since the last successful pass, as the stored Ready records
+/// them (a pass without error writes another Ready, which forgets them).
+pub(crate) fn reported_errors(stored: &[Condition]) -> Vec<ErrorClass> {
+    status_of(stored, ConditionType::Ready)
+        .filter(|c| {
+            c.status == ConditionStatus::False.as_str()
+                && c.reason == common::RECONCILE_ERROR.as_str()
+        })
+        .map(|c| ErrorClass::reported_in(&c.message))
+        .unwrap_or_default()
 }

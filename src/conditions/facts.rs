@@ -1,48 +1,38 @@
 //! The input of the engine: what one reconciliation pass found out.
 
+use std::borrow::Cow;
+use std::time::Duration;
+
+use serde::Serialize;
+
 use super::errors::ClassifiedError;
+use super::events::EventDecision;
+use super::fields::{FieldWrite, StatusField};
 use super::kinds::Kind;
 use super::message::bound_message;
-use super::reasons::Reason;
+use super::reasons::{Reason, common};
 use super::types::{ConditionStatus, ConditionType};
+use crate::messages::TimerPurpose;
 
-/// One condition's result as a reconciler decided it: status, registered reason, message.
+pub use super::verdict::{Subject, Verdict};
+
+/// The exposure hostname against the operator's allowed suffixes. It is checked first, on
+/// every pass (paused or failing ones too), and the engine applies it to `ConfigurationValid`
+/// and `ExposureReady` itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Verdict {
-    pub status: ConditionStatus,
-    pub reason: Reason,
-    pub message: String,
-    /// `None`: the kind's table decides whether this result is a stall; `Some` overrides it
-    /// (e.g. a PgAdmin's ConfigurationInvalid about its settings database does stall).
-    pub stalls: Option<bool>,
+pub enum Hostname {
+    Allowed,
+    /// The message names the hostname and the allowed suffixes.
+    Refused {
+        message: String,
+    },
 }
 
-impl Verdict {
-    pub fn new(status: ConditionStatus, reason: Reason, message: impl AsRef<str>) -> Self {
-        Verdict {
-            status,
-            reason,
+impl Hostname {
+    pub fn refused(message: impl AsRef<str>) -> Self {
+        Hostname::Refused {
             message: bound_message(message.as_ref()),
-            stalls: None,
         }
-    }
-
-    pub fn holds(reason: Reason, message: impl AsRef<str>) -> Self {
-        Self::new(ConditionStatus::True, reason, message)
-    }
-
-    pub fn fails(reason: Reason, message: impl AsRef<str>) -> Self {
-        Self::new(ConditionStatus::False, reason, message)
-    }
-
-    pub fn unknown(reason: Reason, message: impl AsRef<str>) -> Self {
-        Self::new(ConditionStatus::Unknown, reason, message)
-    }
-
-    /// Overrides the kind's stall table for this result.
-    pub fn stalling(mut self, stalls: bool) -> Self {
-        self.stalls = Some(stalls);
-        self
     }
 }
 
@@ -53,7 +43,7 @@ pub struct Stall {
     pub message: String,
 }
 
-/// A misuse of the facts builder: a condition that the kind does not have.
+/// A misuse of the facts builder.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FactsError {
     #[error("{condition} is not an aspect of {kind:?}")]
@@ -70,13 +60,32 @@ pub enum FactsError {
     ReportedTwice { condition: ConditionType },
     #[error("{reason} belongs to another kind than {kind:?}")]
     ForeignReason { kind: Kind, reason: Reason },
+    #[error("{kind:?} publishes nothing: it has no exposure hostname")]
+    NoExposure { kind: Kind },
+    #[error("the hostname was stated twice in one pass")]
+    HostnameTwice,
+    #[error("{condition}: HostnameNotAllowed is stated with PassFacts::with_hostname")]
+    HostnameIsAFact { condition: ConditionType },
+    #[error("{kind:?} has no reason whose stall depends on what it is about")]
+    NoSubjects { kind: Kind },
+    #[error("{field} is not a status field of {kind:?}")]
+    NotAStatusField { kind: Kind, field: StatusField },
+    #[error("status field {field} was stated twice in one pass")]
+    FieldTwice { field: StatusField },
+    #[error("status field {field} cannot be serialised: {message}")]
+    Unserialisable { field: StatusField, message: String },
+    #[error("{reason} is not an Event of {kind:?}")]
+    NotAnEventOfKind { kind: Kind, reason: Reason },
+    #[error("{purpose:?} timers are the engine's or the runtime's, not a kind's")]
+    NotAKindTimer { purpose: TimerPurpose },
 }
 
 /// What one pass found out. Build it with [`PassFacts::new`] and the `with_*` methods.
 ///
 /// An aspect not reported keeps its stored condition (or is Unknown/Initializing if there is
-/// none); an advisory not reported keeps its stored condition; [`PassFacts::without_advisory`]
-/// removes one (e.g. ExposureConfined once nothing is published).
+/// none); an advisory not reported keeps its stored condition (Unknown/Initializing on first
+/// touch); [`PassFacts::without_advisory`] removes one (e.g. ExposureConfined once nothing is
+/// published).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassFacts {
     pub kind: Kind,
@@ -90,6 +99,10 @@ pub struct PassFacts {
     pub children_converged: bool,
     /// The `pgtoolbox.fyannk.dev/reconcile: skip` annotation is set.
     pub paused: bool,
+    pub(crate) hostname: Option<Hostname>,
+    pub(crate) fields: Vec<FieldWrite>,
+    pub(crate) events: Vec<EventDecision>,
+    pub(crate) timers: Vec<(TimerPurpose, Duration)>,
 }
 
 impl PassFacts {
@@ -102,6 +115,10 @@ impl PassFacts {
             error: None,
             children_converged: false,
             paused: false,
+            hostname: None,
+            fields: Vec::new(),
+            events: Vec::new(),
+            timers: Vec::new(),
         }
     }
 
@@ -120,7 +137,7 @@ impl PassFacts {
         if self.aspects.iter().any(|(c, _)| *c == condition) {
             return Err(FactsError::ReportedTwice { condition });
         }
-        self.check_reason(verdict.reason)?;
+        self.check_verdict(condition, &verdict)?;
         self.aspects.push((condition, verdict));
         Ok(self)
     }
@@ -154,21 +171,101 @@ impl PassFacts {
             return Err(FactsError::ReportedTwice { condition });
         }
         if let Some(v) = &verdict {
-            self.check_reason(v.reason)?;
+            self.check_verdict(condition, v)?;
         }
         self.advisories.push((condition, verdict));
         Ok(self)
     }
 
-    fn check_reason(&self, reason: Reason) -> Result<(), FactsError> {
-        if self.kind.may_use(reason) {
-            Ok(())
-        } else {
-            Err(FactsError::ForeignReason {
+    fn check_verdict(&self, condition: ConditionType, verdict: &Verdict) -> Result<(), FactsError> {
+        if !self.kind.may_use(verdict.reason) {
+            return Err(FactsError::ForeignReason {
+                kind: self.kind,
+                reason: verdict.reason,
+            });
+        }
+        if verdict.reason == common::HOSTNAME_NOT_ALLOWED {
+            return Err(FactsError::HostnameIsAFact { condition });
+        }
+        if verdict.subject.is_some() && !self.kind.has_subjects() {
+            return Err(FactsError::NoSubjects { kind: self.kind });
+        }
+        Ok(())
+    }
+
+    /// States the exposure hostname fact (PgAdmin and PgToolBoxConsole). A refusal turns
+    /// `ConfigurationValid` and `ExposureReady` False with `HostnameNotAllowed` whatever else the
+    /// pass reported for them; an allowed hostname turns a stored refusal Unknown/Reconciling.
+    pub fn with_hostname(mut self, hostname: Hostname) -> Result<Self, FactsError> {
+        if !self.kind.aspects().contains(&ConditionType::ExposureReady) {
+            return Err(FactsError::NoExposure { kind: self.kind });
+        }
+        if self.hostname.is_some() {
+            return Err(FactsError::HostnameTwice);
+        }
+        self.hostname = Some(hostname);
+        Ok(self)
+    }
+
+    /// States one of the kind's status fields as this pass wants it, with the value stored
+    /// now: a difference makes the status worth writing, as a changed condition does. `None`
+    /// (serialised as `null`) removes the field.
+    pub fn with_status_field<T: Serialize + PartialEq + ?Sized>(
+        mut self,
+        field: StatusField,
+        desired: &T,
+        stored: &T,
+    ) -> Result<Self, FactsError> {
+        if !self.kind.status_fields().contains(&field) {
+            return Err(FactsError::NotAStatusField {
+                kind: self.kind,
+                field,
+            });
+        }
+        if self.fields.iter().any(|f| f.field == field) {
+            return Err(FactsError::FieldTwice { field });
+        }
+        let value = serde_json::to_value(desired).map_err(|e| FactsError::Unserialisable {
+            field,
+            message: e.to_string(),
+        })?;
+        self.fields.push(FieldWrite {
+            field,
+            value,
+            changed: desired != stored,
+        });
+        Ok(self)
+    }
+
+    /// Records one of the kind's own Events (RolloutStarted, CertificateIssued, ...); its type
+    /// comes from the kind's table. It is recorded after the status write, or at once when
+    /// there is nothing to write.
+    pub fn with_event(mut self, reason: Reason, note: &str) -> Result<Self, FactsError> {
+        let Some(type_) = self.kind.event_type(reason) else {
+            return Err(FactsError::NotAnEventOfKind {
                 kind: self.kind,
                 reason,
-            })
+            });
+        };
+        self.events.push(EventDecision::of(type_, reason, note));
+        Ok(self)
+    }
+
+    /// Asks for a pass after `delay` (a certificate's renewal, a kept policy's wait, an
+    /// expiry). The engine merges it with its stall recheck into one schedule.
+    pub fn with_timer(
+        mut self,
+        purpose: TimerPurpose,
+        delay: Duration,
+    ) -> Result<Self, FactsError> {
+        if matches!(
+            purpose,
+            TimerPurpose::Retry | TimerPurpose::Recheck2m | TimerPurpose::Recheck5m
+        ) {
+            return Err(FactsError::NotAKindTimer { purpose });
         }
+        self.timers.push((purpose, delay));
+        Ok(self)
     }
 
     pub fn with_error(mut self, error: ClassifiedError) -> Self {
@@ -186,11 +283,54 @@ impl PassFacts {
         self
     }
 
-    pub(crate) fn aspect(&self, condition: ConditionType) -> Option<&Verdict> {
-        self.aspects
+    /// The hostname fact as stated, or as implied: a pass that evaluated ConfigurationValid
+    /// without a refusal checked the hostname (it is checked first) and found it allowed.
+    pub(crate) fn hostname(&self) -> Option<&Hostname> {
+        const IMPLIED: Hostname = Hostname::Allowed;
+        match &self.hostname {
+            Some(h) => Some(h),
+            None if self.kind.aspects().contains(&ConditionType::ExposureReady)
+                && self.aspect_reported(ConditionType::ConfigurationValid) =>
+            {
+                Some(&IMPLIED)
+            }
+            None => None,
+        }
+    }
+
+    fn aspect_reported(&self, condition: ConditionType) -> bool {
+        self.aspects.iter().any(|(c, _)| *c == condition)
+    }
+
+    /// This pass's verdict for an aspect, with a refused hostname applied.
+    pub(crate) fn aspect(&self, condition: ConditionType) -> Option<Cow<'_, Verdict>> {
+        let reported = self
+            .aspects
             .iter()
             .find(|(c, _)| *c == condition)
-            .map(|(_, v)| v)
+            .map(|(_, v)| v);
+        let Some(Hostname::Refused { message }) = &self.hostname else {
+            return reported.map(Cow::Borrowed);
+        };
+        let refusal = Verdict::fails(common::HOSTNAME_NOT_ALLOWED, message);
+        let refused = match (condition, reported) {
+            (ConditionType::ConfigurationValid, Some(other))
+                if other.status == ConditionStatus::False =>
+            {
+                // Another refusal (an image) is named too.
+                refusal.restated(
+                    common::HOSTNAME_NOT_ALLOWED,
+                    &format!("{message}; {}", other.message),
+                )
+            }
+            (ConditionType::ConfigurationValid, _) => refusal,
+            (ConditionType::ExposureReady, Some(other)) => {
+                other.restated(common::HOSTNAME_NOT_ALLOWED, message)
+            }
+            (ConditionType::ExposureReady, None) => refusal,
+            _ => return reported.map(Cow::Borrowed),
+        };
+        Some(Cow::Owned(refused))
     }
 
     pub(crate) fn advisory(&self, condition: ConditionType) -> Option<&Option<Verdict>> {
@@ -200,17 +340,18 @@ impl PassFacts {
             .map(|(_, v)| v)
     }
 
-    /// The first aspect of this pass, in the kind's order, whose result is a stall.
+    /// The first aspect of this pass, in the kind's order, whose result is a stall by the
+    /// kind's table. (The engine also keeps a stored stall whose aspect this pass did not
+    /// evaluate; see `derive_status`.)
     pub fn stall(&self) -> Option<Stall> {
         self.kind.aspects().iter().find_map(|aspect| {
             let verdict = self.aspect(*aspect)?;
-            let stalls = verdict
-                .stalls
-                .unwrap_or_else(|| self.kind.stalls_on(*aspect, verdict.status, verdict.reason));
-            (stalls && verdict.status == ConditionStatus::False).then(|| Stall {
-                reason: verdict.reason,
-                message: verdict.message.clone(),
-            })
+            self.kind
+                .stalls_on(*aspect, verdict.status, verdict.reason, verdict.subject)
+                .then(|| Stall {
+                    reason: verdict.reason,
+                    message: verdict.message.clone(),
+                })
         })
     }
 }

@@ -3,8 +3,29 @@
 
 use std::time::Duration;
 
-use super::reasons::{Owner, Reason, common, console, evidenceagent, pgadmin};
+use super::events::EventType;
+use super::fields::StatusField;
+use super::reasons::{Owner, Reason, common, console, evidenceagent, pgaccessrequest, pgadmin};
 use super::types::{ConditionStatus, ConditionType};
+use super::verdict::Subject;
+use crate::messages::TimerPurpose;
+
+/// How long a stall on an input the operator cannot watch (a ClusterRole, a user's ConfigMap)
+/// waits before it is looked at again. Defined here once; the runtime's timer purposes follow.
+pub const STALL_RECHECK: Duration = Duration::from_secs(120);
+
+/// The same for an ingress NetworkPolicy the API server refused: the refusal may come from an
+/// admission policy the operator does not watch either.
+pub const STALL_RECHECK_LONG: Duration = Duration::from_secs(300);
+
+/// The timer purpose of a stall recheck delay.
+pub(crate) fn recheck_purpose(delay: Duration) -> TimerPurpose {
+    if delay >= STALL_RECHECK_LONG {
+        TimerPurpose::Recheck5m
+    } else {
+        TimerPurpose::Recheck2m
+    }
+}
 
 /// The kinds that report conditions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -53,6 +74,58 @@ impl Kind {
         }
     }
 
+    /// The status fields the kind writes besides conditions and observedGeneration.
+    pub const fn status_fields(self) -> &'static [StatusField] {
+        use StatusField as F;
+        match self {
+            Kind::PgAdmin => &[
+                F::Url,
+                F::Image,
+                F::Servers,
+                F::Registration,
+                F::PublishedExposureKinds,
+            ],
+            Kind::EvidenceAgent => &[F::ObjectStore, F::Certificate],
+            Kind::PgToolBoxConsole => &[F::Url, F::InstanceCaBundle, F::PublishedExposureKinds],
+            Kind::PgAccessRequest => &[F::Phase],
+        }
+    }
+
+    /// The kind's own Events (beside the transition Events the engine decides), each with
+    /// its type.
+    pub const fn events(self) -> &'static [(Reason, EventType)] {
+        use EventType::{Normal, Warning};
+        match self {
+            Kind::PgAdmin => &[
+                (pgadmin::ROLLOUT_STARTED, Normal),
+                (pgadmin::REGISTRATION_STARTED, Normal),
+                (pgadmin::SERVERS_REGISTERED, Normal),
+                (pgadmin::UPGRADE_BACKUP_COMPLETED, Normal),
+                (pgadmin::UPGRADE_BACKUP_SKIPPED, Warning),
+            ],
+            Kind::EvidenceAgent => &[(evidenceagent::CERTIFICATE_ISSUED, Normal)],
+            Kind::PgToolBoxConsole => &[],
+            Kind::PgAccessRequest => &[
+                (pgaccessrequest::ROLE_BINDING_DELETED, Normal),
+                (pgaccessrequest::ACCESS_EXPIRED, Normal),
+                (pgaccessrequest::SELF_APPROVAL_REFUSED, Warning),
+            ],
+        }
+    }
+
+    /// The type of one of the kind's own Events, `None` for a reason that is not one.
+    pub fn event_type(self, reason: Reason) -> Option<EventType> {
+        self.events()
+            .iter()
+            .find(|(r, _)| *r == reason)
+            .map(|(_, t)| *t)
+    }
+
+    /// Whether some of the kind's stalls depend on what a verdict is about ([`Subject`]).
+    pub const fn has_subjects(self) -> bool {
+        matches!(self, Kind::PgAdmin)
+    }
+
     /// Every condition type this kind writes, in the order they are listed in status.
     pub fn condition_types(self) -> Vec<ConditionType> {
         let mut all = vec![C::Ready, C::Progressing, C::Stalled];
@@ -84,10 +157,10 @@ impl Kind {
                 if reason == console::CONSOLE_ROLE_MISSING
                     || reason == common::CONFIG_MAP_NOT_FOUND =>
             {
-                Some(Duration::from_secs(120))
+                Some(STALL_RECHECK)
             }
             Kind::PgToolBoxConsole if reason == console::EXPOSURE_POLICY_INVALID => {
-                Some(Duration::from_secs(300))
+                Some(STALL_RECHECK_LONG)
             }
             _ => None,
         }
@@ -108,22 +181,38 @@ impl Kind {
     }
 
     /// Whether an aspect result, by the kind's rules, means the object cannot make progress
-    /// without a change of input. A verdict can override this (see `Verdict::stalling`).
-    pub fn stalls_on(self, aspect: ConditionType, status: ConditionStatus, reason: Reason) -> bool {
+    /// without a change of input. Nothing else decides it: a PgAccessRequest never stalls,
+    /// every `ConfigurationValid=False` of a console or an agent does, and a PgAdmin's reasons
+    /// that stall only for one [`Subject`] need the verdict to say it is about that.
+    pub fn stalls_on(
+        self,
+        aspect: ConditionType,
+        status: ConditionStatus,
+        reason: Reason,
+        subject: Option<Subject>,
+    ) -> bool {
         if status != ConditionStatus::False {
             return false;
         }
         match (self, aspect) {
-            (Kind::PgAdmin, C::ConfigurationValid) => [
-                common::IMAGE_NOT_ALLOWED,
-                common::HOSTNAME_NOT_ALLOWED,
-                common::RESOURCE_NOT_OWNED,
-                common::SECRET_NOT_FOUND,
-                pgadmin::DATABASE_API_UNAVAILABLE,
-                pgadmin::DATABASE_ROLE_API_UNAVAILABLE,
-                pgadmin::PASSWORD_GENERATION_UNAVAILABLE,
-            ]
-            .contains(&reason),
+            (Kind::PgAdmin, C::ConfigurationValid) => {
+                let always = [
+                    common::IMAGE_NOT_ALLOWED,
+                    common::HOSTNAME_NOT_ALLOWED,
+                    common::RESOURCE_NOT_OWNED,
+                    pgadmin::DATABASE_API_UNAVAILABLE,
+                    pgadmin::PASSWORD_GENERATION_UNAVAILABLE,
+                ];
+                let about_settings_database = [
+                    common::CONFIGURATION_INVALID,
+                    pgadmin::DATABASE_ROLE_API_UNAVAILABLE,
+                ];
+                always.contains(&reason)
+                    || (reason == common::SECRET_NOT_FOUND
+                        && subject == Some(Subject::OAuth2ClientSecret))
+                    || (about_settings_database.contains(&reason)
+                        && subject == Some(Subject::SettingsDatabase))
+            }
             (Kind::PgAdmin, C::WorkloadReady) => reason == pgadmin::UPGRADE_BACKUP_FAILED,
             (Kind::EvidenceAgent | Kind::PgToolBoxConsole, C::ConfigurationValid) => true,
             _ => false,

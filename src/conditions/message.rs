@@ -13,6 +13,27 @@ pub fn bound_message(message: &str) -> String {
     bound_to(message, MESSAGE_LIMIT_BYTES)
 }
 
+/// Like [`bound_message`], but `suffix` always survives: when the whole does not fit, the
+/// body is cut (marked with "…") and the suffix follows it. A sentence a rule requires at the
+/// end of a message (the refused-kind sentence of ExposureReady) is never the part cut away.
+/// A suffix longer than the bound is itself bounded.
+pub fn bound_message_with_suffix(body: &str, suffix: &str) -> String {
+    if body.len() + suffix.len() <= MESSAGE_LIMIT_BYTES {
+        let mut out = String::with_capacity(body.len() + suffix.len());
+        out.push_str(body);
+        out.push_str(suffix);
+        return out;
+    }
+    let suffix = bound_to(suffix, MESSAGE_LIMIT_BYTES);
+    let room = MESSAGE_LIMIT_BYTES - suffix.len();
+    if room <= ELLIPSIS.len() {
+        return suffix;
+    }
+    let mut out = bound_to(body, room);
+    out.push_str(&suffix);
+    out
+}
+
 fn bound_to(message: &str, limit: usize) -> String {
     if message.len() <= limit {
         return message.to_owned();
@@ -64,5 +85,38 @@ mod tests {
                 assert!(out.len() > MESSAGE_LIMIT_BYTES - 8, "{name}: cut too much");
             }
         }
+    }
+
+    #[test]
+    fn a_required_suffix_survives_the_bound() {
+        let sentence = "; the operator may not read Routes in team-b: a Route orders-console \
+                        published before may remain; delete it by hand";
+        let cases: &[(&str, String, &str, bool)] = &[
+            ("fits whole", "short".into(), sentence, false),
+            (
+                "long body is cut before the suffix",
+                "x".repeat(5000),
+                sentence,
+                true,
+            ),
+            ("multibyte body", "é".repeat(900), sentence, true),
+            (
+                "exactly the bound",
+                "a".repeat(MESSAGE_LIMIT_BYTES - 3),
+                "end",
+                false,
+            ),
+        ];
+        for (name, body, suffix, cut) in cases {
+            let out = bound_message_with_suffix(body, suffix);
+            assert!(out.len() <= MESSAGE_LIMIT_BYTES, "{name}: {}", out.len());
+            assert!(out.ends_with(suffix), "{name}");
+            assert_eq!(out.contains('…'), *cut, "{name}");
+            let kept = out.trim_end_matches(suffix).trim_end_matches('…');
+            assert!(body.starts_with(kept), "{name}");
+        }
+        let huge = "s".repeat(3000);
+        let out = bound_message_with_suffix("body", &huge);
+        assert!(out.len() <= MESSAGE_LIMIT_BYTES);
     }
 }

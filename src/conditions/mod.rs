@@ -37,11 +37,13 @@ mod engine;
 mod errors;
 mod events;
 mod facts;
+mod fields;
 mod kinds;
 mod message;
 mod patch;
 pub mod reasons;
 mod types;
+mod verdict;
 
 pub use engine::{
     MAX_CONDITIONS, StatusUpdate, StoredStatus, derive_status, find_condition,
@@ -49,9 +51,10 @@ pub use engine::{
 };
 pub use errors::{ClassifiedError, ErrorClass, classify};
 pub use events::{EventDecision, EventType};
-pub use facts::{FactsError, PassFacts, Stall, Verdict};
-pub use kinds::Kind;
-pub use message::{MESSAGE_LIMIT_BYTES, bound_message};
+pub use facts::{FactsError, Hostname, PassFacts, Stall, Subject, Verdict};
+pub use fields::StatusField;
+pub use kinds::{Kind, STALL_RECHECK, STALL_RECHECK_LONG};
+pub use message::{MESSAGE_LIMIT_BYTES, bound_message, bound_message_with_suffix};
 pub use patch::status_patch;
 pub use reasons::{Owner, Reason};
 pub use types::{ConditionStatus, ConditionType};

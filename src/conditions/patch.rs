@@ -6,15 +6,16 @@ use super::engine::StatusUpdate;
 
 /// Builds `{"metadata": {"resourceVersion"}?, "status": {<fields>, conditions, observedGeneration}}`.
 ///
-/// `fields` are the kind's own status fields (`url`, `phase`, ...); a `null` value removes a
-/// field under merge-patch rules. Pass `resource_version` when the write must not race: the
+/// The status fields the pass stated ([`StatusUpdate::fields`]) are written first; `fields`
+/// adds others (or overrides one); a `null` value removes a field under merge-patch rules. Pass `resource_version` when the write must not race: the
 /// API server then refuses it with 409 if the object changed since it was read.
 pub fn status_patch(
     update: &StatusUpdate,
     fields: Map<String, Value>,
     resource_version: Option<&str>,
 ) -> Result<Value, serde_json::Error> {
-    let mut status = fields;
+    let mut status = update.fields.clone();
+    status.extend(fields);
     status.insert(
         "conditions".to_owned(),
         serde_json::to_value(&update.conditions)?,

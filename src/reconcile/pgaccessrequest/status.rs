@@ -20,12 +20,12 @@ pub fn pass_facts(facts: PassFacts, decision: &Decision) -> Result<PassFacts, Fa
 fn config(verdict: &ConfigVerdict) -> Verdict {
     match verdict {
         ConfigVerdict::Valid { message } => Verdict::holds(common::AS_EXPECTED, message),
-        // A request never stalls: expiry and revocation keep working whatever is missing.
+        // A request never stalls (its table says so): expiry and revocation keep working.
         ConfigVerdict::ClusterNotFound { message } => {
-            Verdict::fails(common::CLUSTER_NOT_FOUND, message).stalling(false)
+            Verdict::fails(common::CLUSTER_NOT_FOUND, message)
         }
         ConfigVerdict::Invalid { message } => {
-            Verdict::fails(common::CONFIGURATION_INVALID, message).stalling(false)
+            Verdict::fails(common::CONFIGURATION_INVALID, message)
         }
     }
 }

@@ -90,16 +90,16 @@ fn first_touch_is_unknown_initializing_for_every_kind() {
         );
         assert!(update.changed, "{kind:?}: a first status is always written");
         assert!(update.events.is_empty(), "{kind:?}: {:?}", update.events);
+        for advisory in kind.advisories() {
+            assert_eq!(
+                triple(&update.conditions, *advisory),
+                st(Unknown, common::INITIALIZING),
+                "{kind:?}: an advisory starts unknown too"
+            );
+        }
         let types: Vec<&str> = update.conditions.iter().map(|c| c.type_.as_str()).collect();
-        let expected: Vec<&str> = [C::Ready, C::Progressing, C::Stalled]
-            .iter()
-            .chain(kind.aspects())
-            .map(|c| c.as_str())
-            .collect();
-        assert_eq!(
-            types, expected,
-            "{kind:?}: advisories appear only once reported"
-        );
+        let expected: Vec<&str> = kind.condition_types().iter().map(|c| c.as_str()).collect();
+        assert_eq!(types, expected, "{kind:?}");
     }
 }
 
@@ -157,7 +157,7 @@ fn ready_copies_the_first_aspect_that_is_not_true() {
                     } else {
                         Verdict::fails(common::RESOURCE_NOT_OWNED, format!("{aspect} later"))
                     };
-                    (*aspect, verdict.stalling(false))
+                    (*aspect, verdict)
                 })
                 .collect();
             let update = derive(&replacing(*kind, 4, &changes), &[], t(0));
@@ -355,20 +355,27 @@ fn stalls_follow_each_kinds_table() {
         (
             Kind::PgAdmin,
             C::ConfigurationValid,
-            Verdict::fails(common::HOSTNAME_NOT_ALLOWED, "m"),
-            true,
-        ),
-        (
-            Kind::PgAdmin,
-            C::ConfigurationValid,
             Verdict::fails(common::RESOURCE_NOT_OWNED, "m"),
             true,
         ),
         (
             Kind::PgAdmin,
             C::ConfigurationValid,
-            Verdict::fails(common::SECRET_NOT_FOUND, "m"),
+            Verdict::fails(common::SECRET_NOT_FOUND, "m").about(Subject::OAuth2ClientSecret),
             true,
+        ),
+        (
+            // A Secret of a Cluster's credentials: pgAdmin keeps serving the others.
+            Kind::PgAdmin,
+            C::ConfigurationValid,
+            Verdict::fails(common::SECRET_NOT_FOUND, "m"),
+            false,
+        ),
+        (
+            Kind::PgAdmin,
+            C::ConfigurationValid,
+            Verdict::fails(common::SECRET_NOT_FOUND, "m").about(Subject::SettingsDatabase),
+            false,
         ),
         (
             Kind::PgAdmin,
@@ -379,8 +386,16 @@ fn stalls_follow_each_kinds_table() {
         (
             Kind::PgAdmin,
             C::ConfigurationValid,
-            Verdict::fails(pgadmin::DATABASE_ROLE_API_UNAVAILABLE, "m"),
+            Verdict::fails(pgadmin::DATABASE_ROLE_API_UNAVAILABLE, "m")
+                .about(Subject::SettingsDatabase),
             true,
+        ),
+        (
+            // DatabaseRoles only offered as servers: none is offered, nothing stalls.
+            Kind::PgAdmin,
+            C::ConfigurationValid,
+            Verdict::fails(pgadmin::DATABASE_ROLE_API_UNAVAILABLE, "m"),
+            false,
         ),
         (
             Kind::PgAdmin,
@@ -397,7 +412,8 @@ fn stalls_follow_each_kinds_table() {
         (
             Kind::PgAdmin,
             C::ConfigurationValid,
-            Verdict::fails(common::CONFIGURATION_INVALID, "configDatabase").stalling(true),
+            Verdict::fails(common::CONFIGURATION_INVALID, "configDatabase")
+                .about(Subject::SettingsDatabase),
             true,
         ),
         (
@@ -468,8 +484,20 @@ fn stalls_follow_each_kinds_table() {
         ),
         (
             Kind::PgToolBoxConsole,
+            C::ConfigurationValid,
+            Verdict::fails(common::SECRET_NOT_FOUND, "m"),
+            true,
+        ),
+        (
+            Kind::PgToolBoxConsole,
             C::ExposureReady,
-            Verdict::fails(common::HOSTNAME_NOT_ALLOWED, "m"),
+            Verdict::fails(common::NOT_ADMITTED, "m"),
+            false,
+        ),
+        (
+            Kind::PgAccessRequest,
+            C::ConfigurationValid,
+            Verdict::fails(common::CONFIGURATION_INVALID, "m"),
             false,
         ),
         (
@@ -552,87 +580,6 @@ fn paused_objects_say_so() {
             "{kind:?}"
         );
     }
-}
-
-#[test]
-fn a_paused_object_with_a_refused_hostname_is_stalled() {
-    for kind in [Kind::PgAdmin, Kind::PgToolBoxConsole] {
-        let refused = "hostname a.example.org is outside the allowed suffixes .apps.example.com";
-        let facts = PassFacts::new(kind, 2)
-            .with_paused(true)
-            .with_aspect(
-                C::ConfigurationValid,
-                Verdict::fails(common::HOSTNAME_NOT_ALLOWED, refused),
-            )
-            .and_then(|f| {
-                f.with_aspect(
-                    C::ExposureReady,
-                    Verdict::fails(common::HOSTNAME_NOT_ALLOWED, refused),
-                )
-            })
-            .expect("aspects of kind");
-        let update = derive(&facts, &[], t(0));
-        assert_eq!(
-            triple(&update.conditions, C::Ready),
-            st(Unknown, common::RECONCILIATION_PAUSED)
-        );
-        assert_eq!(
-            triple(&update.conditions, C::Stalled),
-            st(True, common::HOSTNAME_NOT_ALLOWED)
-        );
-        assert_eq!(
-            triple(&update.conditions, C::Progressing),
-            st(False, common::HOSTNAME_NOT_ALLOWED)
-        );
-        assert_eq!(
-            triple(&update.conditions, C::ExposureReady),
-            st(False, common::HOSTNAME_NOT_ALLOWED)
-        );
-        // One Warning for both conditions and the stall.
-        assert_eq!(
-            update.events,
-            vec![EventDecision::warning(
-                common::HOSTNAME_NOT_ALLOWED,
-                refused
-            )]
-        );
-    }
-}
-
-#[test]
-fn an_allowed_hostname_clears_the_old_refusal() {
-    let kind = Kind::PgToolBoxConsole;
-    let refused = Verdict::fails(common::HOSTNAME_NOT_ALLOWED, "refused");
-    let facts = replacing(
-        kind,
-        1,
-        &[
-            (C::ConfigurationValid, refused.clone()),
-            (C::ExposureReady, refused),
-        ],
-    );
-    let before = derive(&facts, &[], t(0));
-    // The hostname is fixed; the image is refused now, so the pass stops after ConfigurationValid.
-    let facts = with(
-        PassFacts::new(kind, 2),
-        C::ConfigurationValid,
-        Verdict::fails(common::IMAGE_NOT_ALLOWED, "image refused"),
-    );
-    let after = derive(&facts, &before.conditions, t(10));
-    assert_eq!(
-        triple(&after.conditions, C::ExposureReady),
-        st(Unknown, common::RECONCILING)
-    );
-    assert_eq!(
-        triple(&after.conditions, C::Stalled),
-        st(True, common::IMAGE_NOT_ALLOWED)
-    );
-    assert!(
-        after
-            .conditions
-            .iter()
-            .all(|c| c.reason != "HostnameNotAllowed")
-    );
 }
 
 #[test]
@@ -730,6 +677,7 @@ fn at_most_sixteen_conditions() {
             C::ExposureConfined,
             Verdict::holds(common::AS_EXPECTED, "confined"),
         )
+        .and_then(|f| f.without_advisory(C::InstanceCABundleComplete))
         .expect("advisory");
     let update = derive(&facts, &foreign, t(0));
     assert_eq!(update.conditions.len(), MAX_CONDITIONS);
@@ -912,11 +860,7 @@ fn aspects_turning_false_warn_unless_quiet() {
     ];
     for (kind, aspect, reason, warns) in cases {
         let healthy = derive(&all_holding(*kind, 1), &[], t(0));
-        let facts = replacing(
-            *kind,
-            1,
-            &[(*aspect, Verdict::fails(*reason, "the fact").stalling(false))],
-        );
+        let facts = replacing(*kind, 1, &[(*aspect, Verdict::fails(*reason, "the fact"))]);
         let update = derive(&facts, &healthy.conditions, t(10));
         let expected = if *warns {
             vec![EventDecision::warning(*reason, "the fact")]
@@ -1135,170 +1079,6 @@ fn every_reason_and_type_passes_the_condition_rules() {
     }
 }
 
-/// A small deterministic generator, so the invariant test needs no extra dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, one_in: usize) -> bool {
-        self.below(one_in) == 0
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())]
-    }
-}
-
-fn random_verdict(rng: &mut Rng, kind: Kind) -> Verdict {
-    let usable: Vec<Reason> = ALL.iter().copied().filter(|r| kind.may_use(*r)).collect();
-    let status = rng.pick(&[True, False, Unknown]);
-    let message = "ü".repeat(rng.below(700));
-    let verdict = Verdict::new(status, rng.pick(&usable), message);
-    if rng.chance(5) {
-        verdict.stalling(rng.chance(2))
-    } else {
-        verdict
-    }
-}
-
-fn random_facts(rng: &mut Rng, kind: Kind, generation: i64) -> PassFacts {
-    let mut facts = PassFacts::new(kind, generation)
-        .with_children_converged(rng.chance(2))
-        .with_paused(rng.chance(4));
-    for aspect in kind.aspects() {
-        if !rng.chance(4) {
-            facts = with(facts, *aspect, random_verdict(rng, kind));
-        }
-    }
-    for advisory in kind.advisories() {
-        facts = match rng.below(3) {
-            0 => facts.with_advisory(*advisory, random_verdict(rng, kind)),
-            1 => facts.without_advisory(*advisory),
-            _ => Ok(facts),
-        }
-        .expect("advisory of kind");
-    }
-    if rng.chance(3) {
-        let class = rng.pick(ErrorClass::ALL);
-        facts = facts.with_error(ClassifiedError::new(class, &"e".repeat(rng.below(3000))));
-    }
-    facts
-}
-
-fn check_invariants(facts: &PassFacts, stored: &[Condition], update: &StatusUpdate, label: &str) {
-    let conditions = &update.conditions;
-    assert!(conditions.len() <= MAX_CONDITIONS, "{label}");
-    for (i, c) in conditions.iter().enumerate() {
-        assert!(
-            conditions[..i].iter().all(|o| o.type_ != c.type_),
-            "{label}: {} twice",
-            c.type_
-        );
-        assert!(
-            Reason::parse(&c.reason).is_some(),
-            "{label}: {} unregistered",
-            c.reason
-        );
-        assert!(
-            ["True", "False", "Unknown"].contains(&c.status.as_str()),
-            "{label}"
-        );
-        assert!(c.message.len() <= MESSAGE_LIMIT_BYTES, "{label}");
-        if let Some(old) = find_condition(stored, ConditionType::parse(&c.type_).expect("ours"))
-            && old.status == c.status
-        {
-            assert_eq!(
-                old.last_transition_time, c.last_transition_time,
-                "{label}: {}",
-                c.type_
-            );
-        }
-    }
-    let ready = get(conditions, C::Ready);
-    if ready.status == "True" {
-        assert!(facts.error.is_none() && !facts.paused, "{label}");
-        for aspect in facts.kind.aspects() {
-            let c = get(conditions, *aspect);
-            assert_eq!(
-                (c.status.as_str(), c.observed_generation),
-                ("True", Some(facts.generation)),
-                "{label}"
-            );
-        }
-    }
-    if facts.error.is_some() {
-        assert_eq!(
-            (ready.status.as_str(), ready.reason.as_str()),
-            ("False", "ReconcileError"),
-            "{label}"
-        );
-    } else if facts.paused {
-        assert_eq!(
-            (ready.status.as_str(), ready.reason.as_str()),
-            ("Unknown", "ReconciliationPaused"),
-            "{label}"
-        );
-    }
-    if get(conditions, C::Stalled).status == "True" {
-        assert_eq!(get(conditions, C::Progressing).status, "False", "{label}");
-    }
-    for event in &update.events {
-        assert!(event.note.len() <= MESSAGE_LIMIT_BYTES, "{label}");
-        if event.type_ == EventType::Normal {
-            assert_eq!(event.reason, common::AS_EXPECTED, "{label}");
-        } else {
-            assert!(
-                !facts.kind.is_quiet(event.reason) || update.stall.is_some(),
-                "{label}: {}",
-                event.reason
-            );
-        }
-    }
-    let again = derive_status(
-        facts,
-        StoredStatus {
-            conditions,
-            observed_generation: Some(update.observed_generation),
-        },
-        t(1_000_000),
-    );
-    assert!(
-        !again.changed && again.events.is_empty(),
-        "{label}: not idempotent: {:?}",
-        again.events
-    );
-}
-
-#[test]
-fn invariants_hold_over_random_pass_sequences() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    for run in 0..400 {
-        let kind = rng.pick(Kind::ALL);
-        let mut stored: Vec<Condition> = Vec::new();
-        let mut generation = 1;
-        for pass in 0..6 {
-            if rng.chance(3) {
-                generation += 1;
-            }
-            let facts = random_facts(&mut rng, kind, generation);
-            let update = derive(&facts, &stored, t(pass * 60));
-            check_invariants(
-                &facts,
-                &stored,
-                &update,
-                &format!("run {run} pass {pass} {kind:?}"),
-            );
-            stored = update.conditions;
-        }
-    }
-}
+mod audit;
+mod hostname;
+mod invariants;
