@@ -5,18 +5,22 @@
 //! ```
 //! use pgtoolbox_operator::api::{PgToolBoxConsole, ReportsConditions};
 //! use pgtoolbox_operator::conditions::{
-//!     ClassifiedError, ConditionType, Timestamp, Verdict, derive_status, reasons::common, status_patch,
+//!     ClassifiedError, ConditionType, Hostname, StatusField, Timestamp, Verdict, derive_status,
+//!     reasons::common, status_patch,
 //! };
 //!
-//! fn finish_pass(obj: &PgToolBoxConsole, apply: Result<bool, kube::Error>)
+//! fn finish_pass(obj: &PgToolBoxConsole, apply: Result<bool, kube::Error>, url: Option<String>)
 //!     -> Result<(), pgtoolbox_operator::conditions::FactsError>
 //! {
+//!     let stored_url = obj.status.as_ref().and_then(|s| s.url.clone());
 //!     // Kind, generation and the pause annotation come from the object.
 //!     let mut facts = obj
 //!         .pass_facts()
+//!         .with_hostname(Hostname::Allowed)?
 //!         .with_aspect(ConditionType::ConfigurationValid, Verdict::holds(common::AS_EXPECTED, "all references resolve"))?
 //!         .with_aspect(ConditionType::WorkloadReady, Verdict::fails(common::ROLLOUT_IN_PROGRESS, "1 of 2 replicas updated"))?
-//!         .without_advisory(ConditionType::ExposureConfined)?;
+//!         .without_advisory(ConditionType::ExposureConfined)?
+//!         .with_status_field(StatusField::Url, &url, &stored_url)?;
 //!     match apply {
 //!         Ok(converged) => facts = facts.with_children_converged(converged),
 //!         Err(e) => facts = facts.with_error(ClassifiedError::from_kube(&e)),
@@ -27,8 +31,10 @@
 //!         # let _ = body;
 //!         // PATCH /status (merge patch) with `body`; only when it succeeded:
 //!         // record update.events.
+//!     } else {
+//!         // Nothing to write: record update.events now (only the kind's own Events).
 //!     }
-//!     // update.stall: do not back off; wait for a watched change, or update.recheck_after.
+//!     // update.stall: do not back off; update.timers: when to look again without a change.
 //!     Ok(())
 //! }
 //! ```
