@@ -112,7 +112,7 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
     );
     conditions.truncate(MAX_CONDITIONS);
 
-    let fields: serde_json::Map<String, serde_json::Value> = facts
+    let fields = facts
         .fields
         .iter()
         .map(|f| (f.field.as_str().to_owned(), f.value.clone()))
@@ -124,12 +124,8 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
     let recheck_after = stall
         .as_ref()
         .and_then(|s| facts.kind.stall_recheck(s.reason));
-    let mut timers: Vec<(TimerPurpose, Duration)> = recheck_after
-        .map(|d| (recheck_purpose(d), d))
-        .into_iter()
-        .collect();
-    timers.extend(facts.timers.iter().copied());
     StatusUpdate {
+        timers: schedule(facts, recheck_after),
         conditions,
         observed_generation: facts.generation,
         fields,
@@ -137,8 +133,16 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
         events,
         stall,
         recheck_after,
-        timers,
     }
+}
+
+/// The one schedule of the pass: the stall's recheck, then the kind's own timers.
+fn schedule(facts: &PassFacts, recheck_after: Option<Duration>) -> Vec<(TimerPurpose, Duration)> {
+    recheck_after
+        .map(|d| (recheck_purpose(d), d))
+        .into_iter()
+        .chain(facts.timers.iter().copied())
+        .collect()
 }
 
 /// The stall of the pass: the first aspect, in the kind's order, that stalls by the kind's

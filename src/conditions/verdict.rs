@@ -26,8 +26,9 @@ pub struct Verdict {
     /// What the verdict is about; the kind's table decides whether it is a stall.
     pub subject: Option<Subject>,
     /// A sentence the message must end with, whatever else it says (kept through truncation and
-    /// when the engine rewrites the message, e.g. for a refused hostname).
-    pub suffix: Option<String>,
+    /// when the engine rewrites the message, e.g. for a refused hostname). Set only by
+    /// [`Verdict::with_suffix`], so it is always at the end of `message`.
+    pub(crate) suffix: Option<String>,
 }
 
 impl Verdict {
@@ -65,6 +66,11 @@ impl Verdict {
         self.message = bound_message_with_suffix(&self.message, &suffix);
         self.suffix = Some(suffix);
         self
+    }
+
+    /// The sentence the message must end with, if any.
+    pub fn suffix(&self) -> Option<&str> {
+        self.suffix.as_deref()
     }
 
     /// The same verdict with another message, keeping the required suffix.
