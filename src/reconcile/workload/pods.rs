@@ -140,7 +140,10 @@ fn container_fact(container: &ContainerStatus) -> Option<(PodFactKind, String)> 
     } else {
         format!(": {message}")
     };
-    Some((kind, format!("container {name}: {reason}{last_exit}{message}")))
+    Some((
+        kind,
+        format!("container {name}: {reason}{last_exit}{message}"),
+    ))
 }
 
 /// The kubelet's texts for a Secret an env var or volume needs: `secret "NAME" not found`

@@ -40,9 +40,7 @@ fn progressing(updated: i32, replicas: i32, available: i32) -> Deployment {
                 type_: Some("Progressing".into()),
                 status: Some("True".into()),
                 reason: Some("ReplicaSetUpdated".into()),
-                message: Some(
-                    "ReplicaSet \"orders-console-7d4b9c6f5d\" is progressing.".into(),
-                ),
+                message: Some("ReplicaSet \"orders-console-7d4b9c6f5d\" is progressing.".into()),
                 ..c.clone()
             };
         }
@@ -52,11 +50,17 @@ fn progressing(updated: i32, replicas: i32, available: i32) -> Deployment {
 
 fn complete() -> Deployment {
     let mut d = progressing(2, 2, 2);
-    for c in d.status.as_mut().and_then(|s| s.conditions.as_mut()).expect("conditions") {
+    for c in d
+        .status
+        .as_mut()
+        .and_then(|s| s.conditions.as_mut())
+        .expect("conditions")
+    {
         if c.type_.as_deref() == Some("Progressing") {
             c.reason = Some("NewReplicaSetAvailable".into());
-            c.message =
-                Some("ReplicaSet \"orders-console-7d4b9c6f5d\" has successfully progressed.".into());
+            c.message = Some(
+                "ReplicaSet \"orders-console-7d4b9c6f5d\" has successfully progressed.".into(),
+            );
         }
     }
     d
@@ -169,10 +173,19 @@ fn workload_verdicts_over_real_shapes() {
             name: "missing Secret beats every other Pod fact",
             deployment: Some(progressing(1, 3, 2)),
             replica_sets: vec![RS_CURRENT],
-            pods: vec![CRASH, IMAGE_PULL, KEY_MISSING, SECRET_MISSING, UNSCHEDULABLE],
+            pods: vec![
+                CRASH,
+                IMAGE_PULL,
+                KEY_MISSING,
+                SECRET_MISSING,
+                UNSCHEDULABLE,
+            ],
             status: False,
             reason: common::SECRET_NOT_FOUND,
-            message_has: &["Pod orders-console-7d4b9c6f5d-h9wqd", "secret \"orders-oidc\" not found"],
+            message_has: &[
+                "Pod orders-console-7d4b9c6f5d-h9wqd",
+                "secret \"orders-oidc\" not found",
+            ],
         },
         Case {
             name: "unschedulable as the scheduler says it",
@@ -181,7 +194,10 @@ fn workload_verdicts_over_real_shapes() {
             pods: vec![UNSCHEDULABLE, NOT_READY],
             status: False,
             reason: common::POD_UNSCHEDULABLE,
-            message_has: &["Unschedulable: 0/3 nodes are available", "2 Insufficient cpu"],
+            message_has: &[
+                "Unschedulable: 0/3 nodes are available",
+                "2 Insufficient cpu",
+            ],
         },
         Case {
             name: "running but not Ready",
@@ -190,7 +206,9 @@ fn workload_verdicts_over_real_shapes() {
             pods: vec![NOT_READY, READY, EVICTED],
             status: False,
             reason: common::POD_NOT_READY,
-            message_has: &["Ready=False (ContainersNotReady): containers with unready status: [console]"],
+            message_has: &[
+                "Ready=False (ContainersNotReady): containers with unready status: [console]",
+            ],
         },
         Case {
             name: "past its deadline, no Pod says why",
@@ -199,7 +217,9 @@ fn workload_verdicts_over_real_shapes() {
             pods: vec![NOT_READY],
             status: False,
             reason: common::ROLLOUT_STUCK,
-            message_has: &["ProgressDeadlineExceeded: ReplicaSet \"orders-console-7d4b9c6f5d\" has timed out progressing."],
+            message_has: &[
+                "ProgressDeadlineExceeded: ReplicaSet \"orders-console-7d4b9c6f5d\" has timed out progressing.",
+            ],
         },
         Case {
             name: "past its deadline behind a Pod fact: the fact, the deadline said",
@@ -234,31 +254,56 @@ fn workload_verdicts_over_real_shapes() {
     for case in cases {
         let replica_sets: Vec<ReplicaSet> = case.replica_sets.iter().map(|y| load(y)).collect();
         let pods: Vec<Pod> = case.pods.iter().map(|y| load(y)).collect();
-        let verdict = workload_verdict("orders-console", case.deployment.as_ref(), &replica_sets, &pods);
+        let verdict = workload_verdict(
+            "orders-console",
+            case.deployment.as_ref(),
+            &replica_sets,
+            &pods,
+        );
         assert_eq!(verdict.status, case.status, "{}: {verdict:?}", case.name);
         assert_eq!(verdict.reason, case.reason, "{}: {verdict:?}", case.name);
         for part in case.message_has {
-            assert!(verdict.message.contains(part), "{}: {:?} lacks {part:?}", case.name, verdict.message);
+            assert!(
+                verdict.message.contains(part),
+                "{}: {:?} lacks {part:?}",
+                case.name,
+                verdict.message
+            );
         }
-        assert!(!verdict.message.to_lowercase().contains("waiting"), "{}: {}", case.name, verdict.message);
+        assert!(
+            !verdict.message.to_lowercase().contains("waiting"),
+            "{}: {}",
+            case.name,
+            verdict.message
+        );
     }
 }
 
 #[test]
 fn the_deployment_copy_of_replica_failure_counts_without_the_replica_set() {
     let mut d = progressing(0, 0, 0);
-    d.status.as_mut().and_then(|s| s.conditions.as_mut()).expect("conditions").push(
-        DeploymentCondition {
+    d.status
+        .as_mut()
+        .and_then(|s| s.conditions.as_mut())
+        .expect("conditions")
+        .push(DeploymentCondition {
             type_: Some("ReplicaFailure".into()),
             status: Some("True".into()),
             reason: Some("FailedCreate".into()),
-            message: Some("pods \"orders-console-7d4b9c6f5d-x8k2p\" is forbidden: exceeded quota: q".into()),
+            message: Some(
+                "pods \"orders-console-7d4b9c6f5d-x8k2p\" is forbidden: exceeded quota: q".into(),
+            ),
             ..Default::default()
-        },
-    );
+        });
     let verdict = workload_verdict("orders-console", Some(&d), &[], &[]);
     assert_eq!(verdict.reason, common::REPLICA_FAILURE);
-    assert!(verdict.message.starts_with("Deployment orders-console: FailedCreate: pods"), "{}", verdict.message);
+    assert!(
+        verdict
+            .message
+            .starts_with("Deployment orders-console: FailedCreate: pods"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]
@@ -269,8 +314,18 @@ fn several_pods_with_one_fact_are_counted() {
     let pods = vec![load(IMAGE_PULL), second];
     let verdict = workload_verdict("orders-console", Some(&d), &[load(RS_CURRENT)], &pods);
     // Pods are named in order, so the message is the same whatever the cache order.
-    assert!(verdict.message.starts_with("Pod orders-console-7d4b9c6f5d-a0000:"), "{}", verdict.message);
-    assert!(verdict.message.ends_with("(and 1 more Pod)"), "{}", verdict.message);
+    assert!(
+        verdict
+            .message
+            .starts_with("Pod orders-console-7d4b9c6f5d-a0000:"),
+        "{}",
+        verdict.message
+    );
+    assert!(
+        verdict.message.ends_with("(and 1 more Pod)"),
+        "{}",
+        verdict.message
+    );
 }
 
 #[test]
@@ -294,18 +349,33 @@ fn pod_activity_follows_the_replica_set_controller() {
 #[test]
 fn config_errors_about_config_maps_are_not_secret_reasons() {
     let mut pod: Pod = load(KEY_MISSING);
-    let waiting = pod.status.as_mut().and_then(|s| s.container_statuses.as_mut()).expect("statuses")[0]
-        .state.as_mut().and_then(|s| s.waiting.as_mut()).expect("waiting");
+    let waiting = pod
+        .status
+        .as_mut()
+        .and_then(|s| s.container_statuses.as_mut())
+        .expect("statuses")[0]
+        .state
+        .as_mut()
+        .and_then(|s| s.waiting.as_mut())
+        .expect("waiting");
     waiting.message = Some("configmap \"orders-settings\" not found".into());
     let fact = pod_fact(&pod).expect("a fact");
     assert_eq!(fact.kind, PodFactKind::NotReady);
-    assert!(fact.detail.contains("CreateContainerConfigError: configmap \"orders-settings\" not found"));
+    assert!(
+        fact.detail
+            .contains("CreateContainerConfigError: configmap \"orders-settings\" not found")
+    );
 }
 
 #[test]
 fn copied_facts_are_bounded() {
     let mut pod: Pod = load(UNSCHEDULABLE);
-    for c in pod.status.as_mut().and_then(|s| s.conditions.as_mut()).expect("conditions") {
+    for c in pod
+        .status
+        .as_mut()
+        .and_then(|s| s.conditions.as_mut())
+        .expect("conditions")
+    {
         c.message = Some("é".repeat(2000));
     }
     let fact = pod_fact(&pod).expect("a fact");
@@ -320,21 +390,65 @@ fn template(image: &str) -> PodTemplateSpec {
 }
 
 fn secret(name: &str, value: &[u8]) -> SecretDigest {
-    let data = [("client-secret".to_owned(), ByteString(value.to_vec()))].into_iter().collect();
+    let data = [("client-secret".to_owned(), ByteString(value.to_vec()))]
+        .into_iter()
+        .collect();
     SecretDigest::of(name, Some("Opaque"), Some(&data))
 }
 
 #[test]
 fn the_workload_hash_moves_with_template_and_secret_contents_only() {
-    let base = workload_hash(&template("a:1"), &[secret("oidc", b"s1"), secret("tls", b"t")]);
+    let base = workload_hash(
+        &template("a:1"),
+        &[secret("oidc", b"s1"), secret("tls", b"t")],
+    );
     assert_eq!(base.len(), 16);
     let cases: &[(&str, String, bool)] = &[
-        ("same inputs", workload_hash(&template("a:1"), &[secret("oidc", b"s1"), secret("tls", b"t")]), true),
-        ("secrets in another order", workload_hash(&template("a:1"), &[secret("tls", b"t"), secret("oidc", b"s1")]), true),
-        ("a changed image", workload_hash(&template("a:2"), &[secret("oidc", b"s1"), secret("tls", b"t")]), false),
-        ("a changed Secret value", workload_hash(&template("a:1"), &[secret("oidc", b"s2"), secret("tls", b"t")]), false),
-        ("a Secret gone", workload_hash(&template("a:1"), &[SecretDigest::of("oidc", None, None), secret("tls", b"t")]), false),
-        ("a Secret fewer", workload_hash(&template("a:1"), &[secret("oidc", b"s1")]), false),
+        (
+            "same inputs",
+            workload_hash(
+                &template("a:1"),
+                &[secret("oidc", b"s1"), secret("tls", b"t")],
+            ),
+            true,
+        ),
+        (
+            "secrets in another order",
+            workload_hash(
+                &template("a:1"),
+                &[secret("tls", b"t"), secret("oidc", b"s1")],
+            ),
+            true,
+        ),
+        (
+            "a changed image",
+            workload_hash(
+                &template("a:2"),
+                &[secret("oidc", b"s1"), secret("tls", b"t")],
+            ),
+            false,
+        ),
+        (
+            "a changed Secret value",
+            workload_hash(
+                &template("a:1"),
+                &[secret("oidc", b"s2"), secret("tls", b"t")],
+            ),
+            false,
+        ),
+        (
+            "a Secret gone",
+            workload_hash(
+                &template("a:1"),
+                &[SecretDigest::of("oidc", None, None), secret("tls", b"t")],
+            ),
+            false,
+        ),
+        (
+            "a Secret fewer",
+            workload_hash(&template("a:1"), &[secret("oidc", b"s1")]),
+            false,
+        ),
     ];
     for (name, hash, same) in cases {
         assert_eq!(hash == &base, *same, "{name}");

@@ -139,10 +139,7 @@ pub fn workload_verdict(
     }
     Verdict::fails(
         common::ROLLOUT_IN_PROGRESS,
-        format!(
-            "Deployment {name}: {}",
-            in_progress.unwrap_or_default()
-        ),
+        format!("Deployment {name}: {}", in_progress.unwrap_or_default()),
     )
 }
 
@@ -196,15 +193,9 @@ fn current_replica_set<'a>(
 /// The current ReplicaSet's `ReplicaFailure`, else the Deployment's copy of one.
 fn replica_failure(deployment: &Deployment, current: Option<&ReplicaSet>) -> Option<String> {
     let from_rs = current.and_then(|rs| {
-        let c = rs
-            .status
-            .as_ref()?
-            .conditions
-            .iter()
-            .flatten()
-            .find(|c| {
-                c.type_.as_deref() == Some("ReplicaFailure") && c.status.as_deref() == Some("True")
-            })?;
+        let c = rs.status.as_ref()?.conditions.iter().flatten().find(|c| {
+            c.type_.as_deref() == Some("ReplicaFailure") && c.status.as_deref() == Some("True")
+        })?;
         Some(format!(
             "ReplicaSet {}: {}: {}",
             rs.metadata.name.as_deref().unwrap_or_default(),
