@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::core::v1::{PodTemplateSpec, Secret};
 use sha2::{Digest, Sha256};
 
 /// The pod template annotation carrying the hash (api.md).
@@ -46,6 +46,23 @@ impl SecretDigest {
         SecretDigest {
             name: name.to_owned(),
             digest: hasher.finalize().into(),
+        }
+    }
+}
+
+impl SecretDigest {
+    /// Digests a Secret as read from the API (`None`: it does not exist).
+    pub fn of_secret(name: &str, secret: Option<&Secret>) -> Self {
+        match secret {
+            Some(secret) => {
+                let empty = BTreeMap::new();
+                Self::of(
+                    name,
+                    secret.type_.as_deref(),
+                    Some(secret.data.as_ref().unwrap_or(&empty)),
+                )
+            }
+            None => Self::of(name, None, None),
         }
     }
 }

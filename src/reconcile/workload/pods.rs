@@ -84,10 +84,19 @@ pub fn pod_fact(pod: &Pod) -> Option<PodFact> {
     let containers = status
         .into_iter()
         .flat_map(|s| {
-            let init = s.init_container_statuses.iter().flatten();
-            init.chain(s.container_statuses.iter().flatten())
+            let init = s
+                .init_container_statuses
+                .iter()
+                .flatten()
+                .map(|c| ("init container", c));
+            let main = s
+                .container_statuses
+                .iter()
+                .flatten()
+                .map(|c| ("container", c));
+            init.chain(main)
         })
-        .filter_map(container_fact)
+        .filter_map(|(what, c)| container_fact(what, c))
         .min_by_key(|(kind, _)| *kind);
     if let Some((kind, detail)) = containers {
         return Some(fact(kind, detail));
@@ -108,7 +117,7 @@ pub fn pod_fact(pod: &Pod) -> Option<PodFact> {
 }
 
 /// A container's waiting state, classified; running containers say nothing here.
-fn container_fact(container: &ContainerStatus) -> Option<(PodFactKind, String)> {
+fn container_fact(what: &str, container: &ContainerStatus) -> Option<(PodFactKind, String)> {
     let waiting = container.state.as_ref()?.waiting.as_ref()?;
     let reason = waiting.reason.as_deref().unwrap_or_default();
     let message = waiting.message.as_deref().unwrap_or_default();
@@ -140,10 +149,7 @@ fn container_fact(container: &ContainerStatus) -> Option<(PodFactKind, String)> 
     } else {
         format!(": {message}")
     };
-    Some((
-        kind,
-        format!("container {name}: {reason}{last_exit}{message}"),
-    ))
+    Some((kind, format!("{what} {name}: {reason}{last_exit}{message}")))
 }
 
 /// The kubelet's texts for a Secret an env var or volume needs: `secret "NAME" not found`

@@ -138,7 +138,7 @@ fn workload_verdicts_over_real_shapes() {
             pods: vec![READY],
             status: False,
             reason: common::ROLLOUT_IN_PROGRESS,
-            message_has: &["1 old replicas are terminating"],
+            message_has: &["1 replicas of an older template remain"],
         },
         Case {
             name: "image pull back-off",
@@ -463,4 +463,69 @@ fn stamping_the_hash_is_idempotent() {
     assert_eq!(first, second);
     let annotations = t.metadata.and_then(|m| m.annotations).expect("annotations");
     assert_eq!(annotations.get(WORKLOAD_HASH_ANNOTATION), Some(&first));
+}
+
+#[test]
+fn a_secret_as_read_digests_like_its_data() {
+    let secret: k8s_openapi::api::core::v1::Secret =
+        load("metadata:\n  name: oidc\ntype: Opaque\ndata:\n  client-secret: czE=\n");
+    assert_eq!(
+        SecretDigest::of_secret("oidc", Some(&secret)),
+        secret_digest_of("oidc", b"s1")
+    );
+    assert_eq!(
+        SecretDigest::of_secret("oidc", None),
+        SecretDigest::of("oidc", None, None)
+    );
+    assert_ne!(
+        SecretDigest::of_secret("oidc", None),
+        secret_digest_of("oidc", b"s1")
+    );
+}
+
+fn secret_digest_of(name: &str, value: &[u8]) -> SecretDigest {
+    secret(name, value)
+}
+
+#[test]
+fn an_init_container_is_named_as_one() {
+    let mut pod: Pod = load(CRASH);
+    let status = pod.status.as_mut().expect("status");
+    status.init_container_statuses = status.container_statuses.take();
+    let fact = pod_fact(&pod).expect("a fact");
+    assert_eq!(fact.kind, PodFactKind::CrashLoopBackOff);
+    assert!(
+        fact.detail
+            .starts_with("init container console: CrashLoopBackOff"),
+        "{}",
+        fact.detail
+    );
+}
+
+#[test]
+fn the_engine_takes_the_workload_verdict_and_ready_copies_it() {
+    use crate::conditions::{
+        ConditionType, Kind, PassFacts, StoredStatus, Timestamp, derive_status,
+    };
+    let verdict = workload_verdict(
+        "orders-console",
+        Some(&progressing(1, 3, 2)),
+        &[load(RS_CURRENT)],
+        &[load(KEY_MISSING)],
+    );
+    let facts = PassFacts::new(Kind::PgToolBoxConsole, 2)
+        .with_aspect(
+            ConditionType::ConfigurationValid,
+            crate::conditions::Verdict::holds(common::AS_EXPECTED, "ok"),
+        )
+        .and_then(|f| f.with_aspect(ConditionType::WorkloadReady, verdict.clone()))
+        .expect("a console may say this");
+    let update = derive_status(&facts, StoredStatus::default(), Timestamp::UNIX_EPOCH);
+    let ready = update
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready");
+    assert_eq!(ready.reason, "SecretKeyMissing");
+    assert_eq!(ready.message, verdict.message);
 }

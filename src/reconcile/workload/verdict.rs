@@ -64,7 +64,10 @@ pub fn rollout_state(deployment: &Deployment) -> Rollout {
     let detail = if updated < desired {
         format!("{updated} of {desired} replicas run the current template")
     } else if replicas > updated {
-        format!("{} old replicas are terminating", replicas - updated)
+        format!(
+            "{} replicas of an older template remain",
+            replicas - updated
+        )
     } else if available < updated {
         format!("{available} of {updated} updated replicas are available")
     } else {
