@@ -6,6 +6,7 @@ use kube::api::DynamicObject;
 
 use super::admission::{Admission, http_route_admission, ingress_admission, route_admission};
 use super::hostname::HostnameRefusal;
+use super::refused_kind::{PastCacheRead, append_required, refused_kind_outcome};
 use super::view::ExposureView;
 use crate::api::ExposureKind;
 use crate::conditions::Verdict;
@@ -47,6 +48,35 @@ pub struct ExposureInputs<'a> {
     pub routes: &'a Availability,
     pub http_routes: &'a Availability,
     pub observed: ObservedExposure<'a>,
+    /// The object's namespace, for the refused-kind sentence.
+    pub namespace: &'a str,
+    /// `status.publishedExposureKinds` as stored.
+    pub recorded: &'a [ExposureKind],
+    /// What the reads past the cache found, for each kind `past_cache_reads` named.
+    pub past_cache: &'a [PastCacheCheck],
+}
+
+/// One read past the cache of a Route or HTTPRoute under the child's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PastCacheCheck {
+    pub kind: ExposureKind,
+    pub read: PastCacheRead,
+    /// A delete of what was found was refused earlier in the pass.
+    pub delete_refused: bool,
+}
+
+/// The kinds to read past the cache this pass: Routes and HTTPRoutes whose API is refused in
+/// the namespace (then the cache cannot show one published before the refusal).
+pub fn past_cache_reads(routes: &Availability, http_routes: &Availability) -> Vec<ExposureKind> {
+    let refused = |a: &Availability| matches!(a, Availability::Refused { .. });
+    let mut kinds = Vec::new();
+    if refused(routes) {
+        kinds.push(ExposureKind::Route);
+    }
+    if refused(http_routes) {
+        kinds.push(ExposureKind::HttpRoute);
+    }
+    kinds
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,9 +91,57 @@ pub struct ExposureDecision {
     pub delete: Vec<ExposureKind>,
     /// `status.publishedExposureKinds` once this pass's writes succeeded.
     pub published: Vec<ExposureKind>,
+    /// Objects found past the cache to delete, pinned to their UID.
+    pub delete_past_cache: Vec<(ExposureKind, String)>,
+    /// Objects past the cache that remain published: `true` found, `false` may exist unseen
+    /// (a console's ExposureConfined says ExposureOpen: False, resp. Unknown).
+    pub unseen: Vec<(ExposureKind, bool)>,
 }
 
+/// The whole exposure decision: what the cache shows, then the refused-kind rule on top.
 pub fn decide_exposure(inputs: &ExposureInputs<'_>) -> ExposureDecision {
+    let mut decision = decide_from_cache(inputs);
+    let wanted = inputs
+        .hostname
+        .is_ok()
+        .then(|| inputs.exposure.kind())
+        .flatten();
+    let mut sentences = Vec::new();
+    for check in inputs.past_cache {
+        let outcome = refused_kind_outcome(
+            check.kind,
+            inputs.namespace,
+            inputs.child_name,
+            wanted == Some(check.kind),
+            inputs.recorded.contains(&check.kind),
+            &check.read,
+            check.delete_refused,
+        );
+        if let Some(uid) = outcome.delete_uid {
+            decision.delete_past_cache.push((check.kind, uid));
+            continue;
+        }
+        if let Some(sentence) = outcome.sentence {
+            sentences.push(sentence);
+        }
+        if let Some(found) = outcome.published {
+            decision.unseen.push((check.kind, found));
+            if !decision.published.contains(&check.kind) {
+                decision.published.push(check.kind);
+            }
+        }
+    }
+    if !sentences.is_empty() {
+        let message = append_required(&decision.verdict.message, &sentences.join("; "));
+        decision.verdict = Verdict {
+            message,
+            ..decision.verdict
+        };
+    }
+    decision
+}
+
+fn decide_from_cache(inputs: &ExposureInputs<'_>) -> ExposureDecision {
     let observed = inputs.observed.kinds();
     if let Err(refusal) = inputs.hostname {
         // Withdraw everything published under the name, whatever else the pass finds.
@@ -73,6 +151,8 @@ pub fn decide_exposure(inputs: &ExposureInputs<'_>) -> ExposureDecision {
             apply: None,
             delete: observed,
             published: Vec::new(),
+            delete_past_cache: Vec::new(),
+            unseen: Vec::new(),
         };
     }
     let wanted = inputs.exposure.kind();
@@ -94,6 +174,8 @@ pub fn decide_exposure(inputs: &ExposureInputs<'_>) -> ExposureDecision {
             apply: None,
             delete,
             published: Vec::new(),
+            delete_past_cache: Vec::new(),
+            unseen: Vec::new(),
         };
     };
     let unavailable = match kind {
@@ -121,6 +203,8 @@ pub fn decide_exposure(inputs: &ExposureInputs<'_>) -> ExposureDecision {
             apply: None,
             delete,
             published: Vec::new(),
+            delete_past_cache: Vec::new(),
+            unseen: Vec::new(),
         };
     }
     let admission = match kind {
@@ -183,6 +267,8 @@ pub fn decide_exposure(inputs: &ExposureInputs<'_>) -> ExposureDecision {
         apply: Some(kind),
         delete,
         published: vec![kind],
+        delete_past_cache: Vec::new(),
+        unseen: Vec::new(),
     }
 }
 

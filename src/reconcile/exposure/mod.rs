@@ -12,7 +12,10 @@ mod view;
 
 pub use admission::{Admission, http_route_admission, ingress_admission, route_admission};
 pub use build::{BackendPort, desired_http_route, desired_ingress, desired_route};
-pub use decide::{ExposureDecision, ExposureInputs, ObservedExposure, decide_exposure};
+pub use decide::{
+    ExposureDecision, ExposureInputs, ObservedExposure, PastCacheCheck, decide_exposure,
+    past_cache_reads,
+};
 pub use hostname::{HostAllowList, HostnameRefusal, configuration_refusal};
 pub use refused_kind::{PastCacheRead, RefusedKindOutcome, append_required, refused_kind_outcome};
 pub use view::ExposureView;

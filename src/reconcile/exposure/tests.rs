@@ -377,6 +377,9 @@ fn exposure_decisions() {
             routes: case.routes,
             http_routes: case.http_routes,
             observed: case.observed,
+            namespace: "team-a",
+            recorded: &[],
+            past_cache: &[],
         });
         let name = case.name;
         assert_eq!(decision.verdict.status, case.status, "{name}: {decision:?}");
@@ -632,5 +635,150 @@ fn builders_are_byte_stable_and_shaped_for_their_apis() {
             .expect("json"),
             serde_json::to_vec(&ingress).expect("json")
         );
+    }
+}
+
+#[test]
+fn the_refused_kind_rule_inside_the_decision() {
+    let ingress: Ingress = load(INGRESS_PUBLISHED);
+    let tls = ExposureTls::default();
+    let on = Availability::On;
+    let refused = Availability::Refused {
+        namespace: "team-b".into(),
+    };
+    let refusal = HostAllowList::new(&["corp.example".into()])
+        .check(Some("orders.apps.example.com"))
+        .expect_err("refused");
+    let found = |delete_refused| PastCacheCheck {
+        kind: ExposureKind::Route,
+        read: PastCacheRead::Found {
+            uid: "u-1".into(),
+            owned: true,
+        },
+        delete_refused,
+    };
+    let read_refused = PastCacheCheck {
+        kind: ExposureKind::Route,
+        read: PastCacheRead::Refused,
+        delete_refused: false,
+    };
+    let sentence = "the operator may not read Routes in team-b: a Route orders-console published before may remain; delete it by hand";
+    assert_eq!(past_cache_reads(&refused, &on), vec![ExposureKind::Route]);
+    assert_eq!(past_cache_reads(&Availability::NotServed, &on), vec![]);
+
+    struct Case<'a> {
+        name: &'a str,
+        exposure: ExposureView<'a>,
+        hostname: Result<(), &'a HostnameRefusal>,
+        recorded: &'a [ExposureKind],
+        check: PastCacheCheck,
+        reason: Reason,
+        sentence: bool,
+        delete: Vec<(ExposureKind, String)>,
+        published: Vec<ExposureKind>,
+        unseen: Vec<(ExposureKind, bool)>,
+    }
+    let observed_ingress = ObservedExposure {
+        ingress: Some(&ingress),
+        ..ObservedExposure::default()
+    };
+    let cases = vec![
+        Case {
+            name: "still requested: RouteAPIUnavailable, the sentence, counted as published",
+            exposure: view(ExposureType::Route, Some(&tls), None),
+            hostname: Ok(()),
+            recorded: &[ExposureKind::Route],
+            check: found(false),
+            reason: common::ROUTE_API_UNAVAILABLE,
+            sentence: true,
+            delete: vec![],
+            published: vec![ExposureKind::Route],
+            unseen: vec![(ExposureKind::Route, true)],
+        },
+        Case {
+            name: "moved to an Ingress: the old Route is deleted by UID",
+            exposure: view(ExposureType::Ingress, None, None),
+            hostname: Ok(()),
+            recorded: &[ExposureKind::Route],
+            check: found(false),
+            reason: common::AS_EXPECTED,
+            sentence: false,
+            delete: vec![(ExposureKind::Route, "u-1".into())],
+            published: vec![ExposureKind::Ingress],
+            unseen: vec![],
+        },
+        Case {
+            name: "moved to an Ingress, the delete refused: the sentence on an admitted Ingress",
+            exposure: view(ExposureType::Ingress, None, None),
+            hostname: Ok(()),
+            recorded: &[ExposureKind::Route],
+            check: found(true),
+            reason: common::AS_EXPECTED,
+            sentence: true,
+            delete: vec![],
+            published: vec![ExposureKind::Ingress, ExposureKind::Route],
+            unseen: vec![(ExposureKind::Route, true)],
+        },
+        Case {
+            name: "hostname refused: even the requested Route is withdrawn",
+            exposure: view(ExposureType::Route, None, None),
+            hostname: Err(&refusal),
+            recorded: &[ExposureKind::Route],
+            check: found(false),
+            reason: common::HOSTNAME_NOT_ALLOWED,
+            sentence: false,
+            delete: vec![(ExposureKind::Route, "u-1".into())],
+            published: vec![],
+            unseen: vec![],
+        },
+        Case {
+            name: "the read refused, status records a Route: may exist unseen",
+            exposure: view(ExposureType::Ingress, None, None),
+            hostname: Ok(()),
+            recorded: &[ExposureKind::Route],
+            check: read_refused.clone(),
+            reason: common::AS_EXPECTED,
+            sentence: true,
+            delete: vec![],
+            published: vec![ExposureKind::Ingress, ExposureKind::Route],
+            unseen: vec![(ExposureKind::Route, false)],
+        },
+        Case {
+            name: "the read refused, never published: nothing to say",
+            exposure: view(ExposureType::Ingress, None, None),
+            hostname: Ok(()),
+            recorded: &[],
+            check: read_refused,
+            reason: common::AS_EXPECTED,
+            sentence: false,
+            delete: vec![],
+            published: vec![ExposureKind::Ingress],
+            unseen: vec![],
+        },
+    ];
+    for case in cases {
+        let name = case.name;
+        let decision = decide_exposure(&ExposureInputs {
+            exposure: case.exposure,
+            child_name: "orders-console",
+            service_name: "orders-console",
+            hostname: case.hostname,
+            routes: &refused,
+            http_routes: &on,
+            observed: observed_ingress,
+            namespace: "team-b",
+            recorded: case.recorded,
+            past_cache: std::slice::from_ref(&case.check),
+        });
+        assert_eq!(decision.verdict.reason, case.reason, "{name}: {decision:?}");
+        assert_eq!(
+            decision.verdict.message.ends_with(sentence),
+            case.sentence,
+            "{name}: {}",
+            decision.verdict.message
+        );
+        assert_eq!(decision.delete_past_cache, case.delete, "{name}");
+        assert_eq!(decision.published, case.published, "{name}");
+        assert_eq!(decision.unseen, case.unseen, "{name}");
     }
 }
