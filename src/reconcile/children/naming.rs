@@ -91,3 +91,23 @@ mod tests {
         assert_eq!(out, format!("{}-{}", "c".repeat(54), &expected[..8]));
     }
 }
+
+#[cfg(test)]
+mod exhaustive {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn every_length_fits_and_distinct_names_stay_distinct() {
+        let mut seen = HashSet::new();
+        for len in 1..=300 {
+            for fill in ['a', 'b'] {
+                let name: String = std::iter::repeat_n(fill, len).collect();
+                let out = shorten(&name);
+                assert!(out.len() <= MAX_NAME_LEN, "{len}");
+                assert!(seen.insert(out), "collision at {len}");
+            }
+        }
+    }
+}

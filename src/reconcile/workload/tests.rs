@@ -529,3 +529,42 @@ fn the_engine_takes_the_workload_verdict_and_ready_copies_it() {
     assert_eq!(ready.reason, "SecretKeyMissing");
     assert_eq!(ready.message, verdict.message);
 }
+
+#[test]
+fn every_image_pull_failure_the_kubelet_writes() {
+    let cases = [
+        (
+            "ErrImagePull",
+            "failed to pull and unpack image \"quay.io/fyannk/pgtoolbox-console:1.4.0\": failed to resolve reference \"quay.io/fyannk/pgtoolbox-console:1.4.0\": quay.io/fyannk/pgtoolbox-console:1.4.0: not found",
+        ),
+        (
+            "InvalidImageName",
+            "Failed to apply default image tag \"Quay.io/fyannk/console\": couldn't parse image name \"Quay.io/fyannk/console\": invalid reference format: repository name must be lowercase",
+        ),
+        (
+            "ImagePullBackOff",
+            "Back-off pulling image \"quay.io/fyannk/pgtoolbox-console:1.4.0\"",
+        ),
+    ];
+    for (reason, message) in cases {
+        let mut pod: Pod = load(IMAGE_PULL);
+        let waiting = pod
+            .status
+            .as_mut()
+            .and_then(|s| s.container_statuses.as_mut())
+            .expect("statuses")[0]
+            .state
+            .as_mut()
+            .and_then(|s| s.waiting.as_mut())
+            .expect("waiting");
+        waiting.reason = Some(reason.into());
+        waiting.message = Some(message.into());
+        let fact = pod_fact(&pod).expect("a fact");
+        assert_eq!(fact.kind, PodFactKind::ImagePullFailed, "{reason}");
+        assert_eq!(
+            fact.detail,
+            format!("container console: {reason}: {message}"),
+            "{reason}"
+        );
+    }
+}
