@@ -12,6 +12,17 @@ fn manifest_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The document of `kind` in an example file (examples carry their Namespace too).
+fn example_document(file: &str, kind: &str) -> Value {
+    use serde::Deserialize;
+    let text = std::fs::read_to_string(manifest_dir().join("examples").join(file))
+        .expect("example exists");
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|doc| Value::deserialize(doc).expect("yaml"))
+        .find(|doc| doc["kind"] == kind)
+        .unwrap_or_else(|| panic!("{file} has no {kind}"))
+}
+
 fn crd(kind: &str) -> CustomResourceDefinition {
     crd_manifests()
         .into_iter()
@@ -409,9 +420,7 @@ fn examples_parse_and_pass_the_schema_rules() {
         ("pgaccessrequest.yaml", "PgAccessRequest"),
     ];
     for (file, kind) in cases {
-        let text = std::fs::read_to_string(manifest_dir().join("examples").join(file))
-            .expect("example exists");
-        let value: Value = serde_yaml_ng::from_str(&text).expect("yaml");
+        let value = example_document(file, kind);
         assert!(cel_ok(kind, &value, None), "{file}");
         let parsed = match kind {
             "PgAdmin" => serde_json::from_value::<PgAdmin>(value).map(|_| ()),
@@ -439,10 +448,10 @@ fn the_pause_annotation_is_read() {
 fn objects_hand_their_stored_status_and_facts_to_the_engine() {
     use crate::conditions::{ConditionType, Kind, Verdict, derive_status, reasons::common};
 
-    let mut console: PgToolBoxConsole = serde_yaml_ng::from_str(
-        &std::fs::read_to_string(manifest_dir().join("examples/pgtoolboxconsole.yaml"))
-            .expect("example"),
-    )
+    let mut console: PgToolBoxConsole = serde_json::from_value(example_document(
+        "pgtoolboxconsole.yaml",
+        "PgToolBoxConsole",
+    ))
     .expect("parses");
     console.metadata.generation = Some(5);
     console.metadata.annotations =
