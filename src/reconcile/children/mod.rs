@@ -5,4 +5,4 @@ mod labels;
 mod naming;
 
 pub use labels::{Component, MANAGED_BY, MANAGED_BY_LABEL, child_labels, pod_template_labels};
-pub use naming::{MAX_NAME_LEN, child_name, shorten};
+pub use naming::{MAX_NAME_LEN, child_name, hashed_child_name, shorten};

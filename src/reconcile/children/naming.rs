@@ -14,6 +14,13 @@ pub fn child_name(owner: &str, suffix: &str) -> String {
     shorten(&format!("{owner}-{suffix}"))
 }
 
+/// `<owner>-<suffix>-<8 hex of content>`, for children that are replaced rather than updated
+/// when their content changes (a registration Job per offered set), shortened like any name.
+pub fn hashed_child_name(owner: &str, suffix: &str, content: &[u8]) -> String {
+    let digest = hex::encode(Sha256::digest(content));
+    shorten(&format!("{owner}-{suffix}-{}", &digest[..HASH_HEX]))
+}
+
 /// `name` itself when it fits in 63 characters; otherwise a prefix, `-` and 8 hex of its hash.
 /// The prefix drops trailing `-` and `.` so the result stays a valid DNS label or subdomain.
 pub fn shorten(name: &str) -> String {
@@ -81,6 +88,20 @@ mod tests {
         let out = shorten(&name);
         assert!(!out.contains("--"), "{out}");
         assert_eq!(out.len(), 53 + 1 + 8);
+    }
+
+    #[test]
+    fn hashed_names_follow_their_content() {
+        let a = hashed_child_name("orders", "pgadmin-register", b"servers v1");
+        let b = hashed_child_name("orders", "pgadmin-register", b"servers v2");
+        assert!(a.starts_with("orders-pgadmin-register-"), "{a}");
+        assert_eq!(a.len(), "orders-pgadmin-register-".len() + 8);
+        assert_ne!(a, b);
+        assert_eq!(
+            a,
+            hashed_child_name("orders", "pgadmin-register", b"servers v1")
+        );
+        assert!(hashed_child_name(&"o".repeat(80), "pgadmin-register", b"x").len() <= 63);
     }
 
     #[test]

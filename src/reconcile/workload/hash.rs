@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{PodTemplateSpec, Secret};
 use sha2::{Digest, Sha256};
 
@@ -112,4 +113,31 @@ pub fn stamp_workload_hash(template: &mut PodTemplateSpec, secrets: &[SecretDige
         .get_or_insert_with(Default::default)
         .insert(WORKLOAD_HASH_ANNOTATION.to_owned(), hash.clone());
     hash
+}
+
+/// The workload hash a Deployment's pod template carries now, if any.
+pub fn current_workload_hash(deployment: &Deployment) -> Option<&str> {
+    deployment
+        .spec
+        .template
+        .metadata
+        .as_ref()?
+        .annotations
+        .as_ref()?
+        .get(WORKLOAD_HASH_ANNOTATION)
+        .map(String::as_str)
+}
+
+/// The `RolloutStarted` Event's message when applying `desired` changes the hash of an existing
+/// Deployment; `None` on creation (nothing rolls) and when the hash is unchanged.
+pub fn rollout_started(current: Option<&Deployment>, desired: &str) -> Option<String> {
+    let deployment = current?;
+    let before = current_workload_hash(deployment);
+    (before != Some(desired)).then(|| {
+        format!(
+            "Deployment {} rolls out a new pod template (workload hash {desired}, was {})",
+            deployment.metadata.name.as_deref().unwrap_or_default(),
+            before.unwrap_or("none")
+        )
+    })
 }

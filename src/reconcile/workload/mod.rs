@@ -6,7 +6,10 @@ mod hash;
 mod pods;
 mod verdict;
 
-pub use hash::{SecretDigest, WORKLOAD_HASH_ANNOTATION, stamp_workload_hash, workload_hash};
+pub use hash::{
+    SecretDigest, WORKLOAD_HASH_ANNOTATION, current_workload_hash, rollout_started,
+    stamp_workload_hash, workload_hash,
+};
 pub use pods::{PodFact, PodFactKind, is_active, pod_fact};
 pub use verdict::{Rollout, rollout_state, workload_verdict};
 

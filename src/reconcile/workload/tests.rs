@@ -568,3 +568,32 @@ fn every_image_pull_failure_the_kubelet_writes() {
         );
     }
 }
+
+#[test]
+fn a_new_hash_on_an_existing_deployment_is_a_rollout() {
+    let mut stamped: Deployment = load(DEADLINE);
+    stamp_workload_hash(&mut stamped.spec.template, &[]);
+    let old = current_workload_hash(&stamped).expect("stamped").to_owned();
+    let unstamped: Deployment = load(DEADLINE);
+    let cases: Vec<(&str, Option<&Deployment>, &str, Option<String>)> = vec![
+        ("creation rolls nothing", None, "abc", None),
+        ("same hash", Some(&stamped), old.as_str(), None),
+        (
+            "new hash",
+            Some(&stamped),
+            "abc",
+            Some(format!(
+                "Deployment orders-console rolls out a new pod template (workload hash abc, was {old})"
+            )),
+        ),
+        (
+            "first hash on a Deployment that had none",
+            Some(&unstamped),
+            "abc",
+            Some("Deployment orders-console rolls out a new pod template (workload hash abc, was none)".into()),
+        ),
+    ];
+    for (name, current, desired, expected) in cases {
+        assert_eq!(rollout_started(current, desired), expected, "{name}");
+    }
+}
