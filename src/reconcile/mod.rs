@@ -1,5 +1,9 @@
 //! Pure decisions: observed world in, desired children, condition facts and routing out. No I/O.
+pub mod children;
+pub mod exposure;
+pub mod images;
 pub mod namespace_permissions;
 pub mod optional_api;
 pub mod pgaccessrequest;
 pub mod secret_index;
+pub mod workload;

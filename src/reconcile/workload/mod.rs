@@ -1,0 +1,17 @@
+//! The workload facts every Deployment-backed kind shares (pure): from the Deployment, its
+//! ReplicaSets and Pods as the caches hold them, the `WorkloadReady` verdict; and the workload
+//! hash stamped on the pod template.
+
+mod hash;
+mod pods;
+mod verdict;
+
+pub use hash::{
+    SecretDigest, WORKLOAD_HASH_ANNOTATION, current_workload_hash, rollout_started,
+    stamp_workload_hash, workload_hash,
+};
+pub use pods::{PodFact, PodFactKind, is_active, pod_fact};
+pub use verdict::{Rollout, rollout_state, workload_verdict};
+
+#[cfg(test)]
+mod tests;
