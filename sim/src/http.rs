@@ -323,7 +323,12 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         }
     };
     let strict = query.get("fieldValidation").is_some_and(|v| v == "Strict");
-    let field_manager = query.get("fieldManager").filter(|m| !m.is_empty()).cloned();
+    // Without `fieldManager` a real server names the writer after its User-Agent's product.
+    let field_manager = query
+        .get("fieldManager")
+        .filter(|m| !m.is_empty())
+        .cloned()
+        .or_else(|| manager_from_user_agent(&parts.headers));
     let write_lock = || {
         let mut l = if dry_run {
             server.store.lock_dry_run()
@@ -411,7 +416,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         "delete" => {
             let bytes = read_bytes(body).await?;
             let opts = if bytes.iter().all(u8::is_ascii_whitespace) {
-                DeleteOpts::default()
+                DeleteOpts::from_query(&query)
             } else {
                 DeleteOpts::from_body(&decode(&bytes, false)?)
             };
@@ -421,11 +426,30 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                 write_lock()
             };
             let gone = ops::delete(&server, &mut lock, &info, &namespace, &name, &opts)?;
-            Ok(ctx.object(StatusCode::OK, &gone))
+            let pending = gone.pointer("/metadata/deletionTimestamp").is_some()
+                || (info.group.is_empty() && info.plural == "namespaces")
+                || info.plural == "customresourcedefinitions";
+            if pending || ops::returns_deleted_object(&info) {
+                return Ok(ctx.object(StatusCode::OK, &gone));
+            }
+            Ok(json_response(
+                StatusCode::OK,
+                &ops::deleted_status(&info, &gone),
+            ))
         }
         "deletecollection" => ctx.delete_collection(&query),
         _ => Err(ApiError::method_not_allowed(verb.to_string())),
     }
+}
+
+/// `prefixFromUserAgent` of the apiserver: the User-Agent up to its first `/`.
+fn manager_from_user_agent(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|m| !m.is_empty())
+        .map(|m| m.chars().take(128).collect())
 }
 
 /// Bodies are read to the end (up to a hard cap) before an oversized one is refused: answering

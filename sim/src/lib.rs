@@ -11,6 +11,7 @@
 pub mod admin;
 pub mod apply;
 pub mod config;
+pub mod defaults;
 pub mod discovery;
 pub mod error;
 pub mod events;
@@ -28,6 +29,7 @@ pub mod selector;
 pub mod server;
 pub mod store;
 pub mod table;
+pub mod validate;
 pub mod watch;
 
 mod handle;

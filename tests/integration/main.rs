@@ -20,6 +20,7 @@ mod shared_router;
 mod shared_support;
 mod sim_crud;
 mod sim_faults;
+mod sim_fidelity;
 mod sim_kubectl;
 mod sim_support;
 mod sim_watch;

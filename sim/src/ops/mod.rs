@@ -17,7 +17,7 @@ use crate::store::{EventType, Locked, ObjKey};
 
 use checks::*;
 pub(crate) use delete::after_removal;
-pub use delete::{DeleteOpts, delete};
+pub use delete::{DeleteOpts, delete, deleted_status, returns_deleted_object};
 use meta::*;
 pub use meta::{Subresource, meta_str, now_rfc3339, res_key, view};
 
@@ -102,7 +102,16 @@ pub fn create(
         None
     };
     builtin_defaults(info, &mut body);
+    crate::defaults::apply(info, &mut body);
     let uid = l.new_uid();
+    let mut problems = Vec::new();
+    if !info.custom && info.group == "batch" && info.kind == "Job" {
+        problems.extend(crate::defaults::job_selector(&mut body, &uid));
+    }
+    problems.extend(crate::validate::check(info, &body, None));
+    if !problems.is_empty() {
+        return Err(ApiError::invalid(&info.group, &info.kind, &name, problems));
+    }
     set_meta(&mut body, "uid", json!(uid));
     set_meta(&mut body, "resourceVersion", json!(rv.to_string()));
     set_meta(&mut body, "creationTimestamp", json!(now_rfc3339()));
@@ -254,6 +263,13 @@ pub fn update(
         ));
     }
     apply_schema(info, &mut new, Some(&old), l.strict_fields())?;
+    crate::defaults::apply(info, &mut new);
+    if sub == Subresource::Main {
+        let problems = crate::validate::check(info, &new, Some(&old));
+        if !problems.is_empty() {
+            return Err(ApiError::invalid(&info.group, &info.kind, name, problems));
+        }
+    }
     let crd = if info.group == "apiextensions.k8s.io"
         && info.plural == "customresourcedefinitions"
         && sub == Subresource::Main

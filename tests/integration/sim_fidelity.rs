@@ -1,0 +1,227 @@
+//! Built-in kinds stored as a real API server stores them: defaults, Secret `stringData`,
+//! immutable ConfigMaps, selector validation, delete answers and managers from the User-Agent.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use crate::sim_support::{raw, start};
+
+fn deployment(name: &str, selector: Value, labels: Value) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": selector}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "web", "image": "nginx", "ports": [{"containerPort": 80}]}]}}},
+    }))
+    .expect("deployment")
+}
+
+#[tokio::test]
+async fn built_in_kinds_read_back_with_their_defaults() {
+    let (_sim, client) = start().await;
+    let pp = PostParams::default();
+    let deploys: Api<Deployment> = Api::default_namespaced(client.clone());
+    let d = deploys
+        .create(
+            &pp,
+            &deployment("web", json!({"app": "web"}), json!({"app": "web"})),
+        )
+        .await
+        .expect("create");
+    let v = serde_json::to_value(&d).expect("json");
+    assert_eq!(v["spec"]["replicas"], 1);
+    assert_eq!(v["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+    assert_eq!(v["spec"]["progressDeadlineSeconds"], 600);
+    let c = &v["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(c["imagePullPolicy"], "Always", "no tag pulls always");
+    assert_eq!(c["ports"][0]["protocol"], "TCP");
+    assert_eq!(v["spec"]["template"]["spec"]["dnsPolicy"], "ClusterFirst");
+
+    let secrets: Api<Secret> = Api::default_namespaced(client.clone());
+    let s: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "s"}, "stringData": {"password": "hunter2"}}),
+    )
+    .expect("secret");
+    let s = secrets.create(&pp, &s).await.expect("secret created");
+    assert_eq!(s.type_.as_deref(), Some("Opaque"));
+    assert!(s.string_data.is_none(), "stringData is never stored");
+    let stored = s.data.expect("data");
+    assert_eq!(stored["password"].0, b"hunter2");
+
+    let services: Api<Service> = Api::default_namespaced(client.clone());
+    let svc: Service = serde_json::from_value(
+        json!({"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 5432}]}}),
+    )
+    .expect("service");
+    let svc = serde_json::to_value(services.create(&pp, &svc).await.expect("svc")).expect("json");
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert_eq!(svc["spec"]["sessionAffinity"], "None");
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 5432);
+
+    let jobs: Api<Job> = Api::default_namespaced(client.clone());
+    let job: Job = serde_json::from_value(json!({"metadata": {"name": "once"}, "spec": {"template": {
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}}}}))
+    .expect("job");
+    let job = serde_json::to_value(jobs.create(&pp, &job).await.expect("job")).expect("json");
+    assert_eq!(job["spec"]["backoffLimit"], 6);
+    assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
+    let uid = job["metadata"]["uid"].as_str().expect("uid");
+    assert_eq!(
+        job["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"],
+        uid
+    );
+    assert_eq!(
+        job["spec"]["template"]["metadata"]["labels"]["batch.kubernetes.io/job-name"],
+        "once"
+    );
+}
+
+#[tokio::test]
+async fn invalid_and_immutable_writes_are_refused_with_the_real_messages() {
+    let (_sim, client) = start().await;
+    let pp = PostParams::default();
+    let deploys: Api<Deployment> = Api::default_namespaced(client.clone());
+    let err = deploys
+        .create(
+            &pp,
+            &deployment("bad", json!({"app": "x"}), json!({"app": "y"})),
+        )
+        .await
+        .expect_err("selector does not match");
+    let kube::Error::Api(status) = err else {
+        panic!("not an API error: {err}");
+    };
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        status.message,
+        "Deployment.apps \"bad\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"y\"}: `selector` does not match template `labels`"
+    );
+
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let cm: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "frozen"}, "immutable": true, "data": {"a": "1"}}),
+    )
+    .expect("cm");
+    cms.create(&pp, &cm).await.expect("created");
+    let err = cms
+        .patch(
+            "frozen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"a": "2"}})),
+        )
+        .await
+        .expect_err("immutable");
+    let kube::Error::Api(status) = err else {
+        panic!("not an API error: {err}");
+    };
+    assert_eq!(status.code, 422);
+    assert_eq!(
+        status.message,
+        "ConfigMap \"frozen\" is invalid: data: Forbidden: field is immutable when `immutable` is set"
+    );
+    cms.patch(
+        "frozen",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"ok": "yes"}}})),
+    )
+    .await
+    .expect("metadata still changes");
+}
+
+#[tokio::test]
+async fn deletes_answer_a_status_and_read_options_from_the_query() {
+    let (_sim, client) = start().await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "gone"}})).expect("cm");
+    let created = cms
+        .create(&PostParams::default(), &cm)
+        .await
+        .expect("created");
+    let (code, body) = raw(
+        &client,
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/gone",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(body["status"], "Success");
+    assert_eq!(body["details"]["kind"], "configmaps");
+    assert_eq!(
+        body["details"]["uid"].as_str(),
+        created.metadata.uid.as_deref()
+    );
+
+    let services: Api<Service> = Api::default_namespaced(client.clone());
+    let svc: Service = serde_json::from_value(
+        json!({"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}}),
+    )
+    .expect("svc");
+    services
+        .create(&PostParams::default(), &svc)
+        .await
+        .expect("svc");
+    let answer = services
+        .delete("svc", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    assert!(answer.is_left(), "a Service delete answers the Service");
+
+    // An owner deleted with `?propagationPolicy=Orphan` and no body keeps its dependents.
+    let owner = cms
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "owner"}})).expect("cm"),
+        )
+        .await
+        .expect("owner");
+    let dependent: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "dep",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+            "uid": owner.metadata.uid}]}}))
+    .expect("dep");
+    cms.create(&PostParams::default(), &dependent)
+        .await
+        .expect("dep");
+    let (code, _) = raw(
+        &client,
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/owner?propagationPolicy=Orphan",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 200);
+    let dep = cms.get("dep").await.expect("orphan survives");
+    assert!(dep.metadata.owner_references.unwrap_or_default().is_empty());
+}
+
+#[tokio::test]
+async fn writes_without_a_field_manager_are_recorded_under_the_user_agent() {
+    let (_sim, client) = start().await;
+    let req = axum::http::Request::builder()
+        .method("POST")
+        .uri("/api/v1/namespaces/default/configmaps")
+        .header("content-type", "application/json")
+        .header("user-agent", "OpenAPI-Generator/31.0.0/python")
+        .body(
+            serde_json::to_vec(&json!({"metadata": {"name": "ua"}, "data": {"a": "1"}}))
+                .expect("body"),
+        )
+        .expect("request");
+    let resp = client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("answer");
+    assert_eq!(resp.status().as_u16(), 201);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let cm = cms.get("ua").await.expect("stored");
+    let managers = cm.metadata.managed_fields.unwrap_or_default();
+    assert_eq!(managers.len(), 1);
+    assert_eq!(managers[0].manager.as_deref(), Some("OpenAPI-Generator"));
+    assert_eq!(managers[0].operation.as_deref(), Some("Update"));
+}
