@@ -251,6 +251,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
     let info = server
         .registry()
         .lookup(&target.group, &target.version, &target.plural)
+        .filter(|i| !server.faults.is_unserved_resource(&i.group, &i.plural))
         .ok_or_else(ApiError::not_found_path)?;
     let misplaced = (!info.namespaced && target.namespace.is_some())
         || (info.namespaced

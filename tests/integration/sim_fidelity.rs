@@ -225,3 +225,49 @@ async fn writes_without_a_field_manager_are_recorded_under_the_user_agent() {
     assert_eq!(managers[0].manager.as_deref(), Some("OpenAPI-Generator"));
     assert_eq!(managers[0].operation.as_deref(), Some("Update"));
 }
+
+#[tokio::test]
+async fn unserve_hides_one_kind_of_a_group_in_discovery_too() {
+    let config = pgtoolbox_sim::SimConfig {
+        unserve: vec!["postgresql.cnpg.io/databaseroles".into()],
+        ..Default::default()
+    };
+    let (sim, client) = crate::sim_support::start_with(config).await;
+    let listed = |doc: &Value| -> Vec<String> {
+        doc["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["name"].as_str().map(str::to_string))
+            .collect()
+    };
+    let (code, doc) = raw(
+        &client,
+        "GET",
+        "/apis/postgresql.cnpg.io/v1",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 200);
+    let names = listed(&doc);
+    assert!(names.contains(&"clusters".to_string()), "{names:?}");
+    assert!(!names.contains(&"databaseroles".to_string()), "{names:?}");
+    let path = "/apis/postgresql.cnpg.io/v1/namespaces/default/databaseroles";
+    assert_eq!(crate::sim_support::get_code(&client, path).await, 404);
+    assert_eq!(
+        crate::sim_support::get_code(
+            &client,
+            "/apis/postgresql.cnpg.io/v1/namespaces/default/clusters"
+        )
+        .await,
+        200
+    );
+    sim.admin().serve("postgresql.cnpg.io/databaseroles");
+    assert_eq!(crate::sim_support::get_code(&client, path).await, 200);
+    sim.admin().unserve("core/configmaps");
+    assert_eq!(
+        crate::sim_support::get_code(&client, "/api/v1/namespaces/default/configmaps").await,
+        404
+    );
+}
