@@ -19,6 +19,7 @@ pub mod external;
 pub mod faults;
 pub mod filter;
 pub mod http;
+pub mod list_keys;
 pub mod openapi;
 pub mod ops;
 pub mod patch;

@@ -271,3 +271,99 @@ async fn unserve_hides_one_kind_of_a_group_in_discovery_too() {
         404
     );
 }
+
+#[tokio::test]
+async fn two_appliers_co_own_a_pod_template_by_list_keys() {
+    let (_sim, client) = start().await;
+    let deploys: Api<Deployment> = Api::default_namespaced(client.clone());
+    let base = |containers: Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shared"},
+            "spec": {"selector": {"matchLabels": {"app": "s"}}, "template": {
+                "metadata": {"labels": {"app": "s"}}, "spec": {"containers": containers}}}})
+    };
+    let web = json!([{"name": "web", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}]);
+    deploys
+        .patch(
+            "shared",
+            &PatchParams::apply("owner-a"),
+            &Patch::Apply(base(web.clone())),
+        )
+        .await
+        .expect("a applies");
+    let sidecar = json!([{"name": "web", "env": [{"name": "MODE", "value": "x"}]},
+        {"name": "log", "image": "busybox:1.36"}]);
+    deploys
+        .patch(
+            "shared",
+            &PatchParams::apply("owner-b"),
+            &Patch::Apply(base(sidecar)),
+        )
+        .await
+        .expect("b applies to other elements without conflict");
+    // A applies its configuration again: B's container and env stay.
+    deploys
+        .patch(
+            "shared",
+            &PatchParams::apply("owner-a"),
+            &Patch::Apply(base(web)),
+        )
+        .await
+        .expect("a re-applies");
+    let d = serde_json::to_value(deploys.get("shared").await.expect("get")).expect("json");
+    let containers = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["web", "log"]);
+    assert_eq!(containers[0]["image"], "nginx:1.27");
+    assert_eq!(containers[0]["env"][0]["name"], "MODE");
+    let fields = d["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let b = fields
+        .iter()
+        .find(|m| m["manager"] == "owner-b")
+        .expect("b recorded");
+    assert!(
+        b["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]
+            .get(r#"k:{"name":"log"}"#)
+            .is_some(),
+        "{b}"
+    );
+    // B changing A's image conflicts; B dropping its sidecar removes it.
+    let err = deploys
+        .patch(
+            "shared",
+            &PatchParams::apply("owner-b"),
+            &Patch::Apply(base(json!([{"name": "web", "image": "nginx:1.28"}]))),
+        )
+        .await
+        .expect_err("conflict");
+    let kube::Error::Api(status) = err else {
+        panic!("not an API error: {err}");
+    };
+    assert_eq!(status.code, 409, "{}", status.message);
+    deploys
+        .patch(
+            "shared",
+            &PatchParams::apply("owner-b"),
+            &Patch::Apply(base(
+                json!([{"name": "web", "env": [{"name": "MODE", "value": "x"}]}]),
+            )),
+        )
+        .await
+        .expect("b drops its sidecar");
+    let d = serde_json::to_value(deploys.get("shared").await.expect("get")).expect("json");
+    let names: Vec<String> = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(names, vec!["web".to_string()]);
+}
