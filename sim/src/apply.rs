@@ -249,6 +249,86 @@ fn merge_into(info: &ResourceInfo, target: &mut Value, config: &Value, path: &mu
     }
 }
 
+/// A field path as structured-merge-diff prints it: `.spec.containers[name="web"].image`.
+fn shown_path(path: &[String]) -> String {
+    let mut out = String::new();
+    for seg in path {
+        if seg == "." {
+            continue;
+        }
+        match seg
+            .strip_prefix("k:")
+            .and_then(|j| serde_json::from_str::<Map<String, Value>>(j).ok())
+        {
+            Some(keys) => {
+                let pairs: Vec<String> = keys.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                out.push_str(&format!("[{}]", pairs.join(",")));
+            }
+            None => {
+                out.push('.');
+                out.push_str(seg);
+            }
+        }
+    }
+    out
+}
+
+/// How a conflict names its manager: an `Update` one with its apiVersion and time.
+fn shown_manager(m: &Manager) -> String {
+    if m.apply {
+        return format!("{:?}", m.name);
+    }
+    let api = m
+        .entry
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    match m.entry.get("time").and_then(Value::as_str) {
+        Some(t) => format!("{:?} using {api} at {t}", m.name),
+        None => format!("{:?} using {api}", m.name),
+    }
+}
+
+/// The 409 of a conflicting apply, worded as the API server words it.
+fn conflict_error(info: &ResourceInfo, name: &str, conflicts: &[(String, Path)]) -> ApiError {
+    let causes: Vec<Cause> = conflicts
+        .iter()
+        .map(|(m, p)| Cause {
+            reason: "FieldManagerConflict".into(),
+            message: format!("conflict with {m}"),
+            field: shown_path(p),
+        })
+        .collect();
+    let message = match causes.as_slice() {
+        [one] => format!(
+            "Apply failed with 1 conflict: {}: {}",
+            one.message, one.field
+        ),
+        _ => {
+            let mut by_manager: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+            for (m, p) in conflicts {
+                by_manager.entry(m).or_default().push(shown_path(p));
+            }
+            let mut lines = Vec::new();
+            for (m, paths) in by_manager {
+                lines.push(format!("conflicts with {m}:"));
+                lines.extend(paths.into_iter().map(|p| format!("- {p}")));
+            }
+            format!(
+                "Apply failed with {} conflicts: {}",
+                causes.len(),
+                lines.join("\n")
+            )
+        }
+    };
+    let mut err = ApiError::conflict(&info.group, &info.plural, name, "");
+    err.message = message;
+    if let Some(d) = err.details.as_mut() {
+        d.causes = causes;
+    }
+    err
+}
+
 fn is_presence(p: &[String]) -> bool {
     p.last().is_some_and(|s| s == ".")
 }
@@ -359,33 +439,12 @@ pub fn server_side_apply(
             owners
                 .iter()
                 .filter(|m| m.name != manager && m.fields.iter().any(|f| overlaps(f, p)))
-                .map(|m| (m.name.clone(), p.clone()))
+                .map(|m| (shown_manager(m), p.clone()))
                 .collect::<Vec<_>>()
         })
         .collect();
     if !conflicts.is_empty() && !force {
-        let causes: Vec<Cause> = conflicts
-            .iter()
-            .map(|(m, p)| Cause {
-                reason: "FieldManagerConflict".into(),
-                message: format!("conflict with \"{m}\""),
-                field: format!(".{}", p.join(".")),
-            })
-            .collect();
-        let listed: Vec<String> = causes
-            .iter()
-            .map(|c| format!("{}: {}", c.message, c.field))
-            .collect();
-        let mut err = ApiError::conflict(&info.group, &info.plural, name, "");
-        err.message = format!(
-            "Apply failed with {} conflict(s): {}",
-            causes.len(),
-            listed.join(", ")
-        );
-        if let Some(d) = err.details.as_mut() {
-            d.causes = causes;
-        }
-        return Err(err);
+        return Err(conflict_error(info, name, &conflicts));
     }
     if force {
         for m in owners.iter_mut().filter(|m| m.name != manager) {

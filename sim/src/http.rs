@@ -137,7 +137,7 @@ fn verb_of(
     query: &HashMap<String, String>,
 ) -> Result<&'static str, ApiError> {
     let item = target.name.is_some();
-    let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let watching = query_bool(&query, "watch");
     Ok(match (method.as_str(), item) {
         ("GET", false) if watching => "watch",
         ("GET", false) => "list",
@@ -393,7 +393,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             let patch = decode(&bytes, kind == PatchKind::Apply)?;
             if kind == PatchKind::Apply {
                 let manager = query.get("fieldManager").cloned().unwrap_or_default();
-                let force = query.get("force").is_some_and(|f| f == "true");
+                let force = query_bool(&query, "force");
                 // Apply keeps its own ownership records; it is not an Update.
                 let mut lock = write_lock();
                 lock.set_field_manager(None);
@@ -441,6 +441,14 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         "deletecollection" => ctx.delete_collection(&query),
         _ => Err(ApiError::method_not_allowed(verb.to_string())),
     }
+}
+
+/// A boolean query parameter as Go's `strconv.ParseBool` reads it (`true`, `True`, `1`, `t`...;
+/// the Python client sends `True`).
+pub fn query_bool(query: &HashMap<String, String>, key: &str) -> bool {
+    query
+        .get(key)
+        .is_some_and(|v| matches!(v.as_str(), "1" | "t" | "T" | "true" | "True" | "TRUE"))
 }
 
 /// `prefixFromUserAgent` of the apiserver: the User-Agent up to its first `/`.

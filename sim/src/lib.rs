@@ -23,6 +23,7 @@ pub mod list_keys;
 pub mod openapi;
 pub mod ops;
 pub mod patch;
+pub mod printers;
 pub mod render;
 pub mod resources;
 pub mod schema;

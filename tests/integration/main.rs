@@ -22,6 +22,7 @@ mod sim_crud;
 mod sim_faults;
 mod sim_fidelity;
 mod sim_kubectl;
+mod sim_python;
 mod sim_support;
 mod sim_watch;
 mod status_write;
