@@ -137,7 +137,7 @@ fn verb_of(
     query: &HashMap<String, String>,
 ) -> Result<&'static str, ApiError> {
     let item = target.name.is_some();
-    let watching = query_bool(&query, "watch");
+    let watching = query_bool(query, "watch");
     Ok(match (method.as_str(), item) {
         ("GET", false) if watching => "watch",
         ("GET", false) => "list",
