@@ -21,6 +21,7 @@ pub mod filter;
 pub mod http;
 pub mod list_keys;
 pub mod openapi;
+pub mod openapi_schemas;
 pub mod ops;
 pub mod patch;
 pub mod printers;

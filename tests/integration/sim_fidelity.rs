@@ -367,3 +367,50 @@ async fn two_appliers_co_own_a_pod_template_by_list_keys() {
         .collect();
     assert_eq!(names, vec!["web".to_string()]);
 }
+
+/// `kubectl explain` reads the published schemas (built-in, external CRD, ours); `kubectl apply`
+/// still leaves validation to the server; `kubectl get` prints the built-in columns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explains_every_kind_and_prints_built_in_columns() {
+    use crate::kubectl_support::{Kubectl, kubectl_present};
+    if !kubectl_present() {
+        eprintln!("kubectl not found: skipping the kubectl test");
+        return;
+    }
+    let config = pgtoolbox_sim::SimConfig {
+        extra_crds: vec![pgtoolbox_operator::api::render_crds_yaml().expect("our CRDs")],
+        ..Default::default()
+    };
+    let (sim, _client) = crate::sim_support::start_with(config).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let k = Kubectl { kubeconfig, dir };
+    tokio::task::spawn_blocking(move || {
+        let spec = k.ok(&["explain", "deployment.spec"]);
+        assert!(spec.contains("KIND:       Deployment") && spec.contains("revisionHistoryLimit"), "{spec}");
+        let ports = k.ok(&["explain", "pod.spec.containers.ports"]);
+        assert!(ports.contains("containerPort"), "{ports}");
+        let cnpg = k.ok(&["explain", "clusters.postgresql.cnpg.io.spec"]);
+        assert!(cnpg.contains("GROUP:      postgresql.cnpg.io"), "{cnpg}");
+        let ours = k.ok(&["explain", "pgadmin.spec.exposure"]);
+        assert!(ours.contains("KIND:       PgAdmin"), "{ours}");
+
+        let manifest = k.file("web.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n");
+        assert!(k.ok(&["apply", "-f", &manifest]).contains("created"));
+        let table = k.ok(&["get", "deployment", "web", "-o", "wide"]);
+        let header = table.lines().next().unwrap_or_default();
+        for col in ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"] {
+            assert!(header.contains(col), "column {col} missing in {table}");
+        }
+        assert!(table.contains("0/1") && table.contains("nginx:1.27") && table.contains("app=web"), "{table}");
+        let svc = k.file("svc.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector: {app: web}\n  ports:\n  - port: 80\n");
+        k.ok(&["apply", "-f", &svc]);
+        let table = k.ok(&["get", "service", "web"]);
+        assert!(table.lines().next().unwrap_or_default().contains("PORT(S)") && table.contains("80/TCP"), "{table}");
+        let stored = k.ok(&["get", "service", "web", "-o", "jsonpath={.spec.ports[0].targetPort} {.spec.type}"]);
+        assert_eq!(stored.trim(), "80 ClusterIP");
+    })
+    .await
+    .expect("kubectl steps");
+}
