@@ -268,3 +268,131 @@ mod tests {
         }
     }
 }
+
+/// Follow `$ref` (also behind a one-element `allOf`) to the schema it names.
+fn resolve<'a>(schema: &'a Value, all: &'a Map<String, Value>) -> &'a Value {
+    let mut node = schema;
+    for _ in 0..8 {
+        let target = node
+            .get("$ref")
+            .or_else(|| node.pointer("/allOf/0/$ref"))
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            .and_then(|name| all.get(name));
+        match target {
+            Some(t) => node = t,
+            None => break,
+        }
+    }
+    node
+}
+
+/// Remove the fields of `value` its schema does not know, returning their paths
+/// (`spec.template.spec.containers[0].foo`) as the strict decoder names them.
+fn prune_unknown(
+    schema: &Value,
+    all: &Map<String, Value>,
+    value: &mut Value,
+    path: &str,
+    out: &mut Vec<String>,
+) {
+    let schema = resolve(schema, all);
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            let Some(props) = props else {
+                if let Some(a) = additional {
+                    for (k, v) in map.iter_mut() {
+                        prune_unknown(a, all, v, &join(path, k), out);
+                    }
+                }
+                return;
+            };
+            let mut unknown = Vec::new();
+            for (k, v) in map.iter_mut() {
+                match props.get(k).or(additional) {
+                    Some(s) => prune_unknown(s, all, v, &join(path, k), out),
+                    None => unknown.push(k.clone()),
+                }
+            }
+            for k in unknown {
+                map.remove(&k);
+                out.push(join(path, &k));
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, v) in items.iter_mut().enumerate() {
+                    prune_unknown(item_schema, all, v, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// As the API server's decoder reads a built-in kind: unknown fields are dropped; the paths
+/// returned let `fieldValidation=Strict` refuse them. Events (stored in two shapes) and CRDs
+/// (open-ended JSON schemas) are left as sent.
+pub fn prune_builtin(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
+    if info.custom || info.plural == "events" || info.kind == "CustomResourceDefinition" {
+        return Vec::new();
+    }
+    let Some((_, def)) = builtin_kind(&info.group, &info.version, &info.kind) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    prune_unknown(def, builtin(), obj, "", &mut out);
+    out
+}
+
+#[cfg(test)]
+mod prune_tests {
+    use super::*;
+    use crate::resources;
+
+    #[test]
+    fn unknown_fields_of_built_in_kinds_are_dropped_and_named() {
+        let info = resources::builtins()
+            .into_iter()
+            .find(|i| i.kind == "Deployment")
+            .unwrap();
+        let mut d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "x", "labels": {"a": "b"}, "bogus": 1},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i", "foo": true,
+                "resources": {"limits": {"cpu": "1"}}}]}}, "strategy": {"rollingUpdate": {"maxSurge": "25%"}}},
+            "extra": "x"});
+        let mut got = prune_builtin(&info, &mut d);
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                "extra",
+                "metadata.bogus",
+                "spec.template.spec.containers[0].foo"
+            ]
+        );
+        assert!(d.get("extra").is_none());
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+            "1"
+        );
+        assert_eq!(d["metadata"]["labels"]["a"], "b");
+        let cm = resources::builtins()
+            .into_iter()
+            .find(|i| i.kind == "ConfigMap")
+            .unwrap();
+        let mut ok = json!({"metadata": {"name": "c", "managedFields": [{"manager": "m", "fieldsV1": {"f:data": {}}}]},
+            "data": {"k": "v"}, "binaryData": {"b": "AA=="}, "immutable": true});
+        assert!(prune_builtin(&cm, &mut ok).is_empty());
+    }
+}

@@ -410,6 +410,12 @@ async fn kubectl_explains_every_kind_and_prints_built_in_columns() {
         assert!(table.lines().next().unwrap_or_default().contains("PORT(S)") && table.contains("80/TCP"), "{table}");
         let stored = k.ok(&["get", "service", "web", "-o", "jsonpath={.spec.ports[0].targetPort} {.spec.type}"]);
         assert_eq!(stored.trim(), "80 ClusterIP");
+        // Strict field validation (kubectl's default) refuses unknown fields of built-in kinds.
+        let bad = k.file("bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  a: \"1\"\nextra: field\n");
+        k.refused(&["apply", "-f", &bad], "strict decoding error: unknown field \"extra\"");
+        k.ok(&["apply", "--validate=false", "-f", &bad]);
+        let kept = k.ok(&["get", "configmap", "bad", "-o", "jsonpath={.extra}|{.data.a}"]);
+        assert_eq!(kept.trim(), "|1", "unknown fields are dropped");
     })
     .await
     .expect("kubectl steps");

@@ -30,6 +30,7 @@ pub fn create(
     mut body: Value,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
+    decode_builtin(info, &mut body, l.strict_fields())?;
     let mut body = stored_shape(info, body);
     match (info.namespaced, meta_str(&body, "namespace")) {
         (true, Some(ns)) if !ns.is_empty() && ns != namespace => {
@@ -146,6 +147,7 @@ pub fn update(
     sub: Subresource,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
+    decode_builtin(info, &mut body, l.strict_fields())?;
     let mut body = stored_shape(info, body);
     let res = res_key(info);
     let key: ObjKey = (
