@@ -346,6 +346,9 @@ def tables(c):
     row = next(r for r in table["rows"] if r["cells"][0] == "tabled")
     expect(row["cells"][1] == 2, f"cells {row['cells']}")
     expect(row["object"]["kind"] == "PartialObjectMetadata", "rows carry metadata")
+    deployments = raw(c.api, "GET", f"/apis/apps/v1/namespaces/{c.ns}/deployments", accept=accept)
+    columns = [col["name"] for col in deployments["columnDefinitions"] if col["priority"] == 0]
+    expect(columns == ["Name", "Ready", "Up-to-date", "Available", "Age"], f"deployment columns {columns}")
 
 
 def main():
