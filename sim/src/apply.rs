@@ -66,6 +66,23 @@ pub fn leaves(info: &ResourceInfo, config: &Value) -> BTreeSet<Path> {
                     path.pop();
                 }
             }
+            // An empty set or map list owns nothing: the elements are what managers own.
+            Value::Array(items)
+                if items.is_empty()
+                    && !path.is_empty()
+                    && (list_keys::is_set(info, &names(path))
+                        || list_keys::keys_of(info, &names(path)).is_some()) => {}
+            Value::Array(items)
+                if !items.is_empty()
+                    && !path.is_empty()
+                    && list_keys::is_set(info, &names(path)) =>
+            {
+                for item in items {
+                    path.push(list_keys::set_segment(item));
+                    out.insert(path.clone());
+                    path.pop();
+                }
+            }
             Value::Array(items) if !items.is_empty() && !path.is_empty() => {
                 let Some(keys) = list_keys::keys_of(info, &names(path)) else {
                     out.insert(path.clone());
@@ -150,8 +167,12 @@ pub fn from_fields_v1(fields: &Value) -> BTreeSet<Path> {
     out
 }
 
-/// Does list element `item` carry the key values of segment `seg` (`k:{...}`)?
+/// Does list element `item` carry the key values of segment `seg` (`k:{...}`), or is it the
+/// set value `v:...`?
 fn element_matches(seg: &str, item: &Value) -> bool {
+    if let Some(v) = seg.strip_prefix("v:") {
+        return serde_json::from_str::<Value>(v).is_ok_and(|v| v == *item);
+    }
     let Some(Value::Object(want)) = seg
         .strip_prefix("k:")
         .and_then(|j| serde_json::from_str::<Value>(j).ok())
@@ -203,6 +224,12 @@ fn remove_at(v: &mut Value, path: &[String]) {
         }
         return;
     }
+    if last.starts_with("v:") {
+        if let Some(list) = value_at_mut(v, parents).and_then(Value::as_array_mut) {
+            list.retain(|i| !element_matches(last, i));
+        }
+        return;
+    }
     if let Some(m) = value_at_mut(v, parents).and_then(Value::as_object_mut) {
         m.remove(last);
     }
@@ -227,6 +254,13 @@ fn merge_into(info: &ResourceInfo, target: &mut Value, config: &Value, path: &mu
                     }
                 }
                 path.pop();
+            }
+        }
+        (Value::Array(t), Value::Array(c)) if list_keys::is_set(info, &names(path)) => {
+            for item in c {
+                if !t.contains(item) {
+                    t.push(item.clone());
+                }
             }
         }
         (Value::Array(t), Value::Array(c)) => {
@@ -578,6 +612,30 @@ mod tests {
                 "spec.template.spec.tolerations".to_string(),
             ]
         );
+    }
+
+    #[test]
+    fn finalizers_are_a_set_each_value_owned_on_its_own() {
+        let cm = info("ConfigMap");
+        let cfg = json!({"metadata": {"finalizers": ["a.io/x", "b.io/y"]}});
+        let paths = leaves(&cm, &cfg);
+        assert_eq!(
+            joined(&paths),
+            vec![
+                r#"metadata.finalizers.v:"a.io/x""#,
+                r#"metadata.finalizers.v:"b.io/y""#
+            ]
+        );
+        assert_eq!(from_fields_v1(&to_fields_v1(&paths)), paths);
+        let mut live = json!({"metadata": {"finalizers": ["c.io/z"]}});
+        merge_into(&cm, &mut live, &cfg, &mut Vec::new());
+        assert_eq!(
+            live["metadata"]["finalizers"],
+            json!(["c.io/z", "a.io/x", "b.io/y"])
+        );
+        let first = paths.iter().next().cloned().unwrap();
+        remove_at(&mut live, &first);
+        assert_eq!(live["metadata"]["finalizers"], json!(["c.io/z", "b.io/y"]));
     }
 
     #[test]

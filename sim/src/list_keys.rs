@@ -85,9 +85,42 @@ pub fn element_segment(keys: &[String], item: &Value) -> Option<String> {
     Some(format!("k:{{{}}}", parts.join(",")))
 }
 
-/// Is this path segment a list element (`k:{...}`) rather than a field name?
+/// Is this path segment a list element (`k:{...}` of a map list, `v:...` of a set) rather
+/// than a field name?
 pub fn is_element(seg: &str) -> bool {
-    seg.starts_with("k:{")
+    seg.starts_with("k:{") || seg.starts_with("v:")
+}
+
+/// Is the list at `names` a set (`x-kubernetes-list-type: set`): `metadata.finalizers` for
+/// every kind, and what a CRD schema marks so?
+pub fn is_set(info: &ResourceInfo, names: &[&str]) -> bool {
+    if names == ["metadata", "finalizers"] {
+        return true;
+    }
+    if !info.custom {
+        return false;
+    }
+    let Some(mut node) = info.schema.as_ref().map(|s| s.root()) else {
+        return false;
+    };
+    for (i, name) in names.iter().enumerate() {
+        match node.pointer(&format!("/properties/{}", escape(name))) {
+            Some(n) => node = n,
+            None => return false,
+        }
+        if i + 1 < names.len()
+            && node.get("type").and_then(Value::as_str) == Some("array")
+            && let Some(items) = node.get("items")
+        {
+            node = items;
+        }
+    }
+    node.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("set")
+}
+
+/// The FieldsV1 segment of a set element (`v:"example.com/finalizer"`).
+pub fn set_segment(item: &Value) -> String {
+    format!("v:{item}")
 }
 
 #[cfg(test)]

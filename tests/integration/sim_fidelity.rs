@@ -420,3 +420,41 @@ async fn kubectl_explains_every_kind_and_prints_built_in_columns() {
     .await
     .expect("kubectl steps");
 }
+
+#[tokio::test]
+async fn appliers_co_own_finalizers_as_a_set() {
+    let (_sim, client) = start().await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let with = |finalizers: Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "held", "finalizers": finalizers}})
+    };
+    cms.patch(
+        "held",
+        &PatchParams::apply("a"),
+        &Patch::Apply(with(json!(["a.io/hold"]))),
+    )
+    .await
+    .expect("a applies");
+    cms.patch(
+        "held",
+        &PatchParams::apply("b"),
+        &Patch::Apply(with(json!(["b.io/hold"]))),
+    )
+    .await
+    .expect("b applies its own finalizer without conflict");
+    let both = cms.get("held").await.expect("get").metadata.finalizers;
+    assert_eq!(
+        both,
+        Some(vec!["a.io/hold".to_string(), "b.io/hold".to_string()])
+    );
+    cms.patch(
+        "held",
+        &PatchParams::apply("a"),
+        &Patch::Apply(with(json!([]))),
+    )
+    .await
+    .expect("a drops its finalizer");
+    let left = cms.get("held").await.expect("get").metadata.finalizers;
+    assert_eq!(left, Some(vec!["b.io/hold".to_string()]));
+}
