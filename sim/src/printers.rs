@@ -110,6 +110,40 @@ const SECRET: &[Col] = &[
 const NAMESPACE: &[Col] = &[("Status", "string", 0), ("Age", "string", 0)];
 const SERVICE_ACCOUNT: &[Col] = &[("Secrets", "integer", 0), ("Age", "string", 0)];
 const ENDPOINTS: &[Col] = &[("Endpoints", "string", 0), ("Age", "string", 0)];
+/// Events print no leading Name column; their name is a wide column at the end.
+const EVENT: &[Col] = &[
+    ("Last Seen", "string", 0),
+    ("Type", "string", 0),
+    ("Reason", "string", 0),
+    ("Object", "string", 0),
+    ("Subobject", "string", 1),
+    ("Source", "string", 1),
+    ("Message", "string", 0),
+    ("First Seen", "string", 1),
+    ("Count", "string", 1),
+    ("Name", "string", 1),
+];
+const CRON_JOB: &[Col] = &[
+    ("Schedule", "string", 0),
+    ("Timezone", "string", 0),
+    ("Suspend", "boolean", 0),
+    ("Active", "integer", 0),
+    ("Last Schedule", "string", 0),
+    ("Age", "string", 0),
+    ("Containers", "string", 1),
+    ("Images", "string", 1),
+    ("Selector", "string", 1),
+];
+const NETWORK_POLICY: &[Col] = &[("Pod-Selector", "string", 0), ("Age", "string", 0)];
+const LEASE: &[Col] = &[("Holder", "string", 0), ("Age", "string", 0)];
+const ROLE: &[Col] = &[("Created At", "string", 0)];
+const ROLE_BINDING: &[Col] = &[
+    ("Role", "string", 0),
+    ("Age", "string", 0),
+    ("Users", "string", 1),
+    ("Groups", "string", 1),
+    ("ServiceAccounts", "string", 1),
+];
 
 fn columns(group: &str, kind: &str) -> Option<&'static [Col]> {
     Some(match (group, kind) {
@@ -128,6 +162,12 @@ fn columns(group: &str, kind: &str) -> Option<&'static [Col]> {
         ("apps", "DaemonSet") => DAEMON_SET,
         ("batch", "Job") => JOB,
         ("networking.k8s.io", "Ingress") => INGRESS,
+        ("", "Event") => EVENT,
+        ("batch", "CronJob") => CRON_JOB,
+        ("networking.k8s.io", "NetworkPolicy") => NETWORK_POLICY,
+        ("coordination.k8s.io", "Lease") => LEASE,
+        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => ROLE,
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => ROLE_BINDING,
         _ => return None,
     })
 }
@@ -135,12 +175,19 @@ fn columns(group: &str, kind: &str) -> Option<&'static [Col]> {
 /// Column definitions (Name first) and the cells of `obj`, or `None` for kinds without printers.
 pub fn definitions(group: &str, kind: &str) -> Option<Vec<Value>> {
     let cols = columns(group, kind)?;
-    let mut defs = vec![json!({"name": "Name", "type": "string", "format": "name",
-        "description": "Name must be unique within a namespace.", "priority": 0})];
+    let mut defs = Vec::new();
+    if !leads_without_name(group, kind) {
+        defs.push(json!({"name": "Name", "type": "string", "format": "name",
+            "description": "Name must be unique within a namespace.", "priority": 0}));
+    }
     defs.extend(cols.iter().map(|(name, ty, priority)| {
         json!({"name": name, "type": ty, "format": "", "description": "", "priority": priority})
     }));
     Some(defs)
+}
+
+fn leads_without_name(group: &str, kind: &str) -> bool {
+    group.is_empty() && kind == "Event"
 }
 
 fn i(obj: &Value, pointer: &str) -> i64 {
@@ -411,6 +458,52 @@ fn job_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
     ]
 }
 
+/// `printEvent`: times since the last and first occurrence, `kind/name` of the object.
+fn event_cells(obj: &Value, now: Timestamp) -> Vec<Value> {
+    let first_of = |pointers: &[&str]| {
+        pointers
+            .iter()
+            .map(|p| s(obj, p))
+            .find(|t| !t.is_empty())
+            .map_or_else(|| "<unknown>".to_string(), |t| since(t, now))
+    };
+    let last = first_of(&["/series/lastObservedTime", "/lastTimestamp", "/eventTime"]);
+    let first = first_of(&["/firstTimestamp", "/eventTime"]);
+    let component = match s(obj, "/source/component") {
+        "" => s(obj, "/reportingComponent"),
+        c => c,
+    };
+    let host = match s(obj, "/source/host") {
+        "" => s(obj, "/reportingInstance"),
+        h => h,
+    };
+    let source = if host.is_empty() {
+        component.to_string()
+    } else {
+        format!("{component}, {host}")
+    };
+    let count = match i(obj, "/series/count") {
+        0 => i(obj, "/count"),
+        n => n,
+    };
+    vec![
+        json!(last),
+        json!(s(obj, "/type")),
+        json!(s(obj, "/reason")),
+        json!(format!(
+            "{}/{}",
+            s(obj, "/involvedObject/kind").to_lowercase(),
+            s(obj, "/involvedObject/name")
+        )),
+        json!(s(obj, "/involvedObject/fieldPath")),
+        json!(source),
+        json!(s(obj, "/message")),
+        json!(first),
+        json!(count),
+        json!(s(obj, "/metadata/name")),
+    ]
+}
+
 fn cells(group: &str, kind: &str, obj: &Value, now: Timestamp) -> Vec<Value> {
     let template = || containers_images(obj, "/spec/template/spec");
     let sel = || selector(obj.pointer("/spec/selector"));
@@ -537,6 +630,61 @@ fn cells(group: &str, kind: &str, obj: &Value, now: Timestamp) -> Vec<Value> {
             ]
         }
         ("batch", "Job") => job_cells(obj, now),
+        ("", "Event") => event_cells(obj, now),
+        ("batch", "CronJob") => {
+            let (c, im) = containers_images(obj, "/spec/jobTemplate/spec/template/spec");
+            let last = s(obj, "/status/lastScheduleTime");
+            vec![
+                json!(s(obj, "/spec/schedule")),
+                json!(or_none(s(obj, "/spec/timeZone").to_string())),
+                obj.pointer("/spec/suspend").cloned().unwrap_or(Value::Null),
+                json!(items(obj, "/status/active").len()),
+                json!(if last.is_empty() {
+                    "<none>".to_string()
+                } else {
+                    since(last, now)
+                }),
+                json!(age(obj, now)),
+                json!(c),
+                json!(im),
+                json!(selector(obj.pointer("/spec/jobTemplate/spec/selector"))),
+            ]
+        }
+        ("networking.k8s.io", "NetworkPolicy") => vec![
+            json!(selector(obj.pointer("/spec/podSelector"))),
+            json!(age(obj, now)),
+        ],
+        ("coordination.k8s.io", "Lease") => vec![
+            json!(or_none(s(obj, "/spec/holderIdentity").to_string())),
+            json!(age(obj, now)),
+        ],
+        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => {
+            vec![json!(s(obj, "/metadata/creationTimestamp"))]
+        }
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            let of = |kind: &str| -> String {
+                items(obj, "/subjects")
+                    .iter()
+                    .filter(|x| s(x, "/kind") == kind)
+                    .map(|x| match s(x, "/namespace") {
+                        ns if kind == "ServiceAccount" => format!("{ns}/{}", s(x, "/name")),
+                        _ => s(x, "/name").to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            vec![
+                json!(format!(
+                    "{}/{}",
+                    s(obj, "/roleRef/kind"),
+                    s(obj, "/roleRef/name")
+                )),
+                json!(age(obj, now)),
+                json!(of("User")),
+                json!(of("Group")),
+                json!(of("ServiceAccount")),
+            ]
+        }
         ("networking.k8s.io", "Ingress") => {
             let hosts: Vec<&str> = items(obj, "/spec/rules")
                 .iter()
@@ -578,11 +726,14 @@ pub fn render(group: &str, kind: &str, objects: &[&Value], now: Timestamp) -> Op
     let rows: Vec<Value> = objects
         .iter()
         .map(|obj| {
-            let mut row = vec![
-                obj.pointer("/metadata/name")
-                    .cloned()
-                    .unwrap_or(Value::Null),
-            ];
+            let mut row = Vec::new();
+            if !leads_without_name(group, kind) {
+                row.push(
+                    obj.pointer("/metadata/name")
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                );
+            }
             row.extend(cells(group, kind, obj, now));
             json!({"cells": row, "object": {
                 "kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
@@ -623,12 +774,43 @@ mod tests {
             ("apps", "DaemonSet"),
             ("batch", "Job"),
             ("networking.k8s.io", "Ingress"),
+            ("", "Event"),
+            ("batch", "CronJob"),
+            ("networking.k8s.io", "NetworkPolicy"),
+            ("coordination.k8s.io", "Lease"),
+            ("rbac.authorization.k8s.io", "Role"),
+            ("rbac.authorization.k8s.io", "RoleBinding"),
         ] {
             let t = render(g, k, &[&obj], at("2026-01-01T00:05:00Z")).unwrap();
             let defs = t["columnDefinitions"].as_array().unwrap().len();
             let cells = t["rows"][0]["cells"].as_array().unwrap().len();
             assert_eq!(defs, cells, "{k}");
         }
+    }
+
+    #[test]
+    fn events_lead_with_last_seen_and_name_the_object() {
+        let e = json!({"metadata": {"name": "web.1"}, "type": "Normal", "reason": "ScalingReplicaSet",
+            "involvedObject": {"kind": "Deployment", "name": "web"}, "message": "Scaled up",
+            "source": {"component": "deployment-controller"}, "count": 2,
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:04:00Z"});
+        let t = render("", "Event", &[&e], at("2026-01-01T00:05:00Z")).unwrap();
+        assert_eq!(t["columnDefinitions"][0]["name"], "Last Seen");
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!([
+                "60s",
+                "Normal",
+                "ScalingReplicaSet",
+                "deployment/web",
+                "",
+                "deployment-controller",
+                "Scaled up",
+                "5m",
+                2,
+                "web.1"
+            ])
+        );
     }
 
     #[test]

@@ -410,6 +410,14 @@ async fn kubectl_explains_every_kind_and_prints_built_in_columns() {
         assert!(table.lines().next().unwrap_or_default().contains("PORT(S)") && table.contains("80/TCP"), "{table}");
         let stored = k.ok(&["get", "service", "web", "-o", "jsonpath={.spec.ports[0].targetPort} {.spec.type}"]);
         assert_eq!(stored.trim(), "80 ClusterIP");
+        let event = k.file("event.yaml", "apiVersion: v1\nkind: Event\nmetadata:\n  name: web.1\ninvolvedObject:\n  kind: Deployment\n  name: web\nreason: ScalingReplicaSet\nmessage: Scaled up replica set web-1 from 0 to 1\ntype: Normal\nsource:\n  component: deployment-controller\nlastTimestamp: \"2026-01-01T00:00:00Z\"\ncount: 1\n");
+        k.ok(&["create", "-f", &event]);
+        let events = k.ok(&["get", "events"]);
+        let header = events.lines().next().unwrap_or_default();
+        for col in ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"] {
+            assert!(header.contains(col), "column {col} missing in {events}");
+        }
+        assert!(events.contains("deployment/web") && events.contains("ScalingReplicaSet"), "{events}");
         // Strict field validation (kubectl's default) refuses unknown fields of built-in kinds.
         let bad = k.file("bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\ndata:\n  a: \"1\"\nextra: field\n");
         k.refused(&["apply", "-f", &bad], "strict decoding error: unknown field \"extra\"");
