@@ -618,7 +618,13 @@ impl Ctx<'_> {
     fn delete_collection(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
         let filter = Filter::from_query(query, self.info)?;
         let res = ops::res_key(self.info);
-        let mut l = self.server.store.lock();
+        // DeleteOptions from the query apply to every object (propagationPolicy, dryRun).
+        let opts = DeleteOpts::from_query(query);
+        let mut l = if opts.dry_run {
+            self.server.store.lock_dry_run()
+        } else {
+            self.server.store.lock()
+        };
         let targets: Vec<Arc<Value>> = l
             .list(&res, self.scope())
             .into_iter()
@@ -628,14 +634,7 @@ impl Ctx<'_> {
         for obj in targets {
             let ns = ops::meta_str(&obj, "namespace").unwrap_or("");
             let name = ops::meta_str(&obj, "name").unwrap_or("");
-            if let Ok(g) = ops::delete(
-                self.server,
-                &mut l,
-                self.info,
-                ns,
-                name,
-                &DeleteOpts::default(),
-            ) {
+            if let Ok(g) = ops::delete(self.server, &mut l, self.info, ns, name, &opts) {
                 gone.push(g);
             }
         }

@@ -466,3 +466,49 @@ async fn appliers_co_own_finalizers_as_a_set() {
     let left = cms.get("held").await.expect("get").metadata.finalizers;
     assert_eq!(left, Some(vec!["b.io/hold".to_string()]));
 }
+
+#[tokio::test]
+async fn delete_collection_reads_its_options_from_the_query() {
+    let (_sim, client) = start().await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let owner = cms
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(
+                json!({"metadata": {"name": "owner", "labels": {"sweep": "yes"}}}),
+            )
+            .expect("cm"),
+        )
+        .await
+        .expect("owner");
+    let dependent: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "dep",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+            "uid": owner.metadata.uid}]}}))
+    .expect("dep");
+    cms.create(&PostParams::default(), &dependent)
+        .await
+        .expect("dep");
+    let base = "/api/v1/namespaces/default/configmaps?labelSelector=sweep%3Dyes";
+    let (code, _) = raw(
+        &client,
+        "DELETE",
+        &format!("{base}&dryRun=All"),
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 200);
+    cms.get("owner").await.expect("a dry run deletes nothing");
+    let (code, _) = raw(
+        &client,
+        "DELETE",
+        &format!("{base}&propagationPolicy=Orphan"),
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert!(cms.get_opt("owner").await.expect("get").is_none());
+    let dep = cms.get("dep").await.expect("the orphan stays");
+    assert!(dep.metadata.owner_references.unwrap_or_default().is_empty());
+}
