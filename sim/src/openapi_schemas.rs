@@ -293,28 +293,30 @@ fn prune_unknown(
     schema: &Value,
     all: &Map<String, Value>,
     value: &mut Value,
-    path: &str,
+    path: &mut String,
     out: &mut Vec<String>,
 ) {
+    // Scalars need no schema lookup at all (most fields of an object).
+    if !value.is_object() && !value.is_array() {
+        return;
+    }
     let schema = resolve(schema, all);
+    let len = path.len();
     match value {
         Value::Object(map) => {
             let props = schema.get("properties").and_then(Value::as_object);
             let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-            let Some(props) = props else {
-                if let Some(a) = additional {
-                    for (k, v) in map.iter_mut() {
-                        prune_unknown(a, all, v, &join(path, k), out);
-                    }
-                }
-                return;
-            };
             let mut unknown = Vec::new();
             for (k, v) in map.iter_mut() {
-                match props.get(k).or(additional) {
-                    Some(s) => prune_unknown(s, all, v, &join(path, k), out),
-                    None => unknown.push(k.clone()),
-                }
+                let Some(s) = props.and_then(|p| p.get(k)).or(additional) else {
+                    if props.is_some() {
+                        unknown.push(k.clone());
+                    }
+                    continue;
+                };
+                push_field(path, k);
+                prune_unknown(s, all, v, path, out);
+                path.truncate(len);
             }
             for k in unknown {
                 map.remove(&k);
@@ -324,12 +326,21 @@ fn prune_unknown(
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
                 for (i, v) in items.iter_mut().enumerate() {
-                    prune_unknown(item_schema, all, v, &format!("{path}[{i}]"), out);
+                    path.push_str(&format!("[{i}]"));
+                    prune_unknown(item_schema, all, v, path, out);
+                    path.truncate(len);
                 }
             }
         }
         _ => {}
     }
+}
+
+fn push_field(path: &mut String, key: &str) {
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(key);
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -351,7 +362,7 @@ pub fn prune_builtin(info: &ResourceInfo, obj: &mut Value) -> Vec<String> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    prune_unknown(def, builtin(), obj, "", &mut out);
+    prune_unknown(def, builtin(), obj, &mut String::new(), &mut out);
     out
 }
 
