@@ -371,6 +371,8 @@ struct Manager {
     entry: Value,
     name: String,
     apply: bool,
+    /// `status` for writes through the status subresource (a manager of its own).
+    subresource: String,
     fields: BTreeSet<Path>,
 }
 
@@ -386,6 +388,11 @@ fn managers(obj: &Value) -> Vec<Manager> {
                         .unwrap_or("")
                         .to_string(),
                     apply: e.get("operation").and_then(Value::as_str) == Some("Apply"),
+                    subresource: e
+                        .get("subresource")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
                     fields: e.get("fieldsV1").map(from_fields_v1).unwrap_or_default(),
                     entry: e.clone(),
                 })
@@ -527,7 +534,13 @@ pub fn server_side_apply(
 }
 
 /// Record a non-apply write by `manager`: it takes the leaf fields whose value it changed.
-pub fn record_update(info: &ResourceInfo, new: &mut Value, old: Option<&Value>, manager: &str) {
+pub fn record_update(
+    info: &ResourceInfo,
+    new: &mut Value,
+    old: Option<&Value>,
+    manager: &str,
+    subresource: &str,
+) {
     let api_version = info.api_version();
     let api_version = api_version.as_str();
     let changed: BTreeSet<Path> = leaves(info, new)
@@ -542,19 +555,20 @@ pub fn record_update(info: &ResourceInfo, new: &mut Value, old: Option<&Value>, 
     if changed.is_empty() {
         return;
     }
+    let is_mine = |m: &Manager| m.name == manager && !m.apply && m.subresource == subresource;
     let mut owners = managers(new);
-    for m in owners.iter_mut().filter(|m| m.name != manager || m.apply) {
+    for m in owners.iter_mut().filter(|m| !is_mine(m)) {
         m.fields.retain(|f| !changed.iter().any(|c| overlaps(f, c)));
     }
     let mut mine = owners
         .iter()
-        .find(|m| m.name == manager && !m.apply)
+        .find(|m| is_mine(m))
         .map(|m| m.fields.clone())
         .unwrap_or_default();
     mine.extend(changed);
     let mut entries: Vec<Value> = owners
         .into_iter()
-        .filter(|m| !m.fields.is_empty() && (m.name != manager || m.apply))
+        .filter(|m| !m.fields.is_empty() && !is_mine(m))
         .map(|m| {
             let mut e = m.entry;
             e["fieldsV1"] = to_fields_v1(&m.fields);
@@ -563,6 +577,9 @@ pub fn record_update(info: &ResourceInfo, new: &mut Value, old: Option<&Value>, 
         .collect();
     let mut entry = entry_for(manager, api_version, &mine);
     entry["operation"] = json!("Update");
+    if !subresource.is_empty() {
+        entry["subresource"] = json!(subresource);
+    }
     entries.push(entry);
     if new.get("metadata").is_some_and(Value::is_object) {
         new["metadata"]["managedFields"] = Value::Array(entries);

@@ -512,3 +512,45 @@ async fn delete_collection_reads_its_options_from_the_query() {
     let dep = cms.get("dep").await.expect("the orphan stays");
     assert!(dep.metadata.owner_references.unwrap_or_default().is_empty());
 }
+
+#[tokio::test]
+async fn status_writes_are_recorded_as_their_own_manager() {
+    let (_sim, client) = start().await;
+    let deploys: Api<Deployment> = Api::default_namespaced(client.clone());
+    let pp = PostParams {
+        field_manager: Some("creator".into()),
+        ..Default::default()
+    };
+    deploys
+        .create(
+            &pp,
+            &deployment("st", json!({"app": "st"}), json!({"app": "st"})),
+        )
+        .await
+        .expect("create");
+    let params = PatchParams {
+        field_manager: Some("creator".into()),
+        ..Default::default()
+    };
+    deploys
+        .patch_status(
+            "st",
+            &params,
+            &Patch::Merge(json!({"status": {"replicas": 1}})),
+        )
+        .await
+        .expect("status");
+    let d = deploys.get("st").await.expect("get");
+    let entries = d.metadata.managed_fields.unwrap_or_default();
+    let shown: Vec<(Option<String>, Option<String>)> = entries
+        .iter()
+        .map(|e| (e.manager.clone(), e.subresource.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            (Some("creator".into()), None),
+            (Some("creator".into()), Some("status".into()))
+        ]
+    );
+}

@@ -127,7 +127,7 @@ pub fn create(
         remove_meta(&mut body, f);
     }
     if let Some(manager) = l.field_manager().map(str::to_string) {
-        crate::apply::record_update(info, &mut body, None, &manager);
+        crate::apply::record_update(info, &mut body, None, &manager, "");
     }
     let stored = l.put(&res, key, body, rv, EventType::Added);
     if let Some(infos) = crd {
@@ -289,7 +289,12 @@ pub fn update(
         set_meta(&mut new, "generation", json!(generation(&old) + 1));
     }
     if let Some(manager) = l.field_manager().map(str::to_string) {
-        crate::apply::record_update(info, &mut new, Some(&old), &manager);
+        let sub_name = if sub == Subresource::Status {
+            "status"
+        } else {
+            ""
+        };
+        crate::apply::record_update(info, &mut new, Some(&old), &manager, sub_name);
     }
     let rv = l.next_rv();
     set_meta(&mut new, "resourceVersion", json!(rv.to_string()));
