@@ -7,7 +7,7 @@
 //! | GET  /_sim/faults            | —  (current fault state)                      |
 //! | POST /_sim/deny              | `{"rule": "create:secrets:team-d"}`           |
 //! | DELETE /_sim/deny            | —  (clear deny rules)                         |
-//! | POST /_sim/unserve           | `{"group": "route.openshift.io"}`             |
+//! | POST /_sim/unserve           | `{"group": "route.openshift.io"}` (or `"G/RESOURCE"`) |
 //! | POST /_sim/serve             | `{"group": "route.openshift.io"}`             |
 //! | POST /_sim/unauthorized      | `{"enabled": true}`                           |
 //! | POST /_sim/errors            | `{"match": "*:*:*", "code": 503, "count": 3}` |

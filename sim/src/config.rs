@@ -78,7 +78,8 @@ impl std::fmt::Display for DenyRule {
 pub struct SimConfig {
     pub listen: SocketAddr,
     pub deny: Vec<DenyRule>,
-    /// API groups not served (404), e.g. `route.openshift.io`.
+    /// API groups not served (404), e.g. `route.openshift.io`, or single kinds as
+    /// `GROUP/RESOURCE` (`postgresql.cnpg.io/databaseroles`; `core/` for the core group).
     pub unserve: Vec<String>,
     /// Answer 401 to every API request.
     pub unauthorized: bool,

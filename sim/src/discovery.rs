@@ -51,6 +51,18 @@ fn resource_docs(infos: &[std::sync::Arc<ResourceInfo>]) -> Vec<Value> {
     out
 }
 
+/// The kinds of a group/version that are not hidden by a `GROUP/RESOURCE` unserve entry.
+pub fn served_resources(
+    server: &Server,
+    reg: &crate::server::Registry,
+    group: &str,
+    version: &str,
+) -> Vec<std::sync::Arc<crate::resources::ResourceInfo>> {
+    let mut all = reg.resources(group, version);
+    all.retain(|i| !server.faults.is_unserved_resource(&i.group, &i.plural));
+    all
+}
+
 /// Aggregated discovery is not produced: clients that ask for it accept the plain documents,
 /// which always carry `Content-Type: application/json`.
 pub fn answer(
@@ -101,7 +113,7 @@ pub fn answer(
                 format!("{g}/{v}")
             };
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
-                   "resources": resource_docs(&reg.resources(&g, &v))})
+                   "resources": resource_docs(&served_resources(server, &reg, &g, &v))})
         }
     };
     Ok(json_response(StatusCode::OK, &body))

@@ -93,12 +93,16 @@ impl ApiError {
         } else {
             format!("{kind}.{group}")
         };
-        let mut err = Self::new(
-            422,
-            "Invalid",
-            format!("{kind_group} \"{name}\" is invalid: {}", listed.join(", ")),
-        )
-        .with_target(group, kind, name);
+        // Several errors print as an aggregate, `[a, b]`, as apimachinery's NewInvalid does.
+        let message = match listed.len() {
+            0 => format!("{kind_group} \"{name}\" is invalid"),
+            1 => format!("{kind_group} \"{name}\" is invalid: {}", listed[0]),
+            _ => format!(
+                "{kind_group} \"{name}\" is invalid: [{}]",
+                listed.join(", ")
+            ),
+        };
+        let mut err = Self::new(422, "Invalid", message).with_target(group, kind, name);
         if let Some(d) = err.details.as_mut() {
             d.causes = causes;
         }
@@ -215,6 +219,22 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn several_invalid_causes_print_as_an_aggregate() {
+        let cause = |f: &str| Cause {
+            field: f.into(),
+            message: "Required value".into(),
+            reason: "FieldValueRequired".into(),
+        };
+        let e = ApiError::invalid("apps", "Deployment", "d", vec![cause("a"), cause("b")]);
+        assert_eq!(
+            e.message,
+            "Deployment.apps \"d\" is invalid: [a: Required value, b: Required value]"
+        );
+        let one = ApiError::invalid("", "ConfigMap", "c", vec![cause("a")]);
+        assert_eq!(one.message, "ConfigMap \"c\" is invalid: a: Required value");
+    }
 
     #[test]
     fn not_found_status_names_the_resource_and_group() {

@@ -89,6 +89,21 @@ impl Faults {
         !s.unserved.is_empty() && s.unserved.contains(group)
     }
 
+    /// Is this kind hidden, by its group or by a `GROUP/RESOURCE` entry (`core/` or `/` for
+    /// the core group)?
+    pub fn is_unserved_resource(&self, group: &str, plural: &str) -> bool {
+        let s = self.read();
+        if s.unserved.is_empty() {
+            return false;
+        }
+        s.unserved.contains(group)
+            || s.unserved.iter().any(|entry| {
+                entry.rsplit_once('/').is_some_and(|(g, r)| {
+                    r == plural && (g == group || (group.is_empty() && g == "core"))
+                })
+            })
+    }
+
     pub fn denied(
         &self,
         verb: &str,

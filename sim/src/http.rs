@@ -137,7 +137,7 @@ fn verb_of(
     query: &HashMap<String, String>,
 ) -> Result<&'static str, ApiError> {
     let item = target.name.is_some();
-    let watching = query.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let watching = query_bool(query, "watch");
     Ok(match (method.as_str(), item) {
         ("GET", false) if watching => "watch",
         ("GET", false) => "list",
@@ -251,6 +251,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
     let info = server
         .registry()
         .lookup(&target.group, &target.version, &target.plural)
+        .filter(|i| !server.faults.is_unserved_resource(&i.group, &i.plural))
         .ok_or_else(ApiError::not_found_path)?;
     let misplaced = (!info.namespaced && target.namespace.is_some())
         || (info.namespaced
@@ -323,7 +324,12 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         }
     };
     let strict = query.get("fieldValidation").is_some_and(|v| v == "Strict");
-    let field_manager = query.get("fieldManager").filter(|m| !m.is_empty()).cloned();
+    // Without `fieldManager` a real server names the writer after its User-Agent's product.
+    let field_manager = query
+        .get("fieldManager")
+        .filter(|m| !m.is_empty())
+        .cloned()
+        .or_else(|| manager_from_user_agent(&parts.headers));
     let write_lock = || {
         let mut l = if dry_run {
             server.store.lock_dry_run()
@@ -387,7 +393,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             let patch = decode(&bytes, kind == PatchKind::Apply)?;
             if kind == PatchKind::Apply {
                 let manager = query.get("fieldManager").cloned().unwrap_or_default();
-                let force = query.get("force").is_some_and(|f| f == "true");
+                let force = query_bool(&query, "force");
                 // Apply keeps its own ownership records; it is not an Update.
                 let mut lock = write_lock();
                 lock.set_field_manager(None);
@@ -411,7 +417,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         "delete" => {
             let bytes = read_bytes(body).await?;
             let opts = if bytes.iter().all(u8::is_ascii_whitespace) {
-                DeleteOpts::default()
+                DeleteOpts::from_query(&query)
             } else {
                 DeleteOpts::from_body(&decode(&bytes, false)?)
             };
@@ -421,11 +427,38 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                 write_lock()
             };
             let gone = ops::delete(&server, &mut lock, &info, &namespace, &name, &opts)?;
-            Ok(ctx.object(StatusCode::OK, &gone))
+            let pending = gone.pointer("/metadata/deletionTimestamp").is_some()
+                || (info.group.is_empty() && info.plural == "namespaces")
+                || info.plural == "customresourcedefinitions";
+            if pending || ops::returns_deleted_object(&info) {
+                return Ok(ctx.object(StatusCode::OK, &gone));
+            }
+            Ok(json_response(
+                StatusCode::OK,
+                &ops::deleted_status(&info, &gone),
+            ))
         }
         "deletecollection" => ctx.delete_collection(&query),
         _ => Err(ApiError::method_not_allowed(verb.to_string())),
     }
+}
+
+/// A boolean query parameter as Go's `strconv.ParseBool` reads it (`true`, `True`, `1`, `t`...;
+/// the Python client sends `True`).
+pub fn query_bool(query: &HashMap<String, String>, key: &str) -> bool {
+    query
+        .get(key)
+        .is_some_and(|v| matches!(v.as_str(), "1" | "t" | "T" | "true" | "True" | "TRUE"))
+}
+
+/// `prefixFromUserAgent` of the apiserver: the User-Agent up to its first `/`.
+fn manager_from_user_agent(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|m| !m.is_empty())
+        .map(|m| m.chars().take(128).collect())
 }
 
 /// Bodies are read to the end (up to a hard cap) before an oversized one is refused: answering
@@ -585,7 +618,13 @@ impl Ctx<'_> {
     fn delete_collection(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
         let filter = Filter::from_query(query, self.info)?;
         let res = ops::res_key(self.info);
-        let mut l = self.server.store.lock();
+        // DeleteOptions from the query apply to every object (propagationPolicy, dryRun).
+        let opts = DeleteOpts::from_query(query);
+        let mut l = if opts.dry_run {
+            self.server.store.lock_dry_run()
+        } else {
+            self.server.store.lock()
+        };
         let targets: Vec<Arc<Value>> = l
             .list(&res, self.scope())
             .into_iter()
@@ -595,14 +634,7 @@ impl Ctx<'_> {
         for obj in targets {
             let ns = ops::meta_str(&obj, "namespace").unwrap_or("");
             let name = ops::meta_str(&obj, "name").unwrap_or("");
-            if let Ok(g) = ops::delete(
-                self.server,
-                &mut l,
-                self.info,
-                ns,
-                name,
-                &DeleteOpts::default(),
-            ) {
+            if let Ok(g) = ops::delete(self.server, &mut l, self.info, ns, name, &opts) {
                 gone.push(g);
             }
         }

@@ -11,6 +11,7 @@
 pub mod admin;
 pub mod apply;
 pub mod config;
+pub mod defaults;
 pub mod discovery;
 pub mod error;
 pub mod events;
@@ -19,9 +20,12 @@ pub mod faults;
 pub mod filter;
 pub mod http;
 pub mod kubeconfig;
+pub mod list_keys;
 pub mod openapi;
+pub mod openapi_schemas;
 pub mod ops;
 pub mod patch;
+pub mod printers;
 pub mod render;
 pub mod resources;
 pub mod schema;
@@ -29,6 +33,7 @@ pub mod selector;
 pub mod server;
 pub mod store;
 pub mod table;
+pub mod validate;
 pub mod watch;
 
 mod handle;

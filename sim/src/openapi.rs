@@ -1,7 +1,8 @@
-//! A minimal OpenAPI v3 index: one document per group/version listing a PATCH operation per
-//! kind with the `fieldValidation` query parameter. That is what kubectl looks for before it
-//! leaves field validation to the server; without it `kubectl create -f` insists on
-//! downloading schemas. No schemas are published (`components` stays empty).
+//! OpenAPI v3: one document per group/version with the kinds' schemas (for `kubectl explain`)
+//! and a PATCH/PUT operation per kind carrying the `fieldValidation` query parameter: that is
+//! what kubectl looks for before it leaves field validation to the server, so publishing
+//! schemas does not start client-side validation. The operations declare no request body
+//! types, so `kubectl apply` keeps computing its patches as without a document.
 
 use serde_json::{Map, Value, json};
 
@@ -18,11 +19,15 @@ fn gv_path(group: &str, version: &str) -> String {
 /// `/openapi/v3`: the index of group/version documents.
 pub fn index(server: &Server) -> Value {
     let mut paths = Map::new();
-    for (group, versions) in server.registry().groups() {
+    let reg = server.registry();
+    for (group, versions) in reg.groups() {
         if server.faults.is_unserved(&group) {
             continue;
         }
         for v in versions {
+            if crate::discovery::served_resources(server, &reg, &group, &v).is_empty() {
+                continue;
+            }
             let p = gv_path(&group, &v);
             paths.insert(
                 p.clone(),
@@ -49,7 +54,9 @@ pub fn group_version(server: &Server, path: &str) -> Option<Value> {
     }
     let mut paths = Map::new();
     let prefix = format!("/{}", gv_path(&group, &version));
-    for info in reg.resources(&group, &version) {
+    let mut schemas = Map::new();
+    for info in crate::discovery::served_resources(server, &reg, &group, &version) {
+        add_schema(&info, &mut schemas);
         if info.create_only {
             continue;
         }
@@ -70,6 +77,21 @@ pub fn group_version(server: &Server, path: &str) -> Option<Value> {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes (sim)", "version": "v1.32.0"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": schemas},
     }))
+}
+
+/// The schema of one kind and every definition it references.
+fn add_schema(info: &crate::resources::ResourceInfo, schemas: &mut Map<String, Value>) {
+    use crate::openapi_schemas as defs;
+    let (name, def) = if info.custom {
+        (defs::crd_definition_name(info), defs::crd_definition(info))
+    } else {
+        match defs::builtin_kind(&info.group, &info.version, &info.kind) {
+            Some((name, def)) => (name.to_string(), def.clone()),
+            None => return,
+        }
+    };
+    defs::referenced(&def, defs::builtin(), schemas);
+    schemas.insert(name, def);
 }

@@ -41,7 +41,10 @@ pub fn object(info: &ResourceInfo, obj: &Value, shape: Shape) -> Value {
 }
 
 fn table(info: &ResourceInfo, objs: &[&Value], rv: Option<u64>, next: Option<&str>) -> Value {
-    let mut t = crate::table::render_table(&info.printer_columns, objs);
+    let builtin = (!info.custom)
+        .then(|| crate::printers::render(&info.group, &info.kind, objs, jiff::Timestamp::now()))
+        .flatten();
+    let mut t = builtin.unwrap_or_else(|| crate::table::render_table(&info.printer_columns, objs));
     if !t["metadata"].is_object() {
         t["metadata"] = json!({});
     }

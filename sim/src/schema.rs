@@ -124,6 +124,11 @@ impl CrdSchema {
         })
     }
 
+    /// The `openAPIV3Schema` itself.
+    pub fn root(&self) -> &Value {
+        &self.root
+    }
+
     /// Fills missing fields (and `null` in non-nullable ones) that declare a `default`.
     pub fn apply_defaults(&self, object: &mut Value) {
         apply_defaults(&self.root, object, true);

@@ -115,10 +115,8 @@ pub fn start(
     shape: Shape,
 ) -> Result<Response, ApiError> {
     let filter = Filter::from_query(query, &info)?;
-    let bookmarks = query
-        .get("allowWatchBookmarks")
-        .is_some_and(|v| v == "true");
-    let send_initial = query.get("sendInitialEvents").is_some_and(|v| v == "true");
+    let bookmarks = crate::http::query_bool(query, "allowWatchBookmarks");
+    let send_initial = crate::http::query_bool(query, "sendInitialEvents");
     let timeout = match query.get("timeoutSeconds") {
         Some(t) => Duration::from_secs(
             t.parse()

@@ -40,7 +40,8 @@ pub struct SimArgs {
     /// Answer 403 to matching requests: VERB:[GROUP/]RESOURCE:NAMESPACE, `*` wildcards. Repeatable.
     #[arg(long, value_parser = DenyRule::parse)]
     pub deny: Vec<DenyRule>,
-    /// Do not serve this API group. Repeatable.
+    /// Do not serve this API group, or one kind of it as GROUP/RESOURCE
+    /// (`postgresql.cnpg.io/databaseroles`, `core/pods`). Repeatable.
     #[arg(long)]
     pub unserve: Vec<String>,
     /// Answer 401 to every request.

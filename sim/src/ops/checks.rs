@@ -139,6 +139,29 @@ pub(crate) fn apply_schema(
     })
 }
 
+/// A built-in kind as the server's decoder reads it: unknown fields dropped, or refused with 400
+/// under `fieldValidation=Strict`.
+pub(crate) fn decode_builtin(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    strict: bool,
+) -> Result<(), ApiError> {
+    let unknown = crate::openapi_schemas::prune_builtin(info, obj);
+    if strict && !unknown.is_empty() {
+        let listed: Vec<String> = unknown
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""))
+            .collect();
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+            listed.join(", "),
+            kind = info.kind,
+            v = info.version,
+        )));
+    }
+    Ok(())
+}
+
 /// Fields present in `before` that pruning dropped from `after` (`spec.extra` style paths).
 pub(crate) fn pruned_paths(
     before: &Value,

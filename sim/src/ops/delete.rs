@@ -20,6 +20,8 @@ pub struct DeleteOpts {
     pub foreground: bool,
     /// `dryRun: ["All"]` in the body (kube sends delete dry runs there, not in the query).
     pub dry_run: bool,
+    /// `gracePeriodSeconds`, for kinds deleted gracefully (Pods).
+    pub grace_period_seconds: Option<i64>,
 }
 
 impl DeleteOpts {
@@ -36,8 +38,52 @@ impl DeleteOpts {
                 .get("dryRun")
                 .and_then(Value::as_array)
                 .is_some_and(|a| a.iter().any(|v| v == "All")),
+            grace_period_seconds: body.get("gracePeriodSeconds").and_then(Value::as_i64),
         }
     }
+
+    /// DeleteOptions sent as query parameters (what clients do when they send no body).
+    pub fn from_query(query: &std::collections::HashMap<String, String>) -> Self {
+        let policy = query.get("propagationPolicy").map(String::as_str);
+        Self {
+            uid: query.get("preconditions.uid").cloned(),
+            resource_version: query.get("preconditions.resourceVersion").cloned(),
+            orphan: policy == Some("Orphan") || crate::http::query_bool(query, "orphanDependents"),
+            foreground: policy == Some("Foreground"),
+            dry_run: query.get("dryRun").is_some_and(|v| v == "All"),
+            grace_period_seconds: query.get("gracePeriodSeconds").and_then(|v| v.parse().ok()),
+        }
+    }
+}
+
+/// Kinds whose registry answers a finished delete with the deleted object
+/// (`ReturnDeletedObject`); every other kind answers a `Success` Status.
+pub fn returns_deleted_object(info: &ResourceInfo) -> bool {
+    match info.group.as_str() {
+        "" => matches!(
+            info.plural.as_str(),
+            "pods" | "services" | "serviceaccounts"
+        ),
+        "storage.k8s.io" => info.plural == "storageclasses",
+        _ => false,
+    }
+}
+
+/// The `Status` a finished delete answers (genericregistry `finalizeDelete`): the details name
+/// the resource, not the kind.
+pub fn deleted_status(info: &ResourceInfo, gone: &Value) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {
+            "name": meta_str(gone, "name").unwrap_or(""),
+            "group": info.group,
+            "kind": info.plural,
+            "uid": meta_str(gone, "uid").unwrap_or(""),
+        },
+    })
 }
 
 /// Delete one object: preconditions, finalizers, namespace contents and dependents.

@@ -17,7 +17,7 @@ use crate::store::{EventType, Locked, ObjKey};
 
 use checks::*;
 pub(crate) use delete::after_removal;
-pub use delete::{DeleteOpts, delete};
+pub use delete::{DeleteOpts, delete, deleted_status, returns_deleted_object};
 use meta::*;
 pub use meta::{Subresource, meta_str, now_rfc3339, res_key, view};
 
@@ -30,6 +30,7 @@ pub fn create(
     mut body: Value,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
+    decode_builtin(info, &mut body, l.strict_fields())?;
     let mut body = stored_shape(info, body);
     match (info.namespaced, meta_str(&body, "namespace")) {
         (true, Some(ns)) if !ns.is_empty() && ns != namespace => {
@@ -102,7 +103,16 @@ pub fn create(
         None
     };
     builtin_defaults(info, &mut body);
+    crate::defaults::apply(info, &mut body);
     let uid = l.new_uid();
+    let mut problems = Vec::new();
+    if !info.custom && info.group == "batch" && info.kind == "Job" {
+        problems.extend(crate::defaults::job_selector(&mut body, &uid));
+    }
+    problems.extend(crate::validate::check(info, &body, None));
+    if !problems.is_empty() {
+        return Err(ApiError::invalid(&info.group, &info.kind, &name, problems));
+    }
     set_meta(&mut body, "uid", json!(uid));
     set_meta(&mut body, "resourceVersion", json!(rv.to_string()));
     set_meta(&mut body, "creationTimestamp", json!(now_rfc3339()));
@@ -117,7 +127,7 @@ pub fn create(
         remove_meta(&mut body, f);
     }
     if let Some(manager) = l.field_manager().map(str::to_string) {
-        crate::apply::record_update(&mut body, None, &manager, &info.api_version());
+        crate::apply::record_update(info, &mut body, None, &manager, "");
     }
     let stored = l.put(&res, key, body, rv, EventType::Added);
     if let Some(infos) = crd {
@@ -137,6 +147,7 @@ pub fn update(
     sub: Subresource,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
+    decode_builtin(info, &mut body, l.strict_fields())?;
     let mut body = stored_shape(info, body);
     let res = res_key(info);
     let key: ObjKey = (
@@ -254,6 +265,13 @@ pub fn update(
         ));
     }
     apply_schema(info, &mut new, Some(&old), l.strict_fields())?;
+    crate::defaults::apply(info, &mut new);
+    if sub == Subresource::Main {
+        let problems = crate::validate::check(info, &new, Some(&old));
+        if !problems.is_empty() {
+            return Err(ApiError::invalid(&info.group, &info.kind, name, problems));
+        }
+    }
     let crd = if info.group == "apiextensions.k8s.io"
         && info.plural == "customresourcedefinitions"
         && sub == Subresource::Main
@@ -271,7 +289,12 @@ pub fn update(
         set_meta(&mut new, "generation", json!(generation(&old) + 1));
     }
     if let Some(manager) = l.field_manager().map(str::to_string) {
-        crate::apply::record_update(&mut new, Some(&old), &manager, &info.api_version());
+        let sub_name = if sub == Subresource::Status {
+            "status"
+        } else {
+            ""
+        };
+        crate::apply::record_update(info, &mut new, Some(&old), &manager, sub_name);
     }
     let rv = l.next_rv();
     set_meta(&mut new, "resourceVersion", json!(rv.to_string()));
