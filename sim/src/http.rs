@@ -457,12 +457,16 @@ async fn read_body(body: Body, headers: &HeaderMap) -> Result<Value, ApiError> {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
+    if ct.starts_with(crate::proto::MEDIA_TYPE) {
+        let bytes = read_bytes(body).await?;
+        return Ok(crate::proto::decode(&bytes)?);
+    }
     if ct.contains("protobuf") || ct.contains("cbor") {
         return Err(ApiError::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct:?})"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {ct:?})"
             ),
         ));
     }

@@ -21,6 +21,7 @@ pub mod http;
 pub mod openapi;
 pub mod ops;
 pub mod patch;
+pub mod proto;
 pub mod render;
 pub mod resources;
 pub mod schema;
