@@ -47,6 +47,14 @@ fn resource_docs(infos: &[std::sync::Arc<ResourceInfo>]) -> Vec<Value> {
             out.push(json!({"name": format!("{}/status", i.plural), "singularName": "", "namespaced": i.namespaced,
                 "kind": i.kind, "verbs": ["get", "patch", "update"]}));
         }
+        if crate::subresource::serves(i, "scale") {
+            out.push(json!({"name": format!("{}/scale", i.plural), "singularName": "", "namespaced": i.namespaced,
+                "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        }
+        if crate::subresource::serves(i, "log") {
+            out.push(json!({"name": format!("{}/log", i.plural), "singularName": "", "namespaced": i.namespaced,
+                "kind": "Pod", "verbs": ["get"]}));
+        }
     }
     out
 }

@@ -265,6 +265,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         Some("status" | "finalize") if info.group.is_empty() && info.plural == "namespaces" => {
             Subresource::Status
         }
+        Some(s) if crate::subresource::serves(&info, s) => Subresource::Main,
         Some(_) => return Err(ApiError::not_found_path()),
     };
     let verb = verb_of(&parts.method, &target, &query)?;
@@ -341,6 +342,33 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         namespace: &namespace,
         shape,
     };
+    if let Some(s) = target.sub.as_deref()
+        && crate::subresource::serves(&info, s)
+    {
+        use crate::subresource::Request as SubRequest;
+        let req = match verb {
+            "update" => SubRequest::Put(read_body(body, &parts.headers).await?),
+            "patch" => {
+                let (kind, patch) = read_patch(body, &parts.headers).await?;
+                SubRequest::Patch(kind, patch)
+            }
+            _ => SubRequest::Get,
+        };
+        let call = crate::subresource::Call {
+            server: &server,
+            info: &info,
+            namespace: &namespace,
+            name: &name,
+            query: &query,
+        };
+        if !matches!(verb, "get" | "update" | "patch") {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({}/{s})",
+                info.plural
+            )));
+        }
+        return crate::subresource::handle(&call, &mut write_lock(), s, req);
+    }
     match verb {
         "get" => ctx.get(&name),
         "list" => ctx.list(&query),
@@ -376,15 +404,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             Ok(ctx.object(StatusCode::OK, &updated))
         }
         "patch" => {
-            let ct = parts
-                .headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let kind = PatchKind::from_content_type(ct)
-                .ok_or_else(|| ApiError::unsupported_media_type(ct))?;
-            let bytes = read_bytes(body).await?;
-            let patch = decode(&bytes, kind == PatchKind::Apply)?;
+            let (kind, patch) = read_patch(body, &parts.headers).await?;
             if kind == PatchKind::Apply {
                 let manager = query.get("fieldManager").cloned().unwrap_or_default();
                 let force = query.get("force").is_some_and(|f| f == "true");
@@ -450,6 +470,17 @@ fn decode(bytes: &[u8], yaml: bool) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| {
         ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}"))
     })
+}
+
+async fn read_patch(body: Body, headers: &HeaderMap) -> Result<(PatchKind, Value), ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let kind =
+        PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
+    let bytes = read_bytes(body).await?;
+    Ok((kind, decode(&bytes, kind == PatchKind::Apply)?))
 }
 
 async fn read_body(body: Body, headers: &HeaderMap) -> Result<Value, ApiError> {

@@ -28,6 +28,7 @@ pub mod schema;
 pub mod selector;
 pub mod server;
 pub mod store;
+pub mod subresource;
 pub mod table;
 pub mod watch;
 

@@ -1,0 +1,58 @@
+//! Subresources that are not the object itself: `scale` of the apps workloads and `log` of Pods.
+
+mod log;
+mod scale;
+
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::http::json_response;
+use crate::ops::PatchKind;
+use crate::resources::ResourceInfo;
+use crate::server::Server;
+use crate::store::Locked;
+
+pub use scale::selector_string;
+
+/// What a request to a subresource carries.
+pub enum Request {
+    Get,
+    Put(Value),
+    Patch(PatchKind, Value),
+}
+
+/// Whether `info` has the subresource `sub` served here.
+pub fn serves(info: &ResourceInfo, sub: &str) -> bool {
+    match sub {
+        "scale" => scale::has_scale(info),
+        "log" => !info.custom && info.group.is_empty() && info.plural == "pods",
+        _ => false,
+    }
+}
+
+pub struct Call<'a> {
+    pub server: &'a Server,
+    pub info: &'a ResourceInfo,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub query: &'a std::collections::HashMap<String, String>,
+}
+
+pub fn handle(
+    call: &Call<'_>,
+    l: &mut Locked<'_>,
+    sub: &str,
+    req: Request,
+) -> Result<Response, ApiError> {
+    match (sub, req) {
+        ("log", Request::Get) => log::answer(call, l),
+        ("scale", Request::Get) => Ok(json_response(StatusCode::OK, &scale::get(call, l)?)),
+        ("scale", req) => Ok(json_response(StatusCode::OK, &scale::write(call, l, req)?)),
+        _ => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({}/{sub})",
+            call.info.plural
+        ))),
+    }
+}
