@@ -21,6 +21,7 @@ mod shared_support;
 mod sim_crud;
 mod sim_faults;
 mod sim_kubectl;
+mod sim_protobuf;
 mod sim_support;
 mod sim_watch;
 mod status_write;
