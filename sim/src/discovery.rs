@@ -51,6 +51,10 @@ fn resource_docs(infos: &[std::sync::Arc<ResourceInfo>]) -> Vec<Value> {
             out.push(json!({"name": format!("{}/scale", i.plural), "singularName": "", "namespaced": i.namespaced,
                 "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
         }
+        if crate::subresource::serves(i, "token") {
+            out.push(json!({"name": format!("{}/token", i.plural), "singularName": "", "namespaced": i.namespaced,
+                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}));
+        }
         if crate::subresource::serves(i, "log") {
             out.push(json!({"name": format!("{}/log", i.plural), "singularName": "", "namespaced": i.namespaced,
                 "kind": "Pod", "verbs": ["get"]}));

@@ -143,6 +143,8 @@ fn verb_of(
         ("GET", false) => "list",
         ("GET", true) => "get",
         ("POST", false) => "create",
+        // Subresources created under an object (`serviceaccounts/NAME/token`).
+        ("POST", true) if target.sub.is_some() => "create",
         ("PUT", true) => "update",
         ("PATCH", true) => "patch",
         ("DELETE", true) => "delete",
@@ -347,6 +349,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
     {
         use crate::subresource::Request as SubRequest;
         let req = match verb {
+            "create" => SubRequest::Create(read_body(body, &parts.headers).await?),
             "update" => SubRequest::Put(read_body(body, &parts.headers).await?),
             "patch" => {
                 let (kind, patch) = read_patch(body, &parts.headers).await?;
@@ -361,7 +364,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             name: &name,
             query: &query,
         };
-        if !matches!(verb, "get" | "update" | "patch") {
+        if !matches!(verb, "get" | "create" | "update" | "patch") {
             return Err(ApiError::method_not_allowed(format!(
                 "the server does not allow this method on the requested resource ({}/{s})",
                 info.plural

@@ -145,6 +145,15 @@ async fn kubectl_create_generators_store_what_they_describe() {
             k.ok(&["run", "p1", "--image=nginx", "--labels=app=p1", "-n", NS])
                 .contains("pod/p1 created")
         );
+        create(
+            &[
+                "ingress",
+                "i1",
+                "--class=nginx",
+                "--rule=foo.com/bar=svc1:80",
+            ],
+            "ingress.networking.k8s.io/i1 created",
+        );
         k
     })
     .await;
@@ -261,6 +270,15 @@ async fn kubectl_create_generators_store_what_they_describe() {
         svc_spec["ports"],
         json!([{"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}])
     );
+    let ingresses: Api<k8s_openapi::api::networking::v1::Ingress> =
+        Api::namespaced(ns(&client), NS);
+    let i1 = ingresses.get("i1").await.expect("i1");
+    assert_eq!(
+        to_json(&i1.spec),
+        json!({"ingressClassName": "nginx", "rules": [{"host": "foo.com", "http": {"paths": [
+            {"path": "/bar", "pathType": "Exact",
+             "backend": {"service": {"name": "svc1", "port": {"number": 80}}}}]}}]})
+    );
     let p1 = Api::<Pod>::namespaced(ns(&client), NS)
         .get("p1")
         .await
@@ -332,6 +350,27 @@ async fn kubectl_scale_restart_can_i_and_logs() {
         assert_eq!(
             k.ok(&["auth", "can-i", "create", "pods", "-n", NS]).trim(),
             "yes"
+        );
+        // `kubectl create token`: a TokenRequest whose JWT names the ServiceAccount.
+        k.ok(&["create", "serviceaccount", "bot", "-n", NS]);
+        let token = k.ok(&["create", "token", "bot", "-n", NS]);
+        let claims = token.trim().split('.').nth(1).expect("a JWT");
+        let claims =
+            base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, claims)
+                .expect("base64url claims");
+        let claims: Value = serde_json::from_slice(&claims).expect("JSON claims");
+        assert_eq!(claims["sub"], "system:serviceaccount:team-b:bot");
+        assert_eq!(
+            claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
+            3600
+        );
+        k.refused(
+            &["create", "token", "bot", "--duration=1m", "-n", NS],
+            "may not specify a duration less than 10 minutes",
+        );
+        k.refused(
+            &["create", "token", "nobody", "-n", NS],
+            "serviceaccounts \"nobody\" not found",
         );
         k.ok(&["run", "p1", "--image=nginx", "-n", NS]);
         let log = k.ok(&["logs", "p1", "-n", NS]);

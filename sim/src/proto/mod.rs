@@ -7,6 +7,7 @@
 
 mod core;
 mod json;
+mod networking;
 mod workloads;
 
 use k8s_pb::apimachinery::pkg::runtime::Unknown;
@@ -69,7 +70,10 @@ fn typed(api_version: &str, kind: &str, raw: &[u8]) -> Result<Option<Value>, Pro
     if let Some(v) = core::decode(api_version, kind, raw)? {
         return Ok(Some(v));
     }
-    workloads::decode(api_version, kind, raw)
+    if let Some(v) = workloads::decode(api_version, kind, raw)? {
+        return Ok(Some(v));
+    }
+    networking::decode(api_version, kind, raw)
 }
 
 /// Wrap a typed message in the envelope, as client-go does (tests and tools).

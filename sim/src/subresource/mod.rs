@@ -1,7 +1,9 @@
-//! Subresources that are not the object itself: `scale` of the apps workloads and `log` of Pods.
+//! Subresources that are not the object itself: `scale` of the apps workloads, `log` of Pods
+//! and `token` of ServiceAccounts.
 
 mod log;
 mod scale;
+mod token;
 
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -19,6 +21,7 @@ pub use scale::selector_string;
 /// What a request to a subresource carries.
 pub enum Request {
     Get,
+    Create(Value),
     Put(Value),
     Patch(PatchKind, Value),
 }
@@ -28,6 +31,7 @@ pub fn serves(info: &ResourceInfo, sub: &str) -> bool {
     match sub {
         "scale" => scale::has_scale(info),
         "log" => !info.custom && info.group.is_empty() && info.plural == "pods",
+        "token" => !info.custom && info.group.is_empty() && info.plural == "serviceaccounts",
         _ => false,
     }
 }
@@ -49,7 +53,18 @@ pub fn handle(
     match (sub, req) {
         ("log", Request::Get) => log::answer(call, l),
         ("scale", Request::Get) => Ok(json_response(StatusCode::OK, &scale::get(call, l)?)),
-        ("scale", req) => Ok(json_response(StatusCode::OK, &scale::write(call, l, req)?)),
+        ("token", Request::Create(body)) => Ok(json_response(
+            StatusCode::CREATED,
+            &token::create(call, l, body)?,
+        )),
+        ("scale", Request::Put(body)) => Ok(json_response(
+            StatusCode::OK,
+            &scale::write(call, l, scale::Edit::Replace(body))?,
+        )),
+        ("scale", Request::Patch(kind, patch)) => Ok(json_response(
+            StatusCode::OK,
+            &scale::write(call, l, scale::Edit::Patch(kind, patch))?,
+        )),
         _ => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({}/{sub})",
             call.info.plural

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Call, Request};
+use super::Call;
 use crate::error::{ApiError, Cause};
 use crate::ops::{self, PatchKind, Subresource, res_key, view};
 use crate::patch;
@@ -118,12 +118,18 @@ fn invalid(name: &str, value: &Value, why: &str) -> ApiError {
     )
 }
 
+/// A PUT or a PATCH of the Scale.
+pub enum Edit {
+    Replace(Value),
+    Patch(PatchKind, Value),
+}
+
 /// PUT or PATCH of the Scale: only `spec.replicas` reaches the object (with the Scale's
 /// `resourceVersion` as precondition).
-pub fn write(call: &Call<'_>, l: &mut Locked<'_>, req: Request) -> Result<Value, ApiError> {
+pub fn write(call: &Call<'_>, l: &mut Locked<'_>, req: Edit) -> Result<Value, ApiError> {
     let obj = stored(call, l)?;
     let wanted = match req {
-        Request::Put(body) => {
+        Edit::Replace(body) => {
             if let Some(kind) = body.get("kind").and_then(Value::as_str)
                 && kind != "Scale"
             {
@@ -133,7 +139,7 @@ pub fn write(call: &Call<'_>, l: &mut Locked<'_>, req: Request) -> Result<Value,
             }
             body
         }
-        Request::Patch(kind, p) => {
+        Edit::Patch(kind, p) => {
             let mut scale = scale_of(&obj);
             match kind {
                 // A Scale has no lists, so a strategic merge patch merges like a merge patch.
@@ -155,7 +161,6 @@ pub fn write(call: &Call<'_>, l: &mut Locked<'_>, req: Request) -> Result<Value,
             }
             scale
         }
-        Request::Get => return Ok(scale_of(&obj)),
     };
     let value = wanted
         .pointer("/spec/replicas")
