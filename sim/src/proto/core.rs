@@ -78,7 +78,7 @@ fn service_account(mut m: core::ServiceAccount) -> Result<Value, ProtoError> {
     o.done(m, "ServiceAccount")
 }
 
-fn object_reference(mut m: core::ObjectReference) -> Result<Value, ProtoError> {
+pub fn object_reference(mut m: core::ObjectReference) -> Result<Value, ProtoError> {
     let mut o = Obj::new();
     o.str("kind", m.kind.take());
     o.str("namespace", m.namespace.take());
@@ -252,13 +252,11 @@ fn pod_spec(mut s: core::PodSpec) -> Result<Value, ProtoError> {
     o.ptr_bool("setHostnameAsFQDN", s.set_hostname_as_fqdn.take());
     o.ptr_bool("hostUsers", s.host_users.take());
     o.ptr_str("hostnameOverride", s.hostname_override.take());
-    // A present but empty pod security context is what `kubectl run` sends.
-    if s.security_context.as_ref() == Some(&core::PodSecurityContext::default()) {
-        s.security_context.take();
-        o.msg("securityContext", Some(()), |()| {
-            Ok(Value::Object(Default::default()))
-        })?;
-    }
+    o.msg(
+        "securityContext",
+        s.security_context.take(),
+        pod_security_context,
+    )?;
     o.done(s, "PodSpec")
 }
 
@@ -304,6 +302,21 @@ fn container(mut c: core::Container) -> Result<Value, ProtoError> {
         o.str("subPathExpr", v.sub_path_expr.take());
         o.done(v, "VolumeMount")
     })?;
+    o.msg("livenessProbe", c.liveness_probe.take(), probe)?;
+    o.msg("readinessProbe", c.readiness_probe.take(), probe)?;
+    o.msg("startupProbe", c.startup_probe.take(), probe)?;
+    o.msg("lifecycle", c.lifecycle.take(), |mut l| {
+        let mut o = Obj::new();
+        o.msg("postStart", l.post_start.take(), lifecycle_handler)?;
+        o.msg("preStop", l.pre_stop.take(), lifecycle_handler)?;
+        o.ptr_str("stopSignal", l.stop_signal.take());
+        o.done(l, "Lifecycle")
+    })?;
+    o.msg(
+        "securityContext",
+        c.security_context.take(),
+        security_context,
+    )?;
     o.str("terminationMessagePath", c.termination_message_path.take());
     o.str(
         "terminationMessagePolicy",
@@ -314,6 +327,163 @@ fn container(mut c: core::Container) -> Result<Value, ProtoError> {
     o.flag("stdinOnce", c.stdin_once.take());
     o.flag("tty", c.tty.take());
     o.done(c, "Container")
+}
+
+fn exec_action(mut e: core::ExecAction) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.strs("command", take(&mut e.command));
+    o.done(e, "ExecAction")
+}
+
+fn http_get_action(mut h: core::HttpGetAction) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.str("path", h.path.take());
+    o.int_or_string("port", h.port.take());
+    o.str("host", h.host.take());
+    o.str("scheme", h.scheme.take());
+    o.msgs("httpHeaders", take(&mut h.http_headers), |mut x| {
+        let mut o = Obj::new();
+        o.ptr_str("name", x.name.take());
+        o.ptr_str("value", x.value.take());
+        o.done(x, "HTTPHeader")
+    })?;
+    o.done(h, "HTTPGetAction")
+}
+
+fn tcp_socket_action(mut t: core::TcpSocketAction) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.int_or_string("port", t.port.take());
+    o.str("host", t.host.take());
+    o.done(t, "TCPSocketAction")
+}
+
+/// A probe; its handler is inlined in JSON (`httpGet` beside `periodSeconds`).
+fn probe(mut p: core::Probe) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.inline(p.handler.take(), |mut h| {
+        let mut o = Obj::new();
+        o.msg("exec", h.exec.take(), exec_action)?;
+        o.msg("httpGet", h.http_get.take(), http_get_action)?;
+        o.msg("tcpSocket", h.tcp_socket.take(), tcp_socket_action)?;
+        o.msg("grpc", h.grpc.take(), |mut g| {
+            let mut o = Obj::new();
+            o.ptr_int("port", g.port.take());
+            o.ptr_str("service", g.service.take());
+            o.done(g, "GRPCAction")
+        })?;
+        o.done(h, "ProbeHandler")
+    })?;
+    o.int("initialDelaySeconds", p.initial_delay_seconds.take());
+    o.int("timeoutSeconds", p.timeout_seconds.take());
+    o.int("periodSeconds", p.period_seconds.take());
+    o.int("successThreshold", p.success_threshold.take());
+    o.int("failureThreshold", p.failure_threshold.take());
+    o.ptr_int(
+        "terminationGracePeriodSeconds",
+        p.termination_grace_period_seconds.take(),
+    );
+    o.done(p, "Probe")
+}
+
+fn lifecycle_handler(mut h: core::LifecycleHandler) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.msg("exec", h.exec.take(), exec_action)?;
+    o.msg("httpGet", h.http_get.take(), http_get_action)?;
+    o.msg("tcpSocket", h.tcp_socket.take(), tcp_socket_action)?;
+    o.msg("sleep", h.sleep.take(), |mut s| {
+        let mut o = Obj::new();
+        o.ptr_int("seconds", s.seconds.take());
+        o.done(s, "SleepAction")
+    })?;
+    o.done(h, "LifecycleHandler")
+}
+
+fn se_linux_options(mut s: core::SeLinuxOptions) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.str("user", s.user.take());
+    o.str("role", s.role.take());
+    o.str("type", s.r#type.take());
+    o.str("level", s.level.take());
+    o.done(s, "SELinuxOptions")
+}
+
+fn seccomp_profile(mut s: core::SeccompProfile) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.ptr_str("type", s.r#type.take());
+    o.ptr_str("localhostProfile", s.localhost_profile.take());
+    o.done(s, "SeccompProfile")
+}
+
+fn app_armor_profile(mut s: core::AppArmorProfile) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.ptr_str("type", s.r#type.take());
+    o.ptr_str("localhostProfile", s.localhost_profile.take());
+    o.done(s, "AppArmorProfile")
+}
+
+fn security_context(mut s: core::SecurityContext) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.msg("capabilities", s.capabilities.take(), |mut c| {
+        let mut o = Obj::new();
+        o.strs("add", take(&mut c.add));
+        o.strs("drop", take(&mut c.drop));
+        o.done(c, "Capabilities")
+    })?;
+    o.ptr_bool("privileged", s.privileged.take());
+    o.msg(
+        "seLinuxOptions",
+        s.se_linux_options.take(),
+        se_linux_options,
+    )?;
+    o.ptr_int("runAsUser", s.run_as_user.take());
+    o.ptr_int("runAsGroup", s.run_as_group.take());
+    o.ptr_bool("runAsNonRoot", s.run_as_non_root.take());
+    o.ptr_bool("readOnlyRootFilesystem", s.read_only_root_filesystem.take());
+    o.ptr_bool(
+        "allowPrivilegeEscalation",
+        s.allow_privilege_escalation.take(),
+    );
+    o.ptr_str("procMount", s.proc_mount.take());
+    o.msg("seccompProfile", s.seccomp_profile.take(), seccomp_profile)?;
+    o.msg(
+        "appArmorProfile",
+        s.app_armor_profile.take(),
+        app_armor_profile,
+    )?;
+    o.done(s, "SecurityContext")
+}
+
+fn pod_security_context(mut s: core::PodSecurityContext) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.msg(
+        "seLinuxOptions",
+        s.se_linux_options.take(),
+        se_linux_options,
+    )?;
+    o.ptr_int("runAsUser", s.run_as_user.take());
+    o.ptr_int("runAsGroup", s.run_as_group.take());
+    o.ptr_bool("runAsNonRoot", s.run_as_non_root.take());
+    o.ints("supplementalGroups", take(&mut s.supplemental_groups));
+    o.ptr_str(
+        "supplementalGroupsPolicy",
+        s.supplemental_groups_policy.take(),
+    );
+    o.ptr_int("fsGroup", s.fs_group.take());
+    o.msgs("sysctls", take(&mut s.sysctls), |mut x| {
+        let mut o = Obj::new();
+        o.ptr_str("name", x.name.take());
+        o.ptr_str("value", x.value.take());
+        o.done(x, "Sysctl")
+    })?;
+    o.ptr_str("fsGroupChangePolicy", s.fs_group_change_policy.take());
+    o.msg("seccompProfile", s.seccomp_profile.take(), seccomp_profile)?;
+    o.msg(
+        "appArmorProfile",
+        s.app_armor_profile.take(),
+        app_armor_profile,
+    )?;
+    o.ptr_str("seLinuxChangePolicy", s.se_linux_change_policy.take());
+    o.done(s, "PodSecurityContext")
 }
 
 fn resource_requirements(mut r: core::ResourceRequirements) -> Result<Value, ProtoError> {

@@ -82,6 +82,22 @@ impl Obj {
         }
     }
 
+    pub fn ints(&mut self, key: &str, v: Vec<i64>) {
+        if !v.is_empty() {
+            self.put(key, Value::from(v));
+        }
+    }
+
+    /// `metav1.MicroTime`: RFC 3339 with microseconds; the zero time is omitted.
+    pub fn micro_time(&mut self, key: &str, v: Option<meta::MicroTime>) -> Result<(), ProtoError> {
+        if let Some(t) = v
+            && let Some(s) = rfc3339(t.seconds.unwrap_or(0), Some(t.nanos.unwrap_or(0) / 1000))?
+        {
+            self.put(key, Value::String(s));
+        }
+        Ok(())
+    }
+
     pub fn str_map(&mut self, key: &str, v: BTreeMap<String, String>) {
         if !v.is_empty() {
             self.put(

@@ -5,6 +5,7 @@
 //! whose `typeMeta` names the kind and whose `raw` holds the typed message. The typed messages
 //! are the generated ones of the `k8s-pb` crate; `json` turns them into JSON.
 
+mod cluster;
 mod core;
 mod json;
 mod networking;
@@ -73,7 +74,10 @@ fn typed(api_version: &str, kind: &str, raw: &[u8]) -> Result<Option<Value>, Pro
     if let Some(v) = workloads::decode(api_version, kind, raw)? {
         return Ok(Some(v));
     }
-    networking::decode(api_version, kind, raw)
+    if let Some(v) = networking::decode(api_version, kind, raw)? {
+        return Ok(Some(v));
+    }
+    cluster::decode(api_version, kind, raw)
 }
 
 /// Wrap a typed message in the envelope, as client-go does (tests and tools).

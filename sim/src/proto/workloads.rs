@@ -1,4 +1,4 @@
-//! apps, batch, rbac, authorization and autoscaling kinds that kubectl's generators send.
+//! apps, batch, rbac, authorization and autoscaling kinds.
 
 use std::mem::take;
 
@@ -10,12 +10,16 @@ use k8s_pb::api::rbac::v1 as rbac;
 use serde_json::Value;
 
 use super::ProtoError;
+use super::cluster::persistent_volume_claim;
 use super::core::{pod_template_spec, typed};
 use super::json::{Obj, label_selector, object_meta};
 
 pub fn decode(api_version: &str, kind: &str, raw: &[u8]) -> Result<Option<Value>, ProtoError> {
     match (api_version, kind) {
         ("apps/v1", "Deployment") => typed(raw, deployment),
+        ("apps/v1", "ReplicaSet") => typed(raw, replica_set),
+        ("apps/v1", "StatefulSet") => typed(raw, stateful_set),
+        ("apps/v1", "DaemonSet") => typed(raw, daemon_set),
         ("batch/v1", "Job") => typed(raw, job),
         ("batch/v1", "CronJob") => typed(raw, cron_job),
         ("rbac.authorization.k8s.io/v1", "Role") => typed(raw, role),
@@ -59,6 +63,96 @@ fn deployment(mut m: apps::Deployment) -> Result<Value, ProtoError> {
     // The server owns status; kubectl sends an empty one.
     m.status.take();
     o.done(m, "Deployment")
+}
+
+fn replica_set(mut m: apps::ReplicaSet) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.msg("metadata", m.metadata.take(), object_meta)?;
+    o.msg("spec", m.spec.take(), |mut s| {
+        let mut o = Obj::new();
+        o.ptr_int("replicas", s.replicas.take());
+        o.int("minReadySeconds", s.min_ready_seconds.take());
+        o.msg("selector", s.selector.take(), label_selector)?;
+        o.msg("template", s.template.take(), pod_template_spec)?;
+        o.done(s, "ReplicaSetSpec")
+    })?;
+    m.status.take();
+    o.done(m, "ReplicaSet")
+}
+
+fn stateful_set(mut m: apps::StatefulSet) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.msg("metadata", m.metadata.take(), object_meta)?;
+    o.msg("spec", m.spec.take(), |mut s| {
+        let mut o = Obj::new();
+        o.ptr_int("replicas", s.replicas.take());
+        o.msg("selector", s.selector.take(), label_selector)?;
+        o.msg("template", s.template.take(), pod_template_spec)?;
+        o.msgs(
+            "volumeClaimTemplates",
+            take(&mut s.volume_claim_templates),
+            persistent_volume_claim,
+        )?;
+        o.str("serviceName", s.service_name.take());
+        o.str("podManagementPolicy", s.pod_management_policy.take());
+        o.msg("updateStrategy", s.update_strategy.take(), |mut u| {
+            let mut o = Obj::new();
+            o.str("type", u.r#type.take());
+            o.msg("rollingUpdate", u.rolling_update.take(), |mut r| {
+                let mut o = Obj::new();
+                o.ptr_int("partition", r.partition.take());
+                o.int_or_string("maxUnavailable", r.max_unavailable.take());
+                o.done(r, "RollingUpdateStatefulSetStrategy")
+            })?;
+            o.done(u, "StatefulSetUpdateStrategy")
+        })?;
+        o.ptr_int("revisionHistoryLimit", s.revision_history_limit.take());
+        o.int("minReadySeconds", s.min_ready_seconds.take());
+        o.msg(
+            "persistentVolumeClaimRetentionPolicy",
+            s.persistent_volume_claim_retention_policy.take(),
+            |mut p| {
+                let mut o = Obj::new();
+                o.str("whenDeleted", p.when_deleted.take());
+                o.str("whenScaled", p.when_scaled.take());
+                o.done(p, "StatefulSetPersistentVolumeClaimRetentionPolicy")
+            },
+        )?;
+        o.msg("ordinals", s.ordinals.take(), |mut x| {
+            let mut o = Obj::new();
+            o.int("start", x.start.take());
+            o.done(x, "StatefulSetOrdinals")
+        })?;
+        o.done(s, "StatefulSetSpec")
+    })?;
+    m.status.take();
+    o.done(m, "StatefulSet")
+}
+
+fn daemon_set(mut m: apps::DaemonSet) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.msg("metadata", m.metadata.take(), object_meta)?;
+    o.msg("spec", m.spec.take(), |mut s| {
+        let mut o = Obj::new();
+        o.msg("selector", s.selector.take(), label_selector)?;
+        o.msg("template", s.template.take(), pod_template_spec)?;
+        o.msg("updateStrategy", s.update_strategy.take(), |mut u| {
+            let mut o = Obj::new();
+            o.str("type", u.r#type.take());
+            o.msg("rollingUpdate", u.rolling_update.take(), |mut r| {
+                let mut o = Obj::new();
+                o.int_or_string("maxUnavailable", r.max_unavailable.take());
+                o.int_or_string("maxSurge", r.max_surge.take());
+                o.done(r, "RollingUpdateDaemonSet")
+            })?;
+            o.done(u, "DaemonSetUpdateStrategy")
+        })?;
+        o.int("minReadySeconds", s.min_ready_seconds.take());
+        o.ptr_int("revisionHistoryLimit", s.revision_history_limit.take());
+        o.done(s, "DaemonSetSpec")
+    })?;
+    m.status.take();
+    o.done(m, "DaemonSet")
 }
 
 fn job_spec(mut s: batch::JobSpec) -> Result<Value, ProtoError> {
@@ -311,6 +405,104 @@ mod tests {
             })
         );
         assert_eq!(v["apiVersion"], "apps/v1");
+    }
+
+    #[test]
+    fn a_stateful_set_keeps_probes_security_contexts_and_claim_templates() {
+        use k8s_pb::apimachinery::pkg::api::resource::Quantity;
+        let probe = core::Probe {
+            handler: Some(core::ProbeHandler {
+                http_get: Some(core::HttpGetAction {
+                    path: Some("/healthz".into()),
+                    port: Some(IntOrString {
+                        r#type: Some(1),
+                        int_val: Some(0),
+                        str_val: Some("http".into()),
+                    }),
+                    host: Some(String::new()),
+                    scheme: Some("HTTP".into()),
+                    http_headers: vec![],
+                }),
+                ..Default::default()
+            }),
+            period_seconds: Some(5),
+            timeout_seconds: Some(0),
+            ..Default::default()
+        };
+        let container = core::Container {
+            name: Some("pg".into()),
+            image: Some("postgres:17".into()),
+            readiness_probe: Some(probe),
+            security_context: Some(core::SecurityContext {
+                run_as_non_root: Some(true),
+                capabilities: Some(core::Capabilities {
+                    drop: vec!["ALL".into()],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let claim = core::PersistentVolumeClaim {
+            metadata: meta("data"),
+            spec: Some(core::PersistentVolumeClaimSpec {
+                access_modes: vec!["ReadWriteOnce".into()],
+                resources: Some(core::VolumeResourceRequirements {
+                    requests: [(
+                        "storage".to_string(),
+                        Quantity {
+                            string: Some("1Gi".into()),
+                        },
+                    )]
+                    .into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            status: Some(core::PersistentVolumeClaimStatus::default()),
+        };
+        let sts = apps::StatefulSet {
+            metadata: meta("pg"),
+            spec: Some(apps::StatefulSetSpec {
+                replicas: Some(1),
+                template: Some(core::PodTemplateSpec {
+                    metadata: None,
+                    spec: Some(core::PodSpec {
+                        containers: vec![container],
+                        security_context: Some(core::PodSecurityContext {
+                            fs_group: Some(26),
+                            supplemental_groups: vec![1000, 2000],
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                }),
+                volume_claim_templates: vec![claim],
+                service_name: Some("pg".into()),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let v = decode_body(&encode("apps/v1", "StatefulSet", &sts)).unwrap();
+        let pod = &v["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["containers"][0]["readinessProbe"],
+            json!({"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"}, "periodSeconds": 5})
+        );
+        assert_eq!(
+            pod["containers"][0]["securityContext"],
+            json!({"runAsNonRoot": true, "capabilities": {"drop": ["ALL"]}})
+        );
+        assert_eq!(
+            pod["securityContext"],
+            json!({"fsGroup": 26, "supplementalGroups": [1000, 2000]})
+        );
+        assert_eq!(
+            v["spec"]["volumeClaimTemplates"],
+            json!([{"metadata": {"name": "data", "labels": {"app": "data"}},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}])
+        );
+        assert_eq!(v["spec"]["serviceName"], "pg");
     }
 
     #[test]
