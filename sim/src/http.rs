@@ -436,7 +436,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             let opts = if bytes.iter().all(u8::is_ascii_whitespace) {
                 DeleteOpts::default()
             } else {
-                DeleteOpts::from_body(&decode(&bytes, false)?)
+                DeleteOpts::from_body(&decode_any(&bytes, &parts.headers)?)
             };
             let mut lock = if opts.dry_run {
                 server.store.lock_dry_run()
@@ -473,6 +473,18 @@ fn decode(bytes: &[u8], yaml: bool) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes).map_err(|e| {
         ApiError::bad_request(format!("couldn't decode the request body as JSON: {e}"))
     })
+}
+
+/// A body in JSON, YAML or (for the kinds `proto` knows) protobuf, by its content type.
+fn decode_any(bytes: &[u8], headers: &HeaderMap) -> Result<Value, ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    if ct.starts_with(crate::proto::MEDIA_TYPE) {
+        return Ok(crate::proto::decode(bytes)?);
+    }
+    decode(bytes, ct.contains("yaml"))
 }
 
 async fn read_patch(body: Body, headers: &HeaderMap) -> Result<(PatchKind, Value), ApiError> {

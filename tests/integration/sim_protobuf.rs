@@ -469,10 +469,44 @@ async fn scale_subresource_and_protobuf_negotiation() {
     let put = pgtoolbox_sim::proto::encode("v1", "ConfigMap", &changed);
     let (code, updated) = send("PUT", &format!("{cms}/from-proto"), proto_ct, json_ct, put).await;
     assert_eq!((code, &updated["data"]["k"]), (200, &json!("w")));
+    // Deletes carry DeleteOptions in protobuf too; their preconditions are honoured.
+    let delete_opts = |uid: &str| {
+        use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+        let opts = meta::DeleteOptions {
+            preconditions: Some(meta::Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        pgtoolbox_sim::proto::encode("meta.k8s.io/v1", "DeleteOptions", &opts)
+    };
+    let one = format!("{cms}/from-proto");
+    let (code, _) = send(
+        "DELETE",
+        &one,
+        proto_ct,
+        json_ct,
+        delete_opts("not-its-uid"),
+    )
+    .await;
+    assert_eq!(code, 409);
+    let uid = updated["metadata"]["uid"]
+        .as_str()
+        .expect("uid")
+        .to_string();
+    let (code, _) = send("DELETE", &one, proto_ct, json_ct, delete_opts(&uid)).await;
+    assert_eq!(code, 200);
+    let (code, _) = send("GET", &one, json_ct, json_ct, vec![]).await;
+    assert_eq!(code, 404);
     // Kinds without a converter, and other binary formats, are refused as unsupported media.
-    let lease = pgtoolbox_sim::proto::encode("coordination.k8s.io/v1", "Lease", &cm);
-    let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
-    let (code, status) = send("POST", leases, proto_ct, json_ct, lease).await;
+    let crd = pgtoolbox_sim::proto::encode(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        &k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition::default(),
+    );
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let (code, status) = send("POST", crds, proto_ct, json_ct, crd).await;
     assert_eq!(
         (code, &status["reason"]),
         (415, &json!("UnsupportedMediaType"))

@@ -273,6 +273,27 @@ fn managed_fields_entry(mut m: meta::ManagedFieldsEntry) -> Result<Value, ProtoE
     o.done(m, "ManagedFieldsEntry")
 }
 
+/// `DeleteOptions`, which client-go sends as the body of a delete in protobuf too.
+pub fn delete_options(mut m: meta::DeleteOptions) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.ptr_int("gracePeriodSeconds", m.grace_period_seconds.take());
+    o.msg("preconditions", m.preconditions.take(), |mut p| {
+        let mut o = Obj::new();
+        o.ptr_str("uid", p.uid.take());
+        o.ptr_str("resourceVersion", p.resource_version.take());
+        o.done(p, "Preconditions")
+    })?;
+    o.ptr_bool("orphanDependents", m.orphan_dependents.take());
+    o.ptr_str("propagationPolicy", m.propagation_policy.take());
+    o.strs("dryRun", std::mem::take(&mut m.dry_run));
+    o.ptr_bool(
+        "ignoreStoreReadErrorWithClusterBreakingPotential",
+        m.ignore_store_read_error_with_cluster_breaking_potential
+            .take(),
+    );
+    o.done(m, "DeleteOptions")
+}
+
 pub fn label_selector(mut m: meta::LabelSelector) -> Result<Value, ProtoError> {
     let mut o = Obj::new();
     o.str_map("matchLabels", std::mem::take(&mut m.match_labels));

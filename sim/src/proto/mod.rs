@@ -9,6 +9,9 @@ mod cluster;
 mod core;
 mod json;
 mod networking;
+mod pod;
+mod scheduling;
+mod volumes;
 mod workloads;
 
 use k8s_pb::apimachinery::pkg::runtime::Unknown;
@@ -68,6 +71,9 @@ pub fn decode(body: &[u8]) -> Result<Value, ProtoError> {
 }
 
 fn typed(api_version: &str, kind: &str, raw: &[u8]) -> Result<Option<Value>, ProtoError> {
+    if kind == "DeleteOptions" && matches!(api_version, "v1" | "meta.k8s.io/v1") {
+        return core::typed(raw, json::delete_options);
+    }
     if let Some(v) = core::decode(api_version, kind, raw)? {
         return Ok(Some(v));
     }
@@ -115,6 +121,27 @@ mod tests {
         assert_eq!(
             v,
             serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-b"}})
+        );
+    }
+
+    #[test]
+    fn delete_options_keep_policy_and_preconditions() {
+        use k8s_pb::apimachinery::pkg::apis::meta::v1::{DeleteOptions, Preconditions};
+        let opts = DeleteOptions {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: Some("u-1".into()),
+                resource_version: None,
+            }),
+            propagation_policy: Some("Foreground".into()),
+            ..Default::default()
+        };
+        let v = decode(&encode("meta.k8s.io/v1", "DeleteOptions", &opts)).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions",
+                "gracePeriodSeconds": 0, "preconditions": {"uid": "u-1"},
+                "propagationPolicy": "Foreground"})
         );
     }
 

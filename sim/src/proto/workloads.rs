@@ -11,8 +11,9 @@ use serde_json::Value;
 
 use super::ProtoError;
 use super::cluster::persistent_volume_claim;
-use super::core::{pod_template_spec, typed};
+use super::core::typed;
 use super::json::{Obj, label_selector, object_meta};
+use super::pod::pod_template_spec;
 
 pub fn decode(api_version: &str, kind: &str, raw: &[u8]) -> Result<Option<Value>, ProtoError> {
     match (api_version, kind) {
