@@ -390,6 +390,11 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                     &access_review(&server, body),
                 ));
             }
+            if info.create_only
+                && let Some(answer) = crate::reviews::answer(&server, &info, body.clone())
+            {
+                return Ok(json_response(StatusCode::CREATED, &answer));
+            }
             let created = ops::create(&server, &mut write_lock(), &info, &namespace, body)?;
             Ok(ctx.object(StatusCode::CREATED, &created))
         }

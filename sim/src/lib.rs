@@ -24,6 +24,7 @@ pub mod patch;
 pub mod proto;
 pub mod render;
 pub mod resources;
+pub mod reviews;
 pub mod schema;
 pub mod selector;
 pub mod server;

@@ -332,6 +332,7 @@ pub fn builtins() -> Vec<ResourceInfo> {
         printer_columns: Vec::new(),
         create_only: true,
     });
+    out.extend(crate::reviews::kinds());
     out
 }
 

@@ -372,6 +372,13 @@ async fn kubectl_scale_restart_can_i_and_logs() {
             &["create", "token", "nobody", "-n", NS],
             "serviceaccounts \"nobody\" not found",
         );
+        let whoami = k.ok(&["auth", "whoami"]);
+        assert!(whoami.contains("system:sim"), "{whoami}");
+        let list = k.ok(&["auth", "can-i", "--list", "-n", NS]);
+        assert!(
+            list.contains("*.*") && !list.contains("incomplete"),
+            "{list}"
+        );
         k.ok(&["run", "p1", "--image=nginx", "-n", NS]);
         let log = k.ok(&["logs", "p1", "-n", NS]);
         assert!(log.contains("Pod team-b/p1 is simulated"), "{log}");
@@ -405,6 +412,10 @@ async fn kubectl_scale_restart_can_i_and_logs() {
             k.ok(&["auth", "can-i", "get", "pods", "-n", NS]).trim(),
             "yes"
         );
+        // The rules review cannot express a deny rule, so it says it is incomplete.
+        let list = k.ok(&["auth", "can-i", "--list", "-n", NS]);
+        assert!(list.contains("the list may be incomplete"), "{list}");
+        assert!(list.contains("create:pods:team-b"), "{list}");
     })
     .await;
 }

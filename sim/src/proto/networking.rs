@@ -1,5 +1,5 @@
-//! networking.k8s.io/v1 Ingress (`kubectl create ingress`) and authentication.k8s.io/v1
-//! TokenRequest (`kubectl create token`).
+//! networking.k8s.io/v1 Ingress (`kubectl create ingress`) and the authentication.k8s.io/v1
+//! TokenRequest (`kubectl create token`) and SelfSubjectReview (`kubectl auth whoami`).
 
 use std::mem::take;
 
@@ -15,6 +15,15 @@ pub fn decode(api_version: &str, kind: &str, raw: &[u8]) -> Result<Option<Value>
     match (api_version, kind) {
         ("networking.k8s.io/v1", "Ingress") => typed(raw, ingress),
         ("authentication.k8s.io/v1", "TokenRequest") => typed(raw, token_request),
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => {
+            typed(raw, |mut m: authn::SelfSubjectReview| {
+                let mut o = Obj::new();
+                o.msg("metadata", m.metadata.take(), object_meta)?;
+                // The status is the server's answer.
+                m.status.take();
+                o.done(m, "SelfSubjectReview")
+            })
+        }
         _ => Ok(None),
     }
 }

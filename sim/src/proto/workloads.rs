@@ -28,6 +28,7 @@ pub fn decode(api_version: &str, kind: &str, raw: &[u8]) -> Result<Option<Value>
         ("rbac.authorization.k8s.io/v1", "RoleBinding") => typed(raw, role_binding),
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => typed(raw, cluster_role_binding),
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => typed(raw, access_review),
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => typed(raw, rules_review),
         ("autoscaling/v1", "Scale") => typed(raw, scale),
         _ => Ok(None),
     }
@@ -319,6 +320,18 @@ fn access_review(mut m: authz::SelfSubjectAccessReview) -> Result<Value, ProtoEr
     // The status is the server's answer.
     m.status.take();
     o.done(m, "SelfSubjectAccessReview")
+}
+
+fn rules_review(mut m: authz::SelfSubjectRulesReview) -> Result<Value, ProtoError> {
+    let mut o = Obj::new();
+    o.msg("metadata", m.metadata.take(), object_meta)?;
+    o.msg("spec", m.spec.take(), |mut s| {
+        let mut o = Obj::new();
+        o.str("namespace", s.namespace.take());
+        o.done(s, "SelfSubjectRulesReviewSpec")
+    })?;
+    m.status.take();
+    o.done(m, "SelfSubjectRulesReview")
 }
 
 fn scale(mut m: autoscaling::Scale) -> Result<Value, ProtoError> {
