@@ -192,6 +192,19 @@ fn service_spec(mut s: core::ServiceSpec) -> Result<Value, ProtoError> {
         "publishNotReadyAddresses",
         s.publish_not_ready_addresses.take(),
     );
+    o.msg(
+        "sessionAffinityConfig",
+        s.session_affinity_config.take(),
+        |mut c| {
+            let mut o = Obj::new();
+            o.msg("clientIP", c.client_ip.take(), |mut ip| {
+                let mut o = Obj::new();
+                o.ptr_int("timeoutSeconds", ip.timeout_seconds.take());
+                o.done(ip, "ClientIPConfig")
+            })?;
+            o.done(c, "SessionAffinityConfig")
+        },
+    )?;
     o.strs("ipFamilies", take(&mut s.ip_families));
     o.ptr_str("ipFamilyPolicy", s.ip_family_policy.take());
     o.ptr_bool(

@@ -57,6 +57,7 @@ pub fn pod_spec(mut s: core::PodSpec) -> Result<Value, ProtoError> {
     o.ptr_bool("enableServiceLinks", s.enable_service_links.take());
     o.ptr_str("preemptionPolicy", s.preemption_policy.take());
     o.quantities("overhead", take(&mut s.overhead));
+    o.msg("resources", s.resources.take(), resource_requirements)?;
     o.ptr_bool("setHostnameAsFQDN", s.set_hostname_as_fqdn.take());
     o.ptr_bool("hostUsers", s.host_users.take());
     o.ptr_str("hostnameOverride", s.hostname_override.take());

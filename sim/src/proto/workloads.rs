@@ -302,6 +302,30 @@ fn access_review(mut m: authz::SelfSubjectAccessReview) -> Result<Value, ProtoEr
                 o.str("resource", a.resource.take());
                 o.str("subresource", a.subresource.take());
                 o.str("name", a.name.take());
+                o.msg("fieldSelector", a.field_selector.take(), |mut f| {
+                    let mut o = Obj::new();
+                    o.str("rawSelector", f.raw_selector.take());
+                    o.msgs("requirements", take(&mut f.requirements), |mut r| {
+                        let mut o = Obj::new();
+                        o.str("key", r.key.take());
+                        o.str("operator", r.operator.take());
+                        o.strs("values", take(&mut r.values));
+                        o.done(r, "FieldSelectorRequirement")
+                    })?;
+                    o.done(f, "FieldSelectorAttributes")
+                })?;
+                o.msg("labelSelector", a.label_selector.take(), |mut f| {
+                    let mut o = Obj::new();
+                    o.str("rawSelector", f.raw_selector.take());
+                    o.msgs("requirements", take(&mut f.requirements), |mut r| {
+                        let mut o = Obj::new();
+                        o.str("key", r.key.take());
+                        o.str("operator", r.operator.take());
+                        o.strs("values", take(&mut r.values));
+                        o.done(r, "LabelSelectorRequirement")
+                    })?;
+                    o.done(f, "LabelSelectorAttributes")
+                })?;
                 o.done(a, "ResourceAttributes")
             },
         )?;
