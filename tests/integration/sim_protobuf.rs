@@ -404,6 +404,19 @@ async fn kubectl_scale_restart_can_i_and_logs() {
         "{spec}"
     );
 
+    // A container the kubelet reports waiting has no logs yet, in the kubelet's words.
+    let pulling: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "pulling"},
+        "spec": {"containers": [{"name": "app", "image": "nginx:nope"}]},
+        "status": {"phase": "Pending", "containerStatuses": [{"name": "app", "image": "nginx:nope",
+            "imageID": "", "ready": false, "restartCount": 0,
+            "state": {"waiting": {"reason": "ImagePullBackOff"}}}]},
+    }))
+    .expect("pod");
+    Api::<Pod>::namespaced(client.clone(), NS)
+        .create(&Default::default(), &pulling)
+        .await
+        .expect("pod created");
     admin.deny("create:pods:team-b").expect("rule");
     blocking(move || {
         let (ok, out) = k.run(&["auth", "can-i", "create", "pods", "-n", NS]);
@@ -411,6 +424,10 @@ async fn kubectl_scale_restart_can_i_and_logs() {
         assert_eq!(
             k.ok(&["auth", "can-i", "get", "pods", "-n", NS]).trim(),
             "yes"
+        );
+        k.refused(
+            &["logs", "pulling", "-n", NS],
+            "container \"app\" in pod \"pulling\" is waiting to start: trying and failing to pull image",
         );
         // The rules review cannot express a deny rule, so it says it is incomplete.
         let list = k.ok(&["auth", "can-i", "--list", "-n", NS]);
