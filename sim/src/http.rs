@@ -267,7 +267,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         Some("status" | "finalize") if info.group.is_empty() && info.plural == "namespaces" => {
             Subresource::Status
         }
-        Some(s) if crate::subresource::serves(&info, s) => Subresource::Main,
+        Some(s) if crate::subresource::serves(&server, &info, s) => Subresource::Main,
         Some(_) => return Err(ApiError::not_found_path()),
     };
     let verb = verb_of(&parts.method, &target, &query)?;
@@ -345,7 +345,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         shape,
     };
     if let Some(s) = target.sub.as_deref()
-        && crate::subresource::serves(&info, s)
+        && sub == Subresource::Main
     {
         use crate::subresource::Request as SubRequest;
         let req = match verb {

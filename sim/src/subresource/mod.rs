@@ -26,10 +26,11 @@ pub enum Request {
     Patch(PatchKind, Value),
 }
 
-/// Whether `info` has the subresource `sub` served here.
-pub fn serves(info: &ResourceInfo, sub: &str) -> bool {
+/// Whether `info` has the subresource `sub` served here. Takes the store lock (a custom
+/// resource's scale is declared in its CRD): call it without holding the store or registry.
+pub fn serves(server: &Server, info: &ResourceInfo, sub: &str) -> bool {
     match sub {
-        "scale" => scale::has_scale(info),
+        "scale" => scale::paths(&server.store.lock(), info).is_some(),
         "log" => !info.custom && info.group.is_empty() && info.plural == "pods",
         "token" => !info.custom && info.group.is_empty() && info.plural == "serviceaccounts",
         _ => false,

@@ -1,5 +1,5 @@
-//! The `scale` subresource of Deployments, ReplicaSets and StatefulSets: an `autoscaling/v1`
-//! Scale view of `spec.replicas`, `status.replicas` and the selector.
+//! The `scale` subresource of Deployments, ReplicaSets, StatefulSets and custom resources whose
+//! CRD declares one: an `autoscaling/v1` Scale view of the replicas and the selector.
 
 use serde_json::{Value, json};
 
@@ -8,15 +8,91 @@ use crate::error::{ApiError, Cause};
 use crate::ops::{self, PatchKind, Subresource, res_key, view};
 use crate::patch;
 use crate::resources::ResourceInfo;
-use crate::store::Locked;
+use crate::store::{Locked, ObjKey, ResKey};
 
-pub fn has_scale(info: &ResourceInfo) -> bool {
-    !info.custom
+/// Where a kind keeps what its Scale shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScalePaths {
+    spec_replicas: String,
+    status_replicas: String,
+    /// A LabelSelector object under `spec` (apps kinds) or a string (custom resources).
+    selector: Option<(String, bool)>,
+    /// What `spec.replicas` reads when the object has none: 1 for the apps kinds (their
+    /// default), 0 for custom resources.
+    default_replicas: i64,
+}
+
+fn apps_paths(info: &ResourceInfo) -> Option<ScalePaths> {
+    let apps = !info.custom
         && info.group == "apps"
         && matches!(
             info.plural.as_str(),
             "deployments" | "replicasets" | "statefulsets"
-        )
+        );
+    apps.then(|| ScalePaths {
+        spec_replicas: ".spec.replicas".into(),
+        status_replicas: ".status.replicas".into(),
+        selector: Some((".spec.selector".into(), true)),
+        default_replicas: 1,
+    })
+}
+
+/// Where the CustomResourceDefinition serving `info` is stored (its name is `plural.group`).
+fn crd_key(info: &ResourceInfo) -> (ResKey, ObjKey) {
+    (
+        (
+            "apiextensions.k8s.io".to_string(),
+            "customresourcedefinitions".to_string(),
+        ),
+        (String::new(), format!("{}.{}", info.plural, info.group)),
+    )
+}
+
+/// The `subresources.scale` of the CRD version serving `info`.
+fn crd_paths(crd: &Value, info: &ResourceInfo) -> Option<ScalePaths> {
+    let version = crd
+        .pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(info.version.as_str()))?;
+    let scale = version.pointer("/subresources/scale")?;
+    let path = |k: &str| scale.get(k).and_then(Value::as_str).map(str::to_string);
+    Some(ScalePaths {
+        spec_replicas: path("specReplicasPath")?,
+        status_replicas: path("statusReplicasPath")?,
+        selector: path("labelSelectorPath").map(|p| (p, false)),
+        default_replicas: 0,
+    })
+}
+
+/// The scale paths of `info`, reading its CRD through `l` for custom resources.
+pub fn paths(l: &Locked<'_>, info: &ResourceInfo) -> Option<ScalePaths> {
+    if !info.custom {
+        return apps_paths(info);
+    }
+    let (res, key) = crd_key(info);
+    crd_paths(l.get(&res, &key)?.as_ref(), info)
+}
+
+/// `.spec.replicas` as a JSON pointer.
+fn pointer(path: &str) -> String {
+    path.split('.')
+        .filter(|s| !s.is_empty())
+        .fold(String::new(), |acc, seg| format!("{acc}/{seg}"))
+}
+
+fn set_at(obj: &mut Value, path: &str, value: Value) {
+    let segs: Vec<&str> = path.split('.').filter(|s| !s.is_empty()).collect();
+    let mut cur = obj;
+    for seg in &segs[..segs.len().saturating_sub(1)] {
+        if !cur[*seg].is_object() {
+            cur[*seg] = json!({});
+        }
+        cur = &mut cur[*seg];
+    }
+    if let Some(last) = segs.last() {
+        cur[*last] = value;
+    }
 }
 
 /// A label selector in the string form `status.selector` carries (`labels.Selector.String()`):
@@ -60,7 +136,7 @@ pub fn selector_string(selector: &Value) -> String {
 }
 
 /// The Scale a real server answers for `obj`.
-fn scale_of(obj: &Value) -> Value {
+fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
     let m = &obj["metadata"];
     let mut meta = json!({});
     for k in [
@@ -74,16 +150,25 @@ fn scale_of(obj: &Value) -> Value {
             meta[k] = v.clone();
         }
     }
-    // The apps kinds default spec.replicas to 1.
     let replicas = obj
-        .pointer("/spec/replicas")
+        .pointer(&pointer(&paths.spec_replicas))
         .and_then(Value::as_i64)
-        .unwrap_or(1);
+        .unwrap_or(paths.default_replicas);
     let mut status = json!({
-        "replicas": obj.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
+        "replicas": obj.pointer(&pointer(&paths.status_replicas)).and_then(Value::as_i64).unwrap_or(0),
     });
-    if let Some(sel) = obj.pointer("/spec/selector") {
-        status["selector"] = json!(selector_string(sel));
+    match &paths.selector {
+        Some((path, true)) => {
+            if let Some(sel) = obj.pointer(&pointer(path)) {
+                status["selector"] = json!(selector_string(sel));
+            }
+        }
+        Some((path, false)) => {
+            if let Some(sel) = obj.pointer(&pointer(path)).and_then(Value::as_str) {
+                status["selector"] = json!(sel);
+            }
+        }
+        None => {}
     }
     json!({
         "kind": "Scale",
@@ -94,15 +179,20 @@ fn scale_of(obj: &Value) -> Value {
     })
 }
 
-fn stored(call: &Call<'_>, l: &mut Locked<'_>) -> Result<Value, ApiError> {
+fn stored(call: &Call<'_>, l: &mut Locked<'_>) -> Result<(Value, ScalePaths), ApiError> {
+    let not_found = || ApiError::not_found(&call.info.group, &call.info.plural, call.name);
+    let paths = paths(l, call.info).ok_or_else(ApiError::not_found_path)?;
     let key = (call.namespace.to_string(), call.name.to_string());
-    l.get(&res_key(call.info), &key)
+    let obj = l
+        .get(&res_key(call.info), &key)
         .map(|o| view(call.info, &o))
-        .ok_or_else(|| ApiError::not_found(&call.info.group, &call.info.plural, call.name))
+        .ok_or_else(not_found)?;
+    Ok((obj, paths))
 }
 
 pub fn get(call: &Call<'_>, l: &mut Locked<'_>) -> Result<Value, ApiError> {
-    Ok(scale_of(&stored(call, l)?))
+    let (obj, paths) = stored(call, l)?;
+    Ok(scale_of(&obj, &paths))
 }
 
 fn invalid(name: &str, value: &Value, why: &str) -> ApiError {
@@ -127,7 +217,7 @@ pub enum Edit {
 /// PUT or PATCH of the Scale: only `spec.replicas` reaches the object (with the Scale's
 /// `resourceVersion` as precondition).
 pub fn write(call: &Call<'_>, l: &mut Locked<'_>, req: Edit) -> Result<Value, ApiError> {
-    let obj = stored(call, l)?;
+    let (obj, paths) = stored(call, l)?;
     let wanted = match req {
         Edit::Replace(body) => {
             if let Some(kind) = body.get("kind").and_then(Value::as_str)
@@ -140,7 +230,7 @@ pub fn write(call: &Call<'_>, l: &mut Locked<'_>, req: Edit) -> Result<Value, Ap
             body
         }
         Edit::Patch(kind, p) => {
-            let mut scale = scale_of(&obj);
+            let mut scale = scale_of(&obj, &paths);
             match kind {
                 // A Scale has no lists, so a strategic merge patch merges like a merge patch.
                 PatchKind::Merge | PatchKind::Strategic => patch::merge_patch(&mut scale, &p),
@@ -178,7 +268,7 @@ pub fn write(call: &Call<'_>, l: &mut Locked<'_>, req: Edit) -> Result<Value, Ap
         _ => return Err(invalid(call.name, &value, "must be a 32-bit integer")),
     };
     let mut next = obj;
-    next["spec"]["replicas"] = json!(replicas);
+    set_at(&mut next, &paths.spec_replicas, json!(replicas));
     match wanted
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
@@ -195,12 +285,41 @@ pub fn write(call: &Call<'_>, l: &mut Locked<'_>, req: Edit) -> Result<Value, Ap
         next,
         Subresource::Main,
     )?;
-    Ok(scale_of(&updated))
+    Ok(scale_of(&updated, &paths))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crd_scale_reads_and_writes_its_declared_paths() {
+        let crd = json!({"spec": {"versions": [{"name": "v1", "subresources": {"scale": {
+            "specReplicasPath": ".spec.size", "statusReplicasPath": ".status.ready",
+            "labelSelectorPath": ".status.selector"}}}]}});
+        let mut info = crate::resources::builtins().remove(0);
+        info.custom = true;
+        info.version = "v1".into();
+        let paths = crd_paths(&crd, &info).unwrap();
+        let mut obj =
+            json!({"metadata": {"name": "w"}, "status": {"ready": 2, "selector": "app=w"}});
+        assert_eq!(
+            scale_of(&obj, &paths)["spec"],
+            json!({"replicas": 0}),
+            "a missing spec path reads 0"
+        );
+        set_at(&mut obj, &paths.spec_replicas, json!(4));
+        let scale = scale_of(&obj, &paths);
+        assert_eq!(
+            (&scale["spec"], &scale["status"]),
+            (
+                &json!({"replicas": 4}),
+                &json!({"replicas": 2, "selector": "app=w"})
+            )
+        );
+        info.version = "v2".into();
+        assert_eq!(crd_paths(&crd, &info), None);
+    }
 
     #[test]
     fn selectors_print_as_label_selector_strings() {
@@ -217,7 +336,16 @@ mod tests {
             "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}},
             "status": {"replicas": 2}});
         assert_eq!(
-            scale_of(&d),
+            scale_of(
+                &d,
+                &apps_paths(
+                    &crate::resources::builtins()
+                        .into_iter()
+                        .find(|i| i.plural == "deployments")
+                        .unwrap()
+                )
+                .unwrap()
+            ),
             json!({"kind": "Scale", "apiVersion": "autoscaling/v1",
                 "metadata": {"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7"},
                 "spec": {"replicas": 3}, "status": {"replicas": 2, "selector": "app=web"}})
