@@ -17,6 +17,7 @@ pub mod events;
 pub mod external;
 pub mod faults;
 pub mod filter;
+pub mod hpa;
 pub mod http;
 pub mod openapi;
 pub mod ops;

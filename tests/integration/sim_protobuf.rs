@@ -154,6 +154,37 @@ async fn kubectl_create_generators_store_what_they_describe() {
             ],
             "ingress.networking.k8s.io/i1 created",
         );
+        create(
+            &[
+                "poddisruptionbudget",
+                "pdb1",
+                "--selector=app=d1",
+                "--min-available=50%",
+            ],
+            "poddisruptionbudget.policy/pdb1 created",
+        );
+        assert!(
+            k.ok(&[
+                "create",
+                "priorityclass",
+                "high",
+                "--value=1000",
+                "--description=urgent"
+            ])
+            .contains("priorityclass.scheduling.k8s.io/high created")
+        );
+        assert!(
+            k.ok(&[
+                "autoscale",
+                "deployment",
+                "d1",
+                "--max=5",
+                "--cpu-percent=60",
+                "-n",
+                NS
+            ])
+            .contains("horizontalpodautoscaler.autoscaling/d1 autoscaled")
+        );
         k
     })
     .await;
@@ -278,6 +309,33 @@ async fn kubectl_create_generators_store_what_they_describe() {
         json!({"ingressClassName": "nginx", "rules": [{"host": "foo.com", "http": {"paths": [
             {"path": "/bar", "pathType": "Exact",
              "backend": {"service": {"name": "svc1", "port": {"number": 80}}}}]}}]})
+    );
+    let pdb: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
+        Api::namespaced(ns(&client), NS);
+    let pdb1 = pdb.get("pdb1").await.expect("pdb1");
+    assert_eq!(
+        to_json(&pdb1.spec),
+        json!({"minAvailable": "50%", "selector": {"matchLabels": {"app": "d1"}}})
+    );
+    let pcs: Api<k8s_openapi::api::scheduling::v1::PriorityClass> = Api::all(ns(&client));
+    let high = pcs.get("high").await.expect("priority class");
+    assert_eq!(
+        (high.value, high.description.as_deref()),
+        (Some(1000), Some("urgent"))
+    );
+    // kubectl writes autoscaling/v1; the v2 view carries the same target as a CPU metric.
+    let hpas: Api<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler> =
+        Api::namespaced(ns(&client), NS);
+    let hpa = to_json(&hpas.get("d1").await.expect("hpa").spec);
+    assert_eq!(hpa["maxReplicas"], 5);
+    assert_eq!(
+        hpa["scaleTargetRef"],
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "d1"})
+    );
+    assert_eq!(
+        hpa["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 60}}}])
     );
     let p1 = Api::<Pod>::namespaced(ns(&client), NS)
         .get("p1")

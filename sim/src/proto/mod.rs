@@ -10,6 +10,7 @@ mod core;
 mod json;
 mod networking;
 mod pod;
+mod policy;
 mod scheduling;
 mod volumes;
 mod workloads;
@@ -83,7 +84,10 @@ fn typed(api_version: &str, kind: &str, raw: &[u8]) -> Result<Option<Value>, Pro
     if let Some(v) = networking::decode(api_version, kind, raw)? {
         return Ok(Some(v));
     }
-    cluster::decode(api_version, kind, raw)
+    if let Some(v) = cluster::decode(api_version, kind, raw)? {
+        return Ok(Some(v));
+    }
+    policy::decode(api_version, kind, raw)
 }
 
 /// Wrap a typed message in the envelope, as client-go does (tests and tools).
