@@ -55,6 +55,10 @@ fn resource_docs(server: &Server, infos: &[std::sync::Arc<ResourceInfo>]) -> Vec
             out.push(json!({"name": format!("{}/token", i.plural), "singularName": "", "namespaced": i.namespaced,
                 "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}));
         }
+        if crate::subresource::serves(server, i, "eviction") {
+            out.push(json!({"name": format!("{}/eviction", i.plural), "singularName": "", "namespaced": i.namespaced,
+                "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]}));
+        }
         if crate::subresource::serves(server, i, "log") {
             out.push(json!({"name": format!("{}/log", i.plural), "singularName": "", "namespaced": i.namespaced,
                 "kind": "Pod", "verbs": ["get"]}));

@@ -19,6 +19,7 @@ mod shared_refusals;
 mod shared_router;
 mod shared_support;
 mod sim_crud;
+mod sim_eviction;
 mod sim_faults;
 mod sim_kubectl;
 mod sim_protobuf;

@@ -1,5 +1,5 @@
 //! autoscaling HorizontalPodAutoscaler (`kubectl autoscale`), policy/v1 PodDisruptionBudget and
-//! scheduling.k8s.io/v1 PriorityClass (`kubectl create pdb|priorityclass`).
+//! Eviction (`kubectl drain`), scheduling.k8s.io/v1 PriorityClass.
 
 use std::mem::take;
 
@@ -10,13 +10,19 @@ use serde_json::Value;
 
 use super::ProtoError;
 use super::core::typed;
-use super::json::{Obj, label_selector, object_meta};
+use super::json::{Obj, delete_options, label_selector, object_meta};
 
 pub fn decode(api_version: &str, kind: &str, raw: &[u8]) -> Result<Option<Value>, ProtoError> {
     match (api_version, kind) {
         ("autoscaling/v1", "HorizontalPodAutoscaler") => typed(raw, hpa_v1),
         ("autoscaling/v2", "HorizontalPodAutoscaler") => typed(raw, hpa_v2),
         ("policy/v1", "PodDisruptionBudget") => typed(raw, pod_disruption_budget),
+        ("policy/v1", "Eviction") => typed(raw, |mut m: policy::Eviction| {
+            let mut o = Obj::new();
+            o.msg("metadata", m.metadata.take(), object_meta)?;
+            o.msg("deleteOptions", m.delete_options.take(), delete_options)?;
+            o.done(m, "Eviction")
+        }),
         ("scheduling.k8s.io/v1", "PriorityClass") => typed(raw, priority_class),
         _ => Ok(None),
     }

@@ -1,6 +1,7 @@
-//! Subresources that are not the object itself: `scale` of the apps workloads, `log` of Pods
-//! and `token` of ServiceAccounts.
+//! Subresources that are not the object itself: `scale` of the apps workloads (and custom
+//! resources), `log` and `eviction` of Pods, and `token` of ServiceAccounts.
 
+mod eviction;
 mod log;
 mod scale;
 mod token;
@@ -32,6 +33,7 @@ pub fn serves(server: &Server, info: &ResourceInfo, sub: &str) -> bool {
     match sub {
         "scale" => scale::paths(&server.store.lock(), info).is_some(),
         "log" => !info.custom && info.group.is_empty() && info.plural == "pods",
+        "eviction" => !info.custom && info.group.is_empty() && info.plural == "pods",
         "token" => !info.custom && info.group.is_empty() && info.plural == "serviceaccounts",
         _ => false,
     }
@@ -54,6 +56,10 @@ pub fn handle(
     match (sub, req) {
         ("log", Request::Get) => log::answer(call, l),
         ("scale", Request::Get) => Ok(json_response(StatusCode::OK, &scale::get(call, l)?)),
+        ("eviction", Request::Create(body)) => {
+            let (code, status) = eviction::create(call, l, &body)?;
+            Ok(json_response(code, &status))
+        }
         ("token", Request::Create(body)) => Ok(json_response(
             StatusCode::CREATED,
             &token::create(call, l, body)?,
