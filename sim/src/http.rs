@@ -348,6 +348,12 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         && sub == Subresource::Main
     {
         use crate::subresource::Request as SubRequest;
+        if !matches!(verb, "get" | "create" | "update" | "patch") {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({}/{s})",
+                info.plural
+            )));
+        }
         let req = match verb {
             "create" => SubRequest::Create(read_body(body, &parts.headers).await?),
             "update" => SubRequest::Put(read_body(body, &parts.headers).await?),
@@ -364,12 +370,6 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             name: &name,
             query: &query,
         };
-        if !matches!(verb, "get" | "create" | "update" | "patch") {
-            return Err(ApiError::method_not_allowed(format!(
-                "the server does not allow this method on the requested resource ({}/{s})",
-                info.plural
-            )));
-        }
         return crate::subresource::handle(&call, &mut write_lock(), s, req);
     }
     match verb {
