@@ -24,6 +24,7 @@ mod sim_faults;
 mod sim_kubectl;
 mod sim_protobuf;
 mod sim_protobuf_generators;
+mod sim_scale;
 mod sim_support;
 mod sim_watch;
 mod status_write;
