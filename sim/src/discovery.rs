@@ -29,7 +29,7 @@ fn group_doc(name: &str, versions: &[String]) -> Value {
     json!({"name": name, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(json!({}))})
 }
 
-fn resource_docs(infos: &[std::sync::Arc<ResourceInfo>]) -> Vec<Value> {
+fn resource_docs(server: &Server, infos: &[std::sync::Arc<ResourceInfo>]) -> Vec<Value> {
     let mut out = Vec::new();
     for i in infos {
         let mut r = json!({
@@ -46,6 +46,22 @@ fn resource_docs(infos: &[std::sync::Arc<ResourceInfo>]) -> Vec<Value> {
         if i.status_subresource {
             out.push(json!({"name": format!("{}/status", i.plural), "singularName": "", "namespaced": i.namespaced,
                 "kind": i.kind, "verbs": ["get", "patch", "update"]}));
+        }
+        if crate::subresource::serves(server, i, "scale") {
+            out.push(json!({"name": format!("{}/scale", i.plural), "singularName": "", "namespaced": i.namespaced,
+                "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        }
+        if crate::subresource::serves(server, i, "token") {
+            out.push(json!({"name": format!("{}/token", i.plural), "singularName": "", "namespaced": i.namespaced,
+                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]}));
+        }
+        if crate::subresource::serves(server, i, "eviction") {
+            out.push(json!({"name": format!("{}/eviction", i.plural), "singularName": "", "namespaced": i.namespaced,
+                "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]}));
+        }
+        if crate::subresource::serves(server, i, "log") {
+            out.push(json!({"name": format!("{}/log", i.plural), "singularName": "", "namespaced": i.namespaced,
+                "kind": "Pod", "verbs": ["get"]}));
         }
     }
     out
@@ -112,8 +128,11 @@ pub fn answer(
             } else {
                 format!("{g}/{v}")
             };
+            let infos = served_resources(server, &reg, &g, &v);
+            // `serves` reads the store, which CRD registration locks before the registry.
+            drop(reg);
             json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
-                   "resources": resource_docs(&served_resources(server, &reg, &g, &v))})
+                   "resources": resource_docs(server, &infos)})
         }
     };
     Ok(json_response(StatusCode::OK, &body))

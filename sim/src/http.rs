@@ -143,6 +143,8 @@ fn verb_of(
         ("GET", false) => "list",
         ("GET", true) => "get",
         ("POST", false) => "create",
+        // Subresources created under an object (`serviceaccounts/NAME/token`).
+        ("POST", true) if target.sub.is_some() => "create",
         ("PUT", true) => "update",
         ("PATCH", true) => "patch",
         ("DELETE", true) => "delete",
@@ -266,6 +268,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         Some("status" | "finalize") if info.group.is_empty() && info.plural == "namespaces" => {
             Subresource::Status
         }
+        Some(s) if crate::subresource::serves(&server, &info, s) => Subresource::Main,
         Some(_) => return Err(ApiError::not_found_path()),
     };
     let verb = verb_of(&parts.method, &target, &query)?;
@@ -347,6 +350,34 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         namespace: &namespace,
         shape,
     };
+    if let Some(s) = target.sub.as_deref()
+        && sub == Subresource::Main
+    {
+        use crate::subresource::Request as SubRequest;
+        if !matches!(verb, "get" | "create" | "update" | "patch") {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource ({}/{s})",
+                info.plural
+            )));
+        }
+        let req = match verb {
+            "create" => SubRequest::Create(read_body(body, &parts.headers).await?),
+            "update" => SubRequest::Put(read_body(body, &parts.headers).await?),
+            "patch" => {
+                let (kind, patch) = read_patch(body, &parts.headers).await?;
+                SubRequest::Patch(kind, patch)
+            }
+            _ => SubRequest::Get,
+        };
+        let call = crate::subresource::Call {
+            server: &server,
+            info: &info,
+            namespace: &namespace,
+            name: &name,
+            query: &query,
+        };
+        return crate::subresource::handle(&call, &mut write_lock(), s, req);
+    }
     match verb {
         "get" => ctx.get(&name),
         "list" => ctx.list(&query),
@@ -365,6 +396,11 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                     &access_review(&server, body),
                 ));
             }
+            if info.create_only
+                && let Some(answer) = crate::reviews::answer(&server, &info, body.clone())
+            {
+                return Ok(json_response(StatusCode::CREATED, &answer));
+            }
             let created = ops::create(&server, &mut write_lock(), &info, &namespace, body)?;
             Ok(ctx.object(StatusCode::CREATED, &created))
         }
@@ -382,15 +418,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             Ok(ctx.object(StatusCode::OK, &updated))
         }
         "patch" => {
-            let ct = parts
-                .headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let kind = PatchKind::from_content_type(ct)
-                .ok_or_else(|| ApiError::unsupported_media_type(ct))?;
-            let bytes = read_bytes(body).await?;
-            let patch = decode(&bytes, kind == PatchKind::Apply)?;
+            let (kind, patch) = read_patch(body, &parts.headers).await?;
             if kind == PatchKind::Apply {
                 let manager = query.get("fieldManager").cloned().unwrap_or_default();
                 let force = query_bool(&query, "force");
@@ -419,7 +447,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             let opts = if bytes.iter().all(u8::is_ascii_whitespace) {
                 DeleteOpts::from_query(&query)
             } else {
-                DeleteOpts::from_body(&decode(&bytes, false)?)
+                DeleteOpts::from_body(&decode_any(&bytes, &parts.headers)?)
             };
             let mut lock = if opts.dry_run {
                 server.store.lock_dry_run()
@@ -485,17 +513,44 @@ fn decode(bytes: &[u8], yaml: bool) -> Result<Value, ApiError> {
     })
 }
 
+/// A body in JSON, YAML or (for the kinds `proto` knows) protobuf, by its content type.
+fn decode_any(bytes: &[u8], headers: &HeaderMap) -> Result<Value, ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    if ct.starts_with(crate::proto::MEDIA_TYPE) {
+        return Ok(crate::proto::decode(bytes)?);
+    }
+    decode(bytes, ct.contains("yaml"))
+}
+
+async fn read_patch(body: Body, headers: &HeaderMap) -> Result<(PatchKind, Value), ApiError> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let kind =
+        PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
+    let bytes = read_bytes(body).await?;
+    Ok((kind, decode(&bytes, kind == PatchKind::Apply)?))
+}
+
 async fn read_body(body: Body, headers: &HeaderMap) -> Result<Value, ApiError> {
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
+    if ct.starts_with(crate::proto::MEDIA_TYPE) {
+        let bytes = read_bytes(body).await?;
+        return Ok(crate::proto::decode(&bytes)?);
+    }
     if ct.contains("protobuf") || ct.contains("cbor") {
         return Err(ApiError::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got {ct:?})"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {ct:?})"
             ),
         ));
     }

@@ -14,6 +14,9 @@ pub fn full<'a>(info: &ResourceInfo, obj: &'a Value) -> Cow<'a, Value> {
     if crate::events::is_events_api(info) {
         return Cow::Owned(crate::events::from_core(obj));
     }
+    if crate::hpa::is_v1(info) {
+        return Cow::Owned(crate::hpa::v2_to_v1(obj));
+    }
     let want = info.api_version();
     if obj.get("apiVersion").and_then(Value::as_str) == Some(want.as_str()) {
         Cow::Borrowed(obj)

@@ -121,6 +121,24 @@ const BUILTINS: &[Builtin] = &[
     b(
         "",
         "v1",
+        "ResourceQuota",
+        "resourcequotas",
+        true,
+        true,
+        &["quota"],
+    ),
+    b(
+        "",
+        "v1",
+        "LimitRange",
+        "limitranges",
+        true,
+        false,
+        &["limits"],
+    ),
+    b(
+        "",
+        "v1",
         "PersistentVolumeClaim",
         "persistentvolumeclaims",
         true,
@@ -210,6 +228,44 @@ const BUILTINS: &[Builtin] = &[
         true,
         true,
         &["ing"],
+    ),
+    // autoscaling/v2 is the preferred version, as on a real server; v1 (what `kubectl
+    // autoscale` writes) shares its storage without conversion.
+    b(
+        "autoscaling",
+        "v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+        true,
+        &["hpa"],
+    ),
+    b(
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        true,
+        true,
+        &["hpa"],
+    ),
+    b(
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        true,
+        true,
+        &["pdb"],
+    ),
+    b(
+        "scheduling.k8s.io",
+        "v1",
+        "PriorityClass",
+        "priorityclasses",
+        false,
+        false,
+        &["pc"],
     ),
     b(
         "coordination.k8s.io",
@@ -314,6 +370,7 @@ pub fn builtins() -> Vec<ResourceInfo> {
         printer_columns: Vec::new(),
         create_only: true,
     });
+    out.extend(crate::reviews::kinds());
     out
 }
 

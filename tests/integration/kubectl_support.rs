@@ -22,6 +22,9 @@ impl Kubectl {
         let out = Command::new("kubectl")
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
+            // Discovery is cached per host:port; a sim reusing a port of an earlier one must
+            // not be described by that one's cache.
+            .env("KUBECACHEDIR", self.dir.path().join("kube-cache"))
             .env_remove("KUBERNETES_SERVICE_HOST")
             .current_dir(self.dir.path())
             .output()

@@ -25,6 +25,8 @@ pub fn res_key(info: &ResourceInfo) -> ResKey {
 pub(crate) fn stored_shape(info: &ResourceInfo, body: Value) -> Value {
     if events::is_events_api(info) {
         events::to_core(&body)
+    } else if crate::hpa::is_v1(info) {
+        crate::hpa::v1_to_v2(body)
     } else {
         body
     }
@@ -34,6 +36,8 @@ pub(crate) fn stored_shape(info: &ResourceInfo, body: Value) -> Value {
 pub fn view(info: &ResourceInfo, obj: &Value) -> Value {
     if events::is_events_api(info) {
         events::from_core(obj)
+    } else if crate::hpa::is_v1(info) {
+        crate::hpa::v2_to_v1(obj)
     } else {
         obj.clone()
     }
