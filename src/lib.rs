@@ -1,6 +1,7 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
 pub mod actors;
 pub mod api;
+pub mod children;
 pub mod cli;
 pub mod conditions;
 pub mod health;

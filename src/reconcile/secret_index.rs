@@ -6,6 +6,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+pub use crate::messages::KindKey;
+
 /// CloudNativePG's opt-in label for user Secrets; its value is ignored.
 pub const RELOAD_LABEL: &str = "cnpg.io/reload";
 
@@ -17,30 +19,6 @@ pub struct SecretMeta {
     /// The controller owner when it is one of our kinds.
     pub owner: Option<KindKey>,
     pub reload_label: bool,
-}
-
-/// A managed object: kind + namespace + name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KindKey {
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-impl KindKey {
-    pub fn new(kind: &str, namespace: &str, name: &str) -> Self {
-        Self {
-            kind: kind.to_owned(),
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        }
-    }
-}
-
-impl std::fmt::Display for KindKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
-    }
 }
 
 /// A Secret: namespace + name.
