@@ -9,4 +9,5 @@ pub mod k8s;
 pub mod messages;
 pub mod metrics;
 pub mod reconcile;
+pub mod status;
 pub mod supervisor;

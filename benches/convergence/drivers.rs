@@ -102,8 +102,8 @@ struct ControllerCx {
 fn controller(client: &kube::Client, settings: &OperatorSettings) -> AbortOnDropHandle<()> {
     let caches = AccessCaches::new();
     let scope = WatchScope::All;
-    let mut owners = caches.binding_watch().start(client, &scope);
-    owners.extend(caches.cluster_watch().start(client, &scope));
+    let mut owners = (caches.binding_watch())(client, &scope);
+    owners.extend((caches.cluster_watch())(client, &scope));
     let triggers = futures::stream::select_all(owners)
         .map(|key| ObjectRef::<PgAccessRequest>::new(&key.name).within(&key.namespace));
     let cx = Arc::new(ControllerCx {

@@ -6,11 +6,12 @@ use ractor::ActorRef;
 
 use crate::actors::secret_router::SecretSubscriber;
 use crate::messages::shared::SecretRouterMsg;
-use crate::messages::{Notice, ObjectKey, ObjectMsg};
-use crate::reconcile::secret_index::{KindKey, SecretKey};
+use crate::messages::{KindKey, Notice, ObjectKey, ObjectMsg};
+use crate::reconcile::secret_index::SecretKey;
 use crate::supervisor::Registry;
 
-type Deliver = Box<dyn Fn(&ObjectKey, Notice) -> bool + Send + Sync>;
+/// `None`: one of the object's children or references changed.
+type Deliver = Box<dyn Fn(&ObjectKey, Option<Notice>) -> bool + Send + Sync>;
 
 /// The live-actor registries of every kind, behind one type-erased lookup.
 #[derive(Default)]
@@ -34,9 +35,13 @@ impl NoticeRoutes {
         K: Send + Sync + 'static,
     {
         let deliver: Deliver = Box::new(move |key, notice| {
+            let message = match notice {
+                Some(notice) => ObjectMsg::Notice(notice),
+                None => ObjectMsg::ChildChanged,
+            };
             registry
                 .get(key)
-                .is_some_and(|actor| actor.send_message(ObjectMsg::Notice(notice)).is_ok())
+                .is_some_and(|actor| actor.send_message(message).is_ok())
         });
         self.kinds.insert(kind.to_owned(), deliver);
     }
@@ -46,7 +51,15 @@ impl NoticeRoutes {
     pub fn deliver(&self, kind: &str, key: &ObjectKey, notice: Notice) -> bool {
         self.kinds
             .get(kind)
-            .is_some_and(|deliver| deliver(key, notice))
+            .is_some_and(|deliver| deliver(key, Some(notice)))
+    }
+
+    /// Wakes the owner of a changed child (or the user of a changed reference). No live actor
+    /// (unknown, or a restart pending): dropped, its next pass reads the caches anyway.
+    pub fn wake(&self, owner: &KindKey) -> bool {
+        self.kinds
+            .get(owner.kind.as_str())
+            .is_some_and(|deliver| deliver(&owner.object_key(), None))
     }
 }
 

@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::actors::notice_routes::{NoticeRoutes, SecretRoutes};
 use crate::actors::runtime_refusals::RuntimeRefusals;
+use crate::conditions::{ClassifiedError, ErrorClass};
 use crate::health::Readiness;
 use crate::k8s::WriteBudget;
 use crate::messages::{ObjectKey, TimerPurpose};
@@ -87,6 +88,15 @@ impl Outcome {
         self
     }
 
+    /// Adds what the status write decided: the engine's stall and its recheck timer.
+    pub fn with_status(mut self, written: crate::status::Written) -> Self {
+        self.stalled |= written.stalled;
+        if let Some((purpose, delay)) = written.recheck {
+            self.timers.push((purpose, delay));
+        }
+        self
+    }
+
     /// The schedule with one (the earliest) delay per purpose.
     pub fn earliest_per_purpose(&self) -> [Option<Duration>; 5] {
         let mut slots = [None; 5];
@@ -120,6 +130,25 @@ pub enum PassFailure<'a> {
     Error(&'a ReconcileError),
     /// The pass panicked (the panic message); the actor is restarted with backoff.
     Panicked(&'a str),
+}
+
+impl PassFailure<'_> {
+    /// The failure's error class, as the conditions engine shows it.
+    pub fn classify(&self) -> ClassifiedError {
+        match self {
+            Self::Error(ReconcileError::Kube(err)) => ClassifiedError::from_kube(err),
+            other => ClassifiedError::new(ErrorClass::ReconciliationFailed, &other.to_string()),
+        }
+    }
+}
+
+impl From<crate::status::StatusError> for ReconcileError {
+    fn from(err: crate::status::StatusError) -> Self {
+        match err {
+            crate::status::StatusError::Kube(err) => Self::Kube(err),
+            other => Self::other(other),
+        }
+    }
 }
 
 impl std::fmt::Display for PassFailure<'_> {
@@ -189,6 +218,17 @@ pub struct ObjectContext {
     pub shared: Arc<Shared>,
     /// How many times this object's actor was restarted after a failure (0 on first start).
     pub restarts: u32,
+}
+
+impl ObjectContext {
+    /// Where this object's status write goes.
+    pub fn target(&self) -> crate::status::Target<'_> {
+        crate::status::Target {
+            client: &self.client,
+            writes: &self.writes,
+            key: &self.key,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -10,10 +10,8 @@ pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
     };
     let events = EventSink::new(builder.client().clone());
     let access = AccessCaches::new();
-    builder.register(
-        Kind::new(AccessRequestReconciler::new(access.clone(), events))
-            .child(access.binding_watch())
-            .child(access.cluster_watch())
-            .options(options),
-    )
+    builder
+        .cache(access.binding_watch())
+        .cache(access.cluster_watch())
+        .register(Kind::new(AccessRequestReconciler::new(access, events)).options(options))
 }
