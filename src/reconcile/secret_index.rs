@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::children::Relist;
 pub use crate::messages::KindKey;
 
 /// CloudNativePG's opt-in label for user Secrets; its value is ignored.
@@ -49,8 +50,6 @@ struct Seen {
     resource_version: Option<String>,
     /// Admitted by owner or label, so kept even when no object uses it.
     owned_or_labelled: bool,
-    /// Seen again during the current re-list.
-    relisted: bool,
 }
 
 #[derive(Debug, Default)]
@@ -61,6 +60,8 @@ pub struct SecretIndex {
     /// Watch scopes (a namespace, or `None` for all) whose first full list is done. Until then a
     /// list only records versions, since every object reads its Secrets on its first reconcile.
     synced: HashSet<Option<String>>,
+    /// The relist in progress of each watch scope.
+    relists: HashMap<Option<String>, Relist<SecretKey>>,
 }
 
 impl SecretIndex {
@@ -155,9 +156,13 @@ impl SecretIndex {
             Seen {
                 resource_version: meta.resource_version.clone(),
                 owned_or_labelled: meta.owner.is_some() || meta.reload_label,
-                relisted: true,
             },
         );
+        for scope in [None, Some(meta.key.namespace.clone())] {
+            if let Some(relist) = self.relists.get_mut(&scope) {
+                relist.listed(meta.key.clone());
+            }
+        }
         let unchanged = previous.is_some_and(|p| p.resource_version == meta.resource_version);
         if unchanged || !self.is_synced(&meta.key.namespace) {
             return Some(Vec::new());
@@ -180,23 +185,15 @@ impl SecretIndex {
 
     /// A watch (of one namespace, or all when `None`) starts listing everything again.
     pub fn relist_started(&mut self, scope: &Option<String>) {
-        for (key, seen) in self.seen.iter_mut() {
-            if in_scope(scope, key) {
-                seen.relisted = false;
-            }
-        }
+        self.relists.entry(scope.clone()).or_default().start();
     }
 
     /// The re-list of `scope` is complete: Secrets not listed again were deleted while the watch
     /// was down; returns each of them with the objects to wake for it.
     pub fn relist_done(&mut self, scope: &Option<String>) -> Vec<(SecretKey, Vec<KindKey>)> {
         let first_sync = self.synced.insert(scope.clone());
-        let mut gone: Vec<SecretKey> = self
-            .seen
-            .iter()
-            .filter(|(key, seen)| in_scope(scope, key) && !seen.relisted)
-            .map(|(key, _)| key.clone())
-            .collect();
+        let known = self.seen.keys().filter(|key| in_scope(scope, key));
+        let mut gone = self.relists.entry(scope.clone()).or_default().finish(known);
         gone.sort();
         let mut woken = Vec::new();
         for key in gone {

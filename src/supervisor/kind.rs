@@ -1,6 +1,6 @@
 //! The per-kind supervisor: owns the watches, the registry and the lifecycle of object actors.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::BackoffPolicy;
 use super::watch::{EventSource, OwnerSource};
 use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler, Shared};
+use crate::children::Relist;
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 
@@ -79,8 +80,8 @@ pub struct KindState<R: Reconciler> {
     registry: Registry<R::Object>,
     /// Latest copy of every existing object; the actors share these `Arc`s (no second copy).
     objects: HashMap<ObjectKey, Tracked<R::Object>>,
-    /// Keys listed so far by each watch that is relisting (between `Init` and `InitDone`).
-    relisting: HashMap<usize, HashSet<ObjectKey>>,
+    /// The relist of each watch (between `Init` and `InitDone`).
+    relisting: HashMap<usize, Relist<ObjectKey>>,
     actor_keys: HashMap<ActorId, ObjectKey>,
     restarts: HashMap<ObjectKey, u32>,
     /// Restart backoffs in progress; dropping one cancels the restart.
@@ -235,13 +236,15 @@ impl<R: Reconciler> KindSupervisor<R> {
     ) {
         match event {
             watcher::Event::Init => {
-                state.relisting.insert(source, HashSet::new());
+                state.relisting.entry(source).or_default().start();
             }
             watcher::Event::InitApply(obj) => {
                 if let Some(key) = ObjectKey::of(&obj) {
-                    if let Some(listed) = state.relisting.get_mut(&source) {
-                        listed.insert(key.clone());
-                    }
+                    state
+                        .relisting
+                        .entry(source)
+                        .or_default()
+                        .listed(key.clone());
                     let jitter = jitter(state.options.startup_jitter);
                     self.upsert(myself, state, source, key, obj, jitter).await;
                 }
@@ -250,13 +253,12 @@ impl<R: Reconciler> KindSupervisor<R> {
                 state.shared.readiness.list_synced(&list_id::<R>(source));
                 // Objects this watch reported before but not in the new list were deleted while
                 // the watch was down.
-                let listed = state.relisting.remove(&source).unwrap_or_default();
-                let gone: Vec<ObjectKey> = state
+                let known = state
                     .objects
                     .iter()
-                    .filter(|(key, t)| t.source == source && !listed.contains(*key))
-                    .map(|(key, _)| key.clone())
-                    .collect();
+                    .filter(|(_, t)| t.source == source)
+                    .map(|(key, _)| key);
+                let gone = state.relisting.entry(source).or_default().finish(known);
                 for key in gone {
                     self.remove(state, &key);
                 }
