@@ -24,11 +24,6 @@ use super::synced::{NotSynced, Synced};
 use crate::k8s::{WatchScope, watch_events};
 use crate::messages::{KindKey, ObjectKey};
 
-/// The label every child this operator creates carries (and its watches select on).
-pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// Its value.
-pub const MANAGED_BY: &str = "pgtoolbox-operator";
-
 /// Maps a child to its owner, or `None` when it has none of ours.
 pub type OwnerOf<C> = Arc<dyn Fn(&C) -> Option<KindKey> + Send + Sync>;
 

@@ -1,5 +1,6 @@
 //! The one integration test binary; each topic is a module beside this file.
 
+mod children_applier;
 mod cli_support;
 mod crds;
 mod kubectl_support;
