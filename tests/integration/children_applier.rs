@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher;
-use kube::ResourceExt;
 use pgtoolbox_operator::children::{
     Applier, ChildOwner, ChildStore, ChildVerdict, Desired, MANAGED_BY, MANAGED_BY_LABEL, OwnerOf,
 };

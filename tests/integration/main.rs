@@ -5,6 +5,7 @@ mod cli_support;
 mod crds;
 mod kubectl_support;
 mod pgaccessrequest;
+mod pgar_converged;
 mod pgar_kubectl;
 mod pgar_support;
 mod runtime_cli;
