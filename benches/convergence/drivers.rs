@@ -16,15 +16,14 @@ use kube::{Resource, ResourceExt};
 use pgtoolbox_operator::actors::access_request::{AccessCaches, AccessRequestReconciler};
 use pgtoolbox_operator::actors::{ObjectContext, ReconcileError, Reconciler, Shared};
 use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
+use pgtoolbox_operator::cli::register_all;
 use pgtoolbox_operator::conditions::{ConditionType, derive_status, find_condition, status_patch};
 use pgtoolbox_operator::k8s::{EventSink, WriteBudget, delete_pinned, patch_status};
 use pgtoolbox_operator::messages::ObjectKey;
 use pgtoolbox_operator::reconcile::pgaccessrequest::{
     RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
 };
-use pgtoolbox_operator::supervisor::{
-    Operator, OperatorBuilder, OperatorSettings, WatchScope, register_all,
-};
+use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings, WatchScope};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::seed::Seeded;

@@ -19,3 +19,8 @@ pub use object_reconciler::{
     ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared,
 };
 pub use object_timers::Timers;
+
+/// Live object actors of one kind, by object key. Readable from outside (tests, the sim table).
+pub type Registry<K> = std::sync::Arc<
+    dashmap::DashMap<crate::messages::ObjectKey, ractor::ActorRef<crate::messages::ObjectMsg<K>>>,
+>;

@@ -4,11 +4,10 @@
 use dashmap::DashMap;
 use ractor::ActorRef;
 
+use crate::actors::Registry;
 use crate::actors::secret_router::SecretSubscriber;
 use crate::messages::shared::SecretRouterMsg;
 use crate::messages::{KindKey, Notice, ObjectKey, ObjectMsg};
-use crate::reconcile::secret_index::SecretKey;
-use crate::supervisor::Registry;
 
 /// `None`: one of the object's children or references changed.
 type Deliver = Box<dyn Fn(&ObjectKey, Option<Notice>) -> bool + Send + Sync>;
@@ -64,7 +63,7 @@ impl NoticeRoutes {
 }
 
 impl SecretSubscriber for NoticeRoutes {
-    fn secret_changed(&self, object: &KindKey, secret: &SecretKey) {
+    fn secret_changed(&self, object: &KindKey, secret: &ObjectKey) {
         let key = ObjectKey::new(object.namespace.as_str(), object.name.as_str());
         let notice = Notice::SecretChanged {
             name: secret.name.clone(),
@@ -90,7 +89,7 @@ impl SecretRoutes {
     }
 
     /// After each pass: every Secret the object uses now (replaces what it registered before).
-    pub fn register(&self, kind: &str, key: &ObjectKey, secrets: Vec<SecretKey>) {
+    pub fn register(&self, kind: &str, key: &ObjectKey, secrets: Vec<ObjectKey>) {
         self.send(SecretRouterMsg::Register {
             object: KindKey::new(kind, &key.namespace, &key.name),
             secrets,

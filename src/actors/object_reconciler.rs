@@ -17,7 +17,7 @@ use crate::k8s::WriteBudget;
 use crate::messages::{ObjectKey, TimerPurpose};
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::optional_api::ProbeResult;
-use crate::supervisor::{OperatorSettings, RuntimeMetrics};
+use crate::runtime::{OperatorSettings, RuntimeMetrics};
 
 /// One kind's behaviour. The object actor, the supervisor, the watches, the timers and the
 /// restarts are shared; a kind only says how one pass goes.

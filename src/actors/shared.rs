@@ -9,14 +9,17 @@ use ractor::{Actor, ActorRef, SpawnErr};
 
 use crate::actors::Shared;
 use crate::actors::notice_routes::{NoticeRoutes, SecretRoutes};
+use crate::actors::prober::ProberMsg;
 use crate::actors::prober::{ProberArgs, ProberStartError, start_prober};
+use crate::actors::refusals::RefusalMsg;
 use crate::actors::refusals::{RefusalError, TrackerArgs, start_refusal_tracker};
 use crate::actors::secret_router::{RouterArgs, SecretRouter};
 use crate::health::Readiness;
-use crate::messages::shared::{ProberMsg, RefusalMsg, SecretRouterMsg};
+use crate::k8s::WatchScope;
+use crate::messages::shared::SecretRouterMsg;
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::WatchPlan;
-use crate::supervisor::{OperatorSettings, WatchScope};
+use crate::runtime::OperatorSettings;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SharedStartError {

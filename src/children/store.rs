@@ -437,7 +437,7 @@ mod tests {
             },
             ..Default::default()
         };
-        let of = controller_owner::<RoleBinding>("pgtoolbox.fyannk.dev");
+        let of = controller_owner::<RoleBinding>(crate::api::GROUP);
         assert_eq!(
             of(&owned("pgtoolbox.fyannk.dev/v1alpha1", true)),
             Some(KindKey::new("PgAdmin", "ns", "web"))

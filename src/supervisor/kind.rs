@@ -4,7 +4,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dashmap::DashMap;
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::runtime::watcher;
@@ -13,13 +12,12 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
 use super::watch::{EventSource, OwnerSource};
-use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler, Shared};
+use crate::actors::{
+    ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler, Registry, Shared,
+};
 use crate::children::Relist;
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
-
-/// Live object actors of one kind, by object key. Readable from outside (tests, the sim table).
-pub type Registry<K> = Arc<DashMap<ObjectKey, ActorRef<ObjectMsg<K>>>>;
 
 /// Tuning of one kind's supervision.
 #[derive(Clone, Copy, Debug)]
@@ -167,11 +165,6 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
                 // next pass reads its children anyway, so the change is not lost.
                 if let Some(actor) = state.registry.get(&owner) {
                     let _ = actor.send_message(ObjectMsg::ChildChanged);
-                }
-            }
-            KindMsg::Notice(key, notice) => {
-                if let Some(actor) = state.registry.get(&key) {
-                    let _ = actor.send_message(ObjectMsg::Notice(notice));
                 }
             }
             KindMsg::Respawn(key) => {

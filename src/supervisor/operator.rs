@@ -11,9 +11,10 @@ use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
 use tokio::task::JoinHandle;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::kind::{KindArgs, KindOptions, KindSupervisor, Registry};
+use super::kind::{KindArgs, KindOptions, KindSupervisor};
 use super::root::RootSupervisor;
 use super::watch::{ChildWatch, EventSource, WatchScope, watch_events};
+use crate::actors::Registry;
 use crate::actors::{Reconciler, Shared};
 use crate::children::Wakeups;
 use crate::k8s::WriteBudget;

@@ -1,6 +1,8 @@
-use super::{Kind, KindOptions, OperatorBuilder};
+//! The composition root: which kinds the operator runs and the shared caches they read.
+
 use crate::actors::access_request::{AccessCaches, AccessRequestReconciler};
 use crate::k8s::EventSink;
+use crate::supervisor::{Kind, KindOptions, OperatorBuilder};
 
 /// Every kind the operator manages. Registering a kind is one line here.
 pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
