@@ -32,7 +32,7 @@ pub fn secret_meta(secret: &PartialObjectMeta<Secret>) -> SecretMeta {
         .find(|o| o.controller == Some(true) && o.api_version.split('/').next() == Some(OWN_GROUP))
         .map(|o| KindKey::new(&o.kind, &namespace, &o.name));
     SecretMeta {
-        key: ObjectKey::new(&namespace, &secret.name_any()),
+        key: ObjectKey::new(&namespace, secret.name_any()),
         resource_version: secret.resource_version(),
         owner,
         reload_label: secret.labels().contains_key(RELOAD_LABEL),
