@@ -10,6 +10,7 @@ pub mod not_watched;
 pub mod notice_routes;
 pub mod prober;
 pub mod refusals;
+pub mod router_supervisor;
 pub mod runtime_refusals;
 pub mod secret_router;
 pub mod shared;

@@ -1,10 +1,12 @@
 //! Delivery of shared actors' notices (a changed Secret) to the actor of one object of any
 //! kind, and the handle object actors use to tell the secret router what they read.
 
+use std::sync::Arc;
+
 use dashmap::DashMap;
-use ractor::ActorRef;
 
 use crate::actors::Registry;
+use crate::actors::router_supervisor::RouterSlot;
 use crate::actors::secret_router::SecretSubscriber;
 use crate::messages::shared::SecretRouterMsg;
 use crate::messages::{KindKey, Notice, ObjectKey, ObjectMsg};
@@ -12,10 +14,14 @@ use crate::messages::{KindKey, Notice, ObjectKey, ObjectMsg};
 /// `None`: one of the object's children or references changed.
 type Deliver = Box<dyn Fn(&ObjectKey, Option<Notice>) -> bool + Send + Sync>;
 
+/// Wakes every live actor of a kind.
+type WakeAll = Box<dyn Fn() + Send + Sync>;
+
 /// The live-actor registries of every kind, behind one type-erased lookup.
 #[derive(Default)]
 pub struct NoticeRoutes {
     kinds: DashMap<String, Deliver>,
+    every: DashMap<String, WakeAll>,
 }
 
 impl std::fmt::Debug for NoticeRoutes {
@@ -33,6 +39,13 @@ impl NoticeRoutes {
     where
         K: Send + Sync + 'static,
     {
+        let all = registry.clone();
+        let wake_all: WakeAll = Box::new(move || {
+            for actor in all.iter() {
+                let _ = actor.send_message(ObjectMsg::ChildChanged);
+            }
+        });
+        self.every.insert(kind.to_owned(), wake_all);
         let deliver: Deliver = Box::new(move |key, notice| {
             let message = match notice {
                 Some(notice) => ObjectMsg::Notice(notice),
@@ -51,6 +64,13 @@ impl NoticeRoutes {
         self.kinds
             .get(kind)
             .is_some_and(|deliver| deliver(key, Some(notice)))
+    }
+
+    /// Wakes every live actor of every kind (after a shared index was lost and rebuilt).
+    pub fn wake_all(&self) {
+        for wake in self.every.iter() {
+            wake();
+        }
     }
 
     /// Wakes the owner of a changed child (or the user of a changed reference). No live actor
@@ -78,11 +98,12 @@ impl SecretSubscriber for NoticeRoutes {
 /// kind) every call is a no-op.
 #[derive(Clone, Debug, Default)]
 pub struct SecretRoutes {
-    router: Option<ActorRef<SecretRouterMsg>>,
+    router: Option<Arc<RouterSlot>>,
 }
 
 impl SecretRoutes {
-    pub fn new(router: ActorRef<SecretRouterMsg>) -> Self {
+    /// Routes to whichever router the supervisor runs now.
+    pub fn new(router: Arc<RouterSlot>) -> Self {
         Self {
             router: Some(router),
         }
@@ -104,10 +125,16 @@ impl SecretRoutes {
     }
 
     fn send(&self, message: SecretRouterMsg) {
-        if let Some(router) = &self.router
-            && router.cast(message).is_err()
+        let Some(slot) = &self.router else {
+            return;
+        };
+        // While a restart is pending the update is lost; the restarted router wakes every
+        // object, whose next pass registers again.
+        if slot
+            .current()
+            .is_none_or(|router| router.cast(message).is_err())
         {
-            tracing::warn!("the secret router has stopped; a reference update is lost");
+            tracing::warn!("the secret router is restarting; a reference update is lost");
         }
     }
 }

@@ -41,6 +41,7 @@ pub fn secret_meta(secret: &PartialObjectMeta<Secret>) -> SecretMeta {
 
 pub struct SecretRouter;
 
+#[derive(Clone)]
 pub struct RouterArgs {
     pub subscriber: Arc<dyn SecretSubscriber>,
     /// `None`: no watch (tests feed `Applied`/`Deleted` themselves).

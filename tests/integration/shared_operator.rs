@@ -108,7 +108,11 @@ async fn start_operator(
 }
 
 async fn stats(shared: &SharedActors) -> RouterStats {
-    ractor::call!(shared.router, SecretRouterMsg::Stats).expect("router answers")
+    ractor::call!(
+        shared.router().expect("router runs"),
+        SecretRouterMsg::Stats
+    )
+    .expect("router answers")
 }
 
 async fn touch(secrets: &Api<Secret>, name: &str, value: &str) {
