@@ -17,7 +17,7 @@ pub mod shared;
 
 pub use object::{ObjectActor, ObjectArgs, ObjectState};
 pub use object_reconciler::{
-    ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared,
+    ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler, Shared,
 };
 pub use object_timers::Timers;
 

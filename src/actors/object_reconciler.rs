@@ -208,19 +208,36 @@ impl Default for Shared {
     }
 }
 
-/// What a pass gets besides the object.
-#[derive(Clone)]
-pub struct ObjectContext {
-    pub key: ObjectKey,
+/// What every pass of a kind shares: one `Arc` per actor, not three handles.
+pub struct PassEnv {
     pub client: Client,
     /// Hold a permit for every write ([`crate::k8s::patch_status`] does).
     pub writes: WriteBudget,
     pub shared: Arc<Shared>,
+}
+
+/// What a pass gets besides the object. Reads through to [`PassEnv`]: `cx.client`,
+/// `cx.writes`, `cx.shared`.
+#[derive(Clone)]
+pub struct ObjectContext {
+    pub key: ObjectKey,
     /// How many times this object's actor was restarted after a failure (0 on first start).
     pub restarts: u32,
+    env: Arc<PassEnv>,
+}
+
+impl std::ops::Deref for ObjectContext {
+    type Target = PassEnv;
+    fn deref(&self) -> &PassEnv {
+        &self.env
+    }
 }
 
 impl ObjectContext {
+    pub fn new(key: ObjectKey, env: Arc<PassEnv>, restarts: u32) -> Self {
+        Self { key, restarts, env }
+    }
+
     /// Where this object's status write goes.
     pub fn target(&self) -> crate::status::Target<'_> {
         crate::status::Target {

@@ -13,7 +13,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::BackoffPolicy;
 use super::watch::{EventSource, OwnerSource};
 use crate::actors::{
-    ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler, Registry, Shared,
+    ObjectActor, ObjectArgs, ObjectContext, PassEnv, PassFailure, Reconciler, Registry, Shared,
 };
 use crate::children::Relist;
 use crate::k8s::WriteBudget;
@@ -71,9 +71,8 @@ struct Tracked<K> {
 }
 
 pub struct KindState<R: Reconciler> {
-    client: kube::Client,
-    writes: WriteBudget,
-    shared: Arc<Shared>,
+    /// Shared by every actor of the kind.
+    env: Arc<PassEnv>,
     options: KindOptions,
     registry: Registry<R::Object>,
     /// Latest copy of every existing object; the actors share these `Arc`s (no second copy).
@@ -90,7 +89,7 @@ pub struct KindState<R: Reconciler> {
 
 impl<R: Reconciler> KindState<R> {
     fn count_actors(&self) {
-        self.shared
+        self.env.shared
             .runtime
             .set_actors(&kind_of::<R>(), self.registry.len());
     }
@@ -138,9 +137,11 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             })));
         }
         Ok(KindState {
-            client: args.client,
-            writes: args.writes,
-            shared: args.shared,
+            env: Arc::new(PassEnv {
+                client: args.client,
+                writes: args.writes,
+                shared: args.shared,
+            }),
             options: args.options,
             registry: args.registry,
             objects: HashMap::new(),
@@ -243,7 +244,7 @@ impl<R: Reconciler> KindSupervisor<R> {
                 }
             }
             watcher::Event::InitDone => {
-                state.shared.readiness.list_synced(&list_id::<R>(source));
+                state.env.shared.readiness.list_synced(&list_id::<R>(source));
                 // Objects this watch reported before but not in the new list were deleted while
                 // the watch was down.
                 let known = state
@@ -318,7 +319,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             actor.stop(Some("deleted".into()));
         }
         // Its Secret references go with it, so a later change of those wakes nobody.
-        state.shared.secrets.forget(&kind_of::<R>(), key);
+        state.env.shared.secrets.forget(&kind_of::<R>(), key);
         state.count_actors();
     }
 
@@ -333,13 +334,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         let restarts = state.restarts.get(&key).copied().unwrap_or(0);
         let args = ObjectArgs {
             object,
-            cx: ObjectContext {
-                key: key.clone(),
-                client: state.client.clone(),
-                writes: state.writes.clone(),
-                shared: state.shared.clone(),
-                restarts,
-            },
+            cx: ObjectContext::new(key.clone(), state.env.clone(), restarts),
             first_pass_delay,
             retry: state.options.retry,
             supervisor: Some(myself.clone()),
@@ -398,17 +393,11 @@ impl<R: Reconciler> KindSupervisor<R> {
     ) {
         let restarts = state.restarts.entry(key.clone()).or_insert(0);
         *restarts = restarts.saturating_add(1);
-        state.shared.runtime.restart(&kind_of::<R>());
+        state.env.shared.runtime.restart(&kind_of::<R>());
         let delay = state.options.restart.delay(*restarts);
         tracing::warn!(object = %key, restarts = *restarts, restart_in = ?delay, reason = %reason, "object actor failed");
         let report = state.objects.get(&key).map(|t| {
-            let cx = ObjectContext {
-                key: key.clone(),
-                client: state.client.clone(),
-                writes: state.writes.clone(),
-                shared: state.shared.clone(),
-                restarts: *restarts,
-            };
+            let cx = ObjectContext::new(key.clone(), state.env.clone(), *restarts);
             (t.latest.clone(), cx)
         });
         let reconciler = self.reconciler.clone();

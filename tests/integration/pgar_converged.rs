@@ -7,7 +7,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::api::{ObjectMeta, PostParams};
 use pgtoolbox_operator::actors::access_request::{AccessCaches, AccessRequestReconciler};
-use pgtoolbox_operator::actors::{ObjectContext, Reconciler, Shared};
+use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler, Shared};
 use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
 use pgtoolbox_operator::messages::ObjectKey;
 use serde_json::json;
@@ -48,13 +48,12 @@ async fn a_pass_over_a_converged_request_makes_no_api_request() {
         while all.next().await.is_some() {}
     }));
     let reconciler = AccessRequestReconciler::new(caches, EventSink::new(env.client.clone()));
-    let cx = ObjectContext {
-        key: ObjectKey::new(NS, "steady"),
+    let pass_env = Arc::new(PassEnv {
         client: env.client.clone(),
         writes: WriteBudget::new(4),
         shared: Arc::new(Shared::new(env.settings.clone())),
-        restarts: 0,
-    };
+    });
+    let cx = ObjectContext::new(ObjectKey::new(NS, "steady"), pass_env, 0);
     let pass_requests = || async {
         let current = env.requests().get("steady").await.unwrap();
         env.sim.admin().reset_stats();
