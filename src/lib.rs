@@ -9,6 +9,6 @@ pub mod k8s;
 pub mod messages;
 pub mod metrics;
 pub mod reconcile;
-pub mod runtime;
+pub(crate) mod runtime;
 pub mod status;
 pub mod supervisor;

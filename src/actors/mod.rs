@@ -6,12 +6,12 @@ mod object;
 mod object_reconciler;
 mod object_timers;
 
-pub mod not_watched;
-pub mod notice_routes;
+pub(crate) mod not_watched;
+pub(crate) mod notice_routes;
 pub mod prober;
 pub mod refusals;
-pub mod router_supervisor;
-pub mod runtime_refusals;
+pub(crate) mod router_supervisor;
+pub(crate) mod runtime_refusals;
 pub mod secret_router;
 pub mod shared;
 
