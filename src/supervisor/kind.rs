@@ -89,7 +89,8 @@ pub struct KindState<R: Reconciler> {
 
 impl<R: Reconciler> KindState<R> {
     fn count_actors(&self) {
-        self.env.shared
+        self.env
+            .shared
             .runtime
             .set_actors(&kind_of::<R>(), self.registry.len());
     }
@@ -244,7 +245,11 @@ impl<R: Reconciler> KindSupervisor<R> {
                 }
             }
             watcher::Event::InitDone => {
-                state.env.shared.readiness.list_synced(&list_id::<R>(source));
+                state
+                    .env
+                    .shared
+                    .readiness
+                    .list_synced(&list_id::<R>(source));
                 // Objects this watch reported before but not in the new list were deleted while
                 // the watch was down.
                 let known = state

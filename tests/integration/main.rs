@@ -7,6 +7,7 @@ mod kubectl_support;
 mod pgaccessrequest;
 mod pgar_converged;
 mod pgar_kubectl;
+mod pgar_namespaces;
 mod pgar_support;
 mod runtime_cli;
 mod runtime_crash;
