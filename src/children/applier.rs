@@ -1,6 +1,6 @@
 //! The child applier: desired children (from pure, byte-stable builders) are stamped with the
 //! labels and the controller ownerReference, written with server-side apply under one field
-//! manager only when they differ from the cached copy, and the owner's children no longer
+//! manager (creation too) only when they differ from the cached copy, and the owner's children no longer
 //! desired are deleted (pinned to uid and resourceVersion).
 //!
 //! A name taken by an object the owner does not control is a verdict, never an error, and that
@@ -11,7 +11,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::core::NamespaceResourceScope;
 use kube::{Client, Resource, ResourceExt};
 use serde::Serialize;
@@ -200,27 +200,26 @@ impl Applier<'_> {
         let key = ObjectKey::new(owner.key.namespace.as_str(), name.as_str());
         let current = match store.get(&key) {
             Some(cached) => Some(cached.as_ref().clone()),
-            None => match self.create(api, &object).await? {
-                Created::Done => return Ok(ChildVerdict::Applied { name }),
-                Created::Refused(verdict) => return Ok(verdict),
-                // Taken, and not (yet) in the store: read it once to judge it.
-                Created::Exists => api.get_opt(&name).await?,
-            },
+            // Not ours as far as the cache knows: the name may be taken by a foreign object,
+            // which an apply would merge into. Read it once (creations only).
+            None => api.get_opt(&name).await?,
         };
-        let Some(current) = current else {
-            // Deleted between the create and the read: the next pass creates it.
-            return Ok(ChildVerdict::Applied { name });
-        };
-        if !owner.controls(&current) {
+        if let Some(current) = &current
+            && !owner.controls(current)
+        {
             return Ok(ChildVerdict::NotOwned {
                 kind: C::kind(&()).into_owned(),
                 name,
             });
         }
         let desired = serde_json::to_value(&object)?;
-        if contains(&serde_json::to_value(&current)?, &desired) {
+        if let Some(current) = &current
+            && contains(&serde_json::to_value(current)?, &desired)
+        {
             return Ok(ChildVerdict::Unchanged { name });
         }
+        // Created by apply too, so every field is owned by the one Apply manager and a field
+        // later dropped from the desired object is removed.
         let _permit = self.permit().await?;
         let params = PatchParams::apply(FIELD_MANAGER).force();
         match api.patch(&name, &params, &Patch::Apply(&desired)).await {
@@ -237,42 +236,12 @@ impl Applier<'_> {
         }
     }
 
-    async fn create<C>(&self, api: &Api<C>, object: &C) -> Result<Created, ApplyError>
-    where
-        C: Resource + Clone + Debug + Serialize + DeserializeOwned,
-    {
-        let params = PostParams {
-            field_manager: Some(FIELD_MANAGER.to_owned()),
-            ..PostParams::default()
-        };
-        let _permit = self.permit().await?;
-        match api.create(&params, object).await {
-            Ok(_) => Ok(Created::Done),
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Created::Exists),
-            Err(kube::Error::Api(status)) if refused(status.code, &status.reason) => {
-                Ok(Created::Refused(ChildVerdict::Refused {
-                    name: object.name_any(),
-                    code: status.code,
-                    reason: status.reason,
-                    message: status.message,
-                }))
-            }
-            Err(err) => Err(err.into()),
-        }
-    }
-
     async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, kube::Error> {
         self.writes
             .acquire()
             .await
             .map_err(|closed| kube::Error::Service(Box::new(closed)))
     }
-}
-
-enum Created {
-    Done,
-    Exists,
-    Refused(ChildVerdict),
 }
 
 /// The server's refusals a kind shows as data: invalid (422) and admission denials (403 with

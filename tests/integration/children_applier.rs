@@ -178,6 +178,30 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
     })
     .await;
 
+    // A key dropped from the desired object goes: every field is the one apply manager's.
+    let mut renamed = config_map("web-settings", "3");
+    renamed.data = Some([("other".to_string(), "3".to_string())].into());
+    applier
+        .apply(
+            &store,
+            &owner,
+            vec![Desired {
+                component: "settings",
+                object: renamed,
+            }],
+        )
+        .await
+        .unwrap();
+    let data = api.get("web-settings").await.unwrap().data.unwrap();
+    assert_eq!(data.keys().collect::<Vec<_>>(), vec!["other"], "{data:?}");
+    until("the store to see the rename", || {
+        store
+            .get(&ObjectKey::new(NS, "web-settings"))
+            .and_then(|c| c.data.clone())
+            .is_some_and(|d| d.contains_key("other"))
+    })
+    .await;
+
     // No longer desired: deleted (pinned), and hidden from the next pass at once.
     let report = applier.apply(&store, &owner, vec![]).await.unwrap();
     assert_eq!(report.deleted, vec!["web-settings".to_string()]);
