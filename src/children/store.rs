@@ -420,6 +420,25 @@ mod tests {
     }
 
     #[test]
+    fn a_store_can_keep_metadata_only() {
+        use k8s_openapi::api::core::v1::Secret;
+        use kube::core::{PartialObjectMeta, PartialObjectMetaExt};
+        let store: Arc<ChildStore<PartialObjectMeta<Secret>>> =
+            ChildStore::new("Secrets", owner_label("Owner", LABEL));
+        let meta = ObjectMeta {
+            name: Some("tls".into()),
+            namespace: Some("ns".into()),
+            labels: Some([(LABEL.to_string(), "a".to_string())].into()),
+            ..Default::default()
+        }
+        .into_response_partial::<Secret>();
+        let mut relist = Relist::default();
+        let woken = store.apply(watcher::Event::Apply(meta), Some("ns"), &mut relist);
+        assert_eq!(woken, vec![owner("a")]);
+        assert_eq!(store.children_of(&owner("a")).len(), 1);
+    }
+
+    #[test]
     fn controller_owner_reads_our_group_only() {
         let owned = |api_version: &str, controller: bool| RoleBinding {
             metadata: ObjectMeta {
