@@ -399,6 +399,15 @@ fn omitted_fields_take_their_defaults() {
     );
 }
 
+/// The document of `kind` in an example file (the examples also carry their Namespaces).
+fn example_of(text: &str, kind: &str) -> Value {
+    use serde::Deserialize;
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|doc| Value::deserialize(doc).expect("yaml"))
+        .find(|doc| doc["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in the example"))
+}
+
 #[test]
 fn examples_parse_and_pass_the_schema_rules() {
     let cases = [
@@ -411,7 +420,7 @@ fn examples_parse_and_pass_the_schema_rules() {
     for (file, kind) in cases {
         let text = std::fs::read_to_string(manifest_dir().join("examples").join(file))
             .expect("example exists");
-        let value: Value = serde_yaml_ng::from_str(&text).expect("yaml");
+        let value = example_of(&text, kind);
         assert!(cel_ok(kind, &value, None), "{file}");
         let parsed = match kind {
             "PgAdmin" => serde_json::from_value::<PgAdmin>(value).map(|_| ()),
@@ -439,11 +448,10 @@ fn the_pause_annotation_is_read() {
 fn objects_hand_their_stored_status_and_facts_to_the_engine() {
     use crate::conditions::{ConditionType, Kind, Verdict, derive_status, reasons::common};
 
-    let mut console: PgToolBoxConsole = serde_yaml_ng::from_str(
-        &std::fs::read_to_string(manifest_dir().join("examples/pgtoolboxconsole.yaml"))
-            .expect("example"),
-    )
-    .expect("parses");
+    let text = std::fs::read_to_string(manifest_dir().join("examples/pgtoolboxconsole.yaml"))
+        .expect("example");
+    let mut console: PgToolBoxConsole =
+        serde_json::from_value(example_of(&text, "PgToolBoxConsole")).expect("parses");
     console.metadata.generation = Some(5);
     console.metadata.annotations =
         Some([(RECONCILE_ANNOTATION.to_owned(), "skip".to_owned())].into());
