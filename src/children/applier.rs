@@ -224,7 +224,7 @@ impl Applier<'_> {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         match api.patch(&name, &params, &Patch::Apply(&desired)).await {
             Ok(_) => Ok(ChildVerdict::Applied { name }),
-            Err(kube::Error::Api(status)) if refused(status.code, &status.reason) => {
+            Err(kube::Error::Api(status)) if refused(status.code, &status.message) => {
                 Ok(ChildVerdict::Refused {
                     name,
                     code: status.code,
@@ -244,10 +244,13 @@ impl Applier<'_> {
     }
 }
 
-/// The server's refusals a kind shows as data: invalid (422) and admission denials (403 with
-/// reason Forbidden from a webhook or policy; an RBAC 403 is the same code, shown the same way).
-fn refused(code: u16, reason: &str) -> bool {
-    code == 422 || (code == 403 && reason == "Forbidden")
+/// The server's refusals a kind shows as data: invalid (422) and admission denials (403 from a
+/// webhook or an admission policy). An RBAC 403 stays an error: the runtime records it per
+/// namespace and the pass reports it.
+fn refused(code: u16, message: &str) -> bool {
+    code == 422
+        || (code == 403
+            && (message.contains("denied the request") || message.contains("denied request")))
 }
 
 /// The child with the owner's labels, controller reference and namespace.
@@ -299,9 +302,23 @@ mod tests {
     }
 
     #[test]
-    fn refusals_are_invalid_or_forbidden() {
-        assert!(refused(422, "Invalid"));
-        assert!(refused(403, "Forbidden"));
+    fn refusals_are_invalid_or_admission_denials_not_rbac() {
+        assert!(refused(
+            422,
+            "Service \"web\" is invalid: spec.ports: Required value"
+        ));
+        assert!(refused(
+            403,
+            "admission webhook \"validate.kyverno.svc\" denied the request: hostPath is not allowed"
+        ));
+        assert!(refused(
+            403,
+            "routes.route.openshift.io \"web\" is forbidden: ValidatingAdmissionPolicy 'no-public' with binding 'no-public' denied request: host not allowed"
+        ));
+        assert!(!refused(
+            403,
+            "configmaps is forbidden: User \"system:serviceaccount:ops:pgtoolbox\" cannot create resource \"configmaps\""
+        ));
         assert!(!refused(409, "Conflict"));
         assert!(!refused(500, "InternalError"));
     }
