@@ -1,6 +1,7 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
 pub mod actors;
 pub mod api;
+pub mod children;
 pub mod cli;
 pub mod conditions;
 pub mod health;
@@ -8,4 +9,6 @@ pub mod k8s;
 pub mod messages;
 pub mod metrics;
 pub mod reconcile;
+pub(crate) mod runtime;
+pub mod status;
 pub mod supervisor;

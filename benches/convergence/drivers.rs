@@ -14,17 +14,16 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Resource, ResourceExt};
 use pgtoolbox_operator::actors::access_request::{AccessCaches, AccessRequestReconciler};
-use pgtoolbox_operator::actors::{ObjectContext, ReconcileError, Reconciler, Shared};
+use pgtoolbox_operator::actors::{ObjectContext, PassEnv, ReconcileError, Reconciler, Shared};
 use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
+use pgtoolbox_operator::cli::register_all;
 use pgtoolbox_operator::conditions::{ConditionType, derive_status, find_condition, status_patch};
 use pgtoolbox_operator::k8s::{EventSink, WriteBudget, delete_pinned, patch_status};
 use pgtoolbox_operator::messages::ObjectKey;
 use pgtoolbox_operator::reconcile::pgaccessrequest::{
     RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
 };
-use pgtoolbox_operator::supervisor::{
-    Operator, OperatorBuilder, OperatorSettings, WatchScope, register_all,
-};
+use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings, WatchScope};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::seed::Seeded;
@@ -91,9 +90,7 @@ pub async fn start(
 
 struct ControllerCx {
     reconciler: AccessRequestReconciler,
-    client: kube::Client,
-    writes: WriteBudget,
-    shared: Arc<Shared>,
+    env: Arc<PassEnv>,
 }
 
 /// kube-runtime's Controller calling our reconciler (decide, conditions engine, one status
@@ -102,15 +99,17 @@ struct ControllerCx {
 fn controller(client: &kube::Client, settings: &OperatorSettings) -> AbortOnDropHandle<()> {
     let caches = AccessCaches::new();
     let scope = WatchScope::All;
-    let mut owners = caches.binding_watch().start(client, &scope);
-    owners.extend(caches.cluster_watch().start(client, &scope));
+    let mut owners = (caches.binding_watch())(client, &scope);
+    owners.extend((caches.cluster_watch())(client, &scope));
     let triggers = futures::stream::select_all(owners)
         .map(|key| ObjectRef::<PgAccessRequest>::new(&key.name).within(&key.namespace));
     let cx = Arc::new(ControllerCx {
         reconciler: AccessRequestReconciler::new(caches, EventSink::new(client.clone())),
-        client: client.clone(),
-        writes: WriteBudget::new(settings.max_inflight_writes),
-        shared: Arc::new(Shared::new(settings.clone())),
+        env: Arc::new(PassEnv {
+            client: client.clone(),
+            writes: WriteBudget::new(settings.max_inflight_writes),
+            shared: Arc::new(Shared::new(settings.clone())),
+        }),
     });
     let api: Api<PgAccessRequest> = Api::all(client.clone());
     let run = Controller::new(api, watcher::Config::default())
@@ -130,13 +129,7 @@ async fn controller_pass(
 ) -> Result<Action, ReconcileError> {
     let key = ObjectKey::of(obj.as_ref())
         .ok_or_else(|| ReconcileError::other("request without name or namespace"))?;
-    let object_cx = ObjectContext {
-        key,
-        client: cx.client.clone(),
-        writes: cx.writes.clone(),
-        shared: cx.shared.clone(),
-        restarts: 0,
-    };
+    let object_cx = ObjectContext::new(key, cx.env.clone(), 0);
     let outcome = cx.reconciler.reconcile(obj, &object_cx).await?;
     Ok(
         match outcome.earliest_per_purpose().into_iter().flatten().min() {

@@ -6,16 +6,22 @@ mod object;
 mod object_reconciler;
 mod object_timers;
 
-pub mod not_watched;
-pub mod notice_routes;
+pub(crate) mod not_watched;
+pub(crate) mod notice_routes;
 pub mod prober;
 pub mod refusals;
-pub mod runtime_refusals;
+pub(crate) mod router_supervisor;
+pub(crate) mod runtime_refusals;
 pub mod secret_router;
 pub mod shared;
 
 pub use object::{ObjectActor, ObjectArgs, ObjectState};
 pub use object_reconciler::{
-    ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared,
+    ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler, Shared,
 };
 pub use object_timers::Timers;
+
+/// Live object actors of one kind, by object key. Readable from outside (tests, the sim table).
+pub type Registry<K> = std::sync::Arc<
+    dashmap::DashMap<crate::messages::ObjectKey, ractor::ActorRef<crate::messages::ObjectMsg<K>>>,
+>;

@@ -1,21 +1,27 @@
 //! Delivery of shared actors' notices (a changed Secret) to the actor of one object of any
 //! kind, and the handle object actors use to tell the secret router what they read.
 
-use dashmap::DashMap;
-use ractor::ActorRef;
+use std::sync::Arc;
 
+use dashmap::DashMap;
+
+use crate::actors::Registry;
+use crate::actors::router_supervisor::RouterSlot;
 use crate::actors::secret_router::SecretSubscriber;
 use crate::messages::shared::SecretRouterMsg;
-use crate::messages::{Notice, ObjectKey, ObjectMsg};
-use crate::reconcile::secret_index::{KindKey, SecretKey};
-use crate::supervisor::Registry;
+use crate::messages::{KindKey, Notice, ObjectKey, ObjectMsg};
 
-type Deliver = Box<dyn Fn(&ObjectKey, Notice) -> bool + Send + Sync>;
+/// `None`: one of the object's children or references changed.
+type Deliver = Box<dyn Fn(&ObjectKey, Option<Notice>) -> bool + Send + Sync>;
+
+/// Wakes every live actor of a kind.
+type WakeAll = Box<dyn Fn() + Send + Sync>;
 
 /// The live-actor registries of every kind, behind one type-erased lookup.
 #[derive(Default)]
 pub struct NoticeRoutes {
     kinds: DashMap<String, Deliver>,
+    every: DashMap<String, WakeAll>,
 }
 
 impl std::fmt::Debug for NoticeRoutes {
@@ -33,10 +39,21 @@ impl NoticeRoutes {
     where
         K: Send + Sync + 'static,
     {
+        let all = registry.clone();
+        let wake_all: WakeAll = Box::new(move || {
+            for actor in all.iter() {
+                let _ = actor.send_message(ObjectMsg::ChildChanged);
+            }
+        });
+        self.every.insert(kind.to_owned(), wake_all);
         let deliver: Deliver = Box::new(move |key, notice| {
+            let message = match notice {
+                Some(notice) => ObjectMsg::Notice(notice),
+                None => ObjectMsg::ChildChanged,
+            };
             registry
                 .get(key)
-                .is_some_and(|actor| actor.send_message(ObjectMsg::Notice(notice)).is_ok())
+                .is_some_and(|actor| actor.send_message(message).is_ok())
         });
         self.kinds.insert(kind.to_owned(), deliver);
     }
@@ -46,12 +63,27 @@ impl NoticeRoutes {
     pub fn deliver(&self, kind: &str, key: &ObjectKey, notice: Notice) -> bool {
         self.kinds
             .get(kind)
-            .is_some_and(|deliver| deliver(key, notice))
+            .is_some_and(|deliver| deliver(key, Some(notice)))
+    }
+
+    /// Wakes every live actor of every kind (after a shared index was lost and rebuilt).
+    pub fn wake_all(&self) {
+        for wake in self.every.iter() {
+            wake();
+        }
+    }
+
+    /// Wakes the owner of a changed child (or the user of a changed reference). No live actor
+    /// (unknown, or a restart pending): dropped, its next pass reads the caches anyway.
+    pub fn wake(&self, owner: &KindKey) -> bool {
+        self.kinds
+            .get(owner.kind.as_str())
+            .is_some_and(|deliver| deliver(&owner.object_key(), None))
     }
 }
 
 impl SecretSubscriber for NoticeRoutes {
-    fn secret_changed(&self, object: &KindKey, secret: &SecretKey) {
+    fn secret_changed(&self, object: &KindKey, secret: &ObjectKey) {
         let key = ObjectKey::new(object.namespace.as_str(), object.name.as_str());
         let notice = Notice::SecretChanged {
             name: secret.name.clone(),
@@ -66,18 +98,19 @@ impl SecretSubscriber for NoticeRoutes {
 /// kind) every call is a no-op.
 #[derive(Clone, Debug, Default)]
 pub struct SecretRoutes {
-    router: Option<ActorRef<SecretRouterMsg>>,
+    router: Option<Arc<RouterSlot>>,
 }
 
 impl SecretRoutes {
-    pub fn new(router: ActorRef<SecretRouterMsg>) -> Self {
+    /// Routes to whichever router the supervisor runs now.
+    pub fn new(router: Arc<RouterSlot>) -> Self {
         Self {
             router: Some(router),
         }
     }
 
     /// After each pass: every Secret the object uses now (replaces what it registered before).
-    pub fn register(&self, kind: &str, key: &ObjectKey, secrets: Vec<SecretKey>) {
+    pub fn register(&self, kind: &str, key: &ObjectKey, secrets: Vec<ObjectKey>) {
         self.send(SecretRouterMsg::Register {
             object: KindKey::new(kind, &key.namespace, &key.name),
             secrets,
@@ -92,10 +125,16 @@ impl SecretRoutes {
     }
 
     fn send(&self, message: SecretRouterMsg) {
-        if let Some(router) = &self.router
-            && router.cast(message).is_err()
+        let Some(slot) = &self.router else {
+            return;
+        };
+        // While a restart is pending the update is lost; the restarted router wakes every
+        // object, whose next pass registers again.
+        if slot
+            .current()
+            .is_none_or(|router| router.cast(message).is_err())
         {
-            tracing::warn!("the secret router has stopped; a reference update is lost");
+            tracing::warn!("the secret router is restarting; a reference update is lost");
         }
     }
 }

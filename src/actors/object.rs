@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Timers};
 use crate::messages::{KindMsg, ObjectMsg, TimerPurpose};
-use crate::supervisor::{BackoffPolicy, PassResult};
+use crate::runtime::{BackoffPolicy, PassResult};
 
 fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
     <R::Object as kube::Resource>::kind(&())

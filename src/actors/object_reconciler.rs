@@ -11,12 +11,13 @@ use serde::de::DeserializeOwned;
 
 use crate::actors::notice_routes::{NoticeRoutes, SecretRoutes};
 use crate::actors::runtime_refusals::RuntimeRefusals;
+use crate::conditions::{ClassifiedError, ErrorClass};
 use crate::health::Readiness;
 use crate::k8s::WriteBudget;
 use crate::messages::{ObjectKey, TimerPurpose};
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::optional_api::ProbeResult;
-use crate::supervisor::{OperatorSettings, RuntimeMetrics};
+use crate::runtime::{OperatorSettings, RuntimeMetrics};
 
 /// One kind's behaviour. The object actor, the supervisor, the watches, the timers and the
 /// restarts are shared; a kind only says how one pass goes.
@@ -87,6 +88,15 @@ impl Outcome {
         self
     }
 
+    /// Adds what the status write decided: the engine's stall and its recheck timer.
+    pub fn with_status(mut self, written: crate::status::Written) -> Self {
+        self.stalled |= written.stalled;
+        if let Some((purpose, delay)) = written.recheck {
+            self.timers.push((purpose, delay));
+        }
+        self
+    }
+
     /// The schedule with one (the earliest) delay per purpose.
     pub fn earliest_per_purpose(&self) -> [Option<Duration>; 5] {
         let mut slots = [None; 5];
@@ -120,6 +130,25 @@ pub enum PassFailure<'a> {
     Error(&'a ReconcileError),
     /// The pass panicked (the panic message); the actor is restarted with backoff.
     Panicked(&'a str),
+}
+
+impl PassFailure<'_> {
+    /// The failure's error class, as the conditions engine shows it.
+    pub fn classify(&self) -> ClassifiedError {
+        match self {
+            Self::Error(ReconcileError::Kube(err)) => ClassifiedError::from_kube(err),
+            other => ClassifiedError::new(ErrorClass::ReconciliationFailed, &other.to_string()),
+        }
+    }
+}
+
+impl From<crate::status::StatusError> for ReconcileError {
+    fn from(err: crate::status::StatusError) -> Self {
+        match err {
+            crate::status::StatusError::Kube(err) => Self::Kube(err),
+            other => Self::other(other),
+        }
+    }
 }
 
 impl std::fmt::Display for PassFailure<'_> {
@@ -179,16 +208,44 @@ impl Default for Shared {
     }
 }
 
-/// What a pass gets besides the object.
-#[derive(Clone)]
-pub struct ObjectContext {
-    pub key: ObjectKey,
+/// What every pass of a kind shares: one `Arc` per actor, not three handles.
+pub struct PassEnv {
     pub client: Client,
     /// Hold a permit for every write ([`crate::k8s::patch_status`] does).
     pub writes: WriteBudget,
     pub shared: Arc<Shared>,
+}
+
+/// What a pass gets besides the object. Reads through to [`PassEnv`]: `cx.client`,
+/// `cx.writes`, `cx.shared`.
+#[derive(Clone)]
+pub struct ObjectContext {
+    pub key: ObjectKey,
     /// How many times this object's actor was restarted after a failure (0 on first start).
     pub restarts: u32,
+    env: Arc<PassEnv>,
+}
+
+impl std::ops::Deref for ObjectContext {
+    type Target = PassEnv;
+    fn deref(&self) -> &PassEnv {
+        &self.env
+    }
+}
+
+impl ObjectContext {
+    pub fn new(key: ObjectKey, env: Arc<PassEnv>, restarts: u32) -> Self {
+        Self { key, restarts, env }
+    }
+
+    /// Where this object's status write goes.
+    pub fn target(&self) -> crate::status::Target<'_> {
+        crate::status::Target {
+            client: &self.client,
+            writes: &self.writes,
+            key: &self.key,
+        }
+    }
 }
 
 #[cfg(test)]

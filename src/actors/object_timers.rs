@@ -67,10 +67,6 @@ impl Timers {
         }
     }
 
-    pub fn is_armed(&self, purpose: TimerPurpose) -> bool {
-        self.slots[purpose.index()].is_some()
-    }
-
     pub fn armed_count(&self) -> usize {
         self.slots.iter().filter(|s| s.is_some()).count()
     }

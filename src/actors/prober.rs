@@ -10,12 +10,11 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SpawnErr};
 use tracing::{info, instrument, warn};
 
-use crate::messages::shared::ProberMsg;
+use crate::k8s::WatchScope;
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::optional_api::{
     Answer, ApiState, Discovery, OptionalApi, ProbeError, ProbeResult, classify,
 };
-use crate::supervisor::WatchScope;
 
 /// Probes in flight at once: enough to finish quickly, few enough not to burst a real server.
 const PROBE_CONCURRENCY: usize = 8;
@@ -125,6 +124,12 @@ pub fn publish(result: &ProbeResult, metrics: &OperatorMetrics) {
 }
 
 /// The prober actor: probes in `pre_start` (a failed probe is a failed spawn), then answers queries.
+/// What the prober is asked.
+pub enum ProberMsg {
+    /// The whole answer, to share read-only.
+    Result(ractor::RpcReplyPort<Arc<ProbeResult>>),
+}
+
 pub struct OptionalApiProber;
 
 pub struct ProberArgs {
@@ -158,13 +163,6 @@ impl Actor for OptionalApiProber {
             ProberMsg::Result(reply) => {
                 // The caller may have gone away; nothing to do then.
                 let _ = reply.send(state.clone());
-            }
-            ProberMsg::Availability {
-                api,
-                namespace,
-                reply,
-            } => {
-                let _ = reply.send(state.availability(api, &namespace));
             }
         }
         Ok(())

@@ -15,13 +15,12 @@ use tracing::{info, instrument, warn};
 
 use crate::actors::not_watched::mark_dropped_namespace;
 use crate::actors::runtime_refusals::RuntimeRefusals;
+use crate::k8s::WatchScope;
 use crate::k8s::{EventSink, WriteBudget};
-use crate::messages::shared::RefusalMsg;
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::{
     Permission, WatchPlan, plan_watch, required_permissions,
 };
-use crate::supervisor::WatchScope;
 
 /// Access reviews in flight at once.
 const REVIEW_CONCURRENCY: usize = 16;
@@ -132,6 +131,14 @@ pub struct RefusalTracking {
     pub actor: ActorRef<RefusalMsg>,
     pub plan: Arc<WatchPlan>,
     pub runtime: Arc<RuntimeRefusals>,
+}
+
+/// What the tracker is asked (once, at start).
+pub enum RefusalMsg {
+    /// The namespaces kept and dropped at start.
+    Plan(ractor::RpcReplyPort<Arc<WatchPlan>>),
+    /// The shared recorder of 403s met at run time.
+    Runtime(ractor::RpcReplyPort<Arc<RuntimeRefusals>>),
 }
 
 pub struct NamespaceRefusalTracker;

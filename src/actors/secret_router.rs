@@ -14,13 +14,13 @@ use tokio::task::JoinHandle;
 use tracing::{debug, warn};
 
 use crate::api::GROUP as OWN_GROUP;
+use crate::k8s::WatchScope;
 use crate::messages::shared::{RouterStats, SecretMeta, SecretRouterMsg};
-use crate::reconcile::secret_index::{KindKey, RELOAD_LABEL, SecretIndex, SecretKey};
-use crate::supervisor::WatchScope;
+use crate::reconcile::secret_index::{KindKey, ObjectKey, RELOAD_LABEL, SecretIndex};
 
 /// Where a routed Secret change goes: the runtime plugs its object registry in here.
 pub trait SecretSubscriber: Send + Sync + 'static {
-    fn secret_changed(&self, object: &KindKey, secret: &SecretKey);
+    fn secret_changed(&self, object: &KindKey, secret: &ObjectKey);
 }
 
 /// Reduces a Secret's metadata to what routing needs.
@@ -32,7 +32,7 @@ pub fn secret_meta(secret: &PartialObjectMeta<Secret>) -> SecretMeta {
         .find(|o| o.controller == Some(true) && o.api_version.split('/').next() == Some(OWN_GROUP))
         .map(|o| KindKey::new(&o.kind, &namespace, &o.name));
     SecretMeta {
-        key: SecretKey::new(&namespace, &secret.name_any()),
+        key: ObjectKey::new(&namespace, secret.name_any()),
         resource_version: secret.resource_version(),
         owner,
         reload_label: secret.labels().contains_key(RELOAD_LABEL),
@@ -41,6 +41,7 @@ pub fn secret_meta(secret: &PartialObjectMeta<Secret>) -> SecretMeta {
 
 pub struct SecretRouter;
 
+#[derive(Clone)]
 pub struct RouterArgs {
     pub subscriber: Arc<dyn SecretSubscriber>,
     /// `None`: no watch (tests feed `Applied`/`Deleted` themselves).
@@ -55,7 +56,7 @@ pub struct RouterState {
 }
 
 impl RouterState {
-    fn wake(&mut self, objects: &[KindKey], secret: &SecretKey) {
+    fn wake(&mut self, objects: &[KindKey], secret: &ObjectKey) {
         for object in objects {
             debug!(%object, %secret, "secret change routed");
             self.subscriber.secret_changed(object, secret);

@@ -9,14 +9,20 @@ use ractor::{Actor, ActorRef, SpawnErr};
 
 use crate::actors::Shared;
 use crate::actors::notice_routes::{NoticeRoutes, SecretRoutes};
+use crate::actors::prober::ProberMsg;
 use crate::actors::prober::{ProberArgs, ProberStartError, start_prober};
+use crate::actors::refusals::RefusalMsg;
 use crate::actors::refusals::{RefusalError, TrackerArgs, start_refusal_tracker};
-use crate::actors::secret_router::{RouterArgs, SecretRouter};
+use crate::actors::router_supervisor::{
+    Respawn, RouterSlot, RouterSupervisor, RouterSupervisorArgs,
+};
+use crate::actors::secret_router::RouterArgs;
 use crate::health::Readiness;
-use crate::messages::shared::{ProberMsg, RefusalMsg, SecretRouterMsg};
+use crate::k8s::WatchScope;
+use crate::messages::shared::SecretRouterMsg;
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::WatchPlan;
-use crate::supervisor::{OperatorSettings, WatchScope};
+use crate::runtime::{BackoffPolicy, OperatorSettings};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SharedStartError {
@@ -38,14 +44,21 @@ pub struct SharedActors {
     pub plan: Arc<WatchPlan>,
     pub prober: ActorRef<ProberMsg>,
     pub tracker: ActorRef<RefusalMsg>,
-    pub router: ActorRef<SecretRouterMsg>,
+    /// Restarts the secret router if it fails.
+    pub router_supervisor: ActorRef<Respawn>,
+    router: Arc<RouterSlot>,
 }
 
 impl SharedActors {
+    /// The secret router running now (`None` while a restart is pending).
+    pub fn router(&self) -> Option<ActorRef<SecretRouterMsg>> {
+        self.router.current()
+    }
+
     /// Stops the three actors and waits for them (the router's watch, and its client, go too).
     pub async fn stop(&self) {
         let cells = [
-            self.router.get_cell(),
+            self.router_supervisor.get_cell(),
             self.prober.get_cell(),
             self.tracker.get_cell(),
         ];
@@ -102,12 +115,18 @@ pub async fn start_shared_actors(
     .map_err(|e| SharedStartError::Prober(Box::new(e)))?;
     readiness.mark_probe_done();
     let notices = Arc::new(NoticeRoutes::default());
-    let (router, _) = Actor::spawn(
+    let router = Arc::new(RouterSlot::default());
+    let (router_supervisor, _) = Actor::spawn(
         None,
-        SecretRouter,
-        RouterArgs {
-            subscriber: notices.clone(),
-            watch: Some((client.clone(), scope)),
+        RouterSupervisor,
+        RouterSupervisorArgs {
+            router: RouterArgs {
+                subscriber: notices.clone(),
+                watch: Some((client.clone(), scope)),
+            },
+            slot: router.clone(),
+            notices: notices.clone(),
+            restart: BackoffPolicy::RESTART,
         },
     )
     .await?;
@@ -124,6 +143,7 @@ pub async fn start_shared_actors(
         plan: tracking.plan,
         prober,
         tracker: tracking.actor,
+        router_supervisor,
         router,
     })
 }

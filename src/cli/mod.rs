@@ -2,6 +2,7 @@
 
 mod crds;
 mod examples;
+mod kinds;
 mod run;
 mod settings;
 mod signal;
@@ -13,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub use kinds::register_all;
 pub use run::RunArgs;
 pub use settings::SettingsArgs;
 pub use sim::SimArgs;

@@ -10,10 +10,11 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use super::settings::{EndpointArgs, SettingsArgs};
 use super::{CliError, telemetry};
 use crate::actors::shared::start_shared_actors;
+use crate::cli::register_all;
 use crate::health::{Readiness, serve_endpoints};
 use crate::metrics::OperatorMetrics;
+use crate::supervisor::OperatorBuilder;
 use crate::supervisor::leader::{self, LeaderConfig};
-use crate::supervisor::{OperatorBuilder, register_all};
 
 /// This replica's name in the Lease: the pod name when running in a cluster.
 fn identity() -> String {

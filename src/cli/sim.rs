@@ -16,14 +16,15 @@ use super::signal::Stop;
 use super::table::{Row, changed_lines, format_table, key_column, row};
 use super::{CliError, examples, telemetry};
 use crate::actors::shared::start_shared_actors;
+use crate::cli::register_all;
 use crate::health::Readiness;
 use crate::k8s::apply_manifests;
 use crate::metrics::OperatorMetrics;
-use crate::supervisor::{OperatorBuilder, register_all};
+use crate::supervisor::OperatorBuilder;
 use pgtoolbox_sim::{DenyRule, KubeconfigFile, Sim, SimConfig, run_api_only};
 
 /// Our API group: the table shows every kind of it.
-const GROUP: &str = "pgtoolbox.fyannk.dev";
+use crate::api::GROUP;
 
 #[derive(Args, Debug)]
 pub struct SimArgs {

@@ -6,6 +6,7 @@ mod manifests;
 mod owner;
 mod read_your_writes;
 mod status;
+mod watch;
 mod write_budget;
 
 pub use delete::{Pinned, delete_pinned};
@@ -14,4 +15,5 @@ pub use manifests::{ManifestError, apply_manifests};
 pub use owner::add_owner_pinned;
 pub use read_your_writes::ReadYourWrites;
 pub use status::patch_status;
+pub use watch::{EventSource, WatchScope, watch_events};
 pub use write_budget::{WriteBudget, WriteBudgetClosed};

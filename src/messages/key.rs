@@ -29,3 +29,34 @@ impl fmt::Display for ObjectKey {
         write!(f, "{}/{}", self.namespace, self.name)
     }
 }
+
+/// An object of a named kind: kind + namespace + name (an owner, a user of a reference).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KindKey {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl KindKey {
+    pub fn new(kind: &str, namespace: &str, name: &str) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for KindKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+impl KindKey {
+    /// The same object's key without its kind.
+    pub fn object_key(&self) -> ObjectKey {
+        ObjectKey::new(self.namespace.as_str(), self.name.as_str())
+    }
+}

@@ -1,6 +1,6 @@
 use kube::runtime::watcher;
 
-use super::{Notice, ObjectKey};
+use super::ObjectKey;
 
 /// Messages of a per-kind supervisor.
 #[derive(Debug)]
@@ -10,10 +10,9 @@ pub enum KindMsg<K> {
         source: usize,
         event: watcher::Event<K>,
     },
-    /// An owned child changed; route to the owner's actor.
+    /// An owned child changed; route to the owner's actor (children watched by the kind
+    /// itself; the shared caches wake owners directly).
     ChildChanged(ObjectKey),
-    /// Forward a shared actor's notice to the object's actor.
-    Notice(ObjectKey, Notice),
     /// The restart backoff of a failed object actor elapsed: spawn it again.
     Respawn(ObjectKey),
     /// A restarted object actor completed a pass: forget its restart count.

@@ -10,6 +10,6 @@ mod kind;
 mod object;
 pub mod shared;
 
-pub use key::ObjectKey;
+pub use key::{KindKey, ObjectKey};
 pub use kind::{KindMsg, RootMsg};
 pub use object::{Notice, ObjectMsg, TimerPurpose};

@@ -41,8 +41,6 @@ impl TimerPurpose {
 pub enum Notice {
     /// A Secret the object references changed (name only: contents never travel in messages).
     SecretChanged { name: String },
-    /// An optional API group started or stopped being served.
-    ApiAvailability { group: String, served: bool },
 }
 
 /// Messages of one object actor.

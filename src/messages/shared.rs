@@ -1,32 +1,9 @@
-//! Messages of the shared actors: the optional-API prober, the namespace-refusal tracker and
-//! the CNPG secret router.
-
-use std::sync::Arc;
+//! Messages of the CNPG secret router. (The prober and the refusal tracker answer one
+//! start-up call each with their own result types; those messages live beside them.)
 
 use ractor::RpcReplyPort;
 
-use crate::actors::runtime_refusals::RuntimeRefusals;
-use crate::reconcile::namespace_permissions::WatchPlan;
-use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
-pub use crate::reconcile::secret_index::SecretMeta;
-use crate::reconcile::secret_index::{KindKey, SecretKey};
-
-pub enum ProberMsg {
-    /// The whole answer, to share read-only.
-    Result(RpcReplyPort<Arc<ProbeResult>>),
-    Availability {
-        api: OptionalApi,
-        namespace: String,
-        reply: RpcReplyPort<Availability>,
-    },
-}
-
-pub enum RefusalMsg {
-    /// The namespaces kept and dropped at start.
-    Plan(RpcReplyPort<Arc<WatchPlan>>),
-    /// The shared recorder of 403s met at run time.
-    Runtime(RpcReplyPort<Arc<RuntimeRefusals>>),
-}
+use super::{KindKey, ObjectKey};
 
 /// Counters of the secret router, for tests and the benchmarks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -44,7 +21,7 @@ pub enum SecretRouterMsg {
     /// Replace every Secret reference of `object` (after each reconcile).
     Register {
         object: KindKey,
-        secrets: Vec<SecretKey>,
+        secrets: Vec<ObjectKey>,
     },
     /// The object is gone: drop its references.
     Forget {
@@ -63,4 +40,14 @@ pub enum SecretRouterMsg {
         scope: Option<String>,
     },
     Stats(RpcReplyPort<RouterStats>),
+}
+
+/// A change to one Secret as the metadata watch saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SecretMeta {
+    pub key: ObjectKey,
+    pub resource_version: Option<String>,
+    /// The controller owner when it is one of our kinds.
+    pub owner: Option<KindKey>,
+    pub reload_label: bool,
 }

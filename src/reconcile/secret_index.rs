@@ -6,64 +6,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::children::Relist;
+pub use crate::messages::shared::SecretMeta;
+pub use crate::messages::{KindKey, ObjectKey};
+
 /// CloudNativePG's opt-in label for user Secrets; its value is ignored.
 pub const RELOAD_LABEL: &str = "cnpg.io/reload";
-
-/// A change to one Secret as the metadata watch saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SecretMeta {
-    pub key: SecretKey,
-    pub resource_version: Option<String>,
-    /// The controller owner when it is one of our kinds.
-    pub owner: Option<KindKey>,
-    pub reload_label: bool,
-}
-
-/// A managed object: kind + namespace + name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KindKey {
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-impl KindKey {
-    pub fn new(kind: &str, namespace: &str, name: &str) -> Self {
-        Self {
-            kind: kind.to_owned(),
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        }
-    }
-}
-
-impl std::fmt::Display for KindKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
-    }
-}
-
-/// A Secret: namespace + name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SecretKey {
-    pub namespace: String,
-    pub name: String,
-}
-
-impl SecretKey {
-    pub fn new(namespace: &str, name: &str) -> Self {
-        Self {
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-        }
-    }
-}
-
-impl std::fmt::Display for SecretKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
 
 /// The last version seen of an admitted Secret.
 #[derive(Clone, Debug)]
@@ -71,18 +19,18 @@ struct Seen {
     resource_version: Option<String>,
     /// Admitted by owner or label, so kept even when no object uses it.
     owned_or_labelled: bool,
-    /// Seen again during the current re-list.
-    relisted: bool,
 }
 
 #[derive(Debug, Default)]
 pub struct SecretIndex {
-    users: HashMap<SecretKey, HashSet<KindKey>>,
-    uses: HashMap<KindKey, Vec<SecretKey>>,
-    seen: HashMap<SecretKey, Seen>,
+    users: HashMap<ObjectKey, HashSet<KindKey>>,
+    uses: HashMap<KindKey, Vec<ObjectKey>>,
+    seen: HashMap<ObjectKey, Seen>,
     /// Watch scopes (a namespace, or `None` for all) whose first full list is done. Until then a
     /// list only records versions, since every object reads its Secrets on its first reconcile.
     synced: HashSet<Option<String>>,
+    /// The relist in progress of each watch scope.
+    relists: HashMap<Option<String>, Relist<ObjectKey>>,
 }
 
 impl SecretIndex {
@@ -103,12 +51,12 @@ impl SecretIndex {
         self.synced.len()
     }
 
-    pub fn users_of(&self, secret: &SecretKey) -> impl Iterator<Item = &KindKey> {
+    pub fn users_of(&self, secret: &ObjectKey) -> impl Iterator<Item = &KindKey> {
         self.users.get(secret).into_iter().flatten()
     }
 
     /// Replaces every reference of `object` with `secrets` (empty = forget it).
-    pub fn register(&mut self, object: &KindKey, secrets: Vec<SecretKey>) {
+    pub fn register(&mut self, object: &KindKey, secrets: Vec<ObjectKey>) {
         let mut secrets = secrets;
         secrets.sort();
         secrets.dedup();
@@ -177,9 +125,13 @@ impl SecretIndex {
             Seen {
                 resource_version: meta.resource_version.clone(),
                 owned_or_labelled: meta.owner.is_some() || meta.reload_label,
-                relisted: true,
             },
         );
+        for scope in [None, Some(meta.key.namespace.clone())] {
+            if let Some(relist) = self.relists.get_mut(&scope) {
+                relist.listed(meta.key.clone());
+            }
+        }
         let unchanged = previous.is_some_and(|p| p.resource_version == meta.resource_version);
         if unchanged || !self.is_synced(&meta.key.namespace) {
             return Some(Vec::new());
@@ -202,23 +154,15 @@ impl SecretIndex {
 
     /// A watch (of one namespace, or all when `None`) starts listing everything again.
     pub fn relist_started(&mut self, scope: &Option<String>) {
-        for (key, seen) in self.seen.iter_mut() {
-            if in_scope(scope, key) {
-                seen.relisted = false;
-            }
-        }
+        self.relists.entry(scope.clone()).or_default().start();
     }
 
     /// The re-list of `scope` is complete: Secrets not listed again were deleted while the watch
     /// was down; returns each of them with the objects to wake for it.
-    pub fn relist_done(&mut self, scope: &Option<String>) -> Vec<(SecretKey, Vec<KindKey>)> {
+    pub fn relist_done(&mut self, scope: &Option<String>) -> Vec<(ObjectKey, Vec<KindKey>)> {
         let first_sync = self.synced.insert(scope.clone());
-        let mut gone: Vec<SecretKey> = self
-            .seen
-            .iter()
-            .filter(|(key, seen)| in_scope(scope, key) && !seen.relisted)
-            .map(|(key, _)| key.clone())
-            .collect();
+        let known = self.seen.keys().filter(|key| in_scope(scope, key));
+        let mut gone = self.relists.entry(scope.clone()).or_default().finish(known);
         gone.sort();
         let mut woken = Vec::new();
         for key in gone {
@@ -233,7 +177,7 @@ impl SecretIndex {
     }
 }
 
-fn in_scope(scope: &Option<String>, key: &SecretKey) -> bool {
+fn in_scope(scope: &Option<String>, key: &ObjectKey) -> bool {
     scope.as_ref().is_none_or(|ns| *ns == key.namespace)
 }
 
@@ -243,7 +187,7 @@ mod tests {
 
     fn meta(ns: &str, name: &str, rv: &str) -> SecretMeta {
         SecretMeta {
-            key: SecretKey::new(ns, name),
+            key: ObjectKey::new(ns, name),
             resource_version: Some(rv.to_owned()),
             owner: None,
             reload_label: false,
@@ -265,9 +209,9 @@ mod tests {
     fn a_change_wakes_exactly_the_users() {
         let mut index = synced();
         for o in ["a", "b", "c"] {
-            index.register(&obj(o), vec![SecretKey::new("ns", "shared")]);
+            index.register(&obj(o), vec![ObjectKey::new("ns", "shared")]);
         }
-        index.register(&obj("d"), vec![SecretKey::new("ns", "other")]);
+        index.register(&obj("d"), vec![ObjectKey::new("ns", "other")]);
         let woken = index.applied(&meta("ns", "shared", "2")).unwrap();
         assert_eq!(woken, vec![obj("a"), obj("b"), obj("c")]);
         assert_eq!(index.applied(&meta("ns", "unrelated", "3")), None);
@@ -283,9 +227,9 @@ mod tests {
         let mut index = synced();
         index.register(
             &obj("a"),
-            vec![SecretKey::new("ns", "s1"), SecretKey::new("ns", "s2")],
+            vec![ObjectKey::new("ns", "s1"), ObjectKey::new("ns", "s2")],
         );
-        index.register(&obj("a"), vec![SecretKey::new("ns", "s2")]);
+        index.register(&obj("a"), vec![ObjectKey::new("ns", "s2")]);
         assert_eq!(index.applied(&meta("ns", "s1", "1")), None);
         assert_eq!(index.applied(&meta("ns", "s2", "1")), Some(vec![obj("a")]));
         index.forget(&obj("a"));
@@ -303,7 +247,7 @@ mod tests {
         let mut labelled = meta("ns", "user-ca", "1");
         labelled.reload_label = true;
         assert_eq!(index.applied(&labelled), Some(vec![]));
-        index.register(&obj("x"), vec![SecretKey::new("ns", "user-ca")]);
+        index.register(&obj("x"), vec![ObjectKey::new("ns", "user-ca")]);
         labelled.resource_version = Some("2".into());
         assert_eq!(index.applied(&labelled), Some(vec![obj("x")]));
     }
@@ -311,9 +255,9 @@ mod tests {
     #[test]
     fn first_list_wakes_nobody_and_a_relist_wakes_only_changes_and_gaps() {
         let mut index = SecretIndex::new();
-        index.register(&obj("a"), vec![SecretKey::new("ns", "s1")]);
-        index.register(&obj("b"), vec![SecretKey::new("ns", "s2")]);
-        index.register(&obj("c"), vec![SecretKey::new("ns", "s3")]);
+        index.register(&obj("a"), vec![ObjectKey::new("ns", "s1")]);
+        index.register(&obj("b"), vec![ObjectKey::new("ns", "s2")]);
+        index.register(&obj("c"), vec![ObjectKey::new("ns", "s3")]);
         index.relist_started(&None);
         for s in ["s1", "s2", "s3"] {
             assert_eq!(index.applied(&meta("ns", s, "1")), Some(vec![]));
@@ -325,14 +269,14 @@ mod tests {
         assert_eq!(index.applied(&meta("ns", "s2", "5")), Some(vec![obj("b")]));
         assert_eq!(
             index.relist_done(&None),
-            vec![(SecretKey::new("ns", "s3"), vec![obj("c")])]
+            vec![(ObjectKey::new("ns", "s3"), vec![obj("c")])]
         );
     }
 
     #[test]
     fn deletion_wakes_users() {
         let mut index = synced();
-        index.register(&obj("a"), vec![SecretKey::new("ns", "s1")]);
+        index.register(&obj("a"), vec![ObjectKey::new("ns", "s1")]);
         assert_eq!(index.deleted(&meta("ns", "s1", "9")), Some(vec![obj("a")]));
         assert_eq!(index.deleted(&meta("ns", "nobody", "9")), None);
     }

@@ -1,10 +1,9 @@
 //! The per-kind supervisor: owns the watches, the registry and the lifecycle of object actors.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dashmap::DashMap;
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::runtime::watcher;
@@ -13,12 +12,12 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
 use super::watch::{EventSource, OwnerSource};
-use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler, Shared};
+use crate::actors::{
+    ObjectActor, ObjectArgs, ObjectContext, PassEnv, PassFailure, Reconciler, Registry, Shared,
+};
+use crate::children::Relist;
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
-
-/// Live object actors of one kind, by object key. Readable from outside (tests, the sim table).
-pub type Registry<K> = Arc<DashMap<ObjectKey, ActorRef<ObjectMsg<K>>>>;
 
 /// Tuning of one kind's supervision.
 #[derive(Clone, Copy, Debug)]
@@ -72,15 +71,14 @@ struct Tracked<K> {
 }
 
 pub struct KindState<R: Reconciler> {
-    client: kube::Client,
-    writes: WriteBudget,
-    shared: Arc<Shared>,
+    /// Shared by every actor of the kind.
+    env: Arc<PassEnv>,
     options: KindOptions,
     registry: Registry<R::Object>,
     /// Latest copy of every existing object; the actors share these `Arc`s (no second copy).
     objects: HashMap<ObjectKey, Tracked<R::Object>>,
-    /// Keys listed so far by each watch that is relisting (between `Init` and `InitDone`).
-    relisting: HashMap<usize, HashSet<ObjectKey>>,
+    /// The relist of each watch (between `Init` and `InitDone`).
+    relisting: HashMap<usize, Relist<ObjectKey>>,
     actor_keys: HashMap<ActorId, ObjectKey>,
     restarts: HashMap<ObjectKey, u32>,
     /// Restart backoffs in progress; dropping one cancels the restart.
@@ -91,7 +89,8 @@ pub struct KindState<R: Reconciler> {
 
 impl<R: Reconciler> KindState<R> {
     fn count_actors(&self) {
-        self.shared
+        self.env
+            .shared
             .runtime
             .set_actors(&kind_of::<R>(), self.registry.len());
     }
@@ -139,9 +138,11 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             })));
         }
         Ok(KindState {
-            client: args.client,
-            writes: args.writes,
-            shared: args.shared,
+            env: Arc::new(PassEnv {
+                client: args.client,
+                writes: args.writes,
+                shared: args.shared,
+            }),
             options: args.options,
             registry: args.registry,
             objects: HashMap::new(),
@@ -166,11 +167,6 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
                 // next pass reads its children anyway, so the change is not lost.
                 if let Some(actor) = state.registry.get(&owner) {
                     let _ = actor.send_message(ObjectMsg::ChildChanged);
-                }
-            }
-            KindMsg::Notice(key, notice) => {
-                if let Some(actor) = state.registry.get(&key) {
-                    let _ = actor.send_message(ObjectMsg::Notice(notice));
                 }
             }
             KindMsg::Respawn(key) => {
@@ -235,28 +231,33 @@ impl<R: Reconciler> KindSupervisor<R> {
     ) {
         match event {
             watcher::Event::Init => {
-                state.relisting.insert(source, HashSet::new());
+                state.relisting.entry(source).or_default().start();
             }
             watcher::Event::InitApply(obj) => {
                 if let Some(key) = ObjectKey::of(&obj) {
-                    if let Some(listed) = state.relisting.get_mut(&source) {
-                        listed.insert(key.clone());
-                    }
+                    state
+                        .relisting
+                        .entry(source)
+                        .or_default()
+                        .listed(key.clone());
                     let jitter = jitter(state.options.startup_jitter);
                     self.upsert(myself, state, source, key, obj, jitter).await;
                 }
             }
             watcher::Event::InitDone => {
-                state.shared.readiness.list_synced(&list_id::<R>(source));
+                state
+                    .env
+                    .shared
+                    .readiness
+                    .list_synced(&list_id::<R>(source));
                 // Objects this watch reported before but not in the new list were deleted while
                 // the watch was down.
-                let listed = state.relisting.remove(&source).unwrap_or_default();
-                let gone: Vec<ObjectKey> = state
+                let known = state
                     .objects
                     .iter()
-                    .filter(|(key, t)| t.source == source && !listed.contains(*key))
-                    .map(|(key, _)| key.clone())
-                    .collect();
+                    .filter(|(_, t)| t.source == source)
+                    .map(|(key, _)| key);
+                let gone = state.relisting.entry(source).or_default().finish(known);
                 for key in gone {
                     self.remove(state, &key);
                 }
@@ -323,7 +324,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             actor.stop(Some("deleted".into()));
         }
         // Its Secret references go with it, so a later change of those wakes nobody.
-        state.shared.secrets.forget(&kind_of::<R>(), key);
+        state.env.shared.secrets.forget(&kind_of::<R>(), key);
         state.count_actors();
     }
 
@@ -338,13 +339,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         let restarts = state.restarts.get(&key).copied().unwrap_or(0);
         let args = ObjectArgs {
             object,
-            cx: ObjectContext {
-                key: key.clone(),
-                client: state.client.clone(),
-                writes: state.writes.clone(),
-                shared: state.shared.clone(),
-                restarts,
-            },
+            cx: ObjectContext::new(key.clone(), state.env.clone(), restarts),
             first_pass_delay,
             retry: state.options.retry,
             supervisor: Some(myself.clone()),
@@ -403,17 +398,11 @@ impl<R: Reconciler> KindSupervisor<R> {
     ) {
         let restarts = state.restarts.entry(key.clone()).or_insert(0);
         *restarts = restarts.saturating_add(1);
-        state.shared.runtime.restart(&kind_of::<R>());
+        state.env.shared.runtime.restart(&kind_of::<R>());
         let delay = state.options.restart.delay(*restarts);
         tracing::warn!(object = %key, restarts = *restarts, restart_in = ?delay, reason = %reason, "object actor failed");
         let report = state.objects.get(&key).map(|t| {
-            let cx = ObjectContext {
-                key: key.clone(),
-                client: state.client.clone(),
-                writes: state.writes.clone(),
-                shared: state.shared.clone(),
-                restarts: *restarts,
-            };
+            let cx = ObjectContext::new(key.clone(), state.env.clone(), *restarts);
             (t.latest.clone(), cx)
         });
         let reconciler = self.reconciler.clone();

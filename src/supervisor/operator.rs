@@ -3,16 +3,20 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use kube::Client;
 use kube::runtime::watcher;
 use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
 use tokio::task::JoinHandle;
+use tokio_util::task::AbortOnDropHandle;
 
-use super::kind::{KindArgs, KindOptions, KindSupervisor, Registry};
+use super::kind::{KindArgs, KindOptions, KindSupervisor};
 use super::root::RootSupervisor;
 use super::watch::{ChildWatch, EventSource, WatchScope, watch_events};
+use crate::actors::Registry;
 use crate::actors::{Reconciler, Shared};
+use crate::children::Wakeups;
 use crate::k8s::WriteBudget;
 use crate::messages::RootMsg;
 
@@ -80,11 +84,15 @@ type KindStart = Box<
     dyn FnOnce(&Env) -> BoxFuture<'static, Result<(ActorCell, JoinHandle<()>), SpawnErr>> + Send,
 >;
 
+/// Starts the streams of one shared cache (an owned-children store, a reference index).
+pub type StartCache = Box<dyn FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send>;
+
 /// Collects the kinds, then starts the actor tree.
 pub struct OperatorBuilder {
     client: Client,
     shared: Arc<Shared>,
     kinds: Vec<(String, KindStart)>,
+    caches: Vec<StartCache>,
 }
 
 impl OperatorBuilder {
@@ -93,7 +101,18 @@ impl OperatorBuilder {
             client,
             shared,
             kinds: Vec::new(),
+            caches: Vec::new(),
         }
+    }
+
+    /// Watch a shared cache once for the whole operator: each owner (or user) it reports
+    /// changed is woken, whatever its kind.
+    pub fn cache<F>(mut self, start: F) -> Self
+    where
+        F: FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send + 'static,
+    {
+        self.caches.push(Box::new(start));
+        self
     }
 
     /// The client every kind talks through (for reconcilers that keep one, e.g. for Events).
@@ -159,6 +178,17 @@ impl OperatorBuilder {
             shared: self.shared,
             root: root.get_cell(),
         };
+        let mut caches = Vec::new();
+        for start in self.caches {
+            for mut wakeups in start(&env.client, &env.scope) {
+                let shared = env.shared.clone();
+                caches.push(AbortOnDropHandle::new(tokio::spawn(async move {
+                    while let Some(owner) = wakeups.next().await {
+                        shared.notices.wake(&owner);
+                    }
+                })));
+            }
+        }
         let mut kinds = Vec::new();
         for (name, start) in self.kinds {
             let (cell, handle) = start(&env).await?;
@@ -169,6 +199,7 @@ impl OperatorBuilder {
             root,
             root_handle,
             kinds,
+            caches,
         })
     }
 }
@@ -184,6 +215,8 @@ pub struct Operator {
     root: ActorRef<RootMsg>,
     root_handle: JoinHandle<()>,
     kinds: Vec<KindHandle>,
+    /// The shared caches' forwarding tasks; dropping them stops the cache watches.
+    caches: Vec<AbortOnDropHandle<()>>,
 }
 
 impl Operator {
@@ -206,17 +239,24 @@ impl Operator {
     /// Stop the watches, let in-flight passes finish (each kind bounds this by its
     /// `shutdown_grace`), then stop the root. `bound` caps the whole shutdown.
     pub async fn shutdown(self, bound: Duration) {
+        let Self {
+            root,
+            root_handle,
+            kinds,
+            caches,
+        } = self;
+        drop(caches);
         let all = async {
-            for kind in &self.kinds {
+            for kind in &kinds {
                 kind.cell.stop(Some("shutdown".into()));
             }
-            for kind in self.kinds {
+            for kind in kinds {
                 if let Err(err) = kind.handle.await {
                     tracing::warn!(kind = %kind.name, error = %err, "kind supervisor ended badly");
                 }
             }
-            let _ = self.root.send_message(RootMsg::Shutdown);
-            let _ = self.root_handle.await;
+            let _ = root.send_message(RootMsg::Shutdown);
+            let _ = root_handle.await;
         };
         if tokio::time::timeout(bound, all).await.is_err() {
             tracing::warn!(?bound, "shutdown did not finish in time");

@@ -5,82 +5,15 @@ use std::fmt::Debug;
 use futures::stream::{BoxStream, StreamExt};
 use kube::core::NamespaceResourceScope;
 use kube::core::PartialObjectMeta;
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
+use kube::runtime::watcher;
+use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
+pub use crate::k8s::{EventSource, WatchScope, watch_events};
 use crate::messages::ObjectKey;
 
-/// Events of one watch of the managed kind.
-pub type EventSource<K> = BoxStream<'static, watcher::Event<K>>;
 /// Owner keys of children that changed.
 pub type OwnerSource = BoxStream<'static, ObjectKey>;
-
-/// Which namespaces the operator watches (`WATCH_NAMESPACES`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WatchScope {
-    All,
-    Namespaces(Vec<String>),
-}
-
-impl WatchScope {
-    pub fn from_namespaces(namespaces: &[String]) -> Self {
-        if namespaces.is_empty() {
-            Self::All
-        } else {
-            Self::Namespaces(namespaces.to_vec())
-        }
-    }
-
-    /// The namespace of each watch, in the order of [`WatchScope::apis`]; `None` is cluster-wide.
-    pub fn namespaces(&self) -> Vec<Option<String>> {
-        match self {
-            Self::All => vec![None],
-            Self::Namespaces(list) => list.iter().cloned().map(Some).collect(),
-        }
-    }
-
-    /// One API handle per watch: a single cluster-wide one, or one per namespace.
-    pub fn apis<K>(&self, client: &Client) -> Vec<Api<K>>
-    where
-        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
-    {
-        match self {
-            Self::All => vec![Api::all(client.clone())],
-            Self::Namespaces(list) => list
-                .iter()
-                .map(|ns| Api::namespaced(client.clone(), ns))
-                .collect(),
-        }
-    }
-}
-
-/// A resilient watch: kube's watcher relists after drops and `410 Gone` (with backoff);
-/// errors are logged here and never end the stream. `managedFields` are dropped to keep the
-/// cached copy small.
-pub fn watch_events<K>(api: Api<K>, config: watcher::Config) -> EventSource<K>
-where
-    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
-{
-    watcher(api, config)
-        .default_backoff()
-        .modify(|obj: &mut K| obj.managed_fields_mut().clear())
-        .filter_map(|result| async move { log_watch_error::<K, _>(result) })
-        .boxed()
-}
-
-/// Watch errors are logged; the watcher itself relists and resumes with backoff.
-fn log_watch_error<K: Resource<DynamicType = ()>, E>(
-    result: Result<E, watcher::Error>,
-) -> Option<E> {
-    match result {
-        Ok(event) => Some(event),
-        Err(err) => {
-            tracing::warn!(kind = %K::kind(&()), error = %err, "watch error, resuming");
-            None
-        }
-    }
-}
 
 /// Starts the streams of one child watch, given the client and the watched namespaces.
 type StartChildWatch = Box<dyn FnOnce(&Client, &WatchScope) -> Vec<OwnerSource> + Send>;

@@ -1,10 +1,13 @@
 //! The one integration test binary; each topic is a module beside this file.
 
+mod children_applier;
 mod cli_support;
 mod crds;
 mod kubectl_support;
 mod pgaccessrequest;
+mod pgar_converged;
 mod pgar_kubectl;
+mod pgar_namespaces;
 mod pgar_support;
 mod runtime_cli;
 mod runtime_crash;

@@ -12,7 +12,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::actors::Shared;
 use pgtoolbox_operator::actors::access_request::REQUEST_LABEL;
 use pgtoolbox_operator::api::{PgAccessRequest, render_crds_yaml};
-use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings, register_all};
+use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 

@@ -17,7 +17,7 @@ use pgtoolbox_operator::api::{PgAdmin, ReportsConditions, rendered_crd_files};
 use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::messages::shared::{RouterStats, SecretRouterMsg};
 use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::reconcile::secret_index::SecretKey;
+use pgtoolbox_operator::reconcile::secret_index::ObjectKey;
 use pgtoolbox_operator::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
 };
@@ -62,7 +62,7 @@ impl Reconciler for CountingPgAdmin {
             .map(|list| {
                 list.split(',')
                     .filter(|n| !n.is_empty())
-                    .map(|n| SecretKey::new(&cx.key.namespace, n))
+                    .map(|n| ObjectKey::new(&cx.key.namespace, n))
                     .collect()
             })
             .unwrap_or_default();
@@ -108,7 +108,11 @@ async fn start_operator(
 }
 
 async fn stats(shared: &SharedActors) -> RouterStats {
-    ractor::call!(shared.router, SecretRouterMsg::Stats).expect("router answers")
+    ractor::call!(
+        shared.router().expect("router runs"),
+        SecretRouterMsg::Stats
+    )
+    .expect("router answers")
 }
 
 async fn touch(secrets: &Api<Secret>, name: &str, value: &str) {

@@ -2,8 +2,9 @@
 //! for the kinds this build runs; otherwise a WATCH_NAMESPACES install would drop them all.
 
 use k8s_openapi::api::rbac::v1::ClusterRole;
+use pgtoolbox_operator::cli::register_all;
 use pgtoolbox_operator::reconcile::namespace_permissions::required_permissions;
-use pgtoolbox_operator::supervisor::{OperatorBuilder, register_all};
+use pgtoolbox_operator::supervisor::OperatorBuilder;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::Deserialize;
 

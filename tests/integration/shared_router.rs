@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::actors::secret_router::{RouterArgs, SecretRouter, SecretSubscriber};
 use pgtoolbox_operator::messages::shared::{RouterStats, SecretRouterMsg};
-use pgtoolbox_operator::reconcile::secret_index::{KindKey, SecretKey};
+use pgtoolbox_operator::reconcile::secret_index::{KindKey, ObjectKey};
 use pgtoolbox_operator::supervisor::WatchScope;
 use ractor::{Actor, ActorRef};
 use serde_json::json;
@@ -26,7 +26,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 struct Wakeups(DashMap<KindKey, u64>);
 
 impl SecretSubscriber for Wakeups {
-    fn secret_changed(&self, object: &KindKey, _secret: &SecretKey) {
+    fn secret_changed(&self, object: &KindKey, _secret: &ObjectKey) {
         *self.0.entry(object.clone()).or_default() += 1;
     }
 }
@@ -44,8 +44,8 @@ fn object(name: &str) -> KindKey {
     KindKey::new("PgAdmin", NS, name)
 }
 
-fn secret(name: &str) -> SecretKey {
-    SecretKey::new(NS, name)
+fn secret(name: &str) -> ObjectKey {
+    ObjectKey::new(NS, name)
 }
 
 async fn stats(router: &ActorRef<SecretRouterMsg>) -> RouterStats {

@@ -1,7 +1,7 @@
-//! The PgAccessRequest kind on the shared runtime: its reconciler and its caches.
+//! The PgAccessRequest kind on the shared runtime: its reconciler and the caches it reads.
 
-mod cache;
+mod caches;
 mod reconciler;
 
-pub use cache::{AccessCaches, REQUEST_LABEL};
+pub use caches::{AccessCaches, KIND, REQUEST_LABEL};
 pub use reconciler::AccessRequestReconciler;

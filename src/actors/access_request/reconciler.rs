@@ -6,23 +6,19 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
+use kube::Resource;
 use kube::api::Api;
-use kube::{Resource, ResourceExt};
 
-use super::cache::AccessCaches;
+use super::caches::{AccessCaches, KIND};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgAccessRequest, PgAccessRequestStatus, ReportsConditions};
-use crate::conditions::{
-    ClassifiedError, ConditionType, ErrorClass, PassFacts, derive_status, find_condition,
-    status_patch,
-};
-use crate::k8s::{
-    EventSink, Pinned, ReadYourWrites, add_owner_pinned, delete_pinned, patch_status,
-};
-use crate::messages::TimerPurpose;
+use crate::conditions::{ConditionType, PassFacts, find_condition};
+use crate::k8s::{EventSink, Pinned, add_owner_pinned, delete_pinned};
+use crate::messages::{KindKey, ObjectKey, TimerPurpose};
 use crate::reconcile::pgaccessrequest::{
     Decision, RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
 };
+use crate::status::{Extras, StatusWriter};
 
 /// How long a pass waits for the first lists of RoleBindings and Clusters.
 const CACHE_WAIT: Duration = Duration::from_secs(30);
@@ -31,17 +27,19 @@ const CACHE_WAIT: Duration = Duration::from_secs(30);
 const TIMER_SLACK: Duration = Duration::from_millis(20);
 
 pub struct AccessRequestReconciler {
-    caches: Arc<AccessCaches>,
-    events: EventSink,
-    written: ReadYourWrites<PgAccessRequest>,
+    caches: AccessCaches,
+    status: StatusWriter<PgAccessRequest>,
+}
+
+fn owner_key(key: &ObjectKey) -> KindKey {
+    KindKey::new(KIND, &key.namespace, &key.name)
 }
 
 impl AccessRequestReconciler {
-    pub fn new(caches: Arc<AccessCaches>, events: EventSink) -> Self {
+    pub fn new(caches: AccessCaches, events: EventSink) -> Self {
         Self {
             caches,
-            events,
-            written: ReadYourWrites::default(),
+            status: StatusWriter::new(events),
         }
     }
 
@@ -51,22 +49,28 @@ impl AccessRequestReconciler {
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
         self.caches
-            .wait_ready(CACHE_WAIT)
+            .wait_synced(CACHE_WAIT)
             .await
             .map_err(ReconcileError::other)?;
         let now = Timestamp::now();
         let facts = obj.pass_facts();
         if facts.paused {
-            self.write_status(obj, facts, StatusExtras::default(), cx, now)
-                .await?;
+            self.write_status(obj, facts, Extras::default(), cx).await?;
             return Ok(Outcome::done());
         }
 
         // Registered before the Cluster is looked up, so a Cluster that appears meanwhile
         // still wakes this request.
+        let owner = owner_key(&cx.key);
+        let cluster = obj
+            .spec
+            .cluster
+            .as_deref()
+            .map(|name| ObjectKey::new(cx.key.namespace.as_str(), name));
         self.caches
-            .track_cluster_use(&cx.key, obj.spec.cluster.as_deref());
-        let bindings = self.caches.bindings_of(&cx.key);
+            .clusters
+            .register(&owner, cluster.iter().cloned().collect());
+        let bindings = self.caches.bindings.children_of(&owner);
         let binding_refs: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         // Borrowed: a pass runs for every object, a clone of its status is not needed.
         let no_status = PgAccessRequestStatus::default();
@@ -80,12 +84,12 @@ impl AccessRequestReconciler {
             expires_at: obj.spec.expires_at.0,
             phase: status.phase.clone(),
             approver: status.approver.as_deref(),
-            cluster: obj.spec.cluster.as_deref().map(|cluster| {
-                (
-                    cluster,
-                    self.caches.cluster_exists(&cx.key.namespace, cluster),
-                )
-            }),
+            cluster: obj
+                .spec
+                .cluster
+                .as_deref()
+                .zip(cluster.as_ref())
+                .map(|(name, key)| (name, self.caches.clusters.exists(key))),
             orphan_grace: cx.shared.settings.access_request_orphan_grace,
             previous_binding_reason: find_condition(
                 &status.common.conditions,
@@ -98,13 +102,13 @@ impl AccessRequestReconciler {
         self.delete_bindings(obj, &decision, cx).await?;
         self.adopt_bindings(obj, &decision, cx).await?;
         let facts = pass_facts(facts, &decision).map_err(ReconcileError::other)?;
-        let extras = StatusExtras {
+        let extras = Extras {
             fields: status_fields(&decision),
             events: request_events(&decision),
             guarded: decision.new_phase.is_some(),
         };
-        self.write_status(obj, facts, extras, cx, now).await?;
-        Ok(schedule(&decision, now))
+        let written = self.write_status(obj, facts, extras, cx).await?;
+        Ok(schedule(&decision, now).with_status(written))
     }
 
     async fn delete_bindings(
@@ -125,11 +129,14 @@ impl AccessRequestReconciler {
             .await?;
             tracing::info!(rolebinding = %deletion.name, cause = ?deletion.cause, ?outcome, "deleting");
             if outcome != Pinned::Changed {
-                self.caches
-                    .binding_deleted(&cx.key.namespace, &deletion.name);
+                self.caches.bindings.deleted(
+                    &ObjectKey::new(cx.key.namespace.as_str(), deletion.name.as_str()),
+                    deletion.uid.clone(),
+                );
             }
             if outcome == Pinned::Done {
-                self.events
+                self.status
+                    .events()
                     .publish(
                         &cx.writes,
                         &obj.object_ref(&()),
@@ -173,42 +180,11 @@ impl AccessRequestReconciler {
         &self,
         obj: &PgAccessRequest,
         facts: PassFacts,
-        extras: StatusExtras,
+        extras: Extras,
         cx: &ObjectContext,
-        now: Timestamp,
-    ) -> Result<(), ReconcileError> {
-        let update = derive_status(&facts, obj.stored_status(), now);
-        if !update.changed && extras.fields.is_empty() {
-            return Ok(());
-        }
-        let precondition = extras.guarded.then(|| obj.resource_version()).flatten();
-        let patch = status_patch(&update, extras.fields, precondition.as_deref())
-            .map_err(ReconcileError::other)?;
-        match patch_status::<PgAccessRequest>(&cx.client, &cx.writes, &cx.key, &patch).await {
-            Ok(written) => self.written.wrote(&cx.key, written),
-            // The request changed since it was read: its new version is already on its way.
-            Err(kube::Error::Api(status)) if status.code == 409 => return Ok(()),
-            Err(err) => return Err(err.into()),
-        }
-        let mut events = update.events;
-        events.extend(extras.events);
-        self.events
-            .publish(&cx.writes, &obj.object_ref(&()), &events)
-            .await;
-        Ok(())
+    ) -> Result<crate::status::Written, ReconcileError> {
+        Ok(self.status.write(obj, &facts, extras, cx.target()).await?)
     }
-}
-
-/// What a pass writes besides the conditions.
-#[derive(Default)]
-struct StatusExtras {
-    /// The kind's own status fields (a phase the operator moved).
-    fields: serde_json::Map<String, serde_json::Value>,
-    /// The request's own Events, recorded after the write like the transition Events.
-    events: Vec<crate::conditions::EventDecision>,
-    /// Write only over the version read: moving the phase must not overwrite a decision a
-    /// console recorded meanwhile.
-    guarded: bool,
 }
 
 /// Timers for the instants the decision waits for.
@@ -237,13 +213,13 @@ impl Reconciler for AccessRequestReconciler {
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
         // The runtime already opened this pass's span.
-        let obj = self.written.freshest(&cx.key, obj);
+        let obj = self.status.freshest(&cx.key, obj);
         self.pass(&obj, cx).await
     }
 
     async fn on_stop(&self, key: &crate::messages::ObjectKey, _cx: &ObjectContext) {
-        self.caches.forget_cluster_use(key);
-        self.written.forget(key);
+        self.caches.clusters.forget(&owner_key(key));
+        self.status.forget(key);
     }
 
     async fn report_error(
@@ -252,35 +228,8 @@ impl Reconciler for AccessRequestReconciler {
         failure: PassFailure<'_>,
         cx: &ObjectContext,
     ) {
-        let error = match failure {
-            PassFailure::Error(ReconcileError::Kube(err)) => ClassifiedError::from_kube(err),
-            other => ClassifiedError::new(ErrorClass::ReconciliationFailed, &other.to_string()),
-        };
-        let obj = self.written.freshest(&cx.key, obj);
-        let facts = obj.pass_facts().with_error(error);
-        let update = derive_status(&facts, obj.stored_status(), Timestamp::now());
-        if !update.changed {
-            return;
-        }
-        let written = match status_patch(&update, Default::default(), None) {
-            Ok(patch) => {
-                patch_status::<PgAccessRequest>(&cx.client, &cx.writes, &cx.key, &patch).await
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, "error status not rendered");
-                return;
-            }
-        };
-        match written {
-            Ok(written) => {
-                self.written.wrote(&cx.key, written);
-                self.events
-                    .publish(&cx.writes, &obj.object_ref(&()), &update.events)
-                    .await;
-            }
-            Err(err) => {
-                tracing::warn!(error = %err, name = %obj.name_any(), "error status not written")
-            }
-        }
+        self.status
+            .report_error(obj, failure.classify(), cx.target())
+            .await;
     }
 }

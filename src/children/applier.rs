@@ -1,0 +1,325 @@
+//! The child applier: desired children (from pure, byte-stable builders) are stamped with the
+//! labels and the controller ownerReference, written with server-side apply under one field
+//! manager (creation too) only when they differ from the cached copy, and the owner's children no longer
+//! desired are deleted (pinned to uid and resourceVersion).
+//!
+//! A name taken by an object the owner does not control is a verdict, never an error, and that
+//! object is never written. A child the server refuses (422, an admission 403) is a verdict
+//! too, carrying the server's answer for the kind's conditions.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{Api, Patch, PatchParams};
+use kube::core::NamespaceResourceScope;
+use kube::{Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::labels::stamp;
+use super::store::ChildStore;
+use crate::k8s::{Pinned, WriteBudget, delete_pinned};
+use crate::messages::{KindKey, ObjectKey};
+
+/// The one field manager of every write the operator makes to a child.
+pub const FIELD_MANAGER: &str = "pgtoolbox-operator";
+
+/// How long an apply waits for the store's first list (absence must mean absence).
+const SYNC_WAIT: Duration = Duration::from_secs(30);
+
+/// The owner the children are applied for.
+#[derive(Clone, Debug)]
+pub struct ChildOwner {
+    pub key: KindKey,
+    /// Its controller reference (carries its uid).
+    pub reference: OwnerReference,
+}
+
+impl ChildOwner {
+    /// `None` when the owner has no name, namespace or uid yet.
+    pub fn of<K: Resource<DynamicType = ()>>(owner: &K) -> Option<Self> {
+        let mut reference = owner.controller_owner_ref(&())?;
+        reference.block_owner_deletion = Some(true);
+        Some(Self {
+            key: KindKey::new(
+                &K::kind(&()),
+                &owner.meta().namespace.clone()?,
+                &reference.name,
+            ),
+            reference,
+        })
+    }
+
+    fn controls<C: Resource>(&self, child: &C) -> bool {
+        child
+            .owner_references()
+            .iter()
+            .any(|r| r.controller == Some(true) && r.uid == self.reference.uid)
+    }
+}
+
+/// One desired child and what it is to its owner (the component label).
+pub struct Desired<C> {
+    pub component: &'static str,
+    pub object: C,
+}
+
+/// What became of one desired child.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ChildVerdict {
+    /// The cached copy already matched: nothing written.
+    Unchanged { name: String },
+    /// Created or applied.
+    Applied { name: String },
+    /// The name is taken by an object this owner does not control: left untouched.
+    NotOwned { kind: String, name: String },
+    /// The server refused the child (422 Invalid, 403 admission denial): its answer.
+    Refused {
+        name: String,
+        code: u16,
+        reason: String,
+        message: String,
+    },
+}
+
+/// Every verdict of one apply, and the children deleted.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    pub verdicts: Vec<ChildVerdict>,
+    pub deleted: Vec<String>,
+}
+
+impl ApplyReport {
+    /// Nothing written, nothing deleted, nothing refused or taken.
+    pub fn converged(&self) -> bool {
+        self.deleted.is_empty()
+            && self
+                .verdicts
+                .iter()
+                .all(|v| matches!(v, ChildVerdict::Unchanged { .. }))
+    }
+
+    /// The first name taken by a foreign object (`ResourceNotOwned`).
+    pub fn not_owned(&self) -> Option<&ChildVerdict> {
+        self.verdicts
+            .iter()
+            .find(|v| matches!(v, ChildVerdict::NotOwned { .. }))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    NotSynced(#[from] super::NotSynced),
+    #[error("child not rendered: {0}")]
+    Render(#[from] serde_json::Error),
+    #[error("kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+/// Where the writes go and under which budget.
+pub struct Applier<'a> {
+    pub client: &'a Client,
+    pub writes: &'a WriteBudget,
+}
+
+impl Applier<'_> {
+    /// Applies `desired` as the owner's complete set of children of kind `C`.
+    pub async fn apply<C>(
+        &self,
+        store: &ChildStore<C>,
+        owner: &ChildOwner,
+        desired: Vec<Desired<C>>,
+    ) -> Result<ApplyReport, ApplyError>
+    where
+        C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + Debug
+            + Serialize
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        store.wait_synced(SYNC_WAIT).await?;
+        let api: Api<C> = Api::namespaced(self.client.clone(), &owner.key.namespace);
+        let mut report = ApplyReport::default();
+        let mut wanted = std::collections::HashSet::new();
+        for Desired { component, object } in desired {
+            let object = stamped(object, owner, component);
+            let name = object.name_any();
+            wanted.insert(name.clone());
+            let verdict = self.apply_one(&api, store, owner, object).await?;
+            report.verdicts.push(verdict);
+        }
+        for child in store.children_of(&owner.key) {
+            let name = child.name_any();
+            if wanted.contains(&name) || !owner.controls(child.as_ref()) {
+                continue;
+            }
+            let uid = child.uid();
+            let outcome = delete_pinned(
+                &api,
+                self.writes,
+                &name,
+                uid.clone(),
+                child.resource_version(),
+            )
+            .await?;
+            if outcome != Pinned::Changed {
+                store.deleted(
+                    &ObjectKey::new(owner.key.namespace.as_str(), name.as_str()),
+                    uid,
+                );
+                report.deleted.push(name);
+            }
+        }
+        Ok(report)
+    }
+
+    async fn apply_one<C>(
+        &self,
+        api: &Api<C>,
+        store: &ChildStore<C>,
+        owner: &ChildOwner,
+        object: C,
+    ) -> Result<ChildVerdict, ApplyError>
+    where
+        C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+            + Clone
+            + Debug
+            + Serialize
+            + DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        let name = object.name_any();
+        let key = ObjectKey::new(owner.key.namespace.as_str(), name.as_str());
+        let current = match store.get(&key) {
+            Some(cached) => Some(cached.as_ref().clone()),
+            // Not ours as far as the cache knows: the name may be taken by a foreign object,
+            // which an apply would merge into. Read it once (creations only).
+            None => api.get_opt(&name).await?,
+        };
+        if let Some(current) = &current
+            && !owner.controls(current)
+        {
+            return Ok(ChildVerdict::NotOwned {
+                kind: C::kind(&()).into_owned(),
+                name,
+            });
+        }
+        let desired = serde_json::to_value(&object)?;
+        if let Some(current) = &current
+            && contains(&serde_json::to_value(current)?, &desired)
+        {
+            return Ok(ChildVerdict::Unchanged { name });
+        }
+        // Created by apply too, so every field is owned by the one Apply manager and a field
+        // later dropped from the desired object is removed.
+        let _permit = self.permit().await?;
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        match api.patch(&name, &params, &Patch::Apply(&desired)).await {
+            Ok(_) => Ok(ChildVerdict::Applied { name }),
+            Err(kube::Error::Api(status)) if refused(status.code, &status.message) => {
+                Ok(ChildVerdict::Refused {
+                    name,
+                    code: status.code,
+                    reason: status.reason,
+                    message: status.message,
+                })
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, kube::Error> {
+        self.writes
+            .acquire()
+            .await
+            .map_err(|closed| kube::Error::Service(Box::new(closed)))
+    }
+}
+
+/// The server's refusals a kind shows as data: invalid (422) and admission denials (403 from a
+/// webhook or an admission policy). An RBAC 403 stays an error: the runtime records it per
+/// namespace and the pass reports it.
+fn refused(code: u16, message: &str) -> bool {
+    code == 422
+        || (code == 403
+            && (message.contains("denied the request") || message.contains("denied request")))
+}
+
+/// The child with the owner's labels, controller reference and namespace.
+fn stamped<C: Resource>(mut object: C, owner: &ChildOwner, component: &str) -> C {
+    let meta = object.meta_mut();
+    meta.namespace = Some(owner.key.namespace.clone());
+    stamp(
+        meta.labels.get_or_insert_with(Default::default),
+        &owner.key.name,
+        component,
+    );
+    meta.owner_references = Some(vec![owner.reference.clone()]);
+    object
+}
+
+/// Whether every field `desired` sets has that value in `current` (the server adds defaults,
+/// status and metadata of its own; lists compare whole, as apply treats them).
+fn contains(current: &Value, desired: &Value) -> bool {
+    match (current, desired) {
+        (Value::Object(current), Value::Object(desired)) => desired
+            .iter()
+            .all(|(k, v)| v.is_null() || current.get(k).is_some_and(|c| contains(c, v))),
+        _ => current == desired,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn server_defaults_and_extra_metadata_do_not_count_as_a_difference() {
+        let current = json!({"metadata": {"name": "a", "uid": "u", "labels": {"x": "1", "y": "2"}},
+                             "spec": {"type": "ClusterIP", "ports": [{"port": 80}]}});
+        assert!(contains(
+            &current,
+            &json!({"metadata": {"labels": {"x": "1"}}, "spec": {"ports": [{"port": 80}]}})
+        ));
+        assert!(!contains(
+            &current,
+            &json!({"spec": {"ports": [{"port": 81}]}})
+        ));
+        assert!(!contains(
+            &current,
+            &json!({"metadata": {"labels": {"z": "3"}}})
+        ));
+        assert!(!contains(&current, &json!({"data": {"k": "v"}})));
+    }
+
+    #[test]
+    fn refusals_are_invalid_or_admission_denials_not_rbac() {
+        assert!(refused(
+            422,
+            "Service \"web\" is invalid: spec.ports: Required value"
+        ));
+        assert!(refused(
+            403,
+            "admission webhook \"validate.kyverno.svc\" denied the request: hostPath is not allowed"
+        ));
+        assert!(refused(
+            403,
+            "routes.route.openshift.io \"web\" is forbidden: ValidatingAdmissionPolicy 'no-public' with binding 'no-public' denied request: host not allowed"
+        ));
+        assert!(!refused(
+            403,
+            "configmaps is forbidden: User \"system:serviceaccount:ops:pgtoolbox\" cannot create resource \"configmaps\""
+        ));
+        assert!(!refused(409, "Conflict"));
+        assert!(!refused(500, "InternalError"));
+    }
+}

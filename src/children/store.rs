@@ -1,0 +1,467 @@
+//! The owned-children store: one watch per child kind for the whole operator, kept in memory
+//! and indexed by owner, so a pass asks "this object's RoleBindings" without a request.
+//!
+//! Each change is routed to its owner ([`KindKey`]); a relist is diffed once ([`Relist`]);
+//! [`Synced`] says when absence means absence; a child this operator just deleted is hidden
+//! (a tombstone pinned to its uid) until the watch reports the deletion, so a pass that runs
+//! before that does not judge it twice.
+
+use std::collections::HashSet;
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use kube::core::NamespaceResourceScope;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+
+use super::relist::Relist;
+use super::synced::{NotSynced, Synced};
+use crate::k8s::{WatchScope, watch_events};
+use crate::messages::{KindKey, ObjectKey};
+
+/// Maps a child to its owner, or `None` when it has none of ours.
+pub type OwnerOf<C> = Arc<dyn Fn(&C) -> Option<KindKey> + Send + Sync>;
+
+/// Owners whose children changed.
+pub type Wakeups = BoxStream<'static, KindKey>;
+
+/// The owner named by a label on the child (its value), of kind `kind`, in the child's namespace.
+pub fn owner_label<C: Resource>(kind: &'static str, label: &'static str) -> OwnerOf<C> {
+    Arc::new(move |child: &C| {
+        let name = child.labels().get(label)?;
+        Some(KindKey::new(kind, &child.namespace()?, name))
+    })
+}
+
+/// The owner given by the child's controller ownerReference, when it is one of our kinds
+/// (`api_version` in `group`).
+pub fn controller_owner<C: Resource>(group: &'static str) -> OwnerOf<C> {
+    Arc::new(move |child: &C| {
+        let owner = child
+            .owner_references()
+            .iter()
+            .find(|r| r.controller == Some(true))?;
+        let namespace = child.namespace()?;
+        (owner.api_version.split('/').next() == Some(group))
+            .then(|| KindKey::new(&owner.kind, &namespace, &owner.name))
+    })
+}
+
+struct Entry<C> {
+    object: Arc<C>,
+    owner: Option<KindKey>,
+}
+
+pub struct ChildStore<C> {
+    entries: DashMap<ObjectKey, Entry<C>>,
+    /// Owner → the names of its children (children live in their owner's namespace).
+    by_owner: DashMap<KindKey, HashSet<String>>,
+    /// Children this operator deleted, by key, with the uid deleted.
+    tombstones: DashMap<ObjectKey, Option<String>>,
+    owner_of: OwnerOf<C>,
+    synced: Synced,
+}
+
+impl<C> ChildStore<C>
+where
+    C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    /// `what` names the children in errors ("RoleBindings").
+    pub fn new(what: &'static str, owner_of: OwnerOf<C>) -> Arc<Self> {
+        Arc::new(Self {
+            entries: DashMap::new(),
+            by_owner: DashMap::new(),
+            tombstones: DashMap::new(),
+            owner_of,
+            synced: Synced::new(what),
+        })
+    }
+
+    /// Waits until every watch delivered its first list.
+    pub async fn wait_synced(&self, limit: Duration) -> Result<(), NotSynced> {
+        self.synced.wait(limit).await
+    }
+
+    /// The owner's children, except those this operator just deleted.
+    pub fn children_of(&self, owner: &KindKey) -> Vec<Arc<C>> {
+        let Some(names) = self.by_owner.get(owner) else {
+            return Vec::new();
+        };
+        names
+            .iter()
+            .filter_map(|name| {
+                let key = ObjectKey::new(owner.namespace.as_str(), name.as_str());
+                self.visible(&key)
+            })
+            .collect()
+    }
+
+    /// One child by key (whatever its owner), unless this operator just deleted it.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<C>> {
+        self.visible(key)
+    }
+
+    fn visible(&self, key: &ObjectKey) -> Option<Arc<C>> {
+        let object = self.entries.get(key)?.object.clone();
+        let hidden = !self.tombstones.is_empty()
+            && self
+                .tombstones
+                .get(key)
+                .is_some_and(|uid| *uid == object.uid());
+        (!hidden).then_some(object)
+    }
+
+    /// Hides a child this operator deleted until the watch reports it gone. A new object under
+    /// the same name (another uid) is visible again.
+    pub fn deleted(&self, key: &ObjectKey, uid: Option<String>) {
+        self.tombstones.insert(key.clone(), uid);
+    }
+
+    /// Starts one watch per watched namespace (or one for all), selected by `config`; yields
+    /// the owners to wake.
+    pub fn watch(
+        self: &Arc<Self>,
+        client: &Client,
+        scope: &WatchScope,
+        config: watcher::Config,
+    ) -> Vec<Wakeups> {
+        let namespaces = scope.namespaces();
+        self.synced.expect(namespaces.len());
+        scope
+            .apis::<C>(client)
+            .into_iter()
+            .zip(namespaces)
+            .map(|(api, namespace)| self.clone().stream(api, namespace, config.clone()))
+            .collect()
+    }
+
+    fn stream(
+        self: Arc<Self>,
+        api: Api<C>,
+        namespace: Option<String>,
+        config: watcher::Config,
+    ) -> Wakeups {
+        let mut relist = Relist::default();
+        let mut first = true;
+        watch_events(api, config)
+            .flat_map(move |event| {
+                let done = matches!(event, watcher::Event::InitDone);
+                let owners = self.apply(event, namespace.as_deref(), &mut relist);
+                if done && std::mem::take(&mut first) {
+                    self.synced.one_done();
+                }
+                futures::stream::iter(owners)
+            })
+            .boxed()
+    }
+
+    /// Applies one watch event of the watch covering `namespace` (`None`: all); returns the
+    /// owners to wake.
+    pub fn apply(
+        &self,
+        event: watcher::Event<C>,
+        namespace: Option<&str>,
+        relist: &mut Relist<ObjectKey>,
+    ) -> Vec<KindKey> {
+        match event {
+            watcher::Event::Init => {
+                relist.start();
+                Vec::new()
+            }
+            watcher::Event::InitApply(child) => {
+                if let Some(key) = ObjectKey::of(&child) {
+                    relist.listed(key);
+                }
+                self.upsert(child)
+            }
+            watcher::Event::InitDone => {
+                let known: Vec<ObjectKey> = self
+                    .entries
+                    .iter()
+                    .filter(|e| namespace.is_none_or(|ns| e.key().namespace == ns))
+                    .map(|e| e.key().clone())
+                    .collect();
+                let mut woken: HashSet<KindKey> = HashSet::new();
+                for key in relist.finish(&known) {
+                    woken.extend(self.remove(&key));
+                }
+                woken.into_iter().collect()
+            }
+            watcher::Event::Apply(child) => self.upsert(child),
+            watcher::Event::Delete(child) => match ObjectKey::of(&child) {
+                Some(key) => self.remove(&key).into_iter().collect(),
+                None => Vec::new(),
+            },
+        }
+    }
+
+    fn upsert(&self, child: C) -> Vec<KindKey> {
+        let Some(key) = ObjectKey::of(&child) else {
+            return Vec::new();
+        };
+        let owner = (self.owner_of)(&child);
+        let version = child.resource_version();
+        // Another object under a deleted child's name is not the one deleted.
+        let uid = child.uid();
+        self.tombstones
+            .remove_if(&key, |_, deleted| *deleted != uid);
+        let previous = self.entries.insert(
+            key.clone(),
+            Entry {
+                object: Arc::new(child),
+                owner: owner.clone(),
+            },
+        );
+        let mut woken = Vec::new();
+        let old_owner = previous.as_ref().and_then(|p| p.owner.clone());
+        if old_owner != owner
+            && let Some(old) = &old_owner
+        {
+            self.unindex(old, &key.name);
+            woken.push(old.clone());
+        }
+        // A relist repeats unchanged children: their owners need not wake.
+        let unchanged = previous.is_some_and(|p| {
+            old_owner == owner && version.is_some() && p.object.resource_version() == version
+        });
+        if let Some(owner) = owner {
+            self.by_owner
+                .entry(owner.clone())
+                .or_default()
+                .insert(key.name);
+            if !unchanged {
+                woken.push(owner);
+            }
+        }
+        woken
+    }
+
+    fn remove(&self, key: &ObjectKey) -> Option<KindKey> {
+        self.tombstones.remove(key);
+        let (_, entry) = self.entries.remove(key)?;
+        let owner = entry.owner?;
+        self.unindex(&owner, &key.name);
+        Some(owner)
+    }
+
+    fn unindex(&self, owner: &KindKey, name: &str) {
+        let empty = self.by_owner.get_mut(owner).is_some_and(|mut names| {
+            names.remove(name);
+            names.is_empty()
+        });
+        if empty {
+            self.by_owner.remove_if(owner, |_, names| names.is_empty());
+        }
+    }
+
+    /// Children cached and owners indexed (tests, benchmarks).
+    pub fn counts(&self) -> (usize, usize) {
+        (self.entries.len(), self.by_owner.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+
+    const LABEL: &str = "example.dev/owner";
+
+    fn rb(name: &str, owner: &str, uid: &str, rv: &str) -> RoleBinding {
+        RoleBinding {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                uid: Some(uid.into()),
+                resource_version: Some(rv.into()),
+                labels: Some([(LABEL.to_string(), owner.to_string())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn owner(name: &str) -> KindKey {
+        KindKey::new("Owner", "ns", name)
+    }
+
+    fn store() -> Arc<ChildStore<RoleBinding>> {
+        ChildStore::new("RoleBindings", owner_label("Owner", LABEL))
+    }
+
+    fn names(store: &ChildStore<RoleBinding>, of: &str) -> Vec<String> {
+        let mut names: Vec<String> = store
+            .children_of(&owner(of))
+            .iter()
+            .map(|c| c.name_any())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn children_are_indexed_by_owner_and_follow_it() {
+        let store = store();
+        let mut relist = Relist::default();
+        let woken = store.apply(
+            watcher::Event::Apply(rb("x", "a", "u1", "1")),
+            Some("ns"),
+            &mut relist,
+        );
+        assert_eq!(woken, vec![owner("a")]);
+        assert_eq!(names(&store, "a"), vec!["x"]);
+        // Moved to another owner: both wake, the index follows.
+        let woken = store.apply(
+            watcher::Event::Apply(rb("x", "b", "u1", "2")),
+            Some("ns"),
+            &mut relist,
+        );
+        assert_eq!(woken, vec![owner("a"), owner("b")]);
+        assert!(names(&store, "a").is_empty());
+        assert_eq!(names(&store, "b"), vec!["x"]);
+        let woken = store.apply(
+            watcher::Event::Delete(rb("x", "b", "u1", "2")),
+            Some("ns"),
+            &mut relist,
+        );
+        assert_eq!(woken, vec![owner("b")]);
+        assert_eq!(store.counts(), (0, 0));
+    }
+
+    #[test]
+    fn the_relist_diff_drops_what_vanished_and_wakes_only_changes() {
+        let store = store();
+        let mut relist = Relist::default();
+        for (name, who) in [("one", "a"), ("two", "b"), ("three", "c")] {
+            store.apply(
+                watcher::Event::Apply(rb(name, who, name, "1")),
+                Some("ns"),
+                &mut relist,
+            );
+        }
+        store.apply(watcher::Event::Init, Some("ns"), &mut relist);
+        let unchanged = store.apply(
+            watcher::Event::InitApply(rb("one", "a", "one", "1")),
+            Some("ns"),
+            &mut relist,
+        );
+        assert!(unchanged.is_empty(), "an unchanged child wakes nobody");
+        let changed = store.apply(
+            watcher::Event::InitApply(rb("two", "b", "two", "5")),
+            Some("ns"),
+            &mut relist,
+        );
+        assert_eq!(changed, vec![owner("b")]);
+        let gone = store.apply(watcher::Event::InitDone, Some("ns"), &mut relist);
+        assert_eq!(gone, vec![owner("c")], "deleted while disconnected");
+        assert!(names(&store, "c").is_empty());
+    }
+
+    #[test]
+    fn a_relist_of_one_namespace_keeps_the_others() {
+        let store = store();
+        let mut relist = Relist::default();
+        let mut other = rb("elsewhere", "a", "u", "1");
+        other.metadata.namespace = Some("other".into());
+        store.apply(watcher::Event::Apply(other), Some("other"), &mut relist);
+        store.apply(watcher::Event::Init, Some("ns"), &mut relist);
+        assert!(
+            store
+                .apply(watcher::Event::InitDone, Some("ns"), &mut relist)
+                .is_empty()
+        );
+        assert_eq!(store.counts().0, 1);
+    }
+
+    #[test]
+    fn a_child_we_deleted_is_hidden_until_the_watch_reports_it() {
+        let store = store();
+        let mut relist = Relist::default();
+        store.apply(
+            watcher::Event::Apply(rb("x", "a", "u1", "1")),
+            Some("ns"),
+            &mut relist,
+        );
+        store.deleted(&ObjectKey::new("ns", "x"), Some("u1".into()));
+        assert!(names(&store, "a").is_empty(), "not judged twice");
+        // A late update of the same object keeps it hidden.
+        store.apply(
+            watcher::Event::Apply(rb("x", "a", "u1", "2")),
+            Some("ns"),
+            &mut relist,
+        );
+        assert!(names(&store, "a").is_empty());
+        let woken = store.apply(
+            watcher::Event::Delete(rb("x", "a", "u1", "2")),
+            Some("ns"),
+            &mut relist,
+        );
+        assert_eq!(woken, vec![owner("a")], "the owner still wakes");
+        // Recreated under the same name (another uid): visible.
+        store.deleted(&ObjectKey::new("ns", "x"), Some("u1".into()));
+        store.apply(
+            watcher::Event::Apply(rb("x", "a", "u2", "3")),
+            Some("ns"),
+            &mut relist,
+        );
+        assert_eq!(names(&store, "a"), vec!["x"]);
+    }
+
+    #[test]
+    fn a_store_can_keep_metadata_only() {
+        use k8s_openapi::api::core::v1::Secret;
+        use kube::core::{PartialObjectMeta, PartialObjectMetaExt};
+        let store: Arc<ChildStore<PartialObjectMeta<Secret>>> =
+            ChildStore::new("Secrets", owner_label("Owner", LABEL));
+        let meta = ObjectMeta {
+            name: Some("tls".into()),
+            namespace: Some("ns".into()),
+            labels: Some([(LABEL.to_string(), "a".to_string())].into()),
+            ..Default::default()
+        }
+        .into_response_partial::<Secret>();
+        let mut relist = Relist::default();
+        let woken = store.apply(watcher::Event::Apply(meta), Some("ns"), &mut relist);
+        assert_eq!(woken, vec![owner("a")]);
+        assert_eq!(store.children_of(&owner("a")).len(), 1);
+    }
+
+    #[test]
+    fn controller_owner_reads_our_group_only() {
+        let owned = |api_version: &str, controller: bool| RoleBinding {
+            metadata: ObjectMeta {
+                name: Some("x".into()),
+                namespace: Some("ns".into()),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: api_version.into(),
+                    kind: "PgAdmin".into(),
+                    name: "web".into(),
+                    uid: "u".into(),
+                    controller: Some(controller),
+                    block_owner_deletion: None,
+                }]),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let of = controller_owner::<RoleBinding>(crate::api::GROUP);
+        assert_eq!(
+            of(&owned("pgtoolbox.fyannk.dev/v1alpha1", true)),
+            Some(KindKey::new("PgAdmin", "ns", "web"))
+        );
+        assert_eq!(of(&owned("pgtoolbox.fyannk.dev/v1alpha1", false)), None);
+        assert_eq!(of(&owned("apps/v1", true)), None);
+    }
+}

@@ -1,0 +1,10 @@
+//! What the supervisors and the actors both use: the backoff policy, the operator settings and
+//! the runtime metrics. (Watch streams are in `k8s`, the caches in `children`.)
+
+mod backoff;
+mod metrics;
+mod settings;
+
+pub use backoff::BackoffPolicy;
+pub use metrics::{PassResult, RuntimeMetrics};
+pub use settings::{DefaultImages, OperatorSettings};

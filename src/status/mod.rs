@@ -1,0 +1,6 @@
+//! The status writer every kind uses: derive through the conditions engine, write only what
+//! changed, keep read-your-writes, record Events after the write.
+
+mod writer;
+
+pub use writer::{Extras, StatusError, StatusWriter, Target, Written};

@@ -1,0 +1,227 @@
+//! The child applier against the embedded API server: create, no write when the cache already
+//! matches, server-side apply on a difference, deletion of what is no longer desired, a foreign
+//! object under a desired name left byte-identical, a refusal returned as data.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::runtime::watcher;
+use pgtoolbox_operator::children::{
+    Applier, ChildOwner, ChildStore, ChildVerdict, Desired, MANAGED_BY, MANAGED_BY_LABEL, OwnerOf,
+};
+use pgtoolbox_operator::k8s::{WatchScope, WriteBudget};
+use pgtoolbox_operator::messages::{KindKey, ObjectKey};
+
+const NS: &str = "apps";
+
+fn config_map(name: &str, value: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        data: Some([("key".to_string(), value.to_string())].into()),
+        ..Default::default()
+    }
+}
+
+fn desired(name: &str, value: &str) -> Desired<ConfigMap> {
+    Desired {
+        component: "settings",
+        object: config_map(name, value),
+    }
+}
+
+/// Any controller reference names the owner (the test's owner is a ConfigMap).
+fn any_controller() -> OwnerOf<ConfigMap> {
+    Arc::new(|child: &ConfigMap| {
+        let owner = child
+            .owner_references()
+            .iter()
+            .find(|r| r.controller == Some(true))?;
+        Some(KindKey::new(&owner.kind, &child.namespace()?, &owner.name))
+    })
+}
+
+async fn until(what: &str, check: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test]
+async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_touches_a_foreign_object()
+ {
+    let (sim, client) = super::sim_support::start().await;
+    super::sim_support::namespace(&client, NS).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let owner_object = api
+        .create(&PostParams::default(), &config_map("web", "owner"))
+        .await
+        .unwrap();
+    let foreign = api
+        .create(&PostParams::default(), &config_map("web-taken", "theirs"))
+        .await
+        .unwrap();
+    let foreign_before = serde_json::to_string(&foreign).unwrap();
+
+    let store = ChildStore::new("ConfigMaps", any_controller());
+    let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"));
+    let watches = store.watch(&client, &WatchScope::Namespaces(vec![NS.into()]), config);
+    let woken = Arc::new(std::sync::Mutex::new(Vec::<KindKey>::new()));
+    let sink = woken.clone();
+    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(watches);
+        while let Some(owner) = all.next().await {
+            sink.lock().unwrap().push(owner);
+        }
+    }));
+
+    let owner = ChildOwner::of(&owner_object).expect("owner has a uid");
+    let writes = WriteBudget::new(4);
+    let applier = Applier {
+        client: &client,
+        writes: &writes,
+    };
+
+    // First apply: one created, one name taken by an object we do not control.
+    let report = applier
+        .apply(
+            &store,
+            &owner,
+            vec![desired("web-settings", "1"), desired("web-taken", "ours")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        report.verdicts,
+        vec![
+            ChildVerdict::Applied {
+                name: "web-settings".into()
+            },
+            ChildVerdict::NotOwned {
+                kind: "ConfigMap".into(),
+                name: "web-taken".into()
+            },
+        ]
+    );
+    let after = serde_json::to_string(&api.get("web-taken").await.unwrap()).unwrap();
+    assert_eq!(
+        foreign_before, after,
+        "the foreign object is byte-identical"
+    );
+    let created = api.get("web-settings").await.unwrap();
+    let labels = created.labels();
+    assert_eq!(
+        labels.get(MANAGED_BY_LABEL).map(String::as_str),
+        Some(MANAGED_BY)
+    );
+    assert_eq!(
+        labels.get("app.kubernetes.io/instance").map(String::as_str),
+        Some("web")
+    );
+    assert_eq!(
+        labels
+            .get("app.kubernetes.io/component")
+            .map(String::as_str),
+        Some("settings")
+    );
+    assert_eq!(created.owner_references()[0].uid, owner.reference.uid);
+    until("the store to see the child", || {
+        store.get(&ObjectKey::new(NS, "web-settings")).is_some()
+    })
+    .await;
+    assert!(
+        woken.lock().unwrap().contains(&owner.key),
+        "the owner was woken"
+    );
+
+    // Unchanged: no request at all.
+    sim.admin().reset_stats();
+    let report = applier
+        .apply(&store, &owner, vec![desired("web-settings", "1")])
+        .await
+        .unwrap();
+    assert!(report.converged(), "{report:?}");
+    assert_eq!(sim.stats().total, 0, "{:#?}", sim.stats().by_verb_resource);
+
+    // Different: one server-side apply.
+    let report = applier
+        .apply(&store, &owner, vec![desired("web-settings", "2")])
+        .await
+        .unwrap();
+    assert_eq!(
+        report.verdicts,
+        vec![ChildVerdict::Applied {
+            name: "web-settings".into()
+        }]
+    );
+    assert_eq!(sim.stats().by_verb.get("patch"), Some(&1));
+    let applied = api.get("web-settings").await.unwrap();
+    assert_eq!(
+        applied.data.unwrap().get("key").map(String::as_str),
+        Some("2")
+    );
+    until("the store to see the new version", || {
+        store
+            .get(&ObjectKey::new(NS, "web-settings"))
+            .and_then(|c| c.data.clone())
+            .is_some_and(|d| d.get("key").map(String::as_str) == Some("2"))
+    })
+    .await;
+
+    // A key dropped from the desired object goes: every field is the one apply manager's.
+    let mut renamed = config_map("web-settings", "3");
+    renamed.data = Some([("other".to_string(), "3".to_string())].into());
+    applier
+        .apply(
+            &store,
+            &owner,
+            vec![Desired {
+                component: "settings",
+                object: renamed,
+            }],
+        )
+        .await
+        .unwrap();
+    let data = api.get("web-settings").await.unwrap().data.unwrap();
+    assert_eq!(data.keys().collect::<Vec<_>>(), vec!["other"], "{data:?}");
+    until("the store to see the rename", || {
+        store
+            .get(&ObjectKey::new(NS, "web-settings"))
+            .and_then(|c| c.data.clone())
+            .is_some_and(|d| d.contains_key("other"))
+    })
+    .await;
+
+    // No longer desired: deleted (pinned), and hidden from the next pass at once.
+    let report = applier.apply(&store, &owner, vec![]).await.unwrap();
+    assert_eq!(report.deleted, vec!["web-settings".to_string()]);
+    assert!(store.children_of(&owner.key).is_empty());
+    assert!(api.get_opt("web-settings").await.unwrap().is_none());
+    assert!(
+        api.get_opt("web-taken").await.unwrap().is_some(),
+        "never ours to delete"
+    );
+
+    // Refused by the server: returned as data.
+    let report = applier
+        .apply(&store, &owner, vec![desired("Not_A_Valid_Name", "1")])
+        .await
+        .unwrap();
+    match &report.verdicts[..] {
+        [ChildVerdict::Refused { code, message, .. }] => {
+            assert_eq!(*code, 422, "{message}");
+            assert!(!message.is_empty());
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}

@@ -1,0 +1,124 @@
+//! A pass over a converged PgAccessRequest reads only caches and writes nothing: zero API
+//! requests, counted by the embedded server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{ObjectMeta, PostParams};
+use pgtoolbox_operator::actors::access_request::{AccessCaches, AccessRequestReconciler};
+use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler, Shared};
+use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
+use pgtoolbox_operator::messages::ObjectKey;
+use serde_json::json;
+
+use super::pgar_support::{self as support, NS, state};
+
+#[tokio::test]
+async fn a_pass_over_a_converged_request_makes_no_api_request() {
+    let env = support::start_without_operator().await;
+    super::sim_support::cnpg_clusters(&env.client, NS)
+        .create(
+            &PostParams::default(),
+            &super::sim_support::cluster("orders", json!({"instances": 1})),
+        )
+        .await
+        .unwrap();
+    let mut obj = env.request("placeholder", 3600).await;
+    obj.metadata = ObjectMeta {
+        name: Some("steady".into()),
+        namespace: Some(NS.into()),
+        ..ObjectMeta::default()
+    };
+    obj.spec.cluster = Some("orders".into());
+    obj.status = None;
+    env.requests()
+        .create(&PostParams::default(), &obj)
+        .await
+        .unwrap();
+    env.approve("steady", "bob").await;
+
+    // The kind's caches and reconciler, driven pass by pass.
+    let caches = AccessCaches::new();
+    let scope = WatchScope::Namespaces(vec![NS.into()]);
+    let mut wakeups = (caches.binding_watch())(&env.client, &scope);
+    wakeups.extend((caches.cluster_watch())(&env.client, &scope));
+    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(wakeups);
+        while all.next().await.is_some() {}
+    }));
+    let reconciler = AccessRequestReconciler::new(caches, EventSink::new(env.client.clone()));
+    let pass_env = Arc::new(PassEnv {
+        client: env.client.clone(),
+        writes: WriteBudget::new(4),
+        shared: Arc::new(Shared::new(env.settings.clone())),
+    });
+    let cx = ObjectContext::new(ObjectKey::new(NS, "steady"), pass_env, 0);
+    let pass_requests = || async {
+        let current = env.requests().get("steady").await.unwrap();
+        env.sim.admin().reset_stats();
+        reconciler.reconcile(Arc::new(current), &cx).await.unwrap();
+        env.sim.stats()
+    };
+
+    // Converge: the first passes write the status and adopt the RoleBinding; a pass that finds
+    // nothing to do makes no request.
+    let mut converged = false;
+    for _ in 0..50 {
+        if pass_requests().await.total == 0 {
+            converged = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(converged, "never converged");
+    let granted = env.requests().get("steady").await.unwrap();
+    assert_eq!(state(&granted, "RoleBindingSynced").1, "AccessGranted");
+    assert_eq!(state(&granted, "Ready").0, "True");
+    let binding = env.bindings().get("pgar-steady").await.unwrap();
+    assert!(
+        binding
+            .metadata
+            .owner_references
+            .is_some_and(|o| !o.is_empty()),
+        "adopted"
+    );
+    for _ in 0..3 {
+        let stats = pass_requests().await;
+        assert_eq!(stats.total, 0, "{:#?}", stats.by_verb_resource);
+    }
+}
+
+#[tokio::test]
+async fn the_status_writer_writes_only_what_changed() {
+    use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
+    use pgtoolbox_operator::status::{Extras, StatusWriter, Target};
+
+    let env = support::start_without_operator().await;
+    env.request("quiet", 3600).await;
+    let writer = StatusWriter::<PgAccessRequest>::new(EventSink::new(env.client.clone()));
+    let key = ObjectKey::new(NS, "quiet");
+    let writes = WriteBudget::new(1);
+    let target = Target {
+        client: &env.client,
+        writes: &writes,
+        key: &key,
+    };
+    let first = env.requests().get("quiet").await.unwrap();
+    let facts = first.pass_facts();
+    let written = writer
+        .write(&first, &facts, Extras::default(), target)
+        .await
+        .unwrap();
+    assert!(written.wrote, "first touch writes the conditions");
+    assert!(!written.stalled);
+    // The same facts over the object as written: nothing to write, no request.
+    let fresh = writer.freshest(&key, Arc::new(first));
+    env.sim.admin().reset_stats();
+    let again = writer
+        .write(&fresh, &fresh.pass_facts(), Extras::default(), target)
+        .await
+        .unwrap();
+    assert!(!again.wrote);
+    assert_eq!(env.sim.stats().total, 0);
+}
