@@ -1,0 +1,3 @@
+//! Simulated cluster components (temporary module list until the skeleton lands).
+
+pub mod pki;
