@@ -110,6 +110,8 @@ pub struct Server {
     pub faults: Arc<Faults>,
     pub stats: StatsCell,
     pub config: SimConfig,
+    /// Faults the simulated components act out (`/_sim/workloads/faults`).
+    pub workload_faults: crate::cluster::WorkloadFaults,
     /// `host:port` the server listens on, for discovery answers.
     pub address: String,
 }
@@ -123,6 +125,7 @@ impl Server {
             registry: RwLock::new(Registry::with_builtins()),
             faults: Arc::new(Faults::new(&config)),
             stats: StatsCell::default(),
+            workload_faults: Default::default(),
             config,
             address,
         }

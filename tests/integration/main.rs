@@ -23,4 +23,5 @@ mod sim_faults;
 mod sim_kubectl;
 mod sim_support;
 mod sim_watch;
+mod sim_workload_faults;
 mod status_write;
