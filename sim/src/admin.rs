@@ -18,6 +18,7 @@
 //! | GET  /_sim/workloads/faults  | —  (workload fault rules)                     |
 //! | POST /_sim/workloads/faults  | `{"namespace": "a", "selector": "app=web", "fault": "ImagePullBackOff"}` |
 //! | DELETE /_sim/workloads/faults | optional rule body: remove it; none: remove all |
+//! | POST /_sim/cnpg/switchover   | `{"namespace": "a", "cluster": "db"}` (answers `targetPrimary`) |
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -128,6 +129,14 @@ async fn run(server: Arc<Server>, req: Request<Body>) -> Result<Value, ApiError>
         (&Method::POST, "/_sim/watches/drop") => {
             admin.drop_watches();
             Ok(ok)
+        }
+        (&Method::POST, "/_sim/cnpg/switchover") => {
+            let target = crate::cluster::cnpg::switchover::request(
+                &server,
+                text(&body, "namespace")?,
+                text(&body, "cluster")?,
+            )?;
+            Ok(json!({"ok": true, "targetPrimary": target}))
         }
         (&Method::GET, "/_sim/workloads/faults") => serde_json::to_value(admin.workload_faults())
             .map_err(|e| ApiError::internal(e.to_string())),

@@ -311,6 +311,13 @@ impl Admin {
         self.server.workload_faults.clear(rule)
     }
 
+    /// Ask the simulated CloudNativePG for a switchover of `namespace/cluster` (as
+    /// `kubectl cnpg promote` does); answers the instance that becomes primary.
+    pub fn cnpg_switchover(&self, namespace: &str, cluster: &str) -> Result<String, String> {
+        crate::cluster::cnpg::switchover::request(&self.server, namespace, cluster)
+            .map_err(|e| e.message)
+    }
+
     /// End every open watch stream (clients see the stream close and must re-watch).
     pub fn drop_watches(&self) {
         self.faults().drop_watches.send_modify(|n| *n += 1);

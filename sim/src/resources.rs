@@ -212,6 +212,15 @@ const BUILTINS: &[Builtin] = &[
         &["ing"],
     ),
     b(
+        "networking.k8s.io",
+        "v1",
+        "IngressClass",
+        "ingressclasses",
+        false,
+        false,
+        &[],
+    ),
+    b(
         "coordination.k8s.io",
         "v1",
         "Lease",

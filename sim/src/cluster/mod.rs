@@ -23,7 +23,9 @@
 //! A runner per component subscribes to the store's change stream, batches and de-duplicates
 //! keys, and resyncs (every primary object) when it falls behind or the workload faults change.
 
+pub mod cnpg;
 pub mod faults;
+pub mod net;
 pub mod pki;
 mod tx;
 
@@ -240,7 +242,10 @@ impl Ctx {
 
 /// Every component, in start order.
 pub fn components() -> Vec<Arc<dyn Component>> {
-    Vec::new()
+    let mut all: Vec<Arc<dyn Component>> = Vec::new();
+    all.extend(net::components());
+    all.extend(cnpg::components());
+    all
 }
 
 /// The running simulation: its context and components.

@@ -141,6 +141,14 @@ pub fn not_after(cert_pem: &str) -> Result<jiff::Timestamp, PkiError> {
         .map_err(|e| PkiError::Time(e.to_string()))
 }
 
+/// The subject common name of the first certificate of a PEM text.
+pub fn subject_common_name(cert_pem: &str) -> Option<String> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).ok()?;
+    let cert = pem.parse_x509().ok()?;
+    let cn = cert.subject().iter_common_name().next()?;
+    cn.as_str().ok().map(str::to_string)
+}
+
 /// Go's `time.Time.String()` of a UTC time, as CNPG writes certificate expirations
 /// (`2026-03-01 12:00:00 +0000 UTC`).
 pub fn go_time_string(ts: jiff::Timestamp) -> String {
