@@ -112,6 +112,8 @@ pub struct Server {
     pub config: SimConfig,
     /// Faults the simulated components act out (`/_sim/workloads/faults`).
     pub workload_faults: crate::cluster::WorkloadFaults,
+    /// The simulated cluster, when controllers run (admission and graceful Pod deletion use it).
+    pub cluster: std::sync::OnceLock<Arc<crate::cluster::Ctx>>,
     /// `host:port` the server listens on, for discovery answers.
     pub address: String,
 }
@@ -126,6 +128,7 @@ impl Server {
             faults: Arc::new(Faults::new(&config)),
             stats: StatsCell::default(),
             workload_faults: Default::default(),
+            cluster: std::sync::OnceLock::new(),
             config,
             address,
         }

@@ -23,11 +23,17 @@
 //! A runner per component subscribes to the store's change stream, batches and de-duplicates
 //! keys, and resyncs (every primary object) when it falls behind or the workload faults change.
 
+pub mod admission;
 pub mod cnpg;
 pub mod faults;
+mod kubelet;
 pub mod net;
+mod nodes;
 pub mod pki;
+pub mod quota;
+mod scheduler;
 mod tx;
+pub mod util;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
@@ -207,6 +213,7 @@ pub struct Ctx {
     rng: Mutex<StdRng>,
     /// Recorded Events by (involved uid, type, reason, message), so a repeat bumps `count`.
     pub(crate) events: Mutex<HashMap<tx::EventKey, ObjKey>>,
+    pub(crate) admission: admission::State,
 }
 
 impl Ctx {
@@ -217,6 +224,7 @@ impl Ctx {
             clock: Clock,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             events: Mutex::new(HashMap::new()),
+            admission: admission::State::default(),
         }
     }
 
@@ -242,10 +250,20 @@ impl Ctx {
 
 /// Every component, in start order.
 pub fn components() -> Vec<Arc<dyn Component>> {
-    let mut all: Vec<Arc<dyn Component>> = Vec::new();
+    let mut all = core_components();
     all.extend(net::components());
     all.extend(cnpg::components());
     all
+}
+
+/// Nodes, scheduler, kubelet, workload controllers, quota, services, storage.
+fn core_components() -> Vec<Arc<dyn Component>> {
+    vec![
+        Arc::new(nodes::Nodes),
+        Arc::new(scheduler::Scheduler::default()),
+        Arc::new(kubelet::Kubelet::default()),
+        Arc::new(quota::QuotaController),
+    ]
 }
 
 /// The running simulation: its context and components.
@@ -257,7 +275,9 @@ pub struct Cluster {
 impl Cluster {
     /// Build the components and run their `setup` (before the server answers requests).
     pub fn setup(server: Arc<Server>) -> Result<Self, ApiError> {
-        let ctx = Arc::new(Ctx::new(server));
+        let ctx = Arc::new(Ctx::new(server.clone()));
+        // Admission and graceful deletion act from now on.
+        let _ = server.cluster.set(ctx.clone());
         let components = components();
         for c in &components {
             c.setup(&ctx)?;

@@ -115,22 +115,25 @@ impl<'a> Tx<'a> {
         ops::update(&self.ctx.server, &mut self.l, &info, &ns, &name, obj, sub)
     }
 
-    /// Delete as a client would (finalizers, dependents).
+    /// Delete as a client would (finalizers, dependents; a Pod on a Node gracefully).
     pub fn delete(
         &mut self,
         kind: Kind,
         namespace: &str,
         name: &str,
     ) -> Result<Arc<Value>, ApiError> {
+        self.delete_with(kind, namespace, name, &DeleteOpts::default())
+    }
+
+    pub fn delete_with(
+        &mut self,
+        kind: Kind,
+        namespace: &str,
+        name: &str,
+        opts: &DeleteOpts,
+    ) -> Result<Arc<Value>, ApiError> {
         let info = self.info(kind)?;
-        ops::delete(
-            &self.ctx.server,
-            &mut self.l,
-            &info,
-            namespace,
-            name,
-            &DeleteOpts::default(),
-        )
+        ops::delete(&self.ctx.server, &mut self.l, &info, namespace, name, opts)
     }
 
     /// Record an Event about `regarding` as the component's event recorder would: a new core

@@ -18,6 +18,8 @@ pub struct DeleteOpts {
     pub resource_version: Option<String>,
     pub orphan: bool,
     pub foreground: bool,
+    /// `gracePeriodSeconds` (graceful Pod deletion with the simulated cluster).
+    pub grace_period: Option<i64>,
     /// `dryRun: ["All"]` in the body (kube sends delete dry runs there, not in the query).
     pub dry_run: bool,
 }
@@ -32,6 +34,7 @@ impl DeleteOpts {
             orphan: body.get("propagationPolicy").and_then(Value::as_str) == Some("Orphan")
                 || body.get("orphanDependents").and_then(Value::as_bool) == Some(true),
             foreground: body.get("propagationPolicy").and_then(Value::as_str) == Some("Foreground"),
+            grace_period: body.get("gracePeriodSeconds").and_then(Value::as_i64),
             dry_run: body
                 .get("dryRun")
                 .and_then(Value::as_array)
@@ -90,6 +93,11 @@ pub fn delete(
     }
     if info.group.is_empty() && info.plural == "namespaces" {
         return Ok(delete_namespace(server, l, &res, &key, old));
+    }
+    if let Some(marked) =
+        crate::cluster::admission::graceful_pod_delete(server, l, info, &res, &key, &old, opts)
+    {
+        return Ok(marked);
     }
     if opts.foreground && !l.dependents_of(&uid).is_empty() {
         return Ok(delete_foreground(server, l, &res, &key, old, &uid));
