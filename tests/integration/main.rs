@@ -23,6 +23,8 @@ mod sim_cluster_support;
 mod sim_crud;
 mod sim_faults;
 mod sim_kubectl;
+mod sim_net;
+mod sim_net_support;
 mod sim_support;
 mod sim_watch;
 mod sim_workload_faults;
