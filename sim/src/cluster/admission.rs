@@ -2,6 +2,7 @@
 //! deleted (its admission plugins and registry strategies), active only with controllers on:
 //! - Services get a `clusterIP` from `10.96.0.0/12` (the service IP allocator);
 //! - PersistentVolumeClaims without a class get the default StorageClass (DefaultStorageClass);
+//! - Routes without a host get `<name>-<namespace>.<router domain>` (OpenShift's host allocator);
 //! - Jobs get their generated selector and labels (`batch.kubernetes.io/controller-uid`, ...);
 //! - ResourceQuota refuses what would exceed a quota of the namespace (403 `exceeded quota`);
 //! - deleting a Pod that runs on a Node is graceful: `deletionTimestamp` now + grace, the kubelet
@@ -47,6 +48,7 @@ pub fn admit_create(
         ("", "services") => allocate_cluster_ip(ctx, body),
         ("", "persistentvolumeclaims") => default_storage_class(l, body),
         ("batch", "jobs") => job_selector(body),
+        ("route.openshift.io", "routes") => super::net::router::allocate_host(namespace, body),
         _ => {}
     }
     if info.namespaced {

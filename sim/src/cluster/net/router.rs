@@ -24,6 +24,23 @@ pub fn generated_host(name: &str, namespace: &str) -> String {
     format!("{name}-{namespace}.{ROUTER_DOMAIN}")
 }
 
+/// OpenShift's route host allocation at create: a Route without `spec.host` gets the generated
+/// one (and the annotation saying so) before it is stored.
+pub fn allocate_host(namespace: &str, body: &mut Value) {
+    if !host_of(body).is_empty() {
+        return;
+    }
+    let name = s(body, "/metadata/name").to_string();
+    if !body["spec"].is_object() {
+        body["spec"] = json!({});
+    }
+    body["spec"]["host"] = json!(generated_host(&name, namespace));
+    if !body["metadata"]["annotations"].is_object() {
+        body["metadata"]["annotations"] = json!({});
+    }
+    body["metadata"]["annotations"][HOST_GENERATED] = json!("true");
+}
+
 /// What the router makes of a Route.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
@@ -186,10 +203,10 @@ impl Component for OpenShiftRouter {
         if route.pointer("/metadata/deletionTimestamp").is_some() {
             return Ok(Next::Done);
         }
+        // A host cleared by an update is allocated again, as the route strategy does.
         let route = if host_of(&route).is_empty() {
             let mut next = (*route).clone();
-            next["spec"]["host"] = json!(generated_host(&key.1, &key.0));
-            next["metadata"]["annotations"][HOST_GENERATED] = json!("true");
+            allocate_host(&key.0, &mut next);
             tx.update(ROUTES, next)?
         } else {
             route
@@ -312,5 +329,17 @@ mod tests {
             "HostAlreadyClaimed"
         );
         assert_eq!(generated_host("web", "team-a"), "web-team-a.apps.sim.local");
+    }
+
+    #[test]
+    fn a_route_without_host_is_allocated_one_at_create() {
+        let mut r = json!({"metadata": {"name": "web"}, "spec": {"to": {"name": "web"}}});
+        allocate_host("team-a", &mut r);
+        assert_eq!(r["spec"]["host"], "web-team-a.apps.sim.local");
+        assert_eq!(r["metadata"]["annotations"][HOST_GENERATED], "true");
+        let mut given = json!({"metadata": {"name": "web"}, "spec": {"host": "x.example"}});
+        allocate_host("team-a", &mut given);
+        assert_eq!(given["spec"]["host"], "x.example");
+        assert!(given["metadata"].get("annotations").is_none());
     }
 }
