@@ -410,6 +410,42 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
     let bundle = certificates(trust["data"]["service-ca.crt"].as_str().unwrap().as_bytes());
     assert_eq!(bundle, vec![chain[1].clone()], "the bundle is the signer");
 
+    // A deleted serving Secret is issued again; a name another Secret holds is an error.
+    secrets
+        .delete("console-tls", &DeleteParams::default())
+        .await
+        .unwrap();
+    let again = wait_for(&secrets, "console-tls", "secret issued again", |s| {
+        s["metadata"]["uid"] != tls["metadata"]["uid"]
+    })
+    .await;
+    assert_eq!(again["type"], "kubernetes.io/tls");
+    create(
+        &secrets,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "taken"}}),
+    )
+    .await;
+    create(
+        &svcs,
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "clash",
+        "annotations": {"service.beta.openshift.io/serving-cert-secret-name": "taken"}},
+        "spec": {"ports": [{"port": 443}]}}),
+    )
+    .await;
+    let clash = wait_for(&svcs, "clash", "generation error", |s| {
+        s.pointer("/metadata/annotations/service.beta.openshift.io~1serving-cert-generation-error")
+            .is_some()
+    })
+    .await;
+    let error =
+        clash["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-generation-error"]
+            .as_str()
+            .unwrap();
+    assert!(
+        error.starts_with("secret/taken references serviceUID"),
+        "{error}"
+    );
+
     // ServiceCAPaused: no Secret for a new Service until the fault is cleared.
     sim.admin()
         .add_workload_fault("default", "ca=paused", WorkloadFault::ServiceCaPaused)
