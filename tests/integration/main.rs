@@ -20,6 +20,7 @@ mod shared_router;
 mod shared_support;
 mod sim_cluster_pods;
 mod sim_cluster_support;
+mod sim_cluster_workloads;
 mod sim_crud;
 mod sim_faults;
 mod sim_kubectl;

@@ -24,11 +24,16 @@
 //! keys, and resyncs (every primary object) when it falls behind or the workload faults change.
 
 pub mod admission;
+mod deployment;
+mod endpoints;
 pub mod faults;
+mod job;
 mod kubelet;
 mod nodes;
 pub mod quota;
+mod replicaset;
 mod scheduler;
+mod storage;
 mod tx;
 pub mod util;
 
@@ -256,6 +261,11 @@ fn core_components() -> Vec<Arc<dyn Component>> {
         Arc::new(nodes::Nodes),
         Arc::new(scheduler::Scheduler::default()),
         Arc::new(kubelet::Kubelet::default()),
+        Arc::new(storage::Storage),
+        Arc::new(replicaset::ReplicaSets),
+        Arc::new(deployment::Deployments),
+        Arc::new(job::Jobs),
+        Arc::new(endpoints::Endpoints),
         Arc::new(quota::QuotaController),
     ]
 }
