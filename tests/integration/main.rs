@@ -18,6 +18,7 @@ mod shared_rbac;
 mod shared_refusals;
 mod shared_router;
 mod shared_support;
+mod sim_cluster_faults;
 mod sim_cluster_pods;
 mod sim_cluster_support;
 mod sim_cluster_workloads;

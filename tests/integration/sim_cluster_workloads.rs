@@ -14,7 +14,7 @@ use crate::sim_cluster_support::{cluster, json, pod_condition, until, until_even
 
 pub fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
     json(json!({
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": {"app": name}},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},

@@ -465,8 +465,8 @@ impl Component for Deployments {
                 &now,
                 &times(&now),
             );
-        } else if progressed || util::condition(&status, "Progressing").is_none() {
-            let reason = if util::condition(&status, "Progressing").is_none() {
+        } else if progressed || util::status_condition(&status, "Progressing").is_none() {
+            let reason = if util::status_condition(&status, "Progressing").is_none() {
                 "FoundNewReplicaSet"
             } else {
                 "ReplicaSetUpdated"
@@ -479,7 +479,7 @@ impl Component for Deployments {
             force_condition(&mut status, "Progressing", "True", reason, &msg, &now);
         }
         if !complete && deadline > 0 && !stuck_fault {
-            let since = util::condition(&status, "Progressing")
+            let since = util::status_condition(&status, "Progressing")
                 .and_then(|c| c.get("lastUpdateTime"))
                 .and_then(Value::as_str)
                 .map(|t| ctx.clock.since(t))
@@ -514,7 +514,7 @@ impl Component for Deployments {
 
 /// Progressing stopped moving for longer than the deadline.
 fn timed_out(ctx: &Ctx, status: &Value, deadline: i64) -> bool {
-    let Some(c) = util::condition(status, "Progressing") else {
+    let Some(c) = util::status_condition(status, "Progressing") else {
         return false;
     };
     if c.get("reason").and_then(Value::as_str) == Some("ProgressDeadlineExceeded") {
@@ -539,7 +539,7 @@ fn force_condition(
     msg: &str,
     now: &str,
 ) {
-    let keep = util::condition(status, kind)
+    let keep = util::status_condition(status, kind)
         .filter(|c| c.get("status").and_then(Value::as_str) == Some(state))
         .and_then(|c| c.get("lastTransitionTime").cloned());
     util::remove_condition(status, kind);
