@@ -45,7 +45,6 @@ where
 }
 
 /// Poll a list until `check` holds on it.
-#[allow(dead_code)]
 pub async fn until_list<K, F>(api: &Api<K>, lp: &ListParams, what: &str, check: F) -> Vec<K>
 where
     K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,

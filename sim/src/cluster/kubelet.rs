@@ -73,7 +73,8 @@ pub fn image_valid(image: &str) -> bool {
     static PATTERN: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
     let re = PATTERN.get_or_init(|| {
         regex::Regex::new(concat!(
-            r"^(?:(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?)/)?",
+            // A first component is a registry only with a dot, a port, or as `localhost`.
+            r"^(?:(?:localhost(?::[0-9]+)?|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+(?::[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+)/)?",
             r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*",
             r"(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
         ))

@@ -25,13 +25,18 @@
 
 pub mod admission;
 pub mod cnpg;
+mod deployment;
+mod endpoints;
 pub mod faults;
+mod job;
 mod kubelet;
 pub mod net;
 mod nodes;
 pub mod pki;
 pub mod quota;
+mod replicaset;
 mod scheduler;
+mod storage;
 mod tx;
 pub mod util;
 
@@ -262,6 +267,11 @@ fn core_components() -> Vec<Arc<dyn Component>> {
         Arc::new(nodes::Nodes),
         Arc::new(scheduler::Scheduler::default()),
         Arc::new(kubelet::Kubelet::default()),
+        Arc::new(storage::Storage),
+        Arc::new(replicaset::ReplicaSets),
+        Arc::new(deployment::Deployments),
+        Arc::new(job::Jobs),
+        Arc::new(endpoints::Endpoints),
         Arc::new(quota::QuotaController),
     ]
 }

@@ -71,6 +71,17 @@ impl<'a> Tx<'a> {
         self.l.get(&kind.res(), key)
     }
 
+    /// Objects of `kind` whose ownerReferences name `owner_uid`.
+    pub fn dependents(&self, owner_uid: &str, kind: Kind) -> Vec<Arc<Value>> {
+        let res = kind.res();
+        self.l
+            .dependents_of(owner_uid)
+            .into_iter()
+            .filter(|(r, _, _)| *r == res)
+            .map(|(_, _, o)| o)
+            .collect()
+    }
+
     /// Objects of `kind`, of one namespace or all.
     pub fn list(&self, kind: Kind, namespace: Option<&str>) -> Vec<Arc<Value>> {
         self.l.list(&kind.res(), namespace)

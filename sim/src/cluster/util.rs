@@ -221,6 +221,15 @@ pub fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
         .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
 }
 
+/// A condition inside a status object (`status.conditions`).
+pub fn status_condition<'a>(status: &'a Value, kind: &str) -> Option<&'a Value> {
+    status
+        .get("conditions")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
 pub fn condition_true(obj: &Value, kind: &str) -> bool {
     condition(obj, kind).and_then(|c| c.get("status")) == Some(&json!("True"))
 }
@@ -430,7 +439,7 @@ mod tests {
         assert_eq!(conds[1]["reason"], "C");
         set_condition(&mut status, "Available", "True", "D", "", "t3", &[]);
         assert_eq!(
-            condition(&status, "Available").unwrap()["lastTransitionTime"],
+            status_condition(&status, "Available").unwrap()["lastTransitionTime"],
             "t3"
         );
         assert!(condition_true(&json!({"status": status}), "Available"));
