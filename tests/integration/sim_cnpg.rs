@@ -268,8 +268,9 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
         "type": "rw", "pgbouncer": {"poolMode": "session"}}}),
     )
     .await;
+    // `instances` follows the Deployment the simulated controllers roll out.
     let p = wait_for(&poolers, "db-pooler", "pooler status", |p| {
-        p["status"]["phase"] == "active"
+        p["status"]["phase"] == "active" && p["status"]["instances"] == 2
     })
     .await;
     assert_eq!(p["status"]["secrets"]["serverCA"]["name"], "db-ca");
