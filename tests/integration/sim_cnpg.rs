@@ -162,12 +162,38 @@ async fn a_cluster_applied_with_kubectl_gets_its_ca_services_pods_and_healthy_st
     assert_eq!(p2["metadata"]["labels"]["cnpg.io/instanceRole"], "replica");
 
     let out = tokio::task::spawn_blocking(move || {
-        k.ok(&[
+        let out = k.ok(&[
             "wait",
             "--for=condition=Ready",
             "cluster/pg",
             "--timeout=10s",
-        ])
+        ]);
+        let events = k.ok(&[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=pg",
+            "-o",
+            "json",
+        ]);
+        let events: Value = serde_json::from_str(&events).expect("events json");
+        let mut messages: Vec<&str> = events["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["reason"] == "CreatingInstance")
+            .filter_map(|e| e["message"].as_str())
+            .collect();
+        messages.sort_unstable();
+        assert_eq!(
+            messages,
+            vec![
+                "Creating instance pg-2",
+                "Creating instance pg-3",
+                "Primary instance (initdb)",
+            ]
+        );
+        out
     })
     .await
     .unwrap();

@@ -15,7 +15,7 @@ use super::{CLUSTERS, MANAGER_NAME, cnpg_timestamp};
 use crate::cluster::net::conditions::{self, Cond};
 use crate::cluster::net::service_ca::secret_text;
 use crate::cluster::pki::{self, Ca, Pem, Subject, Usage};
-use crate::cluster::{Component, Ctx, Kind, Next, PODS, SECRETS, SERVICES, Tx};
+use crate::cluster::{Component, Ctx, EventKind, Kind, Next, PODS, SECRETS, SERVICES, Tx};
 use crate::error::ApiError;
 use crate::store::ObjKey;
 
@@ -225,6 +225,13 @@ impl ClusterController {
             if tx.get(PODS, &ns, &pod).is_none() {
                 let role = if pod == primary { PRIMARY } else { REPLICA };
                 tx.create(PODS, &ns, shapes::instance_pod(c, serial, role))?;
+                // The operator's Events for a new instance (bootstrap of the first, then replicas).
+                let message = if role == PRIMARY && c.pointer("/status/currentPrimary").is_none() {
+                    "Primary instance (initdb)".to_string()
+                } else {
+                    format!("Creating instance {pod}")
+                };
+                tx.event(c, EventKind::Normal, "CreatingInstance", &message, None)?;
             }
         }
         let mut pods = Vec::new();
