@@ -375,7 +375,28 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
         "{s}"
     );
     assert!(s["status"].get("observedGeneration").is_none());
+    create(
+        &roles,
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "DatabaseRole",
+        "metadata": {"name": "stuck-role", "labels": {"apply": "no"}},
+        "spec": {"cluster": {"name": "db"}, "name": "stuck_role", "login": true}}),
+    )
+    .await;
+    let r = wait_for(&roles, "stuck-role", "role marked failed", |r| {
+        r["status"]["applied"] == false
+    })
+    .await;
+    assert!(
+        r["status"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("role \"stuck_role\"")),
+        "{r}"
+    );
     sim.admin().clear_workload_faults(None);
+    wait_for(&roles, "stuck-role", "role applied after clearing", |r| {
+        r["status"]["applied"] == true
+    })
+    .await;
     let s = wait_for(&dbs, "stuck", "applied after clearing", |d| {
         d["status"]["applied"] == true
     })

@@ -458,6 +458,9 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
     };
     create(&svcs, served("paused", json!({"ca": "paused"}))).await;
     create(&svcs, served("zz-other", json!({}))).await;
+    create(&cms, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "paused-trust",
+        "labels": {"ca": "paused"}, "annotations": {"service.beta.openshift.io/inject-cabundle": "true"}}}))
+    .await;
     wait_for(
         &secrets,
         "zz-other-tls",
@@ -469,7 +472,26 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
         secrets.get_opt("paused-tls").await.unwrap().is_none(),
         "paused: no secret"
     );
+    create(
+        &cms,
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "zz-trust",
+        "annotations": {"service.beta.openshift.io/inject-cabundle": "true"}}}),
+    )
+    .await;
+    wait_for(&cms, "zz-trust", "an unpaused bundle", |c| {
+        c.pointer("/data/service-ca.crt").is_some()
+    })
+    .await;
+    let paused_cm = serde_json::to_value(cms.get("paused-trust").await.unwrap()).unwrap();
+    assert!(
+        paused_cm.pointer("/data/service-ca.crt").is_none(),
+        "paused: no bundle"
+    );
     sim.admin().clear_workload_faults(None);
+    wait_for(&cms, "paused-trust", "bundle after clearing", |c| {
+        c.pointer("/data/service-ca.crt").is_some()
+    })
+    .await;
     wait_for(&secrets, "paused-tls", "secret after clearing", |_| true).await;
     let text = tokio::task::spawn_blocking(move || {
         k.ok(&["get", "secret", "paused-tls", "-o", "jsonpath={.type}"])
