@@ -47,7 +47,7 @@ async fn a_cluster_applied_with_kubectl_gets_its_ca_services_pods_and_healthy_st
     let (_, ca_cert) = X509Certificate::from_der(&ca_der).unwrap();
     assert!(ca_cert.is_ca(), "pg-ca holds a CA");
     assert_eq!(ca_cert.subject().to_string(), "CN=pg, OU=default");
-    assert!(secret_bytes(&ca, "ca.key").starts_with(b"-----BEGIN"));
+    assert!(secret_bytes(&ca, "ca.key").starts_with(b"-----BEGIN EC PRIVATE KEY-----"));
     let other_ca = wait_for(&secrets, "other-ca", "the other CA", |_| true).await;
     assert_ne!(
         other_ca["data"]["ca.crt"], ca["data"]["ca.crt"],

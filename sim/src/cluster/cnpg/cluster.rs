@@ -85,7 +85,11 @@ fn ensure_ca(tx: &mut Tx<'_>, c: &Value, now: jiff::Timestamp) -> Result<Ca, Api
     {
         return Ca::from_pem(Pem { cert, key }).map_err(pki_err);
     }
-    let ca = Ca::generate(&subject(shapes::name(c), Some(ns), now)).map_err(pki_err)?;
+    let ca = Ca::generate(
+        &subject(shapes::name(c), Some(ns), now),
+        &[pki::KeyUsage::KeyCertSign],
+    )
+    .map_err(pki_err)?;
     tx.create(SECRETS, ns, shapes::ca_secret(c, &ca.pem))?;
     Ok(ca)
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::cluster::pki::{Ca, PkiError, Subject, Usage};
+use crate::cluster::pki::{Ca, KeyUsage, PkiError, Subject, Usage};
 use crate::cluster::{
     CONFIGMAPS, Component, Ctx, Kind, Next, SECRETS, SERVICES, WorkloadFault, key_of,
 };
@@ -46,12 +46,19 @@ impl ServiceCa {
             return Ok(ca.clone());
         }
         let cn = signer_name(now);
-        let ca = Arc::new(Ca::generate(&Subject {
-            common_name: &cn,
-            organizational_unit: None,
-            not_before: now,
-            not_after: now + jiff::SignedDuration::from_hours(24 * CA_DAYS),
-        })?);
+        let ca = Arc::new(Ca::generate(
+            &Subject {
+                common_name: &cn,
+                organizational_unit: None,
+                not_before: now,
+                not_after: now + jiff::SignedDuration::from_hours(24 * CA_DAYS),
+            },
+            &[
+                KeyUsage::DigitalSignature,
+                KeyUsage::KeyEncipherment,
+                KeyUsage::KeyCertSign,
+            ],
+        )?);
         *slot = Some(ca.clone());
         Ok(ca)
     }
