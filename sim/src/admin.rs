@@ -18,7 +18,7 @@
 //! | GET  /_sim/workloads/faults  | —  (workload fault rules)                     |
 //! | POST /_sim/workloads/faults  | `{"namespace": "a", "selector": "app=web", "fault": "ImagePullBackOff"}` |
 //! | DELETE /_sim/workloads/faults | optional rule body: remove it; none: remove all |
-//! | POST /_sim/cnpg/switchover   | `{"namespace": "a", "cluster": "db"}` (answers `targetPrimary`) |
+//! | POST /_sim/cnpg/switchover   | `{"namespace": "a", "cluster": "db", "instance"?: "db-2"}` (answers `targetPrimary`) |
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -135,6 +135,7 @@ async fn run(server: Arc<Server>, req: Request<Body>) -> Result<Value, ApiError>
                 &server,
                 text(&body, "namespace")?,
                 text(&body, "cluster")?,
+                body.get("instance").and_then(Value::as_str),
             )?;
             Ok(json!({"ok": true, "targetPrimary": target}))
         }

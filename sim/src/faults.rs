@@ -311,10 +311,16 @@ impl Admin {
         self.server.workload_faults.clear(rule)
     }
 
-    /// Ask the simulated CloudNativePG for a switchover of `namespace/cluster` (as
-    /// `kubectl cnpg promote` does); answers the instance that becomes primary.
-    pub fn cnpg_switchover(&self, namespace: &str, cluster: &str) -> Result<String, String> {
-        crate::cluster::cnpg::switchover::request(&self.server, namespace, cluster)
+    /// Ask the simulated CloudNativePG for a switchover of `namespace/cluster` to `instance`
+    /// (as `kubectl cnpg promote` does) or, with `None`, to the first ready replica; answers
+    /// the instance that becomes primary.
+    pub fn cnpg_switchover(
+        &self,
+        namespace: &str,
+        cluster: &str,
+        instance: Option<&str>,
+    ) -> Result<String, String> {
+        crate::cluster::cnpg::switchover::request(&self.server, namespace, cluster, instance)
             .map_err(|e| e.message)
     }
 

@@ -231,6 +231,22 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
     })
     .await;
     assert_eq!(c["status"]["targetPrimary"], "db-2");
+    assert_eq!(
+        c["status"]["timelineID"], 2,
+        "the promoted replica starts a new timeline"
+    );
+    assert_eq!(
+        c["status"]["instancesReportedState"]["db-2"]["isPrimary"],
+        true
+    );
+    assert_eq!(
+        c["status"]["instancesReportedState"]["db-1"]["isPrimary"],
+        false
+    );
+    assert!(
+        c["status"].get("phaseReason").is_none(),
+        "healthy: no reason"
+    );
     let role = |p: &Value| p["metadata"]["labels"]["cnpg.io/instanceRole"].clone();
     let p2 = serde_json::to_value(pods.get("db-2").await.unwrap()).unwrap();
     assert_eq!(role(&p2), "primary");
@@ -239,13 +255,49 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
     assert_eq!(role(&p1), "replica");
 
     assert_eq!(
-        sim.admin().cnpg_switchover("default", "db").as_deref(),
+        sim.admin()
+            .cnpg_switchover("default", "db", None)
+            .as_deref(),
         Ok("db-1")
     );
     wait_for(&clusters, "db", "db-1 primary again", |c| {
         c["status"]["currentPrimary"] == "db-1" && healthy(c)
     })
     .await;
+
+    // Promoting a named instance, as `kubectl cnpg promote db db-3` does.
+    let body = json!({"namespace": "default", "cluster": "db", "instance": "db-3"});
+    let (code, answer) = raw(
+        &client,
+        "POST",
+        "/_sim/cnpg/switchover",
+        "application/json",
+        body.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(
+        (code, answer["targetPrimary"].as_str()),
+        (200, Some("db-3")),
+        "{answer}"
+    );
+    wait_for(&clusters, "db", "db-3 primary", |c| {
+        c["status"]["currentPrimary"] == "db-3" && healthy(c)
+    })
+    .await;
+    let body = json!({"namespace": "default", "cluster": "db", "instance": "db-9"});
+    let (code, answer) = raw(
+        &client,
+        "POST",
+        "/_sim/cnpg/switchover",
+        "application/json",
+        body.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 400, "{answer}");
+    assert_eq!(
+        answer["message"],
+        "new primary node db-9 not found in namespace default"
+    );
 
     let missing = json!({"namespace": "default", "cluster": "nope"})
         .to_string()
@@ -268,7 +320,7 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
     wait_for(&clusters, "single", "a healthy single", healthy).await;
     let err = sim
         .admin()
-        .cnpg_switchover("default", "single")
+        .cnpg_switchover("default", "single", None)
         .unwrap_err();
     assert!(err.contains("no ready replica"), "{err}");
 }

@@ -161,6 +161,46 @@ fn ready_condition(phase: &str) -> Cond<'static> {
     }
 }
 
+/// The phase and phase reason CNPG registers for these facts.
+pub fn phase_of(
+    cluster: &str,
+    current: &str,
+    target: &str,
+    ready: usize,
+    wanted: usize,
+) -> (&'static str, String) {
+    if current.is_empty() {
+        let first = shapes::instance_name(cluster, 1);
+        (
+            PHASE_FIRST_PRIMARY,
+            format!("Creating primary instance {first}"),
+        )
+    } else if target != current {
+        (PHASE_SWITCHOVER, format!("Switching over to {target}"))
+    } else if ready < wanted {
+        (
+            PHASE_WAITING,
+            "Some instances are not yet active. Please wait.".to_string(),
+        )
+    } else {
+        (PHASE_HEALTHY, String::new())
+    }
+}
+
+/// `status.instancesReportedState`: what each running instance manager reports.
+fn reported_state(pods: &[Value], primary: &str, timeline: i64) -> Value {
+    let mut out = serde_json::Map::new();
+    for p in pods.iter().filter(|p| pod_ready(p)) {
+        let name = s(p, "/metadata/name");
+        let mut state = json!({"isPrimary": name == primary, "timeLineID": timeline});
+        if let Some(ip) = p.pointer("/status/podIP") {
+            state["ip"] = ip.clone();
+        }
+        out.insert(name.to_string(), state);
+    }
+    Value::Object(out)
+}
+
 pub struct ClusterController;
 
 impl ClusterController {
@@ -305,6 +345,10 @@ impl Component for ClusterController {
             t => t.to_string(),
         };
         let mut next = Next::Done;
+        let mut timeline = c
+            .pointer("/status/timelineID")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
         // The labelled primary: the current one, or the first target while bootstrapping.
         let labelled = if current.is_empty() {
             target.clone()
@@ -326,6 +370,8 @@ impl Component for ClusterController {
             if waited >= SWITCHOVER_DELAY && ready(&target, &pods) {
                 current = target.clone();
                 current_ts = cnpg_timestamp(ctx.clock.now());
+                // The promoted replica starts a new timeline.
+                timeline += 1;
                 pods = Self::ensure_pods(&mut tx, &c, &current)?;
             } else {
                 next = Next::After(
@@ -345,15 +391,7 @@ impl Component for ClusterController {
             .filter(|p| pod_ready(p))
             .map(|p| s(p, "/metadata/name").to_string())
             .collect();
-        let phase = if current.is_empty() {
-            PHASE_FIRST_PRIMARY
-        } else if target != current {
-            PHASE_SWITCHOVER
-        } else if ready_names.len() < wanted {
-            PHASE_WAITING
-        } else {
-            PHASE_HEALTHY
-        };
+        let (phase, phase_reason) = phase_of(&n, &current, &target, ready_names.len(), wanted);
         let mut by_state = serde_json::Map::new();
         for p in &pods {
             let name = json!(s(p, "/metadata/name"));
@@ -396,6 +434,9 @@ impl Component for ClusterController {
             "writeService": format!("{n}-rw"),
             "readService": format!("{n}-r"),
             "phase": phase,
+            "phaseReason": phase_reason,
+            "timelineID": timeline,
+            "instancesReportedState": reported_state(&pods, &current, timeline),
             "certificates": certificates(&tx, &c),
             "selector": format!("cnpg.io/cluster={n},cnpg.io/podRole=instance"),
             "image": shapes::image(&c),
@@ -434,6 +475,32 @@ mod tests {
         assert_eq!(
             (not.status, not.reason, not.message.as_str()),
             (false, "ClusterIsNotReady", "Cluster Is Not Ready")
+        );
+    }
+
+    #[test]
+    fn phases_and_reasons_as_cnpg_registers_them() {
+        assert_eq!(
+            phase_of("db", "", "db-1", 0, 3),
+            (
+                PHASE_FIRST_PRIMARY,
+                "Creating primary instance db-1".to_string()
+            )
+        );
+        assert_eq!(
+            phase_of("db", "db-1", "db-1", 2, 3),
+            (
+                PHASE_WAITING,
+                "Some instances are not yet active. Please wait.".to_string()
+            )
+        );
+        assert_eq!(
+            phase_of("db", "db-1", "db-2", 3, 3),
+            (PHASE_SWITCHOVER, "Switching over to db-2".to_string())
+        );
+        assert_eq!(
+            phase_of("db", "db-1", "db-1", 3, 3),
+            (PHASE_HEALTHY, String::new())
         );
     }
 

@@ -47,8 +47,14 @@ pub fn choose_target(cluster: &Value, pods: &[&Value]) -> Result<String, String>
         .ok_or_else(|| format!("cluster {name} has no ready replica to promote"))
 }
 
-/// Request a switchover of `namespace/cluster`; answers the instance that will become primary.
-pub fn request(server: &Server, namespace: &str, cluster: &str) -> Result<String, ApiError> {
+/// Request a switchover of `namespace/cluster` to `instance` (as `kubectl cnpg promote` names
+/// one) or to the first ready replica; answers the instance that will become primary.
+pub fn request(
+    server: &Server,
+    namespace: &str,
+    cluster: &str,
+    instance: Option<&str>,
+) -> Result<String, ApiError> {
     let info = server
         .registry()
         .lookup(CLUSTERS.group, CLUSTERS.version, CLUSTERS.plural)
@@ -61,12 +67,32 @@ pub fn request(server: &Server, namespace: &str, cluster: &str) -> Result<String
         .ok_or_else(|| ApiError::not_found(CLUSTERS.group, CLUSTERS.plural, cluster))?;
     let pods = l.list(&PODS.res(), Some(namespace));
     let pods: Vec<&Value> = pods.iter().map(|p| p.as_ref()).collect();
-    let target = choose_target(&obj, &pods).map_err(ApiError::bad_request)?;
+    let target = match instance {
+        Some(wanted) => {
+            if s(&obj, "/status/targetPrimary") == wanted {
+                // The plugin's answer: already the primary, nothing to do.
+                return Ok(wanted.to_string());
+            }
+            let is_instance = pods.iter().any(|p| {
+                s(p, "/metadata/name") == wanted
+                    && s(p, "/metadata/labels/cnpg.io~1cluster") == cluster
+                    && s(p, "/metadata/labels/cnpg.io~1podRole") == "instance"
+            });
+            if !is_instance {
+                return Err(ApiError::bad_request(format!(
+                    "new primary node {wanted} not found in namespace {namespace}"
+                )));
+            }
+            wanted.to_string()
+        }
+        None => choose_target(&obj, &pods).map_err(ApiError::bad_request)?,
+    };
     let mut next = (*obj).clone();
     let now = jiff::Timestamp::now();
     next["status"]["targetPrimary"] = json!(target);
     next["status"]["targetPrimaryTimestamp"] = json!(cnpg_timestamp(now));
     next["status"]["phase"] = json!(PHASE_SWITCHOVER);
+    next["status"]["phaseReason"] = json!(format!("Switching over to {target}"));
     next["status"]["conditions"] = conditions::set(
         obj.pointer("/status/conditions").unwrap_or(&Value::Null),
         &Cond::new("Ready", false, "ClusterIsNotReady", "Cluster Is Not Ready"),
