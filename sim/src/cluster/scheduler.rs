@@ -27,8 +27,34 @@ const RETRY: Duration = Duration::from_secs(30);
 #[derive(Default)]
 struct Cache {
     bound: HashMap<ObjKey, (String, i64, i64)>,
+    /// Sum of `bound` per node, kept in step with it.
+    usage: HashMap<String, Usage>,
     /// Pods that did not fit, woken when capacity may have appeared.
     pending: BTreeSet<ObjKey>,
+}
+
+impl Cache {
+    fn bind(&mut self, key: ObjKey, node: String, cpu: i64, mem: i64) {
+        self.unbind(&key);
+        let u = self.usage.entry(node.clone()).or_default();
+        u.cpu += cpu;
+        u.memory += mem;
+        u.pods += 1;
+        self.bound.insert(key, (node, cpu, mem));
+    }
+
+    /// Forget a bound pod; true if it was bound.
+    fn unbind(&mut self, key: &ObjKey) -> bool {
+        let Some((node, cpu, mem)) = self.bound.remove(key) else {
+            return false;
+        };
+        if let Some(u) = self.usage.get_mut(&node) {
+            u.cpu -= cpu;
+            u.memory -= mem;
+            u.pods -= 1;
+        }
+        true
+    }
 }
 
 #[derive(Default)]
@@ -58,34 +84,26 @@ impl Scheduler {
         let mut cache = self.cache();
         match occupies_node(pod).filter(|_| !gone) {
             Some(node) => {
-                let (cpu, mem) = pod_requests(pod);
-                cache.bound.insert(key, (node, cpu, mem));
+                if cache.bound.get(&key).is_none_or(|(n, _, _)| *n != node) {
+                    let (cpu, mem) = pod_requests(pod);
+                    cache.bind(key, node, cpu, mem);
+                }
                 false
             }
-            None => cache.bound.remove(&key).is_some(),
+            None => cache.unbind(&key),
         }
     }
 
     fn rebuild(&self, tx: &Tx<'_>) {
         let mut cache = self.cache();
         cache.bound.clear();
+        cache.usage.clear();
         for pod in tx.list(PODS, None) {
             if let Some(node) = occupies_node(&pod) {
                 let (cpu, mem) = pod_requests(&pod);
-                cache.bound.insert(key_of(&pod), (node, cpu, mem));
+                cache.bind(key_of(&pod), node, cpu, mem);
             }
         }
-    }
-
-    fn usage(&self) -> HashMap<String, Usage> {
-        let mut out: HashMap<String, Usage> = HashMap::new();
-        for (node, cpu, mem) in self.cache().bound.values() {
-            let u = out.entry(node.clone()).or_default();
-            u.cpu += cpu;
-            u.memory += mem;
-            u.pods += 1;
-        }
-        out
     }
 }
 
@@ -201,8 +219,9 @@ impl Component for Scheduler {
     fn reconcile(&self, ctx: &Ctx, key: &ObjKey) -> Result<Next, ApiError> {
         let mut tx = ctx.tx(NAME);
         let Some(pod) = tx.get_key(PODS, key) else {
-            self.cache().pending.remove(key);
-            self.cache().bound.remove(key);
+            let mut cache = self.cache();
+            cache.pending.remove(key);
+            cache.unbind(key);
             return Ok(Next::Done);
         };
         let scheduler = str_at(&pod, "/spec/schedulerName").unwrap_or(NAME);
@@ -234,7 +253,7 @@ impl Component for Scheduler {
                 self.bind(ctx, &mut tx, &pod, &node)?;
                 let mut cache = self.cache();
                 cache.pending.remove(key);
-                cache.bound.insert(key.clone(), (node, req.0, req.1));
+                cache.bind(key.clone(), node, req.0, req.1);
                 Ok(Next::Done)
             }
             Err(message) => {
@@ -278,7 +297,8 @@ impl Scheduler {
         if nodes.is_empty() {
             return Err("no nodes available to schedule pods".to_string());
         }
-        let usage = self.usage();
+        let cache = self.cache();
+        let usage = &cache.usage;
         let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
         let mut best: Vec<(String, i64)> = Vec::new();
         for node in nodes {
