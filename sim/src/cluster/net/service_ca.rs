@@ -150,6 +150,19 @@ pub fn secret_text(secret: &Value, key: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// The Secret a Service asks the service CA for (beta or alpha annotation).
+fn serving_secret_name(svc: &Value) -> Option<String> {
+    annotation(svc, SERVING_CERT_SECRET_NAME)
+        .or_else(|| annotation(svc, &format!("{ALPHA}/serving-cert-secret-name")))
+        .map(str::to_string)
+}
+
+/// Does a ConfigMap ask for the CA bundle?
+fn wants_bundle(cm: &Value) -> bool {
+    annotation(cm, INJECT_CABUNDLE).or_else(|| annotation(cm, &format!("{ALPHA}/inject-cabundle")))
+        == Some("true")
+}
+
 /// Issues serving certificates for annotated Services.
 pub struct ServingCertController {
     pub ca: Arc<ServiceCa>,
@@ -168,10 +181,15 @@ impl Component for ServingCertController {
         vec![SECRETS]
     }
 
-    /// A serving Secret changed or went: its Service again.
+    /// Annotated Services, and the Service of a serving Secret that changed or went; other
+    /// writes never take the store lock here (the write-rate benchmark writes many).
     fn map(&self, _ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
         if SERVICES.is(&event.res) {
-            return vec![key_of(&event.object)];
+            return if serving_secret_name(&event.object).is_some() {
+                vec![key_of(&event.object)]
+            } else {
+                Vec::new()
+            };
         }
         annotation(&event.object, ORIGINATING_NAME)
             .map(|svc| vec![(event.namespace.clone(), svc.to_string())])
@@ -183,10 +201,7 @@ impl Component for ServingCertController {
         let Some(svc) = tx.get_key(SERVICES, key) else {
             return Ok(Next::Done);
         };
-        let Some(secret_name) = annotation(&svc, SERVING_CERT_SECRET_NAME)
-            .or_else(|| annotation(&svc, &format!("{ALPHA}/serving-cert-secret-name")))
-            .map(str::to_string)
-        else {
+        let Some(secret_name) = serving_secret_name(&svc) else {
             return Ok(Next::Done);
         };
         if ctx.fault(WorkloadFault::ServiceCaPaused, &svc) {
@@ -253,15 +268,21 @@ impl Component for CaBundleInjector {
         CONFIGMAPS
     }
 
+    /// Only annotated ConfigMaps: other writes never take the store lock here.
+    fn map(&self, _ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
+        if wants_bundle(&event.object) {
+            vec![key_of(&event.object)]
+        } else {
+            Vec::new()
+        }
+    }
+
     fn reconcile(&self, ctx: &Ctx, key: &ObjKey) -> Result<Next, ApiError> {
         let mut tx = ctx.tx(self.name());
         let Some(cm) = tx.get_key(CONFIGMAPS, key) else {
             return Ok(Next::Done);
         };
-        let wanted = annotation(&cm, INJECT_CABUNDLE)
-            .or_else(|| annotation(&cm, &format!("{ALPHA}/inject-cabundle")))
-            == Some("true");
-        if !wanted || ctx.fault(WorkloadFault::ServiceCaPaused, &cm) {
+        if !wants_bundle(&cm) || ctx.fault(WorkloadFault::ServiceCaPaused, &cm) {
             return Ok(Next::Done);
         }
         let ca = self.ca.get(ctx.clock.now()).map_err(pki_err)?;
