@@ -3,6 +3,7 @@
 
 pub mod conditions;
 pub mod gateway;
+pub mod gateway_rules;
 pub mod ingress;
 pub mod router;
 pub mod service_ca;
