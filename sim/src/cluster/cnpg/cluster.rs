@@ -201,6 +201,39 @@ fn reported_state(pods: &[Value], primary: &str, timeline: i64) -> Value {
     Value::Object(out)
 }
 
+/// `status.instancesStatus`: instance names by `healthy` (ready), `failed` (ended) and
+/// `replicating` (any other active Pod), as CNPG's `ListStatusPods` sorts them.
+fn instances_status(pods: &[Value]) -> Value {
+    let mut by_state = serde_json::Map::new();
+    for p in pods {
+        let state = if pod_ready(p) {
+            "healthy"
+        } else if matches!(s(p, "/status/phase"), "Succeeded" | "Failed") {
+            "failed"
+        } else {
+            "replicating"
+        };
+        let list = by_state.entry(state).or_insert_with(|| json!([]));
+        if let Some(a) = list.as_array_mut() {
+            a.push(json!(s(p, "/metadata/name")));
+        }
+    }
+    Value::Object(by_state)
+}
+
+/// Set `fields` into `status`; empty strings and nulls remove a field (Go's `omitempty`).
+fn merge_status(status: &mut Value, fields: &Value) {
+    if let (Some(st), Some(f)) = (status.as_object_mut(), fields.as_object()) {
+        for (k, v) in f {
+            if v.is_null() || v.as_str() == Some("") {
+                st.remove(k);
+            } else {
+                st.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
 pub struct ClusterController;
 
 impl ClusterController {
@@ -335,12 +368,12 @@ impl Component for ClusterController {
         Self::ensure_children(ctx, &mut tx, &c)?;
         let n = shapes::name(&c).to_string();
         let mut current = s(&c, "/status/currentPrimary").to_string();
-        let mut target = match s(&c, "/status/targetPrimary") {
+        let target = match s(&c, "/status/targetPrimary") {
             "" => shapes::instance_name(&n, 1),
             t => t.to_string(),
         };
         let mut current_ts = s(&c, "/status/currentPrimaryTimestamp").to_string();
-        let mut target_ts = match s(&c, "/status/targetPrimaryTimestamp") {
+        let target_ts = match s(&c, "/status/targetPrimaryTimestamp") {
             "" => cnpg_timestamp(ctx.clock.now()),
             t => t.to_string(),
         };
@@ -381,10 +414,6 @@ impl Component for ClusterController {
                 );
             }
         }
-        if target.is_empty() {
-            target = current.clone();
-            target_ts = current_ts.clone();
-        }
         let wanted = shapes::instances(&c);
         let ready_names: Vec<String> = pods
             .iter()
@@ -392,21 +421,6 @@ impl Component for ClusterController {
             .map(|p| s(p, "/metadata/name").to_string())
             .collect();
         let (phase, phase_reason) = phase_of(&n, &current, &target, ready_names.len(), wanted);
-        let mut by_state = serde_json::Map::new();
-        for p in &pods {
-            let name = json!(s(p, "/metadata/name"));
-            let state = if pod_ready(p) {
-                "healthy"
-            } else if matches!(s(p, "/status/phase"), "Succeeded" | "Failed") {
-                "failed"
-            } else {
-                "replicating"
-            };
-            let list = by_state.entry(state).or_insert_with(|| json!([]));
-            if let Some(a) = list.as_array_mut() {
-                a.push(name);
-            }
-        }
         let names: Vec<Value> = pods.iter().map(|p| json!(s(p, "/metadata/name"))).collect();
         let latest = pods
             .iter()
@@ -425,7 +439,7 @@ impl Component for ClusterController {
             "instances": pods.len(),
             "readyInstances": ready_names.len(),
             "instanceNames": names,
-            "instancesStatus": by_state,
+            "instancesStatus": instances_status(&pods),
             "latestGeneratedNode": latest,
             "currentPrimary": current,
             "currentPrimaryTimestamp": current_ts,
@@ -442,15 +456,7 @@ impl Component for ClusterController {
             "image": shapes::image(&c),
             "conditions": conditions::set(prev.get("conditions").unwrap_or(&Value::Null), &ready_condition(phase), &now),
         });
-        if let (Some(st), Some(f)) = (status.as_object_mut(), fields.as_object()) {
-            for (k, v) in f {
-                if v.is_null() || (v.as_str() == Some("")) {
-                    st.remove(k);
-                } else {
-                    st.insert(k.clone(), v.clone());
-                }
-            }
-        }
+        merge_status(&mut status, &fields);
         if c.get("status") != Some(&status) {
             let mut obj = (*c).clone();
             obj["status"] = status;
@@ -502,6 +508,23 @@ mod tests {
             phase_of("db", "db-1", "db-1", 3, 3),
             (PHASE_HEALTHY, String::new())
         );
+    }
+
+    #[test]
+    fn instances_are_grouped_as_cnpg_lists_them_and_empty_fields_are_omitted() {
+        let ready = json!({"metadata": {"name": "db-1"}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
+        let pending = json!({"metadata": {"name": "db-2"}, "status": {"phase": "Pending"}});
+        let failed = json!({"metadata": {"name": "db-3"}, "status": {"phase": "Failed"}});
+        assert_eq!(
+            instances_status(&[ready, pending, failed]),
+            json!({"healthy": ["db-1"], "replicating": ["db-2"], "failed": ["db-3"]})
+        );
+        let mut status = json!({"phaseReason": "old", "phase": "x"});
+        merge_status(
+            &mut status,
+            &json!({"phaseReason": "", "phase": "y", "image": null}),
+        );
+        assert_eq!(status, json!({"phase": "y"}));
     }
 
     #[test]
