@@ -240,9 +240,9 @@ impl Component for DatabaseRoleController {
                     .pointer("/metadata/creationTimestamp")
                     .cloned()
                     .unwrap_or_else(|| json!(ctx.clock.rfc3339()));
-                let prev = status.get("password").cloned().unwrap_or_else(|| json!({}));
                 let mut password = json!({"secretName": secret_name});
-                password["issuedAt"] = prev.get("issuedAt").cloned().unwrap_or(issued.clone());
+                // Issued when its Secret was written (a deleted Secret is generated again).
+                password["issuedAt"] = issued.clone();
                 if let Some(d) = role
                     .pointer("/spec/password/duration")
                     .and_then(Value::as_str)
