@@ -82,6 +82,38 @@ async fn router_admits_generates_hosts_and_refuses_a_claimed_host_until_it_is_fr
     let other = b.get("other").await.unwrap();
     let other = serde_json::to_value(&other).unwrap();
     assert!(admitted_is(&other, "False"), "{other}");
+
+    // The extended validation refuses TLS material that does not parse, until it is fixed.
+    let mut tls = route("tls", None);
+    tls["spec"]["tls"] =
+        json!({"termination": "reencrypt", "destinationCACertificate": "not a certificate"});
+    create(&a, tls).await;
+    let refused = wait_for(&a, "tls", "tls refused", |r| admitted_is(r, "False")).await;
+    let cond = &admitted(&refused).unwrap()["conditions"][0];
+    assert_eq!(cond["reason"], "ExtendedValidationFailed");
+    assert_eq!(
+        cond["message"],
+        "spec.tls.destinationCACertificate: Invalid value: \"redacted destination ca certificate data\": failed to parse destination CA certificate: data does not contain any valid RSA or ECDSA certificates"
+    );
+    let now = jiff::Timestamp::now();
+    let ca = pgtoolbox_sim::cluster::pki::Ca::generate(
+        &pgtoolbox_sim::cluster::pki::Subject {
+            common_name: "backend-ca",
+            organizational_unit: None,
+            not_before: now,
+            not_after: now + jiff::SignedDuration::from_hours(24),
+        },
+        &[pgtoolbox_sim::cluster::pki::KeyUsage::KeyCertSign],
+    )
+    .unwrap();
+    let fix = json!({"spec": {"tls": {"destinationCACertificate": ca.pem.cert}}});
+    a.patch("tls", &PatchParams::default(), &Patch::Merge(fix))
+        .await
+        .unwrap();
+    wait_for(&a, "tls", "tls admitted once fixed", |r| {
+        admitted_is(r, "True")
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

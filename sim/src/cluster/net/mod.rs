@@ -5,6 +5,7 @@ pub mod conditions;
 pub mod gateway;
 pub mod gateway_rules;
 pub mod ingress;
+pub mod route_tls;
 pub mod router;
 pub mod service_ca;
 

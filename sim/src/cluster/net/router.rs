@@ -1,7 +1,8 @@
 //! The OpenShift router (`openshift/router`, HAProxy template router `default`): it admits Routes
 //! into `status.ingress[]`, and refuses a host an older Route already holds with the router's
 //! `HostAlreadyClaimed` rejection. A Route created without a host gets one generated from the
-//! router domain, as OpenShift's route host allocator does.
+//! router domain, as OpenShift's route host allocator does. TLS material that does not parse is
+//! refused by the extended validation (`ExtendedValidationFailed`, see `route_tls`).
 
 use serde_json::{Value, json};
 
@@ -99,7 +100,14 @@ pub fn decide(route: &Value, others: &[&Value]) -> Admission {
             }
         });
     match blocker {
-        None => Admission::Admitted,
+        // The host is this Route's: the extended validation comes next in the router's chain.
+        None => match super::route_tls::validate(route) {
+            None => Admission::Admitted,
+            Some(message) => Admission::Rejected {
+                reason: "ExtendedValidationFailed",
+                message,
+            },
+        },
         Some(o) if s(o, "/metadata/namespace") == ns => Admission::Rejected {
             reason: "HostAlreadyClaimed",
             message: format!("route {}/{} has host {host}", ns, s(o, "/metadata/name")),
