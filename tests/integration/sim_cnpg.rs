@@ -374,6 +374,30 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
     assert_eq!(deploy["spec"]["replicas"], 2);
     assert_eq!(deploy["metadata"]["ownerReferences"][0]["kind"], "Pooler");
 
+    // A Pooler of a missing Cluster waits, inactive, and starts once the Cluster exists.
+    create(&poolers, json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Pooler",
+        "metadata": {"name": "later-pooler"}, "spec": {"cluster": {"name": "later"}, "instances": 1}}))
+    .await;
+    let waiting = wait_for(&poolers, "later-pooler", "inactive", |p| {
+        p["status"]["phase"] == "inactive"
+    })
+    .await;
+    assert_eq!(
+        waiting["status"]["phaseReason"],
+        "Cluster \"later\" not found"
+    );
+    create(
+        &clusters,
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "later"}, "spec": {"instances": 1}}),
+    )
+    .await;
+    let active = wait_for(&poolers, "later-pooler", "active", |p| {
+        p["status"]["phase"] == "active"
+    })
+    .await;
+    assert!(active["status"].get("phaseReason").is_none());
+
     let dbs = api(&client, ns, CNPG, "Database", "databases");
     create(&dbs, json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Database",
         "metadata": {"name": "app-db"}, "spec": {"cluster": {"name": "db"}, "name": "shop", "owner": "app"}}))

@@ -1,6 +1,7 @@
 //! The CloudNativePG Pooler controller: a PgBouncer Deployment and Service named after the
 //! Pooler, labelled and selected as CNPG does, and the Pooler status (`instances` from the
-//! Deployment, phase `active`, the Secrets it uses with their resourceVersions).
+//! Deployment, phase `active`, the Secrets it uses with their resourceVersions); `inactive` with
+//! `Cluster "<name>" not found` while its Cluster is missing.
 
 use serde_json::{Value, json};
 
@@ -110,10 +111,19 @@ impl Component for PoolerController {
             return Ok(Next::Done);
         };
         let cluster = s(&pooler, "/spec/cluster/name").to_string();
-        if pooler.pointer("/metadata/deletionTimestamp").is_some()
-            || tx.get(CLUSTERS, &key.0, &cluster).is_none()
-        {
-            // Without its Cluster the operator cannot render PgBouncer's configuration.
+        if pooler.pointer("/metadata/deletionTimestamp").is_some() {
+            return Ok(Next::Done);
+        }
+        if tx.get(CLUSTERS, &key.0, &cluster).is_none() {
+            // Without its Cluster nothing is rendered: the Pooler waits, inactive.
+            let mut status = pooler.get("status").cloned().unwrap_or_else(|| json!({}));
+            status["phase"] = json!("inactive");
+            status["phaseReason"] = json!(format!("Cluster {cluster:?} not found"));
+            if pooler.get("status") != Some(&status) {
+                let mut next = (*pooler).clone();
+                next["status"] = status;
+                tx.update_status(POOLERS, next)?;
+            }
             return Ok(Next::Done);
         }
         if tx.get(SERVICES, &key.0, &key.1).is_none() {
@@ -148,6 +158,9 @@ impl Component for PoolerController {
                 .unwrap_or(0)
         );
         status["phase"] = json!("active");
+        if let Some(m) = status.as_object_mut() {
+            m.remove("phaseReason");
+        }
         status["image"] = json!(PGBOUNCER_IMAGE);
         if pooler.get("status") != Some(&status) {
             let mut next = (*pooler).clone();
