@@ -241,7 +241,8 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
     create(&gws, json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
         "metadata": {"name": "gw"}, "spec": {"gatewayClassName": "sim", "listeners": [
             {"name": "http", "protocol": "HTTP", "port": 80},
-            {"name": "https", "protocol": "HTTPS", "port": 443, "allowedRoutes": {"namespaces": {"from": "All"}}},
+            {"name": "https", "protocol": "HTTPS", "port": 443, "allowedRoutes": {"namespaces": {"from": "All"}},
+             "tls": {"certificateRefs": [{"name": "gw-tls"}]}},
         ]}}))
     .await;
     let gw = wait_for(&gws, "gw", "gateway programmed", |g| {
@@ -259,6 +260,28 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
         gw["status"]["listeners"][0]["supportedKinds"],
         json!([{"group": G, "kind": "HTTPRoute"}])
     );
+    // The HTTPS listener's certificate is missing until its Secret exists.
+    let https_refs =
+        |g: &Value| condition(&g["status"]["listeners"][1], "/conditions", "ResolvedRefs").cloned();
+    let refs = https_refs(&gw).unwrap();
+    assert_eq!(
+        (refs["status"].as_str(), refs["reason"].as_str()),
+        (Some("False"), Some("InvalidCertificateRef"))
+    );
+    assert_eq!(refs["message"], "Secret infra/gw-tls does not exist");
+    let secrets = api(&client, Some("infra"), "", "Secret", "secrets");
+    create(
+        &secrets,
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "gw-tls"}, "data": {"tls.crt": "", "tls.key": ""}}),
+    )
+    .await;
+    let gw = wait_for(&gws, "gw", "certificate resolved", |g| {
+        https_refs(g).is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    let programmed = condition(&gw["status"]["listeners"][1], "/conditions", "Programmed").unwrap();
+    assert_eq!(programmed["status"], "True");
 
     // A route of the Gateway's namespace, its backend missing at first.
     let routes = api(&client, Some("infra"), G, "HTTPRoute", "httproutes");

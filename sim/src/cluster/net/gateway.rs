@@ -11,9 +11,12 @@ use serde_json::{Value, json};
 
 use super::conditions::{self, Cond};
 use super::gateway_rules::{
-    accept, labels, parent_gateway, parent_status, resolve_refs, s, same_parent,
+    accept, labels, listener_conditions, parent_gateway, parent_status, resolve_refs, s,
+    same_parent,
 };
-use crate::cluster::{Component, Ctx, Kind, NAMESPACES, Next, SERVICES, WorkloadFault, key_of};
+use crate::cluster::{
+    Component, Ctx, Kind, NAMESPACES, Next, SECRETS, SERVICES, WorkloadFault, key_of,
+};
 use crate::error::ApiError;
 use crate::store::{Event, ObjKey};
 
@@ -112,6 +115,13 @@ impl GatewayController {
     fn status(ctx: &Ctx, gw: &Value, routes: &[std::sync::Arc<Value>], now: &str) -> Value {
         let obs_gen = generation(gw);
         let gw_key = key_of(gw);
+        let secret_type = |ns: &str, name: &str| {
+            ctx.server
+                .store
+                .lock()
+                .get(&SECRETS.res(), &(ns.to_string(), name.to_string()))
+                .map(|sec| s(&sec, "/type").to_string())
+        };
         let prev = gw.get("status").cloned().unwrap_or(json!({}));
         let mut attached: BTreeMap<String, i64> = BTreeMap::new();
         for r in routes {
@@ -151,36 +161,7 @@ impl GatewayController {
                     .cloned()
                     .unwrap_or(Value::Null);
                 let http = matches!(s(l, "/protocol"), "HTTP" | "HTTPS");
-                let conds = if http {
-                    vec![
-                        Cond::new("Accepted", true, "Accepted", "Listener is accepted"),
-                        Cond::new("Programmed", true, "Programmed", "Listener is programmed"),
-                        Cond::new(
-                            "ResolvedRefs",
-                            true,
-                            "ResolvedRefs",
-                            "Resolved all the Object references",
-                        ),
-                        Cond::new("Conflicted", false, "NoConflicts", "No conflicts"),
-                    ]
-                } else {
-                    vec![
-                        Cond::new(
-                            "Accepted",
-                            false,
-                            "UnsupportedProtocol",
-                            format!("Protocol {} is not supported", s(l, "/protocol")),
-                        ),
-                        Cond::new("Programmed", false, "Invalid", "Listener is invalid"),
-                        Cond::new(
-                            "ResolvedRefs",
-                            true,
-                            "ResolvedRefs",
-                            "Resolved all the Object references",
-                        ),
-                        Cond::new("Conflicted", false, "NoConflicts", "No conflicts"),
-                    ]
-                };
+                let conds = listener_conditions(l, &gw_key.0, &secret_type);
                 let conds: Vec<Cond> = conds.into_iter().map(|c| c.generation(obs_gen)).collect();
                 let kinds = if http {
                     json!([{"group": GROUP, "kind": "HTTPRoute"}])
@@ -218,7 +199,7 @@ impl Component for GatewayController {
     }
 
     fn secondary(&self) -> Vec<Kind> {
-        vec![HTTPROUTES, NAMESPACES]
+        vec![HTTPROUTES, NAMESPACES, SECRETS]
     }
 
     fn map(&self, ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
@@ -242,6 +223,24 @@ impl Component for GatewayController {
             return keys;
         }
         let l = ctx.server.store.lock();
+        if SECRETS.is(&event.res) {
+            // Gateways of the Secret's namespace whose listeners name it.
+            let name = key_of(&event.object).1;
+            return l
+                .list(&GATEWAYS.res(), Some(&event.namespace))
+                .iter()
+                .filter(|g| {
+                    g.pointer("/spec/listeners")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|li| li.pointer("/tls/certificateRefs")?.as_array())
+                        .flatten()
+                        .any(|r| s(r, "/name") == name)
+                })
+                .map(|g| key_of(g))
+                .collect();
+        }
         l.list(&GATEWAYS.res(), None)
             .iter()
             .map(|g| key_of(g))

@@ -229,6 +229,112 @@ pub fn resolve_refs(
     Ok(())
 }
 
+/// Resolution of an HTTPS listener's `tls.certificateRefs` (`secret_type(ns, name)` answers the
+/// type of an existing Secret): `Err((reason, message))` for the listener's ResolvedRefs.
+pub fn certificate_refs(
+    listener: &Value,
+    gw_ns: &str,
+    secret_type: &dyn Fn(&str, &str) -> Option<String>,
+) -> Result<(), (&'static str, String)> {
+    if s(listener, "/protocol") != "HTTPS" {
+        return Ok(());
+    }
+    let refs = listener
+        .pointer("/tls/certificateRefs")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if refs.is_empty() {
+        return Err((
+            "InvalidCertificateRef",
+            "Listener has no certificateRefs".to_string(),
+        ));
+    }
+    for r in &refs {
+        let group = r.get("group").and_then(Value::as_str).unwrap_or("");
+        let kind = r.get("kind").and_then(Value::as_str).unwrap_or("Secret");
+        let name = s(r, "/name");
+        let ns = r.get("namespace").and_then(Value::as_str).unwrap_or(gw_ns);
+        if !group.is_empty() || kind != "Secret" {
+            return Err((
+                "InvalidCertificateRef",
+                format!("Unsupported certificateRef kind {group}/{kind}"),
+            ));
+        }
+        if ns != gw_ns {
+            return Err((
+                "RefNotPermitted",
+                format!(
+                    "Certificate ref to Secret {ns}/{name} not permitted by any ReferenceGrant"
+                ),
+            ));
+        }
+        match secret_type(ns, name) {
+            None => {
+                return Err((
+                    "InvalidCertificateRef",
+                    format!("Secret {ns}/{name} does not exist"),
+                ));
+            }
+            Some(t) if t != "kubernetes.io/tls" => {
+                return Err((
+                    "InvalidCertificateRef",
+                    format!("Secret {ns}/{name} must be of type kubernetes.io/tls"),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The conditions of one listener: protocol support and certificate references.
+pub fn listener_conditions(
+    listener: &Value,
+    gw_ns: &str,
+    secret_type: &dyn Fn(&str, &str) -> Option<String>,
+) -> Vec<Cond<'static>> {
+    let resolved = Cond::new(
+        "ResolvedRefs",
+        true,
+        "ResolvedRefs",
+        "Resolved all the Object references",
+    );
+    let no_conflict = Cond::new("Conflicted", false, "NoConflicts", "No conflicts");
+    if !matches!(s(listener, "/protocol"), "HTTP" | "HTTPS") {
+        return vec![
+            Cond::new(
+                "Accepted",
+                false,
+                "UnsupportedProtocol",
+                format!("Protocol {} is not supported", s(listener, "/protocol")),
+            ),
+            Cond::new("Programmed", false, "Invalid", "Listener is invalid"),
+            resolved,
+            no_conflict,
+        ];
+    }
+    match certificate_refs(listener, gw_ns, secret_type) {
+        Ok(()) => vec![
+            Cond::new("Accepted", true, "Accepted", "Listener is accepted"),
+            Cond::new("Programmed", true, "Programmed", "Listener is programmed"),
+            resolved,
+            no_conflict,
+        ],
+        Err((reason, message)) => vec![
+            Cond::new("Accepted", true, "Accepted", "Listener is accepted"),
+            Cond::new(
+                "Programmed",
+                false,
+                "Invalid",
+                "Listener is invalid, see other Conditions",
+            ),
+            Cond::new("ResolvedRefs", false, reason, message),
+            no_conflict,
+        ],
+    }
+}
+
 /// The parentRef as the status echoes it (defaults filled in as the API server would).
 fn echoed_parent_ref(parent: &Value) -> Value {
     let mut p = parent.clone();
@@ -377,6 +483,52 @@ mod tests {
         assert_eq!(
             resolve_refs(&kind, &|_, _| true).unwrap_err().0,
             "InvalidKind"
+        );
+    }
+
+    #[test]
+    fn https_listeners_need_existing_tls_secrets_of_their_namespace() {
+        let types = |_: &str, name: &str| match name {
+            "tls" => Some("kubernetes.io/tls".to_string()),
+            "opaque" => Some("Opaque".to_string()),
+            _ => None,
+        };
+        let https = |refs: Value| json!({"name": "https", "protocol": "HTTPS", "port": 443, "tls": {"certificateRefs": refs}});
+        assert_eq!(
+            certificate_refs(&https(json!([{"name": "tls"}])), "infra", &types),
+            Ok(())
+        );
+        assert_eq!(
+            certificate_refs(&https(json!([{"name": "gone"}])), "infra", &types),
+            Err((
+                "InvalidCertificateRef",
+                "Secret infra/gone does not exist".to_string()
+            ))
+        );
+        assert_eq!(
+            certificate_refs(&https(json!([{"name": "opaque"}])), "infra", &types)
+                .unwrap_err()
+                .0,
+            "InvalidCertificateRef"
+        );
+        assert_eq!(
+            certificate_refs(
+                &https(json!([{"name": "tls", "namespace": "other"}])),
+                "infra",
+                &types
+            )
+            .unwrap_err()
+            .0,
+            "RefNotPermitted"
+        );
+        let conds = listener_conditions(&https(json!([{"name": "gone"}])), "infra", &types);
+        let programmed = conds.iter().find(|c| c.type_ == "Programmed").unwrap();
+        assert!(!programmed.status);
+        let http = json!({"name": "http", "protocol": "HTTP", "port": 80});
+        assert!(
+            listener_conditions(&http, "infra", &types)
+                .iter()
+                .all(|c| c.type_ == "Conflicted" || c.status)
         );
     }
 
