@@ -299,6 +299,37 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
         "new primary node db-9 not found in namespace default"
     );
 
+    // An instance failing readiness (the kubelet's NotReady fault) makes the Cluster wait.
+    sim.admin()
+        .add_workload_fault(
+            "default",
+            "cnpg.io/instanceName=db-2",
+            WorkloadFault::NotReady,
+        )
+        .unwrap();
+    let c = wait_for(&clusters, "db", "waiting for db-2", |c| {
+        c["status"]["readyInstances"] == 2
+    })
+    .await;
+    assert_eq!(
+        c["status"]["phase"],
+        "Waiting for the instances to become active"
+    );
+    assert_eq!(
+        c["status"]["phaseReason"],
+        "Some instances are not yet active. Please wait."
+    );
+    assert_eq!(
+        condition(&c, "/status/conditions", "Ready").unwrap()["reason"],
+        "ClusterIsNotReady"
+    );
+    assert_eq!(
+        c["status"]["instancesStatus"]["replicating"],
+        json!(["db-2"])
+    );
+    sim.admin().clear_workload_faults(None);
+    wait_for(&clusters, "db", "healthy again", healthy).await;
+
     let missing = json!({"namespace": "default", "cluster": "nope"})
         .to_string()
         .into_bytes();
