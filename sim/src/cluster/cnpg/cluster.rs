@@ -14,6 +14,7 @@ use super::shapes::{self, PRIMARY, REPLICA};
 use super::{CLUSTERS, MANAGER_NAME, cnpg_timestamp};
 use crate::cluster::net::conditions::{self, Cond};
 use crate::cluster::net::service_ca::secret_text;
+use crate::cluster::net::text as s;
 use crate::cluster::pki::{self, Ca, Pem, Subject, Usage};
 use crate::cluster::{Component, Ctx, EventKind, Kind, Next, PODS, SECRETS, SERVICES, Tx};
 use crate::error::ApiError;
@@ -30,10 +31,6 @@ const CERT_DAYS: i64 = 90;
 
 fn pki_err(e: pki::PkiError) -> ApiError {
     ApiError::internal(e.to_string())
-}
-
-fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 /// A Pod is ready when Running with `Ready=True`.

@@ -12,13 +12,10 @@ use super::cluster::generate_password;
 use super::shapes::{self, CLUSTER_LABEL, MANAGER};
 use super::{CLUSTERS, DATABASE_ROLES, DATABASES, MANAGER_NAME};
 use crate::cluster::net::service_ca::base64_encode;
+use crate::cluster::net::text as s;
 use crate::cluster::{Component, Ctx, Kind, Next, SECRETS, Tx, WorkloadFault, key_of};
 use crate::error::ApiError;
 use crate::store::{Event, ObjKey};
-
-fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
-}
 
 /// Does the Cluster have a settled primary to apply SQL on?
 pub fn cluster_settled(cluster: &Value) -> bool {

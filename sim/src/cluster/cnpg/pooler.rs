@@ -7,16 +7,13 @@ use serde_json::{Value, json};
 
 use super::shapes::{self, CLUSTER_LABEL, MANAGER};
 use super::{CLUSTERS, MANAGER_NAME, POOLERS};
+use crate::cluster::net::text as s;
 use crate::cluster::{Component, Ctx, DEPLOYMENTS, Kind, Next, SECRETS, SERVICES, key_of};
 use crate::error::ApiError;
 use crate::store::{Event, ObjKey};
 
 pub const POOLER_LABEL: &str = "cnpg.io/poolerName";
 pub const PGBOUNCER_IMAGE: &str = "ghcr.io/cloudnative-pg/pgbouncer:1.25.1";
-
-fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
-}
 
 fn labels(pooler: &Value, cluster: &str) -> Value {
     json!({

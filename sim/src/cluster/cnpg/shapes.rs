@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::cluster::net::service_ca::base64_encode;
+use crate::cluster::net::text as s;
 use crate::cluster::pki::Pem;
 
 pub const PORT: i64 = 5432;
@@ -20,10 +21,6 @@ pub const PRIMARY: &str = "primary";
 pub const REPLICA: &str = "replica";
 /// The user CNPG issues the streaming replication client certificate to.
 pub const STREAMING_REPLICA_USER: &str = "streaming_replica";
-
-fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
-}
 
 pub fn name(c: &Value) -> &str {
     s(c, "/metadata/name")

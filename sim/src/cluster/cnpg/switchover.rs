@@ -9,16 +9,13 @@ use super::shapes;
 use super::{CLUSTERS, cnpg_timestamp};
 use crate::cluster::PODS;
 use crate::cluster::net::conditions::{self, Cond};
+use crate::cluster::net::text as s;
 use crate::error::ApiError;
 use crate::ops::{self, Subresource};
 use crate::server::Server;
 
 /// The field manager of the request (the cnpg kubectl plugin).
 pub const REQUESTER: &str = "kubectl-cnpg";
-
-fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
-}
 
 /// The instance to promote: the first ready instance after the current primary (by serial), as
 /// the switchover picks the most advanced replica.

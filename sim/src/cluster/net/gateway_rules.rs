@@ -7,10 +7,7 @@ use serde_json::{Value, json};
 
 use super::conditions::{self, Cond};
 use super::gateway::{CONTROLLER_NAME, GROUP};
-
-pub(super) fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
-}
+pub(super) use crate::cluster::net::text as s;
 
 pub(super) fn labels(obj: &Value) -> BTreeMap<String, String> {
     obj.pointer("/metadata/labels")

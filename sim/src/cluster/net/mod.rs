@@ -11,7 +11,15 @@ pub mod service_ca;
 
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use super::Component;
+
+/// The string at a JSON pointer, or `""` (Go's zero value, which the simulated components
+/// compare against as their Go originals do).
+pub fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
 
 /// The components of this module, in start order.
 pub fn components() -> Vec<Arc<dyn Component>> {

@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 
 use super::conditions;
+use crate::cluster::net::text as s;
 use crate::cluster::{Component, Ctx, Kind, Next, WorkloadFault, key_of};
 use crate::error::ApiError;
 use crate::store::{Event, ObjKey};
@@ -50,10 +51,6 @@ pub enum Admission {
         reason: &'static str,
         message: String,
     },
-}
-
-fn s<'a>(obj: &'a Value, ptr: &str) -> &'a str {
-    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
 pub fn host_of(route: &Value) -> &str {
