@@ -33,14 +33,9 @@ fn pki_err(e: pki::PkiError) -> ApiError {
     ApiError::internal(e.to_string())
 }
 
-/// A Pod is ready when Running with `Ready=True`.
+/// A Pod is ready when its `Ready` condition is True (CNPG's `IsPodReady`).
 pub fn pod_ready(pod: &Value) -> bool {
-    s(pod, "/status/phase") == "Running"
-        && conditions::find(
-            pod.pointer("/status/conditions").unwrap_or(&Value::Null),
-            "Ready",
-        )
-        .is_some_and(|c| c.get("status").and_then(Value::as_str) == Some("True"))
+    crate::cluster::util::is_ready(pod)
 }
 
 /// 64 characters, 10 of them digits, no symbols: CNPG's generated passwords.
@@ -525,11 +520,11 @@ mod tests {
     }
 
     #[test]
-    fn a_pod_is_ready_only_when_running_with_ready_true() {
+    fn a_pod_is_ready_when_its_ready_condition_is_true() {
         let p = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}});
         assert!(pod_ready(&p));
-        let pending = json!({"status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "True"}]}});
-        assert!(!pod_ready(&pending));
+        let not = json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}});
+        assert!(!pod_ready(&not));
         assert!(!pod_ready(&json!({})));
     }
 }

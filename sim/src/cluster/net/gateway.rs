@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::conditions::{self, Cond};
 use super::gateway_rules::{
-    accept, labels, listener_conditions, parent_gateway, parent_status, resolve_refs, s,
-    same_parent,
+    accept, listener_conditions, parent_gateway, parent_status, resolve_refs, s, same_parent,
 };
+use crate::cluster::util::labels;
 use crate::cluster::{
     Component, Ctx, Kind, NAMESPACES, Next, SECRETS, SERVICES, WorkloadFault, key_of,
 };

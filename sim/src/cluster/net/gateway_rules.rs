@@ -8,50 +8,7 @@ use serde_json::{Value, json};
 use super::conditions::{self, Cond};
 use super::gateway::{CONTROLLER_NAME, GROUP};
 pub(super) use crate::cluster::net::text as s;
-
-pub(super) fn labels(obj: &Value) -> BTreeMap<String, String> {
-    obj.pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// A `metav1.LabelSelector` against labels; an empty selector selects everything.
-fn selector_matches(sel: &Value, labels: &BTreeMap<String, String>) -> bool {
-    let by_label = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .is_none_or(|m| {
-            m.iter()
-                .all(|(k, v)| labels.get(k).map(String::as_str) == v.as_str())
-        });
-    let by_expr = sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .is_none_or(|exprs| {
-            exprs.iter().all(|e| {
-                let key = s(e, "/key");
-                let values: Vec<&str> = e
-                    .get("values")
-                    .and_then(Value::as_array)
-                    .map(|v| v.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                let have = labels.get(key).map(String::as_str);
-                match s(e, "/operator") {
-                    "In" => have.is_some_and(|h| values.contains(&h)),
-                    "NotIn" => have.is_none_or(|h| !values.contains(&h)),
-                    "Exists" => have.is_some(),
-                    "DoesNotExist" => have.is_none(),
-                    _ => false,
-                }
-            })
-        });
-    by_label && by_expr
-}
+use crate::cluster::util::selector_matches;
 
 /// May a route of `route_ns` (labels `ns_labels`) attach to `listener` of a Gateway in `gw_ns`?
 pub fn listener_allows(
@@ -78,7 +35,7 @@ pub fn listener_allows(
         "All" => true,
         "Selector" => listener
             .pointer("/allowedRoutes/namespaces/selector")
-            .is_some_and(|sel| selector_matches(sel, ns_labels)),
+            .is_some_and(|sel| selector_matches(Some(sel), ns_labels)),
         _ => gw_ns == route_ns,
     }
 }
