@@ -36,6 +36,7 @@ pub mod pki;
 pub mod quota;
 mod replicaset;
 mod scheduler;
+pub mod secret_data;
 mod storage;
 mod tx;
 pub mod util;

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::cluster::net::service_ca::base64_encode;
 use crate::cluster::net::text as s;
 use crate::cluster::pki::Pem;
+use crate::cluster::secret_data::base64_encode;
 
 pub const PORT: i64 = 5432;
 pub const MANAGER: &str = "cloudnative-pg";
@@ -292,7 +292,7 @@ pub fn instance_pod(c: &Value, serial: usize, role: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::net::service_ca::secret_text;
+    use crate::cluster::secret_data::secret_text;
 
     fn cluster() -> Value {
         json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use crate::cluster::pki::{Ca, KeyUsage, PkiError, Subject, Usage};
+use crate::cluster::secret_data::base64_encode;
 use crate::cluster::{
     CONFIGMAPS, Component, Ctx, Kind, Next, SECRETS, SERVICES, WorkloadFault, key_of,
 };
@@ -134,20 +135,6 @@ pub fn serving_secret(
         },
         "data": {"tls.crt": b64(&chain), "tls.key": b64(&leaf.key)},
     }))
-}
-
-/// Secret data as stored: standard base64.
-pub fn base64_encode(bytes: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// A Secret's `data[key]` as text.
-pub fn secret_text(secret: &Value, key: &str) -> Option<String> {
-    use base64::Engine;
-    let b64 = secret.get("data")?.get(key)?.as_str()?;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
-    String::from_utf8(bytes).ok()
 }
 
 /// The Secret a Service asks the service CA for (beta or alpha annotation).
