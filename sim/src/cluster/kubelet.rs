@@ -55,6 +55,8 @@ struct State {
     /// node -> last octets in use, and pod -> (node, octet).
     ips: HashMap<String, BTreeSet<u8>>,
     owner: HashMap<ObjKey, (String, u8)>,
+    /// Pods held up by a missing Secret/ConfigMap (volume or env), woken when one changes.
+    blocked: BTreeSet<ObjKey>,
 }
 
 #[derive(Default)]
@@ -315,9 +317,19 @@ impl Kubelet {
         Some(format!("{prefix}.{octet}"))
     }
 
+    fn set_blocked(&self, key: &ObjKey, blocked: bool) {
+        let mut st = self.state();
+        if blocked {
+            st.blocked.insert(key.clone());
+        } else {
+            st.blocked.remove(key);
+        }
+    }
+
     fn forget(&self, key: &ObjKey) {
         let mut st = self.state();
         st.pods.remove(key);
+        st.blocked.remove(key);
         if let Some((node, octet)) = st.owner.remove(key)
             && let Some(set) = st.ips.get_mut(&node)
         {
@@ -345,20 +357,16 @@ impl Component for Kubelet {
         vec![SECRETS, CONFIGMAPS]
     }
 
-    fn map(&self, ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
+    fn map(&self, _ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
         if PODS.is(&event.res) {
             return vec![key_of(&event.object)];
         }
         // A Secret or ConfigMap appeared or changed: Pods of its namespace that wait on config.
-        let tx = ctx.tx(NAME);
-        tx.list(PODS, Some(&event.namespace))
+        self.state()
+            .blocked
             .iter()
-            .filter(|p| {
-                str_at(p, "/spec/nodeName").is_some()
-                    && util::phase(p) == "Pending"
-                    && !is_deleting(p)
-            })
-            .map(|p| key_of(p))
+            .filter(|(ns, _)| *ns == event.namespace)
+            .cloned()
             .collect()
     }
 
@@ -488,6 +496,7 @@ impl Kubelet {
 
         // 1. Volumes.
         let mounts = mount_problems(tx, &key.0, pod);
+        self.set_blocked(key, !mounts.is_empty());
         if !mounts.is_empty() {
             self.write_waiting(
                 ctx,
@@ -587,31 +596,31 @@ impl Kubelet {
                 return Ok(Next::After(start - waited));
             }
             // 4. Config (env) is resolved at container creation.
-            for c in &containers {
-                if let Some(msg) = env_problem(tx, &key.0, c) {
-                    let cur = tx
-                        .get_key(PODS, key)
-                        .map(|p| (*p).clone())
-                        .unwrap_or(next.clone());
-                    let stored = self.write_waiting(
-                        ctx,
-                        tx,
-                        cur,
-                        &names,
-                        "CreateContainerConfigError",
-                        Some(&msg),
-                        &unready,
-                        true,
-                    )?;
-                    tx.event(
-                        &stored,
-                        EventKind::Warning,
-                        "Failed",
-                        &format!("Error: {msg}"),
-                        Some(node),
-                    )?;
-                    return Ok(Next::After(RECHECK));
-                }
+            let env = containers.iter().find_map(|c| env_problem(tx, &key.0, c));
+            self.set_blocked(key, env.is_some());
+            if let Some(msg) = env {
+                let cur = tx
+                    .get_key(PODS, key)
+                    .map(|p| (*p).clone())
+                    .unwrap_or(next.clone());
+                let stored = self.write_waiting(
+                    ctx,
+                    tx,
+                    cur,
+                    &names,
+                    "CreateContainerConfigError",
+                    Some(&msg),
+                    &unready,
+                    true,
+                )?;
+                tx.event(
+                    &stored,
+                    EventKind::Warning,
+                    "Failed",
+                    &format!("Error: {msg}"),
+                    Some(node),
+                )?;
+                return Ok(Next::After(RECHECK));
             }
             let Some(ip) = self.ip_for(tx, key, node).or_else(|| {
                 // Address leaked by a missed deletion: rebuild from the store and retry once.
