@@ -15,6 +15,10 @@
 //! | POST /_sim/clear             | —  (remove every runtime fault)               |
 //! | POST /_sim/watches/drop      | —  (end all open watches)                     |
 //! | POST /_sim/watches/gone      | —  (next watch answers 410 Gone)              |
+//! | GET  /_sim/workloads/faults  | —  (workload fault rules)                     |
+//! | POST /_sim/workloads/faults  | `{"namespace": "a", "selector": "app=web", "fault": "ImagePullBackOff"}` |
+//! | DELETE /_sim/workloads/faults | optional rule body: remove it; none: remove all |
+//! | POST /_sim/cnpg/switchover   | `{"namespace": "a", "cluster": "db", "instance"?: "db-2"}` (answers `targetPrimary`) |
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +28,7 @@ use axum::http::{Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use crate::cluster::WorkloadFaultRule;
 use crate::error::ApiError;
 use crate::faults::Admin;
 use crate::http::{MAX_BODY, json_response};
@@ -124,6 +129,38 @@ async fn run(server: Arc<Server>, req: Request<Body>) -> Result<Value, ApiError>
         (&Method::POST, "/_sim/watches/drop") => {
             admin.drop_watches();
             Ok(ok)
+        }
+        (&Method::POST, "/_sim/cnpg/switchover") => {
+            let target = crate::cluster::cnpg::switchover::request(
+                &server,
+                text(&body, "namespace")?,
+                text(&body, "cluster")?,
+                body.get("instance").and_then(Value::as_str),
+            )?;
+            Ok(json!({"ok": true, "targetPrimary": target}))
+        }
+        (&Method::GET, "/_sim/workloads/faults") => serde_json::to_value(admin.workload_faults())
+            .map_err(|e| ApiError::internal(e.to_string())),
+        (&Method::POST, "/_sim/workloads/faults") => {
+            let rule: WorkloadFaultRule = serde_json::from_value(body)
+                .map_err(|e| ApiError::bad_request(format!("invalid workload fault: {e}")))?;
+            server
+                .workload_faults
+                .add(rule)
+                .map_err(ApiError::bad_request)?;
+            Ok(ok)
+        }
+        (&Method::DELETE, "/_sim/workloads/faults") => {
+            let rule: Option<WorkloadFaultRule> =
+                if body.as_object().is_some_and(|m| m.is_empty()) {
+                    None
+                } else {
+                    Some(serde_json::from_value(body).map_err(|e| {
+                        ApiError::bad_request(format!("invalid workload fault: {e}"))
+                    })?)
+                };
+            let removed = admin.clear_workload_faults(rule.as_ref());
+            Ok(json!({"ok": true, "removed": removed}))
         }
         (&Method::POST, "/_sim/watches/gone") => {
             admin.force_gone_next_watch();

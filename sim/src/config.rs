@@ -93,6 +93,15 @@ pub struct SimConfig {
     pub bookmark_interval: Duration,
     /// Upper bound of a watch when the client gives no timeoutSeconds.
     pub max_watch: Duration,
+    /// Run the simulated cluster components (`crate::cluster`): nodes, scheduler, kubelet,
+    /// controllers. Off by default in `SimConfig::default()`; `sim` turns them on.
+    pub controllers: bool,
+    /// Number of simulated Nodes (`sim-node-1..N`).
+    pub nodes: u32,
+    /// How long a simulated container takes to start once its Pod is bound.
+    pub pod_start: Duration,
+    /// Seed of the components' random source; `None` draws one.
+    pub seed: Option<u64>,
 }
 
 impl Default for SimConfig {
@@ -107,6 +116,10 @@ impl Default for SimConfig {
             history: 10_000,
             bookmark_interval: Duration::from_secs(5),
             max_watch: Duration::from_secs(1800),
+            controllers: false,
+            nodes: 3,
+            pod_start: Duration::from_millis(300),
+            seed: None,
         }
     }
 }

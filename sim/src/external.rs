@@ -28,6 +28,10 @@ pub const EXTERNAL_CRDS: &[(&str, &str)] = &[
     ),
     (
         "gateway.networking.k8s.io",
+        include_str!("../../crds/external/gateway.networking.k8s.io_gatewayclasses.yaml"),
+    ),
+    (
+        "gateway.networking.k8s.io",
         include_str!("../../crds/external/gateway.networking.k8s.io_gateways.yaml"),
     ),
     (

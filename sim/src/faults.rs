@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::cluster::{WorkloadFault, WorkloadFaultRule};
 use crate::config::{DenyRule, SimConfig};
 
 /// An injected error answer for matching requests, used up after `remaining` hits.
@@ -294,9 +295,48 @@ impl Admin {
         Ok(())
     }
 
-    /// Remove every runtime fault (deny rules, unserved groups, 401, injections).
+    /// Remove every runtime fault (deny rules, unserved groups, 401, injections, workload
+    /// faults).
     pub fn clear_faults(&self) {
         *self.faults().write() = FaultState::default();
+        self.server.workload_faults.clear(None);
+    }
+
+    /// Make the simulated components act out `fault` on the objects of `namespace` (empty or
+    /// `*`: all) matching the label `selector` (empty: all).
+    pub fn add_workload_fault(
+        &self,
+        namespace: &str,
+        selector: &str,
+        fault: WorkloadFault,
+    ) -> Result<(), String> {
+        self.server.workload_faults.add(WorkloadFaultRule {
+            namespace: namespace.to_string(),
+            selector: selector.to_string(),
+            fault,
+        })
+    }
+
+    pub fn workload_faults(&self) -> Vec<WorkloadFaultRule> {
+        self.server.workload_faults.list()
+    }
+
+    /// Remove one rule (`Some`) or all (`None`); the components recover.
+    pub fn clear_workload_faults(&self, rule: Option<&WorkloadFaultRule>) -> usize {
+        self.server.workload_faults.clear(rule)
+    }
+
+    /// Ask the simulated CloudNativePG for a switchover of `namespace/cluster` to `instance`
+    /// (as `kubectl cnpg promote` does) or, with `None`, to the first ready replica; answers
+    /// the instance that becomes primary.
+    pub fn cnpg_switchover(
+        &self,
+        namespace: &str,
+        cluster: &str,
+        instance: Option<&str>,
+    ) -> Result<String, String> {
+        crate::cluster::cnpg::switchover::request(&self.server, namespace, cluster, instance)
+            .map_err(|e| e.message)
     }
 
     /// End every open watch stream (clients see the stream close and must re-watch).

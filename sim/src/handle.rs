@@ -34,6 +34,8 @@ pub enum SimError {
     KubeconfigNotOurs(std::path::PathBuf),
     #[error("cannot build a client: {0}")]
     Client(String),
+    #[error("the simulated cluster cannot start: {0}")]
+    Cluster(String),
     #[error("waiting for a signal failed: {0}")]
     Signal(std::io::Error),
 }
@@ -104,6 +106,14 @@ impl Sim {
         let addr = listener.local_addr().map_err(SimError::Runtime)?;
         let server = Arc::new(Server::new(config, addr.to_string()));
         seed(&server)?;
+        let cluster = if server.config.controllers {
+            Some(
+                crate::cluster::Cluster::setup(server.clone())
+                    .map_err(|e| SimError::Cluster(e.message))?,
+            )
+        } else {
+            None
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("sim-api")
@@ -123,6 +133,9 @@ impl Sim {
                             return;
                         }
                     };
+                    if let Some(cluster) = &cluster {
+                        cluster.spawn();
+                    }
                     let app = axum::Router::new()
                         .fallback(move |req| http::handle(app_server.clone(), req));
                     tokio::select! {

@@ -110,6 +110,10 @@ pub struct Server {
     pub faults: Arc<Faults>,
     pub stats: StatsCell,
     pub config: SimConfig,
+    /// Faults the simulated components act out (`/_sim/workloads/faults`).
+    pub workload_faults: crate::cluster::WorkloadFaults,
+    /// The simulated cluster, when controllers run (admission and graceful Pod deletion use it).
+    pub cluster: std::sync::OnceLock<Arc<crate::cluster::Ctx>>,
     /// `host:port` the server listens on, for discovery answers.
     pub address: String,
 }
@@ -123,6 +127,8 @@ impl Server {
             registry: RwLock::new(Registry::with_builtins()),
             faults: Arc::new(Faults::new(&config)),
             stats: StatsCell::default(),
+            workload_faults: Default::default(),
+            cluster: std::sync::OnceLock::new(),
             config,
             address,
         }

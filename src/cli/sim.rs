@@ -48,6 +48,19 @@ pub struct SimArgs {
     /// Answer 401 to every request.
     #[arg(long)]
     pub unauthorized: bool,
+    /// Do not run the simulated cluster (nodes, scheduler, kubelet, controllers): nothing
+    /// happens unless a client writes it.
+    #[arg(long)]
+    pub no_controllers: bool,
+    /// Number of simulated Nodes.
+    #[arg(long, default_value_t = 3)]
+    pub nodes: u32,
+    /// Milliseconds a simulated container takes to start once its Pod is bound.
+    #[arg(long, default_value_t = 300)]
+    pub pod_start_ms: u64,
+    /// Seed of the simulated cluster's random source, to reproduce a run.
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Directory of CRD manifests to serve instead of the operator's own (built in).
     #[arg(long)]
     pub crds: Option<PathBuf>,
@@ -66,6 +79,10 @@ impl SimArgs {
             unserve: self.unserve.clone(),
             unauthorized: self.unauthorized,
             extra_crds,
+            controllers: !self.no_controllers,
+            nodes: self.nodes,
+            pod_start: Duration::from_millis(self.pod_start_ms),
+            seed: self.seed,
             ..SimConfig::default()
         }
     }

@@ -20,7 +20,7 @@ pub struct DeleteOpts {
     pub foreground: bool,
     /// `dryRun: ["All"]` in the body (kube sends delete dry runs there, not in the query).
     pub dry_run: bool,
-    /// `gracePeriodSeconds`, for kinds deleted gracefully (Pods).
+    /// `gracePeriodSeconds`, for kinds deleted gracefully (Pods, with the simulated cluster).
     pub grace_period_seconds: Option<i64>,
 }
 
@@ -136,6 +136,11 @@ pub fn delete(
     }
     if info.group.is_empty() && info.plural == "namespaces" {
         return Ok(delete_namespace(server, l, &res, &key, old));
+    }
+    if let Some(marked) =
+        crate::cluster::admission::graceful_pod_delete(server, l, info, &res, &key, &old, opts)
+    {
+        return Ok(marked);
     }
     if opts.foreground && !l.dependents_of(&uid).is_empty() {
         return Ok(delete_foreground(server, l, &res, &key, old, &uid));

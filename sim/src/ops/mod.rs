@@ -129,6 +129,7 @@ pub fn create(
     if let Some(manager) = l.field_manager().map(str::to_string) {
         crate::apply::record_update(info, &mut body, None, &manager, "");
     }
+    crate::cluster::admission::admit_create(server, l, info, namespace, &mut body)?;
     let stored = l.put(&res, key, body, rv, EventType::Added);
     if let Some(infos) = crd {
         register_crd(server, l, infos);

@@ -1,0 +1,235 @@
+//! The endpoints controller: for every Service with a selector, an Endpoints object of the same
+//! name listing the selected Pods that have an IP: ready ones in `addresses`, the others in
+//! `notReadyAddresses`, each with `nodeName` and a `targetRef`, and the Service's ports with
+//! `targetPort` resolved (named ports looked up in the Pod's containers).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use super::util::{self, is_deleting, is_ready, is_terminal, str_at};
+use super::{Component, Ctx, ENDPOINTS, Kind, Next, PODS, SERVICES, key_of};
+use crate::error::ApiError;
+use crate::store::{Event, ObjKey};
+
+const NAME: &str = "endpoint-controller";
+
+pub struct Endpoints;
+
+/// The container port a Service port targets on this Pod (`None`: a named port it lacks).
+fn target_port(pod: &Value, port: &Value) -> Option<i64> {
+    match port.get("targetPort") {
+        None => port.get("port").and_then(Value::as_i64),
+        Some(Value::Number(n)) => n.as_i64(),
+        Some(Value::String(name)) => pod
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)?
+            .iter()
+            .flat_map(|c| {
+                c.get("ports")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+            })
+            .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
+            .and_then(|p| p.get("containerPort").and_then(Value::as_i64)),
+        Some(_) => None,
+    }
+}
+
+fn address(pod: &Value) -> Value {
+    let mut a = json!({
+        "ip": str_at(pod, "/status/podIP").unwrap_or(""),
+        "targetRef": {
+            "kind": "Pod",
+            "namespace": str_at(pod, "/metadata/namespace").unwrap_or(""),
+            "name": str_at(pod, "/metadata/name").unwrap_or(""),
+            "uid": str_at(pod, "/metadata/uid").unwrap_or(""),
+        },
+    });
+    if let Some(n) = str_at(pod, "/spec/nodeName") {
+        a["nodeName"] = json!(n);
+    }
+    a
+}
+
+type Subset = (Vec<Value>, Vec<Value>, Vec<Value>);
+
+/// Subsets grouped by resolved port set, addresses sorted by IP.
+fn subsets(svc: &Value, pods: &[std::sync::Arc<Value>]) -> Vec<Value> {
+    let ports: Vec<Value> = svc
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let publish = svc.pointer("/spec/publishNotReadyAddresses") == Some(&json!(true));
+    // resolved ports (as text) -> (ready addresses, not-ready addresses, ports)
+    let mut groups: BTreeMap<String, Subset> = BTreeMap::new();
+    for pod in pods {
+        let resolved: Option<Vec<Value>> = ports
+            .iter()
+            .map(|p| {
+                let mut out = json!({
+                    "port": target_port(pod, p)?,
+                    "protocol": p.get("protocol").cloned().unwrap_or(json!("TCP")),
+                });
+                if let Some(n) = p
+                    .get("name")
+                    .filter(|n| n.as_str().is_some_and(|s| !s.is_empty()))
+                {
+                    out["name"] = n.clone();
+                }
+                if let Some(a) = p.get("appProtocol") {
+                    out["appProtocol"] = a.clone();
+                }
+                Some(out)
+            })
+            .collect();
+        let Some(resolved) = resolved else { continue };
+        let group = groups
+            .entry(serde_json::to_string(&resolved).unwrap_or_default())
+            .or_insert_with(|| (Vec::new(), Vec::new(), resolved));
+        if is_ready(pod) || publish {
+            group.0.push(address(pod));
+        } else {
+            group.1.push(address(pod));
+        }
+    }
+    groups
+        .into_values()
+        .map(|(mut ready, mut unready, ports)| {
+            let by_ip = |a: &Value, b: &Value| a["ip"].as_str().cmp(&b["ip"].as_str());
+            ready.sort_by(by_ip);
+            unready.sort_by(by_ip);
+            let mut s = json!({});
+            if !ready.is_empty() {
+                s["addresses"] = Value::Array(ready);
+            }
+            if !unready.is_empty() {
+                s["notReadyAddresses"] = Value::Array(unready);
+            }
+            if !ports.is_empty() {
+                s["ports"] = Value::Array(ports);
+            }
+            s
+        })
+        .collect()
+}
+
+impl Component for Endpoints {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn primary(&self) -> Kind {
+        SERVICES
+    }
+
+    fn secondary(&self) -> Vec<Kind> {
+        vec![PODS]
+    }
+
+    fn map(&self, ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
+        if SERVICES.is(&event.res) {
+            return vec![key_of(&event.object)];
+        }
+        let now = util::labels(&event.object);
+        let before = event.previous.as_ref().map(|p| util::labels(p));
+        let tx = ctx.tx(NAME);
+        tx.list(SERVICES, Some(&event.namespace))
+            .iter()
+            .filter(|s| {
+                let sel = s.pointer("/spec/selector");
+                util::map_selector_matches(sel, &now)
+                    || before
+                        .as_ref()
+                        .is_some_and(|b| util::map_selector_matches(sel, b))
+            })
+            .map(|s| key_of(s))
+            .collect()
+    }
+
+    fn reconcile(&self, ctx: &Ctx, key: &ObjKey) -> Result<Next, ApiError> {
+        let mut tx = ctx.tx(NAME);
+        let Some(svc) = tx.get_key(SERVICES, key) else {
+            if tx.get_key(ENDPOINTS, key).is_some() {
+                tx.delete(ENDPOINTS, &key.0, &key.1)?;
+            }
+            return Ok(Next::Done);
+        };
+        let selector = svc.pointer("/spec/selector");
+        if selector
+            .and_then(Value::as_object)
+            .is_none_or(|m| m.is_empty())
+        {
+            return Ok(Next::Done); // endpoints of a selector-less Service are the user's
+        }
+        let pods: Vec<_> = tx
+            .list(PODS, Some(&key.0))
+            .into_iter()
+            .filter(|p| util::map_selector_matches(selector, &util::labels(p)))
+            .filter(|p| str_at(p, "/status/podIP").is_some() && !is_terminal(p) && !is_deleting(p))
+            .collect();
+        let subsets = subsets(&svc, &pods);
+        let mut labels = svc
+            .pointer("/metadata/labels")
+            .cloned()
+            .unwrap_or(json!({}));
+        if str_at(&svc, "/spec/clusterIP") == Some("None") {
+            labels["service.kubernetes.io/headless"] = json!("");
+        }
+        let mut body = match tx.get_key(ENDPOINTS, key) {
+            Some(existing) => (*existing).clone(),
+            None => json!({"apiVersion": "v1", "kind": "Endpoints",
+                "metadata": {"name": key.1, "namespace": key.0}}),
+        };
+        let unchanged = body.get("subsets") == Some(&json!(subsets))
+            || (subsets.is_empty() && body.get("subsets").is_none());
+        if !unchanged {
+            body["metadata"]["annotations"] = json!({
+                "endpoints.kubernetes.io/last-change-trigger-time": ctx.clock.rfc3339(),
+            });
+        }
+        if labels.as_object().is_some_and(|m| !m.is_empty()) {
+            body["metadata"]["labels"] = labels;
+        }
+        match body.as_object_mut() {
+            Some(m) if subsets.is_empty() => {
+                m.remove("subsets");
+            }
+            Some(m) => {
+                m.insert("subsets".into(), Value::Array(subsets));
+            }
+            None => {}
+        }
+        if body.pointer("/metadata/uid").is_some() {
+            tx.update(ENDPOINTS, body)?;
+        } else {
+            tx.create(ENDPOINTS, &key.0, body)?;
+        }
+        Ok(Next::Done)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_target_ports_resolve_per_pod() {
+        let pod = json!({"spec": {"containers": [{"name": "a", "ports": [{"name": "http", "containerPort": 8080}]}]}});
+        assert_eq!(
+            target_port(&pod, &json!({"port": 80, "targetPort": "http"})),
+            Some(8080)
+        );
+        assert_eq!(
+            target_port(&pod, &json!({"port": 80, "targetPort": 9090})),
+            Some(9090)
+        );
+        assert_eq!(target_port(&pod, &json!({"port": 80})), Some(80));
+        assert_eq!(
+            target_port(&pod, &json!({"port": 80, "targetPort": "grpc"})),
+            None
+        );
+    }
+}
