@@ -3,18 +3,89 @@
 //! `notReadyAddresses`, each with `nodeName` and a `targetRef`, and the Service's ports with
 //! `targetPort` resolved (named ports looked up in the Pod's containers).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
 use super::util::{self, is_deleting, is_ready, is_terminal, str_at};
 use super::{Component, Ctx, ENDPOINTS, Kind, Next, PODS, SERVICES, key_of};
 use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::store::{Event, EventType, ObjKey};
 
 const NAME: &str = "endpoint-controller";
 
-pub struct Endpoints;
+/// Services by one label pair of their selector, so a Pod change finds its Services without
+/// looking at every Service of the namespace.
+#[derive(Default)]
+struct SelectorIndex {
+    by_pair: HashMap<(String, String, String), BTreeSet<ObjKey>>,
+    selectors: HashMap<ObjKey, BTreeMap<String, String>>,
+}
+
+impl SelectorIndex {
+    fn set(&mut self, key: &ObjKey, selector: Option<BTreeMap<String, String>>) {
+        if let Some(old) = self.selectors.remove(key)
+            && let Some((k, v)) = old.iter().next()
+        {
+            let pair = (key.0.clone(), k.clone(), v.clone());
+            if let Some(set) = self.by_pair.get_mut(&pair) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.by_pair.remove(&pair);
+                }
+            }
+        }
+        if let Some(sel) = selector.filter(|s| !s.is_empty()) {
+            if let Some((k, v)) = sel.iter().next() {
+                self.by_pair
+                    .entry((key.0.clone(), k.clone(), v.clone()))
+                    .or_default()
+                    .insert(key.clone());
+            }
+            self.selectors.insert(key.clone(), sel);
+        }
+    }
+
+    /// Services of `ns` whose whole selector matches `labels`.
+    fn matching(&self, ns: &str, labels: &BTreeMap<String, String>, out: &mut BTreeSet<ObjKey>) {
+        for (k, v) in labels {
+            let Some(set) = self.by_pair.get(&(ns.to_string(), k.clone(), v.clone())) else {
+                continue;
+            };
+            for svc in set {
+                let fits = self
+                    .selectors
+                    .get(svc)
+                    .is_some_and(|sel| sel.iter().all(|(sk, sv)| labels.get(sk) == Some(sv)));
+                if fits {
+                    out.insert(svc.clone());
+                }
+            }
+        }
+    }
+}
+
+fn selector_of(svc: &Value) -> Option<BTreeMap<String, String>> {
+    svc.pointer("/spec/selector")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+}
+
+#[derive(Default)]
+pub struct Endpoints {
+    index: Mutex<SelectorIndex>,
+}
+
+impl Endpoints {
+    fn index(&self) -> std::sync::MutexGuard<'_, SelectorIndex> {
+        self.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// The container port a Service port targets on this Pod (`None`: a named port it lacks).
 fn target_port(pod: &Value, port: &Value) -> Option<i64> {
@@ -129,29 +200,31 @@ impl Component for Endpoints {
         vec![PODS]
     }
 
-    fn map(&self, ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
+    fn map(&self, _ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
+        let key = key_of(&event.object);
         if SERVICES.is(&event.res) {
-            return vec![key_of(&event.object)];
+            let selector = (event.kind != EventType::Deleted)
+                .then(|| selector_of(&event.object))
+                .flatten();
+            self.index().set(&key, selector);
+            return vec![key];
         }
-        let now = util::labels(&event.object);
-        let before = event.previous.as_ref().map(|p| util::labels(p));
-        let tx = ctx.tx(NAME);
-        tx.list(SERVICES, Some(&event.namespace))
-            .iter()
-            .filter(|s| {
-                let sel = s.pointer("/spec/selector");
-                util::map_selector_matches(sel, &now)
-                    || before
-                        .as_ref()
-                        .is_some_and(|b| util::map_selector_matches(sel, b))
-            })
-            .map(|s| key_of(s))
-            .collect()
+        let mut out = BTreeSet::new();
+        let index = self.index();
+        index.matching(&event.namespace, &util::labels(&event.object), &mut out);
+        if let Some(before) = &event.previous {
+            index.matching(&event.namespace, &util::labels(before), &mut out);
+        }
+        out.into_iter().collect()
     }
 
     fn reconcile(&self, ctx: &Ctx, key: &ObjKey) -> Result<Next, ApiError> {
         let mut tx = ctx.tx(NAME);
-        let Some(svc) = tx.get_key(SERVICES, key) else {
+        let stored = tx.get_key(SERVICES, key);
+        // A resync reconciles every Service: the index catches up with missed changes here.
+        self.index()
+            .set(key, stored.as_deref().and_then(selector_of));
+        let Some(svc) = stored else {
             if tx.get_key(ENDPOINTS, key).is_some() {
                 tx.delete(ENDPOINTS, &key.0, &key.1)?;
             }
@@ -214,6 +287,39 @@ impl Component for Endpoints {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_selector_index_finds_services_by_any_label_pair() {
+        let mut idx = SelectorIndex::default();
+        let web = ("a".to_string(), "web".to_string());
+        let sel: BTreeMap<String, String> = [
+            ("app".into(), "web".into()),
+            ("tier".into(), "front".into()),
+        ]
+        .into();
+        idx.set(&web, Some(sel));
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let mut out = BTreeSet::new();
+        idx.matching(
+            "a",
+            &labels(&[("app", "web"), ("tier", "front"), ("x", "y")]),
+            &mut out,
+        );
+        assert_eq!(out.len(), 1);
+        out.clear();
+        idx.matching("a", &labels(&[("app", "web")]), &mut out);
+        assert!(out.is_empty(), "the whole selector must match");
+        idx.matching("b", &labels(&[("app", "web"), ("tier", "front")]), &mut out);
+        assert!(out.is_empty(), "other namespace");
+        idx.set(&web, None);
+        idx.matching("a", &labels(&[("app", "web"), ("tier", "front")]), &mut out);
+        assert!(out.is_empty());
+    }
 
     #[test]
     fn named_target_ports_resolve_per_pod() {

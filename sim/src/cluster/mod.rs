@@ -265,7 +265,7 @@ fn core_components() -> Vec<Arc<dyn Component>> {
         Arc::new(replicaset::ReplicaSets),
         Arc::new(deployment::Deployments),
         Arc::new(job::Jobs),
-        Arc::new(endpoints::Endpoints),
+        Arc::new(endpoints::Endpoints::default()),
         Arc::new(quota::QuotaController),
     ]
 }
