@@ -316,7 +316,7 @@ async fn a_compute_quota_needs_requests_and_counts_them() {
     };
     assert_eq!(
         s.message,
-        "pods \"bare\" is forbidden: failed quota: cpu: must specify requests.cpu for: a; requests.memory for: a"
+        "pods \"bare\" is forbidden: failed quota: cpu: must specify requests.cpu,requests.memory"
     );
     let sized = |name: &str, cpu: &str| -> Pod {
         json(
