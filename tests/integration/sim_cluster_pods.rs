@@ -349,3 +349,45 @@ async fn the_sim_binary_runs_the_cluster_unless_told_not_to() {
     );
     assert!(binary_node_names(&["--no-controllers"]).await.is_empty());
 }
+
+/// Node choices and Service IPs of a run, to compare two runs with the same seed.
+async fn choices(seed: u64) -> (Vec<String>, String) {
+    let (_sim, client) = cluster_with(
+        "seeded",
+        SimConfig {
+            seed: Some(seed),
+            ..Default::default()
+        },
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "seeded");
+    let mut nodes = Vec::new();
+    for i in 0..6 {
+        let name = format!("p{i}");
+        pods.create(&PostParams::default(), &simple(&name))
+            .await
+            .unwrap();
+        let p = until(&pods, &name, "bound", |p: &Pod| {
+            p.spec.as_ref().unwrap().node_name.is_some()
+        })
+        .await;
+        nodes.push(p.spec.unwrap().node_name.unwrap());
+    }
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(client.clone(), "seeded");
+    let svc = json(json!({"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}));
+    let created = services.create(&PostParams::default(), &svc).await.unwrap();
+    (nodes, created.spec.unwrap().cluster_ip.unwrap())
+}
+
+#[tokio::test]
+async fn a_seed_reproduces_the_clusters_choices() {
+    let first = choices(42).await;
+    let second = choices(42).await;
+    assert_eq!(first, second);
+    // Pods without requests spread over the three nodes (least allocated first).
+    let mut spread = first.0.clone();
+    spread.sort();
+    spread.dedup();
+    assert_eq!(spread.len(), 3, "{:?}", first.0);
+}

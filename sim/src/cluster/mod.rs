@@ -212,7 +212,10 @@ impl Clock {
 pub struct Ctx {
     pub server: Arc<Server>,
     pub clock: Clock,
-    rng: Mutex<StdRng>,
+    seed: u64,
+    /// One random stream per user, so one component's draws do not shift another's when
+    /// their work interleaves differently.
+    rngs: Mutex<HashMap<&'static str, StdRng>>,
     /// Recorded Events by (involved uid, type, reason, message), so a repeat bumps `count`.
     pub(crate) events: Mutex<HashMap<tx::EventKey, ObjKey>>,
     pub(crate) admission: admission::State,
@@ -224,7 +227,8 @@ impl Ctx {
         Self {
             server,
             clock: Clock,
-            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            seed,
+            rngs: Mutex::new(HashMap::new()),
             events: Mutex::new(HashMap::new()),
             admission: admission::State::default(),
         }
@@ -235,9 +239,19 @@ impl Ctx {
         Tx::new(self, manager)
     }
 
-    /// Draw from the seeded random source (`SimConfig::seed`).
+    /// Draw from the shared seeded random stream (`SimConfig::seed`). Prefer [`Ctx::rng_for`]
+    /// with the component's name: draws there do not depend on other components' timing.
     pub fn rng<T>(&self, f: impl FnOnce(&mut StdRng) -> T) -> T {
-        f(&mut self.rng.lock().unwrap_or_else(|p| p.into_inner()))
+        self.rng_for("shared", f)
+    }
+
+    /// Draw from the seeded random stream `stream` (`SimConfig::seed` mixed with the name).
+    pub fn rng_for<T>(&self, stream: &'static str, f: impl FnOnce(&mut StdRng) -> T) -> T {
+        let mut rngs = self.rngs.lock().unwrap_or_else(|p| p.into_inner());
+        let rng = rngs
+            .entry(stream)
+            .or_insert_with(|| StdRng::seed_from_u64(self.seed ^ util::fnv64(stream.as_bytes())));
+        f(rng)
     }
 
     pub fn faults(&self) -> &WorkloadFaults {
