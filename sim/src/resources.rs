@@ -155,6 +155,15 @@ const BUILTINS: &[Builtin] = &[
         &["sc"],
     ),
     b(
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        true,
+        false,
+        &[],
+    ),
+    b(
         "apps",
         "v1",
         "Deployment",

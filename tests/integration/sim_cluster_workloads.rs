@@ -450,6 +450,24 @@ async fn services_get_a_cluster_ip_and_endpoints_of_ready_pods() {
         Some("Pod")
     );
     assert!(addr.node_name.as_ref().unwrap().starts_with("sim-node-"));
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::namespaced(client.clone(), "svc");
+    let listed = slices
+        .list(&ListParams::default().labels("kubernetes.io/service-name=web"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(listed.len(), 1);
+    let slice = &listed[0];
+    assert_eq!(slice.address_type, "IPv4");
+    assert_eq!(
+        slice.metadata.labels.as_ref().unwrap()["endpointslice.kubernetes.io/managed-by"],
+        "endpointslice-controller.k8s.io"
+    );
+    let endpoints = slice.endpoints.as_ref().unwrap();
+    assert_eq!(endpoints.len(), 2);
+    assert_eq!(endpoints[0].conditions.as_ref().unwrap().ready, Some(true));
+    assert_eq!(slice.ports.as_ref().unwrap()[0].port, Some(8080));
     // Scale to zero: the addresses go.
     deps.patch(
         "web",

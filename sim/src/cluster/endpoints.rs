@@ -1,7 +1,8 @@
 //! The endpoints controller: for every Service with a selector, an Endpoints object of the same
 //! name listing the selected Pods that have an IP: ready ones in `addresses`, the others in
 //! `notReadyAddresses`, each with `nodeName` and a `targetRef`, and the Service's ports with
-//! `targetPort` resolved (named ports looked up in the Pod's containers).
+//! `targetPort` resolved (named ports looked up in the Pod's containers); and the Service's
+//! EndpointSlice with the same Pods.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -280,8 +281,100 @@ impl Component for Endpoints {
         } else {
             tx.create(ENDPOINTS, &key.0, body)?;
         }
+        write_slice(ctx, &mut tx, &svc, &pods)?;
         Ok(Next::Done)
     }
+}
+
+pub const ENDPOINT_SLICES: Kind =
+    Kind::new("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices");
+const SLICE_MANAGER: &str = "endpointslice-controller.k8s.io";
+
+/// The Service's EndpointSlice (one per Service here), as the endpointslice controller writes
+/// it: `kubernetes.io/service-name` and managed-by labels, owned by the Service, one endpoint
+/// per Pod with `ready` / `serving` / `terminating` conditions.
+fn write_slice(
+    ctx: &Ctx,
+    tx: &mut super::Tx<'_>,
+    svc: &Value,
+    pods: &[std::sync::Arc<Value>],
+) -> Result<(), ApiError> {
+    let (ns, name) = key_of(svc);
+    let uid = str_at(svc, "/metadata/uid").unwrap_or("").to_string();
+    let existing = tx.dependents(&uid, ENDPOINT_SLICES).into_iter().next();
+    let publish = svc.pointer("/spec/publishNotReadyAddresses") == Some(&json!(true));
+    let svc_ports: Vec<Value> = svc
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ports: Vec<Value> = pods
+        .first()
+        .map(|pod| {
+            svc_ports
+                .iter()
+                .filter_map(|p| {
+                    Some(json!({
+                        "name": p.get("name").cloned().unwrap_or(json!("")),
+                        "port": target_port(pod, p)?,
+                        "protocol": p.get("protocol").cloned().unwrap_or(json!("TCP")),
+                    }))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut endpoints: Vec<Value> = pods
+        .iter()
+        .map(|pod| {
+            let ready = is_ready(pod) || publish;
+            let mut e = json!({
+                "addresses": [str_at(pod, "/status/podIP").unwrap_or("")],
+                "conditions": {"ready": ready, "serving": is_ready(pod), "terminating": false},
+                "targetRef": address(pod)["targetRef"].clone(),
+            });
+            if let Some(n) = str_at(pod, "/spec/nodeName") {
+                e["nodeName"] = json!(n);
+            }
+            e
+        })
+        .collect();
+    endpoints.sort_by(|a, b| a["addresses"][0].as_str().cmp(&b["addresses"][0].as_str()));
+    let mut labels = svc
+        .pointer("/metadata/labels")
+        .cloned()
+        .unwrap_or(json!({}));
+    if !labels.is_object() {
+        labels = json!({});
+    }
+    labels["kubernetes.io/service-name"] = json!(name);
+    labels["endpointslice.kubernetes.io/managed-by"] = json!(SLICE_MANAGER);
+    let mut body = match &existing {
+        Some(s) => (**s).clone(),
+        None => json!({
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {"generateName": format!("{name}-"), "namespace": ns,
+                "ownerReferences": [util::controller_ref(svc, "v1", "Service")]},
+            "addressType": "IPv4",
+        }),
+    };
+    let changed = body.get("endpoints") != Some(&json!(endpoints))
+        || body.get("ports") != Some(&json!(ports));
+    if !changed && existing.is_some() {
+        return Ok(());
+    }
+    body["metadata"]["labels"] = labels;
+    body["metadata"]["annotations"] = json!({
+        "endpoints.kubernetes.io/last-change-trigger-time": ctx.clock.rfc3339(),
+    });
+    body["endpoints"] = Value::Array(endpoints);
+    body["ports"] = Value::Array(ports);
+    if existing.is_some() {
+        tx.update(ENDPOINT_SLICES, body)?;
+    } else {
+        tx.create(ENDPOINT_SLICES, &ns, body)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
