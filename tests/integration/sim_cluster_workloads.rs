@@ -377,6 +377,8 @@ async fn a_job_runs_to_completion() {
         until_event(&client, "jobs", "migrate", "Completed").await,
         "Job completed"
     );
+    let created = until_event(&client, "jobs", "migrate", "SuccessfulCreate").await;
+    assert!(created.starts_with("Created pod: migrate-"), "{created}");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "jobs");
     let done = pods
         .list(&ListParams::default().labels("batch.kubernetes.io/job-name=migrate"))
@@ -480,6 +482,20 @@ async fn services_get_a_cluster_ip_and_endpoints_of_ready_pods() {
         e.subsets.as_ref().is_none_or(|s| s.is_empty())
     })
     .await;
+    let rs = Api::<ReplicaSet>::namespaced(client.clone(), "svc")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let deleted = until_event(
+        &client,
+        "svc",
+        rs.metadata.name.as_ref().unwrap(),
+        "SuccessfulDelete",
+    )
+    .await;
+    assert!(deleted.starts_with("Deleted pod: web-"), "{deleted}");
 }
 
 #[tokio::test]
