@@ -14,11 +14,14 @@
 //!    reconcile (the default follows the changed object's controller ownerReference).
 //! 2. `reconcile` reads and writes through [`Ctx::tx`] (one store lock for the whole
 //!    read-modify-write, so no conflicts), records Events with [`Tx::event`], asks
-//!    [`Ctx::faults`] whether a workload fault acts on an object, and answers [`Next::After`] to be
-//!    called again later (timers: start delays, deadlines, back-offs).
+//!    [`Ctx::fault`] whether a workload fault acts on an object, draws random choices from
+//!    [`Ctx::rng_for`] with its own stream name (so a seed reproduces them), and answers
+//!    [`Next::After`] to be called again later (timers: start delays, deadlines, back-offs).
+//!    Keep `map` cheap: it runs for every change of the watched kinds (index what you need
+//!    rather than listing a namespace per change).
 //! 3. Objects that exist from the start (Nodes, a StorageClass) are created in `setup`, which runs
 //!    before the server answers its first request.
-//! 4. Add it to [`components`].
+//! 4. Add it to [`components`] (network components: chain their own list there).
 //!
 //! A runner per component subscribes to the store's change stream, batches and de-duplicates
 //! keys, and resyncs (every primary object) when it falls behind or the workload faults change.
