@@ -155,15 +155,6 @@ const BUILTINS: &[Builtin] = &[
         &["pv"],
     ),
     b(
-        "",
-        "v1",
-        "ResourceQuota",
-        "resourcequotas",
-        true,
-        true,
-        &["quota"],
-    ),
-    b(
         "storage.k8s.io",
         "v1",
         "StorageClass",
@@ -171,6 +162,15 @@ const BUILTINS: &[Builtin] = &[
         false,
         false,
         &["sc"],
+    ),
+    b(
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        true,
+        false,
+        &[],
     ),
     b(
         "apps",

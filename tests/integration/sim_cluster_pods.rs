@@ -307,3 +307,87 @@ async fn deleting_a_running_pod_is_graceful() {
     let (code, _) = code_of(pods.get("bye").await);
     panic!("the kubelet never removed the pod ({code})");
 }
+
+/// `sim --api-only` with the cluster flags: the Nodes it registers, or none with
+/// `--no-controllers`.
+async fn binary_node_names(flags: &[&str]) -> Vec<String> {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
+        .args(["sim", "--api-only", "--listen", "127.0.0.1:0"])
+        .args(flags)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("binary starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let url = BufReader::new(stdout)
+        .lines()
+        .next()
+        .expect("a line")
+        .expect("utf-8");
+    let mut config = kube::Config::new(url.parse().expect("url"));
+    config.default_namespace = "default".into();
+    let client = kube::Client::try_from(config).expect("client");
+    let nodes: Api<Node> = Api::all(client);
+    let names = nodes
+        .list(&ListParams::default())
+        .await
+        .expect("nodes")
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    let _ = child.kill();
+    let _ = child.wait();
+    names
+}
+
+#[tokio::test]
+async fn the_sim_binary_runs_the_cluster_unless_told_not_to() {
+    assert_eq!(
+        binary_node_names(&["--nodes", "2", "--seed", "5", "--pod-start-ms", "50"]).await,
+        vec!["sim-node-1", "sim-node-2"]
+    );
+    assert!(binary_node_names(&["--no-controllers"]).await.is_empty());
+}
+
+/// Node choices and Service IPs of a run, to compare two runs with the same seed.
+async fn choices(seed: u64) -> (Vec<String>, String) {
+    let (_sim, client) = cluster_with(
+        "seeded",
+        SimConfig {
+            seed: Some(seed),
+            ..Default::default()
+        },
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "seeded");
+    let mut nodes = Vec::new();
+    for i in 0..6 {
+        let name = format!("p{i}");
+        pods.create(&PostParams::default(), &simple(&name))
+            .await
+            .unwrap();
+        let p = until(&pods, &name, "bound", |p: &Pod| {
+            p.spec.as_ref().unwrap().node_name.is_some()
+        })
+        .await;
+        nodes.push(p.spec.unwrap().node_name.unwrap());
+    }
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(client.clone(), "seeded");
+    let svc = json(json!({"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}));
+    let created = services.create(&PostParams::default(), &svc).await.unwrap();
+    (nodes, created.spec.unwrap().cluster_ip.unwrap())
+}
+
+#[tokio::test]
+async fn a_seed_reproduces_the_clusters_choices() {
+    let first = choices(42).await;
+    let second = choices(42).await;
+    assert_eq!(first, second);
+    // Pods without requests spread over the three nodes (least allocated first).
+    let mut spread = first.0.clone();
+    spread.sort();
+    spread.dedup();
+    assert_eq!(spread.len(), 3, "{:?}", first.0);
+}

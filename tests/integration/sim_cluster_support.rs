@@ -17,7 +17,7 @@ pub async fn cluster_with(ns: &str, config: SimConfig) -> (Sim, kube::Client) {
     let (sim, client) = start_with(SimConfig {
         controllers: true,
         pod_start: Duration::from_millis(100),
-        seed: Some(7),
+        seed: config.seed.or(Some(7)),
         ..config
     })
     .await;

@@ -316,7 +316,7 @@ async fn a_compute_quota_needs_requests_and_counts_them() {
     };
     assert_eq!(
         s.message,
-        "pods \"bare\" is forbidden: failed quota: cpu: must specify requests.cpu for: a; requests.memory for: a"
+        "pods \"bare\" is forbidden: failed quota: cpu: must specify requests.cpu,requests.memory"
     );
     let sized = |name: &str, cpu: &str| -> Pod {
         json(
@@ -377,6 +377,8 @@ async fn a_job_runs_to_completion() {
         until_event(&client, "jobs", "migrate", "Completed").await,
         "Job completed"
     );
+    let created = until_event(&client, "jobs", "migrate", "SuccessfulCreate").await;
+    assert!(created.starts_with("Created pod: migrate-"), "{created}");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "jobs");
     let done = pods
         .list(&ListParams::default().labels("batch.kubernetes.io/job-name=migrate"))
@@ -450,6 +452,24 @@ async fn services_get_a_cluster_ip_and_endpoints_of_ready_pods() {
         Some("Pod")
     );
     assert!(addr.node_name.as_ref().unwrap().starts_with("sim-node-"));
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::namespaced(client.clone(), "svc");
+    let listed = slices
+        .list(&ListParams::default().labels("kubernetes.io/service-name=web"))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(listed.len(), 1);
+    let slice = &listed[0];
+    assert_eq!(slice.address_type, "IPv4");
+    assert_eq!(
+        slice.metadata.labels.as_ref().unwrap()["endpointslice.kubernetes.io/managed-by"],
+        "endpointslice-controller.k8s.io"
+    );
+    let endpoints = slice.endpoints.as_ref().unwrap();
+    assert_eq!(endpoints.len(), 2);
+    assert_eq!(endpoints[0].conditions.as_ref().unwrap().ready, Some(true));
+    assert_eq!(slice.ports.as_ref().unwrap()[0].port, Some(8080));
     // Scale to zero: the addresses go.
     deps.patch(
         "web",
@@ -462,6 +482,20 @@ async fn services_get_a_cluster_ip_and_endpoints_of_ready_pods() {
         e.subsets.as_ref().is_none_or(|s| s.is_empty())
     })
     .await;
+    let rs = Api::<ReplicaSet>::namespaced(client.clone(), "svc")
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    let deleted = until_event(
+        &client,
+        "svc",
+        rs.metadata.name.as_ref().unwrap(),
+        "SuccessfulDelete",
+    )
+    .await;
+    assert!(deleted.starts_with("Deleted pod: web-"), "{deleted}");
 }
 
 #[tokio::test]

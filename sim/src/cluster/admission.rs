@@ -94,7 +94,9 @@ fn allocate_cluster_ip(ctx: &Ctx, body: &mut Value) {
             let ip = loop {
                 // 10.96.0.0/12 without the network address and 10.96.0.1 (the kubernetes Service)
                 // and 10.96.0.10 (cluster DNS).
-                let n: u32 = ctx.rng(|r| r.random_range(11..(1u32 << 20) - 1));
+                let n: u32 = ctx.rng_for("service-ip-allocator", |r| {
+                    r.random_range(11..(1u32 << 20) - 1)
+                });
                 let ip = format!("10.{}.{}.{}", 96 + (n >> 16), (n >> 8) & 0xff, n & 0xff);
                 if !used.contains(&ip) {
                     break ip;

@@ -478,7 +478,12 @@ impl Component for Deployments {
             };
             force_condition(&mut status, "Progressing", "True", reason, &msg, &now);
         }
-        if !complete && deadline > 0 && !stuck_fault {
+        let timed_out_already = util::status_condition(&status, "Progressing")
+            .and_then(|c| c.get("reason"))
+            .and_then(Value::as_str)
+            == Some("ProgressDeadlineExceeded");
+        // Wake when the deadline would pass; once exceeded, only a change wakes it again.
+        if !complete && deadline > 0 && !stuck_fault && !timed_out_already {
             let since = util::status_condition(&status, "Progressing")
                 .and_then(|c| c.get("lastUpdateTime"))
                 .and_then(Value::as_str)

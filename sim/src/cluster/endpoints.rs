@@ -1,20 +1,92 @@
 //! The endpoints controller: for every Service with a selector, an Endpoints object of the same
 //! name listing the selected Pods that have an IP: ready ones in `addresses`, the others in
 //! `notReadyAddresses`, each with `nodeName` and a `targetRef`, and the Service's ports with
-//! `targetPort` resolved (named ports looked up in the Pod's containers).
+//! `targetPort` resolved (named ports looked up in the Pod's containers); and the Service's
+//! EndpointSlice with the same Pods.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
 use super::util::{self, is_deleting, is_ready, is_terminal, str_at};
 use super::{Component, Ctx, ENDPOINTS, Kind, Next, PODS, SERVICES, key_of};
 use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::store::{Event, EventType, ObjKey};
 
 const NAME: &str = "endpoint-controller";
 
-pub struct Endpoints;
+/// Services by one label pair of their selector, so a Pod change finds its Services without
+/// looking at every Service of the namespace.
+#[derive(Default)]
+struct SelectorIndex {
+    by_pair: HashMap<(String, String, String), BTreeSet<ObjKey>>,
+    selectors: HashMap<ObjKey, BTreeMap<String, String>>,
+}
+
+impl SelectorIndex {
+    fn set(&mut self, key: &ObjKey, selector: Option<BTreeMap<String, String>>) {
+        if let Some(old) = self.selectors.remove(key)
+            && let Some((k, v)) = old.iter().next()
+        {
+            let pair = (key.0.clone(), k.clone(), v.clone());
+            if let Some(set) = self.by_pair.get_mut(&pair) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.by_pair.remove(&pair);
+                }
+            }
+        }
+        if let Some(sel) = selector.filter(|s| !s.is_empty()) {
+            if let Some((k, v)) = sel.iter().next() {
+                self.by_pair
+                    .entry((key.0.clone(), k.clone(), v.clone()))
+                    .or_default()
+                    .insert(key.clone());
+            }
+            self.selectors.insert(key.clone(), sel);
+        }
+    }
+
+    /// Services of `ns` whose whole selector matches `labels`.
+    fn matching(&self, ns: &str, labels: &BTreeMap<String, String>, out: &mut BTreeSet<ObjKey>) {
+        for (k, v) in labels {
+            let Some(set) = self.by_pair.get(&(ns.to_string(), k.clone(), v.clone())) else {
+                continue;
+            };
+            for svc in set {
+                let fits = self
+                    .selectors
+                    .get(svc)
+                    .is_some_and(|sel| sel.iter().all(|(sk, sv)| labels.get(sk) == Some(sv)));
+                if fits {
+                    out.insert(svc.clone());
+                }
+            }
+        }
+    }
+}
+
+fn selector_of(svc: &Value) -> Option<BTreeMap<String, String>> {
+    svc.pointer("/spec/selector")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                .collect()
+        })
+}
+
+#[derive(Default)]
+pub struct Endpoints {
+    index: Mutex<SelectorIndex>,
+}
+
+impl Endpoints {
+    fn index(&self) -> std::sync::MutexGuard<'_, SelectorIndex> {
+        self.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// The container port a Service port targets on this Pod (`None`: a named port it lacks).
 fn target_port(pod: &Value, port: &Value) -> Option<i64> {
@@ -129,29 +201,31 @@ impl Component for Endpoints {
         vec![PODS]
     }
 
-    fn map(&self, ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
+    fn map(&self, _ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
+        let key = key_of(&event.object);
         if SERVICES.is(&event.res) {
-            return vec![key_of(&event.object)];
+            let selector = (event.kind != EventType::Deleted)
+                .then(|| selector_of(&event.object))
+                .flatten();
+            self.index().set(&key, selector);
+            return vec![key];
         }
-        let now = util::labels(&event.object);
-        let before = event.previous.as_ref().map(|p| util::labels(p));
-        let tx = ctx.tx(NAME);
-        tx.list(SERVICES, Some(&event.namespace))
-            .iter()
-            .filter(|s| {
-                let sel = s.pointer("/spec/selector");
-                util::map_selector_matches(sel, &now)
-                    || before
-                        .as_ref()
-                        .is_some_and(|b| util::map_selector_matches(sel, b))
-            })
-            .map(|s| key_of(s))
-            .collect()
+        let mut out = BTreeSet::new();
+        let index = self.index();
+        index.matching(&event.namespace, &util::labels(&event.object), &mut out);
+        if let Some(before) = &event.previous {
+            index.matching(&event.namespace, &util::labels(before), &mut out);
+        }
+        out.into_iter().collect()
     }
 
     fn reconcile(&self, ctx: &Ctx, key: &ObjKey) -> Result<Next, ApiError> {
         let mut tx = ctx.tx(NAME);
-        let Some(svc) = tx.get_key(SERVICES, key) else {
+        let stored = tx.get_key(SERVICES, key);
+        // A resync reconciles every Service: the index catches up with missed changes here.
+        self.index()
+            .set(key, stored.as_deref().and_then(selector_of));
+        let Some(svc) = stored else {
             if tx.get_key(ENDPOINTS, key).is_some() {
                 tx.delete(ENDPOINTS, &key.0, &key.1)?;
             }
@@ -207,13 +281,138 @@ impl Component for Endpoints {
         } else {
             tx.create(ENDPOINTS, &key.0, body)?;
         }
+        write_slice(ctx, &mut tx, &svc, &pods)?;
         Ok(Next::Done)
     }
+}
+
+pub const ENDPOINT_SLICES: Kind =
+    Kind::new("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices");
+const SLICE_MANAGER: &str = "endpointslice-controller.k8s.io";
+
+/// The Service's EndpointSlice (one per Service here), as the endpointslice controller writes
+/// it: `kubernetes.io/service-name` and managed-by labels, owned by the Service, one endpoint
+/// per Pod with `ready` / `serving` / `terminating` conditions.
+fn write_slice(
+    ctx: &Ctx,
+    tx: &mut super::Tx<'_>,
+    svc: &Value,
+    pods: &[std::sync::Arc<Value>],
+) -> Result<(), ApiError> {
+    let (ns, name) = key_of(svc);
+    let uid = str_at(svc, "/metadata/uid").unwrap_or("").to_string();
+    let existing = tx.dependents(&uid, ENDPOINT_SLICES).into_iter().next();
+    let publish = svc.pointer("/spec/publishNotReadyAddresses") == Some(&json!(true));
+    let svc_ports: Vec<Value> = svc
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let ports: Vec<Value> = pods
+        .first()
+        .map(|pod| {
+            svc_ports
+                .iter()
+                .filter_map(|p| {
+                    Some(json!({
+                        "name": p.get("name").cloned().unwrap_or(json!("")),
+                        "port": target_port(pod, p)?,
+                        "protocol": p.get("protocol").cloned().unwrap_or(json!("TCP")),
+                    }))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut endpoints: Vec<Value> = pods
+        .iter()
+        .map(|pod| {
+            let ready = is_ready(pod) || publish;
+            let mut e = json!({
+                "addresses": [str_at(pod, "/status/podIP").unwrap_or("")],
+                "conditions": {"ready": ready, "serving": is_ready(pod), "terminating": false},
+                "targetRef": address(pod)["targetRef"].clone(),
+            });
+            if let Some(n) = str_at(pod, "/spec/nodeName") {
+                e["nodeName"] = json!(n);
+            }
+            e
+        })
+        .collect();
+    endpoints.sort_by(|a, b| a["addresses"][0].as_str().cmp(&b["addresses"][0].as_str()));
+    let mut labels = svc
+        .pointer("/metadata/labels")
+        .cloned()
+        .unwrap_or(json!({}));
+    if !labels.is_object() {
+        labels = json!({});
+    }
+    labels["kubernetes.io/service-name"] = json!(name);
+    labels["endpointslice.kubernetes.io/managed-by"] = json!(SLICE_MANAGER);
+    let mut body = match &existing {
+        Some(s) => (**s).clone(),
+        None => json!({
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {"generateName": format!("{name}-"), "namespace": ns,
+                "ownerReferences": [util::controller_ref(svc, "v1", "Service")]},
+            "addressType": "IPv4",
+        }),
+    };
+    let changed = body.get("endpoints") != Some(&json!(endpoints))
+        || body.get("ports") != Some(&json!(ports));
+    if !changed && existing.is_some() {
+        return Ok(());
+    }
+    body["metadata"]["labels"] = labels;
+    body["metadata"]["annotations"] = json!({
+        "endpoints.kubernetes.io/last-change-trigger-time": ctx.clock.rfc3339(),
+    });
+    body["endpoints"] = Value::Array(endpoints);
+    body["ports"] = Value::Array(ports);
+    if existing.is_some() {
+        tx.update(ENDPOINT_SLICES, body)?;
+    } else {
+        tx.create(ENDPOINT_SLICES, &ns, body)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_selector_index_finds_services_by_any_label_pair() {
+        let mut idx = SelectorIndex::default();
+        let web = ("a".to_string(), "web".to_string());
+        let sel: BTreeMap<String, String> = [
+            ("app".into(), "web".into()),
+            ("tier".into(), "front".into()),
+        ]
+        .into();
+        idx.set(&web, Some(sel));
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let mut out = BTreeSet::new();
+        idx.matching(
+            "a",
+            &labels(&[("app", "web"), ("tier", "front"), ("x", "y")]),
+            &mut out,
+        );
+        assert_eq!(out.len(), 1);
+        out.clear();
+        idx.matching("a", &labels(&[("app", "web")]), &mut out);
+        assert!(out.is_empty(), "the whole selector must match");
+        idx.matching("b", &labels(&[("app", "web"), ("tier", "front")]), &mut out);
+        assert!(out.is_empty(), "other namespace");
+        idx.set(&web, None);
+        idx.matching("a", &labels(&[("app", "web"), ("tier", "front")]), &mut out);
+        assert!(out.is_empty());
+    }
 
     #[test]
     fn named_target_ports_resolve_per_pod() {

@@ -991,7 +991,7 @@ impl Kubelet {
                 // A running container keeps its id; a (re)started one gets a new one.
                 let id = match prev.filter(|p| p.pointer("/state/running").is_some()).and_then(|p| p.get("containerID")) {
                     Some(id) => id.clone(),
-                    None => json!(format!("containerd://{}", hex64(ctx.rng(rand::RngExt::random::<u64>)))),
+                    None => json!(format!("containerd://{}", hex64(ctx.rng_for(NAME, rand::RngExt::random::<u64>)))),
                 };
                 json!({
                     "name": name,

@@ -14,11 +14,14 @@
 //!    reconcile (the default follows the changed object's controller ownerReference).
 //! 2. `reconcile` reads and writes through [`Ctx::tx`] (one store lock for the whole
 //!    read-modify-write, so no conflicts), records Events with [`Tx::event`], asks
-//!    [`Ctx::faults`] whether a workload fault acts on an object, and answers [`Next::After`] to be
-//!    called again later (timers: start delays, deadlines, back-offs).
+//!    [`Ctx::fault`] whether a workload fault acts on an object, draws random choices from
+//!    [`Ctx::rng_for`] with its own stream name (so a seed reproduces them), and answers
+//!    [`Next::After`] to be called again later (timers: start delays, deadlines, back-offs).
+//!    Keep `map` cheap: it runs for every change of the watched kinds (index what you need
+//!    rather than listing a namespace per change).
 //! 3. Objects that exist from the start (Nodes, a StorageClass) are created in `setup`, which runs
 //!    before the server answers its first request.
-//! 4. Add it to [`components`].
+//! 4. Add it to [`components`] (network components: chain their own list there).
 //!
 //! A runner per component subscribes to the store's change stream, batches and de-duplicates
 //! keys, and resyncs (every primary object) when it falls behind or the workload faults change.
@@ -216,7 +219,10 @@ impl Clock {
 pub struct Ctx {
     pub server: Arc<Server>,
     pub clock: Clock,
-    rng: Mutex<StdRng>,
+    seed: u64,
+    /// One random stream per user, so one component's draws do not shift another's when
+    /// their work interleaves differently.
+    rngs: Mutex<HashMap<&'static str, StdRng>>,
     /// Recorded Events by (involved uid, type, reason, message), so a repeat bumps `count`.
     pub(crate) events: Mutex<HashMap<tx::EventKey, ObjKey>>,
     pub(crate) admission: admission::State,
@@ -228,7 +234,8 @@ impl Ctx {
         Self {
             server,
             clock: Clock,
-            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            seed,
+            rngs: Mutex::new(HashMap::new()),
             events: Mutex::new(HashMap::new()),
             admission: admission::State::default(),
         }
@@ -239,9 +246,19 @@ impl Ctx {
         Tx::new(self, manager)
     }
 
-    /// Draw from the seeded random source (`SimConfig::seed`).
+    /// Draw from the shared seeded random stream (`SimConfig::seed`). Prefer [`Ctx::rng_for`]
+    /// with the component's name: draws there do not depend on other components' timing.
     pub fn rng<T>(&self, f: impl FnOnce(&mut StdRng) -> T) -> T {
-        f(&mut self.rng.lock().unwrap_or_else(|p| p.into_inner()))
+        self.rng_for("shared", f)
+    }
+
+    /// Draw from the seeded random stream `stream` (`SimConfig::seed` mixed with the name).
+    pub fn rng_for<T>(&self, stream: &'static str, f: impl FnOnce(&mut StdRng) -> T) -> T {
+        let mut rngs = self.rngs.lock().unwrap_or_else(|p| p.into_inner());
+        let rng = rngs
+            .entry(stream)
+            .or_insert_with(|| StdRng::seed_from_u64(self.seed ^ util::fnv64(stream.as_bytes())));
+        f(rng)
     }
 
     pub fn faults(&self) -> &WorkloadFaults {
@@ -272,7 +289,7 @@ fn core_components() -> Vec<Arc<dyn Component>> {
         Arc::new(replicaset::ReplicaSets),
         Arc::new(deployment::Deployments),
         Arc::new(job::Jobs),
-        Arc::new(endpoints::Endpoints),
+        Arc::new(endpoints::Endpoints::default()),
         Arc::new(quota::QuotaController),
     ]
 }

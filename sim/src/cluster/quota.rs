@@ -2,6 +2,9 @@
 //! limited: ...` and `failed quota: NAME: must specify ...`) and the controller keeping
 //! `status.hard` / `status.used` current.
 //!
+//! A quota on compute resources refuses Pods whose containers (init containers too) do not
+//! state them: `failed quota: NAME: must specify requests.cpu,requests.memory`.
+//!
 //! Usage is counted from the store at each decision (exact, no pending charges), for `pods`,
 //! `requests.cpu`/`cpu`, `requests.memory`/`memory`, `limits.cpu`, `limits.memory`,
 //! `requests.storage`, the object counts (`services`, `secrets`, `configmaps`,
@@ -179,16 +182,15 @@ pub fn admit(
                     "limits.memory" => ("memory", true),
                     _ => continue,
                 };
-                let without = util::containers_without(obj, res, limits);
-                if !without.is_empty() {
-                    missing.push(format!("{key} for: {}", without.join(",")));
+                if !util::containers_without(obj, res, limits).is_empty() {
+                    missing.push(key.clone());
                 }
             }
             if !missing.is_empty() {
                 missing.sort();
                 return Err(ApiError::forbidden(format!(
                     "{subject} is forbidden: failed quota: {qname}: must specify {}",
-                    missing.join("; ")
+                    missing.join(",")
                 )));
             }
         }

@@ -337,7 +337,7 @@ impl Scheduler {
             .filter(|(_, s)| *s == low)
             .map(|(n, _)| n)
             .collect();
-        let i = ctx.rng(|r| r.random_range(0..top.len()));
+        let i = ctx.rng_for(NAME, |r| r.random_range(0..top.len()));
         Ok(top[i].clone())
     }
 

@@ -187,7 +187,7 @@ impl<'a> Tx<'a> {
             ns
         };
         let nanos = self.ctx.clock.now().as_nanosecond();
-        let suffix = self.ctx.rng(rand::RngExt::random::<u16>);
+        let suffix = self.ctx.rng_for("events", rand::RngExt::random::<u16>);
         let ev_name = format!("{name}.{:x}", nanos as u64 ^ u64::from(suffix));
         let mut involved = json!({
             "apiVersion": regarding.get("apiVersion").cloned().unwrap_or(Value::Null),

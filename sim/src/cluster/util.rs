@@ -185,9 +185,11 @@ pub fn pod_limits(pod: &Value) -> (i64, i64) {
     (sum(cpu_millis, "cpu"), sum(bytes, "memory"))
 }
 
-/// Names of the containers that set no request (and no limit) for `resource`.
+/// Names of the containers (init containers too) that set no request (and no limit) for
+/// `resource`.
 pub fn containers_without(pod: &Value, resource: &str, limits: bool) -> Vec<String> {
     containers(pod, "containers")
+        .chain(containers(pod, "initContainers"))
         .filter(|c| {
             if limits {
                 c.pointer(&format!("/resources/limits/{resource}"))
