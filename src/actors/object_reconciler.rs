@@ -88,12 +88,10 @@ impl Outcome {
         self
     }
 
-    /// Adds what the status write decided: the engine's stall and its recheck timer.
+    /// Adds what the status write decided: the engine's stall and its schedule.
     pub fn with_status(mut self, written: crate::status::Written) -> Self {
         self.stalled |= written.stalled;
-        if let Some((purpose, delay)) = written.recheck {
-            self.timers.push((purpose, delay));
-        }
+        self.timers.extend(written.timers);
         self
     }
 

@@ -18,10 +18,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::labels::stamp;
 use super::store::ChildStore;
 use crate::k8s::{Pinned, WriteBudget, delete_pinned};
 use crate::messages::{KindKey, ObjectKey};
+use crate::reconcile::children::{Component, child_labels};
 
 /// The one field manager of every write the operator makes to a child.
 pub const FIELD_MANAGER: &str = "pgtoolbox-operator";
@@ -60,9 +60,9 @@ impl ChildOwner {
     }
 }
 
-/// One desired child and what it is to its owner (the component label).
+/// One desired child and the part of the product it belongs to (the component label).
 pub struct Desired<C> {
-    pub component: &'static str,
+    pub component: Component,
     pub object: C,
 }
 
@@ -254,14 +254,12 @@ fn refused(code: u16, message: &str) -> bool {
 }
 
 /// The child with the owner's labels, controller reference and namespace.
-fn stamped<C: Resource>(mut object: C, owner: &ChildOwner, component: &str) -> C {
+fn stamped<C: Resource>(mut object: C, owner: &ChildOwner, component: Component) -> C {
     let meta = object.meta_mut();
     meta.namespace = Some(owner.key.namespace.clone());
-    stamp(
-        meta.labels.get_or_insert_with(Default::default),
-        &owner.key.name,
-        component,
-    );
+    meta.labels
+        .get_or_insert_with(Default::default)
+        .extend(child_labels(&owner.key.name, component));
     meta.owner_references = Some(vec![owner.reference.clone()]);
     object
 }

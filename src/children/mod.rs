@@ -2,16 +2,15 @@
 //! the reference index (objects our objects name, and who names them), and the child applier.
 
 mod applier;
-mod labels;
 mod references;
 mod relist;
 mod store;
 mod synced;
 
+pub use crate::reconcile::children::{Component, MANAGED_BY, MANAGED_BY_LABEL};
 pub use applier::{
     Applier, ApplyError, ApplyReport, ChildOwner, ChildVerdict, Desired, FIELD_MANAGER,
 };
-pub use labels::{COMPONENT_LABEL, INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL};
 pub use references::{ReferenceIndex, Track, cnpg_clusters};
 pub use relist::Relist;
 pub use store::{ChildStore, OwnerOf, Wakeups, controller_owner, owner_label};

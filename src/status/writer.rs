@@ -32,12 +32,12 @@ pub struct Extras {
 }
 
 /// What the write decided for the pass's schedule.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Written {
     /// The engine says the object waits for a change of its inputs: no backoff retry.
     pub stalled: bool,
-    /// The engine's recheck of that stall, if the kind's table has one.
-    pub recheck: Option<(TimerPurpose, Duration)>,
+    /// The engine's one schedule of the pass: the stall's recheck and the kind's own timers.
+    pub timers: Vec<(TimerPurpose, Duration)>,
     /// Whether a write was made.
     pub wrote: bool,
 }
@@ -48,15 +48,6 @@ pub enum StatusError {
     Render(#[from] serde_json::Error),
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
-}
-
-/// The timer a recheck delay from the engine runs on (the kinds' tables hold the durations).
-fn recheck_purpose(delay: Duration) -> TimerPurpose {
-    if delay < Duration::from_secs(5 * 60) {
-        TimerPurpose::Recheck2m
-    } else {
-        TimerPurpose::Recheck5m
-    }
 }
 
 pub struct StatusWriter<K> {
@@ -107,12 +98,18 @@ where
         let update = derive_status(facts, obj.stored_status(), Timestamp::now());
         let mut verdict = Written {
             stalled: update.stall.is_some(),
-            recheck: update
-                .recheck_after
-                .map(|delay| (recheck_purpose(delay), delay)),
+            timers: update.timers.clone(),
             wrote: false,
         };
         if !update.changed && extras.fields.is_empty() {
+            // Nothing to write; the kind's own Events of this pass are recorded all the same.
+            let mut events = update.events;
+            events.extend(extras.events);
+            if !events.is_empty() {
+                self.events
+                    .publish(target.writes, &obj.object_ref(&()), &events)
+                    .await;
+            }
             return Ok(verdict);
         }
         let precondition = extras.guarded.then(|| obj.resource_version()).flatten();
@@ -148,21 +145,4 @@ pub struct Target<'a> {
     pub client: &'a Client,
     pub writes: &'a WriteBudget,
     pub key: &'a ObjectKey,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn recheck_delays_map_to_their_timers() {
-        assert_eq!(
-            recheck_purpose(Duration::from_secs(120)),
-            TimerPurpose::Recheck2m
-        );
-        assert_eq!(
-            recheck_purpose(Duration::from_secs(300)),
-            TimerPurpose::Recheck5m
-        );
-    }
 }

@@ -11,7 +11,8 @@ use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher;
 use pgtoolbox_operator::children::{
-    Applier, ChildOwner, ChildStore, ChildVerdict, Desired, MANAGED_BY, MANAGED_BY_LABEL, OwnerOf,
+    Applier, ChildOwner, ChildStore, ChildVerdict, Component, Desired, MANAGED_BY,
+    MANAGED_BY_LABEL, OwnerOf,
 };
 use pgtoolbox_operator::k8s::{WatchScope, WriteBudget};
 use pgtoolbox_operator::messages::{KindKey, ObjectKey};
@@ -31,7 +32,7 @@ fn config_map(name: &str, value: &str) -> ConfigMap {
 
 fn desired(name: &str, value: &str) -> Desired<ConfigMap> {
     Desired {
-        component: "settings",
+        component: Component::Console,
         object: config_map(name, value),
     }
 }
@@ -132,7 +133,7 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
         labels
             .get("app.kubernetes.io/component")
             .map(String::as_str),
-        Some("settings")
+        Some("console")
     );
     assert_eq!(created.owner_references()[0].uid, owner.reference.uid);
     until("the store to see the child", || {
@@ -186,7 +187,7 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
             &store,
             &owner,
             vec![Desired {
-                component: "settings",
+                component: Component::Console,
                 object: renamed,
             }],
         )
