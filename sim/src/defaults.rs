@@ -50,12 +50,14 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
         ("batch", "CronJob") => cron_job(obj),
         ("networking.k8s.io", "NetworkPolicy") => network_policy(obj),
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            // A ServiceAccount's group stays "", which the server's JSON omits (omitempty).
             for subject in items_mut(obj, "/subjects") {
-                let group = match subject.get("kind").and_then(Value::as_str) {
-                    Some("User" | "Group") => "rbac.authorization.k8s.io",
-                    _ => "",
-                };
-                default(subject, "/apiGroup", json!(group));
+                if matches!(
+                    subject.get("kind").and_then(Value::as_str),
+                    Some("User" | "Group")
+                ) {
+                    default(subject, "/apiGroup", json!("rbac.authorization.k8s.io"));
+                }
             }
         }
         _ => {}

@@ -262,9 +262,12 @@ async fn kubectl_create_generators_store_what_they_describe() {
     assert_eq!(spec["replicas"], 2);
     assert_eq!(spec["selector"], json!({"matchLabels": {"app": "d1"}}));
     assert_eq!(spec["template"]["metadata"]["labels"], json!({"app": "d1"}));
+    // What kubectl sent, plus the server's container defaults.
     assert_eq!(
         spec["template"]["spec"]["containers"],
-        json!([{"name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 80}], "resources": {}}])
+        json!([{"name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                "resources": {}, "imagePullPolicy": "IfNotPresent",
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File"}])
     );
     let j1 = Api::<Job>::namespaced(ns(&client), NS)
         .get("j1")
