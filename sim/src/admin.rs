@@ -31,8 +31,8 @@ use serde_json::{Value, json};
 use crate::cluster::WorkloadFaultRule;
 use crate::error::ApiError;
 use crate::faults::Admin;
-use crate::http::{MAX_BODY, json_response};
 use crate::server::Server;
+use crate::wire::{MAX_BODY, json_response};
 
 pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
     match run(server, req).await {

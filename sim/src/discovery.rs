@@ -5,9 +5,9 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
-use crate::http::json_response;
 use crate::resources::ResourceInfo;
 use crate::server::Server;
+use crate::wire::json_response;
 
 pub enum Discovery {
     Version,

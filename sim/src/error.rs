@@ -212,7 +212,7 @@ fn qualified(group: &str, resource: &str) -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        crate::http::json_response(code, &self.to_status())
+        crate::wire::json_response(code, &self.to_status())
     }
 }
 

@@ -14,19 +14,8 @@ use crate::filter::{Filter, decode_continue, encode_continue};
 use crate::ops::{self, DeleteOpts, PatchKind, Subresource};
 use crate::resources::ResourceInfo;
 use crate::server::Server;
+use crate::wire::{MAX_BODY, Shape, bytes_response, json_response, query_bool};
 use crate::{admin, discovery, openapi, render, watch};
-
-/// Bodies above this size are refused, as a real server does.
-pub const MAX_BODY: usize = 3 * 1024 * 1024;
-
-pub fn json_response(code: StatusCode, value: &Value) -> Response {
-    let body = serde_json::to_vec(value).unwrap_or_default();
-    bytes_response(code, body)
-}
-
-pub fn bytes_response(code: StatusCode, body: Vec<u8>) -> Response {
-    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
 
 /// A resource request after path parsing.
 #[derive(Debug, Clone)]
@@ -93,14 +82,6 @@ fn parse_path(path: &str) -> Option<Route> {
         _ => return None,
     };
     Some(Route::Resource(target))
-}
-
-/// What the client asked the answer to look like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    Full,
-    Metadata,
-    Table,
 }
 
 fn shape(headers: &HeaderMap) -> Result<Shape, ApiError> {
@@ -469,14 +450,6 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         "deletecollection" => ctx.delete_collection(&query),
         _ => Err(ApiError::method_not_allowed(verb.to_string())),
     }
-}
-
-/// A boolean query parameter as Go's `strconv.ParseBool` reads it (`true`, `True`, `1`, `t`...;
-/// the Python client sends `True`).
-pub fn query_bool(query: &HashMap<String, String>, key: &str) -> bool {
-    query
-        .get(key)
-        .is_some_and(|v| matches!(v.as_str(), "1" | "t" | "T" | "true" | "True" | "TRUE"))
 }
 
 /// `prefixFromUserAgent` of the apiserver: the User-Agent up to its first `/`.

@@ -40,6 +40,7 @@ pub mod subresource;
 pub mod table;
 pub mod validate;
 pub mod watch;
+pub mod wire;
 
 mod handle;
 

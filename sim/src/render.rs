@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::http::Shape;
 use crate::resources::ResourceInfo;
+use crate::wire::Shape;
 
 /// The object as stored, with the apiVersion of the version it is read through.
 pub fn full<'a>(info: &ResourceInfo, obj: &'a Value) -> Cow<'a, Value> {

@@ -13,11 +13,11 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::error::ApiError;
 use crate::filter::Filter;
-use crate::http::Shape;
 use crate::render;
 use crate::resources::ResourceInfo;
 use crate::server::Server;
 use crate::store::{Event, EventType};
+use crate::wire::Shape;
 
 fn line(kind: &str, object: &Value) -> Bytes {
     let mut out = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
@@ -115,8 +115,8 @@ pub fn start(
     shape: Shape,
 ) -> Result<Response, ApiError> {
     let filter = Filter::from_query(query, &info)?;
-    let bookmarks = crate::http::query_bool(query, "allowWatchBookmarks");
-    let send_initial = crate::http::query_bool(query, "sendInitialEvents");
+    let bookmarks = crate::wire::query_bool(query, "allowWatchBookmarks");
+    let send_initial = crate::wire::query_bool(query, "sendInitialEvents");
     let timeout = match query.get("timeoutSeconds") {
         Some(t) => Duration::from_secs(
             t.parse()

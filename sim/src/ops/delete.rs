@@ -48,7 +48,7 @@ impl DeleteOpts {
         Self {
             uid: query.get("preconditions.uid").cloned(),
             resource_version: query.get("preconditions.resourceVersion").cloned(),
-            orphan: policy == Some("Orphan") || crate::http::query_bool(query, "orphanDependents"),
+            orphan: policy == Some("Orphan") || crate::wire::query_bool(query, "orphanDependents"),
             foreground: policy == Some("Foreground"),
             dry_run: query.get("dryRun").is_some_and(|v| v == "All"),
             grace_period_seconds: query.get("gracePeriodSeconds").and_then(|v| v.parse().ok()),

@@ -11,11 +11,11 @@ use axum::response::Response;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::http::json_response;
 use crate::ops::PatchKind;
 use crate::resources::ResourceInfo;
 use crate::server::Server;
 use crate::store::Locked;
+use crate::wire::json_response;
 
 pub use scale::selector_string;
 
