@@ -462,3 +462,110 @@ fn destinations_split_into_bucket_and_prefix() {
         assert_eq!(parse_destination(path).ok(), *expected, "{path:?}");
     }
 }
+
+/// `(case, secret issued, bundle, reason, message needles)`.
+type CaCase<'a> = (&'a str, bool, Option<&'a str>, Reason, &'a [&'a str]);
+
+#[test]
+fn service_ca_is_pending_until_secret_and_bundle_are_filled() {
+    let cases: &[CaCase<'_>] = &[
+        (
+            "both",
+            true,
+            Some("-----BEGIN CERTIFICATE-----"),
+            common::AS_EXPECTED,
+            &["issued"],
+        ),
+        (
+            "no secret",
+            false,
+            Some("pem"),
+            r::SERVICE_CA_PENDING,
+            &["a-evidence-tls"],
+        ),
+        (
+            "no bundle",
+            true,
+            None,
+            r::SERVICE_CA_PENDING,
+            &["service-ca.crt"],
+        ),
+        (
+            "blank bundle",
+            true,
+            Some("  "),
+            r::SERVICE_CA_PENDING,
+            &["a-evidence-ca"],
+        ),
+        (
+            "neither",
+            false,
+            None,
+            r::SERVICE_CA_PENDING,
+            &["a-evidence-tls", "a-evidence-ca"],
+        ),
+    ];
+    for (name, issued, bundle, reason, needles) in cases {
+        let v = service_ca_verdict(&ServiceCaFacts {
+            tls_secret: "a-evidence-tls",
+            secret_issued: *issued,
+            ca_config_map: "a-evidence-ca",
+            bundle: *bundle,
+        });
+        assert_eq!(v.reason, *reason, "{name}");
+        for needle in *needles {
+            assert!(v.message.contains(needle), "{name}: {}", v.message);
+        }
+    }
+}
+
+#[test]
+fn children_follow_the_provider() {
+    use crate::api::CertificateProvider;
+    let valid = Case::new("valid").run().valid.unwrap();
+    for provider in [
+        CertificateProvider::Openshift,
+        CertificateProvider::Operator,
+    ] {
+        let input = RenderInput {
+            agent: "orders-evidence",
+            replicas: 2,
+            resources: None,
+            provider,
+            config: &valid,
+        };
+        let openshift = provider == CertificateProvider::Openshift;
+        let svc = service(&input);
+        assert_eq!(
+            svc.metadata.name.as_deref(),
+            Some("orders-evidence-evidence")
+        );
+        let annotation = svc
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SERVING_CERT_ANNOTATION))
+            .cloned();
+        assert_eq!(
+            annotation,
+            openshift.then(|| "orders-evidence-evidence-tls".to_owned()),
+            "{provider:?}"
+        );
+        assert_eq!(ca_config_map(&input).is_some(), openshift, "{provider:?}");
+        let dep = deployment(&input);
+        assert_eq!(dep.spec.replicas, Some(2));
+        let pod = dep.spec.template.spec.clone().unwrap();
+        let volumes: Vec<String> = pod.volumes.unwrap().into_iter().map(|v| v.name).collect();
+        assert_eq!(
+            volumes.contains(&"ca".to_owned()),
+            openshift,
+            "{provider:?}"
+        );
+        assert!(volumes.contains(&"tls".to_owned()));
+        assert_eq!(deployment(&input), dep, "byte-stable");
+        assert_eq!(
+            service_account(&input).metadata.name.as_deref(),
+            Some("orders-evidence-evidence")
+        );
+    }
+}
