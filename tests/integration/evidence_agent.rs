@@ -474,3 +474,77 @@ async fn evidence_missing_credentials_secret_is_secret_not_found() {
     env.credentials("orders-s3").await;
     env.wait_reason("nocreds", "Ready", "AsExpected").await;
 }
+
+/// A pass over a converged agent reads only caches and writes nothing: zero API requests,
+/// counted by the embedded server. The kind's caches and reconciler are driven pass by pass.
+#[tokio::test]
+async fn evidence_pass_over_a_converged_agent_makes_no_api_request() {
+    use futures::StreamExt;
+    use pgtoolbox_operator::actors::evidence_agent::{EvidenceAgentReconciler, EvidenceCaches};
+    use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler};
+    use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
+    use pgtoolbox_operator::messages::ObjectKey;
+
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..with_controllers()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let env = Env {
+        _sim: sim,
+        client: client.clone(),
+        operator: None,
+    };
+    env.credentials("orders-s3").await;
+    env.cluster("orders", Some("orders-store")).await;
+    env.object_store("orders-store", static_s3("s3://orders-backups"))
+        .await;
+    env.agent("steady", "orders", Some(IMAGE), "openshift")
+        .await;
+
+    let caches = EvidenceCaches::new();
+    let scope = WatchScope::Namespaces(vec![NS.into()]);
+    let wakeups: Vec<_> = caches
+        .watches()
+        .into_iter()
+        .flat_map(|start| start(&client, &scope))
+        .collect();
+    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(wakeups);
+        while all.next().await.is_some() {}
+    }));
+    let reconciler = EvidenceAgentReconciler::new(caches, EventSink::new(client.clone()));
+    let pass_env = Arc::new(PassEnv {
+        client: client.clone(),
+        writes: WriteBudget::new(4),
+        shared: Arc::new(Shared::new(OperatorSettings::default())),
+    });
+    let cx = ObjectContext::new(ObjectKey::new(NS, "steady"), pass_env, 0);
+    let mut converged = false;
+    let mut last = Default::default();
+    for _ in 0..200 {
+        let current = env.agents().get("steady").await.expect("agent");
+        env._sim.admin().reset_stats();
+        reconciler
+            .reconcile(Arc::new(current), &cx)
+            .await
+            .expect("pass");
+        let stats = env._sim.stats();
+        let requests = stats.total;
+        last = stats.by_verb_resource;
+        let now = env.agents().get("steady").await.expect("agent");
+        if requests == 0 && state(&now, "Ready") == ("True".into(), "AsExpected".into()) {
+            converged = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        converged,
+        "never converged to a pass without requests; the last pass made {last:?}"
+    );
+}

@@ -12,7 +12,7 @@ pub use config::{
 };
 pub use render::{
     AGENT_PORT, CABUNDLE_KEY, ChildNames, INJECT_CABUNDLE_ANNOTATION, RenderInput,
-    SERVING_CERT_ANNOTATION, ca_config_map, deployment, service, service_account,
+    SERVING_CERT_ANNOTATION, ca_config_map, deployment, pull_policy, service, service_account,
 };
 
 #[cfg(test)]

@@ -29,6 +29,22 @@ pub const AGENT_PORT: i32 = 8443;
 
 const COMPONENT: Component = Component::EvidenceAgent;
 
+/// The API server's default mode of a projected Secret or ConfigMap volume (0644).
+const DEFAULT_MODE: i32 = 420;
+
+/// The pull policy the API server defaults (list items compare whole, so the rendered
+/// container states it): `Always` for `:latest` or no tag, else `IfNotPresent`.
+pub fn pull_policy(image: &str) -> &'static str {
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.rsplit_once(':') {
+        Some((_, "latest")) | None => "Always",
+        Some(_) => "IfNotPresent",
+    }
+}
+
 /// Names of an agent's children.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChildNames {
@@ -160,6 +176,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
         name: "tls".into(),
         secret: Some(SecretVolumeSource {
             secret_name: Some(names.tls_secret.clone()),
+            default_mode: Some(DEFAULT_MODE),
             ..SecretVolumeSource::default()
         }),
         ..Volume::default()
@@ -179,6 +196,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
             name: "ca".into(),
             config_map: Some(ConfigMapVolumeSource {
                 name: names.ca_config_map.clone(),
+                default_mode: Some(DEFAULT_MODE),
                 ..ConfigMapVolumeSource::default()
             }),
             ..Volume::default()
@@ -201,6 +219,9 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
             containers: vec![Container {
                 name: "agent".into(),
                 image: Some(input.config.image.clone()),
+                image_pull_policy: Some(pull_policy(&input.config.image).to_owned()),
+                termination_message_path: Some("/dev/termination-log".into()),
+                termination_message_policy: Some("File".into()),
                 ports: Some(vec![ContainerPort {
                     name: Some("https".into()),
                     container_port: AGENT_PORT,
@@ -209,7 +230,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
                 }]),
                 env: Some(env),
                 volume_mounts: Some(mounts),
-                resources: input.resources.cloned(),
+                resources: Some(input.resources.cloned().unwrap_or_default()),
                 ..Container::default()
             }],
             volumes: Some(volumes),

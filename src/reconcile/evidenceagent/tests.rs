@@ -569,3 +569,20 @@ fn children_follow_the_provider() {
         );
     }
 }
+
+#[test]
+fn pull_policy_is_the_servers_default() {
+    for (image, policy) in [
+        ("ghcr.io/pgtoolbox/evidence-agent:0.1.0", "IfNotPresent"),
+        ("ghcr.io/pgtoolbox/evidence-agent:latest", "Always"),
+        ("ghcr.io/pgtoolbox/evidence-agent", "Always"),
+        ("localhost:5000/agent", "Always"),
+        ("localhost:5000/agent:1", "IfNotPresent"),
+        (
+            "ghcr.io/pgtoolbox/evidence-agent@sha256:abc",
+            "IfNotPresent",
+        ),
+    ] {
+        assert_eq!(pull_policy(image), policy, "{image}");
+    }
+}
