@@ -83,6 +83,11 @@ impl ReferenceIndex {
         Some(self.present.contains_key(key))
     }
 
+    /// The resourceVersion of an existing object, as last watched.
+    pub fn version(&self, key: &ObjectKey) -> Option<String> {
+        self.present.get(key).and_then(|v| v.value().clone())
+    }
+
     /// Replaces what `user` names (empty: nothing). Every pass calls it; most change nothing.
     pub fn register(&self, user: &KindKey, refs: Vec<ObjectKey>) {
         let mut refs = refs;

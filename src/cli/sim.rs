@@ -146,7 +146,8 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
         _ = live_table(&client, &banner) => {}
         kind = operator.failed() => eprintln!("the supervisor of {kind} stopped"),
     }
-    println!("\nstopping");
+    // stdout may be a pipe its reader already closed: a failed line is not worth a panic.
+    let _ = writeln!(std::io::stdout(), "\nstopping");
     operator.shutdown(Duration::from_secs(10)).await;
     shared_actors.stop().await;
     // The server stops once its clients are gone: close our pooled connections first.

@@ -53,6 +53,7 @@ const WORKLOAD: &[(&str, &str, &[&str])] = &[
     ("", "services", MANAGE),
     ("", "serviceaccounts", MANAGE),
     ("", "pods", READ),
+    ("apps", "replicasets", READ),
 ];
 
 /// The table, one row per kind. The permissions a namespace needs are those of the kinds the
@@ -92,7 +93,9 @@ const KINDS: &[KindNeeds] = &[
         kind: "EvidenceAgent",
         plural: "evidenceagents",
         workload: true,
-        uses: &[("", "secrets", MANAGE), ("", "configmaps", MANAGE)],
+        // The CA bundle ConfigMap of the `openshift` provider. The `operator` provider's
+        // certificate Secrets will add ("", "secrets", MANAGE) when it is built.
+        uses: &[("", "configmaps", MANAGE)],
     },
 ];
 

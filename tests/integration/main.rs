@@ -3,6 +3,7 @@
 mod children_applier;
 mod cli_support;
 mod crds;
+mod evidence_agent;
 mod kubectl_support;
 mod pgaccessrequest;
 mod pgar_converged;

@@ -125,6 +125,14 @@ fn sim_started_from_any_directory_shows_the_built_in_examples() {
 }
 
 #[test]
+fn sim_brings_the_example_evidence_agent_to_ready() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sim = Running::start(&["sim"], dir.path(), Stdio::null());
+    sim.wait_for("EvidenceAgent team-a/orders-evidence Ready=True");
+    assert!(sim.interrupt().success());
+}
+
+#[test]
 fn crds_into_a_pipe_closed_early_exits_zero_without_a_panic() {
     let full = binary().arg("crds").output().unwrap();
     assert!(full.status.success());

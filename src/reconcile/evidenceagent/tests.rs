@@ -1,0 +1,588 @@
+use serde_json::{Value, json};
+
+use super::*;
+use crate::conditions::ConditionStatus;
+use crate::conditions::Reason;
+use crate::conditions::reasons::{common, evidenceagent as r};
+use crate::reconcile::images::ImageAllowList;
+use crate::reconcile::optional_api::Availability;
+
+fn cluster() -> Value {
+    json!({"spec": {"plugins": [{
+        "name": "barman-cloud.cloudnative-pg.io",
+        "parameters": {"barmanObjectName": "orders-store"}
+    }]}})
+}
+
+fn store() -> Value {
+    json!({"spec": {"configuration": {
+        "destinationPath": "s3://orders-backups/team-a",
+        "s3Credentials": {
+            "accessKeyId": {"name": "orders-s3", "key": "ACCESS_KEY_ID"},
+            "secretAccessKey": {"name": "orders-s3", "key": "ACCESS_SECRET_KEY"}
+        }
+    }}})
+}
+
+struct Case {
+    name: &'static str,
+    cluster: Option<Value>,
+    api: Availability,
+    store: Option<Value>,
+    image: Option<&'static str>,
+    default_image: Option<&'static str>,
+    allowed: Vec<String>,
+    foreign: Option<ForeignChild>,
+}
+
+impl Case {
+    fn new(name: &'static str) -> Self {
+        Case {
+            name,
+            cluster: Some(cluster()),
+            api: Availability::On,
+            store: Some(store()),
+            image: Some("ghcr.io/pgtoolbox/evidence-agent:0.1.0"),
+            default_image: None,
+            allowed: Vec::new(),
+            foreign: None,
+        }
+    }
+
+    fn run(&self) -> ConfigOutcome {
+        let allow = ImageAllowList::new(&self.allowed);
+        decide(&AgentFacts {
+            namespace: "team-a",
+            cluster_name: "orders",
+            cluster: self.cluster.as_ref(),
+            object_store_api: &self.api,
+            object_store: self.store.as_ref(),
+            image: self.image,
+            default_image: self.default_image,
+            allow_list: &allow,
+            foreign_child: self.foreign.as_ref(),
+        })
+    }
+}
+
+fn with(mut v: Value, pointer: &str, value: Value) -> Value {
+    let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+    if let Some(obj) = v.pointer_mut(parent).and_then(Value::as_object_mut) {
+        if value.is_null() {
+            obj.remove(key);
+        } else {
+            obj.insert(key.to_owned(), value);
+        }
+    }
+    v
+}
+
+fn store_with(pointer: &str, value: Value) -> Option<Value> {
+    Some(with(store(), pointer, value))
+}
+
+#[test]
+fn configuration_valid_reasons() {
+    let conf = "/spec/configuration";
+    let s3 = "/spec/configuration/s3Credentials";
+    let cases: Vec<(Case, Reason, &str)> = vec![
+        (Case::new("valid"), common::AS_EXPECTED, "orders-store"),
+        (
+            Case {
+                cluster: None,
+                ..Case::new("no cluster")
+            },
+            common::CLUSTER_NOT_FOUND,
+            "Cluster orders",
+        ),
+        (
+            Case {
+                cluster: Some(json!({"spec": {}})),
+                ..Case::new("no plugins")
+            },
+            r::BARMAN_PLUGIN_NOT_CONFIGURED,
+            "barmanObjectName",
+        ),
+        (
+            Case {
+                cluster: Some(with(cluster(), "/spec/plugins/0/parameters", json!({}))),
+                ..Case::new("plugin without barmanObjectName")
+            },
+            r::BARMAN_PLUGIN_NOT_CONFIGURED,
+            "barman-cloud",
+        ),
+        (
+            Case {
+                cluster: Some(with(cluster(), "/spec/plugins/0/enabled", json!(false))),
+                ..Case::new("plugin disabled")
+            },
+            r::BARMAN_PLUGIN_NOT_CONFIGURED,
+            "enabled",
+        ),
+        (
+            Case {
+                cluster: Some(with(
+                    cluster(),
+                    "/spec/plugins/0/name",
+                    json!("other.plugin.io"),
+                )),
+                ..Case::new("another plugin")
+            },
+            r::BARMAN_PLUGIN_NOT_CONFIGURED,
+            "plugin",
+        ),
+        (
+            Case {
+                api: Availability::NotServed,
+                ..Case::new("API not served")
+            },
+            r::OBJECT_STORE_API_UNAVAILABLE,
+            "barmancloud.cnpg.io/v1",
+        ),
+        (
+            Case {
+                api: Availability::Refused {
+                    namespace: "team-a".into(),
+                },
+                ..Case::new("API refused here")
+            },
+            r::OBJECT_STORE_API_UNAVAILABLE,
+            "team-a",
+        ),
+        (
+            Case {
+                store: None,
+                ..Case::new("no store")
+            },
+            r::OBJECT_STORE_NOT_FOUND,
+            "ObjectStore orders-store",
+        ),
+        (
+            Case {
+                store: store_with(
+                    &format!("{conf}/azureCredentials"),
+                    json!({"storageAccount": {"name": "a", "key": "b"}}),
+                ),
+                ..Case::new("azure")
+            },
+            r::UNSUPPORTED_OBJECT_STORE,
+            "Azure",
+        ),
+        (
+            Case {
+                store: store_with(
+                    &format!("{conf}/googleCredentials"),
+                    json!({"gkeEnvironment": true}),
+                ),
+                ..Case::new("google")
+            },
+            r::UNSUPPORTED_OBJECT_STORE,
+            "Google",
+        ),
+        (
+            Case {
+                store: store_with(&format!("{s3}/inheritFromIAMRole"), json!(true)),
+                ..Case::new("IAM role")
+            },
+            r::UNSUPPORTED_OBJECT_STORE,
+            "inheritFromIAMRole",
+        ),
+        (
+            Case {
+                store: store_with(&format!("{s3}/secretAccessKey"), Value::Null),
+                ..Case::new("half a key pair")
+            },
+            r::UNSUPPORTED_OBJECT_STORE,
+            "secretAccessKey",
+        ),
+        (
+            Case {
+                store: store_with(s3, Value::Null),
+                ..Case::new("no s3Credentials")
+            },
+            r::UNSUPPORTED_OBJECT_STORE,
+            "s3Credentials",
+        ),
+        (
+            Case {
+                store: store_with(&format!("{conf}/destinationPath"), json!("gs://orders/x")),
+                ..Case::new("not s3://")
+            },
+            r::DESTINATION_INVALID,
+            "s3://",
+        ),
+        (
+            Case {
+                store: store_with(&format!("{conf}/destinationPath"), json!("s3://Orders/x")),
+                ..Case::new("upper-case bucket")
+            },
+            r::DESTINATION_INVALID,
+            "\"Orders\"",
+        ),
+        (
+            Case {
+                store: store_with(&format!("{conf}/destinationPath"), Value::Null),
+                ..Case::new("no destination")
+            },
+            r::DESTINATION_INVALID,
+            "destinationPath",
+        ),
+        (
+            Case {
+                store: store_with(
+                    &format!("{conf}/endpointURL"),
+                    json!("https://minio.local:9000"),
+                ),
+                ..Case::new("custom endpoint, no region")
+            },
+            r::REGION_REQUIRED,
+            "minio.local",
+        ),
+        (
+            Case {
+                store: Some(with(
+                    with(
+                        store(),
+                        &format!("{conf}/endpointURL"),
+                        json!("https://minio.local"),
+                    ),
+                    &format!("{s3}/region"),
+                    json!({"name": "orders-s3", "key": "REGION"}),
+                )),
+                ..Case::new("custom endpoint with region")
+            },
+            common::AS_EXPECTED,
+            "orders-store",
+        ),
+        (
+            Case {
+                image: None,
+                ..Case::new("no image, no default")
+            },
+            r::IMAGE_REQUIRED,
+            "--default-evidence-agent-image",
+        ),
+        (
+            Case {
+                image: None,
+                default_image: Some("ghcr.io/pgtoolbox/evidence-agent:0.1.0"),
+                ..Case::new("default image")
+            },
+            common::AS_EXPECTED,
+            "orders-store",
+        ),
+        (
+            Case {
+                allowed: vec!["quay.io/pgtoolbox".into()],
+                ..Case::new("image refused")
+            },
+            common::IMAGE_NOT_ALLOWED,
+            "ghcr.io/pgtoolbox/evidence-agent",
+        ),
+        (
+            Case {
+                allowed: vec!["ghcr.io/pgtoolbox".into()],
+                ..Case::new("image allowed")
+            },
+            common::AS_EXPECTED,
+            "orders-store",
+        ),
+        (
+            Case {
+                foreign: Some(ForeignChild {
+                    kind: "Deployment".into(),
+                    name: "orders-evidence-evidence".into(),
+                }),
+                ..Case::new("child taken")
+            },
+            common::RESOURCE_NOT_OWNED,
+            "Deployment orders-evidence-evidence",
+        ),
+    ];
+    for (case, reason, needle) in cases {
+        let out = case.run();
+        assert_eq!(
+            out.verdict.reason, reason,
+            "{}: {}",
+            case.name, out.verdict.message
+        );
+        let expected_status = if reason == common::AS_EXPECTED {
+            ConditionStatus::True
+        } else {
+            ConditionStatus::False
+        };
+        assert_eq!(out.verdict.status, expected_status, "{}", case.name);
+        assert_eq!(
+            out.valid.is_some(),
+            reason == common::AS_EXPECTED,
+            "{}",
+            case.name
+        );
+        assert!(
+            out.verdict.message.contains(needle),
+            "{}: {:?} lacks {needle:?}",
+            case.name,
+            out.verdict.message
+        );
+    }
+}
+
+#[test]
+fn earlier_reasons_win() {
+    // Everything wrong at once: the table's first reason is reported.
+    let out = Case {
+        api: Availability::NotServed,
+        store: None,
+        image: None,
+        ..Case::new("all wrong")
+    }
+    .run();
+    assert_eq!(out.verdict.reason, r::OBJECT_STORE_API_UNAVAILABLE);
+    let out = Case {
+        store: store_with("/spec/configuration/inheritFromIAMRole", Value::Null),
+        image: None,
+        foreign: Some(ForeignChild {
+            kind: "Service".into(),
+            name: "x".into(),
+        }),
+        ..Case::new("image and child")
+    }
+    .run();
+    assert_eq!(out.verdict.reason, r::IMAGE_REQUIRED);
+}
+
+#[test]
+fn valid_profile_carries_what_the_workload_mounts() {
+    let out = Case::new("valid").run();
+    let valid = out.valid.unwrap();
+    assert_eq!(valid.image, "ghcr.io/pgtoolbox/evidence-agent:0.1.0");
+    assert_eq!(valid.store.name, "orders-store");
+    assert_eq!(valid.store.destination_path, "s3://orders-backups/team-a");
+    assert_eq!(
+        valid.store.access_key_id,
+        ("orders-s3".to_owned(), "ACCESS_KEY_ID".to_owned())
+    );
+    assert_eq!(
+        valid.store.secret_access_key,
+        ("orders-s3".to_owned(), "ACCESS_SECRET_KEY".to_owned())
+    );
+    assert_eq!(valid.store.region, None);
+    assert_eq!(
+        out.object_store,
+        Some((
+            "orders-store".into(),
+            Some("s3://orders-backups/team-a".into())
+        ))
+    );
+}
+
+#[test]
+fn object_store_status_is_known_as_far_as_read() {
+    assert_eq!(
+        Case {
+            cluster: None,
+            ..Case::new("c")
+        }
+        .run()
+        .object_store,
+        None
+    );
+    assert_eq!(
+        Case {
+            store: None,
+            ..Case::new("s")
+        }
+        .run()
+        .object_store,
+        Some(("orders-store".into(), None))
+    );
+    let out = Case {
+        store: store_with("/spec/configuration/destinationPath", json!("s3://a")),
+        ..Case::new("d")
+    }
+    .run();
+    assert_eq!(
+        out.object_store,
+        Some(("orders-store".into(), Some("s3://a".into())))
+    );
+}
+
+#[test]
+fn bucket_names_follow_s3_rules() {
+    use BucketNameError as E;
+    let cases: &[(&str, Result<(), E>)] = &[
+        ("abc", Ok(())),
+        ("orders-backups.eu", Ok(())),
+        ("1bucket9", Ok(())),
+        (&"a".repeat(63), Ok(())),
+        ("ab", Err(E::Length(2))),
+        (&"a".repeat(64), Err(E::Length(64))),
+        ("", Err(E::Length(0))),
+        ("Orders", Err(E::Character('O'))),
+        ("my_bucket", Err(E::Character('_'))),
+        ("my bucket", Err(E::Character(' '))),
+        ("-abc", Err(E::Edge)),
+        ("abc-", Err(E::Edge)),
+        (".abc", Err(E::Edge)),
+        ("abc.", Err(E::Edge)),
+        ("a..b", Err(E::AdjacentDots)),
+        ("192.168.5.4", Err(E::IpAddress)),
+        ("192.168.5.400", Ok(())),
+        ("xn--bucket", Err(E::ReservedPrefix("xn--"))),
+        ("sthree-bucket", Err(E::ReservedPrefix("sthree-"))),
+        (
+            "amzn-s3-demo-bucket",
+            Err(E::ReservedPrefix("amzn-s3-demo-")),
+        ),
+        ("bucket-s3alias", Err(E::ReservedSuffix("-s3alias"))),
+        ("bucket--ol-s3", Err(E::ReservedSuffix("--ol-s3"))),
+        ("bucket.mrap", Err(E::ReservedSuffix(".mrap"))),
+        ("bucket--x-s3", Err(E::ReservedSuffix("--x-s3"))),
+        ("bucket--table-s3", Err(E::ReservedSuffix("--table-s3"))),
+    ];
+    for (name, expected) in cases {
+        assert_eq!(&validate_bucket_name(name), expected, "{name:?}");
+    }
+}
+
+#[test]
+fn destinations_split_into_bucket_and_prefix() {
+    let cases: &[(&str, Option<(&str, &str)>)] = &[
+        ("s3://orders", Some(("orders", ""))),
+        ("s3://orders/", Some(("orders", ""))),
+        ("s3://orders/team-a/x", Some(("orders", "team-a/x"))),
+        ("S3://orders", None),
+        ("https://orders", None),
+        ("s3://", None),
+        ("s3:///prefix", None),
+        ("s3://orders//x", None),
+        ("s3://or/x", None),
+    ];
+    for (path, expected) in cases {
+        assert_eq!(parse_destination(path).ok(), *expected, "{path:?}");
+    }
+}
+
+/// `(case, secret issued, bundle, reason, message needles)`.
+type CaCase<'a> = (&'a str, bool, Option<&'a str>, Reason, &'a [&'a str]);
+
+#[test]
+fn service_ca_is_pending_until_secret_and_bundle_are_filled() {
+    let cases: &[CaCase<'_>] = &[
+        (
+            "both",
+            true,
+            Some("-----BEGIN CERTIFICATE-----"),
+            common::AS_EXPECTED,
+            &["issued"],
+        ),
+        (
+            "no secret",
+            false,
+            Some("pem"),
+            r::SERVICE_CA_PENDING,
+            &["a-evidence-tls"],
+        ),
+        (
+            "no bundle",
+            true,
+            None,
+            r::SERVICE_CA_PENDING,
+            &["service-ca.crt"],
+        ),
+        (
+            "blank bundle",
+            true,
+            Some("  "),
+            r::SERVICE_CA_PENDING,
+            &["a-evidence-ca"],
+        ),
+        (
+            "neither",
+            false,
+            None,
+            r::SERVICE_CA_PENDING,
+            &["a-evidence-tls", "a-evidence-ca"],
+        ),
+    ];
+    for (name, issued, bundle, reason, needles) in cases {
+        let v = service_ca_verdict(&ServiceCaFacts {
+            tls_secret: "a-evidence-tls",
+            secret_issued: *issued,
+            ca_config_map: "a-evidence-ca",
+            bundle: *bundle,
+        });
+        assert_eq!(v.reason, *reason, "{name}");
+        for needle in *needles {
+            assert!(v.message.contains(needle), "{name}: {}", v.message);
+        }
+    }
+}
+
+#[test]
+fn children_follow_the_provider() {
+    use crate::api::CertificateProvider;
+    let valid = Case::new("valid").run().valid.unwrap();
+    for provider in [
+        CertificateProvider::Openshift,
+        CertificateProvider::Operator,
+    ] {
+        let input = RenderInput {
+            agent: "orders-evidence",
+            replicas: 2,
+            resources: None,
+            provider,
+            config: &valid,
+        };
+        let openshift = provider == CertificateProvider::Openshift;
+        let svc = service(&input);
+        assert_eq!(
+            svc.metadata.name.as_deref(),
+            Some("orders-evidence-evidence")
+        );
+        let annotation = svc
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SERVING_CERT_ANNOTATION))
+            .cloned();
+        assert_eq!(
+            annotation,
+            openshift.then(|| "orders-evidence-evidence-tls".to_owned()),
+            "{provider:?}"
+        );
+        assert_eq!(ca_config_map(&input).is_some(), openshift, "{provider:?}");
+        let dep = deployment(&input);
+        assert_eq!(dep.spec.replicas, Some(2));
+        let pod = dep.spec.template.spec.clone().unwrap();
+        let volumes: Vec<String> = pod.volumes.unwrap().into_iter().map(|v| v.name).collect();
+        assert_eq!(
+            volumes.contains(&"ca".to_owned()),
+            openshift,
+            "{provider:?}"
+        );
+        assert!(volumes.contains(&"tls".to_owned()));
+        assert_eq!(deployment(&input), dep, "byte-stable");
+        assert_eq!(
+            service_account(&input).metadata.name.as_deref(),
+            Some("orders-evidence-evidence")
+        );
+    }
+}
+
+#[test]
+fn pull_policy_is_the_servers_default() {
+    for (image, policy) in [
+        ("ghcr.io/pgtoolbox/evidence-agent:0.1.0", "IfNotPresent"),
+        ("ghcr.io/pgtoolbox/evidence-agent:latest", "Always"),
+        ("ghcr.io/pgtoolbox/evidence-agent", "Always"),
+        ("localhost:5000/agent", "Always"),
+        ("localhost:5000/agent:1", "IfNotPresent"),
+        (
+            "ghcr.io/pgtoolbox/evidence-agent@sha256:abc",
+            "IfNotPresent",
+        ),
+    ] {
+        assert_eq!(pull_policy(image), policy, "{image}");
+    }
+}

@@ -1,0 +1,550 @@
+//! EvidenceAgent end to end: the operator in-process against the embedded API server. Each
+//! test sets up Clusters, ObjectStores and Secrets as a user would and asserts the agent's
+//! conditions and children.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, DynamicObject, PostParams};
+use pgtoolbox_operator::actors::Shared;
+use pgtoolbox_operator::api::{EvidenceAgent, render_crds_yaml};
+use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde_json::{Value, json};
+
+use super::sim_net_support::api;
+
+const NS: &str = "team-a";
+const IMAGE: &str = "ghcr.io/pgtoolbox/evidence-agent:0.1.0";
+
+struct Env {
+    _sim: Sim,
+    client: kube::Client,
+    operator: Option<Operator>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        // The operator's tasks end with the runtime of the test.
+        self.operator.take();
+    }
+}
+
+async fn start(config: SimConfig, settings: OperatorSettings) -> Env {
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..config
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let shared = Arc::new(Shared::new(OperatorSettings {
+        startup_jitter: Duration::ZERO,
+        ..settings
+    }));
+    let operator = register_all(OperatorBuilder::new(client.clone(), shared))
+        .start()
+        .await
+        .expect("operator starts");
+    Env {
+        _sim: sim,
+        client,
+        operator: Some(operator),
+    }
+}
+
+fn with_controllers() -> SimConfig {
+    SimConfig {
+        controllers: true,
+        pod_start: Duration::from_millis(50),
+        seed: Some(7),
+        ..SimConfig::default()
+    }
+}
+
+impl Env {
+    fn agents(&self) -> Api<EvidenceAgent> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    async fn create_json(&self, group: &str, kind: &str, plural: &str, obj: Value) {
+        let api = api(&self.client, Some(NS), group, kind, plural);
+        let obj: DynamicObject = serde_json::from_value(obj).expect("valid object");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .expect("created");
+    }
+
+    async fn cluster(&self, name: &str, object_store: Option<&str>) {
+        let plugins = match object_store {
+            Some(store) => json!([{
+                "name": "barman-cloud.cloudnative-pg.io",
+                "isWALArchiver": true,
+                "parameters": {"barmanObjectName": store}
+            }]),
+            None => json!([]),
+        };
+        self.create_json(
+            "postgresql.cnpg.io",
+            "Cluster",
+            "clusters",
+            json!({
+                "apiVersion": "postgresql.cnpg.io/v1",
+                "kind": "Cluster",
+                "metadata": {"name": name, "namespace": NS},
+                "spec": {"instances": 1, "storage": {"size": "1Gi"}, "plugins": plugins}
+            }),
+        )
+        .await;
+    }
+
+    async fn object_store(&self, name: &str, configuration: Value) {
+        self.create_json(
+            "barmancloud.cnpg.io",
+            "ObjectStore",
+            "objectstores",
+            json!({
+                "apiVersion": "barmancloud.cnpg.io/v1",
+                "kind": "ObjectStore",
+                "metadata": {"name": name, "namespace": NS},
+                "spec": {"configuration": configuration}
+            }),
+        )
+        .await;
+    }
+
+    async fn credentials(&self, name: &str) {
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": NS},
+            "stringData": {"ACCESS_KEY_ID": "AKIA0000", "ACCESS_SECRET_KEY": "secret"}
+        }))
+        .expect("secret");
+        Api::<Secret>::namespaced(self.client.clone(), NS)
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("secret created");
+    }
+
+    async fn agent(&self, name: &str, cluster: &str, image: Option<&str>, provider: &str) {
+        let mut spec =
+            json!({"cluster": {"name": cluster}, "servingCertificate": {"provider": provider}});
+        if let Some(image) = image {
+            spec["image"] = json!(image);
+        }
+        let obj: EvidenceAgent = serde_json::from_value(json!({
+            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
+            "kind": "EvidenceAgent",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": spec,
+        }))
+        .expect("valid agent");
+        self.agents()
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("agent created");
+    }
+
+    /// Polls until `condition` of the agent has `reason`.
+    async fn wait_reason(&self, agent: &str, condition: &str, reason: &str) -> EvidenceAgent {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let obj = self.agents().get(agent).await.expect("agent readable");
+            if condition_of(&obj, condition).is_some_and(|c| c.reason == reason) {
+                return obj;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{agent}: {condition} never became {reason}; conditions: {:#?}",
+                obj.status.map(|s| s.common.conditions)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn condition_of(obj: &EvidenceAgent, type_: &str) -> Option<Condition> {
+    obj.status
+        .as_ref()?
+        .common
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+fn state(obj: &EvidenceAgent, type_: &str) -> (String, String) {
+    condition_of(obj, type_)
+        .map(|c| (c.status, c.reason))
+        .unwrap_or_default()
+}
+
+fn static_s3(destination: &str) -> Value {
+    json!({
+        "destinationPath": destination,
+        "s3Credentials": {
+            "accessKeyId": {"name": "orders-s3", "key": "ACCESS_KEY_ID"},
+            "secretAccessKey": {"name": "orders-s3", "key": "ACCESS_SECRET_KEY"}
+        }
+    })
+}
+
+/// Asserts the agent reached `reason` on ConfigurationValid, as a stall with Ready False.
+async fn assert_stalled(env: &Env, agent: &str, reason: &str, needle: &str) {
+    let obj = env.wait_reason(agent, "ConfigurationValid", reason).await;
+    let config = condition_of(&obj, "ConfigurationValid").expect("ConfigurationValid");
+    assert_eq!(config.status, "False", "{agent}");
+    assert!(
+        config.message.contains(needle),
+        "{agent}: {}",
+        config.message
+    );
+    assert_eq!(
+        state(&obj, "Ready"),
+        ("False".into(), reason.into()),
+        "{agent}"
+    );
+    let obj = env.wait_reason(agent, "Stalled", reason).await;
+    assert_eq!(state(&obj, "Stalled").0, "True", "{agent}");
+}
+
+#[tokio::test]
+async fn evidence_configuration_reasons_stall_and_render_nothing() {
+    let env = start(
+        SimConfig::default(),
+        OperatorSettings {
+            allowed_image_repositories: vec!["ghcr.io/pgtoolbox".into()],
+            ..OperatorSettings::default()
+        },
+    )
+    .await;
+    env.credentials("orders-s3").await;
+    env.cluster("plain", None).await;
+    for (cluster, store) in [
+        ("lost", "absent"),
+        ("azure", "azure"),
+        ("iam", "iam"),
+        ("badbucket", "badbucket"),
+        ("minio", "minio"),
+        ("good", "good"),
+    ] {
+        env.cluster(cluster, Some(store)).await;
+    }
+    env.object_store(
+        "azure",
+        json!({"destinationPath": "s3://orders", "azureCredentials": {"storageAccount": {"name": "a", "key": "b"}, "storageKey": {"name": "a", "key": "c"}}}),
+    )
+    .await;
+    let mut iam = static_s3("s3://orders");
+    iam["s3Credentials"] = json!({"inheritFromIAMRole": true});
+    env.object_store("iam", iam).await;
+    env.object_store("badbucket", static_s3("s3://Orders_Backups/x"))
+        .await;
+    let mut minio = static_s3("s3://orders/x");
+    minio["endpointURL"] = json!("https://minio.team-a.svc:9000");
+    env.object_store("minio", minio).await;
+    env.object_store("good", static_s3("s3://orders/team-a"))
+        .await;
+
+    let cases = [
+        (
+            "a-nocluster",
+            "missing",
+            Some(IMAGE),
+            "ClusterNotFound",
+            "missing",
+        ),
+        (
+            "a-plain",
+            "plain",
+            Some(IMAGE),
+            "BarmanPluginNotConfigured",
+            "barmanObjectName",
+        ),
+        (
+            "a-lost",
+            "lost",
+            Some(IMAGE),
+            "ObjectStoreNotFound",
+            "absent",
+        ),
+        (
+            "a-azure",
+            "azure",
+            Some(IMAGE),
+            "UnsupportedObjectStore",
+            "Azure",
+        ),
+        (
+            "a-iam",
+            "iam",
+            Some(IMAGE),
+            "UnsupportedObjectStore",
+            "inheritFromIAMRole",
+        ),
+        (
+            "a-bucket",
+            "badbucket",
+            Some(IMAGE),
+            "DestinationInvalid",
+            "Orders_Backups",
+        ),
+        (
+            "a-minio",
+            "minio",
+            Some(IMAGE),
+            "RegionRequired",
+            "minio.team-a.svc",
+        ),
+        (
+            "a-noimage",
+            "good",
+            None,
+            "ImageRequired",
+            "--default-evidence-agent-image",
+        ),
+        (
+            "a-evil",
+            "good",
+            Some("docker.io/evil/agent:1"),
+            "ImageNotAllowed",
+            "docker.io/evil/agent",
+        ),
+    ];
+    for (agent, cluster, image, _, _) in cases {
+        env.agent(agent, cluster, image, "openshift").await;
+    }
+    for (agent, _, _, reason, needle) in cases {
+        assert_stalled(&env, agent, reason, needle).await;
+        let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NS);
+        assert!(
+            deployments
+                .get_opt(&format!("{agent}-evidence"))
+                .await
+                .expect("readable")
+                .is_none(),
+            "{agent}: a stalled agent renders nothing"
+        );
+    }
+    let obj = env.agents().get("a-bucket").await.expect("agent");
+    let store = obj
+        .status
+        .and_then(|s| s.object_store)
+        .expect("objectStore");
+    assert_eq!(store.name, "badbucket");
+    assert_eq!(
+        store.destination_path.as_deref(),
+        Some("s3://Orders_Backups/x")
+    );
+
+    // The ObjectStore appears: the stalled agent moves on with no other change.
+    env.object_store("absent", static_s3("s3://orders/lost"))
+        .await;
+    let obj = env
+        .wait_reason("a-lost", "ConfigurationValid", "AsExpected")
+        .await;
+    assert_eq!(state(&obj, "Stalled").0, "False");
+}
+
+#[tokio::test]
+async fn evidence_foreign_child_is_resource_not_owned() {
+    let env = start(SimConfig::default(), OperatorSettings::default()).await;
+    env.credentials("orders-s3").await;
+    env.cluster("orders", Some("store")).await;
+    env.object_store("store", static_s3("s3://orders")).await;
+    let foreign: Service = serde_json::from_value(json!({
+        "metadata": {"name": "taken-evidence", "namespace": NS},
+        "spec": {"ports": [{"port": 80}]}
+    }))
+    .expect("service");
+    let services: Api<Service> = Api::namespaced(env.client.clone(), NS);
+    services
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("foreign service");
+    env.agent("taken", "orders", Some(IMAGE), "openshift").await;
+    assert_stalled(&env, "taken", "ResourceNotOwned", "Service taken-evidence").await;
+    let kept = services.get("taken-evidence").await.expect("still there");
+    assert!(
+        kept.metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty()
+    );
+    assert!(kept.metadata.annotations.unwrap_or_default().is_empty());
+}
+
+#[tokio::test]
+async fn evidence_object_store_api_unavailable() {
+    let env = start(
+        SimConfig {
+            unserve: vec!["barmancloud.cnpg.io".into()],
+            ..SimConfig::default()
+        },
+        OperatorSettings::default(),
+    )
+    .await;
+    env.cluster("orders", Some("store")).await;
+    env.agent("noapi", "orders", Some(IMAGE), "openshift").await;
+    assert_stalled(&env, "noapi", "ObjectStoreAPIUnavailable", "ObjectStores").await;
+}
+
+#[tokio::test]
+async fn evidence_openshift_agent_becomes_ready() {
+    let env = start(with_controllers(), OperatorSettings::default()).await;
+    env.credentials("orders-s3").await;
+    env.cluster("orders", Some("orders-store")).await;
+    env.object_store("orders-store", static_s3("s3://orders-backups/team-a"))
+        .await;
+    env.agent("ev", "orders", Some(IMAGE), "openshift").await;
+    let obj = env.wait_reason("ev", "Ready", "AsExpected").await;
+    assert_eq!(
+        state(&obj, "ServingCertificateReady"),
+        ("True".into(), "AsExpected".into())
+    );
+    assert_eq!(
+        state(&obj, "WorkloadReady"),
+        ("True".into(), "AsExpected".into())
+    );
+    let status = obj.status.expect("status");
+    let store = status.object_store.expect("objectStore");
+    assert_eq!(store.name, "orders-store");
+    assert_eq!(
+        store.destination_path.as_deref(),
+        Some("s3://orders-backups/team-a")
+    );
+    assert_eq!(
+        status.certificate.map(|c| c.secret).as_deref(),
+        Some("ev-evidence-tls")
+    );
+
+    let services: Api<Service> = Api::namespaced(env.client.clone(), NS);
+    let svc = services.get("ev-evidence").await.expect("service");
+    assert_eq!(
+        svc.metadata
+            .annotations
+            .unwrap_or_default()
+            .get("service.beta.openshift.io/serving-cert-secret-name")
+            .map(String::as_str),
+        Some("ev-evidence-tls")
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(env.client.clone(), NS);
+    let cm = cms.get("ev-evidence-ca").await.expect("CA ConfigMap");
+    assert!(cm.data.unwrap_or_default().contains_key("service-ca.crt"));
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NS);
+    let dep = deployments.get("ev-evidence").await.expect("deployment");
+    let pod = dep.spec.template.spec.expect("pod spec");
+    assert_eq!(pod.containers[0].image.as_deref(), Some(IMAGE));
+    let env_vars = pod.containers[0].env.clone().unwrap_or_default();
+    let key_ref = env_vars
+        .iter()
+        .find(|e| e.name == "AWS_ACCESS_KEY_ID")
+        .and_then(|e| e.value_from.as_ref())
+        .and_then(|v| v.secret_key_ref.as_ref())
+        .expect("access key from the Secret");
+    assert_eq!(
+        (key_ref.name.as_str(), key_ref.key.as_str()),
+        ("orders-s3", "ACCESS_KEY_ID")
+    );
+}
+
+#[tokio::test]
+async fn evidence_missing_credentials_secret_is_secret_not_found() {
+    let env = start(with_controllers(), OperatorSettings::default()).await;
+    env.cluster("orders", Some("orders-store")).await;
+    env.object_store("orders-store", static_s3("s3://orders-backups"))
+        .await;
+    env.agent("nocreds", "orders", Some(IMAGE), "openshift")
+        .await;
+    let obj = env
+        .wait_reason("nocreds", "WorkloadReady", "SecretNotFound")
+        .await;
+    let workload = condition_of(&obj, "WorkloadReady").expect("WorkloadReady");
+    assert!(
+        workload.message.contains("orders-s3"),
+        "{}",
+        workload.message
+    );
+    // The Secret appears: the agent becomes Ready through the reference index.
+    env.credentials("orders-s3").await;
+    env.wait_reason("nocreds", "Ready", "AsExpected").await;
+}
+
+/// A pass over a converged agent reads only caches and writes nothing: zero API requests,
+/// counted by the embedded server. The kind's caches and reconciler are driven pass by pass.
+#[tokio::test]
+async fn evidence_pass_over_a_converged_agent_makes_no_api_request() {
+    use futures::StreamExt;
+    use pgtoolbox_operator::actors::evidence_agent::{EvidenceAgentReconciler, EvidenceCaches};
+    use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler};
+    use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
+    use pgtoolbox_operator::messages::ObjectKey;
+
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..with_controllers()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let env = Env {
+        _sim: sim,
+        client: client.clone(),
+        operator: None,
+    };
+    env.credentials("orders-s3").await;
+    env.cluster("orders", Some("orders-store")).await;
+    env.object_store("orders-store", static_s3("s3://orders-backups"))
+        .await;
+    env.agent("steady", "orders", Some(IMAGE), "openshift")
+        .await;
+
+    let caches = EvidenceCaches::new();
+    let scope = WatchScope::Namespaces(vec![NS.into()]);
+    let wakeups: Vec<_> = caches
+        .watches()
+        .into_iter()
+        .flat_map(|start| start(&client, &scope))
+        .collect();
+    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(wakeups);
+        while all.next().await.is_some() {}
+    }));
+    let reconciler = EvidenceAgentReconciler::new(caches, EventSink::new(client.clone()));
+    let pass_env = Arc::new(PassEnv {
+        client: client.clone(),
+        writes: WriteBudget::new(4),
+        shared: Arc::new(Shared::new(OperatorSettings::default())),
+    });
+    let cx = ObjectContext::new(ObjectKey::new(NS, "steady"), pass_env, 0);
+    let mut converged = false;
+    let mut last = Default::default();
+    for _ in 0..200 {
+        let current = env.agents().get("steady").await.expect("agent");
+        env._sim.admin().reset_stats();
+        reconciler
+            .reconcile(Arc::new(current), &cx)
+            .await
+            .expect("pass");
+        let stats = env._sim.stats();
+        let requests = stats.total;
+        last = stats.by_verb_resource;
+        let now = env.agents().get("steady").await.expect("agent");
+        if requests == 0 && state(&now, "Ready") == ("True".into(), "AsExpected".into()) {
+            converged = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        converged,
+        "never converged to a pass without requests; the last pass made {last:?}"
+    );
+}
