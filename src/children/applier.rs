@@ -265,12 +265,18 @@ fn stamped<C: Resource>(mut object: C, owner: &ChildOwner, component: Component)
 }
 
 /// Whether every field `desired` sets has that value in `current` (the server adds defaults,
-/// status and metadata of its own; lists compare whole, as apply treats them).
+/// status and metadata of its own, also inside list items: a container's
+/// `terminationMessagePath`, a Service port's `protocol`). Lists have the same length and each
+/// item contains the desired one at its place: an item added, removed or moved is a difference.
 fn contains(current: &Value, desired: &Value) -> bool {
     match (current, desired) {
         (Value::Object(current), Value::Object(desired)) => desired
             .iter()
             .all(|(k, v)| v.is_null() || current.get(k).is_some_and(|c| contains(c, v))),
+        (Value::Array(current), Value::Array(desired)) => {
+            current.len() == desired.len()
+                && current.iter().zip(desired).all(|(c, d)| contains(c, d))
+        }
         _ => current == desired,
     }
 }
@@ -297,6 +303,22 @@ mod tests {
             &json!({"metadata": {"labels": {"z": "3"}}})
         ));
         assert!(!contains(&current, &json!({"data": {"k": "v"}})));
+        // Defaults the server fills inside list items are no difference; a changed, added or
+        // removed item is.
+        let service = json!({"spec": {"ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 80}]}});
+        assert!(contains(
+            &service,
+            &json!({"spec": {"ports": [{"name": "http", "port": 80}]}})
+        ));
+        assert!(!contains(
+            &service,
+            &json!({"spec": {"ports": [{"name": "http", "port": 81}]}})
+        ));
+        assert!(!contains(
+            &service,
+            &json!({"spec": {"ports": [{"port": 80}, {"port": 81}]}})
+        ));
+        assert!(!contains(&service, &json!({"spec": {"ports": []}})));
     }
 
     #[test]

@@ -1,0 +1,1 @@
+//! The test kind's `ExposureReady` and `ResourceNotOwned` against the simulated cluster.
