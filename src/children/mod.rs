@@ -9,7 +9,8 @@ mod synced;
 
 pub use crate::reconcile::children::{Component, MANAGED_BY, MANAGED_BY_LABEL};
 pub use applier::{
-    Applier, ApplyError, ApplyReport, ChildOwner, ChildVerdict, Desired, FIELD_MANAGER,
+    APPLIED_HASH_ANNOTATION, Applier, ApplyError, ApplyReport, ChildOwner, ChildVerdict, Desired,
+    FIELD_MANAGER,
 };
 pub use references::{ReferenceIndex, Track, cnpg_clusters};
 pub use relist::Relist;

@@ -215,6 +215,7 @@ pub struct Consoles {
     caches: Caches,
     status: StatusWriter<PgToolBoxConsole>,
     pub passes: AtomicUsize,
+    pub finished: AtomicUsize,
     /// The last failed pass's error, for a failure's message.
     pub last_error: Mutex<Option<String>>,
 }
@@ -481,6 +482,7 @@ impl Reconciler for ConsoleKind {
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
         let result = self.0.pass(obj, cx).await;
+        self.0.finished.fetch_add(1, Ordering::SeqCst);
         if let Err(err) = &result {
             *self.0.last_error.lock().expect("not poisoned") = Some(err.to_string());
         }
@@ -516,7 +518,12 @@ fn record(client: &Client) -> (Arc<Mutex<Vec<Seen>>>, AbortOnDropHandle<()>) {
             let mut seen = sink.lock().expect("not poisoned");
             for c in status.common.conditions {
                 let entry = (name.clone(), c.type_, c.status, c.reason, c.message);
-                if !seen.contains(&entry) {
+                // A transition is recorded; the same condition written again is not.
+                let last = seen
+                    .iter()
+                    .rev()
+                    .find(|(n, t, ..)| *n == entry.0 && *t == entry.1);
+                if last != Some(&entry) {
                     seen.push(entry);
                 }
             }
@@ -564,6 +571,7 @@ pub async fn start(unserve: &[&str]) -> Env {
         caches: caches.clone(),
         status: StatusWriter::new(EventSink::new(client.clone())),
         passes: AtomicUsize::new(0),
+        finished: AtomicUsize::new(0),
         last_error: Mutex::new(None),
     });
     let mut builder = OperatorBuilder::new(client.clone(), shared.shared.clone());
@@ -651,7 +659,7 @@ impl Env {
         status: &str,
         reason: &str,
     ) -> String {
-        for _ in 0..1800 {
+        for _ in 0..1200 {
             let found = self.seen.lock().expect("not poisoned")[since..]
                 .iter()
                 .find(|(n, t, s, r, _)| {
@@ -672,6 +680,41 @@ impl Env {
             .expect("not poisoned")
             .clone();
         let cluster = self.dump().await;
+        let key = KindKey::new(KIND, NS, name);
+        let cached: Vec<_> = self
+            .consoles
+            .caches
+            .pods
+            .children_of(&key)
+            .iter()
+            .map(|p| {
+                let ready = p.status.as_ref().and_then(|s| s.conditions.clone());
+                (
+                    p.metadata.name.clone(),
+                    p.metadata.resource_version.clone(),
+                    ready.map(|c| {
+                        c.into_iter()
+                            .map(|c| (c.type_, c.status))
+                            .collect::<Vec<_>>()
+                    }),
+                )
+            })
+            .collect();
+        let cached_d: Vec<_> = self
+            .consoles
+            .caches
+            .deployments
+            .children_of(&key)
+            .iter()
+            .map(|d| {
+                (
+                    d.metadata.resource_version.clone(),
+                    d.status.as_ref().and_then(|s| s.available_replicas),
+                )
+            })
+            .collect();
+        eprintln!("FINISHED {}", self.consoles.finished.load(Ordering::SeqCst));
+        eprintln!("CACHED pods {cached:?} deployments {cached_d:?}");
         panic!(
             "{name}: {type_:?} never became {status}/{reason}; seen since: {seen:#?}; {passes} passes, last error {error:?}; {cluster}"
         );
