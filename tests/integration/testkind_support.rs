@@ -4,7 +4,6 @@
 //! from `workload_verdict` and `decide_exposure`, status through the status writer. The pass
 //! is the "mostly pure decisions on that machinery" a real kind is.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,8 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::core::NamespaceResourceScope;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
@@ -25,8 +23,8 @@ use pgtoolbox_operator::api::{
     ExposureKind, PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions, render_crds_yaml,
 };
 use pgtoolbox_operator::children::{
-    Applier, ApplyReport, ChildOwner, ChildStore, ChildVerdict, Component, Desired, MANAGED_BY,
-    MANAGED_BY_LABEL, Wakeups, controller_owner, owner_label,
+    Applier, ApplyReport, ChildOwner, ChildStore, ChildVerdict, Component, Desired, HttpRoute,
+    MANAGED_BY, MANAGED_BY_LABEL, Route, Wakeups, controller_owner, owner_label,
 };
 use pgtoolbox_operator::conditions::{ConditionType, StatusField, Verdict, reasons::common};
 use pgtoolbox_operator::health::Readiness;
@@ -45,7 +43,6 @@ use pgtoolbox_operator::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
 };
 use pgtoolbox_sim::{Sim, SimConfig};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::task::AbortOnDropHandle;
 
@@ -61,70 +58,6 @@ const PORT: BackendPort<'static> = BackendPort {
     name: "http",
     number: 8080,
 };
-
-/// A namespaced object of a kind k8s-openapi does not type (Route, HTTPRoute), typed enough
-/// for the store and the applier.
-macro_rules! external_kind {
-    ($name:ident, $group:literal, $version:literal, $kind:literal, $plural:literal) => {
-        #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-        pub struct $name {
-            #[serde(rename = "apiVersion", default)]
-            pub api_version: String,
-            #[serde(default)]
-            pub kind: String,
-            #[serde(default)]
-            pub metadata: ObjectMeta,
-            #[serde(default, skip_serializing_if = "Value::is_null")]
-            pub spec: Value,
-            #[serde(default, skip_serializing_if = "Value::is_null")]
-            pub status: Value,
-        }
-
-        impl Resource for $name {
-            type DynamicType = ();
-            type Scope = NamespaceResourceScope;
-            fn kind(_: &()) -> Cow<'_, str> {
-                $kind.into()
-            }
-            fn group(_: &()) -> Cow<'_, str> {
-                $group.into()
-            }
-            fn version(_: &()) -> Cow<'_, str> {
-                $version.into()
-            }
-            fn plural(_: &()) -> Cow<'_, str> {
-                $plural.into()
-            }
-            fn meta(&self) -> &ObjectMeta {
-                &self.metadata
-            }
-            fn meta_mut(&mut self) -> &mut ObjectMeta {
-                &mut self.metadata
-            }
-        }
-
-        impl $name {
-            fn from_value(value: Value) -> Result<Self, serde_json::Error> {
-                serde_json::from_value(value)
-            }
-
-            fn dynamic(&self) -> Option<DynamicObject> {
-                serde_json::to_value(self)
-                    .and_then(serde_json::from_value)
-                    .ok()
-            }
-        }
-    };
-}
-
-external_kind!(Route, "route.openshift.io", "v1", "Route", "routes");
-external_kind!(
-    HttpRoute,
-    "gateway.networking.k8s.io",
-    "v1",
-    "HTTPRoute",
-    "httproutes"
-);
 
 /// The test kind's caches: its children by owner (Pods and ReplicaSets by the instance label
 /// their template carries), one watch each for the whole operator.
@@ -312,13 +245,13 @@ impl Consoles {
             .routes
             .as_ref()
             .and_then(|s| first(&s.children_of(&key)))
-            .and_then(|r| r.dynamic());
+            .and_then(|r| r.to_dynamic());
         let http_route = self
             .caches
             .http_routes
             .as_ref()
             .and_then(|s| first(&s.children_of(&key)))
-            .and_then(|r| r.dynamic());
+            .and_then(|r| r.to_dynamic());
         let ingress = first(&self.caches.ingresses.children_of(&key));
         let no_status = PgToolBoxConsoleStatus::default();
         let stored = obj.status.as_ref().unwrap_or(&no_status);
@@ -445,7 +378,6 @@ impl Consoles {
             .collect();
         let workload = workload_verdict(&name, deployment.as_deref(), &replica_sets, &pods);
         let converged = reports.iter().all(ApplyReport::converged);
-        *self.last_error.lock().expect("not poisoned") = Some(format!("{reports:?}"));
         let facts = obj
             .pass_facts()
             .with_aspect(ConditionType::ConfigurationValid, configuration)
