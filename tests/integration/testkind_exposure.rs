@@ -203,6 +203,35 @@ async fn a_name_taken_by_a_foreign_object_is_resource_not_owned_and_left_untouch
     .await;
     let after = serde_json::to_string(&services.get("taken-console").await.unwrap()).unwrap();
     assert_eq!(before, after, "the foreign Service is byte-identical");
+
+    // A host an older Route already claims: the router refuses ours, with its reason.
+    let routes: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        NS,
+        &dynamic("route.openshift.io", "Route", "routes"),
+    );
+    let older: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "route.openshift.io/v1", "kind": "Route",
+        "metadata": {"name": "older", "namespace": NS},
+        "spec": {"host": "claimed.apps.sim.local", "to": {"kind": "Service", "name": "x"}},
+    }))
+    .unwrap();
+    routes.create(&PostParams::default(), &older).await.unwrap();
+    let at = env.mark();
+    env.create(
+        "late",
+        json!({"exposure": {"type": "route", "hostname": "claimed.apps.sim.local"}}),
+        json!({}),
+    )
+    .await;
+    let msg = env.until(at, "late", E, "False", "NotAdmitted").await;
+    assert!(msg.contains("HostAlreadyClaimed"), "{msg}");
+    let at = env.mark();
+    routes
+        .delete("older", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    env.until(at, "late", E, "True", "AsExpected").await;
     env.stop().await;
 }
 
