@@ -217,6 +217,36 @@ async fn a_name_taken_by_a_foreign_object_is_resource_not_owned_and_left_untouch
     }))
     .unwrap();
     routes.create(&PostParams::default(), &older).await.unwrap();
+    // The router admits it first: the claim is the admitted Route's.
+    let mut admitted = false;
+    for _ in 0..600 {
+        let route = routes.get("older").await.unwrap();
+        admitted = route.data["status"]["ingress"][0]["conditions"]
+            .as_array()
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Admitted" && c["status"] == "True")
+            });
+        if admitted {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(admitted, "the older Route is admitted");
+    // The router orders claims by creationTimestamp (seconds), then uid: ours must be created
+    // in a later second to be the younger one.
+    let created = routes
+        .get("older")
+        .await
+        .unwrap()
+        .metadata
+        .creation_timestamp
+        .expect("created")
+        .0
+        .as_second();
+    while k8s_openapi::jiff::Timestamp::now().as_second() <= created {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let at = env.mark();
     env.create(
         "late",
