@@ -212,7 +212,7 @@ impl Applier<'_> {
                 name,
             });
         }
-        let desired = serde_json::to_value(&object)?;
+        let desired = with_applied_hash(serde_json::to_value(&object)?)?;
         if let Some(current) = &current
             && contains(&serde_json::to_value(current)?, &desired)
         {
@@ -264,13 +264,41 @@ fn stamped<C: Resource>(mut object: C, owner: &ChildOwner, component: Component)
     object
 }
 
+/// The annotation carrying a digest of the object last applied: a field dropped from the
+/// desired object changes it, which the field-by-field comparison (blind to fields the desired
+/// object does not set, since the server adds its own) would not see.
+pub const APPLIED_HASH_ANNOTATION: &str = "pgtoolbox.fyannk.dev/applied-hash";
+
+/// `desired` with its digest annotation (over the object without it; `serde_json` maps are
+/// ordered, so the same object always gives the same digest).
+fn with_applied_hash(mut desired: Value) -> Result<Value, serde_json::Error> {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(serde_json::to_vec(&desired)?);
+    let hash = hex::encode(&digest[..8]);
+    if let Some(meta) = desired.get_mut("metadata").and_then(Value::as_object_mut) {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if let Some(annotations) = annotations.as_object_mut() {
+            annotations.insert(APPLIED_HASH_ANNOTATION.into(), Value::String(hash));
+        }
+    }
+    Ok(desired)
+}
+
 /// Whether every field `desired` sets has that value in `current` (the server adds defaults,
-/// status and metadata of its own; lists compare whole, as apply treats them).
+/// status and metadata of its own, also inside list items: a container's
+/// `terminationMessagePath`, a Service port's `protocol`). Lists have the same length and each
+/// item contains the desired one at its place: an item added, removed or moved is a difference.
 fn contains(current: &Value, desired: &Value) -> bool {
     match (current, desired) {
         (Value::Object(current), Value::Object(desired)) => desired
             .iter()
             .all(|(k, v)| v.is_null() || current.get(k).is_some_and(|c| contains(c, v))),
+        (Value::Array(current), Value::Array(desired)) => {
+            current.len() == desired.len()
+                && current.iter().zip(desired).all(|(c, d)| contains(c, d))
+        }
         _ => current == desired,
     }
 }
@@ -279,6 +307,22 @@ fn contains(current: &Value, desired: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_field_dropped_from_the_desired_object_changes_its_digest() {
+        let with =
+            with_applied_hash(json!({"metadata": {"name": "a"}, "spec": {"r": {"cpu": "1"}}}))
+                .unwrap();
+        let without = with_applied_hash(json!({"metadata": {"name": "a"}, "spec": {}})).unwrap();
+        let hash = |v: &Value| v["metadata"]["annotations"][APPLIED_HASH_ANNOTATION].clone();
+        assert!(hash(&with).is_string());
+        assert_ne!(hash(&with), hash(&without));
+        // The object applied with resources now holds more than the new desired object: only
+        // the digest tells them apart.
+        assert!(!contains(&with, &without));
+        let again = with_applied_hash(json!({"metadata": {"name": "a"}, "spec": {}})).unwrap();
+        assert_eq!(again, without, "byte-stable");
+    }
 
     #[test]
     fn server_defaults_and_extra_metadata_do_not_count_as_a_difference() {
@@ -297,6 +341,22 @@ mod tests {
             &json!({"metadata": {"labels": {"z": "3"}}})
         ));
         assert!(!contains(&current, &json!({"data": {"k": "v"}})));
+        // Defaults the server fills inside list items are no difference; a changed, added or
+        // removed item is.
+        let service = json!({"spec": {"ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 80}]}});
+        assert!(contains(
+            &service,
+            &json!({"spec": {"ports": [{"name": "http", "port": 80}]}})
+        ));
+        assert!(!contains(
+            &service,
+            &json!({"spec": {"ports": [{"name": "http", "port": 81}]}})
+        ));
+        assert!(!contains(
+            &service,
+            &json!({"spec": {"ports": [{"port": 80}, {"port": 81}]}})
+        ));
+        assert!(!contains(&service, &json!({"spec": {"ports": []}})));
     }
 
     #[test]

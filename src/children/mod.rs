@@ -2,6 +2,7 @@
 //! the reference index (objects our objects name, and who names them), and the child applier.
 
 mod applier;
+mod external;
 mod references;
 mod relist;
 mod store;
@@ -9,8 +10,10 @@ mod synced;
 
 pub use crate::reconcile::children::{Component, MANAGED_BY, MANAGED_BY_LABEL};
 pub use applier::{
-    Applier, ApplyError, ApplyReport, ChildOwner, ChildVerdict, Desired, FIELD_MANAGER,
+    APPLIED_HASH_ANNOTATION, Applier, ApplyError, ApplyReport, ChildOwner, ChildVerdict, Desired,
+    FIELD_MANAGER,
 };
+pub use external::{HttpRoute, Route};
 pub use references::{ReferenceIndex, Track, cnpg_clusters};
 pub use relist::Relist;
 pub use store::{ChildStore, OwnerOf, Wakeups, controller_owner, owner_label};

@@ -44,3 +44,6 @@ mod sim_support;
 mod sim_watch;
 mod sim_workload_faults;
 mod status_write;
+mod testkind_exposure;
+mod testkind_support;
+mod testkind_workload;

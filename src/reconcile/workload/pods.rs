@@ -20,6 +20,9 @@ pub enum PodFactKind {
     CrashLoopBackOff,
     Unschedulable,
     NotReady,
+    /// Still starting (Pending without a problem, containers being created): the rollout's
+    /// progress, not a Pod's fault.
+    Starting,
 }
 
 impl PodFactKind {
@@ -31,6 +34,7 @@ impl PodFactKind {
             Self::CrashLoopBackOff => common::CRASH_LOOP_BACK_OFF,
             Self::Unschedulable => common::POD_UNSCHEDULABLE,
             Self::NotReady => common::POD_NOT_READY,
+            Self::Starting => common::ROLLOUT_IN_PROGRESS,
         }
     }
 }
@@ -101,6 +105,13 @@ pub fn pod_fact(pod: &Pod) -> Option<PodFact> {
     if let Some((kind, detail)) = containers {
         return Some(fact(kind, detail));
     }
+    let phase = status.and_then(|s| s.phase.as_deref());
+    if matches!(phase, None | Some("Pending")) {
+        return Some(fact(
+            PodFactKind::Starting,
+            format!("phase {}, starting", phase.unwrap_or("unknown")),
+        ));
+    }
     let detail = match condition("Ready") {
         Some(ready) => format!(
             "Ready={} ({}): {}",
@@ -126,6 +137,7 @@ fn container_fact(what: &str, container: &ContainerStatus) -> Option<(PodFactKin
         "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" => PodFactKind::ImagePullFailed,
         "CrashLoopBackOff" => PodFactKind::CrashLoopBackOff,
         "CreateContainerConfigError" => secret_problem(message).unwrap_or(PodFactKind::NotReady),
+        "ContainerCreating" | "PodInitializing" => PodFactKind::Starting,
         _ => PodFactKind::NotReady,
     };
     let last_exit = container

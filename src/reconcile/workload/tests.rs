@@ -25,6 +25,7 @@ const UNSCHEDULABLE: &str = include_str!("fixtures/pod_unschedulable.yaml");
 const EVICTED: &str = include_str!("fixtures/pod_evicted.yaml");
 const NOT_READY: &str = include_str!("fixtures/pod_running_not_ready.yaml");
 const READY: &str = include_str!("fixtures/pod_ready.yaml");
+const CREATING: &str = include_str!("fixtures/pod_container_creating.yaml");
 
 /// The deadline fixture with its Progressing condition as the controller writes it while a
 /// rollout moves, and the given replica counts.
@@ -240,6 +241,24 @@ fn workload_verdicts_over_real_shapes() {
             message_has: &[
                 "ReplicaSet orders-console-7d4b9c6f5d: FailedCreate: pods \"orders-console-7d4b9c6f5d-x8k2p\" is forbidden: exceeded quota: compute-resources",
             ],
+        },
+        Case {
+            name: "a Pod creating its containers is the rollout's progress, not PodNotReady",
+            deployment: Some(progressing(2, 2, 1)),
+            replica_sets: vec![RS_CURRENT],
+            pods: vec![CREATING, READY],
+            status: False,
+            reason: common::ROLLOUT_IN_PROGRESS,
+            message_has: &["1 of 2 updated replicas are available"],
+        },
+        Case {
+            name: "a Pod running not Ready beats one starting",
+            deployment: Some(progressing(2, 2, 0)),
+            replica_sets: vec![RS_CURRENT],
+            pods: vec![CREATING, NOT_READY],
+            status: False,
+            reason: common::POD_NOT_READY,
+            message_has: &["ContainersNotReady"],
         },
         Case {
             name: "an old ReplicaSet's crashing Pod is not the news",

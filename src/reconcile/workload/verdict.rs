@@ -9,7 +9,8 @@
 //!    `CrashLoopBackOff`, `PodUnschedulable`.
 //! 3. `RolloutStuck`: the progress deadline passed and no Pod says why.
 //! 4. `PodNotReady`: a Pod runs but is not Ready.
-//! 5. `RolloutInProgress`: replicas are being replaced and nothing is wrong.
+//! 5. `RolloutInProgress`: replicas are being replaced and nothing is wrong (a Pod still
+//!    Pending without a problem, or creating its containers, is starting, not "not Ready").
 //!
 //! A passed deadline behind a reason of 1 or 2 is said in the message. Only Pods of the current
 //! ReplicaSet count: an old Pod crashing while the rollout replaces it is not the news.
@@ -125,7 +126,8 @@ pub fn workload_verdict(
         return Verdict::fails(common::REPLICA_FAILURE, format!("{failure}{deadline}"));
     }
     let facts = current_pod_facts(current, pods);
-    if let Some(worst) = facts.first().filter(|f| f.kind != PodFactKind::NotReady) {
+    let problem = |f: &&PodFact| !matches!(f.kind, PodFactKind::NotReady | PodFactKind::Starting);
+    if let Some(worst) = facts.first().filter(problem) {
         return Verdict::fails(
             worst.kind.reason(),
             format!("{}{deadline}", describe(worst, &facts)),
@@ -137,7 +139,7 @@ pub fn workload_verdict(
             format!("Deployment {name}: ProgressDeadlineExceeded: {message}"),
         );
     }
-    if let Some(worst) = facts.first() {
+    if let Some(worst) = facts.first().filter(|f| f.kind == PodFactKind::NotReady) {
         return Verdict::fails(common::POD_NOT_READY, describe(worst, &facts));
     }
     Verdict::fails(

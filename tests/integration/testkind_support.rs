@@ -1,0 +1,673 @@
+//! A test kind built only from the shared machinery: PgToolBoxConsole objects (no production
+//! controller reconciles them yet) owning a Deployment, a Service and a Route, an Ingress or an
+//! HTTPRoute. Caches through the owned-children store, children through the applier, verdicts
+//! from `workload_verdict` and `decide_exposure`, status through the status writer. The pass
+//! is the "mostly pure decisions on that machinery" a real kind is.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::core::NamespaceResourceScope;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource};
+use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
+use pgtoolbox_operator::api::{
+    ExposureKind, PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions, render_crds_yaml,
+};
+use pgtoolbox_operator::children::{
+    Applier, ApplyReport, ChildOwner, ChildStore, ChildVerdict, Component, Desired, HttpRoute,
+    MANAGED_BY, MANAGED_BY_LABEL, Route, Wakeups, controller_owner, owner_label,
+};
+use pgtoolbox_operator::conditions::{ConditionType, StatusField, Verdict, reasons::common};
+use pgtoolbox_operator::health::Readiness;
+use pgtoolbox_operator::k8s::{EventSink, WatchScope};
+use pgtoolbox_operator::messages::KindKey;
+use pgtoolbox_operator::metrics::OperatorMetrics;
+use pgtoolbox_operator::reconcile::children::{child_labels, child_name, pod_template_labels};
+use pgtoolbox_operator::reconcile::exposure::{
+    BackendPort, ExposureInputs, ExposureView, ObservedExposure, decide_exposure,
+    desired_http_route, desired_ingress, desired_route,
+};
+use pgtoolbox_operator::reconcile::optional_api::OptionalApi;
+use pgtoolbox_operator::reconcile::workload::workload_verdict;
+use pgtoolbox_operator::status::{Extras, StatusWriter};
+use pgtoolbox_operator::supervisor::{
+    Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
+};
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde_json::{Value, json};
+use tokio_util::task::AbortOnDropHandle;
+
+pub const NS: &str = "team-a";
+pub const KIND: &str = "PgToolBoxConsole";
+const GROUP: &str = "pgtoolbox.fyannk.dev";
+const CACHE_WAIT: Duration = Duration::from_secs(30);
+/// Test knobs on the owner (a real kind reads its spec): the env var's Secret `name/key`, and
+/// the Deployment's progress deadline.
+pub const ENV_SECRET: &str = "test.pgtoolbox.fyannk.dev/env-secret";
+pub const DEADLINE: &str = "test.pgtoolbox.fyannk.dev/progress-deadline";
+const PORT: BackendPort<'static> = BackendPort {
+    name: "http",
+    number: 8080,
+};
+
+/// The test kind's caches: its children by owner (Pods and ReplicaSets by the instance label
+/// their template carries), one watch each for the whole operator.
+#[derive(Clone)]
+pub struct Caches {
+    pub deployments: Arc<ChildStore<Deployment>>,
+    pub replica_sets: Arc<ChildStore<ReplicaSet>>,
+    pub pods: Arc<ChildStore<Pod>>,
+    pub services: Arc<ChildStore<Service>>,
+    pub ingresses: Arc<ChildStore<Ingress>>,
+    /// `None` when the API is not served (the prober said so before the caches started).
+    pub routes: Option<Arc<ChildStore<Route>>>,
+    pub http_routes: Option<Arc<ChildStore<HttpRoute>>>,
+}
+
+fn managed() -> watcher::Config {
+    watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))
+}
+
+type Start = Box<dyn FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send + 'static>;
+
+fn start_of<C>(store: &Arc<ChildStore<C>>) -> Start
+where
+    C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let store = store.clone();
+    Box::new(move |client, scope| store.watch(client, scope, managed()))
+}
+
+impl Caches {
+    fn new(routes: bool, http_routes: bool) -> Self {
+        Self {
+            deployments: ChildStore::new("Deployments", controller_owner(GROUP)),
+            replica_sets: ChildStore::new(
+                "ReplicaSets",
+                owner_label(KIND, "app.kubernetes.io/instance"),
+            ),
+            pods: ChildStore::new("Pods", owner_label(KIND, "app.kubernetes.io/instance")),
+            services: ChildStore::new("Services", controller_owner(GROUP)),
+            ingresses: ChildStore::new("Ingresses", controller_owner(GROUP)),
+            routes: routes.then(|| ChildStore::new("Routes", controller_owner(GROUP))),
+            http_routes: http_routes
+                .then(|| ChildStore::new("HTTPRoutes", controller_owner(GROUP))),
+        }
+    }
+
+    fn starts(&self) -> Vec<Start> {
+        let mut starts = vec![
+            start_of(&self.deployments),
+            start_of(&self.replica_sets),
+            start_of(&self.pods),
+            start_of(&self.services),
+            start_of(&self.ingresses),
+        ];
+        if let Some(r) = &self.routes {
+            starts.push(start_of(r));
+        }
+        if let Some(r) = &self.http_routes {
+            starts.push(start_of(r));
+        }
+        starts
+    }
+
+    async fn wait_synced(&self) -> Result<(), ReconcileError> {
+        let e = ReconcileError::other;
+        self.deployments.wait_synced(CACHE_WAIT).await.map_err(e)?;
+        self.replica_sets.wait_synced(CACHE_WAIT).await.map_err(e)?;
+        self.pods.wait_synced(CACHE_WAIT).await.map_err(e)?;
+        self.services.wait_synced(CACHE_WAIT).await.map_err(e)?;
+        self.ingresses.wait_synced(CACHE_WAIT).await.map_err(e)?;
+        if let Some(r) = &self.routes {
+            r.wait_synced(CACHE_WAIT).await.map_err(e)?;
+        }
+        if let Some(r) = &self.http_routes {
+            r.wait_synced(CACHE_WAIT).await.map_err(e)?;
+        }
+        Ok(())
+    }
+}
+
+pub struct Consoles {
+    caches: Caches,
+    status: StatusWriter<PgToolBoxConsole>,
+    pub passes: AtomicUsize,
+    pub finished: AtomicUsize,
+    /// The last failed pass's error, for a failure's message.
+    pub last_error: Mutex<Option<String>>,
+}
+
+fn first<C: Clone>(children: &[Arc<C>]) -> Option<C> {
+    children.first().map(|c| c.as_ref().clone())
+}
+
+/// The Deployment of the console (pure: the same object renders the same JSON).
+fn desired_deployment(obj: &PgToolBoxConsole, name: &str) -> Deployment {
+    let owner = obj.metadata.name.as_deref().unwrap_or_default();
+    let annotations = obj.metadata.annotations.clone().unwrap_or_default();
+    let mut container = json!({
+        "name": "console",
+        "image": obj.spec.image.clone().unwrap_or_else(|| "ghcr.io/pgtoolbox/console:0.1.0".into()),
+        "ports": [{"name": PORT.name, "containerPort": PORT.number}],
+    });
+    if let Some(resources) = &obj.spec.resources {
+        container["resources"] = json!(resources);
+    }
+    if let Some((secret, key)) = annotations.get(ENV_SECRET).and_then(|v| v.split_once('/')) {
+        container["env"] =
+            json!([{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}]);
+    }
+    let mut spec = json!({
+        "replicas": obj.spec.replicas,
+        "selector": {"matchLabels": child_labels(owner, Component::Console)},
+        "template": {
+            "metadata": {"labels": pod_template_labels(owner, Component::Console)},
+            "spec": {"containers": [container]},
+        },
+    });
+    if let Some(deadline) = annotations
+        .get(DEADLINE)
+        .and_then(|d| d.parse::<i32>().ok())
+    {
+        spec["progressDeadlineSeconds"] = json!(deadline);
+    }
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": spec,
+    }))
+    .unwrap_or_default()
+}
+
+fn desired_service(owner: &str, name: &str) -> Service {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": child_labels(owner, Component::Console),
+            "ports": [{"name": PORT.name, "port": PORT.number, "targetPort": PORT.name}],
+        },
+    }))
+    .unwrap_or_default()
+}
+
+fn not_owned(reports: &[&ApplyReport]) -> Option<String> {
+    reports.iter().find_map(|r| match r.not_owned() {
+        Some(ChildVerdict::NotOwned { kind, name }) => Some(format!(
+            "{kind} {name} exists and is not controlled by this PgToolBoxConsole"
+        )),
+        _ => None,
+    })
+}
+
+impl Consoles {
+    async fn pass(
+        &self,
+        obj: Arc<PgToolBoxConsole>,
+        cx: &ObjectContext,
+    ) -> Result<Outcome, ReconcileError> {
+        self.passes.fetch_add(1, Ordering::SeqCst);
+        self.caches.wait_synced().await?;
+        let obj = self.status.freshest(&cx.key, obj);
+        let Some(owner) = ChildOwner::of(obj.as_ref()) else {
+            return Err(ReconcileError::other("the console has no uid yet"));
+        };
+        let key = KindKey::new(KIND, &cx.key.namespace, &cx.key.name);
+        let name = child_name(&cx.key.name, "console");
+        let applier = Applier {
+            client: &cx.client,
+            writes: &cx.writes,
+        };
+
+        // Exposure: decided from the caches and the prober's answers first.
+        let view = ExposureView::from(&obj.spec.exposure);
+        let optional = &cx.shared.optional_apis;
+        let routes = optional.availability(OptionalApi::Routes, &cx.key.namespace);
+        let http_routes = optional.availability(OptionalApi::HttpRoutes, &cx.key.namespace);
+        let route = self
+            .caches
+            .routes
+            .as_ref()
+            .and_then(|s| first(&s.children_of(&key)))
+            .and_then(|r| r.to_dynamic());
+        let http_route = self
+            .caches
+            .http_routes
+            .as_ref()
+            .and_then(|s| first(&s.children_of(&key)))
+            .and_then(|r| r.to_dynamic());
+        let ingress = first(&self.caches.ingresses.children_of(&key));
+        let no_status = PgToolBoxConsoleStatus::default();
+        let stored = obj.status.as_ref().unwrap_or(&no_status);
+        let decision = decide_exposure(&ExposureInputs {
+            exposure: view,
+            child_name: &name,
+            service_name: &name,
+            hostname: Ok(()),
+            routes: &routes,
+            http_routes: &http_routes,
+            observed: ObservedExposure {
+                route: route.as_ref(),
+                ingress: ingress.as_ref(),
+                http_route: http_route.as_ref(),
+            },
+            namespace: &cx.key.namespace,
+            recorded: &stored.published_exposure_kinds,
+            past_cache: &[],
+        });
+
+        // Children: every kind's complete set, through the applier.
+        let labels = BTreeMap::new();
+        let ns = cx.key.namespace.as_str();
+        let desired = |kind| (decision.apply == Some(kind)).then_some(());
+        let mut reports = Vec::new();
+        let deployment = desired_deployment(&obj, &name);
+        reports.push(
+            applier
+                .apply(
+                    &self.caches.deployments,
+                    &owner,
+                    vec![Desired {
+                        component: Component::Console,
+                        object: deployment,
+                    }],
+                )
+                .await
+                .map_err(ReconcileError::other)?,
+        );
+        reports.push(
+            applier
+                .apply(
+                    &self.caches.services,
+                    &owner,
+                    vec![Desired {
+                        component: Component::Console,
+                        object: desired_service(&cx.key.name, &name),
+                    }],
+                )
+                .await
+                .map_err(ReconcileError::other)?,
+        );
+        let ingresses = desired(ExposureKind::Ingress)
+            .map(|()| Desired {
+                component: Component::Console,
+                object: desired_ingress(&name, ns, &labels, &view, &name, PORT),
+            })
+            .into_iter()
+            .collect();
+        reports.push(
+            applier
+                .apply(&self.caches.ingresses, &owner, ingresses)
+                .await
+                .map_err(ReconcileError::other)?,
+        );
+        if let Some(store) = &self.caches.routes {
+            let mut wanted = Vec::new();
+            if desired(ExposureKind::Route).is_some() {
+                let value = desired_route(&name, ns, &labels, &view, &name, PORT);
+                wanted.push(Desired {
+                    component: Component::Console,
+                    object: Route::from_value(value).map_err(ReconcileError::other)?,
+                });
+            }
+            reports.push(
+                applier
+                    .apply(store, &owner, wanted)
+                    .await
+                    .map_err(ReconcileError::other)?,
+            );
+        }
+        if let Some(store) = &self.caches.http_routes {
+            let mut wanted = Vec::new();
+            if desired(ExposureKind::HttpRoute).is_some() {
+                let value = desired_http_route(&name, ns, &labels, &view, &name, PORT);
+                wanted.push(Desired {
+                    component: Component::Console,
+                    object: HttpRoute::from_value(value).map_err(ReconcileError::other)?,
+                });
+            }
+            reports.push(
+                applier
+                    .apply(store, &owner, wanted)
+                    .await
+                    .map_err(ReconcileError::other)?,
+            );
+        }
+
+        // Verdicts: the shared facts, read from the caches.
+        let report_refs: Vec<&ApplyReport> = reports.iter().collect();
+        let configuration = match not_owned(&report_refs) {
+            Some(message) => Verdict::fails(common::RESOURCE_NOT_OWNED, message),
+            None => Verdict::holds(common::AS_EXPECTED, "the console's children are rendered"),
+        };
+        let deployment = self
+            .caches
+            .deployments
+            .children_of(&key)
+            .into_iter()
+            .find(|d| d.metadata.name.as_deref() == Some(name.as_str()));
+        let replica_sets: Vec<ReplicaSet> = self
+            .caches
+            .replica_sets
+            .children_of(&key)
+            .iter()
+            .map(|r| r.as_ref().clone())
+            .collect();
+        let pods: Vec<Pod> = self
+            .caches
+            .pods
+            .children_of(&key)
+            .iter()
+            .map(|p| p.as_ref().clone())
+            .collect();
+        let workload = workload_verdict(&name, deployment.as_deref(), &replica_sets, &pods);
+        let converged = reports.iter().all(ApplyReport::converged);
+        let facts = obj
+            .pass_facts()
+            .with_aspect(ConditionType::ConfigurationValid, configuration)
+            .and_then(|f| f.with_aspect(ConditionType::WorkloadReady, workload))
+            .and_then(|f| f.with_aspect(ConditionType::ExposureReady, decision.verdict.clone()))
+            .and_then(|f| f.with_status_field(StatusField::Url, &decision.url, &stored.url))
+            .and_then(|f| {
+                f.with_status_field(
+                    StatusField::PublishedExposureKinds,
+                    &decision.published,
+                    &stored.published_exposure_kinds,
+                )
+            })
+            .map_err(ReconcileError::other)?
+            .with_children_converged(converged);
+        let written = self
+            .status
+            .write(obj.as_ref(), &facts, Extras::default(), cx.target())
+            .await
+            .map_err(ReconcileError::other)?;
+        Ok(Outcome::done().with_status(written))
+    }
+}
+
+/// The reconciler registered with the operator; the test keeps the other handle.
+struct ConsoleKind(Arc<Consoles>);
+
+impl Reconciler for ConsoleKind {
+    type Object = PgToolBoxConsole;
+
+    async fn reconcile(
+        &self,
+        obj: Arc<PgToolBoxConsole>,
+        cx: &ObjectContext,
+    ) -> Result<Outcome, ReconcileError> {
+        let result = self.0.pass(obj, cx).await;
+        self.0.finished.fetch_add(1, Ordering::SeqCst);
+        if let Err(err) = &result {
+            *self.0.last_error.lock().expect("not poisoned") = Some(err.to_string());
+        }
+        result
+    }
+}
+
+/// One condition as a watch of the consoles saw it written: `(object, type, status, reason,
+/// message)`. Every written status is seen, so a transient reason is not missed by polling.
+pub type Seen = (String, String, String, String, String);
+
+pub struct Env {
+    pub sim: Sim,
+    pub client: Client,
+    pub consoles: Arc<Consoles>,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    _recorder: AbortOnDropHandle<()>,
+    _shared: SharedActors,
+    operator: Option<Operator>,
+}
+
+fn record(client: &Client) -> (Arc<Mutex<Vec<Seen>>>, AbortOnDropHandle<()>) {
+    let seen = Arc::new(Mutex::new(Vec::<Seen>::new()));
+    let sink = seen.clone();
+    let api: Api<PgToolBoxConsole> = Api::namespaced(client.clone(), NS);
+    let task = tokio::spawn(async move {
+        let mut stream = watcher::watcher(api, watcher::Config::default())
+            .applied_objects()
+            .boxed();
+        while let Some(Ok(obj)) = stream.next().await {
+            let name = obj.metadata.name.clone().unwrap_or_default();
+            let Some(status) = obj.status else { continue };
+            let mut seen = sink.lock().expect("not poisoned");
+            for c in status.common.conditions {
+                let entry = (name.clone(), c.type_, c.status, c.reason, c.message);
+                // A transition is recorded; the same condition written again is not.
+                let last = seen
+                    .iter()
+                    .rev()
+                    .find(|(n, t, ..)| *n == entry.0 && *t == entry.1);
+                if last != Some(&entry) {
+                    seen.push(entry);
+                }
+            }
+        }
+    });
+    (seen, AbortOnDropHandle::new(task))
+}
+
+/// The simulated cluster (Nodes, scheduler, kubelet, controllers, router, Ingress and Gateway
+/// controllers) with `unserve`d groups, the shared actors and the test kind.
+pub async fn start(unserve: &[&str]) -> Env {
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        controllers: true,
+        unserve: unserve.iter().map(|g| g.to_string()).collect(),
+        pod_start: Duration::from_secs(1),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let settings = OperatorSettings {
+        startup_jitter: Duration::ZERO,
+        ..OperatorSettings::default()
+    };
+    let shared = start_shared_actors(
+        &client,
+        &[KIND.to_owned()],
+        settings,
+        OperatorMetrics::new(),
+        Readiness::new(),
+    )
+    .await
+    .expect("shared actors start");
+    let served = |api: OptionalApi| {
+        !matches!(
+            shared.shared.optional_apis.availability(api, NS),
+            pgtoolbox_operator::reconcile::optional_api::Availability::NotServed
+        )
+    };
+    let caches = Caches::new(served(OptionalApi::Routes), served(OptionalApi::HttpRoutes));
+    let consoles = Arc::new(Consoles {
+        caches: caches.clone(),
+        status: StatusWriter::new(EventSink::new(client.clone())),
+        passes: AtomicUsize::new(0),
+        finished: AtomicUsize::new(0),
+        last_error: Mutex::new(None),
+    });
+    let mut builder = OperatorBuilder::new(client.clone(), shared.shared.clone());
+    for start in caches.starts() {
+        builder = builder.cache(start);
+    }
+    let options = KindOptions {
+        startup_jitter: Duration::ZERO,
+        ..KindOptions::default()
+    };
+    let operator = builder
+        .register(Kind::new(ConsoleKind(consoles.clone())).options(options))
+        .start()
+        .await
+        .expect("operator starts");
+    let (seen, recorder) = record(&client);
+    Env {
+        sim,
+        client,
+        consoles,
+        seen,
+        _recorder: recorder,
+        _shared: shared,
+        operator: Some(operator),
+    }
+}
+
+impl Env {
+    pub fn consoles(&self) -> Api<PgToolBoxConsole> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    pub async fn create(&self, name: &str, spec: Value, annotations: Value) -> PgToolBoxConsole {
+        let obj: PgToolBoxConsole = serde_json::from_value(json!({
+            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": KIND,
+            "metadata": {"name": name, "namespace": NS, "annotations": annotations},
+            "spec": spec,
+        }))
+        .expect("valid console");
+        self.consoles()
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("console created")
+    }
+
+    pub async fn merge(&self, name: &str, patch: Value) {
+        self.consoles()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("console patched");
+    }
+
+    /// The workload as the API server holds it, for a failure's message.
+    async fn dump(&self) -> String {
+        let lp = ListParams::default();
+        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), NS);
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), NS);
+        let d = deployments.list(&lp).await.map(|l| {
+            l.items
+                .into_iter()
+                .map(|d| (d.metadata.name, d.metadata.labels, d.status))
+                .collect::<Vec<_>>()
+        });
+        let p = pods.list(&lp).await.map(|l| {
+            l.items
+                .into_iter()
+                .map(|p| (p.metadata.name, p.metadata.labels, p.status))
+                .collect::<Vec<_>>()
+        });
+        format!("deployments: {d:#?}\npods: {p:#?}")
+    }
+
+    /// How many conditions were seen so far: [`Env::until`] looks only at later ones.
+    pub fn mark(&self) -> usize {
+        self.seen.lock().expect("not poisoned").len()
+    }
+
+    /// Waits until a status written after `since` shows the condition with `status` and
+    /// `reason`; returns its message.
+    pub async fn until(
+        &self,
+        since: usize,
+        name: &str,
+        type_: ConditionType,
+        status: &str,
+        reason: &str,
+    ) -> String {
+        for _ in 0..1200 {
+            let found = self.seen.lock().expect("not poisoned")[since..]
+                .iter()
+                .find(|(n, t, s, r, _)| {
+                    n == name && t == type_.as_str() && s == status && r == reason
+                })
+                .map(|e| e.4.clone());
+            if let Some(message) = found {
+                return message;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let seen = self.seen.lock().expect("not poisoned")[since..].to_vec();
+        let passes = self.consoles.passes.load(Ordering::SeqCst);
+        let error = self
+            .consoles
+            .last_error
+            .lock()
+            .expect("not poisoned")
+            .clone();
+        let cluster = self.dump().await;
+        let key = KindKey::new(KIND, NS, name);
+        let cached: Vec<_> = self
+            .consoles
+            .caches
+            .pods
+            .children_of(&key)
+            .iter()
+            .map(|p| {
+                let ready = p.status.as_ref().and_then(|s| s.conditions.clone());
+                (
+                    p.metadata.name.clone(),
+                    p.metadata.resource_version.clone(),
+                    ready.map(|c| {
+                        c.into_iter()
+                            .map(|c| (c.type_, c.status))
+                            .collect::<Vec<_>>()
+                    }),
+                )
+            })
+            .collect();
+        let cached_d: Vec<_> = self
+            .consoles
+            .caches
+            .deployments
+            .children_of(&key)
+            .iter()
+            .map(|d| {
+                (
+                    d.metadata.resource_version.clone(),
+                    d.status.as_ref().and_then(|s| s.available_replicas),
+                )
+            })
+            .collect();
+        eprintln!("FINISHED {}", self.consoles.finished.load(Ordering::SeqCst));
+        eprintln!("CACHED pods {cached:?} deployments {cached_d:?}");
+        panic!(
+            "{name}: {type_:?} never became {status}/{reason}; seen since: {seen:#?}; {passes} passes, last error {error:?}; {cluster}"
+        );
+    }
+
+    /// Waits for `reason`, then returns a new mark.
+    pub async fn step(
+        &self,
+        since: usize,
+        name: &str,
+        type_: ConditionType,
+        status: &str,
+        reason: &str,
+    ) -> usize {
+        self.until(since, name, type_, status, reason).await;
+        self.mark()
+    }
+
+    pub async fn stop(&mut self) {
+        if let Some(operator) = self.operator.take() {
+            operator.shutdown(Duration::from_secs(5)).await;
+        }
+    }
+}
