@@ -1,5 +1,6 @@
 //! `Sim`: start the server on its own OS thread and runtime, hand out clients and kubeconfigs.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -232,8 +233,10 @@ pub async fn run_api_only(
         .map_err(SimError::Signal)?;
     let sim = Sim::start(config).await?;
     let kubeconfig = KubeconfigFile::write(&sim, kubeconfig_out)?;
-    println!("{}", sim.url());
-    println!("kubeconfig: {}", kubeconfig.path().display());
+    // stdout may be a pipe its reader already closed: a failed line is not worth a panic.
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{}", sim.url());
+    let _ = writeln!(out, "kubeconfig: {}", kubeconfig.path().display());
     tokio::select! {
         _ = int.recv() => {}
         _ = term.recv() => {}

@@ -121,7 +121,7 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
         kubeconfig.path().display(),
         kubeconfig.path().display()
     );
-    println!("{banner}");
+    let _ = writeln!(std::io::stdout(), "{banner}");
 
     let client = sim.client();
     // The same start-up checks as `run`: `--deny` and `--unserve` show how the operator degrades.
