@@ -8,6 +8,7 @@ use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::settings::{EndpointArgs, SettingsArgs};
+use super::signal::Stop;
 use super::{CliError, telemetry};
 use crate::actors::shared::start_shared_actors;
 use crate::cli::register_all;
@@ -90,12 +91,15 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     )
     .await?;
     let client = client(args.kubeconfig.as_ref(), &metrics).await?;
+    // One listener for the whole run: a SIGTERM while waiting for the lease or while starting
+    // is kept for the select below instead of falling between two short-lived listeners.
+    let mut stop = Stop::listen();
     let mut leadership = if args.leader_elect {
         readiness.set_standby(true);
         let config = LeaderConfig::new(&args.leader_election_namespace, identity());
         tokio::select! {
             held = leader::acquire(client.clone(), config) => Some(held),
-            _ = super::signal::terminated() => return Ok(()),
+            _ = stop.wait() => return Ok(()),
         }
     } else {
         None
@@ -123,7 +127,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         }
     };
     let outcome = tokio::select! {
-        _ = super::signal::terminated() => Ok(()),
+        _ = stop.wait() => Ok(()),
         _ = lost => Err(CliError::LeadershipLost),
         kind = operator.failed() => Err(CliError::KindFailed(kind)),
     };

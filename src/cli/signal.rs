@@ -38,7 +38,25 @@ impl Stop {
     }
 }
 
-/// Resolves on the first SIGTERM or SIGINT after the call.
-pub async fn terminated() {
-    Stop::listen().wait().await
+#[cfg(all(test, unix))]
+mod tests {
+    use std::time::Duration;
+
+    use super::Stop;
+
+    /// A SIGTERM that arrives while nobody waits (the operator is starting, or waiting for
+    /// its lease) is still seen by the next `wait`.
+    #[tokio::test]
+    async fn a_signal_before_the_wait_is_kept() {
+        let mut stop = Stop::listen();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &std::process::id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::timeout(Duration::from_secs(5), stop.wait())
+            .await
+            .expect("the signal sent before the wait is delivered");
+    }
 }

@@ -95,10 +95,10 @@ where
         extras: Extras,
         target: Target<'_>,
     ) -> Result<Written, StatusError> {
-        let update = derive_status(facts, obj.stored_status(), Timestamp::now());
+        let mut update = derive_status(facts, obj.stored_status(), Timestamp::now());
         let mut verdict = Written {
             stalled: update.stall.is_some(),
-            timers: update.timers.clone(),
+            timers: std::mem::take(&mut update.timers),
             wrote: false,
         };
         if !update.changed && extras.fields.is_empty() {
