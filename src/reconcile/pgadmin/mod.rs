@@ -2,14 +2,22 @@
 //! and its hash, `ServersSynced` from the registration Job, and the children to render.
 
 mod config;
+mod config_database;
+mod egress;
 mod facts;
 mod offered;
 mod registration;
 mod render;
 mod selector;
 mod servers_file;
+mod upgrade;
 
 pub use config::{ConfigFacts, configuration_valid};
+pub use config_database::{
+    AppliedFacts, ConfigDatabaseFacts, config_database_name, config_database_pending,
+    config_database_problem,
+};
+pub use egress::{EgressRule, egress_confined, egress_policy, egress_rules};
 pub use facts::{cluster_facts, grant_facts, pooler_facts, role_facts};
 pub use offered::{
     ClusterFacts, Credentials, GrantFacts, MAX_SERVERS, Offered, OfferedInputs, OfferedServer,
@@ -26,6 +34,10 @@ pub use render::{
 };
 pub use selector::selector_matches;
 pub use servers_file::{Credential, SERVERS_FILE_KEY, ServersFile, hash8, servers_file};
+pub use upgrade::{
+    SKIP_UPGRADE_BACKUP_ANNOTATION, UpgradeFacts, UpgradeGate, upgrade_backup_job_name,
+    upgrade_gate,
+};
 
 #[cfg(test)]
 mod tests;

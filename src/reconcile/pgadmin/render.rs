@@ -69,7 +69,10 @@ pub struct RenderError {
     source: serde_json::Error,
 }
 
-fn typed<T: DeserializeOwned>(what: &'static str, value: Value) -> Result<T, RenderError> {
+pub(super) fn typed<T: DeserializeOwned>(
+    what: &'static str,
+    value: Value,
+) -> Result<T, RenderError> {
     serde_json::from_value(value).map_err(|source| RenderError { what, source })
 }
 

@@ -1,0 +1,184 @@
+//! The settings database (`spec.configDatabase`, pure): its configuration problems, all of
+//! them stalls, checked once the hostname is allowed; and whether CloudNativePG applied the
+//! role, its generated password and the database (`ConfigDatabaseNotReady`, quiet: pgAdmin
+//! gets no Pod until it has).
+
+use crate::api::ConfigDatabase;
+use crate::conditions::reasons::{common, pgadmin};
+use crate::conditions::{Subject, Verdict};
+use crate::reconcile::children::child_name;
+use crate::reconcile::optional_api::{Availability, OptionalApi};
+
+/// The Database and DatabaseRole `<name>-pgadmin-config`.
+pub fn config_database_name(owner: &str) -> String {
+    child_name(owner, "pgadmin-config")
+}
+
+pub struct ConfigDatabaseFacts<'a> {
+    pub spec: &'a ConfigDatabase,
+    pub namespace: &'a str,
+    pub cluster_exists: bool,
+    pub databases: &'a Availability,
+    pub database_roles: &'a Availability,
+    /// The served DatabaseRole schema has `spec.password` (password generation).
+    pub password_generation: bool,
+}
+
+/// The first problem of the settings database's configuration, a stall; `None` when valid.
+pub fn config_database_problem(facts: &ConfigDatabaseFacts<'_>) -> Option<Verdict> {
+    let ns = facts.namespace;
+    if let Some(message) = facts.databases.message(OptionalApi::Databases) {
+        return Some(Verdict::fails(
+            pgadmin::DATABASE_API_UNAVAILABLE,
+            format!("spec.configDatabase needs CloudNativePG Databases: {message}"),
+        ));
+    }
+    if let Some(message) = facts.database_roles.message(OptionalApi::DatabaseRoles) {
+        return Some(
+            Verdict::fails(
+                pgadmin::DATABASE_ROLE_API_UNAVAILABLE,
+                format!("spec.configDatabase needs CloudNativePG DatabaseRoles: {message}"),
+            )
+            .about(Subject::SettingsDatabase),
+        );
+    }
+    if !facts.password_generation {
+        return Some(Verdict::fails(
+            pgadmin::PASSWORD_GENERATION_UNAVAILABLE,
+            "spec.configDatabase needs CloudNativePG to generate the role's password (DatabaseRole spec.password, CloudNativePG 1.31 and later)",
+        ));
+    }
+    if !facts.cluster_exists {
+        return Some(
+            Verdict::fails(
+                common::CONFIGURATION_INVALID,
+                format!(
+                    "spec.configDatabase.cluster {} is not a Cluster of {ns}",
+                    facts.spec.cluster
+                ),
+            )
+            .about(Subject::SettingsDatabase),
+        );
+    }
+    None
+}
+
+/// What CloudNativePG shows of the settings database's objects.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AppliedFacts {
+    pub database_applied: bool,
+    pub role_applied: bool,
+    /// `status.password.secretName` of the role.
+    pub password_secret: Option<String>,
+}
+
+/// `ConfigDatabaseNotReady` while CNPG has not applied everything; `None` once it has.
+pub fn config_database_pending(name: &str, applied: &AppliedFacts) -> Option<Verdict> {
+    let mut missing = Vec::new();
+    if !applied.role_applied {
+        missing.push(format!("DatabaseRole {name}"));
+    }
+    if applied.password_secret.is_none() {
+        missing.push(format!("the generated password of DatabaseRole {name}"));
+    }
+    if !applied.database_applied {
+        missing.push(format!("Database {name}"));
+    }
+    (!missing.is_empty()).then(|| {
+        Verdict::fails(
+            pgadmin::CONFIG_DATABASE_NOT_READY,
+            format!(
+                "CloudNativePG has not applied {} yet: pgAdmin starts once it has",
+                missing.join(", ")
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conditions::{ConditionType, Kind};
+
+    #[test]
+    fn settings_database_problems_stall_and_pending_is_quiet() {
+        let spec = ConfigDatabase {
+            cluster: "orders".into(),
+            database: "pgadmin".into(),
+            role: "pgadmin".into(),
+        };
+        let on = Availability::On;
+        let off = Availability::NotServed;
+        let refused = Availability::Refused {
+            namespace: "team-a".into(),
+        };
+        let cases: Vec<(&str, bool, &Availability, &Availability, bool, Option<&str>)> = vec![
+            ("valid", true, &on, &on, true, None),
+            (
+                "Databases not served",
+                true,
+                &off,
+                &on,
+                true,
+                Some("DatabaseAPIUnavailable"),
+            ),
+            (
+                "DatabaseRoles refused",
+                true,
+                &on,
+                &refused,
+                true,
+                Some("DatabaseRoleAPIUnavailable"),
+            ),
+            (
+                "no password generation",
+                true,
+                &on,
+                &on,
+                false,
+                Some("PasswordGenerationUnavailable"),
+            ),
+            (
+                "Cluster elsewhere",
+                false,
+                &on,
+                &on,
+                true,
+                Some("ConfigurationInvalid"),
+            ),
+        ];
+        for (name, exists, dbs, roles, generation, reason) in cases {
+            let v = config_database_problem(&ConfigDatabaseFacts {
+                spec: &spec,
+                namespace: "team-a",
+                cluster_exists: exists,
+                databases: dbs,
+                database_roles: roles,
+                password_generation: generation,
+            });
+            assert_eq!(v.as_ref().map(|v| v.reason.as_str()), reason, "{name}");
+            if let Some(v) = v {
+                assert!(
+                    Kind::PgAdmin.stalls_on(
+                        ConditionType::ConfigurationValid,
+                        v.status,
+                        v.reason,
+                        v.subject
+                    ),
+                    "{name} stalls"
+                );
+            }
+        }
+        let pending =
+            config_database_pending("p-pgadmin-config", &AppliedFacts::default()).expect("pending");
+        assert!(Kind::PgAdmin.is_quiet(pending.reason));
+        assert!(pending.message.contains("generated password"));
+        let done = AppliedFacts {
+            database_applied: true,
+            role_applied: true,
+            password_secret: Some("p-pgadmin-config-password".into()),
+        };
+        assert_eq!(config_database_pending("p-pgadmin-config", &done), None);
+        assert_eq!(config_database_name("p"), "p-pgadmin-config");
+    }
+}
