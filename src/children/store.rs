@@ -518,4 +518,58 @@ mod tests {
         assert_eq!(of(&owned("pgtoolbox.fyannk.dev/v1alpha1", false)), None);
         assert_eq!(of(&owned("apps/v1", true)), None);
     }
+
+    #[test]
+    fn our_owner_reads_the_controller_reference_then_the_component_labels() {
+        use k8s_openapi::api::core::v1::Pod;
+        let of = our_owner::<Pod>();
+        let pod = |labels: &[(&str, &str)], owner: Option<(&str, &str)>| Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("team-a".into()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                owner_references: owner.map(|(api_version, kind)| {
+                    vec![OwnerReference {
+                        api_version: api_version.into(),
+                        kind: kind.into(),
+                        name: "owner".into(),
+                        uid: "u".into(),
+                        controller: Some(true),
+                        ..Default::default()
+                    }]
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let labels = [
+            (COMPONENT_LABEL, "pgadmin-register"),
+            (INSTANCE_LABEL, "admin"),
+        ];
+        // A Job's Pod: its controller is the Job, not ours; the labels name the PgAdmin.
+        assert_eq!(
+            of(&pod(&labels, Some(("batch/v1", "Job")))),
+            Some(KindKey::new("PgAdmin", "team-a", "admin"))
+        );
+        assert_eq!(
+            of(&pod(
+                &[],
+                Some(("pgtoolbox.fyannk.dev/v1alpha1", "EvidenceAgent"))
+            )),
+            Some(KindKey::new("EvidenceAgent", "team-a", "owner"))
+        );
+        assert_eq!(
+            of(&pod(
+                &[(COMPONENT_LABEL, "unknown"), (INSTANCE_LABEL, "x")],
+                None
+            )),
+            None
+        );
+        assert_eq!(of(&pod(&[], Some(("apps/v1", "ReplicaSet")))), None);
+    }
 }
