@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::Client;
@@ -42,6 +42,8 @@ pub struct OperatorCaches {
     pub pods: Arc<ChildStore<Pod>>,
     pub config_maps: Arc<ChildStore<ConfigMap>>,
     pub jobs: Arc<ChildStore<Job>>,
+    /// A PgAdmin's data volume.
+    pub persistent_volume_claims: Arc<ChildStore<PersistentVolumeClaim>>,
     pub role_bindings: Arc<ChildStore<RoleBinding>>,
     pub network_policies: Arc<ChildStore<NetworkPolicy>>,
     pub ingresses: Arc<ChildStore<Ingress>>,
@@ -57,6 +59,8 @@ pub struct OperatorCaches {
     pub poolers: Arc<Contents>,
     pub object_stores: Arc<Contents>,
     pub pgadmin_accesses: Arc<Contents>,
+    /// CloudNativePG DatabaseRoles (a PgAdmin offers them as servers).
+    pub database_roles: Arc<Contents>,
     pub secrets: Arc<ReferenceIndex>,
     pub referenced_config_maps: Arc<ReferenceIndex>,
 }
@@ -109,6 +113,7 @@ impl OperatorCaches {
         let poolers = OptionalApi::Poolers.resource();
         let stores = OptionalApi::ObjectStores.resource();
         let accesses = pgadmin_accesses();
+        let roles = OptionalApi::DatabaseRoles.resource();
         Self {
             service_accounts: ChildStore::new("ServiceAccounts", our_owner()),
             services: ChildStore::new("Services", our_owner()),
@@ -117,6 +122,7 @@ impl OperatorCaches {
             pods: ChildStore::new("Pods", our_owner()),
             config_maps: ChildStore::new("ConfigMaps", our_owner()),
             jobs: ChildStore::new("Jobs", our_owner()),
+            persistent_volume_claims: ChildStore::new("PersistentVolumeClaims", our_owner()),
             role_bindings: ChildStore::new("RoleBindings", our_owner()),
             network_policies: ChildStore::new("NetworkPolicies", our_owner()),
             ingresses: ChildStore::new("Ingresses", our_owner()),
@@ -136,6 +142,7 @@ impl OperatorCaches {
                 ReferenceIndex::new("PgAdminAccesses", accesses.clone()),
                 accesses,
             ),
+            database_roles: contents(ReferenceIndex::new("DatabaseRoles", roles.clone()), roles),
             secrets: ReferenceIndex::new("Secrets", core("Secret", "secrets")),
             referenced_config_maps: ReferenceIndex::new(
                 "ConfigMaps",
@@ -154,6 +161,7 @@ impl OperatorCaches {
             start(&self.pods, managed()),
             start(&self.config_maps, managed()),
             start(&self.jobs, managed()),
+            start(&self.persistent_volume_claims, managed()),
             start(&self.role_bindings, managed()),
             start(&self.network_policies, managed()),
             start(&self.ingresses, managed()),
@@ -167,6 +175,7 @@ impl OperatorCaches {
             start_index(self.poolers.index()),
             start_index(self.object_stores.index()),
             start_index(self.pgadmin_accesses.index()),
+            start_index(self.database_roles.index()),
             start_index(&self.secrets),
             start_index(&self.referenced_config_maps),
         ]

@@ -112,7 +112,15 @@ mod tests {
         let refused = Availability::Refused {
             namespace: "team-a".into(),
         };
-        let cases: Vec<(&str, bool, &Availability, &Availability, bool, Option<&str>)> = vec![
+        type Case<'a> = (
+            &'a str,
+            bool,
+            &'a Availability,
+            &'a Availability,
+            bool,
+            Option<&'a str>,
+        );
+        let cases: Vec<Case<'_>> = vec![
             ("valid", true, &on, &on, true, None),
             (
                 "Databases not served",

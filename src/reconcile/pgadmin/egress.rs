@@ -202,13 +202,14 @@ mod tests {
     fn generated_rules_confine_and_open_ones_are_named() {
         let clusters = [("team-b".to_owned(), "billing".to_owned())];
         let poolers = [("team-a".to_owned(), "orders-pooler".to_owned())];
-        let cases: Vec<(
-            &str,
+        type Case<'a> = (
+            &'a str,
             bool,
             Vec<NetworkPolicyEgressRule>,
             ConditionStatus,
-            &[&str],
-        )> = vec![
+            &'a [&'a str],
+        );
+        let cases: Vec<Case<'_>> = vec![
             ("generated only", false, vec![], ConditionStatus::True, &[]),
             (
                 "OAuth2 issuer: any address on 443",

@@ -60,18 +60,18 @@ fn pgpass_field(s: &str) -> String {
     s.replace('\\', "\\\\").replace(':', "\\:")
 }
 
-/// Renders the servers file and the credential files. `credential(secret)` answers the
-/// Secret's contents, `None` when it does not exist (the server is registered without a
-/// password file; pgAdmin asks for the password).
+/// Renders the servers file and the credential files. `credential(server)` answers the
+/// contents of the server's credential Secret, `None` when there is none (the server is
+/// registered without a password file; pgAdmin asks for the password).
 pub fn servers_file(
     servers: &[OfferedServer],
-    credential: &dyn Fn(&str) -> Option<Credential>,
+    credential: &dyn Fn(&OfferedServer) -> Option<Credential>,
 ) -> ServersFile {
     let mut entries = serde_json::Map::new();
     let mut data = BTreeMap::new();
     for (i, server) in servers.iter().enumerate() {
         let id = i + 1;
-        let read = server.credentials.secret().and_then(credential);
+        let read = credential(server);
         let username = match &server.credentials {
             Credentials::Role { username, .. } => Some(username.clone()),
             Credentials::ClusterApp { .. } => read.as_ref().and_then(|c| c.username.clone()),

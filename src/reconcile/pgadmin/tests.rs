@@ -424,7 +424,7 @@ fn a_switchover_changes_neither_the_offered_set_nor_its_hash() {
             "orders-rw.team-a.svc"
         ]
     );
-    let cred = |_: &str| {
+    let cred = |_: &OfferedServer| {
         Some(Credential {
             username: Some("app".into()),
             password: "pw".into(),
@@ -441,8 +441,8 @@ fn the_servers_file_is_what_pgadmin_imports_and_its_hash_follows_credentials() {
     let obj = pgadmin("  clusterSelector: {matchLabels: {team: a}}\n  endpoints: [rw]\n");
     let offered = World::standard().offered(&obj);
     let with = |password: &'static str| {
-        move |secret: &str| {
-            (secret == "orders-app").then(|| Credential {
+        move |server: &OfferedServer| {
+            (server.credentials.secret() == Some("orders-app")).then(|| Credential {
                 username: Some("app".into()),
                 password: password.into(),
             })
@@ -473,7 +473,7 @@ fn the_servers_file_is_what_pgadmin_imports_and_its_hash_follows_credentials() {
         "Debug shows no secret"
     );
     // Without the Secret: registered with no password file.
-    let none = servers_file(&offered.servers, &|_: &str| None);
+    let none = servers_file(&offered.servers, &|_: &OfferedServer| None);
     assert_eq!(none.data.len(), 1);
     assert_eq!(
         registration_job_name("team-pgadmin", &file.hash),

@@ -1,0 +1,8 @@
+//! The PgAdmin kind on the shared runtime: its reconciler, what it reads from the shared caches
+//! and the two Secrets no child store caches.
+
+mod inputs;
+mod reconciler;
+mod secrets;
+
+pub use reconciler::{BUILTIN_OAUTH2_PROXY_IMAGE, BUILTIN_PGADMIN_IMAGE, KIND, PgAdminReconciler};

@@ -1,0 +1,748 @@
+//! One pass over a PgAdmin: check the hostname first, read the referenced objects from the
+//! shared caches, decide the offered set and ConfigurationValid (pure), render and apply the
+//! children unless a stall forbids it, start the registration Job once a pgAdmin Pod is
+//! Ready, judge the workload, exposure, registration and egress from the caches, and write the
+//! status once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+
+use super::inputs::{read_referenced, read_roles};
+use super::secrets::{ServersOutcome, ServersSecrets, credential_secrets, ensure_login_secret};
+use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
+use crate::api::{PgAdmin, PgAdminStatus, RegistrationStatus, ReportsConditions};
+use crate::children::{
+    Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, HttpRoute, OperatorCaches,
+    Route, Track, wait_synced,
+};
+use crate::conditions::reasons::{common, pgadmin};
+use crate::conditions::{
+    ConditionStatus, ConditionType, Hostname, PassFacts, StatusField, Subject, Verdict,
+    find_condition,
+};
+use crate::k8s::EventSink;
+use crate::messages::{KindKey, ObjectKey};
+use crate::reconcile::exposure::{
+    BackendPort, ExposureDecision, ExposureInputs, ExposureView, HostAllowList, ObservedExposure,
+    decide_exposure, desired_http_route, desired_ingress, desired_route,
+};
+use crate::reconcile::images::{ImageAllowList, ImageRole, resolve_image};
+use crate::reconcile::optional_api::OptionalApi;
+use crate::reconcile::pgadmin::{
+    ChildNames, ConfigDatabaseFacts, ConfigFacts, HTTP_PORT_NAME, JobState, Offered, OfferedInputs,
+    RegistrationFacts, RenderInput, SERVICE_PORT, config_database_problem, configuration_valid,
+    data_claim, deployment, egress_confined, egress_policy, egress_rules, job_state, job_wanted,
+    offered_set, pgadmin_pod_ready, registration_job, registration_job_name,
+    servers_registered_event, servers_synced, service, service_account,
+};
+use crate::reconcile::workload::{rollout_started, workload_verdict};
+use crate::status::{Extras, StatusWriter, Written};
+
+/// How long a pass waits for the first lists of its caches.
+const CACHE_WAIT: Duration = Duration::from_secs(30);
+
+/// The kind the children and references are filed under.
+pub const KIND: &str = "PgAdmin";
+
+/// Images used when neither the spec nor the operator's flags name one.
+pub const BUILTIN_PGADMIN_IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
+pub const BUILTIN_OAUTH2_PROXY_IMAGE: &str = "quay.io/oauth2-proxy/oauth2-proxy:v7.12.0";
+
+const PORT: BackendPort<'static> = BackendPort {
+    name: HTTP_PORT_NAME,
+    number: SERVICE_PORT,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PgAdminError {
+    #[error("PgAdmin {0} has no uid yet: its children cannot be owned")]
+    NoUid(String),
+    #[error(transparent)]
+    Render(#[from] crate::reconcile::pgadmin::RenderError),
+    #[error(transparent)]
+    Facts(#[from] crate::conditions::FactsError),
+    #[error(transparent)]
+    Apply(#[from] crate::children::ApplyError),
+}
+
+impl From<PgAdminError> for ReconcileError {
+    fn from(e: PgAdminError) -> Self {
+        ReconcileError::other(e)
+    }
+}
+
+pub struct PgAdminReconciler {
+    caches: OperatorCaches,
+    status: StatusWriter<PgAdmin>,
+    servers: ServersSecrets,
+}
+
+fn owner_key(key: &ObjectKey) -> KindKey {
+    KindKey::new(KIND, &key.namespace, &key.name)
+}
+
+fn desired<C>(component: Component, object: C) -> Desired<C> {
+    Desired { component, object }
+}
+
+/// Everything one pass decided, for the status write.
+struct Decided {
+    offered: Offered,
+    exposure: ExposureDecision,
+    hash: Option<String>,
+    job: Option<String>,
+    image: Option<String>,
+}
+
+impl PgAdminReconciler {
+    pub fn new(caches: OperatorCaches, events: EventSink) -> Self {
+        Self {
+            caches,
+            status: StatusWriter::new(events),
+            servers: ServersSecrets::default(),
+        }
+    }
+
+    async fn wait_synced(&self) -> Result<(), ReconcileError> {
+        let c = &self.caches;
+        wait_synced(
+            CACHE_WAIT,
+            &[
+                c.service_accounts.synced(),
+                c.services.synced(),
+                c.deployments.synced(),
+                c.replica_sets.synced(),
+                c.pods.synced(),
+                c.jobs.synced(),
+                c.persistent_volume_claims.synced(),
+                c.network_policies.synced(),
+                c.ingresses.synced(),
+                c.routes.synced(),
+                c.http_routes.synced(),
+                c.clusters.index().synced(),
+                c.poolers.index().synced(),
+                c.pgadmin_accesses.index().synced(),
+                c.database_roles.index().synced(),
+                c.secrets.synced(),
+            ],
+        )
+        .await
+        .map_err(ReconcileError::other)
+    }
+
+    /// The exposure decided from the caches and the prober's answers.
+    fn exposure(
+        &self,
+        obj: &PgAdmin,
+        cx: &ObjectContext,
+        names: &ChildNames,
+        hostname: Result<(), &crate::reconcile::exposure::HostnameRefusal>,
+    ) -> ExposureDecision {
+        let ns = cx.key.namespace.as_str();
+        let owner = owner_key(&cx.key);
+        let apis = &cx.shared.optional_apis;
+        let routes = apis.availability(OptionalApi::Routes, ns);
+        let http_routes = apis.availability(OptionalApi::HttpRoutes, ns);
+        let route = first(self.caches.routes.children_of(&owner)).and_then(|r| r.to_dynamic());
+        let http_route =
+            first(self.caches.http_routes.children_of(&owner)).and_then(|r| r.to_dynamic());
+        let ingress = first(self.caches.ingresses.children_of(&owner));
+        let recorded = obj
+            .status
+            .as_ref()
+            .map(|s| s.published_exposure_kinds.clone())
+            .unwrap_or_default();
+        decide_exposure(&ExposureInputs {
+            exposure: ExposureView::from(&obj.spec.exposure),
+            child_name: &names.workload,
+            service_name: &names.workload,
+            hostname,
+            routes: &routes,
+            http_routes: &http_routes,
+            observed: ObservedExposure {
+                route: route.as_ref(),
+                ingress: ingress.as_deref(),
+                http_route: http_route.as_ref(),
+            },
+            namespace: ns,
+            recorded: &recorded,
+            past_cache: &[],
+        })
+    }
+
+    /// Applies the exposure children the decision wants (none: withdrawn).
+    async fn apply_exposure(
+        &self,
+        obj: &PgAdmin,
+        cx: &ObjectContext,
+        owner: &ChildOwner,
+        names: &ChildNames,
+        decision: &ExposureDecision,
+    ) -> Result<ApplyReport, PgAdminError> {
+        use crate::api::ExposureKind as K;
+        let applier = Applier {
+            client: &cx.client,
+            writes: &cx.writes,
+        };
+        let view = ExposureView::from(&obj.spec.exposure);
+        let ns = cx.key.namespace.as_str();
+        let labels = Default::default();
+        let c = Component::PgAdmin;
+        let w = &names.workload;
+        let mut report = ApplyReport::default();
+        let ingress: Vec<_> = (decision.apply == Some(K::Ingress))
+            .then(|| desired(c, desired_ingress(w, ns, &labels, &view, w, PORT)))
+            .into_iter()
+            .collect();
+        merge(
+            &mut report,
+            applier
+                .apply(&self.caches.ingresses, owner, ingress)
+                .await?,
+        );
+        let mut routes = Vec::new();
+        if decision.apply == Some(K::Route) {
+            let value = desired_route(w, ns, &labels, &view, w, PORT);
+            routes.push(desired(c, Route::from_value(value).map_err(render_error)?));
+        }
+        merge(
+            &mut report,
+            applier.apply(&self.caches.routes, owner, routes).await?,
+        );
+        let mut http_routes = Vec::new();
+        if decision.apply == Some(K::HttpRoute) {
+            let value = desired_http_route(w, ns, &labels, &view, w, PORT);
+            http_routes.push(desired(
+                c,
+                HttpRoute::from_value(value).map_err(render_error)?,
+            ));
+        }
+        merge(
+            &mut report,
+            applier
+                .apply(&self.caches.http_routes, owner, http_routes)
+                .await?,
+        );
+        Ok(report)
+    }
+
+    async fn pass(&self, obj: &PgAdmin, cx: &ObjectContext) -> Result<Outcome, ReconcileError> {
+        self.wait_synced().await?;
+        let ns = cx.key.namespace.as_str();
+        let name = cx.key.name.as_str();
+        let key = owner_key(&cx.key);
+        let names = ChildNames::of(name);
+        let owner = ChildOwner::of(obj).ok_or_else(|| PgAdminError::NoUid(name.to_owned()))?;
+        let settings = &cx.shared.settings;
+
+        // The hostname first: a refusal withdraws the exposure whatever else holds.
+        let hosts = HostAllowList::new(&settings.exposure_allowed_host_suffixes);
+        let refusal = hosts.check(obj.spec.exposure.hostname.as_deref()).err();
+        let mut facts = obj
+            .pass_facts()
+            .with_hostname(match &refusal {
+                Some(r) => Hostname::refused(r.message()),
+                None => Hostname::Allowed,
+            })
+            .map_err(PgAdminError::from)?;
+        let exposure = self.exposure(obj, cx, &names, refusal.as_ref().map_or(Ok(()), Err));
+        let mut reports = Vec::new();
+        if refusal.is_some() {
+            reports.push(
+                self.apply_exposure(obj, cx, &owner, &names, &exposure)
+                    .await?,
+            );
+        }
+        if facts.paused {
+            let written = self.write(obj, facts, Extras::default(), cx).await?;
+            return Ok(Outcome::done().with_status(written));
+        }
+
+        // Images and the OAuth2 client Secret.
+        let defaults = &settings.default_images;
+        let image = resolve_image(obj.spec.image.as_deref(), defaults.pgadmin.as_deref())
+            .unwrap_or_else(|| BUILTIN_PGADMIN_IMAGE.to_owned());
+        let oauth2 = obj
+            .spec
+            .authentication
+            .as_ref()
+            .and_then(|a| a.oauth2.as_ref());
+        let proxy_image = oauth2.map(|o| {
+            resolve_image(o.proxy_image.as_deref(), defaults.oauth2_proxy.as_deref())
+                .unwrap_or_else(|| BUILTIN_OAUTH2_PROXY_IMAGE.to_owned())
+        });
+        let mut images = vec![(ImageRole::PgAdmin, image.as_str())];
+        if let Some(proxy) = &proxy_image {
+            images.push((ImageRole::OAuth2Proxy, proxy.as_str()));
+        }
+        let allow = ImageAllowList::new(&settings.allowed_image_repositories);
+        let image_refusal = allow.verdict(&images);
+
+        // The offered set, from the caches (registered as a user of each read).
+        let apis = cx.shared.optional_apis.clone();
+        let answer = |api: OptionalApi, n: &str| apis.availability(api, n);
+        let referenced =
+            read_referenced(&self.caches, &cx.client, &key, ns, &obj.spec, &apis).await?;
+        let inputs = |roles| OfferedInputs {
+            namespace: ns,
+            name,
+            spec: &obj.spec,
+            clusters: &referenced.clusters,
+            clusters_unreadable: &referenced.clusters_unreadable,
+            grants: &referenced.grants,
+            poolers: &referenced.poolers,
+            roles,
+            apis: &answer,
+        };
+        let without_roles = offered_set(&inputs(&[]));
+        let roles = read_roles(
+            &self.caches,
+            &cx.client,
+            &key,
+            &without_roles.clusters,
+            obj.spec.offer_database_roles,
+            &apis,
+        )
+        .await?;
+        let offered = offered_set(&inputs(&roles));
+
+        let oauth2_secret = oauth2.map(|o| ObjectKey::new(ns, o.client_secret_ref.name.as_str()));
+        let mut secret_refs = vec![
+            ObjectKey::new(ns, names.servers_secret.as_str()),
+            ObjectKey::new(ns, names.login_secret.as_str()),
+        ];
+        secret_refs.extend(oauth2_secret.clone());
+        secret_refs.extend(credential_secrets(&offered.servers));
+        self.caches
+            .secrets
+            .register(&key, secret_refs, Track::Version);
+        let missing_oauth2 = oauth2_secret
+            .as_ref()
+            .filter(|k| self.caches.secrets.exists(k) == Some(false))
+            .map(|k| k.name.as_str());
+        let settings_database = obj.spec.config_database.as_ref().map(|spec| {
+            config_database_problem(&ConfigDatabaseFacts {
+                spec,
+                namespace: ns,
+                cluster_exists: self
+                    .caches
+                    .clusters
+                    .index()
+                    .exists(&ObjectKey::new(ns, spec.cluster.as_str()))
+                    == Some(true),
+                databases: &apis.availability(OptionalApi::Databases, ns),
+                database_roles: &apis.availability(OptionalApi::DatabaseRoles, ns),
+                password_generation: true,
+            })
+            .unwrap_or_else(|| {
+                // Not built yet: said as a stall rather than silently ignored.
+                Verdict::fails(
+                    common::CONFIGURATION_INVALID,
+                    "spec.configDatabase is not supported by this version of the operator yet: remove it to run pgAdmin with its settings on its volume",
+                )
+                .about(Subject::SettingsDatabase)
+            })
+        });
+        let mut config = ConfigFacts {
+            image_refusal: image_refusal.clone().or(settings_database),
+            missing_oauth2_secret: missing_oauth2,
+            problems: &offered.problems,
+            offered: offered.servers.len(),
+            ..ConfigFacts::default()
+        };
+        let stalled = config.image_refusal.is_some() || missing_oauth2.is_some();
+
+        let mut decided = Decided {
+            offered: offered.clone(),
+            exposure,
+            hash: None,
+            job: None,
+            image: None,
+        };
+        let mut converged = true;
+        let mut foreign: Option<(String, String)> = None;
+        if refusal.is_none() && !stalled {
+            let input = RenderInput {
+                owner: name,
+                namespace: ns,
+                image: &image,
+                resources: obj.spec.resources.as_ref(),
+                storage: &obj.spec.storage,
+                oauth2: oauth2.zip(proxy_image.as_deref()),
+                names: &names,
+            };
+            let outcome = self
+                .render(
+                    obj,
+                    cx,
+                    &owner,
+                    &names,
+                    &input,
+                    &offered,
+                    &mut decided,
+                    facts,
+                )
+                .await?;
+            facts = outcome.0;
+            converged = outcome.1;
+            foreign = outcome.2;
+        }
+        config.foreign_child = foreign.as_ref().map(|(k, n)| (k.as_str(), n.as_str()));
+        let configuration = configuration_valid(&config, ns);
+        facts = facts
+            .with_aspect(ConditionType::ConfigurationValid, configuration)
+            .map_err(PgAdminError::from)?
+            .with_children_converged(converged && reports.iter().all(ApplyReport::converged));
+        facts = status_fields(obj, facts, &decided, refusal.is_some() || stalled)?;
+        let written = self.write(obj, facts, Extras::default(), cx).await?;
+        Ok(Outcome::done().with_status(written))
+    }
+
+    /// Renders and applies every child; returns the facts with the aspects judged from the
+    /// caches, whether everything was already in place, and a name taken by a foreign object.
+    #[allow(clippy::too_many_arguments)]
+    async fn render(
+        &self,
+        obj: &PgAdmin,
+        cx: &ObjectContext,
+        owner: &ChildOwner,
+        names: &ChildNames,
+        input: &RenderInput<'_>,
+        offered: &Offered,
+        decided: &mut Decided,
+        facts: PassFacts,
+    ) -> Result<(PassFacts, bool, Option<(String, String)>), ReconcileError> {
+        let ns = cx.key.namespace.as_str();
+        let key = owner_key(&cx.key);
+        let applier = Applier {
+            client: &cx.client,
+            writes: &cx.writes,
+        };
+        let mut facts = facts;
+        let login_created =
+            ensure_login_secret(&cx.client, &cx.writes, &self.caches.secrets, owner, names).await?;
+        let (hash, wrote) = match self
+            .servers
+            .ensure(
+                &cx.client,
+                &cx.writes,
+                &self.caches.secrets,
+                owner,
+                names,
+                &offered.servers,
+            )
+            .await?
+        {
+            ServersOutcome::Current { hash, wrote } => (hash, wrote),
+            ServersOutcome::NotOwned => {
+                return Ok((
+                    facts,
+                    false,
+                    Some(("Secret".to_owned(), names.servers_secret.clone())),
+                ));
+            }
+        };
+        let mut report = ApplyReport::default();
+        let pg = Component::PgAdmin;
+        merge(
+            &mut report,
+            applier
+                .apply(
+                    &self.caches.service_accounts,
+                    owner,
+                    vec![desired(
+                        pg,
+                        service_account(input).map_err(PgAdminError::from)?,
+                    )],
+                )
+                .await
+                .map_err(PgAdminError::from)?,
+        );
+        merge(
+            &mut report,
+            applier
+                .apply(
+                    &self.caches.persistent_volume_claims,
+                    owner,
+                    vec![desired(pg, data_claim(input).map_err(PgAdminError::from)?)],
+                )
+                .await
+                .map_err(PgAdminError::from)?,
+        );
+        let (workload, workload_hash) = deployment(input).map_err(PgAdminError::from)?;
+        let current = self
+            .caches
+            .deployments
+            .get(&ObjectKey::new(ns, names.workload.as_str()));
+        if let Some(note) = rollout_started(current.as_deref(), &workload_hash) {
+            facts = facts
+                .with_event(pgadmin::ROLLOUT_STARTED, &note)
+                .map_err(PgAdminError::from)?;
+        }
+        merge(
+            &mut report,
+            applier
+                .apply(&self.caches.deployments, owner, vec![desired(pg, workload)])
+                .await
+                .map_err(PgAdminError::from)?,
+        );
+        merge(
+            &mut report,
+            applier
+                .apply(
+                    &self.caches.services,
+                    owner,
+                    vec![desired(pg, service(input).map_err(PgAdminError::from)?)],
+                )
+                .await
+                .map_err(PgAdminError::from)?,
+        );
+        merge(
+            &mut report,
+            self.apply_exposure(obj, cx, owner, names, &decided.exposure)
+                .await?,
+        );
+        let extra = obj
+            .spec
+            .egress
+            .as_ref()
+            .map(|e| e.extra_rules.clone())
+            .unwrap_or_default();
+        let rules = egress_rules(
+            &offered.clusters,
+            &offered.poolers,
+            input.oauth2.is_some(),
+            &extra,
+        )
+        .map_err(PgAdminError::from)?;
+        let policy =
+            egress_policy(input.owner, &names.egress_policy, &rules).map_err(PgAdminError::from)?;
+        merge(
+            &mut report,
+            applier
+                .apply(
+                    &self.caches.network_policies,
+                    owner,
+                    vec![desired(pg, policy)],
+                )
+                .await
+                .map_err(PgAdminError::from)?,
+        );
+
+        // The registration Job of the current hash, once a pgAdmin Pod is Ready.
+        let pods: Vec<Pod> = self
+            .caches
+            .pods
+            .children_of(&key)
+            .iter()
+            .map(|p| p.as_ref().clone())
+            .collect();
+        let pod_ready = pgadmin_pod_ready(&pods);
+        let job_name = registration_job_name(input.owner, &hash);
+        let job_key = ObjectKey::new(ns, job_name.as_str());
+        let existing = self.caches.jobs.get(&job_key);
+        let registration = RegistrationFacts {
+            job_name: &job_name,
+            servers: offered.servers.len(),
+            pod_ready,
+            job: existing.as_deref().map(job_state),
+        };
+        let wanted = job_wanted(&registration);
+        let jobs = if wanted {
+            vec![desired(
+                Component::PgAdminRegistration,
+                registration_job(input, &job_name).map_err(PgAdminError::from)?,
+            )]
+        } else {
+            Vec::new()
+        };
+        let job_report = applier
+            .apply(&self.caches.jobs, owner, jobs)
+            .await
+            .map_err(PgAdminError::from)?;
+        if existing.is_none()
+            && job_report
+                .verdicts
+                .iter()
+                .any(|v| matches!(v, ChildVerdict::Applied { .. }))
+        {
+            facts = facts
+                .with_event(
+                    pgadmin::REGISTRATION_STARTED,
+                    &format!(
+                        "Job {job_name} registers the offered set ({} servers)",
+                        offered.servers.len()
+                    ),
+                )
+                .map_err(PgAdminError::from)?;
+        }
+        merge(&mut report, job_report);
+
+        if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
+            return Ok((facts, false, Some((kind.clone(), name.clone()))));
+        }
+
+        // Verdicts from the caches.
+        let replica_sets: Vec<ReplicaSet> = self
+            .caches
+            .replica_sets
+            .children_of(&key)
+            .iter()
+            .map(|r| r.as_ref().clone())
+            .collect();
+        let deployment = self
+            .caches
+            .deployments
+            .get(&ObjectKey::new(ns, names.workload.as_str()));
+        let workload = match refused(&report) {
+            Some(v) => v,
+            None => workload_verdict(&names.workload, deployment.as_deref(), &replica_sets, &pods),
+        };
+        let running = workload.status == ConditionStatus::True;
+        let synced = servers_synced(&registration);
+        let stored = obj
+            .status
+            .as_ref()
+            .and_then(|s| find_condition(&s.common.conditions, ConditionType::ServersSynced))
+            .map(|c| (ConditionStatus::parse(&c.status), c.message.as_str()));
+        if let Some(note) = servers_registered_event(&synced, stored) {
+            facts = facts
+                .with_event(pgadmin::SERVERS_REGISTERED, &note)
+                .map_err(PgAdminError::from)?;
+        }
+        let egress = egress_confined(&rules, pod_ready, &names.egress_policy);
+        facts = facts
+            .with_aspect(ConditionType::WorkloadReady, workload)
+            .and_then(|f| {
+                f.with_aspect(
+                    ConditionType::ExposureReady,
+                    decided.exposure.verdict.clone(),
+                )
+            })
+            .and_then(|f| f.with_aspect(ConditionType::ServersSynced, synced))
+            .and_then(|f| f.with_advisory(ConditionType::PgAdminEgressConfined, egress))
+            .map_err(PgAdminError::from)?;
+        decided.hash = Some(hash);
+        let done = matches!(registration.job, Some(JobState::Complete));
+        decided.job = wanted.then(|| job_name.clone());
+        decided.image = running.then(|| input.image.to_owned());
+        let converged = report.converged() && !wrote && !login_created && (done || !pod_ready);
+        Ok((facts, converged, None))
+    }
+
+    async fn write(
+        &self,
+        obj: &PgAdmin,
+        facts: PassFacts,
+        extras: Extras,
+        cx: &ObjectContext,
+    ) -> Result<Written, ReconcileError> {
+        self.status
+            .write(obj, &facts, extras, cx.target())
+            .await
+            .map_err(ReconcileError::other)
+    }
+}
+
+fn render_error(e: serde_json::Error) -> PgAdminError {
+    PgAdminError::Apply(crate::children::ApplyError::Render(e))
+}
+
+fn first<C>(children: Vec<Arc<C>>) -> Option<Arc<C>> {
+    children.into_iter().next()
+}
+
+fn merge(report: &mut ApplyReport, more: ApplyReport) {
+    report.verdicts.extend(more.verdicts);
+    report.deleted.extend(more.deleted);
+}
+
+/// A child the server refused: the workload cannot be rendered as asked.
+fn refused(report: &ApplyReport) -> Option<Verdict> {
+    report.verdicts.iter().find_map(|v| match v {
+        ChildVerdict::Refused {
+            name,
+            code,
+            message,
+            ..
+        } => Some(Verdict::fails(
+            common::RECONCILIATION_FAILED,
+            format!("the API server refused {name} ({code}): {message}"),
+        )),
+        _ => None,
+    })
+}
+
+/// The kind's status fields as this pass decided them. A stalled pass states only the servers
+/// (what would be offered) and leaves the rest as it was.
+fn status_fields(
+    obj: &PgAdmin,
+    facts: PassFacts,
+    decided: &Decided,
+    stalled: bool,
+) -> Result<PassFacts, PgAdminError> {
+    let none = PgAdminStatus::default();
+    let stored = obj.status.as_ref().unwrap_or(&none);
+    let mut facts =
+        facts.with_status_field(StatusField::Servers, &decided.offered.rows, &stored.servers)?;
+    facts = facts
+        .with_status_field(StatusField::Url, &decided.exposure.url, &stored.url)?
+        .with_status_field(
+            StatusField::PublishedExposureKinds,
+            &decided.exposure.published,
+            &stored.published_exposure_kinds,
+        )?;
+    if stalled {
+        return Ok(facts);
+    }
+    if let Some(hash) = &decided.hash {
+        let registration = Some(RegistrationStatus {
+            offered_hash: Some(hash.clone()),
+            job: decided.job.clone(),
+        });
+        facts = facts.with_status_field(
+            StatusField::Registration,
+            &registration,
+            &stored.registration,
+        )?;
+    }
+    if decided.image.is_some() {
+        facts = facts.with_status_field(StatusField::Image, &decided.image, &stored.image)?;
+    }
+    Ok(facts)
+}
+
+impl Reconciler for PgAdminReconciler {
+    type Object = PgAdmin;
+
+    async fn reconcile(
+        &self,
+        obj: Arc<PgAdmin>,
+        cx: &ObjectContext,
+    ) -> Result<Outcome, ReconcileError> {
+        let obj = self.status.freshest(&cx.key, obj);
+        self.pass(&obj, cx).await
+    }
+
+    async fn on_stop(&self, key: &ObjectKey, _cx: &ObjectContext) {
+        let owner = owner_key(key);
+        let c = &self.caches;
+        c.clusters.index().forget(&owner);
+        c.poolers.index().forget(&owner);
+        c.pgadmin_accesses.index().forget(&owner);
+        c.database_roles.index().forget(&owner);
+        c.secrets.forget(&owner);
+        self.servers
+            .forget(&key.namespace, &ChildNames::of(&key.name));
+        self.status.forget(key);
+    }
+
+    async fn report_error(&self, obj: Arc<PgAdmin>, failure: PassFailure<'_>, cx: &ObjectContext) {
+        self.status
+            .report_error(obj, failure.classify(), cx.target())
+            .await;
+    }
+}
