@@ -278,7 +278,7 @@ pub fn registration_job(input: &RenderInput<'_>, job_name: &str) -> Result<Job, 
             "apiVersion": "batch/v1", "kind": "Job",
             "metadata": meta(job_name),
             "spec": {
-                "backoffLimit": 2,
+                "backoffLimit": 0,
                 "template": {
                     "metadata": {"labels": pod_template_labels(input.owner, Component::PgAdminRegistration)},
                     "spec": {

@@ -1,0 +1,231 @@
+//! PgAdmin's ConfigurationValid reasons on the simulated cluster: only the seed's stalling
+//! reasons stall (a refused image or hostname, a name taken by a foreign object, the missing
+//! OAuth2 client Secret, the settings database); the offered set's problems leave pgAdmin
+//! serving what resolves. DatabaseRoles refused in one namespace only.
+
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, PostParams};
+use pgtoolbox_operator::api::ServerState;
+use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_sim::{DenyRule, SimConfig};
+use serde_json::json;
+
+use super::pgadmin_support::{IMAGE, NS, OTHER, cluster_config, condition_of, start, state};
+
+#[tokio::test]
+async fn pgadmin_stalling_reasons_stall_and_the_others_keep_pgadmin_serving() {
+    let env = start(
+        cluster_config(),
+        OperatorSettings {
+            allowed_image_repositories: vec!["docker.io/dpage".into()],
+            exposure_allowed_host_suffixes: vec!["apps.example.com".into()],
+            ..OperatorSettings::default()
+        },
+    )
+    .await;
+    env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    let foreign: Service = serde_json::from_value(json!({
+        "metadata": {"name": "taken-pgadmin", "namespace": NS},
+        "spec": {"ports": [{"port": 80}]},
+    }))
+    .expect("service");
+    Api::<Service>::namespaced(env.client.clone(), NS)
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("foreign Service");
+    let selector = json!({"matchLabels": {"team": "a"}});
+    let stalls = [
+        (
+            "evil-image",
+            json!({"image": "quay.io/evil/pgadmin:1", "clusterSelector": selector}),
+            "ImageNotAllowed",
+            "quay.io/evil/pgadmin",
+        ),
+        (
+            "bad-host",
+            json!({"image": IMAGE, "clusterSelector": selector,
+                "exposure": {"type": "ingress", "hostname": "pgadmin.evil.com", "ingressClassName": "nginx"}}),
+            "HostnameNotAllowed",
+            "pgadmin.evil.com",
+        ),
+        (
+            "taken",
+            json!({"image": IMAGE, "clusterSelector": selector}),
+            "ResourceNotOwned",
+            "taken-pgadmin",
+        ),
+        (
+            "oidc",
+            json!({"image": IMAGE, "clusterSelector": selector, "authentication": {"oauth2": {
+                "issuerURL": "https://login.example.com", "clientID": "pgadmin",
+                "clientSecretRef": {"name": "oidc-client", "key": "secret"},
+                "proxyImage": "docker.io/dpage/oauth2-proxy:1"}}}),
+            "SecretNotFound",
+            "oidc-client",
+        ),
+        (
+            "settings",
+            json!({"image": IMAGE, "clusterSelector": selector, "configDatabase": {"cluster": "elsewhere"}}),
+            "ConfigurationInvalid",
+            "elsewhere",
+        ),
+    ];
+    for (name, spec, _, _) in &stalls {
+        env.pgadmin(name, spec.clone()).await;
+    }
+    for (name, _, reason, needle) in &stalls {
+        let obj = env
+            .wait(name, &format!("stalled on {reason}"), |o| {
+                state(o, "Stalled") == ("True".into(), (*reason).into())
+            })
+            .await;
+        let config = condition_of(&obj, "ConfigurationValid").expect("ConfigurationValid");
+        assert_eq!(
+            (config.status.as_str(), config.reason.as_str()),
+            ("False", *reason),
+            "{name}"
+        );
+        assert!(
+            config.message.contains(needle),
+            "{name}: {}",
+            config.message
+        );
+        assert_eq!(
+            state(&obj, "Ready"),
+            ("False".into(), (*reason).into()),
+            "{name}"
+        );
+        let event = env.wait_event(name, reason).await;
+        assert_eq!(event.0, "Warning", "{name}");
+    }
+
+    let serving = [
+        (
+            "nothing-selected",
+            json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "z"}}}),
+            "NoClusterSelected",
+        ),
+        (
+            "no-pooler",
+            json!({"image": IMAGE, "clusterSelector": selector, "endpoints": ["rw", "pooler:nope"]}),
+            "PoolerNotFound",
+        ),
+        (
+            "no-cluster",
+            json!({"image": IMAGE, "crossNamespaceClusterRefs": [{"namespace": NS, "name": "gone"}]}),
+            "ClusterNotFound",
+        ),
+    ];
+    for (name, spec, _) in &serving {
+        env.pgadmin(name, spec.clone()).await;
+    }
+    for (name, _, reason) in &serving {
+        let obj = env
+            .wait(name, &format!("{reason} while serving"), |o| {
+                state(o, "ConfigurationValid").1 == *reason
+                    && state(o, "WorkloadReady").0 == "True"
+                    && state(o, "ServersSynced").0 == "True"
+            })
+            .await;
+        assert_eq!(state(&obj, "Stalled").0, "False", "{name}");
+        assert_eq!(
+            state(&obj, "Ready"),
+            ("False".into(), (*reason).into()),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn pgadmin_too_many_servers_registers_the_first_64() {
+    let env = start(cluster_config(), OperatorSettings::default()).await;
+    for i in 0..33 {
+        env.cluster(NS, &format!("c{i:02}"), json!({"fleet": "big"}), 1)
+            .await;
+    }
+    env.pgadmin(
+        "big",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"fleet": "big"}}, "endpoints": ["rw", "ro"]}),
+    )
+    .await;
+    let obj = env
+        .wait("big", "TooManyServers and synced", |o| {
+            state(o, "ConfigurationValid").1 == "TooManyServers"
+                && state(o, "ServersSynced").0 == "True"
+        })
+        .await;
+    assert_eq!(state(&obj, "Stalled").0, "False");
+    let rows = obj.status.expect("status").servers;
+    let offered = rows
+        .iter()
+        .filter(|r| r.state == ServerState::Offered)
+        .count();
+    assert_eq!((rows.len(), offered), (66, 64));
+    let file = env.servers_file("big").await;
+    assert_eq!(file["Servers"].as_object().map(|m| m.len()), Some(64));
+}
+
+#[tokio::test]
+async fn pgadmin_database_roles_refused_in_one_namespace_only() {
+    let env = start(
+        SimConfig {
+            deny: vec![
+                DenyRule::parse("list:postgresql.cnpg.io/databaseroles:team-b").expect("rule"),
+            ],
+            ..cluster_config()
+        },
+        OperatorSettings {
+            watch_namespaces: vec![NS.into(), OTHER.into()],
+            ..OperatorSettings::default()
+        },
+    )
+    .await;
+    env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    env.cluster(OTHER, "billing", json!({"team": "b"}), 1).await;
+    env.grant("grant-p", "p", &["billing"]).await;
+    env.create(
+        NS,
+        "DatabaseRole",
+        "databaseroles",
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "DatabaseRole",
+            "metadata": {"name": "angus", "namespace": NS},
+            "spec": {"cluster": {"name": "orders"}, "name": "angus", "login": true, "password": {"mode": "generate"}}}),
+    )
+    .await;
+    env.pgadmin(
+        "p",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "crossNamespaceClusterRefs": [{"namespace": OTHER, "name": "billing"}]}),
+    )
+    .await;
+    let obj = env
+        .wait("p", "Ready with angus", |o| {
+            state(o, "Ready") == ("True".into(), "AsExpected".into())
+                && o.status.as_ref().is_some_and(|s| {
+                    s.servers.iter().any(|r| {
+                        r.role.as_deref() == Some("angus") && r.state == ServerState::Offered
+                    })
+                })
+        })
+        .await;
+    let rows = obj.status.expect("status").servers;
+    let refused = rows
+        .iter()
+        .find(|r| r.role.as_deref() == Some("*"))
+        .expect("a NotOffered DatabaseRoles row");
+    assert_eq!(refused.namespace, OTHER);
+    assert_eq!(refused.state, ServerState::NotOffered);
+    let message = refused.message.clone().unwrap_or_default();
+    assert!(
+        message.contains(OTHER) && !message.contains(NS),
+        "{message}"
+    );
+    let file = env.servers_file("p").await;
+    let angus = file["Servers"]
+        .as_object()
+        .expect("servers")
+        .values()
+        .find(|s| s["Username"] == "angus")
+        .expect("angus registered");
+    assert!(angus["PassFile"].is_string(), "{angus}");
+}
