@@ -133,6 +133,15 @@ fn sim_brings_the_example_evidence_agent_to_ready() {
 }
 
 #[test]
+fn sim_brings_the_example_pgadmin_to_ready_with_its_servers_registered() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sim = Running::start(&["sim"], dir.path(), Stdio::null());
+    let line = sim.wait_for("PgAdmin team-a/team-pgadmin Ready=True");
+    assert!(line.contains("pgadmin.team-a.apps.example.com"), "{line}");
+    assert!(sim.interrupt().success());
+}
+
+#[test]
 fn crds_into_a_pipe_closed_early_exits_zero_without_a_panic() {
     let full = binary().arg("crds").output().unwrap();
     assert!(full.status.success());
