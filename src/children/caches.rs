@@ -61,6 +61,8 @@ pub struct OperatorCaches {
     pub pgadmin_accesses: Arc<Contents>,
     /// CloudNativePG DatabaseRoles (a PgAdmin offers them as servers).
     pub database_roles: Arc<Contents>,
+    /// CloudNativePG Databases (a PgAdmin's settings database).
+    pub databases: Arc<Contents>,
     pub secrets: Arc<ReferenceIndex>,
     pub referenced_config_maps: Arc<ReferenceIndex>,
 }
@@ -114,6 +116,7 @@ impl OperatorCaches {
         let stores = OptionalApi::ObjectStores.resource();
         let accesses = pgadmin_accesses();
         let roles = OptionalApi::DatabaseRoles.resource();
+        let databases = OptionalApi::Databases.resource();
         Self {
             service_accounts: ChildStore::new("ServiceAccounts", our_owner()),
             services: ChildStore::new("Services", our_owner()),
@@ -143,6 +146,10 @@ impl OperatorCaches {
                 accesses,
             ),
             database_roles: contents(ReferenceIndex::new("DatabaseRoles", roles.clone()), roles),
+            databases: contents(
+                ReferenceIndex::new("Databases", databases.clone()),
+                databases,
+            ),
             secrets: ReferenceIndex::new("Secrets", core("Secret", "secrets")),
             referenced_config_maps: ReferenceIndex::new(
                 "ConfigMaps",
@@ -176,6 +183,7 @@ impl OperatorCaches {
             start_index(self.object_stores.index()),
             start_index(self.pgadmin_accesses.index()),
             start_index(self.database_roles.index()),
+            start_index(self.databases.index()),
             start_index(&self.secrets),
             start_index(&self.referenced_config_maps),
         ]

@@ -8,6 +8,7 @@ mod kubectl_support;
 mod pgaccessrequest;
 mod pgadmin_reasons;
 mod pgadmin_servers;
+mod pgadmin_settings;
 mod pgadmin_support;
 mod pgar_converged;
 mod pgar_kubectl;

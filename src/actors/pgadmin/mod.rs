@@ -4,5 +4,6 @@
 mod inputs;
 mod reconciler;
 mod secrets;
+mod settings_db;
 
 pub use reconciler::{BUILTIN_OAUTH2_PROXY_IMAGE, BUILTIN_PGADMIN_IMAGE, KIND, PgAdminReconciler};

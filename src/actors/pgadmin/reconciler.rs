@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::inputs::{read_referenced, read_roles};
 use super::secrets::{ServersOutcome, ServersSecrets, credential_secrets, ensure_login_secret};
+use super::settings_db::{SettingsDb, SettingsDbInput, ensure_settings_db};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgAdmin, PgAdminStatus, RegistrationStatus, ReportsConditions};
 use crate::children::{
@@ -20,8 +21,7 @@ use crate::children::{
 };
 use crate::conditions::reasons::{common, pgadmin};
 use crate::conditions::{
-    ConditionStatus, ConditionType, Hostname, PassFacts, StatusField, Subject, Verdict,
-    find_condition,
+    ConditionStatus, ConditionType, Hostname, PassFacts, StatusField, Verdict, find_condition,
 };
 use crate::k8s::EventSink;
 use crate::messages::{KindKey, ObjectKey};
@@ -32,11 +32,12 @@ use crate::reconcile::exposure::{
 use crate::reconcile::images::{ImageAllowList, ImageRole, resolve_image};
 use crate::reconcile::optional_api::OptionalApi;
 use crate::reconcile::pgadmin::{
-    ChildNames, ConfigDatabaseFacts, ConfigFacts, HTTP_PORT_NAME, JobState, Offered, OfferedInputs,
-    RegistrationFacts, RenderInput, SERVICE_PORT, config_database_problem, configuration_valid,
-    data_claim, deployment, egress_confined, egress_policy, egress_rules, job_state, job_wanted,
-    offered_set, pgadmin_pod_ready, registration_job, registration_job_name,
-    servers_registered_event, servers_synced, service, service_account,
+    ChildNames, ConfigFacts, HTTP_PORT_NAME, JobState, Offered, OfferedInputs, RegistrationFacts,
+    RenderInput, SERVICE_PORT, SKIP_UPGRADE_BACKUP_ANNOTATION, UpgradeFacts, UpgradeGate,
+    configuration_valid, data_claim, deployment, egress_confined, egress_policy, egress_rules,
+    job_state, job_wanted, offered_set, pgadmin_pod_ready, registration_job, registration_job_name,
+    servers_registered_event, servers_synced, service, service_account, upgrade_backup_job,
+    upgrade_backup_job_name, upgrade_gate,
 };
 use crate::reconcile::workload::{rollout_started, workload_verdict};
 use crate::status::{Extras, StatusWriter, Written};
@@ -323,37 +324,78 @@ impl PgAdminReconciler {
             .as_ref()
             .filter(|k| self.caches.secrets.exists(k) == Some(false))
             .map(|k| k.name.as_str());
-        let settings_database = obj.spec.config_database.as_ref().map(|spec| {
-            config_database_problem(&ConfigDatabaseFacts {
-                spec,
-                namespace: ns,
-                cluster_exists: self
-                    .caches
-                    .clusters
-                    .index()
-                    .exists(&ObjectKey::new(ns, spec.cluster.as_str()))
-                    == Some(true),
-                databases: &apis.availability(OptionalApi::Databases, ns),
-                database_roles: &apis.availability(OptionalApi::DatabaseRoles, ns),
-                password_generation: true,
-            })
-            .unwrap_or_else(|| {
-                // Not built yet: said as a stall rather than silently ignored.
-                Verdict::fails(
-                    common::CONFIGURATION_INVALID,
-                    "spec.configDatabase is not supported by this version of the operator yet: remove it to run pgAdmin with its settings on its volume",
-                )
-                .about(Subject::SettingsDatabase)
-            })
-        });
+        // The settings database, once the hostname is allowed and nothing else stalls.
+        let mut settings = None;
+        if refusal.is_none()
+            && image_refusal.is_none()
+            && missing_oauth2.is_none()
+            && let Some(spec) = &obj.spec.config_database
+        {
+            settings = Some(
+                ensure_settings_db(&SettingsDbInput {
+                    caches: &self.caches,
+                    client: &cx.client,
+                    writes: &cx.writes,
+                    owner: &owner,
+                    spec,
+                    apis: &apis,
+                })
+                .await?,
+            );
+        } else if obj.spec.config_database.is_none() {
+            self.caches.databases.index().forget(&key);
+        }
+        let settings_problem = match &settings {
+            Some(SettingsDb::Problem(v)) => Some(v.clone()),
+            _ => None,
+        };
         let mut config = ConfigFacts {
-            image_refusal: image_refusal.clone().or(settings_database),
+            image_refusal: image_refusal.clone(),
+            settings_problem,
             missing_oauth2_secret: missing_oauth2,
             problems: &offered.problems,
             offered: offered.servers.len(),
             ..ConfigFacts::default()
         };
-        let stalled = config.image_refusal.is_some() || missing_oauth2.is_some();
+        let stalled = config.image_refusal.is_some()
+            || config.settings_problem.is_some()
+            || missing_oauth2.is_some();
+        let mut foreign: Option<(String, String)> = match &settings {
+            Some(SettingsDb::NotOwned { kind, name }) => Some((kind.clone(), name.clone())),
+            _ => None,
+        };
+        let config_db = match &settings {
+            Some(SettingsDb::Ready(connection)) => Some(connection),
+            _ => None,
+        };
+        let pending = match &settings {
+            Some(SettingsDb::Pending(v)) => Some(v.clone()),
+            _ => None,
+        };
+
+        // The upgrade gate: with a settings database, an image change waits for its backup.
+        let running = obj.status.as_ref().and_then(|s| s.image.clone());
+        let backup_job = upgrade_backup_job_name(name, &image);
+        let gate = upgrade_gate(
+            name,
+            &UpgradeFacts {
+                running: running.as_deref(),
+                target: &image,
+                backup_required: config_db.is_some() && obj.spec.upgrade_backup.enabled,
+                skip_annotation: obj
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(SKIP_UPGRADE_BACKUP_ANNOTATION))
+                    .map(String::as_str),
+                backup: self
+                    .caches
+                    .jobs
+                    .get(&ObjectKey::new(ns, backup_job.as_str()))
+                    .as_deref()
+                    .map(job_state),
+            },
+        );
 
         let mut decided = Decided {
             offered: offered.clone(),
@@ -363,16 +405,21 @@ impl PgAdminReconciler {
             image: None,
         };
         let mut converged = true;
-        let mut foreign: Option<(String, String)> = None;
-        if refusal.is_none() && !stalled {
+        if refusal.is_none() && !stalled && foreign.is_none() {
             let input = RenderInput {
                 owner: name,
                 namespace: ns,
-                image: &image,
+                image: gate.image(),
                 resources: obj.spec.resources.as_ref(),
                 storage: &obj.spec.storage,
                 oauth2: oauth2.zip(proxy_image.as_deref()),
+                config_db,
                 names: &names,
+            };
+            let workload = WorkloadGate {
+                upgrade: &gate,
+                running: running.as_deref(),
+                pending: pending.clone(),
             };
             let outcome = self
                 .render(
@@ -382,6 +429,7 @@ impl PgAdminReconciler {
                     &names,
                     &input,
                     &offered,
+                    &workload,
                     &mut decided,
                     facts,
                 )
@@ -412,6 +460,7 @@ impl PgAdminReconciler {
         names: &ChildNames,
         input: &RenderInput<'_>,
         offered: &Offered,
+        gate: &WorkloadGate<'_>,
         decided: &mut Decided,
         facts: PassFacts,
     ) -> Result<(PassFacts, bool, Option<(String, String)>), ReconcileError> {
@@ -477,18 +526,32 @@ impl PgAdminReconciler {
             .caches
             .deployments
             .get(&ObjectKey::new(ns, names.workload.as_str()));
-        if let Some(note) = rollout_started(current.as_deref(), &workload_hash) {
-            facts = facts
-                .with_event(pgadmin::ROLLOUT_STARTED, &note)
-                .map_err(PgAdminError::from)?;
+        // No pgAdmin Pod until CloudNativePG applied the settings database.
+        if gate.pending.is_none() || current.is_some() {
+            if let Some(note) = rollout_started(current.as_deref(), &workload_hash) {
+                facts = facts
+                    .with_event(pgadmin::ROLLOUT_STARTED, &note)
+                    .map_err(PgAdminError::from)?;
+            }
+            if let UpgradeGate::Roll {
+                image,
+                event: Some((reason, note)),
+                ..
+            } = gate.upgrade
+                && current.as_deref().and_then(pgadmin_image) != Some(image.as_str())
+            {
+                facts = facts
+                    .with_event(*reason, note)
+                    .map_err(PgAdminError::from)?;
+            }
+            merge(
+                &mut report,
+                applier
+                    .apply(&self.caches.deployments, owner, vec![desired(pg, workload)])
+                    .await
+                    .map_err(PgAdminError::from)?,
+            );
         }
-        merge(
-            &mut report,
-            applier
-                .apply(&self.caches.deployments, owner, vec![desired(pg, workload)])
-                .await
-                .map_err(PgAdminError::from)?,
-        );
         merge(
             &mut report,
             applier
@@ -551,14 +614,21 @@ impl PgAdminReconciler {
             job: existing.as_deref().map(job_state),
         };
         let wanted = job_wanted(&registration);
-        let jobs = if wanted {
-            vec![desired(
+        let mut jobs = Vec::new();
+        if wanted {
+            jobs.push(desired(
                 Component::PgAdminRegistration,
                 registration_job(input, &job_name).map_err(PgAdminError::from)?,
-            )]
-        } else {
-            Vec::new()
-        };
+            ));
+        }
+        // One apply for every Job of the owner: the backup Job of an image change too.
+        if let Some(backup) = gate.upgrade.job()
+            && let Some(job) =
+                upgrade_backup_job(input, backup, gate.running.unwrap_or(input.image))
+                    .map_err(PgAdminError::from)?
+        {
+            jobs.push(desired(Component::PgAdminUpgradeBackup, job));
+        }
         let job_report = applier
             .apply(&self.caches.jobs, owner, jobs)
             .await
@@ -597,9 +667,28 @@ impl PgAdminReconciler {
             .caches
             .deployments
             .get(&ObjectKey::new(ns, names.workload.as_str()));
-        let workload = match refused(&report) {
-            Some(v) => v,
-            None => workload_verdict(&names.workload, deployment.as_deref(), &replica_sets, &pods),
+        let workload = match (refused(&report), &gate.pending, gate.upgrade) {
+            (Some(v), _, _) => v,
+            (None, Some(pending), _) => pending.clone(),
+            (None, None, UpgradeGate::BackingUp { job, .. }) => Verdict::fails(
+                pgadmin::UPGRADE_BACKUP_RUNNING,
+                format!(
+                    "Job {job} backs up the settings database before {} replaces {}; the old image keeps running",
+                    decided_target(obj, input),
+                    input.image
+                ),
+            ),
+            (None, None, UpgradeGate::Failed { job, fact, .. }) => Verdict::fails(
+                pgadmin::UPGRADE_BACKUP_FAILED,
+                format!(
+                    "Job {job} failed to back up the settings database ({fact}): {} keeps running; fix it and delete the Job, or set {SKIP_UPGRADE_BACKUP_ANNOTATION}: {}",
+                    input.image,
+                    decided_target(obj, input)
+                ),
+            ),
+            (None, None, _) => {
+                workload_verdict(&names.workload, deployment.as_deref(), &replica_sets, &pods)
+            }
         };
         let running = workload.status == ConditionStatus::True;
         let synced = servers_synced(&registration);
@@ -649,6 +738,37 @@ impl PgAdminReconciler {
 
 fn render_error(e: serde_json::Error) -> PgAdminError {
     PgAdminError::Apply(crate::children::ApplyError::Render(e))
+}
+
+/// What besides the rollout decides WorkloadReady: the settings database and the upgrade gate.
+struct WorkloadGate<'a> {
+    upgrade: &'a UpgradeGate,
+    /// `status.image`: the backup Job runs the image that made the settings.
+    running: Option<&'a str>,
+    /// `ConfigDatabaseNotReady` while CloudNativePG has not applied the settings database.
+    pending: Option<Verdict>,
+}
+
+/// The image the spec asks for (the gate may render the running one meanwhile).
+fn decided_target(obj: &PgAdmin, input: &RenderInput<'_>) -> String {
+    obj.spec
+        .image
+        .clone()
+        .unwrap_or_else(|| input.image.to_owned())
+}
+
+/// The pgAdmin container's image of a Deployment.
+fn pgadmin_image(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<&str> {
+    deployment
+        .spec
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == "pgadmin")?
+        .image
+        .as_deref()
 }
 
 fn first<C>(children: Vec<Arc<C>>) -> Option<Arc<C>> {

@@ -14,6 +14,8 @@ pub struct ConfigFacts<'a> {
     pub foreign_child: Option<(&'a str, &'a str)>,
     /// `ImageNotAllowed` from the allow-list, naming every refused image.
     pub image_refusal: Option<Verdict>,
+    /// A problem of the settings database (`spec.configDatabase`), a stall.
+    pub settings_problem: Option<Verdict>,
     /// The OAuth2 client Secret `spec.authentication.oauth2.clientSecretRef.name`, missing.
     pub missing_oauth2_secret: Option<&'a str>,
     /// The offered set's problems.
@@ -32,6 +34,9 @@ pub fn configuration_valid(facts: &ConfigFacts<'_>, namespace: &str) -> Verdict 
     }
     if first.is_none() {
         first = facts.image_refusal.clone();
+    }
+    if first.is_none() {
+        first = facts.settings_problem.clone();
     }
     if first.is_none()
         && let Some(secret) = facts.missing_oauth2_secret

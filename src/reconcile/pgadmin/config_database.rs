@@ -3,6 +3,8 @@
 //! role, its generated password and the database (`ConfigDatabaseNotReady`, quiet: pgAdmin
 //! gets no Pod until it has).
 
+use serde_json::{Value, json};
+
 use crate::api::ConfigDatabase;
 use crate::conditions::reasons::{common, pgadmin};
 use crate::conditions::{Subject, Verdict};
@@ -93,6 +95,81 @@ pub fn config_database_pending(name: &str, applied: &AppliedFacts) -> Option<Ver
             ),
         )
     })
+}
+
+/// How pgAdmin connects to its settings database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigConnection {
+    /// The Cluster's read-write Service: `<cluster>-rw.<namespace>.svc`.
+    pub host: String,
+    pub database: String,
+    pub role: String,
+    /// The Secret CloudNativePG generated the role's password into (key `password`).
+    pub password_secret: String,
+}
+
+impl ConfigConnection {
+    pub fn of(spec: &ConfigDatabase, namespace: &str, password_secret: &str) -> Self {
+        Self {
+            host: format!("{}-rw.{namespace}.svc", spec.cluster),
+            database: spec.database.clone(),
+            role: spec.role.clone(),
+            password_secret: password_secret.to_owned(),
+        }
+    }
+}
+
+/// The CloudNativePG Database and DatabaseRole `<name>-pgadmin-config` (without ownership,
+/// which the caller stamps): the role logs in with a password CNPG generates, and owns the
+/// database.
+pub fn desired_settings_objects(name: &str, spec: &ConfigDatabase) -> (Value, Value) {
+    let database = json!({
+        "apiVersion": "postgresql.cnpg.io/v1", "kind": "Database",
+        "metadata": {"name": name},
+        "spec": {"cluster": {"name": spec.cluster}, "name": spec.database, "owner": spec.role},
+    });
+    let role = json!({
+        "apiVersion": "postgresql.cnpg.io/v1", "kind": "DatabaseRole",
+        "metadata": {"name": name},
+        "spec": {"cluster": {"name": spec.cluster}, "name": spec.role, "login": true,
+            "password": {"mode": "generate"}},
+    });
+    (database, role)
+}
+
+/// Whether `current` (as the API serves it) already has every field of `desired`'s spec.
+pub fn spec_matches(current: Option<&Value>, desired: &Value) -> bool {
+    fn contains(current: &Value, desired: &Value) -> bool {
+        match (current, desired) {
+            (Value::Object(c), Value::Object(d)) => d
+                .iter()
+                .all(|(k, v)| c.get(k).is_some_and(|cv| contains(cv, v))),
+            _ => current == desired,
+        }
+    }
+    current.is_some_and(|c| contains(&c["spec"], &desired["spec"]))
+}
+
+/// Whether `current` is controlled by the owner of `uid`.
+pub fn controlled_by(current: &Value, uid: &str) -> bool {
+    current["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|refs| {
+            refs.iter()
+                .any(|r| r["controller"] == true && r["uid"].as_str() == Some(uid))
+        })
+}
+
+/// What CloudNativePG shows of the settings objects as the API serves them.
+pub fn applied_facts(database: Option<&Value>, role: Option<&Value>) -> AppliedFacts {
+    let applied = |v: Option<&Value>| v.is_some_and(|v| v["status"]["applied"] == true);
+    AppliedFacts {
+        database_applied: applied(database),
+        role_applied: applied(role),
+        password_secret: role
+            .and_then(|r| r["status"]["password"]["secretName"].as_str())
+            .map(str::to_owned),
+    }
 }
 
 #[cfg(test)]
@@ -188,5 +265,53 @@ mod tests {
         };
         assert_eq!(config_database_pending("p-pgadmin-config", &done), None);
         assert_eq!(config_database_name("p"), "p-pgadmin-config");
+    }
+
+    #[test]
+    fn settings_objects_are_compared_by_spec_and_read_as_cnpg_writes_them() {
+        let spec = ConfigDatabase {
+            cluster: "orders".into(),
+            database: "pgadmin".into(),
+            role: "pgadmin".into(),
+        };
+        let (database, role) = desired_settings_objects("p-pgadmin-config", &spec);
+        let served: Value = serde_yaml_ng::from_str(
+            r#"
+apiVersion: postgresql.cnpg.io/v1
+kind: DatabaseRole
+metadata:
+  name: p-pgadmin-config
+  namespace: team-a
+  generation: 1
+  ownerReferences:
+  - {apiVersion: pgtoolbox.fyannk.dev/v1alpha1, kind: PgAdmin, name: p, uid: u-1, controller: true}
+spec:
+  cluster: {name: orders}
+  name: pgadmin
+  login: true
+  password: {mode: generate, criteria: {length: 32}}
+status:
+  applied: true
+  observedGeneration: 1
+  password: {secretName: p-pgadmin-config-password, issuedAt: "2026-12-01T06:30:00Z"}
+"#,
+        )
+        .unwrap();
+        assert!(spec_matches(Some(&served), &role));
+        assert!(!spec_matches(Some(&served), &database));
+        assert!(!spec_matches(None, &role));
+        assert!(controlled_by(&served, "u-1"));
+        assert!(!controlled_by(&served, "u-2"));
+        let facts = applied_facts(None, Some(&served));
+        assert_eq!(
+            facts,
+            AppliedFacts {
+                database_applied: false,
+                role_applied: true,
+                password_secret: Some("p-pgadmin-config-password".into()),
+            }
+        );
+        let conn = ConfigConnection::of(&spec, "team-a", "p-pgadmin-config-password");
+        assert_eq!(conn.host, "orders-rw.team-a.svc");
     }
 }

@@ -14,8 +14,9 @@ mod upgrade;
 
 pub use config::{ConfigFacts, configuration_valid};
 pub use config_database::{
-    AppliedFacts, ConfigDatabaseFacts, config_database_name, config_database_pending,
-    config_database_problem,
+    AppliedFacts, ConfigConnection, ConfigDatabaseFacts, applied_facts, config_database_name,
+    config_database_pending, config_database_problem, controlled_by, desired_settings_objects,
+    spec_matches,
 };
 pub use egress::{EgressRule, egress_confined, egress_policy, egress_rules};
 pub use facts::{cluster_facts, grant_facts, pooler_facts, role_facts};
@@ -30,7 +31,7 @@ pub use registration::{
 pub use render::{
     COOKIE_SECRET_KEY, ChildNames, HTTP_PORT_NAME, LOGIN_PASSWORD_KEY, RenderError, RenderInput,
     SERVICE_PORT, admin_email, data_claim, deployment, registration_job, servers_secret, service,
-    service_account,
+    service_account, upgrade_backup_job,
 };
 pub use selector::selector_matches;
 pub use servers_file::{Credential, SERVERS_FILE_KEY, ServersFile, hash8, servers_file};

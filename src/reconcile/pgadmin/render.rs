@@ -15,6 +15,8 @@ use k8s_openapi::api::core::v1::{
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
+use super::config_database::ConfigConnection;
+use super::offered::POSTGRES_PORT;
 use super::servers_file::{SERVERS_FILE_KEY, SERVERS_MOUNT};
 use crate::api::{OAuth2, PgAdminStorage};
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
@@ -86,7 +88,23 @@ pub struct RenderInput<'a> {
     pub storage: &'a PgAdminStorage,
     /// The OAuth2 settings and the proxy image resolved.
     pub oauth2: Option<(&'a OAuth2, &'a str)>,
+    /// The settings database, once CloudNativePG applied it.
+    pub config_db: Option<&'a ConfigConnection>,
     pub names: &'a ChildNames,
+}
+
+/// The variables that point pgAdmin (and its registration) at the settings database. The
+/// password comes from CNPG's Secret; Kubernetes expands `$(VAR)` from the earlier variable.
+fn config_env(input: &RenderInput<'_>) -> Vec<Value> {
+    let Some(db) = input.config_db else {
+        return Vec::new();
+    };
+    vec![
+        json!({"name": "PGADMIN_CONFIG_DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": db.password_secret, "key": "password"}}}),
+        json!({"name": "PGADMIN_CONFIG_CONFIG_DATABASE_URI", "value": format!(
+            "'postgresql://{}:$(PGADMIN_CONFIG_DB_PASSWORD)@{}:{POSTGRES_PORT}/{}?sslmode=require'",
+            db.role, db.host, db.database)}),
+    ]
 }
 
 const COMPONENT: Component = Component::PgAdmin;
@@ -148,6 +166,7 @@ fn pgadmin_container(input: &RenderInput<'_>) -> Value {
         json!({"name": "PGADMIN_CONFIG_ENHANCED_COOKIE_PROTECTION", "value": "True"}),
         json!({"name": "PGADMIN_CONFIG_UPGRADE_CHECK_ENABLED", "value": "False"}),
     ];
+    env.extend(config_env(input));
     let mut ports = Vec::new();
     if input.oauth2.is_some() {
         env.push(json!({"name": "PGADMIN_LISTEN_ADDRESS", "value": "127.0.0.1"}));
@@ -293,6 +312,7 @@ pub fn registration_job(input: &RenderInput<'_>, job_name: &str) -> Result<Job, 
                         "containers": [{
                             "name": "register",
                             "image": input.image,
+                            "env": config_env(input),
                             "command": ["/venv/bin/python3", "/pgadmin4/setup.py", "load-servers",
                                 format!("{SERVERS_MOUNT}/{SERVERS_FILE_KEY}"), "--user", email, "--replace"],
                             "volumeMounts": [
@@ -309,4 +329,57 @@ pub fn registration_job(input: &RenderInput<'_>, job_name: &str) -> Result<Job, 
             },
         }),
     )
+}
+
+/// The backup of the settings database before an image change: pg_dump (of the running
+/// image, whose client matches) into pgAdmin's data volume, next to the pgAdmin Pod.
+pub fn upgrade_backup_job(
+    input: &RenderInput<'_>,
+    job_name: &str,
+    running_image: &str,
+) -> Result<Option<Job>, RenderError> {
+    let Some(db) = input.config_db else {
+        return Ok(None);
+    };
+    let script = format!(
+        "mkdir -p {DATA_MOUNT}/backups && \"$(ls -d /usr/local/pgsql-* | sort -V | tail -1)/pg_dump\" -Fc -h {} -p {POSTGRES_PORT} -U {} -d {} -f {DATA_MOUNT}/backups/{job_name}.dump",
+        db.host, db.role, db.database
+    );
+    typed(
+        "Job",
+        json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": meta(job_name),
+            "spec": {
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": {"labels": pod_template_labels(input.owner, Component::PgAdminUpgradeBackup)},
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "serviceAccountName": input.names.workload,
+                        "automountServiceAccountToken": false,
+                        "securityContext": {"runAsUser": PGADMIN_UID, "runAsGroup": PGADMIN_UID, "fsGroup": PGADMIN_UID},
+                        "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                            "labelSelector": {"matchLabels": child_labels(input.owner, COMPONENT)},
+                            "topologyKey": "kubernetes.io/hostname",
+                        }]}},
+                        "containers": [{
+                            "name": "backup",
+                            "image": running_image,
+                            "command": ["/bin/sh", "-c", script],
+                            "env": [
+                                {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": db.password_secret, "key": "password"}}},
+                                {"name": "PGSSLMODE", "value": "require"},
+                            ],
+                            "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT}],
+                        }],
+                        "volumes": [
+                            {"name": "data", "persistentVolumeClaim": {"claimName": input.names.workload}},
+                        ],
+                    },
+                },
+            },
+        }),
+    )
+    .map(Some)
 }

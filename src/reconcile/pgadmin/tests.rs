@@ -709,6 +709,7 @@ fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
         resources: None,
         storage: &obj.spec.storage,
         oauth2: None,
+        config_db: None,
         names: &names,
     };
     let (d, hash) = deployment(&input).unwrap();

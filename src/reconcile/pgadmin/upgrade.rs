@@ -30,10 +30,12 @@ pub struct UpgradeFacts<'a> {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UpgradeGate {
-    /// Render `image`; an Event of the release when this pass releases it.
+    /// Render `image`; an Event of the release when this pass releases it; the completed
+    /// backup Job, kept until the new image runs (so the release holds meanwhile).
     Roll {
         image: String,
         event: Option<(Reason, String)>,
+        backup: Option<String>,
     },
     /// Keep `image` and run (or wait for) the backup Job.
     BackingUp { image: String, job: String },
@@ -58,7 +60,7 @@ impl UpgradeGate {
     /// The backup Job to keep this pass, if any.
     pub fn job(&self) -> Option<&str> {
         match self {
-            UpgradeGate::Roll { .. } => None,
+            UpgradeGate::Roll { backup, .. } => backup.as_deref(),
             UpgradeGate::BackingUp { job, .. } | UpgradeGate::Failed { job, .. } => Some(job),
         }
     }
@@ -69,6 +71,7 @@ pub fn upgrade_gate(owner: &str, facts: &UpgradeFacts<'_>) -> UpgradeGate {
     let roll = |event| UpgradeGate::Roll {
         image: target.clone(),
         event,
+        backup: None,
     };
     let Some(running) = facts.running.filter(|r| *r != facts.target) else {
         return roll(None);
@@ -86,12 +89,16 @@ pub fn upgrade_gate(owner: &str, facts: &UpgradeFacts<'_>) -> UpgradeGate {
     }
     let job = upgrade_backup_job_name(owner, facts.target);
     match &facts.backup {
-        Some(JobState::Complete) => roll(Some((
-            pgadmin::UPGRADE_BACKUP_COMPLETED,
-            format!(
-                "Job {job} backed up the settings database before {running} is replaced by {target}"
-            ),
-        ))),
+        Some(JobState::Complete) => UpgradeGate::Roll {
+            image: target.clone(),
+            event: Some((
+                pgadmin::UPGRADE_BACKUP_COMPLETED,
+                format!(
+                    "Job {job} backed up the settings database before {running} is replaced by {target}"
+                ),
+            )),
+            backup: Some(job),
+        },
         Some(JobState::Failed { fact }) => UpgradeGate::Failed {
             image: running.to_owned(),
             job,
@@ -162,7 +169,7 @@ mod tests {
                 facts(Some(old), true, None, Some(JobState::Complete)),
                 new,
                 Some(pgadmin::UPGRADE_BACKUP_COMPLETED),
-                false,
+                true,
             ),
             (
                 "backup failed keeps the old image",
