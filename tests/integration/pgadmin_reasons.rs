@@ -229,3 +229,119 @@ async fn pgadmin_database_roles_refused_in_one_namespace_only() {
         .expect("angus registered");
     assert!(angus["PassFile"].is_string(), "{angus}");
 }
+
+#[tokio::test]
+async fn pgadmin_oauth2_sidecar_pooler_endpoint_and_egress_statement() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+
+    let env = start(cluster_config(), OperatorSettings::default()).await;
+    env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    env.create(
+        NS,
+        "Pooler",
+        "poolers",
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Pooler",
+            "metadata": {"name": "orders-pooler", "namespace": NS},
+            "spec": {"cluster": {"name": "orders"}, "instances": 1, "type": "rw",
+                "pgbouncer": {"poolMode": "session"}}}),
+    )
+    .await;
+    let client_secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "oidc-client", "namespace": NS},
+        "stringData": {"secret": "s3cr3t"},
+    }))
+    .expect("secret");
+    Api::<Secret>::namespaced(env.client.clone(), NS)
+        .create(&PostParams::default(), &client_secret)
+        .await
+        .expect("client Secret");
+    env.pgadmin(
+        "o",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "endpoints": ["rw", "pooler:orders-pooler"],
+            "authentication": {"oauth2": {"issuerURL": "https://login.example.com", "clientID": "pgadmin",
+                "clientSecretRef": {"name": "oidc-client", "key": "secret"}}},
+            "egress": {"extraRules": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}}),
+    )
+    .await;
+    let obj = env
+        .wait("o", "Ready with its egress judged", |o| {
+            state(o, "Ready") == ("True".into(), "AsExpected".into())
+                && state(o, "PgAdminEgressConfined").1 == "PgAdminEgressOpen"
+        })
+        .await;
+    let egress = condition_of(&obj, "PgAdminEgressConfined").expect("egress");
+    assert_eq!(egress.status, "False");
+    assert!(
+        egress.message.contains("the OAuth2 issuer") && egress.message.contains("extraRules[0]"),
+        "{}",
+        egress.message
+    );
+    assert!(!egress.message.contains("orders"), "{}", egress.message);
+    let rows = obj.status.expect("status").servers;
+    assert!(
+        rows.iter()
+            .any(|r| r.endpoint == "pooler:orders-pooler" && r.state == ServerState::Offered),
+        "{rows:?}"
+    );
+    let deployment = Api::<Deployment>::namespaced(env.client.clone(), NS)
+        .get("o-pgadmin")
+        .await
+        .expect("deployment");
+    let value = serde_json::to_value(&deployment).expect("json");
+    let containers = value["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .expect("containers");
+    let names: Vec<&str> = containers
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(names, ["pgadmin", "oauth2-proxy"]);
+    assert!(
+        containers[0].to_string().contains("127.0.0.1"),
+        "pgAdmin on loopback"
+    );
+    assert_eq!(
+        containers[1]["image"],
+        pgtoolbox_operator::actors::pgadmin::BUILTIN_OAUTH2_PROXY_IMAGE
+    );
+    let policy = Api::<NetworkPolicy>::namespaced(env.client.clone(), NS)
+        .get("o-pgadmin-egress")
+        .await
+        .expect("egress policy");
+    let text = serde_json::to_string(&policy).expect("json");
+    assert!(
+        text.contains("\"cnpg.io/poolerName\":\"orders-pooler\""),
+        "{text}"
+    );
+    assert!(text.contains("\"cnpg.io/cluster\":\"orders\""), "{text}");
+}
+
+#[tokio::test]
+async fn pgadmin_pooler_api_unavailable_is_reported_not_stalled() {
+    let env = start(
+        SimConfig {
+            unserve: vec!["postgresql.cnpg.io/poolers".into()],
+            ..cluster_config()
+        },
+        OperatorSettings::default(),
+    )
+    .await;
+    env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    env.pgadmin(
+        "p",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "endpoints": ["rw", "pooler:orders-pooler"]}),
+    )
+    .await;
+    let obj = env
+        .wait("p", "PoolerAPIUnavailable while serving", |o| {
+            state(o, "ConfigurationValid").1 == "PoolerAPIUnavailable"
+                && state(o, "ServersSynced").0 == "True"
+        })
+        .await;
+    assert_eq!(state(&obj, "Stalled").0, "False");
+    assert_eq!(state(&obj, "WorkloadReady").0, "True");
+}
