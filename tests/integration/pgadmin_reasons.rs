@@ -317,6 +317,24 @@ async fn pgadmin_oauth2_sidecar_pooler_endpoint_and_egress_statement() {
         "{text}"
     );
     assert!(text.contains("\"cnpg.io/cluster\":\"orders\""), "{text}");
+
+    // A rotated OAuth2 client secret rolls the workload (its digest is in the workload hash).
+    assert!(
+        !env.events("o")
+            .await
+            .iter()
+            .any(|e| e.1 == "RolloutStarted")
+    );
+    Api::<Secret>::namespaced(env.client.clone(), NS)
+        .patch(
+            "oidc-client",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"stringData": {"secret": "rotated"}})),
+        )
+        .await
+        .expect("rotated");
+    let rolled = env.wait_event("o", "RolloutStarted").await;
+    assert_eq!(rolled.0, "Normal");
 }
 
 #[tokio::test]

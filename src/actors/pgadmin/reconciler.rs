@@ -11,7 +11,9 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::inputs::{read_referenced, read_roles};
-use super::secrets::{ServersOutcome, ServersSecrets, credential_secrets, ensure_login_secret};
+use super::secrets::{
+    ConsumedDigests, ServersOutcome, ServersSecrets, credential_secrets, ensure_login_secret,
+};
 use super::settings_db::{SettingsDb, SettingsDbInput, ensure_settings_db};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgAdmin, PgAdminStatus, RegistrationStatus, ReportsConditions};
@@ -79,6 +81,7 @@ pub struct PgAdminReconciler {
     caches: OperatorCaches,
     status: StatusWriter<PgAdmin>,
     servers: ServersSecrets,
+    consumed: ConsumedDigests,
 }
 
 fn owner_key(key: &ObjectKey) -> KindKey {
@@ -104,6 +107,7 @@ impl PgAdminReconciler {
             caches,
             status: StatusWriter::new(events),
             servers: ServersSecrets::default(),
+            consumed: ConsumedDigests::default(),
         }
     }
 
@@ -311,15 +315,6 @@ impl PgAdminReconciler {
         let offered = offered_set(&inputs(&roles));
 
         let oauth2_secret = oauth2.map(|o| ObjectKey::new(ns, o.client_secret_ref.name.as_str()));
-        let mut secret_refs = vec![
-            ObjectKey::new(ns, names.servers_secret.as_str()),
-            ObjectKey::new(ns, names.login_secret.as_str()),
-        ];
-        secret_refs.extend(oauth2_secret.clone());
-        secret_refs.extend(credential_secrets(&offered.servers));
-        self.caches
-            .secrets
-            .register(&key, secret_refs, Track::Version);
         let missing_oauth2 = oauth2_secret
             .as_ref()
             .filter(|k| self.caches.secrets.exists(k) == Some(false))
@@ -372,6 +367,22 @@ impl PgAdminReconciler {
             Some(SettingsDb::Pending(v)) => Some(v.clone()),
             _ => None,
         };
+        // Every Secret the pass reads or the Pod consumes, registered once: a new version wakes
+        // this PgAdmin (a rotated credential, a rotated client secret).
+        let consumed_keys: Vec<ObjectKey> = oauth2_secret
+            .iter()
+            .cloned()
+            .chain(config_db.map(|c| ObjectKey::new(ns, c.password_secret.as_str())))
+            .collect();
+        let mut secret_refs = vec![
+            ObjectKey::new(ns, names.servers_secret.as_str()),
+            ObjectKey::new(ns, names.login_secret.as_str()),
+        ];
+        secret_refs.extend(consumed_keys.iter().cloned());
+        secret_refs.extend(credential_secrets(&offered.servers));
+        self.caches
+            .secrets
+            .register(&key, secret_refs, Track::Version);
 
         // The upgrade gate: with a settings database, an image change waits for its backup.
         let running = obj.status.as_ref().and_then(|s| s.image.clone());
@@ -406,6 +417,10 @@ impl PgAdminReconciler {
         };
         let mut converged = true;
         if refusal.is_none() && !stalled && foreign.is_none() {
+            let consumed = self
+                .consumed
+                .digests(&cx.client, &self.caches.secrets, &consumed_keys)
+                .await?;
             let input = RenderInput {
                 owner: name,
                 namespace: ns,
@@ -414,6 +429,7 @@ impl PgAdminReconciler {
                 storage: &obj.spec.storage,
                 oauth2: oauth2.zip(proxy_image.as_deref()),
                 config_db,
+                consumed: &consumed,
                 names: &names,
             };
             let workload = WorkloadGate {

@@ -23,6 +23,7 @@ use crate::reconcile::pgadmin::ChildNames;
 use crate::reconcile::pgadmin::{
     COOKIE_SECRET_KEY, Credential, LOGIN_PASSWORD_KEY, OfferedServer, servers_file, servers_secret,
 };
+use crate::reconcile::workload::SecretDigest;
 
 /// What the last write of a servers Secret was made from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,7 +76,7 @@ fn text(secret: &Secret, key: &str) -> Option<String> {
     String::from_utf8(bytes.0.clone()).ok()
 }
 
-fn controls(owner: &ChildOwner, secret: &Secret) -> bool {
+fn controls<K: Resource>(owner: &ChildOwner, secret: &K) -> bool {
     secret
         .meta()
         .owner_references
@@ -118,7 +119,8 @@ impl ServersSecrets {
             });
         }
         let api: Api<Secret> = Api::namespaced(client.clone(), &owner.key.namespace);
-        if let Some(existing) = api.get_opt(&names.servers_secret).await?
+        // Metadata only: whose it is, not what it holds.
+        if let Some(existing) = api.get_metadata_opt(&names.servers_secret).await?
             && !controls(owner, &existing)
         {
             return Ok(ServersOutcome::NotOwned);
@@ -222,5 +224,42 @@ pub async fn ensure_login_secret(
         Ok(_) => Ok(true),
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
         Err(err) => Err(err),
+    }
+}
+
+/// The digests of the Secrets a pgAdmin Pod consumes, for its workload hash: a Secret is read
+/// (and digested) only when the index reports a resourceVersion not digested yet. Only the
+/// digest is kept.
+#[derive(Default)]
+pub struct ConsumedDigests {
+    known: DashMap<ObjectKey, (Option<String>, SecretDigest)>,
+}
+
+impl ConsumedDigests {
+    pub async fn digests(
+        &self,
+        client: &Client,
+        index: &ReferenceIndex,
+        keys: &[ObjectKey],
+    ) -> Result<Vec<SecretDigest>, kube::Error> {
+        let mut out = Vec::new();
+        for key in keys {
+            let version = index.version(key);
+            if let Some(known) = self.known.get(key)
+                && version.is_some()
+                && known.0 == version
+            {
+                out.push(known.1.clone());
+                continue;
+            }
+            let api: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
+            let secret = api.get_opt(&key.name).await?;
+            let digest = SecretDigest::of_secret(&key.name, secret.as_ref());
+            let read = secret.and_then(|s| s.metadata.resource_version);
+            drop(api);
+            self.known.insert(key.clone(), (read, digest.clone()));
+            out.push(digest);
+        }
+        Ok(out)
     }
 }

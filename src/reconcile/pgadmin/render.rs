@@ -20,7 +20,7 @@ use super::offered::POSTGRES_PORT;
 use super::servers_file::{SERVERS_FILE_KEY, SERVERS_MOUNT};
 use crate::api::{OAuth2, PgAdminStorage};
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
-use crate::reconcile::workload::stamp_workload_hash;
+use crate::reconcile::workload::{SecretDigest, stamp_workload_hash};
 
 /// The Service port the exposure targets.
 pub const HTTP_PORT_NAME: &str = "http";
@@ -90,6 +90,8 @@ pub struct RenderInput<'a> {
     pub oauth2: Option<(&'a OAuth2, &'a str)>,
     /// The settings database, once CloudNativePG applied it.
     pub config_db: Option<&'a ConfigConnection>,
+    /// Digests of the Secrets the pgAdmin Pod consumes: a change rolls it.
+    pub consumed: &'a [SecretDigest],
     pub names: &'a ChildNames,
 }
 
@@ -247,7 +249,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Result<(Deployment, String), Rende
     });
     let mut template: k8s_openapi::api::core::v1::PodTemplateSpec =
         typed("pod template", template)?;
-    let hash = stamp_workload_hash(&mut template, &[]);
+    let hash = stamp_workload_hash(&mut template, input.consumed);
     let deployment = typed(
         "Deployment",
         json!({

@@ -710,6 +710,7 @@ fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
         storage: &obj.spec.storage,
         oauth2: None,
         config_db: None,
+        consumed: &[],
         names: &names,
     };
     let (d, hash) = deployment(&input).unwrap();
