@@ -21,6 +21,7 @@ use super::external::{HttpRoute, Route};
 use super::references::{ReferenceIndex, cnpg_clusters};
 use super::store::{ChildStore, Wakeups, our_owner, owner_label};
 use super::synced::{NotSynced, Synced};
+use crate::actors::notice_routes::SecretRoutes;
 use crate::k8s::WatchScope;
 use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::reconcile::optional_api::OptionalApi;
@@ -57,8 +58,11 @@ pub struct OperatorCaches {
     pub poolers: Arc<Contents>,
     pub object_stores: Arc<Contents>,
     pub pgadmin_accesses: Arc<Contents>,
+    /// The secret router's index when one runs (it owns the watch), else one of our own.
     pub secrets: Arc<ReferenceIndex>,
     pub referenced_config_maps: Arc<ReferenceIndex>,
+    /// Whether `secrets` is watched by these caches (false: the secret router feeds it).
+    watch_secrets: bool,
 }
 
 impl Default for OperatorCaches {
@@ -136,7 +140,8 @@ impl OperatorCaches {
                 ReferenceIndex::new("PgAdminAccesses", accesses.clone()),
                 accesses,
             ),
-            secrets: ReferenceIndex::new("Secrets", core("Secret", "secrets")),
+            secrets: ReferenceIndex::new("Secrets", crate::actors::secrets_resource()),
+            watch_secrets: true,
             referenced_config_maps: ReferenceIndex::new(
                 "ConfigMaps",
                 core("ConfigMap", "configmaps"),
@@ -144,9 +149,22 @@ impl OperatorCaches {
         }
     }
 
+    /// The caches of an operator whose secret router runs: Secrets are then read from the
+    /// router's index, so the operator keeps one Secret watch.
+    pub fn sharing_secrets(self, routes: &SecretRoutes) -> Self {
+        match routes.routed_index() {
+            Some(index) => Self {
+                secrets: index.clone(),
+                watch_secrets: false,
+                ..self
+            },
+            None => self,
+        }
+    }
+
     /// Every watch, each started once for the whole operator.
     pub fn watches(&self) -> Vec<CacheStart> {
-        vec![
+        let mut starts = vec![
             start(&self.service_accounts, managed()),
             start(&self.services, managed()),
             start(&self.deployments, managed()),
@@ -167,9 +185,12 @@ impl OperatorCaches {
             start_index(self.poolers.index()),
             start_index(self.object_stores.index()),
             start_index(self.pgadmin_accesses.index()),
-            start_index(&self.secrets),
             start_index(&self.referenced_config_maps),
-        ]
+        ];
+        if self.watch_secrets {
+            starts.push(start_index(&self.secrets));
+        }
+        starts
     }
 }
 
