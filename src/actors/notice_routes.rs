@@ -7,7 +7,7 @@ use dashmap::DashMap;
 
 use crate::actors::Registry;
 use crate::actors::secret_router::SecretSubscriber;
-use crate::children::{ReferenceIndex, Track};
+use crate::children::{ReferenceIndex, Track, secrets_resource};
 use crate::messages::{KindKey, Notice, ObjectKey, ObjectMsg};
 
 /// `None`: one of the object's children or references changed.
@@ -88,7 +88,7 @@ pub struct SecretRoutes {
 impl Default for SecretRoutes {
     fn default() -> Self {
         Self {
-            index: ReferenceIndex::new("Secrets", secrets()),
+            index: ReferenceIndex::new("Secrets", secrets_resource()),
             routed: false,
         }
     }
@@ -100,14 +100,6 @@ impl std::fmt::Debug for SecretRoutes {
             .field("routed", &self.routed)
             .finish()
     }
-}
-
-/// The Secret kind, as the metadata-only watch reads it.
-pub fn secrets() -> kube::api::ApiResource {
-    kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("", "v1", "Secret"),
-        "secrets",
-    )
 }
 
 impl SecretRoutes {

@@ -137,7 +137,7 @@ mod tests {
                     subscriber: Arc::new(Nobody),
                     index: crate::children::ReferenceIndex::new(
                         "Secrets",
-                        crate::actors::notice_routes::secrets(),
+                        crate::children::secrets_resource(),
                     ),
                     watch: None,
                 },

@@ -117,7 +117,7 @@ pub async fn start_shared_actors(
     readiness.mark_probe_done();
     let notices = Arc::new(NoticeRoutes::default());
     let router = Arc::new(RouterSlot::default());
-    let secrets = ReferenceIndex::new("Secrets", crate::actors::notice_routes::secrets());
+    let secrets = ReferenceIndex::new("Secrets", crate::children::secrets_resource());
     let (router_supervisor, _) = Actor::spawn(
         None,
         RouterSupervisor,

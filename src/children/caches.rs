@@ -18,10 +18,9 @@ use serde::de::DeserializeOwned;
 
 use super::contents::Contents;
 use super::external::{HttpRoute, Route};
-use super::references::{ReferenceIndex, cnpg_clusters};
+use super::references::{ReferenceIndex, cnpg_clusters, secrets_resource};
 use super::store::{ChildStore, Wakeups, our_owner, owner_label};
 use super::synced::{NotSynced, Synced};
-use crate::actors::notice_routes::SecretRoutes;
 use crate::k8s::WatchScope;
 use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::reconcile::optional_api::OptionalApi;
@@ -140,7 +139,7 @@ impl OperatorCaches {
                 ReferenceIndex::new("PgAdminAccesses", accesses.clone()),
                 accesses,
             ),
-            secrets: ReferenceIndex::new("Secrets", crate::actors::secrets_resource()),
+            secrets: ReferenceIndex::new("Secrets", secrets_resource()),
             watch_secrets: true,
             referenced_config_maps: ReferenceIndex::new(
                 "ConfigMaps",
@@ -149,10 +148,11 @@ impl OperatorCaches {
         }
     }
 
-    /// The caches of an operator whose secret router runs: Secrets are then read from the
-    /// router's index, so the operator keeps one Secret watch.
-    pub fn sharing_secrets(self, routes: &SecretRoutes) -> Self {
-        match routes.routed_index() {
+    /// The caches of an operator whose secret router runs (`routed`: its index, from
+    /// `shared.secrets.routed_index()`): Secrets are then read from the router's index, so the
+    /// operator keeps one Secret watch.
+    pub fn sharing_secrets(self, routed: Option<&Arc<ReferenceIndex>>) -> Self {
+        match routed {
             Some(index) => Self {
                 secrets: index.clone(),
                 watch_secrets: false,

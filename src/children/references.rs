@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use futures::StreamExt;
-use kube::api::{ApiResource, DynamicObject};
-use kube::core::PartialObjectMeta;
+use kube::api::ApiResource;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
@@ -35,20 +34,8 @@ pub enum Track {
     Version,
 }
 
-pub type Meta = PartialObjectMeta<DynamicObject>;
+pub use crate::messages::shared::{Meta, Observed};
 pub type Labels = BTreeMap<String, String>;
-
-/// One watch event of a referenced object, as the index judged it (the secret router reads
-/// these to wake a Secret's owner too and to count what it saw).
-#[derive(Clone, Debug)]
-pub struct Observed {
-    pub key: ObjectKey,
-    /// The users to wake; `None` when nothing changed (a relist repeating a version) or while
-    /// the scope's first list runs (no pass has read the index yet: nobody needs waking).
-    pub changed: Option<Vec<KindKey>>,
-    /// The object's metadata; `None` for one a relist found gone.
-    pub meta: Option<Meta>,
-}
 
 /// A stream of judged events of one watch.
 pub type Observations = futures::stream::BoxStream<'static, Observed>;
@@ -433,6 +420,14 @@ impl ReferenceIndex {
     }
 }
 
+/// The Secret kind, read metadata-only.
+pub fn secrets_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("", "v1", "Secret"),
+        "secrets",
+    )
+}
+
 /// The CloudNativePG Cluster kind.
 pub fn cnpg_clusters() -> ApiResource {
     ApiResource::from_gvk_with_plural(
@@ -445,6 +440,7 @@ pub fn cnpg_clusters() -> ApiResource {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::api::DynamicObject;
     use kube::core::PartialObjectMetaExt;
 
     fn meta(ns: &str, name: &str, rv: &str) -> Meta {
