@@ -363,3 +363,38 @@ async fn pgadmin_pooler_api_unavailable_is_reported_not_stalled() {
     assert_eq!(state(&obj, "Stalled").0, "False");
     assert_eq!(state(&obj, "WorkloadReady").0, "True");
 }
+
+#[tokio::test]
+async fn pgadmin_route_refused_in_its_namespace_says_what_may_remain() {
+    let env = start(
+        SimConfig {
+            deny: vec![DenyRule::parse("*:route.openshift.io/routes:team-a").expect("rule")],
+            ..cluster_config()
+        },
+        OperatorSettings {
+            watch_namespaces: vec![NS.into(), OTHER.into()],
+            ..OperatorSettings::default()
+        },
+    )
+    .await;
+    env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    env.pgadmin(
+        "p",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "exposure": {"type": "route", "hostname": "pgadmin.team-a.apps.example.com"}}),
+    )
+    .await;
+    let obj = env
+        .wait_reason("p", "ExposureReady", "RouteAPIUnavailable")
+        .await;
+    let exposure = condition_of(&obj, "ExposureReady").expect("ExposureReady");
+    assert_eq!(exposure.status, "False");
+    assert!(
+        exposure.message.ends_with(
+            "the operator may not read Routes in team-a: a Route p-pgadmin published before may remain; delete it by hand"
+        ),
+        "{}",
+        exposure.message
+    );
+    assert_eq!(state(&obj, "Stalled").0, "False");
+}

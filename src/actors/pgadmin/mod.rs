@@ -2,6 +2,7 @@
 //! and the two Secrets no child store caches.
 
 mod inputs;
+mod past_cache;
 mod reconciler;
 mod secrets;
 mod settings_db;

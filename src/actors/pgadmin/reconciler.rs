@@ -11,6 +11,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 
 use super::inputs::{read_referenced, read_roles};
+use super::past_cache::{delete_past_cache, read_past_cache};
 use super::secrets::{
     ConsumedDigests, ServersOutcome, ServersSecrets, credential_secrets, ensure_login_secret,
 };
@@ -29,10 +30,11 @@ use crate::k8s::EventSink;
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::exposure::{
     BackendPort, ExposureDecision, ExposureInputs, ExposureView, HostAllowList, ObservedExposure,
-    decide_exposure, desired_http_route, desired_ingress, desired_route,
+    PastCacheCheck, decide_exposure, desired_http_route, desired_ingress, desired_route,
+    past_cache_reads,
 };
 use crate::reconcile::images::{ImageAllowList, ImageRole, resolve_image};
-use crate::reconcile::optional_api::OptionalApi;
+use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::pgadmin::{
     ChildNames, ConfigFacts, HTTP_PORT_NAME, JobState, Offered, OfferedInputs, RegistrationFacts,
     RenderInput, SERVICE_PORT, SKIP_UPGRADE_BACKUP_ANNOTATION, UpgradeFacts, UpgradeGate,
@@ -111,8 +113,23 @@ impl PgAdminReconciler {
         }
     }
 
-    async fn wait_synced(&self) -> Result<(), ReconcileError> {
+    /// Waits for the first lists of the caches a pass reads. The Route and HTTPRoute stores only
+    /// where their API is readable in the namespace: elsewhere they hold nothing of it (and a
+    /// refused watch never lists), and the pass reads past the cache instead.
+    async fn wait_synced(&self, cx: &ObjectContext) -> Result<(), ReconcileError> {
         let c = &self.caches;
+        let on =
+            |api| cx.shared.optional_apis.availability(api, &cx.key.namespace) == Availability::On;
+        if on(OptionalApi::Routes) {
+            wait_synced(CACHE_WAIT, &[c.routes.synced()])
+                .await
+                .map_err(ReconcileError::other)?;
+        }
+        if on(OptionalApi::HttpRoutes) {
+            wait_synced(CACHE_WAIT, &[c.http_routes.synced()])
+                .await
+                .map_err(ReconcileError::other)?;
+        }
         wait_synced(
             CACHE_WAIT,
             &[
@@ -125,8 +142,6 @@ impl PgAdminReconciler {
                 c.persistent_volume_claims.synced(),
                 c.network_policies.synced(),
                 c.ingresses.synced(),
-                c.routes.synced(),
-                c.http_routes.synced(),
                 c.clusters.index().synced(),
                 c.poolers.index().synced(),
                 c.pgadmin_accesses.index().synced(),
@@ -138,43 +153,68 @@ impl PgAdminReconciler {
         .map_err(ReconcileError::other)
     }
 
-    /// The exposure decided from the caches and the prober's answers.
-    fn exposure(
+    /// The exposure decided from the caches and the prober's answers, with the reads past the
+    /// cache of a Route or HTTPRoute whose API is refused in the namespace (and the delete of
+    /// one the decision removes).
+    async fn exposure(
         &self,
         obj: &PgAdmin,
         cx: &ObjectContext,
+        owner: &ChildOwner,
         names: &ChildNames,
         hostname: Result<(), &crate::reconcile::exposure::HostnameRefusal>,
-    ) -> ExposureDecision {
+    ) -> Result<ExposureDecision, ReconcileError> {
         let ns = cx.key.namespace.as_str();
-        let owner = owner_key(&cx.key);
+        let key = owner_key(&cx.key);
         let apis = &cx.shared.optional_apis;
         let routes = apis.availability(OptionalApi::Routes, ns);
         let http_routes = apis.availability(OptionalApi::HttpRoutes, ns);
-        let route = first(self.caches.routes.children_of(&owner)).and_then(|r| r.to_dynamic());
+        let route = first(self.caches.routes.children_of(&key)).and_then(|r| r.to_dynamic());
         let http_route =
-            first(self.caches.http_routes.children_of(&owner)).and_then(|r| r.to_dynamic());
-        let ingress = first(self.caches.ingresses.children_of(&owner));
+            first(self.caches.http_routes.children_of(&key)).and_then(|r| r.to_dynamic());
+        let ingress = first(self.caches.ingresses.children_of(&key));
         let recorded = obj
             .status
             .as_ref()
             .map(|s| s.published_exposure_kinds.clone())
             .unwrap_or_default();
-        decide_exposure(&ExposureInputs {
-            exposure: ExposureView::from(&obj.spec.exposure),
-            child_name: &names.workload,
-            service_name: &names.workload,
-            hostname,
-            routes: &routes,
-            http_routes: &http_routes,
-            observed: ObservedExposure {
-                route: route.as_ref(),
-                ingress: ingress.as_deref(),
-                http_route: http_route.as_ref(),
-            },
-            namespace: ns,
-            recorded: &recorded,
-            past_cache: &[],
+        let kinds = past_cache_reads(&routes, &http_routes);
+        let mut checks = read_past_cache(&cx.client, owner, &names.workload, &kinds).await?;
+        let decide = |checks: &[PastCacheCheck]| {
+            decide_exposure(&ExposureInputs {
+                exposure: ExposureView::from(&obj.spec.exposure),
+                child_name: &names.workload,
+                service_name: &names.workload,
+                hostname,
+                routes: &routes,
+                http_routes: &http_routes,
+                observed: ObservedExposure {
+                    route: route.as_ref(),
+                    ingress: ingress.as_deref(),
+                    http_route: http_route.as_ref(),
+                },
+                namespace: ns,
+                recorded: &recorded,
+                past_cache: checks,
+            })
+        };
+        let decision = decide(&checks);
+        let mut refused_any = false;
+        for (kind, uid) in &decision.delete_past_cache {
+            let deleted =
+                delete_past_cache(&cx.client, &cx.writes, owner, &names.workload, *kind, uid)
+                    .await?;
+            if !deleted {
+                refused_any = true;
+                for check in checks.iter_mut().filter(|c| c.kind == *kind) {
+                    check.delete_refused = true;
+                }
+            }
+        }
+        Ok(if refused_any {
+            decide(&checks)
+        } else {
+            decision
         })
     }
 
@@ -208,34 +248,40 @@ impl PgAdminReconciler {
                 .apply(&self.caches.ingresses, owner, ingress)
                 .await?,
         );
-        let mut routes = Vec::new();
-        if decision.apply == Some(K::Route) {
-            let value = desired_route(w, ns, &labels, &view, w, PORT);
-            routes.push(desired(c, Route::from_value(value).map_err(render_error)?));
+        // Routes and HTTPRoutes through their stores only where their API is readable here.
+        let on = |api| cx.shared.optional_apis.availability(api, ns) == Availability::On;
+        if on(OptionalApi::Routes) {
+            let mut routes = Vec::new();
+            if decision.apply == Some(K::Route) {
+                let value = desired_route(w, ns, &labels, &view, w, PORT);
+                routes.push(desired(c, Route::from_value(value).map_err(render_error)?));
+            }
+            merge(
+                &mut report,
+                applier.apply(&self.caches.routes, owner, routes).await?,
+            );
         }
-        merge(
-            &mut report,
-            applier.apply(&self.caches.routes, owner, routes).await?,
-        );
-        let mut http_routes = Vec::new();
-        if decision.apply == Some(K::HttpRoute) {
-            let value = desired_http_route(w, ns, &labels, &view, w, PORT);
-            http_routes.push(desired(
-                c,
-                HttpRoute::from_value(value).map_err(render_error)?,
-            ));
+        if on(OptionalApi::HttpRoutes) {
+            let mut http_routes = Vec::new();
+            if decision.apply == Some(K::HttpRoute) {
+                let value = desired_http_route(w, ns, &labels, &view, w, PORT);
+                http_routes.push(desired(
+                    c,
+                    HttpRoute::from_value(value).map_err(render_error)?,
+                ));
+            }
+            merge(
+                &mut report,
+                applier
+                    .apply(&self.caches.http_routes, owner, http_routes)
+                    .await?,
+            );
         }
-        merge(
-            &mut report,
-            applier
-                .apply(&self.caches.http_routes, owner, http_routes)
-                .await?,
-        );
         Ok(report)
     }
 
     async fn pass(&self, obj: &PgAdmin, cx: &ObjectContext) -> Result<Outcome, ReconcileError> {
-        self.wait_synced().await?;
+        self.wait_synced(cx).await?;
         let ns = cx.key.namespace.as_str();
         let name = cx.key.name.as_str();
         let key = owner_key(&cx.key);
@@ -253,7 +299,15 @@ impl PgAdminReconciler {
                 None => Hostname::Allowed,
             })
             .map_err(PgAdminError::from)?;
-        let exposure = self.exposure(obj, cx, &names, refusal.as_ref().map_or(Ok(()), Err));
+        let exposure = self
+            .exposure(
+                obj,
+                cx,
+                &owner,
+                &names,
+                refusal.as_ref().map_or(Ok(()), Err),
+            )
+            .await?;
         let mut reports = Vec::new();
         if refusal.is_some() {
             reports.push(
