@@ -177,3 +177,43 @@ async fn pgadmin_settings_database_without_the_database_api_stalls() {
         ("False".into(), "DatabaseAPIUnavailable".into())
     );
 }
+
+#[tokio::test]
+async fn pgadmin_settings_database_without_password_generation_stalls() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+
+    // A CloudNativePG whose DatabaseRole schema predates generated passwords.
+    let sim = super::pgadmin_support::start_sim(cluster_config()).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(sim.client());
+    let old_schema = json!({"spec": {"versions": [{
+        "name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {
+                "cluster": {"type": "object", "properties": {"name": {"type": "string"}}},
+                "name": {"type": "string"}, "login": {"type": "boolean"}}},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+    }]}});
+    crds.patch(
+        "databaseroles.postgresql.cnpg.io",
+        &PatchParams::default(),
+        &Patch::Merge(old_schema),
+    )
+    .await
+    .expect("older DatabaseRole schema");
+    let env = super::pgadmin_support::start_operator(sim, OperatorSettings::default()).await;
+    env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    env.pgadmin(
+        "p",
+        json!({"image": OLD, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "configDatabase": {"cluster": "orders"}}),
+    )
+    .await;
+    let obj = env
+        .wait("p", "stalled on PasswordGenerationUnavailable", |o| {
+            state(o, "Stalled") == ("True".into(), "PasswordGenerationUnavailable".into())
+        })
+        .await;
+    let config = condition_of(&obj, "ConfigurationValid").expect("ConfigurationValid");
+    assert!(config.message.contains("1.31"), "{}", config.message);
+    assert!(deployed_image(&env.client).await.is_none());
+}

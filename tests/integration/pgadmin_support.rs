@@ -47,13 +47,22 @@ pub fn cluster_config() -> SimConfig {
 }
 
 pub async fn start(config: SimConfig, settings: OperatorSettings) -> Env {
+    let sim = start_sim(config).await;
+    start_operator(sim, settings).await
+}
+
+/// The simulated cluster alone (a test may change it before the operator starts).
+pub async fn start_sim(config: SimConfig) -> Sim {
     let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
+    Sim::start(SimConfig {
         extra_crds: vec![crds],
         ..config
     })
     .await
-    .expect("sim starts");
+    .expect("sim starts")
+}
+
+pub async fn start_operator(sim: Sim, settings: OperatorSettings) -> Env {
     let client = sim.client();
     super::sim_support::namespace(&client, NS).await;
     super::sim_support::namespace(&client, OTHER).await;

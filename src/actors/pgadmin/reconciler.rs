@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::Api;
 
 use super::inputs::{read_referenced, read_roles};
 use super::past_cache::{delete_past_cache, read_past_cache};
@@ -39,12 +41,15 @@ use crate::reconcile::pgadmin::{
     ChildNames, ConfigFacts, HTTP_PORT_NAME, JobState, Offered, OfferedInputs, RegistrationFacts,
     RenderInput, SERVICE_PORT, SKIP_UPGRADE_BACKUP_ANNOTATION, UpgradeFacts, UpgradeGate,
     configuration_valid, data_claim, deployment, egress_confined, egress_policy, egress_rules,
-    job_state, job_wanted, offered_set, pgadmin_pod_ready, registration_job, registration_job_name,
-    servers_registered_event, servers_synced, service, service_account, upgrade_backup_job,
-    upgrade_backup_job_name, upgrade_gate,
+    job_state, job_wanted, offered_set, password_generation_served, pgadmin_pod_ready,
+    registration_job, registration_job_name, servers_registered_event, servers_synced, service,
+    service_account, upgrade_backup_job, upgrade_backup_job_name, upgrade_gate,
 };
 use crate::reconcile::workload::{rollout_started, workload_verdict};
 use crate::status::{Extras, StatusWriter, Written};
+
+/// The CRD whose schema says whether CloudNativePG generates role passwords.
+const DATABASE_ROLE_CRD: &str = "databaseroles.postgresql.cnpg.io";
 
 /// How long a pass waits for the first lists of its caches.
 const CACHE_WAIT: Duration = Duration::from_secs(30);
@@ -84,6 +89,7 @@ pub struct PgAdminReconciler {
     status: StatusWriter<PgAdmin>,
     servers: ServersSecrets,
     consumed: ConsumedDigests,
+    password_generation: tokio::sync::OnceCell<bool>,
 }
 
 fn owner_key(key: &ObjectKey) -> KindKey {
@@ -110,12 +116,31 @@ impl PgAdminReconciler {
             status: StatusWriter::new(events),
             servers: ServersSecrets::default(),
             consumed: ConsumedDigests::default(),
+            password_generation: tokio::sync::OnceCell::new(),
         }
     }
 
     /// Waits for the first lists of the caches a pass reads. The Route and HTTPRoute stores only
     /// where their API is readable in the namespace: elsewhere they hold nothing of it (and a
     /// refused watch never lists), and the pass reads past the cache instead.
+    /// Whether the served DatabaseRole CRD can generate passwords: read once per operator
+    /// start, like the optional-API probe (a CRD upgrade is seen by the next start).
+    async fn password_generation(&self, client: &kube::Client) -> Result<bool, kube::Error> {
+        self.password_generation
+            .get_or_try_init(|| async {
+                let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+                match api.get_opt(DATABASE_ROLE_CRD).await {
+                    Ok(Some(crd)) => Ok(password_generation_served(&crd)),
+                    Ok(None) => Ok(false),
+                    // The CRD may not be read: assume it, CloudNativePG's answer will tell.
+                    Err(kube::Error::Api(status)) if status.code == 403 => Ok(true),
+                    Err(err) => Err(err),
+                }
+            })
+            .await
+            .copied()
+    }
+
     async fn wait_synced(&self, cx: &ObjectContext) -> Result<(), ReconcileError> {
         let c = &self.caches;
         let on =
@@ -380,6 +405,8 @@ impl PgAdminReconciler {
             && missing_oauth2.is_none()
             && let Some(spec) = &obj.spec.config_database
         {
+            let roles_on = apis.availability(OptionalApi::DatabaseRoles, ns) == Availability::On;
+            let password_generation = !roles_on || self.password_generation(&cx.client).await?;
             settings = Some(
                 ensure_settings_db(&SettingsDbInput {
                     caches: &self.caches,
@@ -388,6 +415,7 @@ impl PgAdminReconciler {
                     owner: &owner,
                     spec,
                     apis: &apis,
+                    password_generation,
                 })
                 .await?,
             );

@@ -40,6 +40,8 @@ pub struct SettingsDbInput<'a> {
     pub owner: &'a ChildOwner,
     pub spec: &'a ConfigDatabase,
     pub apis: &'a ProbeResult,
+    /// The served DatabaseRole schema lets CloudNativePG generate the password.
+    pub password_generation: bool,
 }
 
 /// Applies `desired` (owned by `owner`) unless the served object already matches; `Err(kind)`
@@ -117,8 +119,7 @@ pub async fn ensure_settings_db(input: &SettingsDbInput<'_>) -> Result<SettingsD
             == Some(true),
         databases: &input.apis.availability(OptionalApi::Databases, ns),
         database_roles: &input.apis.availability(OptionalApi::DatabaseRoles, ns),
-        // Not detectable from a schema-less CRD: assumed served (CloudNativePG 1.31+).
-        password_generation: true,
+        password_generation: input.password_generation,
     });
     if let Some(problem) = problem {
         return Ok(SettingsDb::Problem(problem));

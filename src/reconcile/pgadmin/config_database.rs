@@ -3,6 +3,7 @@
 //! role, its generated password and the database (`ConfigDatabaseNotReady`, quiet: pgAdmin
 //! gets no Pod until it has).
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 
 use crate::api::ConfigDatabase;
@@ -94,6 +95,32 @@ pub fn config_database_pending(name: &str, applied: &AppliedFacts) -> Option<Ver
                 missing.join(", ")
             ),
         )
+    })
+}
+
+/// Whether the served DatabaseRole CRD lets CloudNativePG generate a password: its `v1`
+/// schema has `spec.password` (CloudNativePG 1.31 and later), or keeps unknown spec fields.
+pub fn password_generation_served(crd: &CustomResourceDefinition) -> bool {
+    let Some(version) = crd
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.name == "v1" && v.served)
+    else {
+        return false;
+    };
+    let spec = version
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .and_then(|s| s.properties.as_ref())
+        .and_then(|p| p.get("spec"));
+    spec.is_some_and(|spec| {
+        spec.x_kubernetes_preserve_unknown_fields == Some(true)
+            || spec
+                .properties
+                .as_ref()
+                .is_some_and(|p| p.contains_key("password"))
     })
 }
 
@@ -313,5 +340,49 @@ status:
         );
         let conn = ConfigConnection::of(&spec, "team-a", "p-pgadmin-config-password");
         assert_eq!(conn.host, "orders-rw.team-a.svc");
+    }
+
+    #[test]
+    fn password_generation_is_read_from_the_served_schema() {
+        let crd = |spec: &str| -> CustomResourceDefinition {
+            serde_yaml_ng::from_str(&format!(
+                r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: databaseroles.postgresql.cnpg.io}}
+spec:
+  group: postgresql.cnpg.io
+  scope: Namespaced
+  names: {{kind: DatabaseRole, plural: databaseroles}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {spec}
+"#
+            ))
+            .unwrap()
+        };
+        let cases = [
+            (
+                "{type: object, properties: {name: {type: string}, password: {type: object}}}",
+                true,
+            ),
+            (
+                "{type: object, x-kubernetes-preserve-unknown-fields: true}",
+                true,
+            ),
+            (
+                "{type: object, properties: {name: {type: string}, login: {type: boolean}}}",
+                false,
+            ),
+        ];
+        for (spec, served) in cases {
+            assert_eq!(password_generation_served(&crd(spec)), served, "{spec}");
+        }
     }
 }

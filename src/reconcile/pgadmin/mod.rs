@@ -16,7 +16,7 @@ pub use config::{ConfigFacts, configuration_valid};
 pub use config_database::{
     AppliedFacts, ConfigConnection, ConfigDatabaseFacts, applied_facts, config_database_name,
     config_database_pending, config_database_problem, controlled_by, desired_settings_objects,
-    spec_matches,
+    password_generation_served, spec_matches,
 };
 pub use egress::{EgressRule, egress_confined, egress_policy, egress_rules};
 pub use facts::{cluster_facts, grant_facts, pooler_facts, role_facts};
