@@ -226,6 +226,7 @@ impl EvidenceAgentReconciler {
                 let foreign = ForeignChild {
                     kind: kind.clone(),
                     name: name.clone(),
+                    detail: None,
                 };
                 agent.foreign_child = Some(&foreign);
                 outcome = decide(&agent);
@@ -264,6 +265,7 @@ impl EvidenceAgentReconciler {
             resources: obj.spec.resources.as_ref(),
             provider,
             config: valid,
+            secrets: &[],
         };
         let applier = Applier {
             client: &cx.client,
