@@ -374,3 +374,58 @@ fn the_event_says_issued_or_renewed_and_why() {
         verdict.message
     );
 }
+
+#[test]
+fn a_pass_issues_once_keeps_byte_for_byte_then_renews() {
+    let ca = new_ca();
+    let lifetime = Duration::from_secs(30);
+    let plan = |stored: Option<&Secret>, now: i64| {
+        plan_certificate("orders-evidence", NS, stored, &ca, at(now), lifetime).unwrap()
+    };
+    let CertificatePlan::Apply {
+        secret: first,
+        validity,
+        issued,
+    } = plan(None, T0)
+    else {
+        panic!("an absent certificate is issued")
+    };
+    assert_eq!(issued, Some(IssueReason::Absent));
+    assert_eq!(validity.not_after, at(T0 + 30));
+    // The next pass finds it stored and wants exactly the same Secret: nothing to write.
+    let CertificatePlan::Apply {
+        secret: kept,
+        issued: None,
+        ..
+    } = plan(Some(&first), T0 + 19)
+    else {
+        panic!("a fresh certificate is kept")
+    };
+    assert_eq!(kept, first);
+    let CertificatePlan::Apply {
+        secret: renewed,
+        validity: next,
+        issued: Some(IssueReason::RenewalDue),
+    } = plan(Some(&first), T0 + 20)
+    else {
+        panic!("renewed at two thirds")
+    };
+    assert_ne!(renewed, first);
+    assert_eq!(next.not_after, at(T0 + 50));
+    // Someone else's certificate and key under the operator's digest: left alone.
+    let theirs = issue(&new_ca(), &names(), &validity);
+    let mut tampered = (*first).clone();
+    set(&mut tampered, "tls.crt", &theirs.cert_pem);
+    set(&mut tampered, "tls.key", &theirs.key_pem);
+    assert_eq!(plan(Some(&tampered), T0), CertificatePlan::Tampered);
+    // Only the key replaced: unusable, issued again.
+    let mut broken = (*first).clone();
+    set(&mut broken, "tls.key", &theirs.key_pem);
+    assert!(matches!(
+        plan(Some(&broken), T0),
+        CertificatePlan::Apply {
+            issued: Some(IssueReason::Unusable(_)),
+            ..
+        }
+    ));
+}

@@ -3,6 +3,7 @@ mod bucket;
 mod certificate;
 mod config;
 pub mod pki;
+mod plan;
 mod render;
 
 pub use bucket::{BucketNameError, parse_destination, validate_bucket_name};
@@ -16,6 +17,7 @@ pub use config::{
     AgentFacts, BARMAN_PLUGIN, ConfigOutcome, ForeignChild, StoreProfile, ValidConfig,
     barman_object_name, decide,
 };
+pub use plan::{CertificatePlan, plan_certificate};
 pub use render::{
     AGENT_PORT, CABUNDLE_KEY, ChildNames, INJECT_CABUNDLE_ANNOTATION, RenderInput,
     SERVING_CERT_ANNOTATION, ca_config_map, deployment, pull_policy, service, service_account,
