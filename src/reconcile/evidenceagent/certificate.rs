@@ -106,13 +106,15 @@ impl Validity {
         Timestamp::from_second(start.saturating_add(span - span / 3)).unwrap_or(self.not_after)
     }
 
-    /// How long from `now` until the renewal (zero when it is due).
+    /// How long from `now` until the renewal (zero when it is due), rounded up to the
+    /// millisecond so the timer never fires just before it.
     pub fn renewal_delay(&self, now: Timestamp) -> Duration {
-        let secs = self.renew_at().as_second().saturating_sub(now.as_second());
-        // A second more than the difference: the timer fires when the renewal is due, not just
-        // before it (X.509 times are whole seconds, `now` is not).
-        u64::try_from(secs)
-            .map(|s| Duration::from_secs(s + 1))
+        let nanos = self
+            .renew_at()
+            .as_nanosecond()
+            .saturating_sub(now.as_nanosecond());
+        u64::try_from(nanos)
+            .map(|n| Duration::from_millis(n.div_ceil(1_000_000)))
             .unwrap_or(Duration::ZERO)
     }
 }

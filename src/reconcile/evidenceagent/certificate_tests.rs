@@ -57,12 +57,16 @@ fn validity_and_renewal_time() {
         assert_eq!(v.renew_at(), at(T0 + renew), "{lifetime:?}");
     }
     let v = Validity::starting(at(T0), Duration::from_secs(30));
+    let ms = jiff::SignedDuration::from_millis;
     // (now, delay until the timer fires)
     for (now, delay) in [
-        (at(T0), Duration::from_secs(21)),
-        (at(T0 + 19), Duration::from_secs(2)),
-        (at(T0 + 20), Duration::from_secs(1)),
-        (at(T0 + 21), Duration::ZERO),
+        (at(T0), Duration::from_secs(20)),
+        (at(T0) + ms(250), Duration::from_millis(19_750)),
+        (
+            at(T0 + 19) + jiff::SignedDuration::from_micros(999_999),
+            Duration::from_millis(1),
+        ),
+        (at(T0 + 20), Duration::ZERO),
         (at(T0 + 3600), Duration::ZERO),
     ] {
         assert_eq!(v.renewal_delay(now), delay, "{now}");
