@@ -1,9 +1,8 @@
-//! The EvidenceAgent kind on the shared runtime: its reconciler and the caches it reads.
+//! The EvidenceAgent kind on the shared runtime: its reconciler, reading the operator's caches,
+//! and the operator's CA for the `operator` certificate provider.
 
 mod ca;
-mod caches;
 mod reconciler;
 
 pub use ca::{CA_SECRET_NAME, CaError, CaStore};
-pub use caches::{CacheStart, EvidenceCaches, KIND, object_stores};
-pub use reconciler::EvidenceAgentReconciler;
+pub use reconciler::{EvidenceAgentReconciler, KIND};

@@ -1,45 +1,46 @@
 //! One pass over an EvidenceAgent: read the caches (and the Cluster's and ObjectStore's
-//! contents when their resourceVersion moved), decide ConfigurationValid (pure), apply the
-//! children through the applier only for a valid configuration, judge the serving certificate
-//! and the workload from the caches, and write the status once.
+//! contents when their resourceVersion moved), decide ConfigurationValid (pure), plan the
+//! serving certificate (`operator` provider: keep, issue or renew it with the operator's CA),
+//! apply the children through the applier only for a valid configuration, judge the serving
+//! certificate and the workload from the caches, and write the status once, with the
+//! certificate's renewal in the engine's schedule.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use dashmap::DashMap;
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ApiResource, DynamicObject};
-use serde_json::Value;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::caches::{EvidenceCaches, KIND, object_stores};
+use super::ca::{CaError, CaStore};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{
     CertificateProvider, CertificateStatus, EvidenceAgent, ObjectStoreStatus, ReportsConditions,
 };
 use crate::children::{
-    Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, ReferenceIndex,
-    cnpg_clusters,
+    Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, OperatorCaches, Track,
+    wait_synced,
 };
-use crate::conditions::reasons::common;
+use crate::conditions::reasons::{common, evidenceagent as r};
 use crate::conditions::{ConditionType, PassFacts, StatusField, Verdict};
 use crate::k8s::EventSink;
-use crate::messages::{KindKey, ObjectKey};
+use crate::messages::{KindKey, ObjectKey, TimerPurpose};
 use crate::reconcile::evidenceagent::{
-    AgentFacts, CABUNDLE_KEY, ChildNames, ConfigOutcome, ForeignChild, RenderInput, ServiceCaFacts,
-    ValidConfig, barman_object_name, ca_config_map, decide, deployment, service, service_account,
-    service_ca_verdict,
+    AgentFacts, CABUNDLE_KEY, CertificatePlan, ChildNames, ConfigOutcome, ForeignChild,
+    IssueReason, RenderInput, ServiceCaFacts, ValidConfig, Validity, barman_object_name,
+    ca_config_map, decide, deployment, issued_note, operator_verdict, plan_certificate, service,
+    service_account, service_ca_verdict, tampered_detail,
 };
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::{Availability, OptionalApi};
-use crate::reconcile::workload::workload_verdict;
+use crate::reconcile::workload::{SecretDigest, workload_verdict};
 use crate::status::{Extras, StatusWriter, Written};
 
 /// How long a pass waits for the first lists of its caches.
 const CACHE_WAIT: Duration = Duration::from_secs(30);
 
-/// An object's contents as last read, with the resourceVersion read.
-type Contents = DashMap<ObjectKey, (Option<String>, Arc<Value>)>;
+/// The kind the agent's children and references are filed under.
+pub const KIND: &str = "EvidenceAgent";
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvidenceError {
@@ -47,22 +48,45 @@ pub enum EvidenceError {
     ClustersUnreadable(String),
     #[error("EvidenceAgent {0} has no uid yet: its children cannot be owned")]
     NoUid(String),
-    #[error("{what} {name} cannot be represented as JSON: {source}")]
-    Json {
-        what: &'static str,
-        name: String,
-        #[source]
-        source: serde_json::Error,
-    },
+    #[error("the serving certificate of EvidenceAgent {0} cannot be issued: {1}")]
+    Certificate(
+        String,
+        #[source] crate::reconcile::evidenceagent::pki::PkiError,
+    ),
 }
 
 pub struct EvidenceAgentReconciler {
-    caches: EvidenceCaches,
+    caches: OperatorCaches,
     status: StatusWriter<EvidenceAgent>,
-    clusters: Contents,
-    stores: Contents,
-    cluster_resource: ApiResource,
-    store_resource: ApiResource,
+    /// The operator's CA (`operator` provider), read or created once.
+    ca: CaStore,
+}
+
+/// What the pass did with the serving certificate of the `operator` provider.
+struct OperatorCertificate {
+    secret: Secret,
+    validity: Validity,
+    /// Why a new certificate was issued this pass (its Event, once applied).
+    issued: Option<IssueReason>,
+}
+
+/// Whether `secret` is controlled by the agent of `uid`.
+fn controlled_by(secret: &Secret, uid: Option<&str>) -> bool {
+    uid.is_some_and(|uid| {
+        secret
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|r| r.controller == Some(true) && r.uid == uid)
+    })
+}
+
+fn ca_error(err: CaError) -> ReconcileError {
+    match err {
+        CaError::Kube(err) => ReconcileError::Kube(err),
+        other => ReconcileError::other(other),
+    }
 }
 
 fn owner_key(key: &ObjectKey) -> KindKey {
@@ -70,54 +94,34 @@ fn owner_key(key: &ObjectKey) -> KindKey {
 }
 
 impl EvidenceAgentReconciler {
-    pub fn new(caches: EvidenceCaches, events: EventSink) -> Self {
+    pub fn new(caches: OperatorCaches, events: EventSink) -> Self {
         Self {
             caches,
             status: StatusWriter::new(events),
-            clusters: DashMap::new(),
-            stores: DashMap::new(),
-            cluster_resource: cnpg_clusters(),
-            store_resource: object_stores(),
+            ca: CaStore::default(),
         }
     }
 
-    /// The contents of a referenced object: from the last read while its resourceVersion has
-    /// not moved, else read once. `None` when it does not exist.
-    async fn contents(
-        &self,
-        index: &ReferenceIndex,
-        cache: &Contents,
-        resource: &ApiResource,
-        key: &ObjectKey,
-        cx: &ObjectContext,
-    ) -> Result<Option<Arc<Value>>, ReconcileError> {
-        if index.exists(key) != Some(true) {
-            cache.remove(key);
-            return Ok(None);
-        }
-        let version = index.version(key);
-        if let Some(known) = cache.get(key)
-            && version.is_some()
-            && known.0 == version
-        {
-            return Ok(Some(known.1.clone()));
-        }
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(cx.client.clone(), &key.namespace, resource);
-        let Some(object) = api.get_opt(&key.name).await? else {
-            cache.remove(key);
-            return Ok(None);
-        };
-        let read_version = object.metadata.resource_version.clone();
-        let value = Arc::new(serde_json::to_value(&object).map_err(|source| {
-            ReconcileError::other(EvidenceError::Json {
-                what: "object",
-                name: key.name.clone(),
-                source,
-            })
-        })?);
-        cache.insert(key.clone(), (read_version, value.clone()));
-        Ok(Some(value))
+    /// Waits for the first lists of every cache a pass reads.
+    async fn wait_synced(&self) -> Result<(), ReconcileError> {
+        let c = &self.caches;
+        wait_synced(
+            CACHE_WAIT,
+            &[
+                c.service_accounts.synced(),
+                c.services.synced(),
+                c.deployments.synced(),
+                c.config_maps.synced(),
+                c.replica_sets.synced(),
+                c.pods.synced(),
+                c.owned_secrets.synced(),
+                c.clusters.index().synced(),
+                c.object_stores.index().synced(),
+                c.secrets.synced(),
+            ],
+        )
+        .await
+        .map_err(ReconcileError::other)
     }
 
     async fn pass(
@@ -125,10 +129,7 @@ impl EvidenceAgentReconciler {
         obj: &EvidenceAgent,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        self.caches
-            .wait_synced(CACHE_WAIT)
-            .await
-            .map_err(ReconcileError::other)?;
+        self.wait_synced().await?;
         let facts = obj.pass_facts();
         if facts.paused {
             let written = self.write(obj, facts, cx).await?;
@@ -140,53 +141,38 @@ impl EvidenceAgentReconciler {
 
         // Registered before anything is read, so a change meanwhile still wakes this agent.
         let cluster_key = ObjectKey::new(ns, obj.spec.cluster.name.as_str());
-        self.caches
-            .clusters
-            .register(&owner, vec![cluster_key.clone()]);
-        if self.caches.clusters.exists(&cluster_key).is_none() {
+        let clusters = &self.caches.clusters;
+        clusters
+            .index()
+            .register(&owner, vec![cluster_key.clone()], Track::Version);
+        if clusters.index().exists(&cluster_key).is_none() {
             return Err(ReconcileError::other(EvidenceError::ClustersUnreadable(
                 ns.to_owned(),
             )));
         }
-        let cluster = self
-            .contents(
-                &self.caches.clusters,
-                &self.clusters,
-                &self.cluster_resource,
-                &cluster_key,
-                cx,
-            )
-            .await?;
+        let cluster = clusters.get(&cx.client, &cluster_key).await?;
         let store_key = cluster
             .as_deref()
             .and_then(barman_object_name)
             .map(|name| ObjectKey::new(ns, name.as_str()));
-        self.caches
-            .object_stores
-            .register(&owner, store_key.iter().cloned().collect());
+        let stores = &self.caches.object_stores;
+        stores
+            .index()
+            .register(&owner, store_key.iter().cloned().collect(), Track::Version);
         let mut api = cx
             .shared
             .optional_apis
             .availability(OptionalApi::ObjectStores, ns);
         if api == Availability::On
             && let Some(key) = &store_key
-            && self.caches.object_stores.exists(key).is_none()
+            && stores.index().exists(key).is_none()
         {
             api = Availability::Refused {
                 namespace: ns.to_owned(),
             };
         }
         let store = match (&store_key, &api) {
-            (Some(key), Availability::On) => {
-                self.contents(
-                    &self.caches.object_stores,
-                    &self.stores,
-                    &self.store_resource,
-                    key,
-                    cx,
-                )
-                .await?
-            }
+            (Some(key), Availability::On) => stores.get(&cx.client, key).await?,
             _ => None,
         };
 
@@ -205,49 +191,170 @@ impl EvidenceAgentReconciler {
         let mut outcome = decide(&agent);
         let provider = obj.spec.serving_certificate.provider;
 
-        let mut secret_refs = vec![ObjectKey::new(ns, names.tls_secret.as_str())];
+        // The credential Secrets and the certificate Secret, by version: a new version of any
+        // of them wakes the agent, and (its digest in the workload hash) rolls the Deployment.
+        let tls_key = ObjectKey::new(ns, names.tls_secret.as_str());
+        let mut secret_refs = vec![tls_key.clone()];
         let mut facts = facts;
         let mut converged = true;
+        let mut certificate = None;
         if let Some(valid) = outcome.valid.clone() {
+            let credentials = credential_secrets(&valid);
             secret_refs.extend(
-                [
-                    Some(&valid.store.access_key_id),
-                    Some(&valid.store.secret_access_key),
-                    valid.store.region.as_ref(),
-                ]
-                .into_iter()
-                .flatten()
-                .map(|(secret, _)| ObjectKey::new(ns, secret.as_str())),
+                credentials
+                    .iter()
+                    .map(|secret| ObjectKey::new(ns, secret.as_str())),
             );
-            self.caches.secrets.register(&owner, secret_refs.clone());
-            let report = self.apply_children(obj, &valid, provider, cx).await?;
-            converged = report.converged();
-            if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
-                let foreign = ForeignChild {
-                    kind: kind.clone(),
-                    name: name.clone(),
-                    detail: None,
-                };
-                agent.foreign_child = Some(&foreign);
-                outcome = decide(&agent);
-            } else if let Some(refused) = refused(&report) {
-                facts = facts
-                    .with_aspect(ConditionType::WorkloadReady, refused)
-                    .map_err(ReconcileError::other)?;
-            } else {
-                facts = self.judge_children(facts, &cx.key, &names, &valid, provider)?;
+            self.caches
+                .secrets
+                .register(&owner, secret_refs, Track::Version);
+            let plan = match provider {
+                CertificateProvider::Operator => {
+                    Some(self.plan_certificate(obj, cx, &names).await?)
+                }
+                CertificateProvider::Openshift => None,
+            };
+            let mut digests: Vec<SecretDigest> = credentials
+                .iter()
+                .map(|secret| {
+                    let version = self.caches.secrets.version(&ObjectKey::new(ns, secret));
+                    SecretDigest::of_version(secret, version.as_deref())
+                })
+                .collect();
+            match plan {
+                Some(CertificatePlan::Tampered) => {
+                    // Someone else's certificate: nothing is written, the agent stalls.
+                    let foreign = ForeignChild {
+                        kind: "Secret".into(),
+                        name: names.tls_secret.clone(),
+                        detail: Some(tampered_detail().into()),
+                    };
+                    agent.foreign_child = Some(&foreign);
+                    outcome = decide(&agent);
+                }
+                plan => {
+                    match plan {
+                        Some(CertificatePlan::Apply {
+                            secret,
+                            validity,
+                            issued,
+                        }) => {
+                            digests.push(SecretDigest::of_secret(&names.tls_secret, Some(&secret)));
+                            certificate = Some(OperatorCertificate {
+                                secret: *secret,
+                                validity,
+                                issued,
+                            });
+                        }
+                        _ => digests.push(SecretDigest::of_version(
+                            &names.tls_secret,
+                            self.caches.secrets.version(&tls_key).as_deref(),
+                        )),
+                    }
+                    let report = self
+                        .apply_children(
+                            obj,
+                            &valid,
+                            provider,
+                            certificate.as_ref().map(|c| &c.secret),
+                            &digests,
+                            cx,
+                        )
+                        .await?;
+                    converged = report.converged();
+                    if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
+                        let foreign = ForeignChild {
+                            kind: kind.clone(),
+                            name: name.clone(),
+                            detail: None,
+                        };
+                        agent.foreign_child = Some(&foreign);
+                        outcome = decide(&agent);
+                        certificate = None;
+                    } else if let Some(refused) = refused(&report) {
+                        facts = facts
+                            .with_aspect(ConditionType::WorkloadReady, refused)
+                            .map_err(ReconcileError::other)?;
+                        certificate = None;
+                    } else {
+                        facts = self.judge_children(
+                            facts,
+                            &cx.key,
+                            &names,
+                            &valid,
+                            provider,
+                            certificate.as_ref(),
+                        )?;
+                    }
+                }
             }
         } else {
-            self.caches.secrets.register(&owner, secret_refs.clone());
+            self.caches
+                .secrets
+                .register(&owner, secret_refs, Track::Version);
+        }
+        if let Some(cert) = &certificate
+            && outcome.valid.is_some()
+        {
+            let now = jiff::Timestamp::now();
+            facts = facts
+                .with_timer(TimerPurpose::Expiry, cert.validity.renewal_delay(now))
+                .map_err(ReconcileError::other)?;
+            if let Some(why) = &cert.issued {
+                facts = facts
+                    .with_event(
+                        r::CERTIFICATE_ISSUED,
+                        &issued_note(&names.tls_secret, &cert.validity, why),
+                    )
+                    .map_err(ReconcileError::other)?;
+            }
         }
 
         facts = facts
             .with_aspect(ConditionType::ConfigurationValid, outcome.verdict.clone())
             .map_err(ReconcileError::other)?
             .with_children_converged(converged);
-        facts = self.status_fields(obj, facts, &outcome, &names, provider)?;
+        facts = self.status_fields(
+            obj,
+            facts,
+            &outcome,
+            &names,
+            provider,
+            certificate.as_ref().map(|c| &c.validity),
+        )?;
         let written = self.write(obj, facts, cx).await?;
         Ok(Outcome::done().with_status(written))
+    }
+
+    /// The `operator` provider's certificate for this pass, from the Secret the agent controls
+    /// and the operator's CA.
+    async fn plan_certificate(
+        &self,
+        obj: &EvidenceAgent,
+        cx: &ObjectContext,
+        names: &ChildNames,
+    ) -> Result<CertificatePlan, ReconcileError> {
+        let settings = &cx.shared.settings;
+        let ca = self
+            .ca
+            .get(&cx.client, &cx.writes, &settings.operator_namespace)
+            .await
+            .map_err(ca_error)?;
+        let key = ObjectKey::new(cx.key.namespace.as_str(), names.tls_secret.as_str());
+        let stored = self
+            .caches
+            .owned_secrets
+            .get(&key)
+            .filter(|s| controlled_by(s, obj.metadata.uid.as_deref()));
+        plan_certificate(
+            &cx.key.name,
+            &cx.key.namespace,
+            stored.as_deref(),
+            &ca,
+            jiff::Timestamp::now(),
+            settings.evidence_certificate_validity,
+        )
+        .map_err(|e| ReconcileError::other(EvidenceError::Certificate(cx.key.name.clone(), e)))
     }
 
     async fn apply_children(
@@ -255,6 +362,8 @@ impl EvidenceAgentReconciler {
         obj: &EvidenceAgent,
         valid: &ValidConfig,
         provider: CertificateProvider,
+        certificate: Option<&Secret>,
+        secrets: &[SecretDigest],
         cx: &ObjectContext,
     ) -> Result<ApplyReport, ReconcileError> {
         let owner = ChildOwner::of(obj)
@@ -265,7 +374,7 @@ impl EvidenceAgentReconciler {
             resources: obj.spec.resources.as_ref(),
             provider,
             config: valid,
-            secrets: &[],
+            secrets,
         };
         let applier = Applier {
             client: &cx.client,
@@ -276,6 +385,16 @@ impl EvidenceAgentReconciler {
             report.verdicts.extend(r.verdicts);
             report.deleted.extend(r.deleted);
         };
+        // The certificate first, so the Pods find it. With `openshift` the agent owns no Secret
+        // (one left from the `operator` provider is deleted); the service CA writes its own.
+        add(applier
+            .apply(
+                &self.caches.owned_secrets,
+                &owner,
+                certificate.cloned().map(desired).into_iter().collect(),
+            )
+            .await
+            .map_err(ReconcileError::other)?);
         add(applier
             .apply(
                 &self.caches.service_accounts,
@@ -319,10 +438,19 @@ impl EvidenceAgentReconciler {
         names: &ChildNames,
         valid: &ValidConfig,
         provider: CertificateProvider,
+        certificate: Option<&OperatorCertificate>,
     ) -> Result<PassFacts, ReconcileError> {
         let ns = key.namespace.as_str();
         let owner = owner_key(key);
         let mut facts = facts;
+        if let Some(cert) = certificate {
+            facts = facts
+                .with_aspect(
+                    ConditionType::ServingCertificateReady,
+                    operator_verdict(&names.tls_secret, &cert.validity),
+                )
+                .map_err(ReconcileError::other)?;
+        }
         if provider == CertificateProvider::Openshift {
             let cm = self
                 .caches
@@ -347,16 +475,12 @@ impl EvidenceAgentReconciler {
                 .with_aspect(ConditionType::ServingCertificateReady, verdict)
                 .map_err(ReconcileError::other)?;
         }
-        let missing_secret = [&valid.store.access_key_id, &valid.store.secret_access_key]
-            .into_iter()
-            .chain(valid.store.region.as_ref())
-            .map(|(secret, _)| secret)
-            .find(|secret| {
-                self.caches
-                    .secrets
-                    .exists(&ObjectKey::new(ns, secret.as_str()))
-                    == Some(false)
-            });
+        let missing_secret = credential_secrets(valid).into_iter().find(|secret| {
+            self.caches
+                .secrets
+                .exists(&ObjectKey::new(ns, secret.as_str()))
+                == Some(false)
+        });
         let workload = match missing_secret {
             Some(secret) => Verdict::fails(
                 common::SECRET_NOT_FOUND,
@@ -399,6 +523,7 @@ impl EvidenceAgentReconciler {
         outcome: &ConfigOutcome,
         names: &ChildNames,
         provider: CertificateProvider,
+        validity: Option<&Validity>,
     ) -> Result<PassFacts, ReconcileError> {
         let stored = obj.status.as_ref();
         let object_store = outcome
@@ -412,10 +537,20 @@ impl EvidenceAgentReconciler {
         let mut facts = facts
             .with_status_field(StatusField::ObjectStore, &object_store, &stored_store)
             .map_err(ReconcileError::other)?;
-        if provider == CertificateProvider::Openshift && outcome.valid.is_some() {
+        // `notAfter` is known of the operator's certificates only; a stall keeps what is stored.
+        let not_after = validity.and_then(|v| {
+            k8s_openapi::jiff::Timestamp::from_second(v.not_after.as_second())
+                .ok()
+                .map(Time)
+        });
+        let shown = match provider {
+            CertificateProvider::Openshift => outcome.valid.is_some(),
+            CertificateProvider::Operator => not_after.is_some(),
+        };
+        if shown {
             let certificate = Some(CertificateStatus {
                 secret: names.tls_secret.clone(),
-                not_after: None,
+                not_after,
             });
             let stored_certificate = stored.and_then(|s| s.certificate.clone());
             facts = facts
@@ -437,6 +572,18 @@ impl EvidenceAgentReconciler {
             .write(obj, &facts, Extras::default(), cx.target())
             .await?)
     }
+}
+
+/// The distinct Secrets the agent's credentials come from.
+fn credential_secrets(valid: &ValidConfig) -> Vec<String> {
+    let mut secrets: Vec<String> = [&valid.store.access_key_id, &valid.store.secret_access_key]
+        .into_iter()
+        .chain(valid.store.region.as_ref())
+        .map(|(secret, _)| secret.clone())
+        .collect();
+    secrets.sort();
+    secrets.dedup();
+    secrets
 }
 
 fn desired<C>(object: C) -> Desired<C> {
@@ -476,8 +623,8 @@ impl Reconciler for EvidenceAgentReconciler {
 
     async fn on_stop(&self, key: &ObjectKey, _cx: &ObjectContext) {
         let owner = owner_key(key);
-        self.caches.clusters.forget(&owner);
-        self.caches.object_stores.forget(&owner);
+        self.caches.clusters.index().forget(&owner);
+        self.caches.object_stores.index().forget(&owner);
         self.caches.secrets.forget(&owner);
         self.status.forget(key);
     }
