@@ -25,7 +25,7 @@ use super::evidence_agent::{
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
-async fn ready_store(env: &Env) {
+pub(super) async fn ready_store(env: &Env) {
     env.credentials("orders-s3").await;
     env.cluster("orders", Some("orders-store")).await;
     env.object_store("orders-store", static_s3("s3://orders-backups/team-a"))
@@ -98,7 +98,7 @@ fn not_after(obj: &EvidenceAgent) -> Option<i64> {
 
 /// `(reason, note, times recorded)` of the Events recorded on the agent. Repeats of an Event
 /// (same reason) are folded into a series that keeps the first note and counts the others.
-async fn events(env: &Env, agent: &str) -> Vec<(String, String, i32)> {
+pub(super) async fn events(env: &Env, agent: &str) -> Vec<(String, String, i32)> {
     let api: Api<Event> = Api::namespaced(env.client.clone(), NS);
     let list = api.list(&ListParams::default()).await.expect("events");
     list.items

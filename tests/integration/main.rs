@@ -4,6 +4,7 @@ mod children_applier;
 mod cli_support;
 mod crds;
 mod evidence_agent;
+mod evidence_agent_faults;
 mod evidence_agent_tls;
 mod kubectl_support;
 mod pgaccessrequest;
