@@ -2,6 +2,7 @@
 //! and the operator's CA for the `operator` certificate provider.
 
 mod ca;
+mod certificate;
 mod reconciler;
 
 pub use ca::{CA_SECRET_NAME, CaError, CaStore};

@@ -12,7 +12,8 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::ca::{CaError, CaStore};
+use super::ca::CaStore;
+use super::certificate::{OperatorCertificate, certificate_facts};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{
     CertificateProvider, CertificateStatus, EvidenceAgent, ObjectStoreStatus, ReportsConditions,
@@ -21,15 +22,14 @@ use crate::children::{
     Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, OperatorCaches, Track,
     wait_synced,
 };
-use crate::conditions::reasons::{common, evidenceagent as r};
+use crate::conditions::reasons::common;
 use crate::conditions::{ConditionType, PassFacts, StatusField, Verdict};
 use crate::k8s::EventSink;
-use crate::messages::{KindKey, ObjectKey, TimerPurpose};
+use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::evidenceagent::{
     AgentFacts, CABUNDLE_KEY, CertificatePlan, ChildNames, ConfigOutcome, ForeignChild,
-    IssueReason, RenderInput, ServiceCaFacts, ValidConfig, Validity, barman_object_name,
-    ca_config_map, decide, deployment, issued_note, operator_verdict, plan_certificate, service,
-    service_account, service_ca_verdict, tampered_detail,
+    RenderInput, ServiceCaFacts, ValidConfig, Validity, barman_object_name, ca_config_map, decide,
+    deployment, operator_verdict, service, service_account, service_ca_verdict, tampered_detail,
 };
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::{Availability, OptionalApi};
@@ -56,37 +56,10 @@ pub enum EvidenceError {
 }
 
 pub struct EvidenceAgentReconciler {
-    caches: OperatorCaches,
+    pub(super) caches: OperatorCaches,
     status: StatusWriter<EvidenceAgent>,
     /// The operator's CA (`operator` provider), read or created once.
-    ca: CaStore,
-}
-
-/// What the pass did with the serving certificate of the `operator` provider.
-struct OperatorCertificate {
-    secret: Secret,
-    validity: Validity,
-    /// Why a new certificate was issued this pass (its Event, once applied).
-    issued: Option<IssueReason>,
-}
-
-/// Whether `secret` is controlled by the agent of `uid`.
-fn controlled_by(secret: &Secret, uid: Option<&str>) -> bool {
-    uid.is_some_and(|uid| {
-        secret
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .any(|r| r.controller == Some(true) && r.uid == uid)
-    })
-}
-
-fn ca_error(err: CaError) -> ReconcileError {
-    match err {
-        CaError::Kube(err) => ReconcileError::Kube(err),
-        other => ReconcileError::other(other),
-    }
+    pub(super) ca: CaStore,
 }
 
 fn owner_key(key: &ObjectKey) -> KindKey {
@@ -208,84 +181,86 @@ impl EvidenceAgentReconciler {
             self.caches
                 .secrets
                 .register(&owner, secret_refs, Track::Version);
-            let plan = match provider {
+            let (plan, tampered) = match provider {
                 CertificateProvider::Operator => {
-                    Some(self.plan_certificate(obj, cx, &names).await?)
-                }
-                CertificateProvider::Openshift => None,
-            };
-            let mut digests: Vec<SecretDigest> = credentials
-                .iter()
-                .map(|secret| {
-                    let version = self.caches.secrets.version(&ObjectKey::new(ns, secret));
-                    SecretDigest::of_version(secret, version.as_deref())
-                })
-                .collect();
-            match plan {
-                Some(CertificatePlan::Tampered) => {
-                    // Someone else's certificate: nothing is written, the agent stalls.
-                    let foreign = ForeignChild {
-                        kind: "Secret".into(),
-                        name: names.tls_secret.clone(),
-                        detail: Some(tampered_detail().into()),
-                    };
-                    agent.foreign_child = Some(&foreign);
-                    outcome = decide(&agent);
-                }
-                plan => {
-                    match plan {
-                        Some(CertificatePlan::Apply {
+                    match self.plan_certificate(obj, cx, &names).await? {
+                        CertificatePlan::Tampered => (None, true),
+                        CertificatePlan::Apply {
                             secret,
                             validity,
                             issued,
-                        }) => {
-                            digests.push(SecretDigest::of_secret(&names.tls_secret, Some(&secret)));
-                            certificate = Some(OperatorCertificate {
+                        } => (
+                            Some(OperatorCertificate {
                                 secret: *secret,
                                 validity,
                                 issued,
-                            });
-                        }
-                        _ => digests.push(SecretDigest::of_version(
-                            &names.tls_secret,
-                            self.caches.secrets.version(&tls_key).as_deref(),
-                        )),
+                            }),
+                            false,
+                        ),
                     }
-                    let report = self
-                        .apply_children(
-                            obj,
-                            &valid,
-                            provider,
-                            certificate.as_ref().map(|c| &c.secret),
-                            &digests,
-                            cx,
-                        )
-                        .await?;
-                    converged = report.converged();
-                    if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
-                        let foreign = ForeignChild {
-                            kind: kind.clone(),
-                            name: name.clone(),
-                            detail: None,
-                        };
-                        agent.foreign_child = Some(&foreign);
-                        outcome = decide(&agent);
-                        certificate = None;
-                    } else if let Some(refused) = refused(&report) {
-                        facts = facts
-                            .with_aspect(ConditionType::WorkloadReady, refused)
-                            .map_err(ReconcileError::other)?;
-                        certificate = None;
-                    } else {
-                        facts = self.judge_children(
-                            facts,
-                            &cx.key,
-                            &names,
-                            &valid,
-                            provider,
-                            certificate.as_ref(),
-                        )?;
-                    }
+                }
+                CertificateProvider::Openshift => (None, false),
+            };
+            if tampered {
+                // Someone else's certificate: nothing is written, the agent stalls.
+                let foreign = ForeignChild {
+                    kind: "Secret".into(),
+                    name: names.tls_secret.clone(),
+                    detail: Some(tampered_detail().into()),
+                };
+                agent.foreign_child = Some(&foreign);
+                outcome = decide(&agent);
+            } else {
+                let mut digests: Vec<SecretDigest> = credentials
+                    .iter()
+                    .map(|secret| {
+                        let version = self.caches.secrets.version(&ObjectKey::new(ns, secret));
+                        SecretDigest::of_version(secret, version.as_deref())
+                    })
+                    .collect();
+                digests.push(match &plan {
+                    // The certificate as applied: its contents are ours.
+                    Some(cert) => SecretDigest::of_secret(&names.tls_secret, Some(&cert.secret)),
+                    // The service CA's: its version.
+                    None => SecretDigest::of_version(
+                        &names.tls_secret,
+                        self.caches.secrets.version(&tls_key).as_deref(),
+                    ),
+                });
+                let report = self
+                    .apply_children(
+                        obj,
+                        &valid,
+                        provider,
+                        plan.as_ref().map(|c| &c.secret),
+                        &digests,
+                        cx,
+                    )
+                    .await?;
+                converged = report.converged();
+                if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
+                    let foreign = ForeignChild {
+                        kind: kind.clone(),
+                        name: name.clone(),
+                        detail: None,
+                    };
+                    agent.foreign_child = Some(&foreign);
+                    outcome = decide(&agent);
+                } else if let Some(refused) = refused(&report) {
+                    facts = facts
+                        .with_aspect(ConditionType::WorkloadReady, refused)
+                        .map_err(ReconcileError::other)?;
+                } else {
+                    facts = self.judge_children(
+                        facts,
+                        &cx.key,
+                        &names,
+                        &valid,
+                        provider,
+                        plan.as_ref(),
+                    )?;
+                    // Only a certificate that was applied is shown, renewed and announced.
+                    certificate = plan;
                 }
             }
         } else {
@@ -293,21 +268,8 @@ impl EvidenceAgentReconciler {
                 .secrets
                 .register(&owner, secret_refs, Track::Version);
         }
-        if let Some(cert) = &certificate
-            && outcome.valid.is_some()
-        {
-            let now = jiff::Timestamp::now();
-            facts = facts
-                .with_timer(TimerPurpose::Expiry, cert.validity.renewal_delay(now))
-                .map_err(ReconcileError::other)?;
-            if let Some(why) = &cert.issued {
-                facts = facts
-                    .with_event(
-                        r::CERTIFICATE_ISSUED,
-                        &issued_note(&names.tls_secret, &cert.validity, why),
-                    )
-                    .map_err(ReconcileError::other)?;
-            }
+        if let Some(cert) = &certificate {
+            facts = certificate_facts(facts, cert, &names.tls_secret)?;
         }
 
         facts = facts
@@ -324,37 +286,6 @@ impl EvidenceAgentReconciler {
         )?;
         let written = self.write(obj, facts, cx).await?;
         Ok(Outcome::done().with_status(written))
-    }
-
-    /// The `operator` provider's certificate for this pass, from the Secret the agent controls
-    /// and the operator's CA.
-    async fn plan_certificate(
-        &self,
-        obj: &EvidenceAgent,
-        cx: &ObjectContext,
-        names: &ChildNames,
-    ) -> Result<CertificatePlan, ReconcileError> {
-        let settings = &cx.shared.settings;
-        let ca = self
-            .ca
-            .get(&cx.client, &cx.writes, &settings.operator_namespace)
-            .await
-            .map_err(ca_error)?;
-        let key = ObjectKey::new(cx.key.namespace.as_str(), names.tls_secret.as_str());
-        let stored = self
-            .caches
-            .owned_secrets
-            .get(&key)
-            .filter(|s| controlled_by(s, obj.metadata.uid.as_deref()));
-        plan_certificate(
-            &cx.key.name,
-            &cx.key.namespace,
-            stored.as_deref(),
-            &ca,
-            jiff::Timestamp::now(),
-            settings.evidence_certificate_validity,
-        )
-        .map_err(|e| ReconcileError::other(EvidenceError::Certificate(cx.key.name.clone(), e)))
     }
 
     async fn apply_children(
