@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Secret;
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::pki::{CertAndKey, OperatorCa, first_cert_der};
+use super::pki::{CertAndKey, OperatorCa, PkiError, first_cert_der};
 use super::*;
 
 const NS: &str = "team-a";
@@ -432,4 +432,29 @@ fn a_pass_issues_once_keeps_byte_for_byte_then_renews() {
             ..
         }
     ));
+}
+
+#[test]
+fn no_certificate_outlives_the_ca_and_an_expired_ca_issues_none() {
+    let ca = OperatorCa::generate(at(T0 - 60), at(T0 + 3600)).unwrap();
+    assert_eq!(ca.not_after(), at(T0 + 3600));
+    let lifetime = DEFAULT_CERTIFICATE_VALIDITY;
+    let CertificatePlan::Apply {
+        secret, validity, ..
+    } = plan_certificate("orders-evidence", NS, None, &ca, at(T0), lifetime).unwrap()
+    else {
+        panic!("issued")
+    };
+    assert_eq!(validity.not_after, at(T0 + 3600), "clamped to the CA");
+    let der = first_cert_der(&StoredCertificate::of(&secret).cert_pem.unwrap().to_owned()).unwrap();
+    assert_eq!(
+        verify_server_cert(&der, ca.cert_der(), at(T0 + 3600)),
+        Ok(())
+    );
+    assert!(matches!(
+        plan_certificate("orders-evidence", NS, None, &ca, at(T0 + 3600), lifetime),
+        Err(PkiError::CaExpired(_))
+    ));
+    let read_back = OperatorCa::from_pem(ca.pem().clone()).unwrap();
+    assert_eq!(read_back.not_after(), ca.not_after());
 }

@@ -28,6 +28,12 @@ pub enum PkiError {
     Time(String),
     #[error("not a PEM certificate: {0}")]
     Parse(String),
+    #[error(
+        "the operator's CA expired at {0}: delete Secret pgtoolbox-evidence-ca of the operator's namespace to have a new CA created"
+    )]
+    CaExpired(Timestamp),
+    #[error("the certificate just issued does not verify against the operator's CA ({0})")]
+    NotVerified(String),
 }
 
 /// A certificate and its private key, both PEM. `Debug` shows the certificate only.
@@ -49,6 +55,8 @@ impl std::fmt::Debug for CertAndKey {
 pub struct OperatorCa {
     pem: CertAndKey,
     der: Vec<u8>,
+    /// The CA's own `notAfter`: no certificate it signs outlives it.
+    not_after: Timestamp,
     issuer: Issuer<'static, KeyPair>,
 }
 
@@ -98,8 +106,10 @@ impl OperatorCa {
             cert_pem: cert.pem(),
             key_pem: key.serialize_pem(),
         };
+        let der = cert.der().to_vec();
         Ok(Self {
-            der: cert.der().to_vec(),
+            not_after: not_after_of(&der)?,
+            der,
             pem,
             issuer: Issuer::new(params, key),
         })
@@ -110,7 +120,12 @@ impl OperatorCa {
         let der = first_cert_der(&pem.cert_pem)?;
         let key = KeyPair::from_pem(&pem.key_pem)?;
         let issuer = Issuer::from_ca_cert_pem(&pem.cert_pem, key)?;
-        Ok(Self { pem, der, issuer })
+        Ok(Self {
+            not_after: not_after_of(&der)?,
+            pem,
+            der,
+            issuer,
+        })
     }
 
     /// Certificate and key, for the CA Secret (written once).
@@ -124,6 +139,11 @@ impl OperatorCa {
 
     pub fn cert_der(&self) -> &[u8] {
         &self.der
+    }
+
+    /// When the CA itself expires.
+    pub fn not_after(&self) -> Timestamp {
+        self.not_after
     }
 
     /// A serving certificate for `names` (the first is the subject's common name), for TLS
@@ -153,6 +173,15 @@ impl OperatorCa {
             key_pem: key.serialize_pem(),
         })
     }
+}
+
+/// The `notAfter` of a DER certificate.
+fn not_after_of(der: &[u8]) -> Result<Timestamp, PkiError> {
+    use x509_parser::prelude::FromDer;
+    let (_, cert) = x509_parser::certificate::X509Certificate::from_der(der)
+        .map_err(|e| PkiError::Parse(e.to_string()))?;
+    Timestamp::from_second(cert.validity().not_after.timestamp())
+        .map_err(|e| PkiError::Time(e.to_string()))
 }
 
 /// The raw public key of a PEM private key (what a certificate's SPKI must carry), `None` when

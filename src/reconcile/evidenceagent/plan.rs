@@ -71,10 +71,32 @@ pub fn plan_certificate(
             })
         }
         CertificateDecision::Issue(why) => {
-            let validity = Validity::starting(now, lifetime);
+            if now >= ca.not_after() {
+                return Err(PkiError::CaExpired(ca.not_after()));
+            }
+            let mut validity = Validity::starting(now, lifetime);
+            // Never past the CA's own end.
+            validity.not_after = validity.not_after.min(ca.not_after());
             let issued = ca.issue(&dns, validity.not_before, validity.not_after)?;
+            let secret = serving_secret(agent, &issued, ca.cert_pem());
+            // What is written must be what the next pass keeps: a certificate that does not
+            // verify would be issued again on every pass.
+            match judge_certificate(
+                Some(&StoredCertificate::of(&secret)),
+                &dns,
+                ca.cert_der(),
+                now,
+            ) {
+                CertificateDecision::Keep { .. } => {}
+                CertificateDecision::Issue(again) => {
+                    return Err(PkiError::NotVerified(again.describe()));
+                }
+                CertificateDecision::Tampered => {
+                    return Err(PkiError::NotVerified("its digest does not match".into()));
+                }
+            }
             Ok(CertificatePlan::Apply {
-                secret: Box::new(serving_secret(agent, &issued, ca.cert_pem())),
+                secret: Box::new(secret),
                 validity,
                 issued: Some(why),
             })
