@@ -446,7 +446,7 @@ fn no_certificate_outlives_the_ca_and_an_expired_ca_issues_none() {
         panic!("issued")
     };
     assert_eq!(validity.not_after, at(T0 + 3600), "clamped to the CA");
-    let der = first_cert_der(&StoredCertificate::of(&secret).cert_pem.unwrap().to_owned()).unwrap();
+    let der = first_cert_der(StoredCertificate::of(&secret).cert_pem.unwrap()).unwrap();
     assert_eq!(
         verify_server_cert(&der, ca.cert_der(), at(T0 + 3600)),
         Ok(())
