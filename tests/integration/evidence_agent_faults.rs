@@ -1,10 +1,12 @@
 //! EvidenceAgent against the simulated cluster's faults and fixes: the OpenShift service CA
-//! paused then resumed, an ObjectStore fixed under a stalled agent, a credential key missing.
+//! paused then resumed, an ObjectStore fixed under a stalled agent, a credential key missing,
+//! and the workload's failures (image pull, crash loop, unready, stuck rollout, unschedulable).
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use pgtoolbox_operator::api::EvidenceAgent;
 use pgtoolbox_operator::supervisor::OperatorSettings;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
@@ -131,4 +133,62 @@ async fn evidence_missing_credential_key_is_secret_key_missing() {
         .await
         .expect("key added");
     env.wait_reason("nokey", "Ready", "AsExpected").await;
+}
+
+/// WorkloadReady copies the simulated cluster's facts about the agent's Deployment and Pods.
+#[tokio::test]
+async fn evidence_workload_reasons_come_from_the_cluster() {
+    let env = start(with_controllers(), OperatorSettings::default()).await;
+    ready_store(&env).await;
+    let admin = env._sim.admin();
+    for (agent, fault) in [
+        ("pull", WorkloadFault::ImagePullBackOff),
+        ("crash", WorkloadFault::CrashLoopBackOff),
+        ("unready", WorkloadFault::NotReady),
+        ("stuck", WorkloadFault::ProgressDeadlineExceeded),
+    ] {
+        admin
+            .add_workload_fault(NS, &format!("app.kubernetes.io/instance={agent}"), fault)
+            .expect("fault added");
+        env.agent(agent, "orders", Some(IMAGE), "operator").await;
+    }
+    // Requests no Node can hold.
+    let huge: EvidenceAgent = serde_json::from_value(json!({
+        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
+        "kind": "EvidenceAgent",
+        "metadata": {"name": "huge", "namespace": NS},
+        "spec": {
+            "cluster": {"name": "orders"},
+            "image": IMAGE,
+            "resources": {"requests": {"cpu": "500"}}
+        }
+    }))
+    .expect("agent");
+    env.agents()
+        .create(&PostParams::default(), &huge)
+        .await
+        .expect("agent created");
+    for (agent, reason, needle) in [
+        ("pull", "ImagePullFailed", "evidence-agent"),
+        ("crash", "CrashLoopBackOff", "agent"),
+        ("unready", "PodNotReady", "unready-evidence"),
+        ("stuck", "RolloutStuck", "ProgressDeadlineExceeded"),
+        ("huge", "PodUnschedulable", "Insufficient cpu"),
+    ] {
+        let obj = env.wait_reason(agent, "WorkloadReady", reason).await;
+        let workload = condition_of(&obj, "WorkloadReady").expect("WorkloadReady");
+        assert_eq!(workload.status, "False", "{agent}");
+        assert!(
+            workload.message.contains(needle),
+            "{agent}: {}",
+            workload.message
+        );
+        assert_eq!(state(&obj, "Ready").1, reason, "{agent}");
+        // The certificate is fine: the workload decides.
+        assert_eq!(state(&obj, "ServingCertificateReady").0, "True", "{agent}");
+    }
+    admin.clear_workload_faults(None);
+    for agent in ["pull", "crash", "unready", "stuck"] {
+        env.wait_reason(agent, "Ready", "AsExpected").await;
+    }
 }
