@@ -35,6 +35,15 @@ impl Drop for Env {
 }
 
 pub(super) async fn start(config: SimConfig, settings: OperatorSettings) -> Env {
+    start_with(config, settings, true).await
+}
+
+/// `start`, creating the operator's own namespace or not.
+pub(super) async fn start_with(
+    config: SimConfig,
+    settings: OperatorSettings,
+    operator_namespace: bool,
+) -> Env {
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
         extra_crds: vec![crds],
@@ -44,8 +53,10 @@ pub(super) async fn start(config: SimConfig, settings: OperatorSettings) -> Env 
     .expect("sim starts");
     let client = sim.client();
     super::sim_support::namespace(&client, NS).await;
-    // The operator's namespace, where it keeps its CA (`operator` provider).
-    super::sim_support::namespace(&client, &settings.operator_namespace).await;
+    if operator_namespace {
+        // The operator's namespace, where it keeps its CA (`operator` provider).
+        super::sim_support::namespace(&client, &settings.operator_namespace).await;
+    }
     let shared = Arc::new(Shared::new(OperatorSettings {
         startup_jitter: Duration::ZERO,
         ..settings

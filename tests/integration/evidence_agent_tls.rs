@@ -20,7 +20,8 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use serde_json::json;
 
 use super::evidence_agent::{
-    Env, IMAGE, NS, assert_stalled, condition_of, start, state, static_s3, with_controllers,
+    Env, IMAGE, NS, assert_stalled, condition_of, start, start_with, state, static_s3,
+    with_controllers,
 };
 
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -416,4 +417,26 @@ async fn evidence_rotated_credentials_roll_the_deployment() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Without its namespace the operator has nowhere to keep its CA: the pass fails, saying so,
+/// and succeeds once the namespace exists (the retry, no other change).
+#[tokio::test]
+async fn evidence_operator_namespace_missing_is_an_error_until_created() {
+    let settings = OperatorSettings::default();
+    let operator_ns = settings.operator_namespace.clone();
+    let env = start_with(with_controllers(), settings, false).await;
+    ready_store(&env).await;
+    env.agent("early", "orders", Some(IMAGE), "operator").await;
+    let obj = env.wait_reason("early", "Ready", "ReconcileError").await;
+    let ready = condition_of(&obj, "Ready").expect("Ready");
+    assert!(
+        ready
+            .message
+            .contains(&format!("namespace {operator_ns} does not exist")),
+        "{}",
+        ready.message
+    );
+    super::sim_support::namespace(&env.client, &operator_ns).await;
+    env.wait_reason("early", "Ready", "AsExpected").await;
 }

@@ -38,6 +38,10 @@ pub enum CaError {
     Generate(#[from] PkiError),
     #[error("the write budget is closed: the operator is stopping")]
     Stopping,
+    #[error(
+        "namespace {0} does not exist: the operator keeps its CA there (POD_NAMESPACE, --leader-election-namespace)"
+    )]
+    NamespaceMissing(String),
 }
 
 /// The CA, loaded once per process.
@@ -136,6 +140,9 @@ async fn load_or_create(
                 "created the operator's CA"
             );
             Ok(Arc::new(ca))
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            Err(CaError::NamespaceMissing(namespace.to_owned()))
         }
         // Another replica created it meanwhile: theirs is the CA.
         Err(kube::Error::Api(status)) if status.code == 409 => {
