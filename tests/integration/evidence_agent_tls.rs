@@ -440,3 +440,92 @@ async fn evidence_operator_namespace_missing_is_an_error_until_created() {
     super::sim_support::namespace(&env.client, &operator_ns).await;
     env.wait_reason("early", "Ready", "AsExpected").await;
 }
+
+/// Switching providers: the operator's Secret makes way for the service CA's; the service CA's
+/// is not the agent's to overwrite (ResourceNotOwned) until it is deleted.
+#[tokio::test]
+async fn evidence_switching_certificate_providers() {
+    let env = start(with_controllers(), OperatorSettings::default()).await;
+    ready_store(&env).await;
+    env.agent("switch", "orders", Some(IMAGE), "operator").await;
+    env.wait_reason("switch", "Ready", "AsExpected").await;
+    let ours = secrets(&env, NS)
+        .get("switch-evidence-tls")
+        .await
+        .expect("the operator's certificate");
+    let provider = |p: &str| Patch::Merge(json!({"spec": {"servingCertificate": {"provider": p}}}));
+    env.agents()
+        .patch("switch", &PatchParams::default(), &provider("openshift"))
+        .await
+        .expect("patched");
+    let theirs = wait_secret(
+        &env,
+        "switch-evidence-tls",
+        "issued by the service CA",
+        |s| s.metadata.uid != ours.metadata.uid,
+    )
+    .await;
+    assert!(
+        theirs
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .all(|r| r.kind == "Service"),
+        "the service CA's Secret"
+    );
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let obj = env.agents().get("switch").await.expect("agent");
+        if state(&obj, "Ready") == ("True".into(), "AsExpected".into())
+            && obj
+                .status
+                .as_ref()
+                .and_then(|s| s.common.observed_generation)
+                == obj.metadata.generation
+        {
+            assert_eq!(
+                not_after(&obj),
+                None,
+                "the service CA's notAfter is not tracked"
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never Ready with openshift: {obj:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Settled: the dropped notAfter was written away once, not on every pass.
+    env._sim.admin().reset_stats();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let writes = env._sim.stats().by_verb_resource;
+    assert!(
+        !writes.keys().any(|k| k.contains("evidenceagents/status")),
+        "status writes of a settled agent: {writes:?}"
+    );
+    // Back to the operator: the service CA's Secret is left alone until deleted.
+    env.agents()
+        .patch("switch", &PatchParams::default(), &provider("operator"))
+        .await
+        .expect("patched");
+    assert_stalled(
+        &env,
+        "switch",
+        "ResourceNotOwned",
+        "Secret switch-evidence-tls",
+    )
+    .await;
+    secrets(&env, NS)
+        .delete("switch-evidence-tls", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    env.wait_reason("switch", "Ready", "AsExpected").await;
+    let (ca_pem, _) = operator_ca_pem(&env).await;
+    let again = secrets(&env, NS)
+        .get("switch-evidence-tls")
+        .await
+        .expect("the operator's certificate again");
+    verify(&text(&again, "tls.crt"), &ca_pem, "switch");
+}
