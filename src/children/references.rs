@@ -1,12 +1,15 @@
 //! The reference index: objects our objects name (a CNPG Cluster, a Secret, a ConfigMap...),
 //! watched metadata-only, with who names them. A pass asks "does X exist" from the cache and
-//! registers what it named; a change of X wakes exactly the objects naming it.
+//! registers what it named; a change of X wakes exactly the objects naming it. A user that
+//! selects by labels (a PgAdmin's `clusterSelector`) registers a namespace instead, and reads
+//! the namespace's objects with their labels from an index built `with_labels`.
 //!
 //! Availability is per watch scope (a namespace, or all): an API refused in one namespace is
 //! unknown there and still readable everywhere else.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -22,44 +25,66 @@ use super::synced::{NotSynced, Synced};
 use crate::k8s::WatchScope;
 use crate::messages::{KindKey, ObjectKey};
 
-/// Which changes of a referenced object wake its users.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which changes of a referenced object wake a user; each user says what it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Track {
-    /// Only appearing and disappearing (a Cluster named by a request).
+    /// Only appearing and disappearing (and, for a namespace user, a change of labels): a
+    /// Cluster named by a request.
     Existence,
     /// Every new resourceVersion (a Secret whose contents a Pod consumes).
     Version,
 }
 
 type Meta = PartialObjectMeta<DynamicObject>;
+pub type Labels = BTreeMap<String, String>;
+
+/// What is kept of an existing object: its version, and its labels when the index keeps them.
+#[derive(Clone, Debug, PartialEq)]
+struct Present {
+    version: Option<String>,
+    labels: Option<Labels>,
+}
 
 pub struct ReferenceIndex {
     resource: ApiResource,
-    track: Track,
-    /// Existing objects, with their resourceVersion.
-    present: DashMap<ObjectKey, Option<String>>,
+    keep_labels: bool,
+    present: DashMap<ObjectKey, Present>,
     /// Watch scopes that could not be read (`None`: the cluster-wide watch).
     unreadable: DashMap<Option<String>, ()>,
     /// Whether the watches cover all namespaces (one scope) or one each.
-    all_namespaces: std::sync::atomic::AtomicBool,
-    users: DashMap<ObjectKey, HashSet<KindKey>>,
-    uses: DashMap<KindKey, Vec<ObjectKey>>,
+    all_namespaces: AtomicBool,
+    users: DashMap<ObjectKey, HashMap<KindKey, Track>>,
+    uses: DashMap<KindKey, (Track, Vec<ObjectKey>)>,
+    /// Users of every object of a namespace (label selectors), and what each registered.
+    namespace_users: DashMap<String, HashMap<KindKey, Track>>,
+    namespace_uses: DashMap<KindKey, (Track, Vec<String>)>,
     synced: Synced,
 }
 
 impl ReferenceIndex {
     /// `what` names the referenced objects in errors ("Clusters").
-    pub fn new(what: &'static str, resource: ApiResource, track: Track) -> Arc<Self> {
+    pub fn new(what: &'static str, resource: ApiResource) -> Arc<Self> {
         Arc::new(Self {
             resource,
-            track,
+            keep_labels: false,
             present: DashMap::new(),
             unreadable: DashMap::new(),
-            all_namespaces: std::sync::atomic::AtomicBool::new(true),
+            all_namespaces: AtomicBool::new(true),
             users: DashMap::new(),
             uses: DashMap::new(),
+            namespace_users: DashMap::new(),
+            namespace_uses: DashMap::new(),
             synced: Synced::new(what),
         })
+    }
+
+    /// An index that also keeps each object's labels, for users that select by labels.
+    pub fn with_labels(what: &'static str, resource: ApiResource) -> Arc<Self> {
+        let mut index = Self::new(what, resource);
+        if let Some(inner) = Arc::get_mut(&mut index) {
+            inner.keep_labels = true;
+        }
+        index
     }
 
     /// Waits until every watch listed (or was refused).
@@ -67,38 +92,62 @@ impl ReferenceIndex {
         self.synced.wait(limit).await
     }
 
-    /// Whether the object exists; `None` when its namespace's watch cannot read the kind.
-    pub fn exists(&self, key: &ObjectKey) -> Option<bool> {
-        let scope = if self
-            .all_namespaces
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
+    /// Whether every watch listed (for [`super::wait_synced`]).
+    pub fn synced(&self) -> &Synced {
+        &self.synced
+    }
+
+    fn readable(&self, namespace: &str) -> bool {
+        let scope = if self.all_namespaces.load(Ordering::Relaxed) {
             None
         } else {
-            Some(key.namespace.clone())
+            Some(namespace.to_owned())
         };
-        if !self.unreadable.is_empty() && self.unreadable.contains_key(&scope) {
-            return None;
-        }
-        Some(self.present.contains_key(key))
+        self.unreadable.is_empty() || !self.unreadable.contains_key(&scope)
+    }
+
+    /// Whether the object exists; `None` when its namespace's watch cannot read the kind.
+    pub fn exists(&self, key: &ObjectKey) -> Option<bool> {
+        self.readable(&key.namespace)
+            .then(|| self.present.contains_key(key))
     }
 
     /// The resourceVersion of an existing object, as last watched.
     pub fn version(&self, key: &ObjectKey) -> Option<String> {
-        self.present.get(key).and_then(|v| v.value().clone())
+        self.present.get(key).and_then(|p| p.version.clone())
     }
 
-    /// Replaces what `user` names (empty: nothing). Every pass calls it; most change nothing.
-    pub fn register(&self, user: &KindKey, refs: Vec<ObjectKey>) {
+    /// The objects of a namespace with their labels (empty maps unless built `with_labels`),
+    /// sorted by name; `None` when the namespace cannot be read.
+    pub fn in_namespace(&self, namespace: &str) -> Option<Vec<(String, Labels)>> {
+        if !self.readable(namespace) {
+            return None;
+        }
+        let mut objects: Vec<(String, Labels)> = self
+            .present
+            .iter()
+            .filter(|e| e.key().namespace == namespace)
+            .map(|e| (e.key().name.clone(), e.labels.clone().unwrap_or_default()))
+            .collect();
+        objects.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(objects)
+    }
+
+    /// Replaces what `user` names (empty: nothing) and which of their changes wake it. Every
+    /// pass calls it; most change nothing.
+    pub fn register(&self, user: &KindKey, refs: Vec<ObjectKey>, track: Track) {
         let mut refs = refs;
         refs.sort();
         refs.dedup();
-        if self.uses.get(user).is_some_and(|known| *known == refs)
+        if self
+            .uses
+            .get(user)
+            .is_some_and(|known| known.0 == track && known.1 == refs)
             || (refs.is_empty() && !self.uses.contains_key(user))
         {
             return;
         }
-        self.forget(user);
+        self.forget_names(user);
         if refs.is_empty() {
             return;
         }
@@ -106,14 +155,46 @@ impl ReferenceIndex {
             self.users
                 .entry(key.clone())
                 .or_default()
-                .insert(user.clone());
+                .insert(user.clone(), track);
         }
-        self.uses.insert(user.clone(), refs);
+        self.uses.insert(user.clone(), (track, refs));
+    }
+
+    /// Replaces the namespaces whose every object `user` reads (a label selector's scope).
+    pub fn register_namespaces(&self, user: &KindKey, namespaces: Vec<String>, track: Track) {
+        let mut namespaces = namespaces;
+        namespaces.sort();
+        namespaces.dedup();
+        if self
+            .namespace_uses
+            .get(user)
+            .is_some_and(|known| known.0 == track && known.1 == namespaces)
+            || (namespaces.is_empty() && !self.namespace_uses.contains_key(user))
+        {
+            return;
+        }
+        self.forget_namespaces(user);
+        if namespaces.is_empty() {
+            return;
+        }
+        for namespace in &namespaces {
+            self.namespace_users
+                .entry(namespace.clone())
+                .or_default()
+                .insert(user.clone(), track);
+        }
+        self.namespace_uses
+            .insert(user.clone(), (track, namespaces));
     }
 
     /// The user is gone: its references go with it.
     pub fn forget(&self, user: &KindKey) {
-        let Some((_, refs)) = self.uses.remove(user) else {
+        self.forget_names(user);
+        self.forget_namespaces(user);
+    }
+
+    fn forget_names(&self, user: &KindKey) {
+        let Some((_, (_, refs))) = self.uses.remove(user) else {
             return;
         };
         for key in refs {
@@ -124,24 +205,45 @@ impl ReferenceIndex {
         }
     }
 
-    /// Who names `key`.
+    fn forget_namespaces(&self, user: &KindKey) {
+        let Some((_, (_, namespaces))) = self.namespace_uses.remove(user) else {
+            return;
+        };
+        for namespace in namespaces {
+            if let Some(mut users) = self.namespace_users.get_mut(&namespace) {
+                users.remove(user);
+            }
+            self.namespace_users
+                .remove_if(&namespace, |_, users| users.is_empty());
+        }
+    }
+
+    /// Who names `key` (by name or by its namespace).
     pub fn users_of(&self, key: &ObjectKey) -> Vec<KindKey> {
-        let mut users: Vec<KindKey> = self
-            .users
-            .get(key)
-            .map(|u| u.iter().cloned().collect())
-            .unwrap_or_default();
+        self.woken(key, |_| true)
+    }
+
+    /// The users of `key` whose registration asks to be woken by this change.
+    fn woken(&self, key: &ObjectKey, wakes: impl Fn(Track) -> bool) -> Vec<KindKey> {
+        let by_name = self.users.get(key);
+        let by_namespace = self.namespace_users.get(&key.namespace);
+        let mut users: Vec<KindKey> = by_name
+            .iter()
+            .flat_map(|u| u.iter())
+            .chain(by_namespace.iter().flat_map(|u| u.iter()))
+            .filter(|(_, track)| wakes(**track))
+            .map(|(user, _)| user.clone())
+            .collect();
         users.sort();
+        users.dedup();
         users
     }
 
     /// One metadata-only watch per watched namespace (or one for all); yields the users to wake.
     pub fn watch(self: &Arc<Self>, client: &Client, scope: &WatchScope) -> Vec<Wakeups> {
         let namespaces = scope.namespaces();
-        self.all_namespaces.store(
-            matches!(scope, WatchScope::All),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        self.all_namespaces
+            .store(matches!(scope, WatchScope::All), Ordering::Relaxed);
         self.synced.expect(namespaces.len());
         namespaces
             .into_iter()
@@ -212,12 +314,12 @@ impl ReferenceIndex {
             watcher::Event::InitApply(meta) => match key_of(&meta) {
                 Some(key) => {
                     relist.listed(key.clone());
-                    self.upsert(key, meta.resource_version())
+                    self.upsert(key, &meta)
                 }
                 None => Vec::new(),
             },
             watcher::Event::Apply(meta) => match key_of(&meta) {
-                Some(key) => self.upsert(key, meta.resource_version()),
+                Some(key) => self.upsert(key, &meta),
                 None => Vec::new(),
             },
             watcher::Event::InitDone => {
@@ -240,17 +342,22 @@ impl ReferenceIndex {
         }
     }
 
-    fn upsert(&self, key: ObjectKey, version: Option<String>) -> Vec<KindKey> {
-        let previous = self.present.insert(key.clone(), version.clone());
-        let wake = match (previous, self.track) {
-            (None, _) => true,
-            (Some(_), Track::Existence) => false,
-            (Some(old), Track::Version) => old.is_none() || old != version,
+    fn upsert(&self, key: ObjectKey, meta: &Meta) -> Vec<KindKey> {
+        let now = Present {
+            version: meta.resource_version(),
+            labels: self.keep_labels.then(|| meta.labels().clone()),
         };
-        if wake {
-            self.users_of(&key)
-        } else {
-            Vec::new()
+        let previous = self.present.insert(key.clone(), now.clone());
+        match previous {
+            None => self.users_of(&key),
+            Some(old) => {
+                // A relist repeats what was seen: nobody wakes for it.
+                if old.version.is_some() && old.version == now.version {
+                    return Vec::new();
+                }
+                let relabelled = old.labels != now.labels;
+                self.woken(&key, |track| track == Track::Version || relabelled)
+            }
         }
     }
 
@@ -290,17 +397,29 @@ mod tests {
         KindKey::new("PgAccessRequest", "ns", name)
     }
 
-    fn index(track: Track) -> Arc<ReferenceIndex> {
-        ReferenceIndex::new("Clusters", cnpg_clusters(), track)
+    fn index() -> Arc<ReferenceIndex> {
+        ReferenceIndex::new("Clusters", cnpg_clusters())
     }
 
     #[test]
     fn a_change_wakes_exactly_the_objects_naming_it() {
-        let index = index(Track::Existence);
+        let index = index();
         let mut relist = Relist::default();
-        index.register(&user("a"), vec![ObjectKey::new("ns", "orders")]);
-        index.register(&user("b"), vec![ObjectKey::new("ns", "orders")]);
-        index.register(&user("c"), vec![ObjectKey::new("ns", "other")]);
+        index.register(
+            &user("a"),
+            vec![ObjectKey::new("ns", "orders")],
+            Track::Existence,
+        );
+        index.register(
+            &user("b"),
+            vec![ObjectKey::new("ns", "orders")],
+            Track::Existence,
+        );
+        index.register(
+            &user("c"),
+            vec![ObjectKey::new("ns", "other")],
+            Track::Existence,
+        );
         let woken = index.apply(
             watcher::Event::Apply(meta("ns", "orders", "1")),
             None,
@@ -328,7 +447,11 @@ mod tests {
                 .is_empty()
         );
         // Re-registering moves the user.
-        index.register(&user("a"), vec![ObjectKey::new("ns", "other")]);
+        index.register(
+            &user("a"),
+            vec![ObjectKey::new("ns", "other")],
+            Track::Existence,
+        );
         let woken = index.apply(
             watcher::Event::Delete(meta("ns", "orders", "2")),
             None,
@@ -345,9 +468,9 @@ mod tests {
 
     #[test]
     fn version_tracking_wakes_on_every_new_version_but_not_on_a_repeat() {
-        let index = index(Track::Version);
+        let index = index();
         let mut relist = Relist::default();
-        index.register(&user("a"), vec![ObjectKey::new("ns", "s")]);
+        index.register(&user("a"), vec![ObjectKey::new("ns", "s")], Track::Version);
         index.apply(
             watcher::Event::Apply(meta("ns", "s", "1")),
             None,
@@ -380,9 +503,13 @@ mod tests {
 
     #[test]
     fn a_relist_wakes_the_users_of_what_vanished() {
-        let index = index(Track::Existence);
+        let index = index();
         let mut relist = Relist::default();
-        index.register(&user("a"), vec![ObjectKey::new("ns", "gone")]);
+        index.register(
+            &user("a"),
+            vec![ObjectKey::new("ns", "gone")],
+            Track::Existence,
+        );
         index.apply(
             watcher::Event::Apply(meta("ns", "gone", "1")),
             Some("ns"),
@@ -398,10 +525,8 @@ mod tests {
 
     #[test]
     fn a_refusal_in_one_namespace_leaves_the_others_readable() {
-        let index = index(Track::Existence);
-        index
-            .all_namespaces
-            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let index = index();
+        index.all_namespaces.store(false, Ordering::Relaxed);
         let mut relist = Relist::default();
         index.apply(
             watcher::Event::Apply(meta("open", "c", "1")),
@@ -414,6 +539,98 @@ mod tests {
         assert_eq!(
             index.exists(&ObjectKey::new("open", "missing")),
             Some(false)
+        );
+    }
+
+    fn labelled(ns: &str, name: &str, rv: &str, labels: &[(&str, &str)]) -> Meta {
+        ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(ns.into()),
+            resource_version: Some(rv.into()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+        .into_response_partial::<DynamicObject>()
+    }
+
+    #[test]
+    fn each_user_is_woken_by_what_it_tracks() {
+        let index = index();
+        let mut relist = Relist::default();
+        let key = ObjectKey::new("ns", "orders");
+        index.register(&user("request"), vec![key.clone()], Track::Existence);
+        index.register(&user("agent"), vec![key.clone()], Track::Version);
+        let apply = |rv: &str, relist: &mut Relist<ObjectKey>| {
+            index.apply(
+                watcher::Event::Apply(meta("ns", "orders", rv)),
+                None,
+                relist,
+            )
+        };
+        assert_eq!(
+            apply("1", &mut relist),
+            vec![user("agent"), user("request")]
+        );
+        assert_eq!(apply("2", &mut relist), vec![user("agent")]);
+        assert!(apply("2", &mut relist).is_empty());
+    }
+
+    #[test]
+    fn a_namespace_user_sees_objects_appear_and_their_labels_change() {
+        let index = ReferenceIndex::with_labels("Clusters", cnpg_clusters());
+        let mut relist = Relist::default();
+        let selector = KindKey::new("PgAdmin", "team-a", "admin");
+        index.register_namespaces(&selector, vec!["team-a".into()], Track::Existence);
+        let woken = index.apply(
+            watcher::Event::Apply(labelled("team-a", "orders", "1", &[("team", "a")])),
+            None,
+            &mut relist,
+        );
+        assert_eq!(woken, vec![selector.clone()]);
+        // A new version with the same labels: an Existence user sleeps on.
+        assert!(
+            index
+                .apply(
+                    watcher::Event::Apply(labelled("team-a", "orders", "2", &[("team", "a")])),
+                    None,
+                    &mut relist
+                )
+                .is_empty()
+        );
+        let woken = index.apply(
+            watcher::Event::Apply(labelled("team-a", "orders", "3", &[("team", "b")])),
+            None,
+            &mut relist,
+        );
+        assert_eq!(woken, vec![selector.clone()]);
+        // Another namespace wakes nobody.
+        assert!(
+            index
+                .apply(
+                    watcher::Event::Apply(labelled("team-b", "x", "1", &[])),
+                    None,
+                    &mut relist
+                )
+                .is_empty()
+        );
+        let listed = index.in_namespace("team-a").unwrap_or_default();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].0, "orders");
+        assert_eq!(listed[0].1.get("team").map(String::as_str), Some("b"));
+        index.forget(&selector);
+        assert!(
+            index
+                .apply(
+                    watcher::Event::Delete(labelled("team-a", "orders", "3", &[])),
+                    None,
+                    &mut relist
+                )
+                .is_empty()
         );
     }
 }
