@@ -59,6 +59,8 @@ pub struct OperatorCaches {
     pub pgadmin_accesses: Arc<Contents>,
     pub secrets: Arc<ReferenceIndex>,
     pub referenced_config_maps: Arc<ReferenceIndex>,
+    /// Every NetworkPolicy of a namespace a console reads (the others add up with its own).
+    pub namespace_network_policies: Arc<Contents>,
 }
 
 impl Default for OperatorCaches {
@@ -75,6 +77,13 @@ fn pgadmin_accesses() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk(crate::api::GROUP, crate::api::VERSION, "PgAdminAccess"),
         "pgadminaccesses",
+    )
+}
+
+fn network_policies() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("networking.k8s.io", "v1", "NetworkPolicy"),
+        "networkpolicies",
     )
 }
 
@@ -141,6 +150,10 @@ impl OperatorCaches {
                 "ConfigMaps",
                 core("ConfigMap", "configmaps"),
             ),
+            namespace_network_policies: contents(
+                ReferenceIndex::new("NetworkPolicies", network_policies()),
+                network_policies(),
+            ),
         }
     }
 
@@ -169,6 +182,7 @@ impl OperatorCaches {
             start_index(self.pgadmin_accesses.index()),
             start_index(&self.secrets),
             start_index(&self.referenced_config_maps),
+            start_index(self.namespace_network_policies.index()),
         ]
     }
 }

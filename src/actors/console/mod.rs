@@ -1,0 +1,7 @@
+//! The PgToolBoxConsole kind on the shared runtime and caches.
+
+mod children;
+mod reads;
+mod reconciler;
+
+pub use reconciler::{ConsoleError, ConsoleReconciler, KIND};
