@@ -2,6 +2,8 @@
 
 mod children_applier;
 mod cli_support;
+mod console_ready;
+mod console_support;
 mod crds;
 mod evidence_agent;
 mod kubectl_support;
