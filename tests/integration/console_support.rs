@@ -6,9 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::rbac::v1::ClusterRole;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::actors::Shared;
 use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
 use pgtoolbox_operator::cli::register_all;
@@ -69,13 +68,15 @@ pub async fn start(config: SimConfig, settings: OperatorSettings, roles: bool) -
     if roles {
         env.install_roles().await;
     }
-    env.operator = Some(register_all(OperatorBuilder::new(
-        client.clone(),
-        Arc::new(Shared::new(settings)),
-    ))
-    .start()
-    .await
-    .expect("operator starts"));
+    env.operator = Some(
+        register_all(OperatorBuilder::new(
+            client.clone(),
+            Arc::new(Shared::new(settings)),
+        ))
+        .start()
+        .await
+        .expect("operator starts"),
+    );
     env
 }
 
@@ -89,13 +90,6 @@ impl Env {
         for result in apply_manifests(&self.client, ROLES, "test").await {
             result.expect("ClusterRole applied");
         }
-    }
-
-    pub async fn delete_role(&self, name: &str) {
-        Api::<ClusterRole>::all(self.client.clone())
-            .delete(name, &DeleteParams::default())
-            .await
-            .expect("ClusterRole deleted");
     }
 
     pub async fn console(&self, name: &str, spec: Value) {
@@ -182,5 +176,7 @@ pub fn state(obj: &PgToolBoxConsole, type_: &str) -> (String, String) {
 }
 
 pub fn message(obj: &PgToolBoxConsole, type_: &str) -> String {
-    condition_of(obj, type_).map(|c| c.message).unwrap_or_default()
+    condition_of(obj, type_)
+        .map(|c| c.message)
+        .unwrap_or_default()
 }

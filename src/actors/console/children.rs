@@ -6,8 +6,8 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use crate::actors::ReconcileError;
 use crate::api::{ExposureKind, PgToolBoxConsole};
 use crate::children::{
-    Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, HttpRoute,
-    OperatorCaches, Route,
+    Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, HttpRoute, OperatorCaches,
+    Route,
 };
 use crate::reconcile::console::{
     CONSOLE_PORT, ChildNames, PolicyAction, RenderInput, deployment, instance_ca, network_policy,
@@ -163,7 +163,16 @@ pub async fn apply_exposure(
     let name = names.workload.as_str();
     let mut report = ApplyReport::default();
     let ingresses = (kind == Some(ExposureKind::Ingress))
-        .then(|| desired(desired_ingress(name, ns, &labels, &view, name, CONSOLE_PORT)))
+        .then(|| {
+            desired(desired_ingress(
+                name,
+                ns,
+                &labels,
+                &view,
+                name,
+                CONSOLE_PORT,
+            ))
+        })
         .into_iter()
         .collect();
     merge(
@@ -176,7 +185,9 @@ pub async fn apply_exposure(
     let mut routes = Vec::new();
     if kind == Some(ExposureKind::Route) {
         let value = desired_route(name, ns, &labels, &view, name, CONSOLE_PORT);
-        routes.push(desired(Route::from_value(value).map_err(ReconcileError::other)?));
+        routes.push(desired(
+            Route::from_value(value).map_err(ReconcileError::other)?,
+        ));
     }
     merge(
         &mut report,
@@ -188,7 +199,9 @@ pub async fn apply_exposure(
     let mut http_routes = Vec::new();
     if kind == Some(ExposureKind::HttpRoute) {
         let value = desired_http_route(name, ns, &labels, &view, name, CONSOLE_PORT);
-        http_routes.push(desired(HttpRoute::from_value(value).map_err(ReconcileError::other)?));
+        http_routes.push(desired(
+            HttpRoute::from_value(value).map_err(ReconcileError::other)?,
+        ));
     }
     merge(
         &mut report,

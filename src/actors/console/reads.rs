@@ -141,8 +141,7 @@ impl PastCache {
                 }
             }
         };
-        self.cas
-            .insert(key.clone(), (read_version, source.clone()));
+        self.cas.insert(key.clone(), (read_version, source.clone()));
         Ok(source)
     }
 

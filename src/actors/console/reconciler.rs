@@ -18,9 +18,7 @@ use super::children::{Applied, ChildPlan, apply_all, apply_exposure, refusal};
 use super::reads::PastCache;
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions};
-use crate::children::{
-    Applier, ChildOwner, ChildVerdict, OperatorCaches, Track, wait_synced,
-};
+use crate::children::{Applier, ChildOwner, ChildVerdict, OperatorCaches, Track, wait_synced};
 use crate::conditions::reasons::common;
 use crate::conditions::{ConditionType, Hostname, PassFacts, StatusField, Verdict};
 use crate::k8s::EventSink;
@@ -29,9 +27,8 @@ use crate::reconcile::children::{Component, pod_template_labels};
 use crate::reconcile::console::{
     BUNDLE_LIMIT_BYTES, BundleOutcome, ChildNames, ClusterCa, ConfinementInput, ConsoleConfigFacts,
     ConsolePod, ForeignChild, NodeCidrs, ObservedPolicy, PEERS_ANNOTATION, PodAddress,
-    PolicyRefusal, RenderInput, RenderedPolicy, TRUST_ANNOTATION, config_map_refs,
-    decide, decide_confinement, mirror_bundle, peers_digest, policy_peers, role_grants,
-    secret_refs,
+    PolicyRefusal, RenderInput, RenderedPolicy, TRUST_ANNOTATION, config_map_refs, decide,
+    decide_confinement, mirror_bundle, peers_digest, policy_peers, role_grants, secret_refs,
 };
 use crate::reconcile::exposure::{
     ExposureInputs, ExposureView, HostAllowList, ObservedExposure, decide_exposure,
@@ -354,7 +351,11 @@ impl ConsoleReconciler {
                 let ca = match secret {
                     Some(s) => {
                         self.past
-                            .ca(&cx.client, &self.caches.secrets, &ObjectKey::new(ns, s.as_str()))
+                            .ca(
+                                &cx.client,
+                                &self.caches.secrets,
+                                &ObjectKey::new(ns, s.as_str()),
+                            )
                             .await?
                     }
                     None => crate::reconcile::console::CaSource::SecretNotFound,
@@ -371,15 +372,16 @@ impl ConsoleReconciler {
             None
         };
 
-        let mut facts = facts.with_hostname(hostname).map_err(ReconcileError::other)?;
+        let mut facts = facts
+            .with_hostname(hostname)
+            .map_err(ReconcileError::other)?;
         let mut converged = true;
         let mut workload: Option<Verdict> = None;
         let mut bundle_foreign = false;
         if host_refusal.is_some() {
             // Withdrawn; the workload and the policy stay as they were.
             let input = render_input(&cx.key, obj, "", None);
-            let report =
-                apply_exposure(&self.caches, &applier, &child_owner, &input, None).await?;
+            let report = apply_exposure(&self.caches, &applier, &child_owner, &input, None).await?;
             converged = report.converged();
         } else if let Some(image) = config.image.clone().filter(|_| config.valid()) {
             let input = render_input(&cx.key, obj, &image, confinement.grant.as_deref());
@@ -401,8 +403,10 @@ impl ConsoleReconciler {
                     code,
                     message,
                 };
-                self.refused
-                    .insert(cx.key.clone(), (generation, Instant::now(), refusal.clone()));
+                self.refused.insert(
+                    cx.key.clone(),
+                    (generation, Instant::now(), refusal.clone()),
+                );
                 policy_refused = Some(refusal);
             }
             if foreign.is_some() || policy_refused.is_some() {
@@ -450,7 +454,14 @@ impl ConsoleReconciler {
                 })
                 .map_err(ReconcileError::other)?;
         }
-        facts = self.bundle_facts(facts, bundle.as_ref(), bundle_foreign, &names, config.valid(), stored)?;
+        facts = self.bundle_facts(
+            facts,
+            bundle.as_ref(),
+            bundle_foreign,
+            &names,
+            config.valid(),
+            stored,
+        )?;
         let facts = facts.with_children_converged(converged);
         self.finish(obj, facts, cx).await
     }
@@ -697,7 +708,10 @@ impl Reconciler for ConsoleReconciler {
         self.caches.clusters.index().forget(&owner);
         self.caches.secrets.forget(&owner);
         self.caches.referenced_config_maps.forget(&owner);
-        self.caches.namespace_network_policies.index().forget(&owner);
+        self.caches
+            .namespace_network_policies
+            .index()
+            .forget(&owner);
         self.refused.remove(key);
         self.verified.remove(key);
         self.status.forget(key);
