@@ -4,6 +4,7 @@ mod children_applier;
 mod cli_support;
 mod console_ca_bundle;
 mod console_config;
+mod console_converged;
 mod console_exposure;
 mod console_ready;
 mod console_support;
