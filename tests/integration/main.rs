@@ -7,6 +7,7 @@ mod console_config;
 mod console_converged;
 mod console_exposure;
 mod console_ready;
+mod console_sim;
 mod console_support;
 mod crds;
 mod evidence_agent;
