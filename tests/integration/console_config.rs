@@ -2,8 +2,9 @@
 //! each resolves: a Secret or ConfigMap appearing later is seen at once, a ClusterRole by the
 //! (shortened) two-minute recheck, a refused ingress policy by the five-minute one.
 
-use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::supervisor::OperatorSettings;
 use pgtoolbox_sim::SimConfig;
 use serde_json::json;
@@ -150,6 +151,43 @@ async fn console_secret_not_found_resolves_when_the_secret_appears() {
     .await;
     env.secret("extra", json!({"a": "b"})).await;
     env.wait("ops", "ConfigurationValid", "AsExpected").await;
+
+    // A changed Secret the Pods consume rolls the workload (its digest is in the hash).
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NS);
+    let hash = || async {
+        deployments
+            .get_opt("ops-console")
+            .await
+            .expect("get")
+            .and_then(|d| d.spec.template.metadata)
+            .and_then(|m| m.annotations)
+            .and_then(|a| a.get("pgtoolbox.fyannk.dev/workload-hash").cloned())
+    };
+    let mut before = None;
+    for _ in 0..200 {
+        before = hash().await;
+        if before.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(before.is_some(), "the Deployment carries a workload hash");
+    Api::<Secret>::namespaced(env.client.clone(), NS)
+        .patch(
+            "extra",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"a": "c"}})),
+        )
+        .await
+        .expect("secret changed");
+    for _ in 0..200 {
+        let now = hash().await;
+        if now.is_some() && now != before {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the workload hash did not change with the Secret");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

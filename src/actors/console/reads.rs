@@ -15,6 +15,7 @@ use kube::{Client, ResourceExt};
 use crate::children::ReferenceIndex;
 use crate::messages::ObjectKey;
 use crate::reconcile::console::{CA_KEY, CaSource, Cidr, MAX_NODES, NodeCidrs};
+use crate::reconcile::workload::SecretDigest;
 
 #[derive(Default)]
 pub struct PastCache {
@@ -23,6 +24,8 @@ pub struct PastCache {
     nodes: Mutex<Option<(NodeCidrs, Instant)>>,
     /// CA Secret → (resourceVersion read, what it held).
     cas: DashMap<ObjectKey, (Option<String>, CaSource)>,
+    /// A Secret the Pods consume → (resourceVersion read, digest of its contents).
+    digests: DashMap<ObjectKey, (Option<String>, SecretDigest)>,
 }
 
 impl PastCache {
@@ -145,8 +148,34 @@ impl PastCache {
         Ok(source)
     }
 
-    /// Drops the CA reads nobody names any more.
-    pub fn forget_cas(&self, index: &ReferenceIndex) {
+    /// The digest of a Secret the Pods consume, read once per resourceVersion: its contents
+    /// enter the workload hash (a changed Secret rolls the Pods) and are not kept.
+    pub async fn digest(
+        &self,
+        client: &Client,
+        index: &ReferenceIndex,
+        key: &ObjectKey,
+    ) -> Result<SecretDigest, kube::Error> {
+        let version = index.version(key);
+        if let Some(known) = self.digests.get(key)
+            && version.is_some()
+            && known.0 == version
+        {
+            return Ok(known.1.clone());
+        }
+        let api: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
+        let secret = api.get_opt(&key.name).await?;
+        let read_version = secret.as_ref().and_then(|s| s.resource_version());
+        let digest = SecretDigest::of_secret(&key.name, secret.as_ref());
+        self.digests
+            .insert(key.clone(), (read_version, digest.clone()));
+        Ok(digest)
+    }
+
+    /// Drops the reads of Secrets nobody names any more.
+    pub fn forget_unused(&self, index: &ReferenceIndex) {
         self.cas.retain(|key, _| !index.users_of(key).is_empty());
+        self.digests
+            .retain(|key, _| !index.users_of(key).is_empty());
     }
 }

@@ -366,7 +366,7 @@ impl ConsoleReconciler {
                     ca,
                 });
             }
-            self.past.forget_cas(&self.caches.secrets);
+            self.past.forget_unused(&self.caches.secrets);
             Some(mirror_bundle(&names.instance_ca, &cas, BUNDLE_LIMIT_BYTES))
         } else {
             None
@@ -384,7 +384,17 @@ impl ConsoleReconciler {
             let report = apply_exposure(&self.caches, &applier, &child_owner, &input, None).await?;
             converged = report.converged();
         } else if let Some(image) = config.image.clone().filter(|_| config.valid()) {
-            let input = render_input(&cx.key, obj, &image, confinement.grant.as_deref());
+            let mut digests = Vec::new();
+            for r in secrets.iter().filter(|r| r.mounted) {
+                let key = ObjectKey::new(ns, r.name.as_str());
+                digests.push(
+                    self.past
+                        .digest(&cx.client, &self.caches.secrets, &key)
+                        .await?,
+                );
+            }
+            let mut input = render_input(&cx.key, obj, &image, confinement.grant.as_deref());
+            input.secrets = &digests;
             let plan = ChildPlan {
                 input,
                 obj,
@@ -643,6 +653,7 @@ fn render_input<'a>(
         spec: &obj.spec,
         image,
         grant,
+        secrets: &[],
     }
 }
 

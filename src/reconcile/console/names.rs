@@ -61,6 +61,8 @@ pub fn role_grants(console: &str, spec: &PgToolBoxConsoleSpec) -> Vec<RoleGrant>
 pub struct NamedRef {
     pub name: String,
     pub field: String,
+    /// The console Pod consumes it (its contents enter the workload hash).
+    pub mounted: bool,
 }
 
 /// The Secrets the console needs, in spec order: the OIDC client Secret, `extraSecrets`, the
@@ -71,12 +73,14 @@ pub fn secret_refs(spec: &PgToolBoxConsoleSpec) -> Vec<NamedRef> {
         refs.push(NamedRef {
             name: oidc.client_secret_ref.name.clone(),
             field: "spec.authentication.oidc.clientSecretRef".into(),
+            mounted: true,
         });
     }
     for (i, extra) in spec.extra_secrets.iter().enumerate() {
         refs.push(NamedRef {
             name: extra.name.clone(),
             field: format!("spec.extraSecrets[{i}]"),
+            mounted: true,
         });
     }
     if spec.exposure.type_ != crate::api::ExposureType::ClusterIp
@@ -89,6 +93,7 @@ pub fn secret_refs(spec: &PgToolBoxConsoleSpec) -> Vec<NamedRef> {
         refs.push(NamedRef {
             name: secret.clone(),
             field: "spec.exposure.tls.secretName".into(),
+            mounted: false,
         });
     }
     refs
@@ -101,12 +106,14 @@ pub fn config_map_refs(spec: &PgToolBoxConsoleSpec) -> Vec<NamedRef> {
         refs.push(NamedRef {
             name: bundle.name.clone(),
             field: "spec.instanceCABundleRef".into(),
+            mounted: true,
         });
     }
     for (i, extra) in spec.extra_config_maps.iter().enumerate() {
         refs.push(NamedRef {
             name: extra.name.clone(),
             field: format!("spec.extraConfigMaps[{i}]"),
+            mounted: true,
         });
     }
     refs

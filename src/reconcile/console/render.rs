@@ -26,7 +26,7 @@ use crate::api::PgToolBoxConsoleSpec;
 use crate::reconcile::children::{Component, child_labels, pod_template_labels};
 use crate::reconcile::evidenceagent::pull_policy;
 use crate::reconcile::exposure::BackendPort;
-use crate::reconcile::workload::stamp_workload_hash;
+use crate::reconcile::workload::{SecretDigest, stamp_workload_hash};
 
 const COMPONENT: Component = Component::Console;
 /// The console's HTTP port (Service, exposure, NetworkPolicy).
@@ -57,6 +57,8 @@ pub struct RenderInput<'a> {
     pub image: &'a str,
     /// The trust grant: the peers digest the Pods may trust, `None` for no trust.
     pub grant: Option<&'a str>,
+    /// Digests of the Secrets the Pods consume: a changed one rolls the workload.
+    pub secrets: &'a [SecretDigest],
 }
 
 fn meta(name: &str, console: &str) -> ObjectMeta {
@@ -310,7 +312,7 @@ pub fn deployment(input: &RenderInput<'_>, resources: Option<&ResourceRequiremen
             ..PodSpec::default()
         }),
     };
-    stamp_workload_hash(&mut template, &[]);
+    stamp_workload_hash(&mut template, input.secrets);
     Deployment {
         metadata: meta(&names.workload, input.console),
         spec: DeploymentSpec {

@@ -113,6 +113,7 @@ fn named(name: &str, field: &str) -> NamedRef {
     NamedRef {
         name: name.into(),
         field: field.into(),
+        mounted: true,
     }
 }
 
@@ -1112,6 +1113,7 @@ fn rendered_children_are_stable_and_carry_the_grant_only_when_granted() {
         spec: &s,
         image: "ghcr.io/pgtoolbox/console:1.0.0",
         grant,
+        secrets: &[],
     };
     let plain = deployment(&input(None), None);
     assert_eq!(
@@ -1207,4 +1209,38 @@ fn which_exposures_render_a_policy() {
     for (s, renders) in cases {
         assert_eq!(policy_peers(&spec(s.clone())).is_some(), renders, "{s}");
     }
+}
+
+#[test]
+fn a_changed_secret_changes_the_workload_hash() {
+    use crate::reconcile::workload::{SecretDigest, WORKLOAD_HASH_ANNOTATION};
+    let s = spec(json!({}));
+    let secret = |v: &str| -> k8s_openapi::api::core::v1::Secret {
+        serde_json::from_value(json!({"metadata": {"name": "oidc"}, "data": {"k": v}}))
+            .expect("secret")
+    };
+    let hash = |digests: &[SecretDigest]| {
+        let d = deployment(
+            &RenderInput {
+                console: "ops",
+                namespace: "team-a",
+                spec: &s,
+                image: "ghcr.io/pgtoolbox/console:1.0.0",
+                grant: None,
+                secrets: digests,
+            },
+            None,
+        );
+        d.spec
+            .template
+            .metadata
+            .and_then(|m| m.annotations)
+            .and_then(|a| a.get(WORKLOAD_HASH_ANNOTATION).cloned())
+    };
+    let one = [SecretDigest::of_secret("oidc", Some(&secret("YQ==")))];
+    let two = [SecretDigest::of_secret("oidc", Some(&secret("Yg==")))];
+    assert!(hash(&one).is_some());
+    assert_eq!(hash(&one), hash(&one));
+    assert_ne!(hash(&one), hash(&two));
+    assert_ne!(hash(&one), hash(&[]));
 }
