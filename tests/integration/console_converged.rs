@@ -30,6 +30,7 @@ async fn converges_without_requests(name: &str, spec: serde_json::Value) {
         sim,
         client: client.clone(),
         operator: None,
+        shared: None,
     };
     env.install_roles().await;
     env.console(name, spec).await;

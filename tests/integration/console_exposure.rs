@@ -85,6 +85,20 @@ async fn console_exposure_ready_and_confined_over_route_ingress_and_http_route()
         "the pod template carries the grant"
     );
 
+    // The router refuses the Route: NotAdmitted, no URL; admitted again once it accepts.
+    env.sim
+        .admin()
+        .add_workload_fault(
+            NS,
+            "app.kubernetes.io/instance=ops",
+            pgtoolbox_sim::cluster::WorkloadFault::NotAdmitted,
+        )
+        .expect("fault");
+    let obj = env.wait("ops", "ExposureReady", "NotAdmitted").await;
+    assert_eq!(obj.status.and_then(|s| s.url), None);
+    env.sim.admin().clear_workload_faults(None);
+    env.wait("ops", "ExposureReady", "AsExpected").await;
+
     // Another policy admitting everyone to every port bypasses ours.
     let policies: Api<NetworkPolicy> = Api::namespaced(env.client.clone(), NS);
     let open: NetworkPolicy = serde_json::from_value(json!({

@@ -9,9 +9,12 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::actors::Shared;
+use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
 use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
 use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::k8s::apply_manifests;
+use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
@@ -24,6 +27,8 @@ pub struct Env {
     pub sim: Sim,
     pub client: kube::Client,
     pub operator: Option<Operator>,
+    /// With `start_probed`: the shared actors (the optional APIs probed as `run` does).
+    pub shared: Option<SharedActors>,
 }
 
 impl Drop for Env {
@@ -64,6 +69,7 @@ pub async fn start(config: SimConfig, settings: OperatorSettings, roles: bool) -
         sim,
         client: client.clone(),
         operator: None,
+        shared: None,
     };
     if roles {
         env.install_roles().await;
@@ -77,6 +83,44 @@ pub async fn start(config: SimConfig, settings: OperatorSettings, roles: bool) -
         .await
         .expect("operator starts"),
     );
+    env
+}
+
+/// As `start`, with the shared actors started as `run` starts them: the optional APIs
+/// (Routes, Gateways) probed, so an unserved one is reported rather than written to.
+pub async fn start_probed(config: SimConfig, settings: OperatorSettings) -> Env {
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..config
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let mut env = Env {
+        sim,
+        client: client.clone(),
+        operator: None,
+        shared: None,
+    };
+    env.install_roles().await;
+    let shared = start_shared_actors(
+        &client,
+        &["PgToolBoxConsole".to_owned()],
+        settings,
+        OperatorMetrics::new(),
+        Readiness::new(),
+    )
+    .await
+    .expect("shared actors start");
+    env.operator = Some(
+        register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
+            .start()
+            .await
+            .expect("operator starts"),
+    );
+    env.shared = Some(shared);
     env
 }
 

@@ -9,6 +9,7 @@ mod console_exposure;
 mod console_ready;
 mod console_sim;
 mod console_support;
+mod console_workload;
 mod crds;
 mod evidence_agent;
 mod kubectl_support;
