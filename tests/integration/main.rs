@@ -6,6 +6,7 @@ mod console_ca_bundle;
 mod console_config;
 mod console_converged;
 mod console_exposure;
+mod console_namespaces;
 mod console_ready;
 mod console_sim;
 mod console_support;
