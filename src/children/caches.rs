@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 
 use super::contents::Contents;
 use super::external::{HttpRoute, Route};
-use super::references::{ReferenceIndex, cnpg_clusters};
+use super::references::{ReferenceIndex, cnpg_clusters, secrets_resource};
 use super::store::{ChildStore, Wakeups, our_owner, owner_label};
 use super::synced::{NotSynced, Synced};
 use crate::k8s::WatchScope;
@@ -57,10 +57,13 @@ pub struct OperatorCaches {
     pub poolers: Arc<Contents>,
     pub object_stores: Arc<Contents>,
     pub pgadmin_accesses: Arc<Contents>,
+    /// The secret router's index when one runs (it owns the watch), else one of our own.
     pub secrets: Arc<ReferenceIndex>,
     pub referenced_config_maps: Arc<ReferenceIndex>,
     /// Every NetworkPolicy of a namespace a console reads (the others add up with its own).
     pub namespace_network_policies: Arc<Contents>,
+    /// Whether `secrets` is watched by these caches (false: the secret router feeds it).
+    watch_secrets: bool,
 }
 
 impl Default for OperatorCaches {
@@ -145,7 +148,8 @@ impl OperatorCaches {
                 ReferenceIndex::new("PgAdminAccesses", accesses.clone()),
                 accesses,
             ),
-            secrets: ReferenceIndex::new("Secrets", core("Secret", "secrets")),
+            secrets: ReferenceIndex::new("Secrets", secrets_resource()),
+            watch_secrets: true,
             referenced_config_maps: ReferenceIndex::new(
                 "ConfigMaps",
                 core("ConfigMap", "configmaps"),
@@ -157,9 +161,23 @@ impl OperatorCaches {
         }
     }
 
+    /// The caches of an operator whose secret router runs (`routed`: its index, from
+    /// `shared.secrets.routed_index()`): Secrets are then read from the router's index, so the
+    /// operator keeps one Secret watch.
+    pub fn sharing_secrets(self, routed: Option<&Arc<ReferenceIndex>>) -> Self {
+        match routed {
+            Some(index) => Self {
+                secrets: index.clone(),
+                watch_secrets: false,
+                ..self
+            },
+            None => self,
+        }
+    }
+
     /// Every watch, each started once for the whole operator.
     pub fn watches(&self) -> Vec<CacheStart> {
-        vec![
+        let mut starts = vec![
             start(&self.service_accounts, managed()),
             start(&self.services, managed()),
             start(&self.deployments, managed()),
@@ -180,10 +198,13 @@ impl OperatorCaches {
             start_index(self.poolers.index()),
             start_index(self.object_stores.index()),
             start_index(self.pgadmin_accesses.index()),
-            start_index(&self.secrets),
             start_index(&self.referenced_config_maps),
             start_index(self.namespace_network_policies.index()),
-        ]
+        ];
+        if self.watch_secrets {
+            starts.push(start_index(&self.secrets));
+        }
+        starts
     }
 }
 

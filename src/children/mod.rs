@@ -18,7 +18,9 @@ pub use applier::{
 pub use caches::{CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
 pub use contents::Contents;
 pub use external::{HttpRoute, Route};
-pub use references::{Labels, ReferenceIndex, Track, cnpg_clusters};
+pub use references::{
+    Labels, Meta, Observations, Observed, ReferenceIndex, Track, cnpg_clusters, secrets_resource,
+};
 pub use relist::Relist;
 pub use store::{ChildStore, OwnerOf, Wakeups, controller_owner, our_owner, owner_label};
 pub use synced::{NotSynced, Synced};

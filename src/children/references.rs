@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use dashmap::DashMap;
 use futures::StreamExt;
-use kube::api::{ApiResource, DynamicObject};
-use kube::core::PartialObjectMeta;
+use kube::api::ApiResource;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
@@ -35,8 +34,11 @@ pub enum Track {
     Version,
 }
 
-type Meta = PartialObjectMeta<DynamicObject>;
+pub use crate::messages::shared::{Meta, Observed};
 pub type Labels = BTreeMap<String, String>;
+
+/// A stream of judged events of one watch.
+pub type Observations = futures::stream::BoxStream<'static, Observed>;
 
 /// What is kept of an existing object: its version, and its labels when the index keeps them.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,6 +60,8 @@ pub struct ReferenceIndex {
     /// Users of every object of a namespace (label selectors), and what each registered.
     namespace_users: DashMap<String, HashMap<KindKey, Track>>,
     namespace_uses: DashMap<KindKey, (Track, Vec<String>)>,
+    /// Watch scopes whose first list is done: before that, changes wake nobody.
+    listed: DashMap<Option<String>, ()>,
     synced: Synced,
 }
 
@@ -74,6 +78,7 @@ impl ReferenceIndex {
             uses: DashMap::new(),
             namespace_users: DashMap::new(),
             namespace_uses: DashMap::new(),
+            listed: DashMap::new(),
             synced: Synced::new(what),
         })
     }
@@ -239,8 +244,30 @@ impl ReferenceIndex {
         users
     }
 
+    /// How many users registered names, how many objects are named, how many watch scopes
+    /// finished their first list (router statistics).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.uses.len(), self.users.len(), self.listed.len())
+    }
+
     /// One metadata-only watch per watched namespace (or one for all); yields the users to wake.
     pub fn watch(self: &Arc<Self>, client: &Client, scope: &WatchScope) -> Vec<Wakeups> {
+        self.watch_observed(client, scope)
+            .into_iter()
+            .map(|events| {
+                events
+                    .flat_map(|seen| futures::stream::iter(seen.changed.unwrap_or_default()))
+                    .boxed()
+            })
+            .collect()
+    }
+
+    /// The watches of [`Self::watch`], yielding every judged event.
+    pub fn watch_observed(
+        self: &Arc<Self>,
+        client: &Client,
+        scope: &WatchScope,
+    ) -> Vec<Observations> {
         let namespaces = scope.namespaces();
         self.all_namespaces
             .store(matches!(scope, WatchScope::All), Ordering::Relaxed);
@@ -257,37 +284,36 @@ impl ReferenceIndex {
             .collect()
     }
 
-    fn stream(self: Arc<Self>, api: Api<Meta>, namespace: Option<String>) -> Wakeups {
+    fn stream(self: Arc<Self>, api: Api<Meta>, namespace: Option<String>) -> Observations {
         let mut relist = Relist::default();
-        let mut first = true;
+        let mut reported = false;
         watcher(api, watcher::Config::default())
             .default_backoff()
             .flat_map(move |result| {
-                let users = match result {
+                let seen = match result {
                     Ok(event) => {
                         let done = matches!(event, watcher::Event::InitDone);
-                        let users = self.apply(event, namespace.as_deref(), &mut relist);
+                        let seen = self.observe(event, namespace.as_deref(), &mut relist);
                         if done {
                             self.unreadable.remove(&namespace);
-                            if std::mem::take(&mut first) {
+                            if !std::mem::replace(&mut reported, true) {
                                 self.synced.one_done();
                             }
                         }
-                        users
+                        seen
                     }
                     Err(err) => {
                         // Refused or not served here: passes report the reference as
                         // unverifiable in this scope instead of waiting; the watch retries.
-                        if first {
+                        if !std::mem::replace(&mut reported, true) {
                             tracing::warn!(kind = %self.resource.kind, namespace = ?namespace, error = %err, "cannot be watched");
                             self.refused(namespace.clone());
-                            first = false;
                             self.synced.one_done();
                         }
                         Vec::new()
                     }
                 };
-                futures::stream::iter(users)
+                futures::stream::iter(seen)
             })
             .boxed()
     }
@@ -305,23 +331,44 @@ impl ReferenceIndex {
         namespace: Option<&str>,
         relist: &mut Relist<ObjectKey>,
     ) -> Vec<KindKey> {
+        let mut users: Vec<KindKey> = self
+            .observe(event, namespace, relist)
+            .into_iter()
+            .flat_map(|seen| seen.changed.unwrap_or_default())
+            .collect();
+        users.sort();
+        users.dedup();
+        users
+    }
+
+    /// Applies one event and judges each object it concerns.
+    pub fn observe(
+        &self,
+        event: watcher::Event<Meta>,
+        namespace: Option<&str>,
+        relist: &mut Relist<ObjectKey>,
+    ) -> Vec<Observed> {
         let key_of = |meta: &Meta| Some(ObjectKey::new(meta.namespace()?, meta.name_any()));
+        // Until this scope's first list is done no pass has read the index: record only.
+        let quiet = !self.listed.contains_key(&namespace.map(str::to_owned));
+        let seen = |key: ObjectKey, changed: Option<Vec<KindKey>>, meta: Option<Meta>| Observed {
+            key,
+            changed: changed.filter(|_| !quiet),
+            meta,
+        };
         match event {
             watcher::Event::Init => {
                 relist.start();
                 Vec::new()
             }
-            watcher::Event::InitApply(meta) => match key_of(&meta) {
-                Some(key) => {
-                    relist.listed(key.clone());
-                    self.upsert(key, &meta)
-                }
-                None => Vec::new(),
-            },
-            watcher::Event::Apply(meta) => match key_of(&meta) {
-                Some(key) => self.upsert(key, &meta),
-                None => Vec::new(),
-            },
+            watcher::Event::InitApply(meta) | watcher::Event::Apply(meta) => {
+                let Some(key) = key_of(&meta) else {
+                    return Vec::new();
+                };
+                relist.listed(key.clone());
+                let changed = self.upsert(key.clone(), &meta);
+                vec![seen(key, changed, Some(meta))]
+            }
             watcher::Event::InitDone => {
                 let known: Vec<ObjectKey> = self
                     .present
@@ -329,44 +376,56 @@ impl ReferenceIndex {
                     .filter(|e| namespace.is_none_or(|ns| e.key().namespace == ns))
                     .map(|e| e.key().clone())
                     .collect();
-                relist
+                let gone = relist
                     .finish(&known)
                     .into_iter()
-                    .flat_map(|key| self.remove(&key))
-                    .collect()
+                    .map(|key| {
+                        let changed = self.remove(&key);
+                        seen(key, changed, None)
+                    })
+                    .collect();
+                self.listed.insert(namespace.map(str::to_owned), ());
+                gone
             }
-            watcher::Event::Delete(meta) => match key_of(&meta) {
-                Some(key) => self.remove(&key),
-                None => Vec::new(),
-            },
+            watcher::Event::Delete(meta) => {
+                let Some(key) = key_of(&meta) else {
+                    return Vec::new();
+                };
+                let changed = self.remove(&key);
+                vec![seen(key, changed, Some(meta))]
+            }
         }
     }
 
-    fn upsert(&self, key: ObjectKey, meta: &Meta) -> Vec<KindKey> {
+    /// The users to wake for a new state of `key`; `None` when it is the state already seen.
+    fn upsert(&self, key: ObjectKey, meta: &Meta) -> Option<Vec<KindKey>> {
         let now = Present {
             version: meta.resource_version(),
             labels: self.keep_labels.then(|| meta.labels().clone()),
         };
         let previous = self.present.insert(key.clone(), now.clone());
         match previous {
-            None => self.users_of(&key),
+            None => Some(self.users_of(&key)),
+            // A relist repeats what was seen: nobody wakes for it.
+            Some(old) if old.version.is_some() && old.version == now.version => None,
             Some(old) => {
-                // A relist repeats what was seen: nobody wakes for it.
-                if old.version.is_some() && old.version == now.version {
-                    return Vec::new();
-                }
                 let relabelled = old.labels != now.labels;
-                self.woken(&key, |track| track == Track::Version || relabelled)
+                Some(self.woken(&key, |track| track == Track::Version || relabelled))
             }
         }
     }
 
-    fn remove(&self, key: &ObjectKey) -> Vec<KindKey> {
-        match self.present.remove(key) {
-            Some(_) => self.users_of(key),
-            None => Vec::new(),
-        }
+    fn remove(&self, key: &ObjectKey) -> Option<Vec<KindKey>> {
+        self.present.remove(key).map(|_| self.users_of(key))
     }
+}
+
+/// The Secret kind, read metadata-only.
+pub fn secrets_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("", "v1", "Secret"),
+        "secrets",
+    )
 }
 
 /// The CloudNativePG Cluster kind.
@@ -381,6 +440,7 @@ pub fn cnpg_clusters() -> ApiResource {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::api::DynamicObject;
     use kube::core::PartialObjectMetaExt;
 
     fn meta(ns: &str, name: &str, rv: &str) -> Meta {
@@ -397,8 +457,22 @@ mod tests {
         KindKey::new("PgAccessRequest", "ns", name)
     }
 
+    /// An index whose watches of `scopes` finished their first (empty) list, as a real watch
+    /// does before any change: only then do changes wake anyone.
+    fn listed(index: Arc<ReferenceIndex>, scopes: &[Option<&str>]) -> Arc<ReferenceIndex> {
+        for scope in scopes {
+            let mut relist = Relist::default();
+            index.apply(watcher::Event::Init, *scope, &mut relist);
+            index.apply(watcher::Event::InitDone, *scope, &mut relist);
+        }
+        index
+    }
+
     fn index() -> Arc<ReferenceIndex> {
-        ReferenceIndex::new("Clusters", cnpg_clusters())
+        listed(
+            ReferenceIndex::new("Clusters", cnpg_clusters()),
+            &[None, Some("ns")],
+        )
     }
 
     #[test]
@@ -582,7 +656,10 @@ mod tests {
 
     #[test]
     fn a_namespace_user_sees_objects_appear_and_their_labels_change() {
-        let index = ReferenceIndex::with_labels("Clusters", cnpg_clusters());
+        let index = listed(
+            ReferenceIndex::with_labels("Clusters", cnpg_clusters()),
+            &[None],
+        );
         let mut relist = Relist::default();
         let selector = KindKey::new("PgAdmin", "team-a", "admin");
         index.register_namespaces(&selector, vec!["team-a".into()], Track::Existence);
@@ -631,6 +708,30 @@ mod tests {
                     &mut relist
                 )
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_first_list_records_and_wakes_nobody() {
+        let index = ReferenceIndex::new("Secrets", cnpg_clusters());
+        let mut relist = Relist::default();
+        index.register(&user("a"), vec![ObjectKey::new("ns", "s")], Track::Version);
+        index.apply(watcher::Event::Init, None, &mut relist);
+        let first = index.observe(
+            watcher::Event::InitApply(meta("ns", "s", "1")),
+            None,
+            &mut relist,
+        );
+        assert!(first[0].changed.is_none(), "no pass read the index yet");
+        index.apply(watcher::Event::InitDone, None, &mut relist);
+        assert_eq!(index.exists(&ObjectKey::new("ns", "s")), Some(true));
+        assert_eq!(
+            index.apply(
+                watcher::Event::Apply(meta("ns", "s", "2")),
+                None,
+                &mut relist
+            ),
+            vec![user("a")]
         );
     }
 }

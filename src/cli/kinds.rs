@@ -14,7 +14,7 @@ pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
         ..KindOptions::default()
     };
     let events = EventSink::new(builder.client().clone());
-    let caches = OperatorCaches::new();
+    let caches = OperatorCaches::new().sharing_secrets(builder.shared().secrets.routed_index());
     let builder = caches
         .watches()
         .into_iter()

@@ -413,7 +413,7 @@ pub async fn start(unserve: &[&str]) -> Env {
     )
     .await
     .expect("shared actors start");
-    let caches = OperatorCaches::new();
+    let caches = OperatorCaches::new().sharing_secrets(shared.shared.secrets.routed_index());
     let consoles = Arc::new(Consoles {
         caches: caches.clone(),
         status: StatusWriter::new(EventSink::new(client.clone())),
