@@ -105,8 +105,19 @@ pub async fn start_probed(config: SimConfig, settings: OperatorSettings) -> Env 
         shared: None,
     };
     env.install_roles().await;
+    let (operator, shared) = run_operator(&client, settings).await;
+    env.operator = Some(operator);
+    env.shared = Some(shared);
+    env
+}
+
+/// The shared actors (the optional APIs probed) and the operator, as `run` starts them.
+pub async fn run_operator(
+    client: &kube::Client,
+    settings: OperatorSettings,
+) -> (Operator, SharedActors) {
     let shared = start_shared_actors(
-        &client,
+        client,
         &["PgToolBoxConsole".to_owned()],
         settings,
         OperatorMetrics::new(),
@@ -114,14 +125,23 @@ pub async fn start_probed(config: SimConfig, settings: OperatorSettings) -> Env 
     )
     .await
     .expect("shared actors start");
-    env.operator = Some(
-        register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
-            .start()
-            .await
-            .expect("operator starts"),
-    );
-    env.shared = Some(shared);
-    env
+    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
+        .start()
+        .await
+        .expect("operator starts");
+    (operator, shared)
+}
+
+impl Env {
+    /// Stops the operator and its shared actors (a restart follows with `run_operator`).
+    pub async fn stop_operator(&mut self) {
+        if let Some(operator) = self.operator.take() {
+            operator.shutdown(Duration::from_secs(5)).await;
+        }
+        if let Some(shared) = self.shared.take() {
+            shared.stop().await;
+        }
+    }
 }
 
 impl Env {

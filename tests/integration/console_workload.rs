@@ -241,3 +241,71 @@ async fn console_route_api_unavailable_then_an_ingress_admitted_once_the_control
     env.sim.admin().clear_workload_faults(None);
     env.wait("ops", "ExposureReady", "AsExpected").await;
 }
+
+/// A Route published before its kind was refused in the namespace: read past the cache, said
+/// in ExposureReady's message, counted as published (ExposureConfined Unknown while it cannot
+/// be read); deleted, pinned to its UID, once it is not wanted and can be read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_route_published_before_its_kind_was_refused() {
+    use super::console_support::run_operator;
+    let mut env = start_probed(with_controllers(), settings()).await;
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local"}}),
+    )
+    .await;
+    env.wait("ops", "ExposureConfined", "AsExpected").await;
+    env.stop_operator().await;
+
+    // Routes refused in team-a, reads included: the operator cannot tell whether it remains.
+    let admin = env.sim.admin();
+    admin
+        .deny("*:route.openshift.io/routes:team-a")
+        .expect("deny");
+    let watched = OperatorSettings {
+        watch_namespaces: vec![NS.into()],
+        ..settings()
+    };
+    let (operator, shared) = run_operator(&env.client, watched).await;
+    env.operator = Some(operator);
+    env.shared = Some(shared);
+    let obj = env
+        .wait("ops", "ExposureReady", "RouteAPIUnavailable")
+        .await;
+    let text = message(&obj, "ExposureReady");
+    assert!(text.contains("may remain; delete it by hand"), "{text}");
+    let obj = env.wait("ops", "ExposureConfined", "ExposureOpen").await;
+    assert_eq!(state(&obj, "ExposureConfined").0, "Unknown");
+
+    // Reads and deletes allowed again (the kind stays off until a restart): not wanted any
+    // more, it is deleted.
+    admin.clear_deny();
+    admin
+        .deny("list:route.openshift.io/routes:team-a")
+        .expect("deny");
+    admin
+        .deny("watch:route.openshift.io/routes:team-a")
+        .expect("deny");
+    env.merge(
+        "ops",
+        json!({"spec": {"exposure": {"type": "clusterIP", "hostname": null}}}),
+    )
+    .await;
+    env.wait("ops", "ExposureReady", "NotRequested").await;
+    admin.clear_deny();
+    let routes: Api<DynamicObject> = Api::namespaced_with(
+        env.client.clone(),
+        NS,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("route.openshift.io", "v1", "Route"),
+            "routes",
+        ),
+    );
+    for _ in 0..400 {
+        if routes.get_opt("ops-console").await.expect("get").is_none() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the Route published before the refusal was never deleted");
+}

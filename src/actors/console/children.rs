@@ -60,6 +60,14 @@ pub fn refusal(report: &ApplyReport) -> Option<(String, u16, String)> {
     })
 }
 
+/// Which exposure stores this namespace can read: a kind refused here has no store to apply
+/// through (its objects are read past the cache instead).
+#[derive(Clone, Copy, Debug)]
+pub struct Readable {
+    pub routes: bool,
+    pub http_routes: bool,
+}
+
 pub struct ChildPlan<'a> {
     pub input: RenderInput<'a>,
     pub obj: &'a PgToolBoxConsole,
@@ -68,6 +76,7 @@ pub struct ChildPlan<'a> {
     pub policy: PolicyAction,
     pub peers: Option<&'a [k8s_openapi::api::networking::v1::NetworkPolicyPeer]>,
     pub exposure: Option<ExposureKind>,
+    pub readable: Readable,
 }
 
 /// Pods first, policy second: the Deployment (with or without the trust grant) is applied
@@ -143,7 +152,8 @@ pub async fn apply_all(
             .await
             .map_err(e)?;
     }
-    applied.exposure = apply_exposure(caches, applier, owner, input, plan.exposure).await?;
+    applied.exposure =
+        apply_exposure(caches, applier, owner, input, plan.exposure, plan.readable).await?;
     Ok(applied)
 }
 
@@ -154,6 +164,7 @@ pub async fn apply_exposure(
     owner: &ChildOwner,
     input: &RenderInput<'_>,
     kind: Option<ExposureKind>,
+    readable: Readable,
 ) -> Result<ApplyReport, ReconcileError> {
     let e = ReconcileError::other;
     let names = ChildNames::of(input.console);
@@ -183,32 +194,36 @@ pub async fn apply_exposure(
             .map_err(e)?,
     );
     let mut routes = Vec::new();
-    if kind == Some(ExposureKind::Route) {
+    if readable.routes && kind == Some(ExposureKind::Route) {
         let value = desired_route(name, ns, &labels, &view, name, CONSOLE_PORT);
         routes.push(desired(
             Route::from_value(value).map_err(ReconcileError::other)?,
         ));
     }
-    merge(
-        &mut report,
-        applier
-            .apply(&caches.routes, owner, routes)
-            .await
-            .map_err(e)?,
-    );
+    if readable.routes {
+        merge(
+            &mut report,
+            applier
+                .apply(&caches.routes, owner, routes)
+                .await
+                .map_err(e)?,
+        );
+    }
     let mut http_routes = Vec::new();
-    if kind == Some(ExposureKind::HttpRoute) {
+    if readable.http_routes && kind == Some(ExposureKind::HttpRoute) {
         let value = desired_http_route(name, ns, &labels, &view, name, CONSOLE_PORT);
         http_routes.push(desired(
             HttpRoute::from_value(value).map_err(ReconcileError::other)?,
         ));
     }
-    merge(
-        &mut report,
-        applier
-            .apply(&caches.http_routes, owner, http_routes)
-            .await
-            .map_err(e)?,
-    );
+    if readable.http_routes {
+        merge(
+            &mut report,
+            applier
+                .apply(&caches.http_routes, owner, http_routes)
+                .await
+                .map_err(e)?,
+        );
+    }
     Ok(report)
 }

@@ -14,7 +14,8 @@ use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 use serde_json::Value;
 
-use super::children::{Applied, ChildPlan, apply_all, apply_exposure, refusal};
+use super::children::{Applied, ChildPlan, Readable, apply_all, apply_exposure, refusal};
+use super::past_exposure::{delete_past_cache, read_past_cache};
 use super::reads::PastCache;
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions};
@@ -31,10 +32,11 @@ use crate::reconcile::console::{
     decide_confinement, mirror_bundle, peers_digest, policy_peers, role_grants, secret_refs,
 };
 use crate::reconcile::exposure::{
-    ExposureInputs, ExposureView, HostAllowList, ObservedExposure, decide_exposure,
+    ExposureInputs, ExposureView, HostAllowList, ObservedExposure, PastCacheCheck, decide_exposure,
+    past_cache_reads,
 };
 use crate::reconcile::images::ImageAllowList;
-use crate::reconcile::optional_api::OptionalApi;
+use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::workload::workload_verdict;
 use crate::status::{Extras, StatusWriter, Written};
 
@@ -77,8 +79,22 @@ impl ConsoleReconciler {
         }
     }
 
-    async fn wait_synced(&self) -> Result<(), ReconcileError> {
+    async fn wait_synced(&self, readable: Readable) -> Result<(), ReconcileError> {
         let c = &self.caches;
+        if readable.routes {
+            c.routes
+                .synced()
+                .wait(CACHE_WAIT)
+                .await
+                .map_err(ReconcileError::other)?;
+        }
+        if readable.http_routes {
+            c.http_routes
+                .synced()
+                .wait(CACHE_WAIT)
+                .await
+                .map_err(ReconcileError::other)?;
+        }
         wait_synced(
             CACHE_WAIT,
             &[
@@ -91,8 +107,6 @@ impl ConsoleReconciler {
                 c.pods.synced(),
                 c.network_policies.synced(),
                 c.ingresses.synced(),
-                c.routes.synced(),
-                c.http_routes.synced(),
                 c.clusters.index().synced(),
                 c.secrets.synced(),
                 c.referenced_config_maps.synced(),
@@ -108,10 +122,17 @@ impl ConsoleReconciler {
         obj: &PgToolBoxConsole,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        self.wait_synced().await?;
         let settings = &cx.shared.settings;
         let spec = &obj.spec;
         let ns = cx.key.namespace.as_str();
+        let optional = &cx.shared.optional_apis;
+        let routes_api = optional.availability(OptionalApi::Routes, ns);
+        let http_routes_api = optional.availability(OptionalApi::HttpRoutes, ns);
+        let readable = Readable {
+            routes: !matches!(routes_api, Availability::Refused { .. }),
+            http_routes: !matches!(http_routes_api, Availability::Refused { .. }),
+        };
+        self.wait_synced(readable).await?;
         let owner = owner_key(&cx.key);
         let names = ChildNames::of(&cx.key.name);
         let generation = obj.metadata.generation.unwrap_or_default();
@@ -134,7 +155,8 @@ impl ConsoleReconciler {
             if host_refusal.is_some() {
                 let input = render_input(&cx.key, obj, "", None);
                 let report =
-                    apply_exposure(&self.caches, &applier, &child_owner, &input, None).await?;
+                    apply_exposure(&self.caches, &applier, &child_owner, &input, None, readable)
+                        .await?;
                 converged = report.converged();
             }
             let facts = facts
@@ -241,9 +263,6 @@ impl ConsoleReconciler {
         // ExposureReady from the caches and the prober's answers.
         let no_status = PgToolBoxConsoleStatus::default();
         let stored = obj.status.as_ref().unwrap_or(&no_status);
-        let optional = &cx.shared.optional_apis;
-        let routes_api = optional.availability(OptionalApi::Routes, ns);
-        let http_routes_api = optional.availability(OptionalApi::HttpRoutes, ns);
         let route = self
             .caches
             .routes
@@ -262,25 +281,46 @@ impl ConsoleReconciler {
             .children_of(&owner)
             .first()
             .map(|i| i.as_ref().clone());
-        let decision = decide_exposure(&ExposureInputs {
-            exposure: ExposureView::from(&spec.exposure),
-            child_name: &names.workload,
-            service_name: &names.workload,
-            hostname: match &host_refusal {
-                Some(r) => Err(r),
-                None => Ok(()),
-            },
-            routes: &routes_api,
-            http_routes: &http_routes_api,
-            observed: ObservedExposure {
-                route: route.as_ref(),
-                ingress: ingress.as_ref(),
-                http_route: http_route.as_ref(),
-            },
-            namespace: ns,
-            recorded: &stored.published_exposure_kinds,
-            past_cache: &[],
-        });
+        let uid = obj.metadata.uid.clone().unwrap_or_default();
+        let refused_kinds = past_cache_reads(&routes_api, &http_routes_api);
+        let mut past = if refused_kinds.is_empty() {
+            Vec::new()
+        } else {
+            read_past_cache(&cx.client, ns, &names.workload, &uid, &refused_kinds).await?
+        };
+        let decide_with = |past: &[PastCacheCheck]| {
+            decide_exposure(&ExposureInputs {
+                exposure: ExposureView::from(&spec.exposure),
+                child_name: &names.workload,
+                service_name: &names.workload,
+                hostname: match &host_refusal {
+                    Some(r) => Err(r),
+                    None => Ok(()),
+                },
+                routes: &routes_api,
+                http_routes: &http_routes_api,
+                observed: ObservedExposure {
+                    route: route.as_ref(),
+                    ingress: ingress.as_ref(),
+                    http_route: http_route.as_ref(),
+                },
+                namespace: ns,
+                recorded: &stored.published_exposure_kinds,
+                past_cache: past,
+            })
+        };
+        let mut decision = decide_with(&past);
+        if !decision.delete_past_cache.is_empty() {
+            let refused =
+                delete_past_cache(&cx.client, ns, &names.workload, &decision.delete_past_cache)
+                    .await?;
+            if !refused.is_empty() {
+                for check in &mut past {
+                    check.delete_refused = refused.contains(&check.kind);
+                }
+                decision = decide_with(&past);
+            }
+        }
 
         // The trust analysis decides the grant on the pod template and what the policy does.
         let rendered = decision
@@ -322,9 +362,22 @@ impl ConsoleReconciler {
         });
         let pod_labels = pod_template_labels(&cx.key.name, Component::Console);
         let verified = self.verified.get(&cx.key).map(|v| v.clone());
+        // A kind it may not even read counts as "may be published": Unknown, not False.
+        let unread: Vec<_> = decision
+            .unseen
+            .iter()
+            .filter(|(_, found)| !found)
+            .map(|(kind, _)| *kind)
+            .collect();
+        let published: Vec<_> = decision
+            .published
+            .iter()
+            .copied()
+            .filter(|k| !unread.contains(k))
+            .collect();
         let confinement = decide_confinement(&ConfinementInput {
-            published: &decision.published,
-            maybe_published_unseen: decision.unseen.iter().any(|(_, found)| !found),
+            published: &published,
+            maybe_published_unseen: !unread.is_empty(),
             rendered: rendered.as_ref(),
             observed: observed.as_ref(),
             hostname_refused: host_refusal.is_some(),
@@ -381,7 +434,9 @@ impl ConsoleReconciler {
         if host_refusal.is_some() {
             // Withdrawn; the workload and the policy stay as they were.
             let input = render_input(&cx.key, obj, "", None);
-            let report = apply_exposure(&self.caches, &applier, &child_owner, &input, None).await?;
+            let report =
+                apply_exposure(&self.caches, &applier, &child_owner, &input, None, readable)
+                    .await?;
             converged = report.converged();
         } else if let Some(image) = config.image.clone().filter(|_| config.valid()) {
             let mut digests = Vec::new();
@@ -402,6 +457,7 @@ impl ConsoleReconciler {
                 policy: confinement.policy,
                 peers: rendered.as_ref().map(|r| r.peers.as_slice()),
                 exposure: decision.apply,
+                readable,
             };
             let applied = apply_all(&self.caches, &applier, &child_owner, &plan).await?;
             converged = applied.converged();
