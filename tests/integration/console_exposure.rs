@@ -178,6 +178,18 @@ async fn console_exposure_ready_and_confined_over_route_ingress_and_http_route()
         let obj = env.consoles().get("ops").await.expect("c");
         if message(&obj, "ExposureReady").contains("HTTPRoute ops-console is accepted") {
             assert_eq!(state(&obj, "ExposureConfined").1, "ExposureOpen");
+            // The gateway refuses it: NotAccepted.
+            env.sim
+                .admin()
+                .add_workload_fault(
+                    NS,
+                    "app.kubernetes.io/instance=ops",
+                    pgtoolbox_sim::cluster::WorkloadFault::NotAdmitted,
+                )
+                .expect("fault");
+            env.wait("ops", "ExposureReady", "NotAccepted").await;
+            env.sim.admin().clear_workload_faults(None);
+            env.wait("ops", "ExposureReady", "AsExpected").await;
             // Back to the Service alone: nothing published, no advisory.
             env.merge("ops", json!({"spec": {"exposure": {"type": "clusterIP", "hostname": null, "gateway": null}}}))
                 .await;

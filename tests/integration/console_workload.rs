@@ -41,6 +41,29 @@ async fn console_workload_ready_copies_the_workload_facts() {
         env.ready(name).await;
     }
 
+    // A quota that admits no Pod: the ReplicaSet cannot create one.
+    let quota: k8s_openapi::api::core::v1::ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "no-pods", "namespace": NS}, "spec": {"hard": {"pods": "0"}},
+    }))
+    .expect("quota");
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> =
+        Api::namespaced(env.client.clone(), NS);
+    quotas
+        .create(&Default::default(), &quota)
+        .await
+        .expect("quota created");
+    env.console("quota", json!({"image": IMAGE})).await;
+    let obj = env.wait("quota", "WorkloadReady", "ReplicaFailure").await;
+    assert!(
+        message(&obj, "WorkloadReady").contains("quota"),
+        "{}",
+        message(&obj, "WorkloadReady")
+    );
+    quotas
+        .delete("no-pods", &Default::default())
+        .await
+        .expect("quota deleted");
+
     // More than a Node holds: unschedulable.
     env.console(
         "big",
@@ -207,7 +230,10 @@ async fn console_policy_kept_while_a_pod_stuck_terminating_trusts_its_peers() {
 async fn console_route_api_unavailable_then_an_ingress_admitted_once_the_controller_is() {
     let env = start_probed(
         pgtoolbox_sim::SimConfig {
-            unserve: vec!["route.openshift.io".into()],
+            unserve: vec![
+                "route.openshift.io".into(),
+                "gateway.networking.k8s.io".into(),
+            ],
             ..with_controllers()
         },
         settings(),
@@ -240,6 +266,15 @@ async fn console_route_api_unavailable_then_an_ingress_admitted_once_the_control
     env.wait("ops", "ExposureConfined", "ExposureOpen").await;
     env.sim.admin().clear_workload_faults(None);
     env.wait("ops", "ExposureReady", "AsExpected").await;
+
+    // Gateway API not served either.
+    env.merge(
+        "ops",
+        json!({"spec": {"exposure": {"type": "gateway", "ingressClassName": null, "gateway": {"parentRef": {"name": "gw"}}}}}),
+    )
+    .await;
+    env.wait("ops", "ExposureReady", "GatewayAPIUnavailable")
+        .await;
 }
 
 /// A Route published before its kind was refused in the namespace: read past the cache, said
