@@ -9,14 +9,13 @@ use std::time::{Duration, Instant};
 use dashmap::DashMap;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::ResourceExt;
-use kube::core::{Selector, SelectorExt};
-use serde_json::Value;
 
+use super::bundle::{bundle_facts, mirror, selected_clusters};
 use super::children::{Applied, ChildPlan, Readable, apply_all, apply_exposure, refusal};
 use super::past_exposure::{delete_past_cache, read_past_cache};
 use super::reads::PastCache;
+use super::trust::{console_pod, other_policies};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions};
 use crate::children::{Applier, ChildOwner, ChildVerdict, OperatorCaches, Track, wait_synced};
@@ -26,10 +25,10 @@ use crate::k8s::EventSink;
 use crate::messages::{KindKey, ObjectKey, TimerPurpose};
 use crate::reconcile::children::{Component, pod_template_labels};
 use crate::reconcile::console::{
-    BUNDLE_LIMIT_BYTES, BundleOutcome, ChildNames, ClusterCa, ConfinementInput, ConsoleConfigFacts,
-    ConsolePod, ForeignChild, NodeCidrs, ObservedPolicy, PEERS_ANNOTATION, PodAddress,
-    PolicyRefusal, RenderInput, RenderedPolicy, TRUST_ANNOTATION, config_map_refs, decide,
-    decide_confinement, mirror_bundle, peers_digest, policy_peers, role_grants, secret_refs,
+    ChildNames, ConfinementInput, ConsoleConfigFacts, ConsolePod, ForeignChild, NodeCidrs,
+    ObservedPolicy, PEERS_ANNOTATION, PolicyRefusal, RenderInput, RenderedPolicy, TRUST_ANNOTATION,
+    config_map_refs, decide, decide_confinement, peers_digest, policy_peers, role_grants,
+    secret_refs,
 };
 use crate::reconcile::exposure::{
     ExposureInputs, ExposureView, HostAllowList, ObservedExposure, PastCacheCheck, decide_exposure,
@@ -172,7 +171,7 @@ impl ConsoleReconciler {
         let maps = config_map_refs(spec);
         let mirroring = spec.instance_ca_bundle_ref.is_none();
         let clusters = if mirroring {
-            self.selected_clusters(obj, &owner, cx).await?
+            selected_clusters(&self.caches, obj, &owner, cx).await?
         } else {
             self.caches.clusters.index().forget(&owner);
             Vec::new()
@@ -345,7 +344,7 @@ impl ConsoleReconciler {
             .and_then(|a| a.get(TRUST_ANNOTATION))
             .cloned();
         let others = if exposed || observed_policy.is_some() {
-            self.other_policies(ns, &names.network_policy, cx).await?
+            other_policies(&self.caches, ns, &names.network_policy, &cx.client).await?
         } else {
             Vec::new()
         };
@@ -399,28 +398,7 @@ impl ConsoleReconciler {
 
         // The CA bundle (mirroring only).
         let bundle = if mirroring {
-            let mut cas = Vec::new();
-            for (cluster, secret) in &clusters {
-                let ca = match secret {
-                    Some(s) => {
-                        self.past
-                            .ca(
-                                &cx.client,
-                                &self.caches.secrets,
-                                &ObjectKey::new(ns, s.as_str()),
-                            )
-                            .await?
-                    }
-                    None => crate::reconcile::console::CaSource::SecretNotFound,
-                };
-                cas.push(ClusterCa {
-                    cluster: cluster.clone(),
-                    secret: secret.clone(),
-                    ca,
-                });
-            }
-            self.past.forget_unused(&self.caches.secrets);
-            Some(mirror_bundle(&names.instance_ca, &cas, BUNDLE_LIMIT_BYTES))
+            Some(mirror(&self.caches, &self.past, &cx.client, ns, &names, &clusters).await?)
         } else {
             None
         };
@@ -520,7 +498,7 @@ impl ConsoleReconciler {
                 })
                 .map_err(ReconcileError::other)?;
         }
-        facts = self.bundle_facts(
+        facts = bundle_facts(
             facts,
             bundle.as_ref(),
             bundle_foreign,
@@ -530,114 +508,6 @@ impl ConsoleReconciler {
         )?;
         let facts = facts.with_children_converged(converged);
         self.finish(obj, facts, cx).await
-    }
-
-    /// InstanceCABundleComplete and status.instanceCABundle: present only while mirroring.
-    fn bundle_facts(
-        &self,
-        facts: PassFacts,
-        bundle: Option<&BundleOutcome>,
-        foreign: bool,
-        names: &ChildNames,
-        valid: bool,
-        stored: &PgToolBoxConsoleStatus,
-    ) -> Result<PassFacts, ReconcileError> {
-        let e = ReconcileError::other;
-        let Some(bundle) = bundle else {
-            return facts
-                .without_advisory(ConditionType::InstanceCABundleComplete)
-                .and_then(|f| {
-                    f.with_status_field(
-                        StatusField::InstanceCaBundle,
-                        &None::<crate::api::InstanceCaBundleStatus>,
-                        &stored.instance_ca_bundle,
-                    )
-                })
-                .map_err(e);
-        };
-        if !valid {
-            return Ok(facts);
-        }
-        let verdict = if foreign {
-            Verdict::fails(
-                common::RESOURCE_NOT_OWNED,
-                format!(
-                    "ConfigMap {} exists and is not controlled by this PgToolBoxConsole: the instance CA bundle is not mirrored into it",
-                    names.instance_ca
-                ),
-            )
-        } else {
-            bundle.verdict.clone()
-        };
-        facts
-            .with_advisory(ConditionType::InstanceCABundleComplete, verdict)
-            .and_then(|f| {
-                f.with_status_field(
-                    StatusField::InstanceCaBundle,
-                    &Some(bundle.status.clone()),
-                    &stored.instance_ca_bundle,
-                )
-            })
-            .map_err(e)
-    }
-
-    /// The selected Clusters of the console's namespace, by name, with the CA Secret each
-    /// reports (`status.certificates.serverCASecret`).
-    async fn selected_clusters(
-        &self,
-        obj: &PgToolBoxConsole,
-        owner: &KindKey,
-        cx: &ObjectContext,
-    ) -> Result<Vec<(String, Option<String>)>, ReconcileError> {
-        let ns = cx.key.namespace.as_str();
-        let index = self.caches.clusters.index();
-        index.register_namespaces(owner, vec![ns.to_owned()], Track::Version);
-        let Some(all) = index.in_namespace(ns) else {
-            return Err(ReconcileError::other(ConsoleError::ClustersUnreadable(
-                ns.to_owned(),
-            )));
-        };
-        let selector = match &obj.spec.cluster_selector {
-            Some(s) => Some(Selector::try_from(s.clone()).map_err(ReconcileError::other)?),
-            None => None,
-        };
-        let mut selected = Vec::new();
-        for (name, labels) in all {
-            if selector.as_ref().is_some_and(|s| !s.matches(&labels)) {
-                continue;
-            }
-            let key = ObjectKey::new(ns, name.as_str());
-            let secret = self
-                .caches
-                .clusters
-                .get(&cx.client, &key)
-                .await?
-                .and_then(|c| server_ca_secret(&c));
-            selected.push((name, secret));
-        }
-        Ok(selected)
-    }
-
-    /// The namespace's NetworkPolicies other than the console's own.
-    async fn other_policies(
-        &self,
-        ns: &str,
-        ours: &str,
-        cx: &ObjectContext,
-    ) -> Result<Vec<NetworkPolicy>, ReconcileError> {
-        let contents = &self.caches.namespace_network_policies;
-        let names = contents.index().in_namespace(ns).unwrap_or_default();
-        let mut policies = Vec::new();
-        for (name, _) in names.into_iter().filter(|(n, _)| n != ours) {
-            if let Some(value) = contents
-                .get(&cx.client, &ObjectKey::new(ns, name.as_str()))
-                .await?
-                && let Ok(policy) = serde_json::from_value::<NetworkPolicy>(value.as_ref().clone())
-            {
-                policies.push(policy);
-            }
-        }
-        Ok(policies)
     }
 
     fn remembered_refusal(
@@ -710,38 +580,6 @@ fn render_input<'a>(
         image,
         grant,
         secrets: &[],
-    }
-}
-
-fn server_ca_secret(cluster: &Value) -> Option<String> {
-    cluster
-        .pointer("/status/certificates/serverCASecret")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-}
-
-fn console_pod(pod: &Pod) -> ConsolePod {
-    let name = pod.name_any();
-    let address = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.pod_ip.as_deref())
-        .and_then(|ip| ip.parse().ok())
-        .map(|ip| PodAddress {
-            pod: name.clone(),
-            ip,
-            node: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
-        });
-    ConsolePod {
-        grant: pod.annotations().get(TRUST_ANNOTATION).cloned(),
-        deleting_since: pod
-            .metadata
-            .deletion_timestamp
-            .as_ref()
-            .map(|t| t.0.to_string()),
-        name,
-        address,
     }
 }
 
