@@ -148,7 +148,7 @@ fn verdict(
         return Verdict::holds(
             common::AS_EXPECTED,
             format!(
-                "the server CA of each of the {included} selected Clusters is in ConfigMap {config_map}"
+                "the server CA of every selected Cluster ({included}) is in ConfigMap {config_map}"
             ),
         );
     }
