@@ -10,6 +10,7 @@ mod console_namespaces;
 mod console_ready;
 mod console_sim;
 mod console_support;
+mod console_trust;
 mod console_workload;
 mod crds;
 mod evidence_agent;
