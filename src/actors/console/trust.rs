@@ -10,7 +10,9 @@ use crate::children::OperatorCaches;
 use crate::messages::ObjectKey;
 use crate::reconcile::console::{ConsolePod, PodAddress, TRUST_ANNOTATION};
 
-/// The namespace's NetworkPolicies other than the console's own.
+/// The namespace's NetworkPolicies other than the console's own. Those the operator made
+/// (other consoles' ingress policies) are whole in the owned-children cache; only the others
+/// are read, once per resourceVersion.
 pub async fn other_policies(
     caches: &OperatorCaches,
     ns: &str,
@@ -21,9 +23,10 @@ pub async fn other_policies(
     let names = contents.index().in_namespace(ns).unwrap_or_default();
     let mut policies = Vec::new();
     for (name, _) in names.into_iter().filter(|(n, _)| n != ours) {
-        if let Some(value) = contents
-            .get(client, &ObjectKey::new(ns, name.as_str()))
-            .await?
+        let key = ObjectKey::new(ns, name.as_str());
+        if let Some(cached) = caches.network_policies.get(&key) {
+            policies.push(cached.as_ref().clone());
+        } else if let Some(value) = contents.get(client, &key).await?
             && let Ok(policy) = serde_json::from_value::<NetworkPolicy>(value.as_ref().clone())
         {
             policies.push(policy);
