@@ -21,6 +21,9 @@ pub struct OperatorSettings {
     /// Lifetime of an EvidenceAgent serving certificate the operator issues; it is renewed
     /// once two thirds of it have passed. Ninety days; tests shorten it.
     pub evidence_certificate_validity: std::time::Duration,
+    /// How long a stall on an input the operator does not watch waits before it is looked at
+    /// again: (two minutes, five minutes) as the engine schedules them; tests shorten them.
+    pub stall_rechecks: (std::time::Duration, std::time::Duration),
 }
 
 /// The operator's namespace when `POD_NAMESPACE` is not set (deploy/ installs it there).
@@ -48,6 +51,10 @@ impl Default for OperatorSettings {
             operator_namespace: DEFAULT_OPERATOR_NAMESPACE.to_owned(),
             evidence_certificate_validity:
                 crate::reconcile::evidenceagent::DEFAULT_CERTIFICATE_VALIDITY,
+            stall_rechecks: (
+                crate::conditions::STALL_RECHECK,
+                crate::conditions::STALL_RECHECK_LONG,
+            ),
         }
     }
 }
