@@ -29,8 +29,7 @@ use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::evidenceagent::{
     AgentFacts, CABUNDLE_KEY, CertificatePlan, ChildNames, ConfigOutcome, ForeignChild,
     RenderInput, ServiceCaFacts, ValidConfig, Validity, barman_object_name, ca_config_map, decide,
-    deployment, field_patch, operator_verdict, service, service_account, service_ca_verdict,
-    tampered_detail,
+    deployment, operator_verdict, service, service_account, service_ca_verdict, tampered_detail,
 };
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::{Availability, OptionalApi};
@@ -466,10 +465,8 @@ impl EvidenceAgentReconciler {
                 destination_path: destination_path.clone(),
             });
         let stored_store = stored.and_then(|s| s.object_store.clone());
-        let (desired, stored_value) =
-            field_patch(&object_store, &stored_store).map_err(ReconcileError::other)?;
         let mut facts = facts
-            .with_status_field(StatusField::ObjectStore, &desired, &stored_value)
+            .with_status_field(StatusField::ObjectStore, &object_store, &stored_store)
             .map_err(ReconcileError::other)?;
         // `notAfter` is known of the operator's certificates only; a stall keeps what is stored.
         let not_after = validity.and_then(|v| {
@@ -487,10 +484,8 @@ impl EvidenceAgentReconciler {
                 not_after,
             });
             let stored_certificate = stored.and_then(|s| s.certificate.clone());
-            let (desired, stored_value) =
-                field_patch(&certificate, &stored_certificate).map_err(ReconcileError::other)?;
             facts = facts
-                .with_status_field(StatusField::Certificate, &desired, &stored_value)
+                .with_status_field(StatusField::Certificate, &certificate, &stored_certificate)
                 .map_err(ReconcileError::other)?;
         }
         Ok(facts)

@@ -5,7 +5,6 @@ mod config;
 pub mod pki;
 mod plan;
 mod render;
-mod status;
 
 pub use bucket::{BucketNameError, parse_destination, validate_bucket_name};
 pub use certificate::{
@@ -24,7 +23,6 @@ pub use render::{
     SERVING_CERT_ANNOTATION, ca_config_map, deployment, pull_policy, service, service_account,
     serving_secret,
 };
-pub use status::field_patch;
 
 #[cfg(test)]
 mod certificate_tests;
