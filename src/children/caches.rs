@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
+};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::Client;
@@ -50,6 +52,9 @@ pub struct OperatorCaches {
     /// Empty where the API is not served (the prober's answer decides, not this store).
     pub routes: Arc<ChildStore<Route>>,
     pub http_routes: Arc<ChildStore<HttpRoute>>,
+    /// Secrets this operator wrote (an EvidenceAgent's serving certificate), contents included:
+    /// only ours are selected, never a Secret of anyone else.
+    pub owned_secrets: Arc<ChildStore<Secret>>,
     /// The RoleBindings of PgAccessRequests, filed under the request their label names.
     pub access_bindings: Arc<ChildStore<RoleBinding>>,
 
@@ -66,6 +71,8 @@ pub struct OperatorCaches {
     /// The secret router's index when one runs (it owns the watch), else one of our own.
     pub secrets: Arc<ReferenceIndex>,
     pub referenced_config_maps: Arc<ReferenceIndex>,
+    /// Every NetworkPolicy of a namespace a console reads (the others add up with its own).
+    pub namespace_network_policies: Arc<Contents>,
     /// Whether `secrets` is watched by these caches (false: the secret router feeds it).
     watch_secrets: bool,
 }
@@ -84,6 +91,13 @@ fn pgadmin_accesses() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk(crate::api::GROUP, crate::api::VERSION, "PgAdminAccess"),
         "pgadminaccesses",
+    )
+}
+
+fn network_policies() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("networking.k8s.io", "v1", "NetworkPolicy"),
+        "networkpolicies",
     )
 }
 
@@ -134,6 +148,7 @@ impl OperatorCaches {
             ingresses: ChildStore::new("Ingresses", our_owner()),
             routes: ChildStore::new("Routes", our_owner()),
             http_routes: ChildStore::new("HTTPRoutes", our_owner()),
+            owned_secrets: ChildStore::new("Secrets", our_owner()),
             access_bindings: ChildStore::new(
                 "RoleBindings of requests",
                 owner_label("PgAccessRequest", REQUEST_LABEL),
@@ -158,6 +173,10 @@ impl OperatorCaches {
             referenced_config_maps: ReferenceIndex::new(
                 "ConfigMaps",
                 core("ConfigMap", "configmaps"),
+            ),
+            namespace_network_policies: contents(
+                ReferenceIndex::new("NetworkPolicies", network_policies()),
+                network_policies(),
             ),
         }
     }
@@ -192,6 +211,7 @@ impl OperatorCaches {
             start(&self.ingresses, managed()),
             start(&self.routes, managed()),
             start(&self.http_routes, managed()),
+            start(&self.owned_secrets, managed()),
             start(
                 &self.access_bindings,
                 watcher::Config::default().labels(REQUEST_LABEL),
@@ -203,6 +223,7 @@ impl OperatorCaches {
             start_index(self.database_roles.index()),
             start_index(self.databases.index()),
             start_index(&self.referenced_config_maps),
+            start_index(self.namespace_network_policies.index()),
         ];
         if self.watch_secrets {
             starts.push(start_index(&self.secrets));

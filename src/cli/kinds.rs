@@ -1,6 +1,7 @@
 //! The composition root: which kinds the operator runs and the one cache set they share.
 
 use crate::actors::access_request::AccessRequestReconciler;
+use crate::actors::console::ConsoleReconciler;
 use crate::actors::evidence_agent::EvidenceAgentReconciler;
 use crate::actors::pgadmin::PgAdminReconciler;
 use crate::children::OperatorCaches;
@@ -25,7 +26,11 @@ pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
                 .options(options),
         )
         .register(
+            Kind::new(EvidenceAgentReconciler::new(caches.clone(), events.clone()))
+                .options(options),
+        )
+        .register(
             Kind::new(PgAdminReconciler::new(caches.clone(), events.clone())).options(options),
         )
-        .register(Kind::new(EvidenceAgentReconciler::new(caches, events)).options(options))
+        .register(Kind::new(ConsoleReconciler::new(caches, events)).options(options))
 }

@@ -82,8 +82,11 @@ const KINDS: &[KindNeeds] = &[
         kind: "PgToolBoxConsole",
         plural: "pgtoolboxconsoles",
         workload: true,
+        // Secrets are read once per resourceVersion: the CA Secrets it mirrors, and the digest of
+        // those its Pods consume (the workload hash).
         uses: &[
             ("", "configmaps", MANAGE),
+            ("", "secrets", &["get"]),
             ("rbac.authorization.k8s.io", "rolebindings", MANAGE),
             ("networking.k8s.io", "networkpolicies", MANAGE),
             ("networking.k8s.io", "ingresses", MANAGE),
@@ -93,9 +96,9 @@ const KINDS: &[KindNeeds] = &[
         kind: "EvidenceAgent",
         plural: "evidenceagents",
         workload: true,
-        // The CA bundle ConfigMap of the `openshift` provider. The `operator` provider's
-        // certificate Secrets will add ("", "secrets", MANAGE) when it is built.
-        uses: &[("", "configmaps", MANAGE)],
+        // The CA bundle ConfigMap of the `openshift` provider; the serving certificate
+        // Secrets of the `operator` provider.
+        uses: &[("", "configmaps", MANAGE), ("", "secrets", MANAGE)],
     },
 ];
 
@@ -310,6 +313,13 @@ mod tests {
         );
         assert!(!granted("create", "deployments"));
         assert!(granted("watch", "secrets") && !granted("get", "secrets"));
+        let evidence = required_permissions(&["EvidenceAgent"]);
+        assert!(
+            evidence
+                .iter()
+                .any(|p| p.verb == "create" && p.resource == "secrets"),
+            "the operator provider writes the serving certificate Secret"
+        );
         let none: [&str; 0] = [];
         assert_eq!(required_permissions(&none).len(), 7, "the common rows only");
     }
