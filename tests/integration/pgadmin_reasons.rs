@@ -398,3 +398,67 @@ async fn pgadmin_route_refused_in_its_namespace_says_what_may_remain() {
     );
     assert_eq!(state(&obj, "Stalled").0, "False");
 }
+
+#[tokio::test]
+async fn pgadmin_paused_with_a_refused_hostname_withdraws_its_exposure() {
+    use k8s_openapi::api::networking::v1::Ingress;
+    use kube::api::{Patch, PatchParams};
+
+    let env = start(
+        cluster_config(),
+        OperatorSettings {
+            exposure_allowed_host_suffixes: vec!["apps.example.com".into()],
+            ..OperatorSettings::default()
+        },
+    )
+    .await;
+    env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    env.pgadmin(
+        "p",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "exposure": {"type": "ingress", "hostname": "pgadmin.apps.example.com", "ingressClassName": "nginx"}}),
+    )
+    .await;
+    env.wait("p", "Ready", |o| {
+        state(o, "Ready") == ("True".into(), "AsExpected".into())
+    })
+    .await;
+    let ingresses: Api<Ingress> = Api::namespaced(env.client.clone(), NS);
+    assert!(
+        ingresses
+            .get_opt("p-pgadmin")
+            .await
+            .expect("readable")
+            .is_some()
+    );
+    env.pgadmins()
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({
+                "metadata": {"annotations": {"pgtoolbox.fyannk.dev/reconcile": "skip"}},
+                "spec": {"exposure": {"hostname": "pgadmin.evil.com"}},
+            })),
+        )
+        .await
+        .expect("paused and renamed");
+    let obj = env
+        .wait("p", "paused and stalled on the hostname", |o| {
+            state(o, "Stalled") == ("True".into(), "HostnameNotAllowed".into())
+        })
+        .await;
+    assert_eq!(state(&obj, "Progressing").1, "HostnameNotAllowed");
+    assert_eq!(obj.status.as_ref().and_then(|s| s.url.clone()), None);
+    for _ in 0..200 {
+        if ingresses
+            .get_opt("p-pgadmin")
+            .await
+            .expect("readable")
+            .is_none()
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the Ingress under the refused hostname was not withdrawn");
+}

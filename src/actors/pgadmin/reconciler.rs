@@ -341,6 +341,21 @@ impl PgAdminReconciler {
             );
         }
         if facts.paused {
+            if refusal.is_some() {
+                // Withdrawn even while paused: the URL and the published kinds say so.
+                let none = PgAdminStatus::default();
+                let stored = obj.status.as_ref().unwrap_or(&none);
+                facts = facts
+                    .with_status_field(StatusField::Url, &exposure.url, &stored.url)
+                    .and_then(|f| {
+                        f.with_status_field(
+                            StatusField::PublishedExposureKinds,
+                            &exposure.published,
+                            &stored.published_exposure_kinds,
+                        )
+                    })
+                    .map_err(PgAdminError::from)?;
+            }
             let written = self.write(obj, facts, Extras::default(), cx).await?;
             return Ok(Outcome::done().with_status(written));
         }
