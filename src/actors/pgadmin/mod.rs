@@ -1,6 +1,8 @@
 //! The PgAdmin kind on the shared runtime: its reconciler, what it reads from the shared caches
 //! and the two Secrets no child store caches.
 
+mod children;
+mod exposure;
 mod inputs;
 mod past_cache;
 mod reconciler;

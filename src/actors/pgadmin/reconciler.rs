@@ -7,45 +7,29 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
 
+use super::children::WorkloadGate;
 use super::inputs::{read_referenced, read_roles};
-use super::past_cache::{delete_past_cache, read_past_cache};
-use super::secrets::{
-    ConsumedDigests, ServersOutcome, ServersSecrets, credential_secrets, ensure_login_secret,
-};
+use super::secrets::{ConsumedDigests, ServersSecrets, credential_secrets};
 use super::settings_db::{SettingsDb, SettingsDbInput, ensure_settings_db};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgAdmin, PgAdminStatus, RegistrationStatus, ReportsConditions};
 use crate::children::{
-    Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, HttpRoute, OperatorCaches,
-    Route, Track, wait_synced,
+    ApplyReport, ChildOwner, Component, Desired, OperatorCaches, Track, wait_synced,
 };
-use crate::conditions::reasons::{common, pgadmin};
-use crate::conditions::{
-    ConditionStatus, ConditionType, Hostname, PassFacts, StatusField, Verdict, find_condition,
-};
+use crate::conditions::{ConditionType, Hostname, PassFacts, StatusField};
 use crate::k8s::EventSink;
 use crate::messages::{KindKey, ObjectKey};
-use crate::reconcile::exposure::{
-    BackendPort, ExposureDecision, ExposureInputs, ExposureView, HostAllowList, ObservedExposure,
-    PastCacheCheck, decide_exposure, desired_http_route, desired_ingress, desired_route,
-    past_cache_reads,
-};
+use crate::reconcile::exposure::{ExposureDecision, HostAllowList};
 use crate::reconcile::images::{ImageAllowList, ImageRole, resolve_image};
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::pgadmin::{
-    ChildNames, ConfigFacts, HTTP_PORT_NAME, JobState, Offered, OfferedInputs, RegistrationFacts,
-    RenderInput, SERVICE_PORT, SKIP_UPGRADE_BACKUP_ANNOTATION, UpgradeFacts, UpgradeGate,
-    configuration_valid, data_claim, deployment, egress_confined, egress_policy, egress_rules,
-    job_state, job_wanted, offered_set, password_generation_served, pgadmin_pod_ready,
-    registration_job, registration_job_name, servers_registered_event, servers_synced, service,
-    service_account, upgrade_backup_job, upgrade_backup_job_name, upgrade_gate,
+    ChildNames, ConfigFacts, Offered, OfferedInputs, RenderInput, SKIP_UPGRADE_BACKUP_ANNOTATION,
+    UpgradeFacts, configuration_valid, job_state, offered_set, password_generation_served,
+    upgrade_backup_job_name, upgrade_gate,
 };
-use crate::reconcile::workload::{rollout_started, workload_verdict};
 use crate::status::{Extras, StatusWriter, Written};
 
 /// The CRD whose schema says whether CloudNativePG generates role passwords.
@@ -60,11 +44,6 @@ pub const KIND: &str = "PgAdmin";
 /// Images used when neither the spec nor the operator's flags name one.
 pub const BUILTIN_PGADMIN_IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
 pub const BUILTIN_OAUTH2_PROXY_IMAGE: &str = "quay.io/oauth2-proxy/oauth2-proxy:v7.12.0";
-
-const PORT: BackendPort<'static> = BackendPort {
-    name: HTTP_PORT_NAME,
-    number: SERVICE_PORT,
-};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PgAdminError {
@@ -85,28 +64,28 @@ impl From<PgAdminError> for ReconcileError {
 }
 
 pub struct PgAdminReconciler {
-    caches: OperatorCaches,
-    status: StatusWriter<PgAdmin>,
-    servers: ServersSecrets,
-    consumed: ConsumedDigests,
-    password_generation: tokio::sync::OnceCell<bool>,
+    pub(super) caches: OperatorCaches,
+    pub(super) status: StatusWriter<PgAdmin>,
+    pub(super) servers: ServersSecrets,
+    pub(super) consumed: ConsumedDigests,
+    pub(super) password_generation: tokio::sync::OnceCell<bool>,
 }
 
-fn owner_key(key: &ObjectKey) -> KindKey {
+pub(super) fn owner_key(key: &ObjectKey) -> KindKey {
     KindKey::new(KIND, &key.namespace, &key.name)
 }
 
-fn desired<C>(component: Component, object: C) -> Desired<C> {
+pub(super) fn desired<C>(component: Component, object: C) -> Desired<C> {
     Desired { component, object }
 }
 
 /// Everything one pass decided, for the status write.
-struct Decided {
-    offered: Offered,
-    exposure: ExposureDecision,
-    hash: Option<String>,
-    job: Option<String>,
-    image: Option<String>,
+pub(super) struct Decided {
+    pub(super) offered: Offered,
+    pub(super) exposure: ExposureDecision,
+    pub(super) hash: Option<String>,
+    pub(super) job: Option<String>,
+    pub(super) image: Option<String>,
 }
 
 impl PgAdminReconciler {
@@ -176,133 +155,6 @@ impl PgAdminReconciler {
         )
         .await
         .map_err(ReconcileError::other)
-    }
-
-    /// The exposure decided from the caches and the prober's answers, with the reads past the
-    /// cache of a Route or HTTPRoute whose API is refused in the namespace (and the delete of
-    /// one the decision removes).
-    async fn exposure(
-        &self,
-        obj: &PgAdmin,
-        cx: &ObjectContext,
-        owner: &ChildOwner,
-        names: &ChildNames,
-        hostname: Result<(), &crate::reconcile::exposure::HostnameRefusal>,
-    ) -> Result<ExposureDecision, ReconcileError> {
-        let ns = cx.key.namespace.as_str();
-        let key = owner_key(&cx.key);
-        let apis = &cx.shared.optional_apis;
-        let routes = apis.availability(OptionalApi::Routes, ns);
-        let http_routes = apis.availability(OptionalApi::HttpRoutes, ns);
-        let route = first(self.caches.routes.children_of(&key)).and_then(|r| r.to_dynamic());
-        let http_route =
-            first(self.caches.http_routes.children_of(&key)).and_then(|r| r.to_dynamic());
-        let ingress = first(self.caches.ingresses.children_of(&key));
-        let recorded = obj
-            .status
-            .as_ref()
-            .map(|s| s.published_exposure_kinds.clone())
-            .unwrap_or_default();
-        let kinds = past_cache_reads(&routes, &http_routes);
-        let mut checks = read_past_cache(&cx.client, owner, &names.workload, &kinds).await?;
-        let decide = |checks: &[PastCacheCheck]| {
-            decide_exposure(&ExposureInputs {
-                exposure: ExposureView::from(&obj.spec.exposure),
-                child_name: &names.workload,
-                service_name: &names.workload,
-                hostname,
-                routes: &routes,
-                http_routes: &http_routes,
-                observed: ObservedExposure {
-                    route: route.as_ref(),
-                    ingress: ingress.as_deref(),
-                    http_route: http_route.as_ref(),
-                },
-                namespace: ns,
-                recorded: &recorded,
-                past_cache: checks,
-            })
-        };
-        let decision = decide(&checks);
-        let mut refused_any = false;
-        for (kind, uid) in &decision.delete_past_cache {
-            let deleted =
-                delete_past_cache(&cx.client, &cx.writes, owner, &names.workload, *kind, uid)
-                    .await?;
-            if !deleted {
-                refused_any = true;
-                for check in checks.iter_mut().filter(|c| c.kind == *kind) {
-                    check.delete_refused = true;
-                }
-            }
-        }
-        Ok(if refused_any {
-            decide(&checks)
-        } else {
-            decision
-        })
-    }
-
-    /// Applies the exposure children the decision wants (none: withdrawn).
-    async fn apply_exposure(
-        &self,
-        obj: &PgAdmin,
-        cx: &ObjectContext,
-        owner: &ChildOwner,
-        names: &ChildNames,
-        decision: &ExposureDecision,
-    ) -> Result<ApplyReport, PgAdminError> {
-        use crate::api::ExposureKind as K;
-        let applier = Applier {
-            client: &cx.client,
-            writes: &cx.writes,
-        };
-        let view = ExposureView::from(&obj.spec.exposure);
-        let ns = cx.key.namespace.as_str();
-        let labels = Default::default();
-        let c = Component::PgAdmin;
-        let w = &names.workload;
-        let mut report = ApplyReport::default();
-        let ingress: Vec<_> = (decision.apply == Some(K::Ingress))
-            .then(|| desired(c, desired_ingress(w, ns, &labels, &view, w, PORT)))
-            .into_iter()
-            .collect();
-        merge(
-            &mut report,
-            applier
-                .apply(&self.caches.ingresses, owner, ingress)
-                .await?,
-        );
-        // Routes and HTTPRoutes through their stores only where their API is readable here.
-        let on = |api| cx.shared.optional_apis.availability(api, ns) == Availability::On;
-        if on(OptionalApi::Routes) {
-            let mut routes = Vec::new();
-            if decision.apply == Some(K::Route) {
-                let value = desired_route(w, ns, &labels, &view, w, PORT);
-                routes.push(desired(c, Route::from_value(value).map_err(render_error)?));
-            }
-            merge(
-                &mut report,
-                applier.apply(&self.caches.routes, owner, routes).await?,
-            );
-        }
-        if on(OptionalApi::HttpRoutes) {
-            let mut http_routes = Vec::new();
-            if decision.apply == Some(K::HttpRoute) {
-                let value = desired_http_route(w, ns, &labels, &view, w, PORT);
-                http_routes.push(desired(
-                    c,
-                    HttpRoute::from_value(value).map_err(render_error)?,
-                ));
-            }
-            merge(
-                &mut report,
-                applier
-                    .apply(&self.caches.http_routes, owner, http_routes)
-                    .await?,
-            );
-        }
-        Ok(report)
     }
 
     async fn pass(&self, obj: &PgAdmin, cx: &ObjectContext) -> Result<Outcome, ReconcileError> {
@@ -562,279 +414,6 @@ impl PgAdminReconciler {
         Ok(Outcome::done().with_status(written))
     }
 
-    /// Renders and applies every child; returns the facts with the aspects judged from the
-    /// caches, whether everything was already in place, and a name taken by a foreign object.
-    #[allow(clippy::too_many_arguments)]
-    async fn render(
-        &self,
-        obj: &PgAdmin,
-        cx: &ObjectContext,
-        owner: &ChildOwner,
-        names: &ChildNames,
-        input: &RenderInput<'_>,
-        offered: &Offered,
-        gate: &WorkloadGate<'_>,
-        decided: &mut Decided,
-        facts: PassFacts,
-    ) -> Result<(PassFacts, bool, Option<(String, String)>), ReconcileError> {
-        let ns = cx.key.namespace.as_str();
-        let key = owner_key(&cx.key);
-        let applier = Applier {
-            client: &cx.client,
-            writes: &cx.writes,
-        };
-        let mut facts = facts;
-        let login_created =
-            ensure_login_secret(&cx.client, &cx.writes, &self.caches.secrets, owner, names).await?;
-        let (hash, wrote) = match self
-            .servers
-            .ensure(
-                &cx.client,
-                &cx.writes,
-                &self.caches.secrets,
-                owner,
-                names,
-                &offered.servers,
-            )
-            .await?
-        {
-            ServersOutcome::Current { hash, wrote } => (hash, wrote),
-            ServersOutcome::NotOwned => {
-                return Ok((
-                    facts,
-                    false,
-                    Some(("Secret".to_owned(), names.servers_secret.clone())),
-                ));
-            }
-        };
-        let mut report = ApplyReport::default();
-        let pg = Component::PgAdmin;
-        merge(
-            &mut report,
-            applier
-                .apply(
-                    &self.caches.service_accounts,
-                    owner,
-                    vec![desired(
-                        pg,
-                        service_account(input).map_err(PgAdminError::from)?,
-                    )],
-                )
-                .await
-                .map_err(PgAdminError::from)?,
-        );
-        merge(
-            &mut report,
-            applier
-                .apply(
-                    &self.caches.persistent_volume_claims,
-                    owner,
-                    vec![desired(pg, data_claim(input).map_err(PgAdminError::from)?)],
-                )
-                .await
-                .map_err(PgAdminError::from)?,
-        );
-        let (workload, workload_hash) = deployment(input).map_err(PgAdminError::from)?;
-        let current = self
-            .caches
-            .deployments
-            .get(&ObjectKey::new(ns, names.workload.as_str()));
-        // No pgAdmin Pod until CloudNativePG applied the settings database.
-        if gate.pending.is_none() || current.is_some() {
-            if let Some(note) = rollout_started(current.as_deref(), &workload_hash) {
-                facts = facts
-                    .with_event(pgadmin::ROLLOUT_STARTED, &note)
-                    .map_err(PgAdminError::from)?;
-            }
-            if let UpgradeGate::Roll {
-                image,
-                event: Some((reason, note)),
-                ..
-            } = gate.upgrade
-                && current.as_deref().and_then(pgadmin_image) != Some(image.as_str())
-            {
-                facts = facts
-                    .with_event(*reason, note)
-                    .map_err(PgAdminError::from)?;
-            }
-            merge(
-                &mut report,
-                applier
-                    .apply(&self.caches.deployments, owner, vec![desired(pg, workload)])
-                    .await
-                    .map_err(PgAdminError::from)?,
-            );
-        }
-        merge(
-            &mut report,
-            applier
-                .apply(
-                    &self.caches.services,
-                    owner,
-                    vec![desired(pg, service(input).map_err(PgAdminError::from)?)],
-                )
-                .await
-                .map_err(PgAdminError::from)?,
-        );
-        merge(
-            &mut report,
-            self.apply_exposure(obj, cx, owner, names, &decided.exposure)
-                .await?,
-        );
-        let extra = obj
-            .spec
-            .egress
-            .as_ref()
-            .map(|e| e.extra_rules.clone())
-            .unwrap_or_default();
-        let rules = egress_rules(
-            &offered.clusters,
-            &offered.poolers,
-            input.oauth2.is_some(),
-            &extra,
-        )
-        .map_err(PgAdminError::from)?;
-        let policy =
-            egress_policy(input.owner, &names.egress_policy, &rules).map_err(PgAdminError::from)?;
-        merge(
-            &mut report,
-            applier
-                .apply(
-                    &self.caches.network_policies,
-                    owner,
-                    vec![desired(pg, policy)],
-                )
-                .await
-                .map_err(PgAdminError::from)?,
-        );
-
-        // The registration Job of the current hash, once a pgAdmin Pod is Ready.
-        let pods: Vec<Pod> = self
-            .caches
-            .pods
-            .children_of(&key)
-            .iter()
-            .map(|p| p.as_ref().clone())
-            .collect();
-        let pod_ready = pgadmin_pod_ready(&pods);
-        let job_name = registration_job_name(input.owner, &hash);
-        let job_key = ObjectKey::new(ns, job_name.as_str());
-        let existing = self.caches.jobs.get(&job_key);
-        let registration = RegistrationFacts {
-            job_name: &job_name,
-            servers: offered.servers.len(),
-            pod_ready,
-            job: existing.as_deref().map(job_state),
-        };
-        let wanted = job_wanted(&registration);
-        let mut jobs = Vec::new();
-        if wanted {
-            jobs.push(desired(
-                Component::PgAdminRegistration,
-                registration_job(input, &job_name).map_err(PgAdminError::from)?,
-            ));
-        }
-        // One apply for every Job of the owner: the backup Job of an image change too.
-        if let Some(backup) = gate.upgrade.job()
-            && let Some(job) =
-                upgrade_backup_job(input, backup, gate.running.unwrap_or(input.image))
-                    .map_err(PgAdminError::from)?
-        {
-            jobs.push(desired(Component::PgAdminUpgradeBackup, job));
-        }
-        let job_report = applier
-            .apply(&self.caches.jobs, owner, jobs)
-            .await
-            .map_err(PgAdminError::from)?;
-        if existing.is_none()
-            && job_report
-                .verdicts
-                .iter()
-                .any(|v| matches!(v, ChildVerdict::Applied { .. }))
-        {
-            facts = facts
-                .with_event(
-                    pgadmin::REGISTRATION_STARTED,
-                    &format!(
-                        "Job {job_name} registers the offered set ({} servers)",
-                        offered.servers.len()
-                    ),
-                )
-                .map_err(PgAdminError::from)?;
-        }
-        merge(&mut report, job_report);
-
-        if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
-            return Ok((facts, false, Some((kind.clone(), name.clone()))));
-        }
-
-        // Verdicts from the caches.
-        let replica_sets: Vec<ReplicaSet> = self
-            .caches
-            .replica_sets
-            .children_of(&key)
-            .iter()
-            .map(|r| r.as_ref().clone())
-            .collect();
-        let deployment = self
-            .caches
-            .deployments
-            .get(&ObjectKey::new(ns, names.workload.as_str()));
-        let workload = match (refused(&report), &gate.pending, gate.upgrade) {
-            (Some(v), _, _) => v,
-            (None, Some(pending), _) => pending.clone(),
-            (None, None, UpgradeGate::BackingUp { job, .. }) => Verdict::fails(
-                pgadmin::UPGRADE_BACKUP_RUNNING,
-                format!(
-                    "Job {job} backs up the settings database before {} replaces {}; the old image keeps running",
-                    decided_target(obj, input),
-                    input.image
-                ),
-            ),
-            (None, None, UpgradeGate::Failed { job, fact, .. }) => Verdict::fails(
-                pgadmin::UPGRADE_BACKUP_FAILED,
-                format!(
-                    "Job {job} failed to back up the settings database ({fact}): {} keeps running; fix it and delete the Job, or set {SKIP_UPGRADE_BACKUP_ANNOTATION}: {}",
-                    input.image,
-                    decided_target(obj, input)
-                ),
-            ),
-            (None, None, _) => {
-                workload_verdict(&names.workload, deployment.as_deref(), &replica_sets, &pods)
-            }
-        };
-        let running = workload.status == ConditionStatus::True;
-        let synced = servers_synced(&registration);
-        let stored = obj
-            .status
-            .as_ref()
-            .and_then(|s| find_condition(&s.common.conditions, ConditionType::ServersSynced))
-            .map(|c| (ConditionStatus::parse(&c.status), c.message.as_str()));
-        if let Some(note) = servers_registered_event(&synced, stored) {
-            facts = facts
-                .with_event(pgadmin::SERVERS_REGISTERED, &note)
-                .map_err(PgAdminError::from)?;
-        }
-        let egress = egress_confined(&rules, pod_ready, &names.egress_policy);
-        facts = facts
-            .with_aspect(ConditionType::WorkloadReady, workload)
-            .and_then(|f| {
-                f.with_aspect(
-                    ConditionType::ExposureReady,
-                    decided.exposure.verdict.clone(),
-                )
-            })
-            .and_then(|f| f.with_aspect(ConditionType::ServersSynced, synced))
-            .and_then(|f| f.with_advisory(ConditionType::PgAdminEgressConfined, egress))
-            .map_err(PgAdminError::from)?;
-        decided.hash = Some(hash);
-        let done = matches!(registration.job, Some(JobState::Complete));
-        decided.job = wanted.then(|| job_name.clone());
-        decided.image = running.then(|| input.image.to_owned());
-        let converged = report.converged() && !wrote && !login_created && (done || !pod_ready);
-        Ok((facts, converged, None))
-    }
-
     async fn write(
         &self,
         obj: &PgAdmin,
@@ -849,64 +428,9 @@ impl PgAdminReconciler {
     }
 }
 
-fn render_error(e: serde_json::Error) -> PgAdminError {
-    PgAdminError::Apply(crate::children::ApplyError::Render(e))
-}
-
-/// What besides the rollout decides WorkloadReady: the settings database and the upgrade gate.
-struct WorkloadGate<'a> {
-    upgrade: &'a UpgradeGate,
-    /// `status.image`: the backup Job runs the image that made the settings.
-    running: Option<&'a str>,
-    /// `ConfigDatabaseNotReady` while CloudNativePG has not applied the settings database.
-    pending: Option<Verdict>,
-}
-
-/// The image the spec asks for (the gate may render the running one meanwhile).
-fn decided_target(obj: &PgAdmin, input: &RenderInput<'_>) -> String {
-    obj.spec
-        .image
-        .clone()
-        .unwrap_or_else(|| input.image.to_owned())
-}
-
-/// The pgAdmin container's image of a Deployment.
-fn pgadmin_image(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<&str> {
-    deployment
-        .spec
-        .template
-        .spec
-        .as_ref()?
-        .containers
-        .iter()
-        .find(|c| c.name == "pgadmin")?
-        .image
-        .as_deref()
-}
-
-fn first<C>(children: Vec<Arc<C>>) -> Option<Arc<C>> {
-    children.into_iter().next()
-}
-
-fn merge(report: &mut ApplyReport, more: ApplyReport) {
+pub(super) fn merge(report: &mut ApplyReport, more: ApplyReport) {
     report.verdicts.extend(more.verdicts);
     report.deleted.extend(more.deleted);
-}
-
-/// A child the server refused: the workload cannot be rendered as asked.
-fn refused(report: &ApplyReport) -> Option<Verdict> {
-    report.verdicts.iter().find_map(|v| match v {
-        ChildVerdict::Refused {
-            name,
-            code,
-            message,
-            ..
-        } => Some(Verdict::fails(
-            common::RECONCILIATION_FAILED,
-            format!("the API server refused {name} ({code}): {message}"),
-        )),
-        _ => None,
-    })
 }
 
 /// The kind's status fields as this pass decided them. A stalled pass states only the servers
