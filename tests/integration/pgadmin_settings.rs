@@ -39,10 +39,12 @@ async fn pgadmin_settings_database_and_upgrade_backup() {
         )
         .expect("fault");
     env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    env.cluster(NS, "settings", json!({"role": "settings"}), 1)
+        .await;
     env.pgadmin(
         "p",
         json!({"image": OLD, "clusterSelector": {"matchLabels": {"team": "a"}},
-            "configDatabase": {"cluster": "orders"}}),
+            "configDatabase": {"cluster": "settings"}}),
     )
     .await;
     let obj = env
@@ -79,7 +81,18 @@ async fn pgadmin_settings_database_and_upgrade_backup() {
         text.contains("PGADMIN_CONFIG_CONFIG_DATABASE_URI"),
         "{text}"
     );
-    assert!(text.contains("orders-rw.team-a.svc"), "{text}");
+    assert!(text.contains("settings-rw.team-a.svc"), "{text}");
+    // The egress policy admits the settings database's Cluster.
+    let policy =
+        Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(env.client.clone(), NS)
+            .get("p-pgadmin-egress")
+            .await
+            .expect("egress policy");
+    let policy = serde_json::to_string(&policy).expect("json");
+    assert!(
+        policy.contains("\"cnpg.io/cluster\":\"settings\""),
+        "{policy}"
+    );
 
     // An image change: the backup first, then the rollout.
     env.pgadmins()

@@ -157,13 +157,15 @@ impl PgAdminReconciler {
             .as_ref()
             .map(|e| e.extra_rules.clone())
             .unwrap_or_default();
-        let rules = egress_rules(
-            &offered.clusters,
-            &offered.poolers,
-            input.oauth2.is_some(),
-            &extra,
-        )
-        .map_err(PgAdminError::from)?;
+        // The registered Clusters, and the settings database's Cluster.
+        let mut clusters = offered.clusters.clone();
+        if let Some(settings) = &obj.spec.config_database {
+            clusters.push((ns.to_owned(), settings.cluster.clone()));
+            clusters.sort();
+            clusters.dedup();
+        }
+        let rules = egress_rules(&clusters, &offered.poolers, input.oauth2.is_some(), &extra)
+            .map_err(PgAdminError::from)?;
         let policy =
             egress_policy(input.owner, &names.egress_policy, &rules).map_err(PgAdminError::from)?;
         merge(
