@@ -19,7 +19,7 @@ use checks::*;
 pub(crate) use delete::after_removal;
 pub use delete::{DeleteOpts, delete, deleted_status, returns_deleted_object};
 use meta::*;
-pub use meta::{Subresource, meta_str, now_rfc3339, res_key, view};
+pub use meta::{Subresource, follow_tokio_clock, meta_str, now, now_rfc3339, res_key, view};
 
 /// Create `body` in `namespace` (empty for cluster-scoped kinds).
 pub fn create(

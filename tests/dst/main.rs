@@ -1,0 +1,254 @@
+//! Deterministic simulation testing of the operator (issue 18), PgAccessRequest first.
+//!
+//! `cargo test --test dst` runs the CI budget (1,000 schedules by default); a failure prints its
+//! seed and the one command that replays it. See docs/testing.md.
+//!
+//! ```text
+//! cargo test --test dst -- --seed 42            # replay one schedule, print its steps
+//! cargo test --test dst -- --schedules 20000 --steps 60 --from 1000000   # a soak
+//! DST_SCHEDULES=200 cargo test --test dst        # a smaller budget
+//! ```
+
+mod invariants;
+mod mutations;
+mod schedule;
+mod transport;
+mod world;
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::time::Instant;
+
+use schedule::{Generator, Step};
+use world::History;
+
+/// Seeds that found a bug; each one replays in every run.
+const REGRESSIONS: &[u64] = &[];
+
+struct Args {
+    seed: Option<u64>,
+    schedules: u64,
+    steps: usize,
+    from: u64,
+    verbose: bool,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        seed: std::env::var("DST_SEED").ok().and_then(|s| s.parse().ok()),
+        schedules: std::env::var("DST_SCHEDULES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000),
+        steps: world::Options::default().steps,
+        from: 0,
+        verbose: false,
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().and_then(|v| v.parse::<u64>().ok());
+        match arg.as_str() {
+            "--seed" => a.seed = value(),
+            "--schedules" => a.schedules = value().unwrap_or(a.schedules),
+            "--steps" => a.steps = value().map_or(a.steps, |v| v as usize),
+            "--from" => a.from = value().unwrap_or(0),
+            "--verbose" => a.verbose = true,
+            // libtest's own flags (cargo passes some) mean nothing here.
+            _ => {}
+        }
+    }
+    a
+}
+
+pub fn schedule_of(seed: u64, steps: usize) -> Vec<Step> {
+    Generator::new(seed).schedule(steps)
+}
+
+/// One schedule from its seed: its history and what the checkers found.
+pub fn run_seed(seed: u64, steps: usize, crds: &str) -> (History, Vec<invariants::Violation>) {
+    let schedule = schedule_of(seed, steps);
+    let history = world::run(seed, &schedule, crds);
+    let violations = invariants::check(&history);
+    (history, violations)
+}
+
+/// One log line as the determinism check compares it. kube's event `Recorder` names an Event
+/// after the wall clock (`<object>.<hex time>`), outside the seams the harness controls, so
+/// that suffix is left out.
+fn canonical(e: &transport::Entry) -> (String, String, String, u16, u64) {
+    let uri = match e.uri.split_once("/events/") {
+        Some((head, tail)) => {
+            let object = tail.rsplit_once('.').map_or(tail, |(object, _)| object);
+            format!("{head}/events/{object}.*")
+        }
+        None => e.uri.clone(),
+    };
+    (
+        format!("{:?}", e.who),
+        e.method.clone(),
+        uri,
+        e.status,
+        e.at_ms,
+    )
+}
+
+/// A hash of the request log: who asked what, when (virtual time), and the answer's code.
+pub fn log_hash(h: &History) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    for e in &h.log {
+        canonical(e).hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// The shortest schedule still failing, by dropping steps one at a time (greedy, two rounds).
+fn minimise(seed: u64, steps: usize, crds: &str) -> Vec<Step> {
+    let mut schedule = schedule_of(seed, steps);
+    for _ in 0..2 {
+        let mut i = 0;
+        while i < schedule.len() {
+            let mut shorter = schedule.clone();
+            shorter.remove(i);
+            let h = world::run(seed, &shorter, crds);
+            if invariants::check(&h).is_empty() {
+                i += 1;
+            } else {
+                schedule = shorter;
+            }
+        }
+    }
+    schedule
+}
+
+fn report(seed: u64, steps: usize, violations: &[invariants::Violation], crds: &str) {
+    eprintln!("\nDST FAILURE seed {seed}:");
+    for v in violations.iter().take(10) {
+        eprintln!("  [{}] {}", v.invariant, v.detail);
+    }
+    eprintln!(
+        "replay: cargo test --test dst -- --seed {seed}{}",
+        steps_arg(steps)
+    );
+    eprintln!("minimised schedule (same seed for the operator and the sim):");
+    for step in minimise(seed, steps, crds) {
+        eprintln!("  {step:?}");
+    }
+}
+
+fn steps_arg(steps: usize) -> String {
+    if steps == world::Options::default().steps {
+        String::new()
+    } else {
+        format!(" --steps {steps}")
+    }
+}
+
+fn main() {
+    let a = args();
+    let crds = pgtoolbox_operator::api::render_crds_yaml().expect("CRDs render");
+    if let Some(seed) = a.seed {
+        let (h, violations) = run_seed(seed, a.steps, &crds);
+        for step in schedule_of(seed, a.steps) {
+            println!("{step:?}");
+        }
+        if a.verbose {
+            for e in &h.log {
+                println!(
+                    "{:>9} {:?} {} {} {}",
+                    e.at_ms, e.who, e.method, e.uri, e.status
+                );
+            }
+        }
+        println!(
+            "seed {seed}: {} requests, {} snapshots, log hash {:016x}",
+            h.log.len(),
+            h.snapshots.len(),
+            log_hash(&h)
+        );
+        if !violations.is_empty() {
+            report(seed, a.steps, &violations, &crds);
+            std::process::exit(1);
+        }
+        return;
+    }
+
+    let mut failed = false;
+    let started = Instant::now();
+    failed |= !mutations::all_detected(&crds);
+    failed |= !determinism(&crds);
+    for &seed in REGRESSIONS {
+        let (_, violations) = run_seed(seed, a.steps, &crds);
+        if !violations.is_empty() {
+            report(seed, a.steps, &violations, &crds);
+            failed = true;
+        }
+    }
+    let mut requests = 0usize;
+    let mut failures = 0u64;
+    let mut ungoverned = 0usize;
+    let schedules_started = Instant::now();
+    for seed in a.from..a.from + a.schedules {
+        let (h, violations) = run_seed(seed, a.steps, &crds);
+        requests += h.log.len();
+        if a.verbose {
+            println!("seed {seed}: {} requests", h.log.len());
+        }
+        ungoverned += invariants::grants_without_request(&h);
+        if !violations.is_empty() {
+            failures += 1;
+            eprintln!(
+                "DST FAILURE seed {seed}: [{}] {}\n  replay: cargo test --test dst -- --seed {seed}{}",
+                violations[0].invariant,
+                violations[0].detail,
+                steps_arg(a.steps)
+            );
+        }
+    }
+    let spent = schedules_started.elapsed();
+    println!(
+        "dst: {} schedules of {} steps in {:.1?} ({:.1} schedules/s, {} API requests), {} failed; \
+         total {:.1?}",
+        a.schedules,
+        a.steps,
+        spent,
+        a.schedules as f64 / spent.as_secs_f64().max(1e-9),
+        requests,
+        failures,
+        started.elapsed()
+    );
+    println!(
+        "dst: {ungoverned} RoleBindings were left labelled for a request that no longer exists and \
+         owned by none (the known gap in docs/testing.md)"
+    );
+    if failed || failures > 0 {
+        std::process::exit(1);
+    }
+}
+
+/// The same seed twice gives the same request log.
+fn determinism(crds: &str) -> bool {
+    let mut ok = true;
+    for seed in [1_u64, 2, 3] {
+        let (a, _) = run_seed(seed, world::Options::default().steps, crds);
+        let (b, _) = run_seed(seed, world::Options::default().steps, crds);
+        if log_hash(&a) != log_hash(&b) {
+            ok = false;
+            let first = a
+                .log
+                .iter()
+                .zip(&b.log)
+                .position(|(x, y)| canonical(x) != canonical(y));
+            eprintln!(
+                "NOT DETERMINISTIC: seed {seed} gave {} then {} requests; first difference at {first:?}: {:?} vs {:?}",
+                a.log.len(),
+                b.log.len(),
+                first.and_then(|i| a.log.get(i)).map(canonical),
+                first.and_then(|i| b.log.get(i)).map(canonical),
+            );
+        }
+    }
+    if ok {
+        println!("dst: determinism holds (3 seeds run twice, same request log)");
+    }
+    ok
+}
