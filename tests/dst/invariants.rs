@@ -15,6 +15,11 @@ use crate::world::{History, ORPHAN_GRACE, ROLE, SUBJECT, Snapshot, epoch, expire
 /// a watch relist, a backoff after a burst of injected errors, and injected latency.
 pub const LAG_MS: u64 = 90_000;
 
+/// After a refused write on a request or its binding the operator retries that request with
+/// its per-object backoff (`BackoffPolicy::RETRY`: doubling from 0.5 s, capped at 5 min, jitter
+/// up to as much again), so the next attempt may come this long after the last refusal.
+pub const RETRY_CAP_MS: u64 = 600_000;
+
 const REQUEST_LABEL: &str = "pgtoolbox.fyannk.dev/access-request";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,10 +85,15 @@ fn should_be_gone_since(rb: &Value, snap: &Snapshot) -> Option<(u64, &'static st
         return adopted.then_some((snap.at_ms, "its request is gone"));
     };
     let now = at(snap.at_ms);
+    // A request created after its binding governs it from its creation on.
+    let request_created = request["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(|t| t.parse::<Timestamp>().ok())
+        .map_or(0, ms_of);
     if let Some(expiry) = expires_at(request)
         && now >= expiry
     {
-        return Some((ms_of(expiry), "expired"));
+        return Some((ms_of(expiry).max(request_created), "expired"));
     }
     let phase = phase_of(request);
     let approver = request["status"]["approver"].as_str().unwrap_or_default();
@@ -96,7 +106,12 @@ fn should_be_gone_since(rb: &Value, snap: &Snapshot) -> Option<(u64, &'static st
         "Pending" => {
             let created: Timestamp = rb["metadata"]["creationTimestamp"].as_str()?.parse().ok()?;
             let grace_end = created + SignedDuration::try_from(ORPHAN_GRACE).ok()?;
-            (now >= grace_end).then(|| (ms_of(grace_end), "orphaned past its grace"))
+            (now >= grace_end).then(|| {
+                (
+                    ms_of(grace_end).max(request_created),
+                    "orphaned past its grace",
+                )
+            })
         }
         _ => Some((snap.at_ms, "terminal phase")),
     }
@@ -138,15 +153,38 @@ pub fn grants_end_in_time(h: &History) -> Vec<Violation> {
                 since.remove(&uid);
                 continue;
             };
+            // A binding created after the moment its request stopped allowing it is due from
+            // its creation on.
+            let created = rb["metadata"]["creationTimestamp"]
+                .as_str()
+                .and_then(|t| t.parse::<Timestamp>().ok())
+                .map_or(0, ms_of);
+            let bad = bad.max(created);
             let first = since.get(&uid).map_or(bad, |s| (*s).min(bad));
             since.insert(uid.clone(), first);
             seen.push(uid.clone());
+            let request = rb["metadata"]["labels"][REQUEST_LABEL]
+                .as_str()
+                .unwrap_or_default();
+            let last_refusal = h
+                .log
+                .iter()
+                .filter(|e| matches!(e.who, Who::Operator(_)) && e.status >= 403 && e.status != 404)
+                .filter(|e| e.at_ms <= snap.at_ms)
+                .filter(|e| {
+                    e.uri.contains(&format!("/rolebindings/{}?", name(rb)))
+                        || e.uri.contains(&format!("/pgaccessrequests/{request}/"))
+                })
+                .map(|e| e.at_ms + RETRY_CAP_MS)
+                .max()
+                .unwrap_or(0);
             let could_act = h
                 .blocked
                 .iter()
                 .filter(|(from, _)| *from <= snap.at_ms)
                 .map(|(_, to)| *to)
-                .fold(first, u64::max);
+                .fold(first, u64::max)
+                .max(last_refusal.saturating_sub(LAG_MS));
             if snap.at_ms > could_act + LAG_MS && !reported.contains(&uid) {
                 out.push(violation(
                     "grant-ends-in-time",

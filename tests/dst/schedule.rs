@@ -46,6 +46,11 @@ pub enum Step {
     DeleteRequest {
         req: usize,
     },
+    /// Someone annotates the request (a concurrent write: the operator's next status write
+    /// with the old resourceVersion gets a real 409).
+    Touch {
+        req: usize,
+    },
     CreateCluster {
         cluster: usize,
     },
@@ -170,14 +175,16 @@ impl Generator {
                 req,
                 secs: self.rng.random_range(-10..120),
             },
-            50..=53 => Step::DeleteRequest { req },
+            50..=52 => Step::DeleteRequest { req },
+            53 => Step::Touch { req },
             54..=58 => Step::CreateCluster {
                 cluster: self.below(CLUSTERS),
             },
             59..=61 => Step::DeleteCluster {
                 cluster: self.below(CLUSTERS),
             },
-            62..=84 => Step::Fault(self.fault()),
+            62..=80 => Step::Fault(self.fault()),
+            81..=84 => Step::Touch { req },
             85..=92 => Step::JumpToExpiry {
                 req,
                 offset: self.rng.random_range(-3..4),
@@ -203,7 +210,10 @@ impl Generator {
             1 => Fault::Gone,
             2 | 3 => Fault::Errors {
                 pattern,
-                code: [409, 429, 500, 503][self.below(4)],
+                // No bare 409: a real server answers it to a write only when the object
+                // changed meanwhile (the operator then waits for that version); conflicts come
+                // from `Touch`, a real concurrent write.
+                code: [429, 500, 503][self.below(3)],
                 count: self.rng.random_range(1..6),
             },
             4 => Fault::Latency {

@@ -380,6 +380,18 @@ impl World {
                     .delete(&format!("r{req}"), &DeleteParams::default())
                     .await;
             }
+            Step::Touch { req } => {
+                let patch =
+                    json!({"metadata": {"annotations": {"touched-at": self.now_ms().to_string()}}});
+                let _ = self
+                    .requests()
+                    .patch(
+                        &format!("r{req}"),
+                        &PatchParams::default(),
+                        &Patch::Merge(&patch),
+                    )
+                    .await;
+            }
             Step::CreateCluster { cluster } => {
                 let obj: DynamicObject = serde_json::from_value(json!({
                     "apiVersion": "postgresql.cnpg.io/v1",
