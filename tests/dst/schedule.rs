@@ -92,6 +92,15 @@ pub enum Fault {
         pattern: &'static str,
         secs: u64,
     },
+    /// 401 to everything for `secs` (expired credentials).
+    Unauthorized {
+        secs: u64,
+    },
+    /// A group not served (404, discovery included) for `secs`: CloudNativePG uninstalled, say.
+    Unserved {
+        group: &'static str,
+        secs: u64,
+    },
 }
 
 const PATTERNS: &[&str] = &[
@@ -205,7 +214,7 @@ impl Generator {
 
     fn fault(&mut self) -> Fault {
         let pattern = PATTERNS[self.below(PATTERNS.len())];
-        match self.below(6) {
+        match self.below(8) {
             0 => Fault::DropWatches,
             1 => Fault::Gone,
             2 | 3 => Fault::Errors {
@@ -221,8 +230,15 @@ impl Generator {
                 millis: self.rng.random_range(10..2_000),
                 count: self.rng.random_range(1..10),
             },
-            _ => Fault::Deny {
+            5 => Fault::Deny {
                 pattern,
+                secs: self.rng.random_range(1..60),
+            },
+            6 => Fault::Unauthorized {
+                secs: self.rng.random_range(1..30),
+            },
+            _ => Fault::Unserved {
+                group: ["postgresql.cnpg.io", "rbac.authorization.k8s.io"][self.below(2)],
                 secs: self.rng.random_range(1..60),
             },
         }

@@ -456,18 +456,41 @@ impl World {
             }
             Fault::Deny { pattern, secs } => {
                 let _ = admin.deny(pattern);
-                let from = self.now_ms();
-                self.block(from, from + secs * 1000);
-                let secs = *secs;
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_secs(secs)).await;
-                    admin.clear_deny();
-                });
+                self.lift_after(*secs, move |admin| admin.clear_deny());
+            }
+            Fault::Unauthorized { secs } => {
+                admin.set_unauthorized(true);
+                self.lift_after(*secs, |admin| admin.set_unauthorized(false));
+            }
+            Fault::Unserved { group, secs } => {
+                admin.unserve(group);
+                let group = *group;
+                self.lift_after(*secs, move |admin| admin.serve(group));
             }
         }
     }
 
+    /// A fault in force for `secs` (a window the operator cannot act in), then lifted.
+    fn lift_after(&self, secs: u64, lift: impl FnOnce(&pgtoolbox_sim::Admin) + Send + 'static) {
+        let from = self.now_ms();
+        self.block(from, from + secs * 1000);
+        let admin = self.sim.admin();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(secs)).await;
+            lift(&admin);
+        });
+    }
+
     async fn bind(&mut self, req: usize, users: &[&str]) {
+        // A console binds only a request it shows, one that exists.
+        let name = format!("r{req}");
+        if self
+            .sim
+            .object("pgtoolbox.fyannk.dev", "pgaccessrequests", NS, &name)
+            .is_none()
+        {
+            return;
+        }
         let rb = RoleBinding {
             metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
                 name: Some(format!("pgar-r{req}")),
