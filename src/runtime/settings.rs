@@ -18,6 +18,9 @@ pub struct OperatorSettings {
     /// The time of day expiries are judged by: the system clock, or in simulation tests one
     /// following tokio's paused clock.
     pub clock: super::Clock,
+    /// How long a stall on an input the operator does not watch waits before it is looked at
+    /// again: (two minutes, five minutes) as the engine schedules them; tests shorten them.
+    pub stall_rechecks: (std::time::Duration, std::time::Duration),
 }
 
 /// Image defaults; `None` means a kind that needs the image reports it as required.
@@ -40,6 +43,10 @@ impl Default for OperatorSettings {
             access_request_orphan_grace: crate::reconcile::pgaccessrequest::ORPHAN_GRACE,
             startup_jitter: std::time::Duration::from_secs(2),
             clock: super::Clock::System,
+            stall_rechecks: (
+                crate::conditions::STALL_RECHECK,
+                crate::conditions::STALL_RECHECK_LONG,
+            ),
         }
     }
 }
