@@ -77,6 +77,30 @@ fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
                 Step::Sleep { millis: 6103 },
             ],
         ),
+        (
+            790,
+            "CloudNativePG not served at start: ClusterNotFound kept once the Cluster was listed",
+            vec![
+                Step::Create {
+                    req: 3,
+                    expires_in: 1250,
+                    cluster: None,
+                },
+                Step::Create {
+                    req: 1,
+                    expires_in: 95,
+                    cluster: Some(0),
+                },
+                Step::JumpToExpiry { req: 3, offset: 3 },
+                Step::CreateCluster { cluster: 0 },
+                Step::Fault(Fault::Unserved {
+                    group: "postgresql.cnpg.io",
+                    secs: 47,
+                }),
+                Step::Crash { down_secs: 0 },
+                Step::Sleep { millis: 5095 },
+            ],
+        ),
     ]
 }
 
@@ -290,10 +314,14 @@ fn main() {
     }
 }
 
-/// The same seed twice gives the same request log.
+/// The same seed twice gives the same request log. Seed 1 caught the watch pump's random
+/// `select!` and kube's unseeded backoff jitter, seed 2 the random wake order of a dropped
+/// watch (a `watch` channel); seed 6 has an operator crash.
+const DETERMINISM_SEEDS: [u64; 4] = [1, 2, 3, 6];
+
 fn determinism(crds: &str) -> bool {
     let mut ok = true;
-    for seed in [1_u64, 2, 3] {
+    for seed in DETERMINISM_SEEDS {
         let (a, _) = run_seed(seed, world::Options::default().steps, crds);
         let (b, _) = run_seed(seed, world::Options::default().steps, crds);
         if log_hash(&a) != log_hash(&b) {
@@ -313,7 +341,10 @@ fn determinism(crds: &str) -> bool {
         }
     }
     if ok {
-        println!("dst: determinism holds (3 seeds run twice, same request log)");
+        println!(
+            "dst: determinism holds ({} seeds run twice, same request log)",
+            DETERMINISM_SEEDS.len()
+        );
     }
     ok
 }
