@@ -25,8 +25,9 @@ pub const SUBJECT: &str = "alice";
 /// The instant every schedule starts at, so timestamps repeat from run to run.
 pub const EPOCH: &str = "2030-01-01T00:00:00Z";
 pub const ORPHAN_GRACE: Duration = Duration::from_secs(60);
-/// After the last step and the faults, the system has this long to settle.
-pub const SETTLE: Duration = Duration::from_secs(6 * 60);
+/// After the last step and the faults, the system has this long to settle: longer than the
+/// longest retry backoff (5 min, up to twice that with jitter) a burst of failures can leave.
+pub const SETTLE: Duration = Duration::from_secs(11 * 60);
 /// The longest quiet window checked at the end.
 pub const QUIET: Duration = Duration::from_secs(3 * 60);
 const SAMPLE: Duration = Duration::from_secs(2);

@@ -130,7 +130,8 @@ pub fn create(
         crate::apply::record_update(info, &mut body, None, &manager, "");
     }
     crate::cluster::admission::admit_create(server, l, info, namespace, &mut body)?;
-    let stored = l.put(&res, key, body, rv, EventType::Added);
+    let stored = l.put(&res, key.clone(), body, rv, EventType::Added);
+    delete::collect_if_orphaned(server, l, &res, &key, &stored);
     if let Some(infos) = crd {
         register_crd(server, l, infos);
     }
@@ -304,7 +305,8 @@ pub fn update(
         after_removal(server, l, &gone, &key);
         return Ok(gone);
     }
-    let stored = l.put(&res, key, new, rv, EventType::Modified);
+    let stored = l.put(&res, key.clone(), new, rv, EventType::Modified);
+    delete::collect_if_orphaned(server, l, &res, &key, &stored);
     if let Some(infos) = crd {
         register_crd(server, l, infos);
     }
