@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::Client;
@@ -48,6 +48,9 @@ pub struct OperatorCaches {
     /// Empty where the API is not served (the prober's answer decides, not this store).
     pub routes: Arc<ChildStore<Route>>,
     pub http_routes: Arc<ChildStore<HttpRoute>>,
+    /// Secrets this operator wrote (an EvidenceAgent's serving certificate), contents included:
+    /// only ours are selected, never a Secret of anyone else.
+    pub owned_secrets: Arc<ChildStore<Secret>>,
     /// The RoleBindings of PgAccessRequests, filed under the request their label names.
     pub access_bindings: Arc<ChildStore<RoleBinding>>,
 
@@ -134,6 +137,7 @@ impl OperatorCaches {
             ingresses: ChildStore::new("Ingresses", our_owner()),
             routes: ChildStore::new("Routes", our_owner()),
             http_routes: ChildStore::new("HTTPRoutes", our_owner()),
+            owned_secrets: ChildStore::new("Secrets", our_owner()),
             access_bindings: ChildStore::new(
                 "RoleBindings of requests",
                 owner_label("PgAccessRequest", REQUEST_LABEL),
@@ -190,6 +194,7 @@ impl OperatorCaches {
             start(&self.ingresses, managed()),
             start(&self.routes, managed()),
             start(&self.http_routes, managed()),
+            start(&self.owned_secrets, managed()),
             start(
                 &self.access_bindings,
                 watcher::Config::default().labels(REQUEST_LABEL),

@@ -14,6 +14,8 @@ mod console_trust;
 mod console_workload;
 mod crds;
 mod evidence_agent;
+mod evidence_agent_faults;
+mod evidence_agent_tls;
 mod kubectl_support;
 mod pgaccessrequest;
 mod pgar_converged;
