@@ -15,6 +15,9 @@ pub struct OperatorSettings {
     /// First passes of objects found by a (re)list are spread over this window, so a restart
     /// with many objects does not send all their writes at once.
     pub startup_jitter: std::time::Duration,
+    /// The time of day expiries are judged by: the system clock, or in simulation tests one
+    /// following tokio's paused clock.
+    pub clock: super::Clock,
     /// The operator's own namespace (`POD_NAMESPACE`): its Lease and the Secret of the CA that
     /// signs EvidenceAgent serving certificates.
     pub operator_namespace: String,
@@ -48,6 +51,7 @@ impl Default for OperatorSettings {
             max_inflight_writes: 32,
             access_request_orphan_grace: crate::reconcile::pgaccessrequest::ORPHAN_GRACE,
             startup_jitter: std::time::Duration::from_secs(2),
+            clock: super::Clock::System,
             operator_namespace: DEFAULT_OPERATOR_NAMESPACE.to_owned(),
             evidence_certificate_validity:
                 crate::reconcile::evidenceagent::DEFAULT_CERTIFICATE_VALIDITY,
