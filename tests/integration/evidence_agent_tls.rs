@@ -497,7 +497,21 @@ async fn evidence_switching_certificate_providers() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    // Settled: the dropped notAfter was written away once, not on every pass.
+    // Settled (the status unchanged for a second: a rollout the new certificate started may
+    // still move it), then the dropped notAfter was written away once, not on every pass.
+    let mut version = None;
+    loop {
+        let now = env.agents().get("switch").await.expect("agent");
+        if now.metadata.resource_version.is_some() && now.metadata.resource_version == version {
+            break;
+        }
+        version = now.metadata.resource_version;
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent's status never settled"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
     env._sim.admin().reset_stats();
     tokio::time::sleep(Duration::from_millis(500)).await;
     let writes = env._sim.stats().by_verb_resource;
