@@ -4,7 +4,9 @@
 mod backoff;
 mod metrics;
 mod settings;
+mod timer_wheel;
 
 pub use backoff::BackoffPolicy;
 pub use metrics::{PassResult, RuntimeMetrics};
 pub use settings::{DefaultImages, OperatorSettings};
+pub use timer_wheel::TimerWheel;

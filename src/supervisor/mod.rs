@@ -2,6 +2,7 @@
 //! registry, restarts), one actor per object below it.
 
 mod kind;
+mod kind_life;
 pub mod leader;
 mod operator;
 mod root;
