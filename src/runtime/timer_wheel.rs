@@ -28,6 +28,10 @@ enum Command {
     CancelAll(ObjectKey),
 }
 
+/// The longest delay the wheel holds (`DelayQueue` refuses more than about two years). A later
+/// instant fires early at this bound; the pass it starts arms the rest.
+pub const MAX_DELAY: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// Handle to a kind's wheel; cheap to clone (one channel sender and one counter).
 #[derive(Clone, Debug)]
 pub struct TimerWheel {
@@ -121,6 +125,7 @@ fn apply(queue: &mut DelayQueue<(ObjectKey, TimerPurpose)>, armed: &mut Armed, c
             delay,
             generation,
         } => {
+            let delay = delay.min(MAX_DELAY);
             let slots = armed.entry(key.clone()).or_default();
             let slot = &mut slots[purpose.index()];
             match slot {
@@ -231,6 +236,19 @@ mod tests {
         assert_eq!(fired.len(), 1, "{fired:?}");
         assert_eq!((fired[0].1, fired[0].2), (TimerPurpose::Expiry, second));
         assert!(fired[0].3 >= 30 * SEC && fired[0].3 < 31 * SEC);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delay_beyond_the_wheel_fires_at_its_bound() {
+        let (wheel, _task, fired, armed) = start();
+        wheel.arm(&key("far"), TimerPurpose::Expiry, Duration::MAX);
+        wheel.arm(&key("far"), TimerPurpose::Expiry, 100 * MAX_DELAY);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(*armed.lock().unwrap(), 1, "the wheel survived");
+        tokio::time::sleep(MAX_DELAY + SEC).await;
+        let fired = fired.lock().unwrap().clone();
+        assert_eq!(fired.len(), 1);
+        assert!(fired[0].3 >= MAX_DELAY && fired[0].3 < MAX_DELAY + SEC);
     }
 
     #[tokio::test(start_paused = true)]
