@@ -67,6 +67,9 @@ pub struct RunResult {
     pub cpu_run_s: f64,
     pub quiet: Option<Quiet>,
     pub change_latency_ms: Option<f64>,
+    /// Ours: (live actors, hibernated objects) when memory was measured.
+    #[serde(default)]
+    pub actors_at_measure: Option<(i64, i64)>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -258,6 +261,11 @@ async fn run(
     let writes_done_s = writes_settled(&sim, start).await;
     let stats = sim.stats();
     let cpu_run_s = measure::cpu_seconds() - cpu_before;
+    // Memory is measured at rest: ours once its idle actors hibernated (1 s linger).
+    let actors_at_measure = running.actors_settled(Duration::from_secs(15)).await;
+    if let Some((live, asleep)) = actors_at_measure {
+        eprintln!("   at measurement: {live} live actors, {asleep} hibernated objects");
+    }
     let rss_after_kb = measure::rss_kb();
     let peak_kb = measure::peak_kb();
     measure::trim_heap();
@@ -311,6 +319,7 @@ async fn run(
         cpu_run_s,
         quiet,
         change_latency_ms,
+        actors_at_measure,
     }
 }
 

@@ -41,7 +41,10 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
         // SAFETY: `ptr` came from `alloc` with `layout`.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -131,7 +134,11 @@ async fn per_object(n: usize, setup: Setup) -> f64 {
     while passes.load(Ordering::Relaxed) < n {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let want = if setup.hibernate { (0, n as i64) } else { (n as i64, 0) };
+    let want = if setup.hibernate {
+        (0, n as i64)
+    } else {
+        (n as i64, 0)
+    };
     while shared.runtime.objects("ConfigMap") != want {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
