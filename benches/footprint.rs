@@ -164,6 +164,11 @@ fn bytes_of<T>(n: usize, make: impl Fn(usize) -> T) -> f64 {
     bytes - slots
 }
 
+/// What a hibernated object's copy becomes (`supervisor::packed`).
+fn pack<T: serde::Serialize>(obj: &T) -> Box<[u8]> {
+    serde_json::to_vec(obj).expect("encodes").into_boxed_slice()
+}
+
 /// A converged, approved PgAccessRequest as the watch delivers it (managedFields dropped), its
 /// status as the operator writes it.
 fn access_request(i: usize) -> serde_json::Value {
@@ -211,10 +216,14 @@ fn main() {
         .build()
         .expect("tokio runtime");
     let config_map = bytes_of(n, |i| Arc::new(cm(i)));
+    let packed_config_map = bytes_of(n, |i| pack(&cm(i)));
     let json: Vec<serde_json::Value> = (0..n).map(access_request).collect();
-    let request = bytes_of(n, |i| {
-        Arc::new(serde_json::from_value::<PgAccessRequest>(json[i].clone()).expect("decodes"))
-    });
+    let decode =
+        |i: usize| serde_json::from_value::<PgAccessRequest>(json[i].clone()).expect("decodes");
+    let request = bytes_of(n, |i| Arc::new(decode(i)));
+    let requests: Vec<PgAccessRequest> = (0..n).map(decode).collect();
+    let packed_request = bytes_of(n, |i| pack(&requests[i]));
+    drop(requests);
     drop(json);
     let live_actors = runtime.block_on(per_object(
         n,
@@ -239,16 +248,18 @@ fn main() {
     ));
     println!("footprint, {n} objects, heap bytes per object (counting allocator):");
     println!("  object copy, tiny ConfigMap (Arc)                  {config_map:8.0}");
+    println!("  the same, packed as JSON (hibernated)              {packed_config_map:8.0}");
     println!("  object copy, converged PgAccessRequest (Arc)       {request:8.0}");
+    println!("  the same, packed as JSON (hibernated)              {packed_request:8.0}");
     println!("  live actor + supervisor entry + copy (ConfigMap)   {live_actors:8.0}");
-    println!("  hibernated: supervisor entry + copy (ConfigMap)    {hibernated:8.0}");
+    println!("  hibernated: supervisor entry + packed copy         {hibernated:8.0}");
     println!(
         "    => the actor alone                               {:8.0}",
-        live_actors - hibernated
+        live_actors - hibernated - (config_map - packed_config_map)
     );
     println!(
         "    => the supervisor entry alone                    {:8.0}",
-        hibernated - config_map
+        hibernated - packed_config_map
     );
     println!(
         "  one armed timer in the wheel                       {:8.0}",

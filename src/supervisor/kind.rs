@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
+use super::packed::Latest;
 use super::watch::{EventSource, OwnerSource};
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{PassEnv, Reconciler, Registry, Shared};
@@ -87,9 +88,10 @@ pub(super) enum Life {
     Restarting,
 }
 
-/// What the supervisor knows about one object. A hibernated object costs only this entry.
+/// What the supervisor knows about one object. A hibernated object costs only this entry
+/// (its copy packed).
 pub(super) struct Tracked<K> {
-    pub(super) latest: Arc<K>,
+    pub(super) latest: Latest<K>,
     /// Index of the watch that reported it (one watch per namespace).
     pub(super) source: usize,
     pub(super) life: Life,
@@ -279,9 +281,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
                 if let Some(tracked) = state.objects.get(&key)
                     && tracked.life == Life::Restarting
                 {
-                    let object = tracked.latest.clone();
-                    self.spawn_actor(&myself, state, key, object, Duration::ZERO)
-                        .await;
+                    self.respawn(&myself, state, key).await;
                 }
             }
             KindMsg::Recovered(key) => {
@@ -407,7 +407,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             state.objects.insert(
                 key.clone(),
                 Tracked {
-                    latest: latest.clone(),
+                    latest: Latest::Decoded(latest.clone()),
                     source,
                     life: Life::Restarting,
                 },
@@ -417,9 +417,9 @@ impl<R: Reconciler> KindSupervisor<R> {
             return;
         };
         // A relist repeats unchanged objects: do not wake their actors for nothing.
-        let unchanged = tracked.latest.resource_version().is_some()
-            && tracked.latest.resource_version() == latest.resource_version();
-        tracked.latest = latest.clone();
+        let stored = tracked.latest.resource_version();
+        let unchanged = stored.is_some() && stored == latest.resource_version();
+        tracked.latest = Latest::Decoded(latest.clone());
         tracked.source = source;
         if !unchanged {
             self.wake(myself, state, &key, ObjectMsg::Delta(latest))

@@ -43,12 +43,29 @@ impl<R: Reconciler> KindSupervisor<R> {
                 }
             }
             Life::Hibernating { wake, .. } => *wake = true,
-            Life::Hibernated => {
-                let object = tracked.latest.clone();
-                self.spawn_actor(myself, state, key.clone(), object, Duration::ZERO)
-                    .await;
-            }
+            Life::Hibernated => self.respawn(myself, state, key.clone()).await,
             Life::Restarting => {}
+        }
+    }
+
+    /// Spawns an actor for a known object from the supervisor's copy, with no delay.
+    pub(super) async fn respawn(
+        &self,
+        myself: &ActorRef<KindMsg<R::Object>>,
+        state: &mut KindState<R>,
+        key: ObjectKey,
+    ) {
+        let Some(tracked) = state.objects.get_mut(&key) else {
+            return;
+        };
+        match tracked.latest.decoded() {
+            Ok(object) => {
+                self.spawn_actor(myself, state, key, object, Duration::ZERO)
+                    .await
+            }
+            // Our own JSON of a type that decoded from the API: not expected. Retried like a
+            // failed actor, so the object is not left asleep for good.
+            Err(err) => self.schedule_restart(myself, state, key, err.to_string()),
         }
     }
 
@@ -146,8 +163,9 @@ impl<R: Reconciler> KindSupervisor<R> {
                 state.set_life(&key, Life::Hibernated);
                 state.count_actors();
                 if wake {
-                    self.wake(myself, state, &key, ObjectMsg::ChildChanged)
-                        .await;
+                    self.respawn(myself, state, key).await;
+                } else if let Some(tracked) = state.objects.get_mut(&key) {
+                    tracked.latest.pack();
                 }
             }
             (Life::Live(actor) | Life::Hibernating { actor, .. }, failure) if actor == id => {
@@ -174,9 +192,10 @@ impl<R: Reconciler> KindSupervisor<R> {
         state.env.shared.runtime.restart(&kind_of::<R>());
         let delay = state.options.restart.delay(*restarts);
         tracing::warn!(object = %key, restarts = *restarts, restart_in = ?delay, reason = %reason, "object actor failed");
-        let report = state.objects.get(&key).map(|t| {
-            let cx = ObjectContext::new(key.clone(), state.env.clone(), *restarts);
-            (t.latest.clone(), cx)
+        let restarts = *restarts;
+        let report = state.objects.get_mut(&key).and_then(|t| {
+            let cx = ObjectContext::new(key.clone(), state.env.clone(), restarts);
+            t.latest.decoded().ok().map(|obj| (obj, cx))
         });
         let reconciler = self.reconciler.clone();
         let me = myself.clone();
@@ -277,9 +296,13 @@ impl<R: Reconciler> KindSupervisor<R> {
         if asked != id {
             return;
         }
-        let latest = tracked.latest.clone();
         state.set_life(&key, Life::Live(id));
-        if wake {
+        if wake
+            && let Some(latest) = state
+                .objects
+                .get_mut(&key)
+                .and_then(|t| t.latest.decoded().ok())
+        {
             let _ = actor.send_message(ObjectMsg::Delta(latest));
         }
         state.registry.insert(key, actor);

@@ -5,6 +5,7 @@ mod kind;
 mod kind_life;
 pub mod leader;
 mod operator;
+mod packed;
 mod root;
 mod watch;
 
