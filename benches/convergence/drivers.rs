@@ -13,9 +13,10 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Resource, ResourceExt};
-use pgtoolbox_operator::actors::access_request::{AccessCaches, AccessRequestReconciler};
+use pgtoolbox_operator::actors::access_request::AccessRequestReconciler;
 use pgtoolbox_operator::actors::{ObjectContext, PassEnv, ReconcileError, Reconciler, Shared};
 use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
+use pgtoolbox_operator::children::OperatorCaches;
 use pgtoolbox_operator::cli::register_all;
 use pgtoolbox_operator::conditions::{ConditionType, derive_status, find_condition, status_patch};
 use pgtoolbox_operator::k8s::{EventSink, WriteBudget, delete_pinned, patch_status};
@@ -113,10 +114,14 @@ struct ControllerCx {
 /// write, Events) with a write budget of the same size; RoleBinding changes reach it through the
 /// same caches as ours, as `reconcile_on` triggers. Concurrency is kube's default (unbounded).
 fn controller(client: &kube::Client, settings: &OperatorSettings) -> AbortOnDropHandle<()> {
-    let caches = AccessCaches::new();
+    // The same cache set (and so the same watches) as the operator's.
+    let caches = OperatorCaches::new();
     let scope = WatchScope::All;
-    let mut owners = (caches.binding_watch())(client, &scope);
-    owners.extend((caches.cluster_watch())(client, &scope));
+    let owners: Vec<_> = caches
+        .watches()
+        .into_iter()
+        .flat_map(|start| start(client, &scope))
+        .collect();
     let triggers = futures::stream::select_all(owners)
         .map(|key| ObjectRef::<PgAccessRequest>::new(&key.name).within(&key.namespace));
     let cx = Arc::new(ControllerCx {

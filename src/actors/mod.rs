@@ -16,6 +16,7 @@ pub(crate) mod runtime_refusals;
 pub mod secret_router;
 pub mod shared;
 
+pub use notice_routes::SecretRoutes;
 pub use object::{ObjectActor, ObjectArgs, ObjectState};
 pub use object_reconciler::{
     ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler, Shared,

@@ -7,31 +7,22 @@ use dashmap::DashMap;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::actors::Registry;
-use crate::actors::router_supervisor::RouterSlot;
 use crate::actors::secret_router::SecretSubscriber;
-use crate::messages::shared::SecretRouterMsg;
+use crate::children::{ReferenceIndex, Track, secrets_resource};
 use crate::messages::{KindKey, Notice, ObjectKey, ObjectMsg};
 
 /// `None`: one of the object's children or references changed.
 type Deliver = Box<dyn Fn(&ObjectKey, Option<Notice>) -> bool + Send + Sync>;
 
-/// Wakes every object of a kind.
-type WakeAll = Box<dyn Fn() + Send + Sync>;
-
-/// What goes to a kind supervisor for objects without a live actor (hibernated ones wake).
-#[derive(Debug)]
-pub enum Wakeup {
-    /// `None`: one of the object's children or references changed.
-    One(ObjectKey, Option<Notice>),
-    All,
-}
+/// What goes to a kind supervisor for an object without a live actor (a hibernated one wakes):
+/// `None`, one of its children or references changed.
+pub type Wakeup = (ObjectKey, Option<Notice>);
 
 /// The live-actor registries of every kind, behind one type-erased lookup, and the way to
 /// their supervisors for the objects whose actor hibernates.
 #[derive(Default)]
 pub struct NoticeRoutes {
     kinds: DashMap<String, Deliver>,
-    every: DashMap<String, WakeAll>,
 }
 
 impl std::fmt::Debug for NoticeRoutes {
@@ -50,11 +41,6 @@ impl NoticeRoutes {
     where
         K: Send + Sync + 'static,
     {
-        let all = asleep.clone();
-        let wake_all: WakeAll = Box::new(move || {
-            let _ = all.send(Wakeup::All);
-        });
-        self.every.insert(kind.to_owned(), wake_all);
         let deliver: Deliver = Box::new(move |key, notice| {
             // Sent while the registry's shard guard is held: the supervisor takes an actor out
             // of the registry before it hibernates, so this message either reaches the actor
@@ -68,7 +54,7 @@ impl NoticeRoutes {
                     return true;
                 }
             }
-            asleep.send(Wakeup::One(key.clone(), notice)).is_ok()
+            asleep.send((key.clone(), notice)).is_ok()
         });
         self.kinds.insert(kind.to_owned(), deliver);
     }
@@ -80,14 +66,6 @@ impl NoticeRoutes {
         self.kinds
             .get(kind)
             .is_some_and(|deliver| deliver(key, Some(notice)))
-    }
-
-    /// Wakes every object of every kind, hibernated ones included (after a shared index was
-    /// lost and rebuilt).
-    pub fn wake_all(&self) {
-        for wake in self.every.iter() {
-            wake();
-        }
     }
 
     /// Wakes the owner of a changed child (or the user of a changed reference), hibernated or
@@ -111,47 +89,56 @@ impl SecretSubscriber for NoticeRoutes {
     }
 }
 
-/// How object actors keep the secret router's index current. Without a router (unit tests of a
-/// kind) every call is a no-op.
-#[derive(Clone, Debug, Default)]
+/// The Secret reference index the secret router feeds: object actors register there which
+/// Secrets they use (each user woken on every new version). Without a router (unit tests of a
+/// kind) the index is simply never fed.
+#[derive(Clone)]
 pub struct SecretRoutes {
-    router: Option<Arc<RouterSlot>>,
+    index: Arc<ReferenceIndex>,
+    /// Whether a router watches Secrets into `index`.
+    routed: bool,
+}
+
+impl Default for SecretRoutes {
+    fn default() -> Self {
+        Self {
+            index: ReferenceIndex::new("Secrets", secrets_resource()),
+            routed: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for SecretRoutes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretRoutes")
+            .field("routed", &self.routed)
+            .finish()
+    }
 }
 
 impl SecretRoutes {
-    /// Routes to whichever router the supervisor runs now.
-    pub fn new(router: Arc<RouterSlot>) -> Self {
+    /// The index a running secret router feeds.
+    pub fn routed(index: Arc<ReferenceIndex>) -> Self {
         Self {
-            router: Some(router),
+            index,
+            routed: true,
         }
+    }
+
+    /// The index, when a router feeds it (the caches then share it instead of watching again).
+    pub fn routed_index(&self) -> Option<&Arc<ReferenceIndex>> {
+        self.routed.then_some(&self.index)
     }
 
     /// After each pass: every Secret the object uses now (replaces what it registered before).
     pub fn register(&self, kind: &str, key: &ObjectKey, secrets: Vec<ObjectKey>) {
-        self.send(SecretRouterMsg::Register {
-            object: KindKey::new(kind, &key.namespace, &key.name),
-            secrets,
-        });
+        let user = KindKey::new(kind, &key.namespace, &key.name);
+        self.index.register(&user, secrets, Track::Version);
     }
 
     /// The object is gone: its references go with it.
     pub fn forget(&self, kind: &str, key: &ObjectKey) {
-        self.send(SecretRouterMsg::Forget {
-            object: KindKey::new(kind, &key.namespace, &key.name),
-        });
-    }
-
-    fn send(&self, message: SecretRouterMsg) {
-        let Some(slot) = &self.router else {
-            return;
-        };
-        // While a restart is pending the update is lost; the restarted router wakes every
-        // object, whose next pass registers again.
-        if slot
-            .current()
-            .is_none_or(|router| router.cast(message).is_err())
-        {
-            tracing::warn!("the secret router is restarting; a reference update is lost");
-        }
+        self.index
+            .forget(&KindKey::new(kind, &key.namespace, &key.name));
     }
 }

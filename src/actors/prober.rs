@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SpawnErr};
 use tracing::{info, instrument, warn};
 
@@ -50,8 +50,7 @@ async fn discover(client: &Client, api: OptionalApi) -> Discovery {
 }
 
 async fn read_once(client: &Client, api: OptionalApi, namespace: Option<&str>) -> Answer {
-    let gvk = GroupVersionKind::gvk(api.group(), api.version(), api.kind());
-    let resource = ApiResource::from_gvk_with_plural(&gvk, api.plural());
+    let resource = api.resource();
     let handle: Api<DynamicObject> = match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
         None => Api::all_with(client.clone(), &resource),

@@ -6,7 +6,6 @@ use std::sync::{Arc, RwLock};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
-use crate::actors::notice_routes::NoticeRoutes;
 use crate::actors::secret_router::{RouterArgs, SecretRouter};
 use crate::messages::shared::SecretRouterMsg;
 use crate::runtime::BackoffPolicy;
@@ -36,8 +35,6 @@ pub struct RouterSupervisor;
 pub struct RouterSupervisorArgs {
     pub router: RouterArgs,
     pub slot: Arc<RouterSlot>,
-    /// Woken after a restart, so the objects register their Secrets again.
-    pub notices: Arc<NoticeRoutes>,
     pub restart: BackoffPolicy,
 }
 
@@ -87,9 +84,10 @@ impl Actor for RouterSupervisor {
         _message: Respawn,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        // The index and its registrations survive the router: the new watch's relist wakes
+        // the users of every Secret that changed or went meanwhile, and nobody else.
         Self::spawn_router(&myself, state).await?;
         tracing::info!(restarts = state.restarts, "secret router restarted");
-        state.args.notices.wake_all();
         Ok(())
     }
 
@@ -137,10 +135,13 @@ mod tests {
             RouterSupervisorArgs {
                 router: RouterArgs {
                     subscriber: Arc::new(Nobody),
+                    index: crate::children::ReferenceIndex::new(
+                        "Secrets",
+                        crate::children::secrets_resource(),
+                    ),
                     watch: None,
                 },
                 slot: slot.clone(),
-                notices: Arc::default(),
                 restart: BackoffPolicy {
                     min_delay: Duration::from_millis(10),
                     max_delay: Duration::from_millis(10),

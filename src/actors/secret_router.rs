@@ -1,42 +1,51 @@
-//! The CNPG secret router: one metadata-only Secret watch feeding an index of which managed
-//! objects use which Secrets, so a Secret change wakes exactly the objects that use it.
+//! The CNPG secret router: the operator's one metadata-only Secret watch. It feeds the shared
+//! Secret reference index (which objects use which Secret; kinds register there directly) and
+//! wakes exactly the objects that use a changed Secret, plus the object owning it, the way
+//! CloudNativePG reloads on a Secret it owns or uses. Only names and resourceVersions are kept,
+//! never data.
 
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, PartialObjectMeta};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use futures::StreamExt;
 use kube::{Client, ResourceExt};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::JoinHandle;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use crate::api::GROUP as OWN_GROUP;
+use crate::children::{Meta, Observed, ReferenceIndex};
 use crate::k8s::WatchScope;
-use crate::messages::shared::{RouterStats, SecretMeta, SecretRouterMsg};
-use crate::reconcile::secret_index::{KindKey, ObjectKey, RELOAD_LABEL, SecretIndex};
+use crate::messages::shared::{RouterStats, SecretRouterMsg};
+use crate::messages::{KindKey, ObjectKey};
 
 /// Where a routed Secret change goes: the runtime plugs its object registry in here.
 pub trait SecretSubscriber: Send + Sync + 'static {
     fn secret_changed(&self, object: &KindKey, secret: &ObjectKey);
 }
 
-/// Reduces a Secret's metadata to what routing needs.
-pub fn secret_meta(secret: &PartialObjectMeta<Secret>) -> SecretMeta {
-    let namespace = secret.namespace().unwrap_or_default();
-    let owner = secret
+/// The Secret's controller when it is one of our kinds.
+pub fn owner_of(secret: &Meta) -> Option<KindKey> {
+    let namespace = secret.namespace()?;
+    secret
         .owner_references()
         .iter()
         .find(|o| o.controller == Some(true) && o.api_version.split('/').next() == Some(OWN_GROUP))
-        .map(|o| KindKey::new(&o.kind, &namespace, &o.name));
-    SecretMeta {
-        key: ObjectKey::new(&namespace, secret.name_any()),
-        resource_version: secret.resource_version(),
-        owner,
-        reload_label: secret.labels().contains_key(RELOAD_LABEL),
+        .map(|o| KindKey::new(&o.kind, &namespace, &o.name))
+}
+
+/// Who a judged Secret event wakes: its users and its owner; nobody when nothing changed.
+pub fn targets(seen: &Observed) -> Vec<KindKey> {
+    let Some(users) = &seen.changed else {
+        return Vec::new();
+    };
+    let mut targets = users.clone();
+    if let Some(owner) = seen.meta.as_ref().and_then(owner_of)
+        && !targets.contains(&owner)
+    {
+        targets.push(owner);
     }
+    targets.sort();
+    targets
 }
 
 pub struct SecretRouter;
@@ -44,25 +53,17 @@ pub struct SecretRouter;
 #[derive(Clone)]
 pub struct RouterArgs {
     pub subscriber: Arc<dyn SecretSubscriber>,
-    /// `None`: no watch (tests feed `Applied`/`Deleted` themselves).
+    /// The Secret reference index; it outlives a router restart, so no registration is lost.
+    pub index: Arc<ReferenceIndex>,
+    /// `None`: no watch (tests feed `Observed` themselves).
     pub watch: Option<(Client, WatchScope)>,
 }
 
 pub struct RouterState {
-    index: SecretIndex,
+    index: Arc<ReferenceIndex>,
     subscriber: Arc<dyn SecretSubscriber>,
     stats: RouterStats,
     watch: Option<JoinHandle<()>>,
-}
-
-impl RouterState {
-    fn wake(&mut self, objects: &[KindKey], secret: &ObjectKey) {
-        for object in objects {
-            debug!(%object, %secret, "secret change routed");
-            self.subscriber.secret_changed(object, secret);
-        }
-        self.stats.wakeups += objects.len() as u64;
-    }
 }
 
 impl Actor for SecretRouter {
@@ -75,11 +76,12 @@ impl Actor for SecretRouter {
         myself: ActorRef<Self::Msg>,
         args: RouterArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let watch = args
-            .watch
-            .map(|(client, scope)| tokio::spawn(forward_secret_events(client, scope, myself)));
+        let watch = args.watch.map(|(client, scope)| {
+            let streams = args.index.watch_observed(&client, &scope);
+            tokio::spawn(forward(futures::stream::select_all(streams), myself))
+        });
         Ok(RouterState {
-            index: SecretIndex::new(),
+            index: args.index,
             subscriber: args.subscriber,
             stats: RouterStats::default(),
             watch,
@@ -104,34 +106,18 @@ impl Actor for SecretRouter {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            SecretRouterMsg::Register { object, secrets } => state.index.register(&object, secrets),
-            SecretRouterMsg::Forget { object } => state.index.forget(&object),
-            SecretRouterMsg::Applied(meta) => {
+            SecretRouterMsg::Observed(seen) => {
                 state.stats.events_seen += 1;
-                if let Some(objects) = state.index.applied(&meta) {
-                    state.stats.events_admitted += 1;
-                    state.wake(&objects, &meta.key);
+                let targets = targets(&seen);
+                for object in &targets {
+                    debug!(%object, secret = %seen.key, "secret change routed");
+                    state.subscriber.secret_changed(object, &seen.key);
                 }
-            }
-            SecretRouterMsg::Deleted(meta) => {
-                state.stats.events_seen += 1;
-                if let Some(objects) = state.index.deleted(&meta) {
-                    state.stats.events_admitted += 1;
-                    state.wake(&objects, &meta.key);
-                }
-            }
-            SecretRouterMsg::RelistStarted { scope } => state.index.relist_started(&scope),
-            SecretRouterMsg::RelistDone { scope } => {
-                // Secrets deleted while the watch was down: their users re-read and see it.
-                for (secret, objects) in state.index.relist_done(&scope) {
-                    state.wake(&objects, &secret);
-                }
+                state.stats.wakeups += targets.len() as u64;
             }
             SecretRouterMsg::Stats(reply) => {
                 let mut stats = state.stats;
-                stats.objects = state.index.object_count();
-                stats.secrets = state.index.secret_count();
-                stats.synced_scopes = state.index.synced_scopes();
+                (stats.objects, stats.secrets, stats.synced_scopes) = state.index.counts();
                 let _ = reply.send(stats);
             }
         }
@@ -139,58 +125,71 @@ impl Actor for SecretRouter {
     }
 }
 
-/// Metadata-only: `Api<PartialObjectMeta<Secret>>` never fetches Secret data.
-fn secret_watches(
-    client: Client,
-    scope: &WatchScope,
-) -> Vec<(Option<String>, Api<PartialObjectMeta<Secret>>)> {
-    match scope {
-        WatchScope::All => vec![(None, Api::all(client))],
-        WatchScope::Namespaces(names) => names
-            .iter()
-            .map(|ns| (Some(ns.clone()), Api::namespaced(client.clone(), ns)))
-            .collect(),
+/// Streams every watched namespace's judged Secret events to the router until it stops.
+async fn forward(
+    mut events: futures::stream::SelectAll<crate::children::Observations>,
+    router: ActorRef<SecretRouterMsg>,
+) {
+    while let Some(seen) = events.next().await {
+        if router
+            .cast(SecretRouterMsg::Observed(Box::new(seen)))
+            .is_err()
+        {
+            return;
+        }
     }
 }
 
-fn watch_one(
-    scope: Option<String>,
-    api: Api<PartialObjectMeta<Secret>>,
-) -> impl Stream<Item = SecretRouterMsg> + Send {
-    watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .filter_map(move |event| {
-            let scope = scope.clone();
-            async move {
-                match event {
-                    Ok(Event::Apply(s) | Event::InitApply(s)) => {
-                        Some(SecretRouterMsg::Applied(secret_meta(&s)))
-                    }
-                    Ok(Event::Delete(s)) => Some(SecretRouterMsg::Deleted(secret_meta(&s))),
-                    Ok(Event::Init) => Some(SecretRouterMsg::RelistStarted { scope }),
-                    Ok(Event::InitDone) => Some(SecretRouterMsg::RelistDone { scope }),
-                    Err(error) => {
-                        warn!(%error, "secret metadata watch failed; retrying with backoff");
-                        None
-                    }
-                }
-            }
-        })
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    use kube::api::DynamicObject;
+    use kube::core::PartialObjectMetaExt;
 
-/// Streams every watched namespace's Secret metadata to the router until it stops.
-async fn forward_secret_events(
-    client: Client,
-    scope: WatchScope,
-    router: ActorRef<SecretRouterMsg>,
-) {
-    let streams = secret_watches(client, &scope)
-        .into_iter()
-        .map(|(scope, api)| watch_one(scope, api).boxed());
-    let mut events = futures::stream::select_all(streams);
-    while let Some(message) = events.next().await {
-        if router.cast(message).is_err() {
-            return;
+    fn seen(changed: Option<Vec<KindKey>>, owner: Option<(&str, &str)>) -> Observed {
+        let meta = ObjectMeta {
+            name: Some("s".into()),
+            namespace: Some("ns".into()),
+            owner_references: owner.map(|(api_version, kind)| {
+                vec![OwnerReference {
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                    name: "mine".into(),
+                    uid: "u".into(),
+                    controller: Some(true),
+                    ..Default::default()
+                }]
+            }),
+            ..Default::default()
         }
+        .into_response_partial::<DynamicObject>();
+        Observed {
+            key: ObjectKey::new("ns", "s"),
+            changed,
+            meta: Some(meta),
+        }
+    }
+
+    #[test]
+    fn a_change_wakes_its_users_and_our_owner_once() {
+        let user = KindKey::new("PgAdmin", "ns", "a");
+        let owner = KindKey::new("EvidenceAgent", "ns", "mine");
+        let ours = Some(("pgtoolbox.fyannk.dev/v1alpha1", "EvidenceAgent"));
+        assert_eq!(
+            targets(&seen(Some(vec![user.clone()]), ours)),
+            vec![owner.clone(), user.clone()]
+        );
+        // Someone else's controller (CNPG's Cluster) is not woken.
+        assert_eq!(
+            targets(&seen(
+                Some(vec![user.clone()]),
+                Some(("postgresql.cnpg.io/v1", "Cluster"))
+            )),
+            vec![user.clone()]
+        );
+        // Unchanged (a relist's repeat, or the first list): nobody, not even the owner.
+        assert!(targets(&seen(None, ours)).is_empty());
+        assert_eq!(targets(&seen(Some(vec![]), ours)), vec![owner]);
     }
 }

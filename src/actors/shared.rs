@@ -17,6 +17,7 @@ use crate::actors::router_supervisor::{
     Respawn, RouterSlot, RouterSupervisor, RouterSupervisorArgs,
 };
 use crate::actors::secret_router::RouterArgs;
+use crate::children::ReferenceIndex;
 use crate::health::Readiness;
 use crate::k8s::WatchScope;
 use crate::messages::shared::SecretRouterMsg;
@@ -116,16 +117,17 @@ pub async fn start_shared_actors(
     readiness.mark_probe_done();
     let notices = Arc::new(NoticeRoutes::default());
     let router = Arc::new(RouterSlot::default());
+    let secrets = ReferenceIndex::new("Secrets", crate::children::secrets_resource());
     let (router_supervisor, _) = Actor::spawn(
         None,
         RouterSupervisor,
         RouterSupervisorArgs {
             router: RouterArgs {
                 subscriber: notices.clone(),
+                index: secrets.clone(),
                 watch: Some((client.clone(), scope)),
             },
             slot: router.clone(),
-            notices: notices.clone(),
             restart: BackoffPolicy::RESTART,
         },
     )
@@ -133,7 +135,7 @@ pub async fn start_shared_actors(
     let shared = Shared {
         optional_apis,
         refusals: tracking.runtime,
-        secrets: SecretRoutes::new(router.clone()),
+        secrets: SecretRoutes::routed(secrets),
         notices,
         readiness,
         ..Shared::with_metrics(settings, metrics)

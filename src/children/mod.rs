@@ -2,6 +2,8 @@
 //! the reference index (objects our objects name, and who names them), and the child applier.
 
 mod applier;
+mod caches;
+mod contents;
 mod external;
 mod references;
 mod relist;
@@ -13,8 +15,12 @@ pub use applier::{
     APPLIED_HASH_ANNOTATION, Applier, ApplyError, ApplyReport, ChildOwner, ChildVerdict, Desired,
     FIELD_MANAGER,
 };
+pub use caches::{CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
+pub use contents::Contents;
 pub use external::{HttpRoute, Route};
-pub use references::{ReferenceIndex, Track, cnpg_clusters};
+pub use references::{
+    Labels, Meta, Observations, Observed, ReferenceIndex, Track, cnpg_clusters, secrets_resource,
+};
 pub use relist::Relist;
-pub use store::{ChildStore, OwnerOf, Wakeups, controller_owner, owner_label};
+pub use store::{ChildStore, OwnerOf, Wakeups, controller_owner, our_owner, owner_label};
 pub use synced::{NotSynced, Synced};

@@ -1,18 +1,20 @@
 //! The reference index: objects our objects name (a CNPG Cluster, a Secret, a ConfigMap...),
 //! watched metadata-only, with who names them. A pass asks "does X exist" from the cache and
-//! registers what it named; a change of X wakes exactly the objects naming it.
+//! registers what it named; a change of X wakes exactly the objects naming it. A user that
+//! selects by labels (a PgAdmin's `clusterSelector`) registers a namespace instead, and reads
+//! the namespace's objects with their labels from an index built `with_labels`.
 //!
 //! Availability is per watch scope (a namespace, or all): an API refused in one namespace is
 //! unknown there and still readable everywhere else.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use dashmap::DashMap;
 use futures::StreamExt;
-use kube::api::{ApiResource, DynamicObject};
-use kube::core::PartialObjectMeta;
+use kube::api::ApiResource;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
@@ -22,44 +24,72 @@ use super::synced::{NotSynced, Synced};
 use crate::k8s::WatchScope;
 use crate::messages::{KindKey, ObjectKey};
 
-/// Which changes of a referenced object wake its users.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which changes of a referenced object wake a user; each user says what it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Track {
-    /// Only appearing and disappearing (a Cluster named by a request).
+    /// Only appearing and disappearing (and, for a namespace user, a change of labels): a
+    /// Cluster named by a request.
     Existence,
     /// Every new resourceVersion (a Secret whose contents a Pod consumes).
     Version,
 }
 
-type Meta = PartialObjectMeta<DynamicObject>;
+pub use crate::messages::shared::{Meta, Observed};
+pub type Labels = BTreeMap<String, String>;
+
+/// A stream of judged events of one watch.
+pub type Observations = futures::stream::BoxStream<'static, Observed>;
+
+/// What is kept of an existing object: its version, and its labels when the index keeps them.
+#[derive(Clone, Debug, PartialEq)]
+struct Present {
+    version: Option<String>,
+    labels: Option<Labels>,
+}
 
 pub struct ReferenceIndex {
     resource: ApiResource,
-    track: Track,
-    /// Existing objects, with their resourceVersion.
-    present: DashMap<ObjectKey, Option<String>>,
+    keep_labels: bool,
+    present: DashMap<ObjectKey, Present>,
     /// Watch scopes that could not be read (`None`: the cluster-wide watch).
     unreadable: DashMap<Option<String>, ()>,
     /// Whether the watches cover all namespaces (one scope) or one each.
-    all_namespaces: std::sync::atomic::AtomicBool,
-    users: DashMap<ObjectKey, HashSet<KindKey>>,
-    uses: DashMap<KindKey, Vec<ObjectKey>>,
+    all_namespaces: AtomicBool,
+    users: DashMap<ObjectKey, HashMap<KindKey, Track>>,
+    uses: DashMap<KindKey, (Track, Vec<ObjectKey>)>,
+    /// Users of every object of a namespace (label selectors), and what each registered.
+    namespace_users: DashMap<String, HashMap<KindKey, Track>>,
+    namespace_uses: DashMap<KindKey, (Track, Vec<String>)>,
+    /// Watch scopes whose first list is done: before that, changes wake nobody.
+    listed: DashMap<Option<String>, ()>,
     synced: Synced,
 }
 
 impl ReferenceIndex {
     /// `what` names the referenced objects in errors ("Clusters").
-    pub fn new(what: &'static str, resource: ApiResource, track: Track) -> Arc<Self> {
+    pub fn new(what: &'static str, resource: ApiResource) -> Arc<Self> {
         Arc::new(Self {
             resource,
-            track,
+            keep_labels: false,
             present: DashMap::new(),
             unreadable: DashMap::new(),
-            all_namespaces: std::sync::atomic::AtomicBool::new(true),
+            all_namespaces: AtomicBool::new(true),
             users: DashMap::new(),
             uses: DashMap::new(),
+            namespace_users: DashMap::new(),
+            namespace_uses: DashMap::new(),
+            listed: DashMap::new(),
             synced: Synced::new(what),
         })
+    }
+
+    /// An index that also keeps each object's labels, for users that select by labels.
+    pub fn with_labels(what: &'static str, resource: ApiResource) -> Arc<Self> {
+        let mut index = Self::new(what, resource);
+        if let Some(inner) = Arc::get_mut(&mut index) {
+            inner.keep_labels = true;
+        }
+        index
     }
 
     /// Waits until every watch listed (or was refused).
@@ -67,38 +97,62 @@ impl ReferenceIndex {
         self.synced.wait(limit).await
     }
 
-    /// Whether the object exists; `None` when its namespace's watch cannot read the kind.
-    pub fn exists(&self, key: &ObjectKey) -> Option<bool> {
-        let scope = if self
-            .all_namespaces
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
+    /// Whether every watch listed (for [`super::wait_synced`]).
+    pub fn synced(&self) -> &Synced {
+        &self.synced
+    }
+
+    fn readable(&self, namespace: &str) -> bool {
+        let scope = if self.all_namespaces.load(Ordering::Relaxed) {
             None
         } else {
-            Some(key.namespace.clone())
+            Some(namespace.to_owned())
         };
-        if !self.unreadable.is_empty() && self.unreadable.contains_key(&scope) {
-            return None;
-        }
-        Some(self.present.contains_key(key))
+        self.unreadable.is_empty() || !self.unreadable.contains_key(&scope)
+    }
+
+    /// Whether the object exists; `None` when its namespace's watch cannot read the kind.
+    pub fn exists(&self, key: &ObjectKey) -> Option<bool> {
+        self.readable(&key.namespace)
+            .then(|| self.present.contains_key(key))
     }
 
     /// The resourceVersion of an existing object, as last watched.
     pub fn version(&self, key: &ObjectKey) -> Option<String> {
-        self.present.get(key).and_then(|v| v.value().clone())
+        self.present.get(key).and_then(|p| p.version.clone())
     }
 
-    /// Replaces what `user` names (empty: nothing). Every pass calls it; most change nothing.
-    pub fn register(&self, user: &KindKey, refs: Vec<ObjectKey>) {
+    /// The objects of a namespace with their labels (empty maps unless built `with_labels`),
+    /// sorted by name; `None` when the namespace cannot be read.
+    pub fn in_namespace(&self, namespace: &str) -> Option<Vec<(String, Labels)>> {
+        if !self.readable(namespace) {
+            return None;
+        }
+        let mut objects: Vec<(String, Labels)> = self
+            .present
+            .iter()
+            .filter(|e| e.key().namespace == namespace)
+            .map(|e| (e.key().name.clone(), e.labels.clone().unwrap_or_default()))
+            .collect();
+        objects.sort_by(|a, b| a.0.cmp(&b.0));
+        Some(objects)
+    }
+
+    /// Replaces what `user` names (empty: nothing) and which of their changes wake it. Every
+    /// pass calls it; most change nothing.
+    pub fn register(&self, user: &KindKey, refs: Vec<ObjectKey>, track: Track) {
         let mut refs = refs;
         refs.sort();
         refs.dedup();
-        if self.uses.get(user).is_some_and(|known| *known == refs)
+        if self
+            .uses
+            .get(user)
+            .is_some_and(|known| known.0 == track && known.1 == refs)
             || (refs.is_empty() && !self.uses.contains_key(user))
         {
             return;
         }
-        self.forget(user);
+        self.forget_names(user);
         if refs.is_empty() {
             return;
         }
@@ -106,14 +160,46 @@ impl ReferenceIndex {
             self.users
                 .entry(key.clone())
                 .or_default()
-                .insert(user.clone());
+                .insert(user.clone(), track);
         }
-        self.uses.insert(user.clone(), refs);
+        self.uses.insert(user.clone(), (track, refs));
+    }
+
+    /// Replaces the namespaces whose every object `user` reads (a label selector's scope).
+    pub fn register_namespaces(&self, user: &KindKey, namespaces: Vec<String>, track: Track) {
+        let mut namespaces = namespaces;
+        namespaces.sort();
+        namespaces.dedup();
+        if self
+            .namespace_uses
+            .get(user)
+            .is_some_and(|known| known.0 == track && known.1 == namespaces)
+            || (namespaces.is_empty() && !self.namespace_uses.contains_key(user))
+        {
+            return;
+        }
+        self.forget_namespaces(user);
+        if namespaces.is_empty() {
+            return;
+        }
+        for namespace in &namespaces {
+            self.namespace_users
+                .entry(namespace.clone())
+                .or_default()
+                .insert(user.clone(), track);
+        }
+        self.namespace_uses
+            .insert(user.clone(), (track, namespaces));
     }
 
     /// The user is gone: its references go with it.
     pub fn forget(&self, user: &KindKey) {
-        let Some((_, refs)) = self.uses.remove(user) else {
+        self.forget_names(user);
+        self.forget_namespaces(user);
+    }
+
+    fn forget_names(&self, user: &KindKey) {
+        let Some((_, (_, refs))) = self.uses.remove(user) else {
             return;
         };
         for key in refs {
@@ -124,24 +210,67 @@ impl ReferenceIndex {
         }
     }
 
-    /// Who names `key`.
+    fn forget_namespaces(&self, user: &KindKey) {
+        let Some((_, (_, namespaces))) = self.namespace_uses.remove(user) else {
+            return;
+        };
+        for namespace in namespaces {
+            if let Some(mut users) = self.namespace_users.get_mut(&namespace) {
+                users.remove(user);
+            }
+            self.namespace_users
+                .remove_if(&namespace, |_, users| users.is_empty());
+        }
+    }
+
+    /// Who names `key` (by name or by its namespace).
     pub fn users_of(&self, key: &ObjectKey) -> Vec<KindKey> {
-        let mut users: Vec<KindKey> = self
-            .users
-            .get(key)
-            .map(|u| u.iter().cloned().collect())
-            .unwrap_or_default();
+        self.woken(key, |_| true)
+    }
+
+    /// The users of `key` whose registration asks to be woken by this change.
+    fn woken(&self, key: &ObjectKey, wakes: impl Fn(Track) -> bool) -> Vec<KindKey> {
+        let by_name = self.users.get(key);
+        let by_namespace = self.namespace_users.get(&key.namespace);
+        let mut users: Vec<KindKey> = by_name
+            .iter()
+            .flat_map(|u| u.iter())
+            .chain(by_namespace.iter().flat_map(|u| u.iter()))
+            .filter(|(_, track)| wakes(**track))
+            .map(|(user, _)| user.clone())
+            .collect();
         users.sort();
+        users.dedup();
         users
+    }
+
+    /// How many users registered names, how many objects are named, how many watch scopes
+    /// finished their first list (router statistics).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.uses.len(), self.users.len(), self.listed.len())
     }
 
     /// One metadata-only watch per watched namespace (or one for all); yields the users to wake.
     pub fn watch(self: &Arc<Self>, client: &Client, scope: &WatchScope) -> Vec<Wakeups> {
+        self.watch_observed(client, scope)
+            .into_iter()
+            .map(|events| {
+                events
+                    .flat_map(|seen| futures::stream::iter(seen.changed.unwrap_or_default()))
+                    .boxed()
+            })
+            .collect()
+    }
+
+    /// The watches of [`Self::watch`], yielding every judged event.
+    pub fn watch_observed(
+        self: &Arc<Self>,
+        client: &Client,
+        scope: &WatchScope,
+    ) -> Vec<Observations> {
         let namespaces = scope.namespaces();
-        self.all_namespaces.store(
-            matches!(scope, WatchScope::All),
-            std::sync::atomic::Ordering::Relaxed,
-        );
+        self.all_namespaces
+            .store(matches!(scope, WatchScope::All), Ordering::Relaxed);
         self.synced.expect(namespaces.len());
         namespaces
             .into_iter()
@@ -155,37 +284,36 @@ impl ReferenceIndex {
             .collect()
     }
 
-    fn stream(self: Arc<Self>, api: Api<Meta>, namespace: Option<String>) -> Wakeups {
+    fn stream(self: Arc<Self>, api: Api<Meta>, namespace: Option<String>) -> Observations {
         let mut relist = Relist::default();
-        let mut first = true;
+        let mut reported = false;
         watcher(api, watcher::Config::default())
             .default_backoff()
             .flat_map(move |result| {
-                let users = match result {
+                let seen = match result {
                     Ok(event) => {
                         let done = matches!(event, watcher::Event::InitDone);
-                        let users = self.apply(event, namespace.as_deref(), &mut relist);
+                        let seen = self.observe(event, namespace.as_deref(), &mut relist);
                         if done {
                             self.unreadable.remove(&namespace);
-                            if std::mem::take(&mut first) {
+                            if !std::mem::replace(&mut reported, true) {
                                 self.synced.one_done();
                             }
                         }
-                        users
+                        seen
                     }
                     Err(err) => {
                         // Refused or not served here: passes report the reference as
                         // unverifiable in this scope instead of waiting; the watch retries.
-                        if first {
+                        if !std::mem::replace(&mut reported, true) {
                             tracing::warn!(kind = %self.resource.kind, namespace = ?namespace, error = %err, "cannot be watched");
                             self.refused(namespace.clone());
-                            first = false;
                             self.synced.one_done();
                         }
                         Vec::new()
                     }
                 };
-                futures::stream::iter(users)
+                futures::stream::iter(seen)
             })
             .boxed()
     }
@@ -203,23 +331,44 @@ impl ReferenceIndex {
         namespace: Option<&str>,
         relist: &mut Relist<ObjectKey>,
     ) -> Vec<KindKey> {
+        let mut users: Vec<KindKey> = self
+            .observe(event, namespace, relist)
+            .into_iter()
+            .flat_map(|seen| seen.changed.unwrap_or_default())
+            .collect();
+        users.sort();
+        users.dedup();
+        users
+    }
+
+    /// Applies one event and judges each object it concerns.
+    pub fn observe(
+        &self,
+        event: watcher::Event<Meta>,
+        namespace: Option<&str>,
+        relist: &mut Relist<ObjectKey>,
+    ) -> Vec<Observed> {
         let key_of = |meta: &Meta| Some(ObjectKey::new(meta.namespace()?, meta.name_any()));
+        // Until this scope's first list is done no pass has read the index: record only.
+        let quiet = !self.listed.contains_key(&namespace.map(str::to_owned));
+        let seen = |key: ObjectKey, changed: Option<Vec<KindKey>>, meta: Option<Meta>| Observed {
+            key,
+            changed: changed.filter(|_| !quiet),
+            meta,
+        };
         match event {
             watcher::Event::Init => {
                 relist.start();
                 Vec::new()
             }
-            watcher::Event::InitApply(meta) => match key_of(&meta) {
-                Some(key) => {
-                    relist.listed(key.clone());
-                    self.upsert(key, meta.resource_version())
-                }
-                None => Vec::new(),
-            },
-            watcher::Event::Apply(meta) => match key_of(&meta) {
-                Some(key) => self.upsert(key, meta.resource_version()),
-                None => Vec::new(),
-            },
+            watcher::Event::InitApply(meta) | watcher::Event::Apply(meta) => {
+                let Some(key) = key_of(&meta) else {
+                    return Vec::new();
+                };
+                relist.listed(key.clone());
+                let changed = self.upsert(key.clone(), &meta);
+                vec![seen(key, changed, Some(meta))]
+            }
             watcher::Event::InitDone => {
                 let known: Vec<ObjectKey> = self
                     .present
@@ -227,39 +376,56 @@ impl ReferenceIndex {
                     .filter(|e| namespace.is_none_or(|ns| e.key().namespace == ns))
                     .map(|e| e.key().clone())
                     .collect();
-                relist
+                let gone = relist
                     .finish(&known)
                     .into_iter()
-                    .flat_map(|key| self.remove(&key))
-                    .collect()
+                    .map(|key| {
+                        let changed = self.remove(&key);
+                        seen(key, changed, None)
+                    })
+                    .collect();
+                self.listed.insert(namespace.map(str::to_owned), ());
+                gone
             }
-            watcher::Event::Delete(meta) => match key_of(&meta) {
-                Some(key) => self.remove(&key),
-                None => Vec::new(),
-            },
+            watcher::Event::Delete(meta) => {
+                let Some(key) = key_of(&meta) else {
+                    return Vec::new();
+                };
+                let changed = self.remove(&key);
+                vec![seen(key, changed, Some(meta))]
+            }
         }
     }
 
-    fn upsert(&self, key: ObjectKey, version: Option<String>) -> Vec<KindKey> {
-        let previous = self.present.insert(key.clone(), version.clone());
-        let wake = match (previous, self.track) {
-            (None, _) => true,
-            (Some(_), Track::Existence) => false,
-            (Some(old), Track::Version) => old.is_none() || old != version,
+    /// The users to wake for a new state of `key`; `None` when it is the state already seen.
+    fn upsert(&self, key: ObjectKey, meta: &Meta) -> Option<Vec<KindKey>> {
+        let now = Present {
+            version: meta.resource_version(),
+            labels: self.keep_labels.then(|| meta.labels().clone()),
         };
-        if wake {
-            self.users_of(&key)
-        } else {
-            Vec::new()
+        let previous = self.present.insert(key.clone(), now.clone());
+        match previous {
+            None => Some(self.users_of(&key)),
+            // A relist repeats what was seen: nobody wakes for it.
+            Some(old) if old.version.is_some() && old.version == now.version => None,
+            Some(old) => {
+                let relabelled = old.labels != now.labels;
+                Some(self.woken(&key, |track| track == Track::Version || relabelled))
+            }
         }
     }
 
-    fn remove(&self, key: &ObjectKey) -> Vec<KindKey> {
-        match self.present.remove(key) {
-            Some(_) => self.users_of(key),
-            None => Vec::new(),
-        }
+    fn remove(&self, key: &ObjectKey) -> Option<Vec<KindKey>> {
+        self.present.remove(key).map(|_| self.users_of(key))
     }
+}
+
+/// The Secret kind, read metadata-only.
+pub fn secrets_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("", "v1", "Secret"),
+        "secrets",
+    )
 }
 
 /// The CloudNativePG Cluster kind.
@@ -274,6 +440,7 @@ pub fn cnpg_clusters() -> ApiResource {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::api::DynamicObject;
     use kube::core::PartialObjectMetaExt;
 
     fn meta(ns: &str, name: &str, rv: &str) -> Meta {
@@ -290,17 +457,43 @@ mod tests {
         KindKey::new("PgAccessRequest", "ns", name)
     }
 
-    fn index(track: Track) -> Arc<ReferenceIndex> {
-        ReferenceIndex::new("Clusters", cnpg_clusters(), track)
+    /// An index whose watches of `scopes` finished their first (empty) list, as a real watch
+    /// does before any change: only then do changes wake anyone.
+    fn listed(index: Arc<ReferenceIndex>, scopes: &[Option<&str>]) -> Arc<ReferenceIndex> {
+        for scope in scopes {
+            let mut relist = Relist::default();
+            index.apply(watcher::Event::Init, *scope, &mut relist);
+            index.apply(watcher::Event::InitDone, *scope, &mut relist);
+        }
+        index
+    }
+
+    fn index() -> Arc<ReferenceIndex> {
+        listed(
+            ReferenceIndex::new("Clusters", cnpg_clusters()),
+            &[None, Some("ns")],
+        )
     }
 
     #[test]
     fn a_change_wakes_exactly_the_objects_naming_it() {
-        let index = index(Track::Existence);
+        let index = index();
         let mut relist = Relist::default();
-        index.register(&user("a"), vec![ObjectKey::new("ns", "orders")]);
-        index.register(&user("b"), vec![ObjectKey::new("ns", "orders")]);
-        index.register(&user("c"), vec![ObjectKey::new("ns", "other")]);
+        index.register(
+            &user("a"),
+            vec![ObjectKey::new("ns", "orders")],
+            Track::Existence,
+        );
+        index.register(
+            &user("b"),
+            vec![ObjectKey::new("ns", "orders")],
+            Track::Existence,
+        );
+        index.register(
+            &user("c"),
+            vec![ObjectKey::new("ns", "other")],
+            Track::Existence,
+        );
         let woken = index.apply(
             watcher::Event::Apply(meta("ns", "orders", "1")),
             None,
@@ -328,7 +521,11 @@ mod tests {
                 .is_empty()
         );
         // Re-registering moves the user.
-        index.register(&user("a"), vec![ObjectKey::new("ns", "other")]);
+        index.register(
+            &user("a"),
+            vec![ObjectKey::new("ns", "other")],
+            Track::Existence,
+        );
         let woken = index.apply(
             watcher::Event::Delete(meta("ns", "orders", "2")),
             None,
@@ -345,9 +542,9 @@ mod tests {
 
     #[test]
     fn version_tracking_wakes_on_every_new_version_but_not_on_a_repeat() {
-        let index = index(Track::Version);
+        let index = index();
         let mut relist = Relist::default();
-        index.register(&user("a"), vec![ObjectKey::new("ns", "s")]);
+        index.register(&user("a"), vec![ObjectKey::new("ns", "s")], Track::Version);
         index.apply(
             watcher::Event::Apply(meta("ns", "s", "1")),
             None,
@@ -380,9 +577,13 @@ mod tests {
 
     #[test]
     fn a_relist_wakes_the_users_of_what_vanished() {
-        let index = index(Track::Existence);
+        let index = index();
         let mut relist = Relist::default();
-        index.register(&user("a"), vec![ObjectKey::new("ns", "gone")]);
+        index.register(
+            &user("a"),
+            vec![ObjectKey::new("ns", "gone")],
+            Track::Existence,
+        );
         index.apply(
             watcher::Event::Apply(meta("ns", "gone", "1")),
             Some("ns"),
@@ -398,10 +599,8 @@ mod tests {
 
     #[test]
     fn a_refusal_in_one_namespace_leaves_the_others_readable() {
-        let index = index(Track::Existence);
-        index
-            .all_namespaces
-            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let index = index();
+        index.all_namespaces.store(false, Ordering::Relaxed);
         let mut relist = Relist::default();
         index.apply(
             watcher::Event::Apply(meta("open", "c", "1")),
@@ -414,6 +613,125 @@ mod tests {
         assert_eq!(
             index.exists(&ObjectKey::new("open", "missing")),
             Some(false)
+        );
+    }
+
+    fn labelled(ns: &str, name: &str, rv: &str, labels: &[(&str, &str)]) -> Meta {
+        ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(ns.into()),
+            resource_version: Some(rv.into()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+        .into_response_partial::<DynamicObject>()
+    }
+
+    #[test]
+    fn each_user_is_woken_by_what_it_tracks() {
+        let index = index();
+        let mut relist = Relist::default();
+        let key = ObjectKey::new("ns", "orders");
+        index.register(&user("request"), vec![key.clone()], Track::Existence);
+        index.register(&user("agent"), vec![key.clone()], Track::Version);
+        let apply = |rv: &str, relist: &mut Relist<ObjectKey>| {
+            index.apply(
+                watcher::Event::Apply(meta("ns", "orders", rv)),
+                None,
+                relist,
+            )
+        };
+        assert_eq!(
+            apply("1", &mut relist),
+            vec![user("agent"), user("request")]
+        );
+        assert_eq!(apply("2", &mut relist), vec![user("agent")]);
+        assert!(apply("2", &mut relist).is_empty());
+    }
+
+    #[test]
+    fn a_namespace_user_sees_objects_appear_and_their_labels_change() {
+        let index = listed(
+            ReferenceIndex::with_labels("Clusters", cnpg_clusters()),
+            &[None],
+        );
+        let mut relist = Relist::default();
+        let selector = KindKey::new("PgAdmin", "team-a", "admin");
+        index.register_namespaces(&selector, vec!["team-a".into()], Track::Existence);
+        let woken = index.apply(
+            watcher::Event::Apply(labelled("team-a", "orders", "1", &[("team", "a")])),
+            None,
+            &mut relist,
+        );
+        assert_eq!(woken, vec![selector.clone()]);
+        // A new version with the same labels: an Existence user sleeps on.
+        assert!(
+            index
+                .apply(
+                    watcher::Event::Apply(labelled("team-a", "orders", "2", &[("team", "a")])),
+                    None,
+                    &mut relist
+                )
+                .is_empty()
+        );
+        let woken = index.apply(
+            watcher::Event::Apply(labelled("team-a", "orders", "3", &[("team", "b")])),
+            None,
+            &mut relist,
+        );
+        assert_eq!(woken, vec![selector.clone()]);
+        // Another namespace wakes nobody.
+        assert!(
+            index
+                .apply(
+                    watcher::Event::Apply(labelled("team-b", "x", "1", &[])),
+                    None,
+                    &mut relist
+                )
+                .is_empty()
+        );
+        let listed = index.in_namespace("team-a").unwrap_or_default();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].0, "orders");
+        assert_eq!(listed[0].1.get("team").map(String::as_str), Some("b"));
+        index.forget(&selector);
+        assert!(
+            index
+                .apply(
+                    watcher::Event::Delete(labelled("team-a", "orders", "3", &[])),
+                    None,
+                    &mut relist
+                )
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_first_list_records_and_wakes_nobody() {
+        let index = ReferenceIndex::new("Secrets", cnpg_clusters());
+        let mut relist = Relist::default();
+        index.register(&user("a"), vec![ObjectKey::new("ns", "s")], Track::Version);
+        index.apply(watcher::Event::Init, None, &mut relist);
+        let first = index.observe(
+            watcher::Event::InitApply(meta("ns", "s", "1")),
+            None,
+            &mut relist,
+        );
+        assert!(first[0].changed.is_none(), "no pass read the index yet");
+        index.apply(watcher::Event::InitDone, None, &mut relist);
+        assert_eq!(index.exists(&ObjectKey::new("ns", "s")), Some(true));
+        assert_eq!(
+            index.apply(
+                watcher::Event::Apply(meta("ns", "s", "2")),
+                None,
+                &mut relist
+            ),
+            vec![user("a")]
         );
     }
 }

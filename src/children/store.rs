@@ -15,14 +15,15 @@ use dashmap::DashMap;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::core::NamespaceResourceScope;
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use super::relist::Relist;
 use super::synced::{NotSynced, Synced};
-use crate::k8s::{WatchScope, watch_events};
+use crate::k8s::WatchScope;
 use crate::messages::{KindKey, ObjectKey};
+use crate::reconcile::children::{COMPONENT_LABEL, Component, INSTANCE_LABEL};
 
 /// Maps a child to its owner, or `None` when it has none of ours.
 pub type OwnerOf<C> = Arc<dyn Fn(&C) -> Option<KindKey> + Send + Sync>;
@@ -50,6 +51,37 @@ pub fn controller_owner<C: Resource>(group: &'static str) -> OwnerOf<C> {
         (owner.api_version.split('/').next() == Some(group))
             .then(|| KindKey::new(&owner.kind, &namespace, &owner.name))
     })
+}
+
+/// The owner of any child this operator makes: its controller ownerReference when that is one
+/// of our kinds, else (Pods, ReplicaSets, a Job's Pods: their controller is not ours) the kind
+/// its `component` label belongs to and the object its `instance` label names.
+pub fn our_owner<C: Resource + 'static>() -> OwnerOf<C> {
+    let by_reference = controller_owner::<C>(crate::api::GROUP);
+    Arc::new(move |child: &C| {
+        by_reference(child).or_else(|| {
+            let labels = child.labels();
+            let component = Component::parse(labels.get(COMPONENT_LABEL)?)?;
+            let name = labels.get(INSTANCE_LABEL)?;
+            Some(KindKey::new(
+                component.owner_kind(),
+                &child.namespace()?,
+                name,
+            ))
+        })
+    })
+}
+
+/// A watch of a kind the server does not serve (an optional API such as Routes): the store
+/// reads as empty, since passes judge such APIs by the prober's answer, not by the cache.
+fn not_served(error: &watcher::Error) -> bool {
+    let response = match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(response))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(response))
+        | watcher::Error::WatchError(response) => response,
+        _ => return false,
+    };
+    response.code == 404
 }
 
 struct Entry<C> {
@@ -91,6 +123,11 @@ where
     /// Waits until every watch delivered its first list.
     pub async fn wait_synced(&self, limit: Duration) -> Result<(), NotSynced> {
         self.synced.wait(limit).await
+    }
+
+    /// Whether every watch delivered its first list (for [`super::wait_synced`]).
+    pub fn synced(&self) -> &Synced {
+        &self.synced
     }
 
     /// The owner's children, except those this operator just deleted.
@@ -154,13 +191,30 @@ where
     ) -> Wakeups {
         let mut relist = Relist::default();
         let mut first = true;
-        watch_events(api, config)
-            .flat_map(move |event| {
-                let done = matches!(event, watcher::Event::InitDone);
-                let owners = self.apply(event, namespace.as_deref(), &mut relist);
-                if done && std::mem::take(&mut first) {
-                    self.synced.one_done();
-                }
+        watcher(api, config)
+            .default_backoff()
+            .modify(|child: &mut C| child.managed_fields_mut().clear())
+            .flat_map(move |result| {
+                let owners = match result {
+                    Ok(event) => {
+                        let done = matches!(event, watcher::Event::InitDone);
+                        let owners = self.apply(event, namespace.as_deref(), &mut relist);
+                        if done && std::mem::take(&mut first) {
+                            self.synced.one_done();
+                        }
+                        owners
+                    }
+                    Err(error) => {
+                        let kind = C::kind(&());
+                        if not_served(&error) && std::mem::take(&mut first) {
+                            tracing::info!(%kind, namespace = ?namespace, "not served: read as empty");
+                            self.synced.one_done();
+                        } else {
+                            tracing::warn!(%kind, %error, "watch error, resuming");
+                        }
+                        Vec::new()
+                    }
+                };
                 futures::stream::iter(owners)
             })
             .boxed()
@@ -463,5 +517,59 @@ mod tests {
         );
         assert_eq!(of(&owned("pgtoolbox.fyannk.dev/v1alpha1", false)), None);
         assert_eq!(of(&owned("apps/v1", true)), None);
+    }
+
+    #[test]
+    fn our_owner_reads_the_controller_reference_then_the_component_labels() {
+        use k8s_openapi::api::core::v1::Pod;
+        let of = our_owner::<Pod>();
+        let pod = |labels: &[(&str, &str)], owner: Option<(&str, &str)>| Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("team-a".into()),
+                labels: Some(
+                    labels
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                        .collect(),
+                ),
+                owner_references: owner.map(|(api_version, kind)| {
+                    vec![OwnerReference {
+                        api_version: api_version.into(),
+                        kind: kind.into(),
+                        name: "owner".into(),
+                        uid: "u".into(),
+                        controller: Some(true),
+                        ..Default::default()
+                    }]
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let labels = [
+            (COMPONENT_LABEL, "pgadmin-register"),
+            (INSTANCE_LABEL, "admin"),
+        ];
+        // A Job's Pod: its controller is the Job, not ours; the labels name the PgAdmin.
+        assert_eq!(
+            of(&pod(&labels, Some(("batch/v1", "Job")))),
+            Some(KindKey::new("PgAdmin", "team-a", "admin"))
+        );
+        assert_eq!(
+            of(&pod(
+                &[],
+                Some(("pgtoolbox.fyannk.dev/v1alpha1", "EvidenceAgent"))
+            )),
+            Some(KindKey::new("EvidenceAgent", "team-a", "owner"))
+        );
+        assert_eq!(
+            of(&pod(
+                &[(COMPONENT_LABEL, "unknown"), (INSTANCE_LABEL, "x")],
+                None
+            )),
+            None
+        );
+        assert_eq!(of(&pod(&[], Some(("apps/v1", "ReplicaSet")))), None);
     }
 }

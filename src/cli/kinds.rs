@@ -1,7 +1,8 @@
-//! The composition root: which kinds the operator runs and the shared caches they read.
+//! The composition root: which kinds the operator runs and the one cache set they share.
 
-use crate::actors::access_request::{AccessCaches, AccessRequestReconciler};
-use crate::actors::evidence_agent::{EvidenceAgentReconciler, EvidenceCaches};
+use crate::actors::access_request::AccessRequestReconciler;
+use crate::actors::evidence_agent::EvidenceAgentReconciler;
+use crate::children::OperatorCaches;
 use crate::k8s::EventSink;
 use crate::supervisor::{Kind, KindOptions, OperatorBuilder};
 
@@ -12,15 +13,15 @@ pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
         ..KindOptions::default()
     };
     let events = EventSink::new(builder.client().clone());
-    let access = AccessCaches::new();
-    let evidence = EvidenceCaches::new();
-    let builder = evidence
+    let caches = OperatorCaches::new().sharing_secrets(builder.shared().secrets.routed_index());
+    let builder = caches
         .watches()
         .into_iter()
         .fold(builder, |builder, start| builder.cache(start));
     builder
-        .cache(access.binding_watch())
-        .cache(access.cluster_watch())
-        .register(Kind::new(AccessRequestReconciler::new(access, events.clone())).options(options))
-        .register(Kind::new(EvidenceAgentReconciler::new(evidence, events)).options(options))
+        .register(
+            Kind::new(AccessRequestReconciler::new(caches.clone(), events.clone()))
+                .options(options),
+        )
+        .register(Kind::new(EvidenceAgentReconciler::new(caches, events)).options(options))
 }

@@ -17,8 +17,6 @@ pub enum KindMsg<K> {
     /// A notice (or, with `None`, a child or reference change) for an object that had no live
     /// actor when it was sent: a hibernated object is woken by it.
     Wake(ObjectKey, Option<Notice>),
-    /// Wake every object of the kind, hibernated ones included (a shared index was rebuilt).
-    WakeAll,
     /// The kind's timer wheel fired a timer of `key`.
     TimerFired {
         key: ObjectKey,

@@ -6,5 +6,4 @@ pub mod images;
 pub mod namespace_permissions;
 pub mod optional_api;
 pub mod pgaccessrequest;
-pub mod secret_index;
 pub mod workload;

@@ -68,6 +68,14 @@ impl OptionalApi {
     pub fn api_version(self) -> String {
         format!("{}/{}", self.group(), self.version())
     }
+
+    /// The kind as a dynamic API resource (for watches and reads of objects we do not type).
+    pub fn resource(self) -> kube::api::ApiResource {
+        kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(self.group(), self.version(), self.kind()),
+            self.plural(),
+        )
+    }
 }
 
 impl fmt::Display for OptionalApi {

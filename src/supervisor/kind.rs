@@ -202,9 +202,8 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             watches.push(forward(&myself, owners, KindMsg::ChildChanged));
         }
         let wakeups = tokio_stream_of(args.wakeups);
-        watches.push(forward(&myself, wakeups, |wakeup| match wakeup {
-            Wakeup::One(key, notice) => KindMsg::Wake(key, notice),
-            Wakeup::All => KindMsg::WakeAll,
+        watches.push(forward(&myself, wakeups, |(key, notice)| {
+            KindMsg::Wake(key, notice)
         }));
         let me = myself.clone();
         let shared = args.shared.clone();
@@ -257,13 +256,6 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             KindMsg::Wake(key, Some(notice)) => {
                 self.wake(&myself, state, &key, ObjectMsg::Notice(notice))
                     .await;
-            }
-            KindMsg::WakeAll => {
-                let keys: Vec<ObjectKey> = state.objects.keys().cloned().collect();
-                for key in keys {
-                    self.wake(&myself, state, &key, ObjectMsg::ChildChanged)
-                        .await;
-                }
             }
             KindMsg::TimerFired {
                 key,

@@ -480,8 +480,9 @@ async fn evidence_missing_credentials_secret_is_secret_not_found() {
 #[tokio::test]
 async fn evidence_pass_over_a_converged_agent_makes_no_api_request() {
     use futures::StreamExt;
-    use pgtoolbox_operator::actors::evidence_agent::{EvidenceAgentReconciler, EvidenceCaches};
+    use pgtoolbox_operator::actors::evidence_agent::EvidenceAgentReconciler;
     use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler};
+    use pgtoolbox_operator::children::OperatorCaches;
     use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
     use pgtoolbox_operator::messages::ObjectKey;
 
@@ -506,7 +507,7 @@ async fn evidence_pass_over_a_converged_agent_makes_no_api_request() {
     env.agent("steady", "orders", Some(IMAGE), "openshift")
         .await;
 
-    let caches = EvidenceCaches::new();
+    let caches = OperatorCaches::new();
     let scope = WatchScope::Namespaces(vec![NS.into()]);
     let wakeups: Vec<_> = caches
         .watches()

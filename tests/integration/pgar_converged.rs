@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{ObjectMeta, PostParams};
-use pgtoolbox_operator::actors::access_request::{AccessCaches, AccessRequestReconciler};
+use pgtoolbox_operator::actors::access_request::AccessRequestReconciler;
 use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler, Shared};
+use pgtoolbox_operator::children::OperatorCaches;
 use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
 use pgtoolbox_operator::messages::ObjectKey;
 use serde_json::json;
@@ -39,10 +40,13 @@ async fn a_pass_over_a_converged_request_makes_no_api_request() {
     env.approve("steady", "bob").await;
 
     // The kind's caches and reconciler, driven pass by pass.
-    let caches = AccessCaches::new();
+    let caches = OperatorCaches::new();
     let scope = WatchScope::Namespaces(vec![NS.into()]);
-    let mut wakeups = (caches.binding_watch())(&env.client, &scope);
-    wakeups.extend((caches.cluster_watch())(&env.client, &scope));
+    let wakeups: Vec<_> = caches
+        .watches()
+        .into_iter()
+        .flat_map(|start| start(&env.client, &scope))
+        .collect();
     let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
         let mut all = futures::stream::select_all(wakeups);
         while all.next().await.is_some() {}

@@ -15,9 +15,9 @@ use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
 use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
 use pgtoolbox_operator::api::{PgAdmin, ReportsConditions, rendered_crd_files};
 use pgtoolbox_operator::health::Readiness;
+use pgtoolbox_operator::messages::ObjectKey;
 use pgtoolbox_operator::messages::shared::{RouterStats, SecretRouterMsg};
 use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::reconcile::secret_index::ObjectKey;
 use pgtoolbox_operator::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
 };

@@ -9,8 +9,9 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::actors::secret_router::{RouterArgs, SecretRouter, SecretSubscriber};
+use pgtoolbox_operator::children::{ReferenceIndex, Track, secrets_resource};
 use pgtoolbox_operator::messages::shared::{RouterStats, SecretRouterMsg};
-use pgtoolbox_operator::reconcile::secret_index::{KindKey, ObjectKey};
+use pgtoolbox_operator::messages::{KindKey, ObjectKey};
 use pgtoolbox_operator::supervisor::WatchScope;
 use ractor::{Actor, ActorRef};
 use serde_json::json;
@@ -100,11 +101,13 @@ async fn a_secret_change_wakes_exactly_its_users() {
         .await;
 
     let wakeups = Arc::new(Wakeups::default());
+    let index = ReferenceIndex::new("Secrets", secrets_resource());
     let (router, _task) = Actor::spawn(
         None,
         SecretRouter,
         RouterArgs {
             subscriber: wakeups.clone(),
+            index: index.clone(),
             watch: Some((client.clone(), WatchScope::Namespaces(vec![NS.to_owned()]))),
         },
     )
@@ -120,12 +123,7 @@ async fn a_secret_change_wakes_exactly_its_users() {
         if i == 7 || i >= COUNT - 2 {
             uses.push(secret("shared"));
         }
-        router
-            .cast(SecretRouterMsg::Register {
-                object: object(&format!("o-{i}")),
-                secrets: uses,
-            })
-            .expect("register");
+        index.register(&object(&format!("o-{i}")), uses, Track::Version);
     }
     eventually(LIMIT, "the first Secret list", || async {
         stats(&router).await.synced_scopes == 1
@@ -149,11 +147,7 @@ async fn a_secret_change_wakes_exactly_its_users() {
     assert_eq!(wakeups.total(), 3, "an unused Secret wakes nobody");
 
     // o-7 is deleted: its references go with it.
-    router
-        .cast(SecretRouterMsg::Forget {
-            object: object("o-7"),
-        })
-        .expect("forget");
+    index.forget(&object("o-7"));
     touch(&secrets, "s-7", "1").await;
     seen = seen_more(&router, seen, 1).await;
     touch(&secrets, "shared", "2").await;
@@ -188,23 +182,24 @@ async fn a_relist_wakes_nobody_and_a_deleted_secret_wakes_its_users() {
             .expect("secret created");
     }
     let wakeups = Arc::new(Wakeups::default());
+    let index = ReferenceIndex::new("Secrets", secrets_resource());
     let (router, _task) = Actor::spawn(
         None,
         SecretRouter,
         RouterArgs {
             subscriber: wakeups.clone(),
+            index: index.clone(),
             watch: Some((client.clone(), WatchScope::All)),
         },
     )
     .await
     .expect("router starts");
     for i in 0..SMALL {
-        router
-            .cast(SecretRouterMsg::Register {
-                object: object(&format!("o-{i}")),
-                secrets: vec![secret(&format!("s-{i}"))],
-            })
-            .expect("register");
+        index.register(
+            &object(&format!("o-{i}")),
+            vec![secret(&format!("s-{i}"))],
+            Track::Version,
+        );
     }
     eventually(LIMIT, "the first Secret list", || async {
         stats(&router).await.synced_scopes == 1

@@ -12,23 +12,21 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
-use k8s_openapi::api::networking::v1::Ingress;
+use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::core::NamespaceResourceScope;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource};
 use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
 use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
 use pgtoolbox_operator::api::{
     ExposureKind, PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions, render_crds_yaml,
 };
 use pgtoolbox_operator::children::{
-    Applier, ApplyReport, ChildOwner, ChildStore, ChildVerdict, Component, Desired, HttpRoute,
-    MANAGED_BY, MANAGED_BY_LABEL, Route, Wakeups, controller_owner, owner_label,
+    self, Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, HttpRoute,
+    OperatorCaches, Route,
 };
 use pgtoolbox_operator::conditions::{ConditionType, StatusField, Verdict, reasons::common};
 use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::k8s::{EventSink, WatchScope};
+use pgtoolbox_operator::k8s::EventSink;
 use pgtoolbox_operator::messages::KindKey;
 use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::reconcile::children::{child_labels, child_name, pod_template_labels};
@@ -36,7 +34,7 @@ use pgtoolbox_operator::reconcile::exposure::{
     BackendPort, ExposureInputs, ExposureView, ObservedExposure, decide_exposure,
     desired_http_route, desired_ingress, desired_route,
 };
-use pgtoolbox_operator::reconcile::optional_api::OptionalApi;
+use pgtoolbox_operator::reconcile::optional_api::{Availability, OptionalApi};
 use pgtoolbox_operator::reconcile::workload::workload_verdict;
 use pgtoolbox_operator::status::{Extras, StatusWriter};
 use pgtoolbox_operator::supervisor::{
@@ -48,7 +46,6 @@ use tokio_util::task::AbortOnDropHandle;
 
 pub const NS: &str = "team-a";
 pub const KIND: &str = "PgToolBoxConsole";
-const GROUP: &str = "pgtoolbox.fyannk.dev";
 const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// Test knobs on the owner (a real kind reads its spec): the env var's Secret `name/key`, and
 /// the Deployment's progress deadline.
@@ -59,93 +56,24 @@ const PORT: BackendPort<'static> = BackendPort {
     number: 8080,
 };
 
-/// The test kind's caches: its children by owner (Pods and ReplicaSets by the instance label
-/// their template carries), one watch each for the whole operator.
-#[derive(Clone)]
-pub struct Caches {
-    pub deployments: Arc<ChildStore<Deployment>>,
-    pub replica_sets: Arc<ChildStore<ReplicaSet>>,
-    pub pods: Arc<ChildStore<Pod>>,
-    pub services: Arc<ChildStore<Service>>,
-    pub ingresses: Arc<ChildStore<Ingress>>,
-    /// `None` when the API is not served (the prober said so before the caches started).
-    pub routes: Option<Arc<ChildStore<Route>>>,
-    pub http_routes: Option<Arc<ChildStore<HttpRoute>>>,
-}
-
-fn managed() -> watcher::Config {
-    watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))
-}
-
-type Start = Box<dyn FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send + 'static>;
-
-fn start_of<C>(store: &Arc<ChildStore<C>>) -> Start
-where
-    C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let store = store.clone();
-    Box::new(move |client, scope| store.watch(client, scope, managed()))
-}
-
-impl Caches {
-    fn new(routes: bool, http_routes: bool) -> Self {
-        Self {
-            deployments: ChildStore::new("Deployments", controller_owner(GROUP)),
-            replica_sets: ChildStore::new(
-                "ReplicaSets",
-                owner_label(KIND, "app.kubernetes.io/instance"),
-            ),
-            pods: ChildStore::new("Pods", owner_label(KIND, "app.kubernetes.io/instance")),
-            services: ChildStore::new("Services", controller_owner(GROUP)),
-            ingresses: ChildStore::new("Ingresses", controller_owner(GROUP)),
-            routes: routes.then(|| ChildStore::new("Routes", controller_owner(GROUP))),
-            http_routes: http_routes
-                .then(|| ChildStore::new("HTTPRoutes", controller_owner(GROUP))),
-        }
-    }
-
-    fn starts(&self) -> Vec<Start> {
-        let mut starts = vec![
-            start_of(&self.deployments),
-            start_of(&self.replica_sets),
-            start_of(&self.pods),
-            start_of(&self.services),
-            start_of(&self.ingresses),
-        ];
-        if let Some(r) = &self.routes {
-            starts.push(start_of(r));
-        }
-        if let Some(r) = &self.http_routes {
-            starts.push(start_of(r));
-        }
-        starts
-    }
-
-    async fn wait_synced(&self) -> Result<(), ReconcileError> {
-        let e = ReconcileError::other;
-        self.deployments.wait_synced(CACHE_WAIT).await.map_err(e)?;
-        self.replica_sets.wait_synced(CACHE_WAIT).await.map_err(e)?;
-        self.pods.wait_synced(CACHE_WAIT).await.map_err(e)?;
-        self.services.wait_synced(CACHE_WAIT).await.map_err(e)?;
-        self.ingresses.wait_synced(CACHE_WAIT).await.map_err(e)?;
-        if let Some(r) = &self.routes {
-            r.wait_synced(CACHE_WAIT).await.map_err(e)?;
-        }
-        if let Some(r) = &self.http_routes {
-            r.wait_synced(CACHE_WAIT).await.map_err(e)?;
-        }
-        Ok(())
-    }
+/// What a pass waits for: the first lists of the stores it reads.
+async fn wait_synced(caches: &OperatorCaches) -> Result<(), ReconcileError> {
+    let synced = [
+        caches.deployments.synced(),
+        caches.replica_sets.synced(),
+        caches.pods.synced(),
+        caches.services.synced(),
+        caches.ingresses.synced(),
+        caches.routes.synced(),
+        caches.http_routes.synced(),
+    ];
+    children::wait_synced(CACHE_WAIT, &synced)
+        .await
+        .map_err(ReconcileError::other)
 }
 
 pub struct Consoles {
-    caches: Caches,
+    caches: OperatorCaches,
     status: StatusWriter<PgToolBoxConsole>,
     pub passes: AtomicUsize,
     pub finished: AtomicUsize,
@@ -223,7 +151,7 @@ impl Consoles {
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
         self.passes.fetch_add(1, Ordering::SeqCst);
-        self.caches.wait_synced().await?;
+        wait_synced(&self.caches).await?;
         let obj = self.status.freshest(&cx.key, obj);
         let Some(owner) = ChildOwner::of(obj.as_ref()) else {
             return Err(ReconcileError::other("the console has no uid yet"));
@@ -240,18 +168,9 @@ impl Consoles {
         let optional = &cx.shared.optional_apis;
         let routes = optional.availability(OptionalApi::Routes, &cx.key.namespace);
         let http_routes = optional.availability(OptionalApi::HttpRoutes, &cx.key.namespace);
-        let route = self
-            .caches
-            .routes
-            .as_ref()
-            .and_then(|s| first(&s.children_of(&key)))
-            .and_then(|r| r.to_dynamic());
-        let http_route = self
-            .caches
-            .http_routes
-            .as_ref()
-            .and_then(|s| first(&s.children_of(&key)))
-            .and_then(|r| r.to_dynamic());
+        let route = first(&self.caches.routes.children_of(&key)).and_then(|r| r.to_dynamic());
+        let http_route =
+            first(&self.caches.http_routes.children_of(&key)).and_then(|r| r.to_dynamic());
         let ingress = first(&self.caches.ingresses.children_of(&key));
         let no_status = PgToolBoxConsoleStatus::default();
         let stored = obj.status.as_ref().unwrap_or(&no_status);
@@ -317,7 +236,8 @@ impl Consoles {
                 .await
                 .map_err(ReconcileError::other)?,
         );
-        if let Some(store) = &self.caches.routes {
+        if routes != Availability::NotServed {
+            let store = &self.caches.routes;
             let mut wanted = Vec::new();
             if desired(ExposureKind::Route).is_some() {
                 let value = desired_route(&name, ns, &labels, &view, &name, PORT);
@@ -333,7 +253,8 @@ impl Consoles {
                     .map_err(ReconcileError::other)?,
             );
         }
-        if let Some(store) = &self.caches.http_routes {
+        if http_routes != Availability::NotServed {
+            let store = &self.caches.http_routes;
             let mut wanted = Vec::new();
             if desired(ExposureKind::HttpRoute).is_some() {
                 let value = desired_http_route(&name, ns, &labels, &view, &name, PORT);
@@ -492,13 +413,7 @@ pub async fn start(unserve: &[&str]) -> Env {
     )
     .await
     .expect("shared actors start");
-    let served = |api: OptionalApi| {
-        !matches!(
-            shared.shared.optional_apis.availability(api, NS),
-            pgtoolbox_operator::reconcile::optional_api::Availability::NotServed
-        )
-    };
-    let caches = Caches::new(served(OptionalApi::Routes), served(OptionalApi::HttpRoutes));
+    let caches = OperatorCaches::new().sharing_secrets(shared.shared.secrets.routed_index());
     let consoles = Arc::new(Consoles {
         caches: caches.clone(),
         status: StatusWriter::new(EventSink::new(client.clone())),
@@ -507,7 +422,7 @@ pub async fn start(unserve: &[&str]) -> Env {
         last_error: Mutex::new(None),
     });
     let mut builder = OperatorBuilder::new(client.clone(), shared.shared.clone());
-    for start in caches.starts() {
+    for start in caches.watches() {
         builder = builder.cache(start);
     }
     let options = KindOptions {

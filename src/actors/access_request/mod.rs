@@ -1,7 +1,7 @@
-//! The PgAccessRequest kind on the shared runtime: its reconciler and the caches it reads.
+//! The PgAccessRequest kind on the shared runtime: its reconciler, reading the operator's
+//! caches (its RoleBindings, which Clusters exist).
 
-mod caches;
 mod reconciler;
 
-pub use caches::{AccessCaches, KIND, REQUEST_LABEL};
-pub use reconciler::AccessRequestReconciler;
+pub use crate::children::REQUEST_LABEL;
+pub use reconciler::{AccessRequestReconciler, KIND};

@@ -9,9 +9,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::Resource;
 use kube::api::Api;
 
-use super::caches::{AccessCaches, KIND};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgAccessRequest, PgAccessRequestStatus, ReportsConditions};
+use crate::children::{OperatorCaches, Track, wait_synced};
 use crate::conditions::{ConditionType, PassFacts, find_condition};
 use crate::k8s::{EventSink, Pinned, add_owner_pinned, delete_pinned};
 use crate::messages::{KindKey, ObjectKey, TimerPurpose};
@@ -26,8 +26,11 @@ const CACHE_WAIT: Duration = Duration::from_secs(30);
 /// Timers fire this much after the instant they aim at, so the pass they start sees it passed.
 const TIMER_SLACK: Duration = Duration::from_millis(20);
 
+/// The kind the request's RoleBindings and Cluster references are filed under.
+pub const KIND: &str = "PgAccessRequest";
+
 pub struct AccessRequestReconciler {
-    caches: AccessCaches,
+    caches: OperatorCaches,
     status: StatusWriter<PgAccessRequest>,
 }
 
@@ -36,7 +39,7 @@ fn owner_key(key: &ObjectKey) -> KindKey {
 }
 
 impl AccessRequestReconciler {
-    pub fn new(caches: AccessCaches, events: EventSink) -> Self {
+    pub fn new(caches: OperatorCaches, events: EventSink) -> Self {
         Self {
             caches,
             status: StatusWriter::new(events),
@@ -48,8 +51,9 @@ impl AccessRequestReconciler {
         obj: &PgAccessRequest,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        self.caches
-            .wait_synced(CACHE_WAIT)
+        let clusters = self.caches.clusters.index();
+        let bindings = &self.caches.access_bindings;
+        wait_synced(CACHE_WAIT, &[bindings.synced(), clusters.synced()])
             .await
             .map_err(ReconcileError::other)?;
         let now = Timestamp::now();
@@ -67,10 +71,8 @@ impl AccessRequestReconciler {
             .cluster
             .as_deref()
             .map(|name| ObjectKey::new(cx.key.namespace.as_str(), name));
-        self.caches
-            .clusters
-            .register(&owner, cluster.iter().cloned().collect());
-        let bindings = self.caches.bindings.children_of(&owner);
+        clusters.register(&owner, cluster.iter().cloned().collect(), Track::Existence);
+        let bindings = bindings.children_of(&owner);
         let binding_refs: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         // Borrowed: a pass runs for every object, a clone of its status is not needed.
         let no_status = PgAccessRequestStatus::default();
@@ -89,7 +91,7 @@ impl AccessRequestReconciler {
                 .cluster
                 .as_deref()
                 .zip(cluster.as_ref())
-                .map(|(name, key)| (name, self.caches.clusters.exists(key))),
+                .map(|(name, key)| (name, clusters.exists(key))),
             orphan_grace: cx.shared.settings.access_request_orphan_grace,
             previous_binding_reason: find_condition(
                 &status.common.conditions,
@@ -129,7 +131,7 @@ impl AccessRequestReconciler {
             .await?;
             tracing::info!(rolebinding = %deletion.name, cause = ?deletion.cause, ?outcome, "deleting");
             if outcome != Pinned::Changed {
-                self.caches.bindings.deleted(
+                self.caches.access_bindings.deleted(
                     &ObjectKey::new(cx.key.namespace.as_str(), deletion.name.as_str()),
                     deletion.uid.clone(),
                 );
@@ -218,7 +220,7 @@ impl Reconciler for AccessRequestReconciler {
     }
 
     async fn on_stop(&self, key: &crate::messages::ObjectKey, _cx: &ObjectContext) {
-        self.caches.clusters.forget(&owner_key(key));
+        self.caches.clusters.index().forget(&owner_key(key));
         self.status.forget(key);
     }
 

@@ -1,7 +1,5 @@
-//! The EvidenceAgent kind on the shared runtime: its reconciler and the caches it reads.
+//! The EvidenceAgent kind on the shared runtime: its reconciler, reading the operator's caches.
 
-mod caches;
 mod reconciler;
 
-pub use caches::{CacheStart, EvidenceCaches, KIND, object_stores};
-pub use reconciler::EvidenceAgentReconciler;
+pub use reconciler::{EvidenceAgentReconciler, KIND};

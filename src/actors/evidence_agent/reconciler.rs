@@ -6,20 +6,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use dashmap::DashMap;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, ApiResource, DynamicObject};
-use serde_json::Value;
 
-use super::caches::{EvidenceCaches, KIND, object_stores};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{
     CertificateProvider, CertificateStatus, EvidenceAgent, ObjectStoreStatus, ReportsConditions,
 };
 use crate::children::{
-    Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, ReferenceIndex,
-    cnpg_clusters,
+    Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, OperatorCaches, Track,
+    wait_synced,
 };
 use crate::conditions::reasons::common;
 use crate::conditions::{ConditionType, PassFacts, StatusField, Verdict};
@@ -38,8 +34,8 @@ use crate::status::{Extras, StatusWriter, Written};
 /// How long a pass waits for the first lists of its caches.
 const CACHE_WAIT: Duration = Duration::from_secs(30);
 
-/// An object's contents as last read, with the resourceVersion read.
-type Contents = DashMap<ObjectKey, (Option<String>, Arc<Value>)>;
+/// The kind the agent's children and references are filed under.
+pub const KIND: &str = "EvidenceAgent";
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvidenceError {
@@ -47,22 +43,11 @@ pub enum EvidenceError {
     ClustersUnreadable(String),
     #[error("EvidenceAgent {0} has no uid yet: its children cannot be owned")]
     NoUid(String),
-    #[error("{what} {name} cannot be represented as JSON: {source}")]
-    Json {
-        what: &'static str,
-        name: String,
-        #[source]
-        source: serde_json::Error,
-    },
 }
 
 pub struct EvidenceAgentReconciler {
-    caches: EvidenceCaches,
+    caches: OperatorCaches,
     status: StatusWriter<EvidenceAgent>,
-    clusters: Contents,
-    stores: Contents,
-    cluster_resource: ApiResource,
-    store_resource: ApiResource,
 }
 
 fn owner_key(key: &ObjectKey) -> KindKey {
@@ -70,54 +55,32 @@ fn owner_key(key: &ObjectKey) -> KindKey {
 }
 
 impl EvidenceAgentReconciler {
-    pub fn new(caches: EvidenceCaches, events: EventSink) -> Self {
+    pub fn new(caches: OperatorCaches, events: EventSink) -> Self {
         Self {
             caches,
             status: StatusWriter::new(events),
-            clusters: DashMap::new(),
-            stores: DashMap::new(),
-            cluster_resource: cnpg_clusters(),
-            store_resource: object_stores(),
         }
     }
 
-    /// The contents of a referenced object: from the last read while its resourceVersion has
-    /// not moved, else read once. `None` when it does not exist.
-    async fn contents(
-        &self,
-        index: &ReferenceIndex,
-        cache: &Contents,
-        resource: &ApiResource,
-        key: &ObjectKey,
-        cx: &ObjectContext,
-    ) -> Result<Option<Arc<Value>>, ReconcileError> {
-        if index.exists(key) != Some(true) {
-            cache.remove(key);
-            return Ok(None);
-        }
-        let version = index.version(key);
-        if let Some(known) = cache.get(key)
-            && version.is_some()
-            && known.0 == version
-        {
-            return Ok(Some(known.1.clone()));
-        }
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(cx.client.clone(), &key.namespace, resource);
-        let Some(object) = api.get_opt(&key.name).await? else {
-            cache.remove(key);
-            return Ok(None);
-        };
-        let read_version = object.metadata.resource_version.clone();
-        let value = Arc::new(serde_json::to_value(&object).map_err(|source| {
-            ReconcileError::other(EvidenceError::Json {
-                what: "object",
-                name: key.name.clone(),
-                source,
-            })
-        })?);
-        cache.insert(key.clone(), (read_version, value.clone()));
-        Ok(Some(value))
+    /// Waits for the first lists of every cache a pass reads.
+    async fn wait_synced(&self) -> Result<(), ReconcileError> {
+        let c = &self.caches;
+        wait_synced(
+            CACHE_WAIT,
+            &[
+                c.service_accounts.synced(),
+                c.services.synced(),
+                c.deployments.synced(),
+                c.config_maps.synced(),
+                c.replica_sets.synced(),
+                c.pods.synced(),
+                c.clusters.index().synced(),
+                c.object_stores.index().synced(),
+                c.secrets.synced(),
+            ],
+        )
+        .await
+        .map_err(ReconcileError::other)
     }
 
     async fn pass(
@@ -125,10 +88,7 @@ impl EvidenceAgentReconciler {
         obj: &EvidenceAgent,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        self.caches
-            .wait_synced(CACHE_WAIT)
-            .await
-            .map_err(ReconcileError::other)?;
+        self.wait_synced().await?;
         let facts = obj.pass_facts();
         if facts.paused {
             let written = self.write(obj, facts, cx).await?;
@@ -140,53 +100,38 @@ impl EvidenceAgentReconciler {
 
         // Registered before anything is read, so a change meanwhile still wakes this agent.
         let cluster_key = ObjectKey::new(ns, obj.spec.cluster.name.as_str());
-        self.caches
-            .clusters
-            .register(&owner, vec![cluster_key.clone()]);
-        if self.caches.clusters.exists(&cluster_key).is_none() {
+        let clusters = &self.caches.clusters;
+        clusters
+            .index()
+            .register(&owner, vec![cluster_key.clone()], Track::Version);
+        if clusters.index().exists(&cluster_key).is_none() {
             return Err(ReconcileError::other(EvidenceError::ClustersUnreadable(
                 ns.to_owned(),
             )));
         }
-        let cluster = self
-            .contents(
-                &self.caches.clusters,
-                &self.clusters,
-                &self.cluster_resource,
-                &cluster_key,
-                cx,
-            )
-            .await?;
+        let cluster = clusters.get(&cx.client, &cluster_key).await?;
         let store_key = cluster
             .as_deref()
             .and_then(barman_object_name)
             .map(|name| ObjectKey::new(ns, name.as_str()));
-        self.caches
-            .object_stores
-            .register(&owner, store_key.iter().cloned().collect());
+        let stores = &self.caches.object_stores;
+        stores
+            .index()
+            .register(&owner, store_key.iter().cloned().collect(), Track::Version);
         let mut api = cx
             .shared
             .optional_apis
             .availability(OptionalApi::ObjectStores, ns);
         if api == Availability::On
             && let Some(key) = &store_key
-            && self.caches.object_stores.exists(key).is_none()
+            && stores.index().exists(key).is_none()
         {
             api = Availability::Refused {
                 namespace: ns.to_owned(),
             };
         }
         let store = match (&store_key, &api) {
-            (Some(key), Availability::On) => {
-                self.contents(
-                    &self.caches.object_stores,
-                    &self.stores,
-                    &self.store_resource,
-                    key,
-                    cx,
-                )
-                .await?
-            }
+            (Some(key), Availability::On) => stores.get(&cx.client, key).await?,
             _ => None,
         };
 
@@ -219,7 +164,9 @@ impl EvidenceAgentReconciler {
                 .flatten()
                 .map(|(secret, _)| ObjectKey::new(ns, secret.as_str())),
             );
-            self.caches.secrets.register(&owner, secret_refs.clone());
+            self.caches
+                .secrets
+                .register(&owner, secret_refs.clone(), Track::Existence);
             let report = self.apply_children(obj, &valid, provider, cx).await?;
             converged = report.converged();
             if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
@@ -237,7 +184,9 @@ impl EvidenceAgentReconciler {
                 facts = self.judge_children(facts, &cx.key, &names, &valid, provider)?;
             }
         } else {
-            self.caches.secrets.register(&owner, secret_refs.clone());
+            self.caches
+                .secrets
+                .register(&owner, secret_refs.clone(), Track::Existence);
         }
 
         facts = facts
@@ -474,8 +423,8 @@ impl Reconciler for EvidenceAgentReconciler {
 
     async fn on_stop(&self, key: &ObjectKey, _cx: &ObjectContext) {
         let owner = owner_key(key);
-        self.caches.clusters.forget(&owner);
-        self.caches.object_stores.forget(&owner);
+        self.caches.clusters.index().forget(&owner);
+        self.caches.object_stores.index().forget(&owner);
         self.caches.secrets.forget(&owner);
         self.status.forget(key);
     }

@@ -8,8 +8,8 @@ use super::naming::shorten;
 
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const MANAGED_BY: &str = "pgtoolbox-operator";
-const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
-const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
+pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+pub const COMPONENT_LABEL: &str = "app.kubernetes.io/component";
 const NAME_LABEL: &str = "app.kubernetes.io/name";
 const PART_OF_LABEL: &str = "app.kubernetes.io/part-of";
 const PART_OF: &str = "pgtoolbox";
@@ -34,6 +34,28 @@ impl Component {
             Self::EvidenceAgent => "evidence-agent",
             Self::PgAdminRegistration => "pgadmin-register",
             Self::PgAdminUpgradeBackup => "pgadmin-upgrade-backup",
+        }
+    }
+
+    /// The component a `component` label names, if it is one of ours.
+    pub fn parse(label: &str) -> Option<Self> {
+        [
+            Self::Console,
+            Self::PgAdmin,
+            Self::EvidenceAgent,
+            Self::PgAdminRegistration,
+            Self::PgAdminUpgradeBackup,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == label)
+    }
+
+    /// The kind of the object whose children carry this component.
+    pub const fn owner_kind(self) -> &'static str {
+        match self {
+            Self::Console => "PgToolBoxConsole",
+            Self::PgAdmin | Self::PgAdminRegistration | Self::PgAdminUpgradeBackup => "PgAdmin",
+            Self::EvidenceAgent => "EvidenceAgent",
         }
     }
 

@@ -4,5 +4,8 @@
 mod labels;
 mod naming;
 
-pub use labels::{Component, MANAGED_BY, MANAGED_BY_LABEL, child_labels, pod_template_labels};
+pub use labels::{
+    COMPONENT_LABEL, Component, INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL, child_labels,
+    pod_template_labels,
+};
 pub use naming::{MAX_NAME_LEN, child_name, hashed_child_name, shorten};

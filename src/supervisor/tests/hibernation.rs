@@ -90,7 +90,11 @@ async fn a_child_change_a_secret_notice_a_cache_wakeup_and_a_timer_each_wake_a_h
         let passes = probe.passes_of("sleeper");
         assert_eq!(passes.len(), n + 2, "{what} woke it once");
         assert!(passes[n + 1].at - at < MS, "{what}");
-        assert_eq!(passes[n + 1].value, "calm", "{what}: decoded from the packed copy");
+        assert_eq!(
+            passes[n + 1].value,
+            "calm",
+            "{what}: decoded from the packed copy"
+        );
         assert_eq!(h.objects(), (0, 2), "asleep again after the {what}");
     }
     let direct = Notice::SecretChanged {

@@ -1,0 +1,205 @@
+//! The operator's one cache set: every kind's passes read the same stores, so each child kind
+//! and each referenced kind is watched once for the whole operator, whatever number of kinds
+//! use it. `register_all` builds it once and hands a clone to each reconciler.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::Client;
+use kube::api::{ApiResource, GroupVersionKind};
+use kube::core::NamespaceResourceScope;
+use kube::runtime::watcher;
+use serde::de::DeserializeOwned;
+
+use super::contents::Contents;
+use super::external::{HttpRoute, Route};
+use super::references::{ReferenceIndex, cnpg_clusters, secrets_resource};
+use super::store::{ChildStore, Wakeups, our_owner, owner_label};
+use super::synced::{NotSynced, Synced};
+use crate::k8s::WatchScope;
+use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
+use crate::reconcile::optional_api::OptionalApi;
+
+/// The label that makes a RoleBinding "a RoleBinding of the request" named by its value. The
+/// console creates these bindings, so they carry this label and not our managed-by label.
+pub const REQUEST_LABEL: &str = "pgtoolbox.fyannk.dev/access-request";
+
+/// Starts the streams of one cache (what the operator builder's `cache` takes).
+pub type CacheStart = Box<dyn FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send>;
+
+#[derive(Clone)]
+pub struct OperatorCaches {
+    // Children this operator made (label managed-by), filed under their owner.
+    pub service_accounts: Arc<ChildStore<ServiceAccount>>,
+    pub services: Arc<ChildStore<Service>>,
+    pub deployments: Arc<ChildStore<Deployment>>,
+    pub replica_sets: Arc<ChildStore<ReplicaSet>>,
+    pub pods: Arc<ChildStore<Pod>>,
+    pub config_maps: Arc<ChildStore<ConfigMap>>,
+    pub jobs: Arc<ChildStore<Job>>,
+    pub role_bindings: Arc<ChildStore<RoleBinding>>,
+    pub network_policies: Arc<ChildStore<NetworkPolicy>>,
+    pub ingresses: Arc<ChildStore<Ingress>>,
+    /// Empty where the API is not served (the prober's answer decides, not this store).
+    pub routes: Arc<ChildStore<Route>>,
+    pub http_routes: Arc<ChildStore<HttpRoute>>,
+    /// The RoleBindings of PgAccessRequests, filed under the request their label names.
+    pub access_bindings: Arc<ChildStore<RoleBinding>>,
+
+    // Objects our objects name (metadata only), with who names them.
+    /// CloudNativePG Clusters, with their labels (a `clusterSelector` selects on them).
+    pub clusters: Arc<Contents>,
+    pub poolers: Arc<Contents>,
+    pub object_stores: Arc<Contents>,
+    pub pgadmin_accesses: Arc<Contents>,
+    /// The secret router's index when one runs (it owns the watch), else one of our own.
+    pub secrets: Arc<ReferenceIndex>,
+    pub referenced_config_maps: Arc<ReferenceIndex>,
+    /// Whether `secrets` is watched by these caches (false: the secret router feeds it).
+    watch_secrets: bool,
+}
+
+impl Default for OperatorCaches {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn core(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", kind), plural)
+}
+
+fn pgadmin_accesses() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(crate::api::GROUP, crate::api::VERSION, "PgAdminAccess"),
+        "pgadminaccesses",
+    )
+}
+
+fn managed() -> watcher::Config {
+    watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))
+}
+
+fn start<C>(store: &Arc<ChildStore<C>>, config: watcher::Config) -> CacheStart
+where
+    C: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let store = store.clone();
+    Box::new(move |client, scope| store.watch(client, scope, config))
+}
+
+fn start_index(index: &Arc<ReferenceIndex>) -> CacheStart {
+    let index = index.clone();
+    Box::new(move |client, scope| index.watch(client, scope))
+}
+
+impl OperatorCaches {
+    pub fn new() -> Self {
+        let contents =
+            |index: Arc<ReferenceIndex>, resource: ApiResource| Contents::new(index, resource);
+        let clusters = cnpg_clusters();
+        let poolers = OptionalApi::Poolers.resource();
+        let stores = OptionalApi::ObjectStores.resource();
+        let accesses = pgadmin_accesses();
+        Self {
+            service_accounts: ChildStore::new("ServiceAccounts", our_owner()),
+            services: ChildStore::new("Services", our_owner()),
+            deployments: ChildStore::new("Deployments", our_owner()),
+            replica_sets: ChildStore::new("ReplicaSets", our_owner()),
+            pods: ChildStore::new("Pods", our_owner()),
+            config_maps: ChildStore::new("ConfigMaps", our_owner()),
+            jobs: ChildStore::new("Jobs", our_owner()),
+            role_bindings: ChildStore::new("RoleBindings", our_owner()),
+            network_policies: ChildStore::new("NetworkPolicies", our_owner()),
+            ingresses: ChildStore::new("Ingresses", our_owner()),
+            routes: ChildStore::new("Routes", our_owner()),
+            http_routes: ChildStore::new("HTTPRoutes", our_owner()),
+            access_bindings: ChildStore::new(
+                "RoleBindings of requests",
+                owner_label("PgAccessRequest", REQUEST_LABEL),
+            ),
+            clusters: contents(
+                ReferenceIndex::with_labels("Clusters", clusters.clone()),
+                clusters,
+            ),
+            poolers: contents(ReferenceIndex::new("Poolers", poolers.clone()), poolers),
+            object_stores: contents(ReferenceIndex::new("ObjectStores", stores.clone()), stores),
+            pgadmin_accesses: contents(
+                ReferenceIndex::new("PgAdminAccesses", accesses.clone()),
+                accesses,
+            ),
+            secrets: ReferenceIndex::new("Secrets", secrets_resource()),
+            watch_secrets: true,
+            referenced_config_maps: ReferenceIndex::new(
+                "ConfigMaps",
+                core("ConfigMap", "configmaps"),
+            ),
+        }
+    }
+
+    /// The caches of an operator whose secret router runs (`routed`: its index, from
+    /// `shared.secrets.routed_index()`): Secrets are then read from the router's index, so the
+    /// operator keeps one Secret watch.
+    pub fn sharing_secrets(self, routed: Option<&Arc<ReferenceIndex>>) -> Self {
+        match routed {
+            Some(index) => Self {
+                secrets: index.clone(),
+                watch_secrets: false,
+                ..self
+            },
+            None => self,
+        }
+    }
+
+    /// Every watch, each started once for the whole operator.
+    pub fn watches(&self) -> Vec<CacheStart> {
+        let mut starts = vec![
+            start(&self.service_accounts, managed()),
+            start(&self.services, managed()),
+            start(&self.deployments, managed()),
+            start(&self.replica_sets, managed()),
+            start(&self.pods, managed()),
+            start(&self.config_maps, managed()),
+            start(&self.jobs, managed()),
+            start(&self.role_bindings, managed()),
+            start(&self.network_policies, managed()),
+            start(&self.ingresses, managed()),
+            start(&self.routes, managed()),
+            start(&self.http_routes, managed()),
+            start(
+                &self.access_bindings,
+                watcher::Config::default().labels(REQUEST_LABEL),
+            ),
+            start_index(self.clusters.index()),
+            start_index(self.poolers.index()),
+            start_index(self.object_stores.index()),
+            start_index(self.pgadmin_accesses.index()),
+            start_index(&self.referenced_config_maps),
+        ];
+        if self.watch_secrets {
+            starts.push(start_index(&self.secrets));
+        }
+        starts
+    }
+}
+
+/// Waits until each of the caches a pass reads holds its first list: before that, "not
+/// listed yet" would read as "absent". A kind waits only for what it reads, so a kind whose
+/// watch is refused does not hold the others back.
+pub async fn wait_synced(limit: Duration, caches: &[&Synced]) -> Result<(), NotSynced> {
+    for synced in caches {
+        synced.wait(limit).await?;
+    }
+    Ok(())
+}

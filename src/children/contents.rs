@@ -1,0 +1,74 @@
+//! The contents of referenced objects a pass must read (a Cluster's status, an ObjectStore's
+//! destination), read from the API only when the reference index reports a resourceVersion
+//! not read yet. A converged pass therefore reads nothing. Never used for Secrets: their
+//! data is read when needed and not kept.
+
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject};
+use serde_json::Value;
+
+use super::references::ReferenceIndex;
+use crate::messages::ObjectKey;
+
+pub struct Contents {
+    index: Arc<ReferenceIndex>,
+    resource: ApiResource,
+    /// Each object as last read, with the resourceVersion read.
+    read: DashMap<ObjectKey, (Option<String>, Arc<Value>)>,
+}
+
+impl Contents {
+    pub fn new(index: Arc<ReferenceIndex>, resource: ApiResource) -> Arc<Self> {
+        Arc::new(Self {
+            index,
+            resource,
+            read: DashMap::new(),
+        })
+    }
+
+    /// The index whose versions decide when to read again.
+    pub fn index(&self) -> &Arc<ReferenceIndex> {
+        &self.index
+    }
+
+    /// The object's contents: the last read while its resourceVersion has not moved, else read
+    /// once. `None` when it does not exist (or its namespace cannot be read: ask the index).
+    pub async fn get(
+        &self,
+        client: &Client,
+        key: &ObjectKey,
+    ) -> Result<Option<Arc<Value>>, kube::Error> {
+        if self.index.exists(key) != Some(true) {
+            self.read.remove(key);
+            return Ok(None);
+        }
+        let version = self.index.version(key);
+        if let Some(known) = self.read.get(key)
+            && version.is_some()
+            && known.0 == version
+        {
+            return Ok(Some(known.1.clone()));
+        }
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &key.namespace, &self.resource);
+        // Kept as kube's error, so the runtime classifies a refusal (403) like any other read.
+        let Some(mut object) = api.get_opt(&key.name).await? else {
+            self.read.remove(key);
+            return Ok(None);
+        };
+        object.metadata.managed_fields = None;
+        let read_version = object.metadata.resource_version.clone();
+        let value = Arc::new(serde_json::to_value(&object).map_err(kube::Error::SerdeError)?);
+        self.read.insert(key.clone(), (read_version, value.clone()));
+        Ok(Some(value))
+    }
+
+    /// Drops what was read of objects nobody names any more.
+    pub fn forget_unused(&self) {
+        self.read
+            .retain(|key, _| !self.index.users_of(key).is_empty());
+    }
+}
