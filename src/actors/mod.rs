@@ -2,6 +2,7 @@
 //! prober, namespace-refusal tracker, CNPG secret router).
 
 pub mod access_request;
+pub mod console;
 pub mod evidence_agent;
 mod object;
 mod object_reconciler;

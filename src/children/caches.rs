@@ -60,6 +60,8 @@ pub struct OperatorCaches {
     /// The secret router's index when one runs (it owns the watch), else one of our own.
     pub secrets: Arc<ReferenceIndex>,
     pub referenced_config_maps: Arc<ReferenceIndex>,
+    /// Every NetworkPolicy of a namespace a console reads (the others add up with its own).
+    pub namespace_network_policies: Arc<Contents>,
     /// Whether `secrets` is watched by these caches (false: the secret router feeds it).
     watch_secrets: bool,
 }
@@ -78,6 +80,13 @@ fn pgadmin_accesses() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk(crate::api::GROUP, crate::api::VERSION, "PgAdminAccess"),
         "pgadminaccesses",
+    )
+}
+
+fn network_policies() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("networking.k8s.io", "v1", "NetworkPolicy"),
+        "networkpolicies",
     )
 }
 
@@ -145,6 +154,10 @@ impl OperatorCaches {
                 "ConfigMaps",
                 core("ConfigMap", "configmaps"),
             ),
+            namespace_network_policies: contents(
+                ReferenceIndex::new("NetworkPolicies", network_policies()),
+                network_policies(),
+            ),
         }
     }
 
@@ -186,6 +199,7 @@ impl OperatorCaches {
             start_index(self.object_stores.index()),
             start_index(self.pgadmin_accesses.index()),
             start_index(&self.referenced_config_maps),
+            start_index(self.namespace_network_policies.index()),
         ];
         if self.watch_secrets {
             starts.push(start_index(&self.secrets));

@@ -1,6 +1,7 @@
 //! The composition root: which kinds the operator runs and the one cache set they share.
 
 use crate::actors::access_request::AccessRequestReconciler;
+use crate::actors::console::ConsoleReconciler;
 use crate::actors::evidence_agent::EvidenceAgentReconciler;
 use crate::children::OperatorCaches;
 use crate::k8s::EventSink;
@@ -23,5 +24,9 @@ pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
             Kind::new(AccessRequestReconciler::new(caches.clone(), events.clone()))
                 .options(options),
         )
-        .register(Kind::new(EvidenceAgentReconciler::new(caches, events)).options(options))
+        .register(
+            Kind::new(EvidenceAgentReconciler::new(caches.clone(), events.clone()))
+                .options(options),
+        )
+        .register(Kind::new(ConsoleReconciler::new(caches, events)).options(options))
 }

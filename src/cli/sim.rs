@@ -139,6 +139,7 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     ))
     .start()
     .await?;
+    install_console_roles(&client).await;
     apply_examples(&client, args.examples.as_deref()).await;
 
     tokio::select! {
@@ -155,6 +156,16 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     drop(sim);
     drop(kubeconfig);
     Ok(())
+}
+
+/// The ClusterRoles an installation provides for consoles (deploy/), as a real install has them.
+async fn install_console_roles(client: &kube::Client) {
+    const ROLES: &str = include_str!("../../deploy/05-console-clusterroles.yaml");
+    for result in apply_manifests(client, ROLES, "pgtoolbox-sim").await {
+        if let Err(err) = result {
+            eprintln!("deploy/05-console-clusterroles.yaml: {err}");
+        }
+    }
 }
 
 /// Apply every example file (namespaces created as needed); report what failed.

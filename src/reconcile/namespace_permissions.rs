@@ -82,8 +82,11 @@ const KINDS: &[KindNeeds] = &[
         kind: "PgToolBoxConsole",
         plural: "pgtoolboxconsoles",
         workload: true,
+        // Secrets are read once per resourceVersion: the CA Secrets it mirrors, and the digest of
+        // those its Pods consume (the workload hash).
         uses: &[
             ("", "configmaps", MANAGE),
+            ("", "secrets", &["get"]),
             ("rbac.authorization.k8s.io", "rolebindings", MANAGE),
             ("networking.k8s.io", "networkpolicies", MANAGE),
             ("networking.k8s.io", "ingresses", MANAGE),

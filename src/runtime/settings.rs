@@ -15,6 +15,9 @@ pub struct OperatorSettings {
     /// First passes of objects found by a (re)list are spread over this window, so a restart
     /// with many objects does not send all their writes at once.
     pub startup_jitter: std::time::Duration,
+    /// How long a stall on an input the operator does not watch waits before it is looked at
+    /// again: (two minutes, five minutes) as the engine schedules them; tests shorten them.
+    pub stall_rechecks: (std::time::Duration, std::time::Duration),
 }
 
 /// Image defaults; `None` means a kind that needs the image reports it as required.
@@ -36,6 +39,10 @@ impl Default for OperatorSettings {
             max_inflight_writes: 32,
             access_request_orphan_grace: crate::reconcile::pgaccessrequest::ORPHAN_GRACE,
             startup_jitter: std::time::Duration::from_secs(2),
+            stall_rechecks: (
+                crate::conditions::STALL_RECHECK,
+                crate::conditions::STALL_RECHECK_LONG,
+            ),
         }
     }
 }

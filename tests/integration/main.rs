@@ -2,6 +2,16 @@
 
 mod children_applier;
 mod cli_support;
+mod console_ca_bundle;
+mod console_config;
+mod console_converged;
+mod console_exposure;
+mod console_namespaces;
+mod console_ready;
+mod console_sim;
+mod console_support;
+mod console_trust;
+mod console_workload;
 mod crds;
 mod evidence_agent;
 mod kubectl_support;

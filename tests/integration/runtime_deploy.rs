@@ -30,7 +30,8 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
         applied.contains(&"Deployment/pgtoolbox-operator".to_string()),
         "{applied:?}"
     );
-    assert_eq!(applied.len(), 7, "{applied:?}");
+    // The operator's own objects, and the three ClusterRoles it binds for consoles.
+    assert_eq!(applied.len(), 10, "{applied:?}");
 
     let deployment = Api::<Deployment>::namespaced(client.clone(), "pgtoolbox-system")
         .get("pgtoolbox-operator")
@@ -75,19 +76,23 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
             && !r.resources.iter().flatten().any(|res| res == "*")),
         "no wildcards"
     );
-    let rolebindings = rules
+    // RoleBindings are created only for consoles, to the three console ClusterRoles: `bind` is
+    // granted on those names alone and `escalate` never, so the operator cannot grant anything
+    // else it does not hold itself (access requests' grants are only ever taken away).
+    let binds: Vec<_> = rules
         .iter()
-        .find(|r| {
-            r.resources
-                .iter()
-                .flatten()
-                .any(|res| res == "rolebindings")
-        })
-        .unwrap();
-    assert!(
-        !rolebindings
-            .verbs
-            .iter()
-            .any(|v| v == "create" || v == "update")
+        .filter(|r| r.verbs.iter().any(|v| v == "bind" || v == "escalate"))
+        .collect();
+    assert_eq!(binds.len(), 1, "{binds:?}");
+    assert!(!binds[0].verbs.iter().any(|v| v == "escalate"));
+    let mut names = binds[0].resource_names.clone().unwrap_or_default();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "pgtoolbox-console",
+            "pgtoolbox-console-pod-logs",
+            "pgtoolbox-console-restore-drills"
+        ]
     );
 }

@@ -1,0 +1,181 @@
+//! What a console pass reads past the caches, each kept so a converged pass reads nothing:
+//! the installation's ClusterRoles and the Nodes' podCIDRs (not cached; read again once the
+//! last read is older than the short stall recheck), and the `ca.crt` of the CloudNativePG
+//! CA Secrets it mirrors (read again only when the Secret's resourceVersion moves).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use dashmap::DashMap;
+use k8s_openapi::api::core::v1::{Node, Secret};
+use k8s_openapi::api::rbac::v1::ClusterRole;
+use kube::api::{Api, ListParams};
+use kube::{Client, ResourceExt};
+
+use crate::children::ReferenceIndex;
+use crate::messages::ObjectKey;
+use crate::reconcile::console::{CA_KEY, CaSource, Cidr, MAX_NODES, NodeCidrs};
+use crate::reconcile::workload::SecretDigest;
+
+#[derive(Default)]
+pub struct PastCache {
+    /// ClusterRole name → (exists, when read).
+    roles: DashMap<String, (bool, Instant)>,
+    nodes: Mutex<Option<(NodeCidrs, Instant)>>,
+    /// CA Secret → (resourceVersion read, what it held).
+    cas: DashMap<ObjectKey, (Option<String>, CaSource)>,
+    /// A Secret the Pods consume → (resourceVersion read, digest of its contents).
+    digests: DashMap<ObjectKey, (Option<String>, SecretDigest)>,
+}
+
+impl PastCache {
+    /// The ClusterRoles among `names` that do not exist.
+    pub async fn missing_roles(
+        &self,
+        client: &Client,
+        names: &[&'static str],
+        fresh_for: Duration,
+    ) -> Result<Vec<&'static str>, kube::Error> {
+        let api: Api<ClusterRole> = Api::all(client.clone());
+        let mut missing = Vec::new();
+        for name in names {
+            let known = self
+                .roles
+                .get(*name)
+                .filter(|e| e.1.elapsed() < fresh_for)
+                .map(|e| e.0);
+            let exists = match known {
+                Some(exists) => exists,
+                None => {
+                    let exists = api.get_opt(name).await?.is_some();
+                    self.roles
+                        .insert((*name).to_owned(), (exists, Instant::now()));
+                    exists
+                }
+            };
+            if !exists {
+                missing.push(*name);
+            }
+        }
+        Ok(missing)
+    }
+
+    /// The Nodes' podCIDRs (a 403 means no grant: said, not failed).
+    pub async fn node_cidrs(
+        &self,
+        client: &Client,
+        fresh_for: Duration,
+    ) -> Result<NodeCidrs, kube::Error> {
+        if let Ok(guard) = self.nodes.lock()
+            && let Some((known, at)) = guard.as_ref()
+            && at.elapsed() < fresh_for
+        {
+            return Ok(known.clone());
+        }
+        let api: Api<Node> = Api::all(client.clone());
+        let limit = u32::try_from(MAX_NODES + 1).unwrap_or(u32::MAX);
+        let read = match api.list(&ListParams::default().limit(limit)).await {
+            Ok(list) if list.items.len() > MAX_NODES || list.metadata.continue_.is_some() => {
+                NodeCidrs::TooMany
+            }
+            Ok(list) => {
+                let nodes: Vec<(String, Vec<Cidr>)> = list
+                    .items
+                    .iter()
+                    .map(|n| {
+                        let cidrs = n
+                            .spec
+                            .as_ref()
+                            .and_then(|s| s.pod_cidrs.clone())
+                            .unwrap_or_default()
+                            .iter()
+                            .filter_map(|c| Cidr::parse(c))
+                            .collect();
+                        (n.name_any(), cidrs)
+                    })
+                    .collect();
+                if nodes.iter().all(|(_, c)| c.is_empty()) {
+                    NodeCidrs::NoPodCidrs
+                } else {
+                    NodeCidrs::Known(nodes)
+                }
+            }
+            Err(kube::Error::Api(status)) if status.code == 403 => NodeCidrs::NoGrant,
+            Err(err) => return Err(err),
+        };
+        if let Ok(mut guard) = self.nodes.lock() {
+            *guard = Some((read.clone(), Instant::now()));
+        }
+        Ok(read)
+    }
+
+    /// A CA Secret's `ca.crt`, read once per resourceVersion (only the public certificate text
+    /// is kept).
+    pub async fn ca(
+        &self,
+        client: &Client,
+        index: &ReferenceIndex,
+        key: &ObjectKey,
+    ) -> Result<CaSource, kube::Error> {
+        if index.exists(key) == Some(false) {
+            self.cas.remove(key);
+            return Ok(CaSource::SecretNotFound);
+        }
+        let version = index.version(key);
+        if let Some(known) = self.cas.get(key)
+            && version.is_some()
+            && known.0 == version
+        {
+            return Ok(known.1.clone());
+        }
+        let api: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
+        let (read_version, source) = match api.get_opt(&key.name).await? {
+            None => (None, CaSource::SecretNotFound),
+            Some(secret) => {
+                let text = secret
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(CA_KEY))
+                    .map(|b| String::from_utf8_lossy(&b.0).into_owned());
+                let version = secret.resource_version();
+                match text {
+                    Some(text) => (version, CaSource::Text(text)),
+                    None => (version, CaSource::KeyMissing),
+                }
+            }
+        };
+        self.cas.insert(key.clone(), (read_version, source.clone()));
+        Ok(source)
+    }
+
+    /// The digest of a Secret the Pods consume, read once per resourceVersion: its contents
+    /// enter the workload hash (a changed Secret rolls the Pods) and are not kept.
+    pub async fn digest(
+        &self,
+        client: &Client,
+        index: &ReferenceIndex,
+        key: &ObjectKey,
+    ) -> Result<SecretDigest, kube::Error> {
+        let version = index.version(key);
+        if let Some(known) = self.digests.get(key)
+            && version.is_some()
+            && known.0 == version
+        {
+            return Ok(known.1.clone());
+        }
+        let api: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
+        let secret = api.get_opt(&key.name).await?;
+        let read_version = secret.as_ref().and_then(|s| s.resource_version());
+        let digest = SecretDigest::of_secret(&key.name, secret.as_ref());
+        self.digests
+            .insert(key.clone(), (read_version, digest.clone()));
+        Ok(digest)
+    }
+
+    /// Drops the reads of Secrets nobody names any more.
+    pub fn forget_unused(&self, index: &ReferenceIndex) {
+        self.cas.retain(|key, _| !index.users_of(key).is_empty());
+        self.digests
+            .retain(|key, _| !index.users_of(key).is_empty());
+    }
+}

@@ -1,0 +1,183 @@
+//! The mirrored instance CA bundle: each selected Cluster's server CA (`ca.crt` of
+//! `status.certificates.serverCASecret`), deduplicated and ordered by Cluster name, into
+//! `<name>-instance-ca`; what is missing and why; a rotated CA mirrored with no other change; a
+//! foreign ConfigMap under the name left alone.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pgtoolbox_sim::SimConfig;
+use serde_json::json;
+
+use super::console_support::{Env, IMAGE, NS, message, settings, start, state};
+use super::sim_support::{cluster, cnpg_clusters};
+
+fn pem(body: &str) -> String {
+    format!("-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n")
+}
+
+async fn cnpg_cluster(env: &Env, name: &str, labels: serde_json::Value) {
+    let api = cnpg_clusters(&env.client, NS);
+    let mut obj = cluster(name, json!({"instances": 1, "storage": {"size": "1Gi"}}));
+    obj.metadata.labels = serde_json::from_value(labels).ok();
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("cluster");
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(
+            json!({"status": {"certificates": {"serverCASecret": format!("{name}-ca")}}}),
+        ),
+    )
+    .await
+    .expect("cluster status");
+}
+
+async fn ca_secret(env: &Env, name: &str, data: serde_json::Value) {
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), NS);
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": NS}, "stringData": data,
+    }))
+    .expect("secret");
+    match secrets.get_opt(name).await.expect("get") {
+        None => {
+            secrets
+                .create(&PostParams::default(), &secret)
+                .await
+                .expect("created");
+        }
+        Some(_) => {
+            secrets
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"data": null, "stringData": data})),
+                )
+                .await
+                .expect("patched");
+        }
+    }
+}
+
+async fn bundle_is(env: &Env, name: &str, want: &str) {
+    let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NS);
+    let mut last = None;
+    for _ in 0..400 {
+        last = maps
+            .get_opt(name)
+            .await
+            .expect("get")
+            .and_then(|cm| cm.data)
+            .and_then(|d| d.get("ca.crt").cloned());
+        if last.as_deref() == Some(want) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{name} holds {last:?}, not {want:?}");
+}
+
+async fn first_missing_becomes(env: &Env, reason: &str) {
+    for _ in 0..400 {
+        let obj = env.consoles().get("ops").await.expect("console");
+        let first = obj
+            .status
+            .and_then(|s| s.instance_ca_bundle)
+            .and_then(|b| b.missing.first().map(|m| m.reason.clone()));
+        if first.as_deref() == Some(reason) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("status.instanceCABundle.missing never said {reason}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_mirrors_the_selected_clusters_ca_and_says_what_is_missing() {
+    let env = start(SimConfig::default(), settings(), true).await;
+    let (a, b, c) = (pem("QUFB"), pem("QkJC"), pem("Q0ND"));
+    cnpg_cluster(&env, "alpha", json!({"team": "a"})).await;
+    cnpg_cluster(&env, "beta", json!({"team": "a"})).await;
+    cnpg_cluster(&env, "gamma", json!({"team": "a"})).await;
+    cnpg_cluster(&env, "other", json!({"team": "b"})).await;
+    ca_secret(&env, "alpha-ca", json!({"ca.crt": a})).await;
+    ca_secret(&env, "beta-ca", json!({"ca.crt": a})).await;
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}}}),
+    )
+    .await;
+
+    // gamma's CA Secret does not exist; alpha and beta share one CA, mirrored once.
+    let obj = env
+        .wait("ops", "InstanceCABundleComplete", "InstanceCAMissing")
+        .await;
+    // Advisory: never what Ready says (without a simulated cluster the rollout is what it says).
+    assert_eq!(state(&obj, "Ready").1, "RolloutInProgress");
+    assert!(message(&obj, "InstanceCABundleComplete").contains("gamma"));
+    let status = obj
+        .status
+        .and_then(|s| s.instance_ca_bundle)
+        .expect("bundle status");
+    assert_eq!(status.clusters, 2);
+    assert_eq!(status.config_map.as_deref(), Some("ops-instance-ca"));
+    let missing: Vec<_> = status
+        .missing
+        .iter()
+        .map(|m| (m.cluster.as_str(), m.secret.as_deref(), m.reason.as_str()))
+        .collect();
+    assert_eq!(missing, [("gamma", Some("gamma-ca"), "SecretNotFound")]);
+    bundle_is(&env, "ops-instance-ca", &a).await;
+
+    // Without ca.crt, then with no certificate in it, then a CA.
+    ca_secret(&env, "gamma-ca", json!({"tls.crt": "x"})).await;
+    first_missing_becomes(&env, "SecretKeyMissing").await;
+    ca_secret(&env, "gamma-ca", json!({"ca.crt": "not a certificate"})).await;
+    first_missing_becomes(&env, "InstanceCAInvalid").await;
+    ca_secret(&env, "gamma-ca", json!({"ca.crt": b})).await;
+    let obj = env
+        .wait("ops", "InstanceCABundleComplete", "AsExpected")
+        .await;
+    assert_eq!(
+        obj.status
+            .and_then(|s| s.instance_ca_bundle)
+            .map(|b| b.clusters),
+        Some(3)
+    );
+    bundle_is(&env, "ops-instance-ca", &format!("{a}{b}")).await;
+
+    // A rotated CA is mirrored with no other change (alpha's comes first by name).
+    ca_secret(&env, "alpha-ca", json!({"ca.crt": c})).await;
+    bundle_is(&env, "ops-instance-ca", &format!("{c}{a}{b}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_bundle_under_a_foreign_config_map_is_not_owned() {
+    let env = start(SimConfig::default(), settings(), true).await;
+    let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NS);
+    let foreign: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "ops-instance-ca", "namespace": NS}, "data": {"ca.crt": "theirs"},
+    }))
+    .expect("cm");
+    let created = maps
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("created");
+    env.console("ops", json!({"image": IMAGE})).await;
+    let obj = env
+        .wait("ops", "InstanceCABundleComplete", "ResourceNotOwned")
+        .await;
+    assert_eq!(state(&obj, "InstanceCABundleComplete").0, "False");
+    assert_eq!(
+        state(&obj, "ConfigurationValid").0,
+        "True",
+        "the console keeps running"
+    );
+    let now = maps.get("ops-instance-ca").await.expect("still there");
+    assert_eq!(
+        now.metadata.resource_version,
+        created.metadata.resource_version
+    );
+}

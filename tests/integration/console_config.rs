@@ -1,0 +1,262 @@
+//! Every ConfigurationValid reason of a console on the embedded server, each a stall, and how
+//! each resolves: a Secret or ConfigMap appearing later is seen at once, a ClusterRole by the
+//! (shortened) two-minute recheck, a refused ingress policy by the five-minute one.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_sim::SimConfig;
+use serde_json::json;
+
+use super::console_support::{IMAGE, NS, message, settings, start, state};
+
+async fn stalled(env: &super::console_support::Env, name: &str, reason: &str, needles: &[&str]) {
+    let obj = env.wait(name, "ConfigurationValid", reason).await;
+    assert_eq!(state(&obj, "ConfigurationValid").0, "False");
+    assert_eq!(state(&obj, "Ready"), ("False".into(), reason.into()));
+    assert_eq!(state(&obj, "Stalled"), ("True".into(), reason.into()));
+    let text = message(&obj, "ConfigurationValid");
+    for needle in needles {
+        assert!(text.contains(needle), "{reason}: {text:?} lacks {needle}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_image_required_and_not_allowed() {
+    let env = start(
+        SimConfig::default(),
+        OperatorSettings {
+            allowed_image_repositories: vec!["quay.io/fyannk".into()],
+            ..settings()
+        },
+        true,
+    )
+    .await;
+    env.console("noimage", json!({})).await;
+    stalled(
+        &env,
+        "noimage",
+        "ConsoleImageRequired",
+        &["--default-console-image"],
+    )
+    .await;
+    env.console("foreign", json!({"image": IMAGE})).await;
+    stalled(
+        &env,
+        "foreign",
+        "ImageNotAllowed",
+        &["ghcr.io/pgtoolbox/console", "quay.io/fyannk"],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_hostname_not_allowed_names_the_suffixes() {
+    let env = start(
+        SimConfig::default(),
+        OperatorSettings {
+            exposure_allowed_host_suffixes: vec!["apps.example.com".into()],
+            ..settings()
+        },
+        true,
+    )
+    .await;
+    env.console(
+        "web",
+        json!({"exposure": {"type": "route", "hostname": "web.evil.io"}}),
+    )
+    .await;
+    // The image is refused too (none at all): the message names both.
+    stalled(
+        &env,
+        "web",
+        "HostnameNotAllowed",
+        &["web.evil.io", "apps.example.com", "--default-console-image"],
+    )
+    .await;
+    let obj = env.wait("web", "ExposureReady", "HostnameNotAllowed").await;
+    assert_eq!(obj.status.and_then(|s| s.url), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_role_missing_is_rechecked_by_timer() {
+    let env = start(SimConfig::default(), settings(), false).await;
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "restoreDrills": {"enabled": true}}),
+    )
+    .await;
+    stalled(
+        &env,
+        "ops",
+        "ConsoleRoleMissing",
+        &[
+            "pgtoolbox-console",
+            "pgtoolbox-console-pod-logs",
+            "pgtoolbox-console-restore-drills",
+        ],
+    )
+    .await;
+    // ClusterRoles are not watched: nothing but the recheck timer notices them.
+    env.install_roles().await;
+    let obj = env.wait("ops", "ConfigurationValid", "AsExpected").await;
+    assert_eq!(state(&obj, "Stalled").0, "False");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_secret_not_found_resolves_when_the_secret_appears() {
+    // Long rechecks: only the Secret's watch can resolve the stall in time.
+    let env = start(
+        SimConfig::default(),
+        OperatorSettings {
+            stall_rechecks: (
+                std::time::Duration::from_secs(600),
+                std::time::Duration::from_secs(600),
+            ),
+            ..settings()
+        },
+        true,
+    )
+    .await;
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "authentication": {"oidc": {
+            "issuerURL": "https://id.example.com", "clientID": "console",
+            "clientSecretRef": {"name": "ops-oidc", "key": "clientSecret"}}}}),
+    )
+    .await;
+    stalled(
+        &env,
+        "ops",
+        "SecretNotFound",
+        &["ops-oidc", "spec.authentication.oidc.clientSecretRef"],
+    )
+    .await;
+    env.secret("ops-oidc", json!({"clientSecret": "s3cr3t"}))
+        .await;
+    env.wait("ops", "ConfigurationValid", "AsExpected").await;
+
+    env.merge(
+        "ops",
+        json!({"spec": {"extraSecrets": [{"name": "extra", "mountPath": "/etc/extra"}]}}),
+    )
+    .await;
+    stalled(
+        &env,
+        "ops",
+        "SecretNotFound",
+        &["extra", "spec.extraSecrets[0]"],
+    )
+    .await;
+    env.secret("extra", json!({"a": "b"})).await;
+    env.wait("ops", "ConfigurationValid", "AsExpected").await;
+
+    // A changed Secret the Pods consume rolls the workload (its digest is in the hash).
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NS);
+    let hash = || async {
+        deployments
+            .get_opt("ops-console")
+            .await
+            .expect("get")
+            .and_then(|d| d.spec.template.metadata)
+            .and_then(|m| m.annotations)
+            .and_then(|a| a.get("pgtoolbox.fyannk.dev/workload-hash").cloned())
+    };
+    let mut before = None;
+    for _ in 0..200 {
+        before = hash().await;
+        if before.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(before.is_some(), "the Deployment carries a workload hash");
+    Api::<Secret>::namespaced(env.client.clone(), NS)
+        .patch(
+            "extra",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"stringData": {"a": "c"}})),
+        )
+        .await
+        .expect("secret changed");
+    for _ in 0..200 {
+        let now = hash().await;
+        if now.is_some() && now != before {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the workload hash did not change with the Secret");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_config_map_not_found_resolves() {
+    let env = start(SimConfig::default(), settings(), true).await;
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "instanceCABundleRef": {"name": "corp-ca", "key": "ca.crt"}}),
+    )
+    .await;
+    stalled(
+        &env,
+        "ops",
+        "ConfigMapNotFound",
+        &["corp-ca", "spec.instanceCABundleRef"],
+    )
+    .await;
+    env.config_map("corp-ca").await;
+    let obj = env.wait("ops", "ConfigurationValid", "AsExpected").await;
+    // A named bundle: nothing mirrored, no advisory about it.
+    assert_eq!(
+        state(&obj, "InstanceCABundleComplete"),
+        (String::new(), String::new())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_resource_not_owned_leaves_the_foreign_object_alone() {
+    let env = start(SimConfig::default(), settings(), true).await;
+    let services: Api<Service> = Api::namespaced(env.client.clone(), NS);
+    let foreign: Service = serde_json::from_value(json!({
+        "metadata": {"name": "ops-console", "namespace": NS, "labels": {"team": "a"}},
+        "spec": {"ports": [{"port": 80}]},
+    }))
+    .expect("service");
+    let created = services
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("created");
+    env.console("ops", json!({"image": IMAGE})).await;
+    stalled(&env, "ops", "ResourceNotOwned", &["Service ops-console"]).await;
+    let now = services.get("ops-console").await.expect("still there");
+    assert_eq!(
+        now.metadata.resource_version, created.metadata.resource_version,
+        "untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_exposure_policy_invalid_is_retried() {
+    let env = start(SimConfig::default(), settings(), true).await;
+    // The server refuses the ingress NetworkPolicy (as an admission policy would).
+    env.sim
+        .admin()
+        .inject_errors("patch:networking.k8s.io/networkpolicies:team-a", 422, 1000)
+        .expect("fault");
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local"}}),
+    )
+    .await;
+    stalled(
+        &env,
+        "ops",
+        "ExposurePolicyInvalid",
+        &["ops-ingress", "422"],
+    )
+    .await;
+    env.sim.admin().clear_faults();
+    // Nothing the operator watches changes: the (shortened) five-minute recheck applies it.
+    env.wait("ops", "ConfigurationValid", "AsExpected").await;
+}

@@ -1,0 +1,92 @@
+//! A pass over a converged console reads only caches and writes nothing: zero API requests,
+//! counted by the embedded server. The caches and the reconciler are driven pass by pass.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use pgtoolbox_operator::actors::console::ConsoleReconciler;
+use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler, Shared};
+use pgtoolbox_operator::api::render_crds_yaml;
+use pgtoolbox_operator::children::OperatorCaches;
+use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
+use pgtoolbox_operator::messages::ObjectKey;
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde_json::json;
+
+use super::console_support::{Env, IMAGE, NS, settings, state, with_controllers};
+
+async fn converges_without_requests(name: &str, spec: serde_json::Value) {
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..with_controllers()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let env = Env {
+        sim,
+        client: client.clone(),
+        operator: None,
+        shared: None,
+    };
+    env.install_roles().await;
+    env.console(name, spec).await;
+
+    let caches = OperatorCaches::new();
+    let scope = WatchScope::Namespaces(vec![NS.into()]);
+    let wakeups: Vec<_> = caches
+        .watches()
+        .into_iter()
+        .flat_map(|start| start(&client, &scope))
+        .collect();
+    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(wakeups);
+        while all.next().await.is_some() {}
+    }));
+    let reconciler = ConsoleReconciler::new(caches, EventSink::new(client.clone()));
+    let pass_env = Arc::new(PassEnv {
+        client: client.clone(),
+        writes: WriteBudget::new(4),
+        shared: Arc::new(Shared::new(settings())),
+    });
+    let cx = ObjectContext::new(ObjectKey::new(NS, name), pass_env, 0);
+    let mut last = Default::default();
+    for _ in 0..300 {
+        let current = env.consoles().get(name).await.expect("console");
+        env.sim.admin().reset_stats();
+        reconciler
+            .reconcile(Arc::new(current), &cx)
+            .await
+            .expect("pass");
+        let stats = env.sim.stats();
+        last = stats.by_verb_resource;
+        let now = env.consoles().get(name).await.expect("console");
+        let confined = state(&now, "ExposureConfined").1;
+        if stats.total == 0
+            && state(&now, "Ready") == ("True".into(), "AsExpected".into())
+            && (confined.is_empty() || confined == "AsExpected")
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{name} never converged to a pass without requests; the last pass made {last:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_pass_over_a_converged_console_makes_no_api_request() {
+    converges_without_requests("steady", json!({"image": IMAGE})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_pass_over_a_converged_exposed_console_makes_no_api_request() {
+    converges_without_requests(
+        "exposed",
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "exposed.apps.sim.local",
+               "networkPolicy": {"from": [{"ipBlock": {"cidr": "198.51.100.0/24"}}]}}}),
+    )
+    .await;
+}

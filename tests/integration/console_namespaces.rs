@@ -1,0 +1,96 @@
+//! NamespaceNotWatched has a consumer now: a console in a namespace of WATCH_NAMESPACES where
+//! the operator lacks a permission the console needs is told so once at start and left alone,
+//! while a console of a watched namespace is reconciled to Ready.
+
+use std::time::Duration;
+
+use kube::api::{Api, PostParams};
+use pgtoolbox_operator::actors::shared::start_shared_actors;
+use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
+use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::health::Readiness;
+use pgtoolbox_operator::metrics::OperatorMetrics;
+use pgtoolbox_operator::supervisor::{OperatorBuilder, OperatorSettings};
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde_json::json;
+
+use super::console_support::{Env, IMAGE, ROLES, message, settings, state, with_controllers};
+
+async fn console(client: &kube::Client, ns: &str, name: &str) {
+    let obj: PgToolBoxConsole = serde_json::from_value(json!({
+        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgToolBoxConsole",
+        "metadata": {"name": name, "namespace": ns}, "spec": {"image": IMAGE},
+    }))
+    .expect("console");
+    Api::<PgToolBoxConsole>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &obj)
+        .await
+        .expect("created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_in_a_dropped_namespace_is_marked_namespace_not_watched() {
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        deny: vec![
+            pgtoolbox_sim::DenyRule::parse("create:networking.k8s.io/networkpolicies:team-b")
+                .expect("rule"),
+        ],
+        ..with_controllers()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    for ns in ["team-a", "team-b"] {
+        super::sim_support::namespace(&client, ns).await;
+    }
+    for result in pgtoolbox_operator::k8s::apply_manifests(&client, ROLES, "test").await {
+        result.expect("roles");
+    }
+    console(&client, "team-a", "kept").await;
+    console(&client, "team-b", "left-out").await;
+    let shared = start_shared_actors(
+        &client,
+        &["PgToolBoxConsole".to_owned()],
+        OperatorSettings {
+            watch_namespaces: vec!["team-a".into(), "team-b".into()],
+            ..settings()
+        },
+        OperatorMetrics::new(),
+        Readiness::new(),
+    )
+    .await
+    .expect("shared actors start");
+    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
+        .start()
+        .await
+        .expect("operator starts");
+    let env = Env {
+        sim,
+        client: client.clone(),
+        operator: Some(operator),
+        shared: Some(shared),
+    };
+    env.ready("kept").await;
+
+    let left: Api<PgToolBoxConsole> = Api::namespaced(client.clone(), "team-b");
+    let obj = left.get("left-out").await.expect("get");
+    assert_eq!(
+        state(&obj, "Ready"),
+        ("Unknown".into(), "NamespaceNotWatched".into())
+    );
+    let text = message(&obj, "Ready");
+    assert!(
+        text.contains("team-b") && text.contains("networkpolicies"),
+        "{text}"
+    );
+    // Left alone: no condition of its own aspects is ever written there.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let obj = left.get("left-out").await.expect("get");
+    assert_eq!(
+        state(&obj, "ConfigurationValid"),
+        (String::new(), String::new())
+    );
+    assert_eq!(state(&obj, "Ready").1, "NamespaceNotWatched");
+}

@@ -1,0 +1,246 @@
+//! PgToolBoxConsole end to end: the operator in-process (register_all) against the embedded
+//! API server, with or without the simulated cluster. Helpers create what a user or an
+//! installation would: the console ClusterRoles of deploy/, Secrets, ConfigMaps, Clusters.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use pgtoolbox_operator::actors::Shared;
+use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
+use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::health::Readiness;
+use pgtoolbox_operator::k8s::apply_manifests;
+use pgtoolbox_operator::metrics::OperatorMetrics;
+use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde_json::{Value, json};
+
+pub const NS: &str = "team-a";
+pub const IMAGE: &str = "ghcr.io/pgtoolbox/console:0.1.0";
+pub const ROLES: &str = include_str!("../../deploy/05-console-clusterroles.yaml");
+
+pub struct Env {
+    pub sim: Sim,
+    pub client: kube::Client,
+    pub operator: Option<Operator>,
+    /// With `start_probed`: the shared actors (the optional APIs probed as `run` does).
+    pub shared: Option<SharedActors>,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.operator.take();
+    }
+}
+
+/// Short rechecks, so the two- and five-minute ones are observed in a test.
+pub fn settings() -> OperatorSettings {
+    OperatorSettings {
+        startup_jitter: Duration::ZERO,
+        stall_rechecks: (Duration::from_millis(500), Duration::from_millis(1500)),
+        ..OperatorSettings::default()
+    }
+}
+
+pub fn with_controllers() -> SimConfig {
+    SimConfig {
+        controllers: true,
+        pod_start: Duration::from_millis(50),
+        seed: Some(7),
+        ..SimConfig::default()
+    }
+}
+
+pub async fn start(config: SimConfig, settings: OperatorSettings, roles: bool) -> Env {
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..config
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let mut env = Env {
+        sim,
+        client: client.clone(),
+        operator: None,
+        shared: None,
+    };
+    if roles {
+        env.install_roles().await;
+    }
+    env.operator = Some(
+        register_all(OperatorBuilder::new(
+            client.clone(),
+            Arc::new(Shared::new(settings)),
+        ))
+        .start()
+        .await
+        .expect("operator starts"),
+    );
+    env
+}
+
+/// As `start`, with the shared actors started as `run` starts them: the optional APIs
+/// (Routes, Gateways) probed, so an unserved one is reported rather than written to.
+pub async fn start_probed(config: SimConfig, settings: OperatorSettings) -> Env {
+    let crds = render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..config
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let mut env = Env {
+        sim,
+        client: client.clone(),
+        operator: None,
+        shared: None,
+    };
+    env.install_roles().await;
+    let (operator, shared) = run_operator(&client, settings).await;
+    env.operator = Some(operator);
+    env.shared = Some(shared);
+    env
+}
+
+/// The shared actors (the optional APIs probed) and the operator, as `run` starts them.
+pub async fn run_operator(
+    client: &kube::Client,
+    settings: OperatorSettings,
+) -> (Operator, SharedActors) {
+    let shared = start_shared_actors(
+        client,
+        &["PgToolBoxConsole".to_owned()],
+        settings,
+        OperatorMetrics::new(),
+        Readiness::new(),
+    )
+    .await
+    .expect("shared actors start");
+    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
+        .start()
+        .await
+        .expect("operator starts");
+    (operator, shared)
+}
+
+impl Env {
+    /// Stops the operator and its shared actors (a restart follows with `run_operator`).
+    pub async fn stop_operator(&mut self) {
+        if let Some(operator) = self.operator.take() {
+            operator.shutdown(Duration::from_secs(5)).await;
+        }
+        if let Some(shared) = self.shared.take() {
+            shared.stop().await;
+        }
+    }
+}
+
+impl Env {
+    pub fn consoles(&self) -> Api<PgToolBoxConsole> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    /// The installation's console ClusterRoles, as deploy/ ships them.
+    pub async fn install_roles(&self) {
+        for result in apply_manifests(&self.client, ROLES, "test").await {
+            result.expect("ClusterRole applied");
+        }
+    }
+
+    pub async fn console(&self, name: &str, spec: Value) {
+        let obj: PgToolBoxConsole = serde_json::from_value(json!({
+            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgToolBoxConsole",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": spec,
+        }))
+        .expect("valid console");
+        self.consoles()
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("console created");
+    }
+
+    pub async fn merge(&self, name: &str, patch: Value) {
+        self.consoles()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("console patched");
+    }
+
+    pub async fn secret(&self, name: &str, data: Value) {
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": NS}, "stringData": data,
+        }))
+        .expect("secret");
+        Api::<Secret>::namespaced(self.client.clone(), NS)
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("secret created");
+    }
+
+    pub async fn config_map(&self, name: &str) {
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": NS}, "data": {"k": "v"},
+        }))
+        .expect("config map");
+        Api::<ConfigMap>::namespaced(self.client.clone(), NS)
+            .create(&PostParams::default(), &cm)
+            .await
+            .expect("config map created");
+    }
+
+    /// Polls until `condition` of the console has `reason` (and `status` when given).
+    pub async fn wait(&self, name: &str, condition: &str, reason: &str) -> PgToolBoxConsole {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let obj = self.consoles().get(name).await.expect("console readable");
+            if condition_of(&obj, condition).is_some_and(|c| c.reason == reason) {
+                return obj;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name}: {condition} never became {reason}; conditions: {:#?}",
+                obj.status.map(|s| s.common.conditions)
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits for Ready=True.
+    pub async fn ready(&self, name: &str) -> PgToolBoxConsole {
+        let obj = self.wait(name, "Ready", "AsExpected").await;
+        assert_eq!(state(&obj, "Ready").0, "True");
+        obj
+    }
+}
+
+pub fn condition_of(obj: &PgToolBoxConsole, type_: &str) -> Option<Condition> {
+    obj.status
+        .as_ref()?
+        .common
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+pub fn state(obj: &PgToolBoxConsole, type_: &str) -> (String, String) {
+    condition_of(obj, type_)
+        .map(|c| (c.status, c.reason))
+        .unwrap_or_default()
+}
+
+pub fn message(obj: &PgToolBoxConsole, type_: &str) -> String {
+    condition_of(obj, type_)
+        .map(|c| c.message)
+        .unwrap_or_default()
+}

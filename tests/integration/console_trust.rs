@@ -1,0 +1,75 @@
+//! The trust analysis's corners on the simulated cluster: Nodes the operator may not list (the
+//! message says the podCIDR check was not made), and a changed `from` held back while a Pod
+//! stuck terminating still trusts the old peers (named).
+
+use std::time::Duration;
+
+use pgtoolbox_sim::cluster::WorkloadFault;
+use pgtoolbox_sim::{DenyRule, SimConfig};
+use serde_json::json;
+
+use super::console_support::{IMAGE, NS, message, settings, start, with_controllers};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_without_a_node_grant_says_the_pod_cidr_check_was_not_made() {
+    let env = start(
+        SimConfig {
+            deny: vec![DenyRule::parse("list:nodes:*").expect("rule")],
+            ..with_controllers()
+        },
+        settings(),
+        true,
+    )
+    .await;
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local",
+               "networkPolicy": {"from": [{"ipBlock": {"cidr": "198.51.100.0/24"}}]}}}),
+    )
+    .await;
+    let obj = env.wait("ops", "ExposureConfined", "AsExpected").await;
+    let text = message(&obj, "ExposureConfined");
+    assert!(text.contains("may not list Nodes"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_changed_from_is_held_back_while_a_stuck_pod_trusts_the_old_peers() {
+    let env = start(with_controllers(), settings(), true).await;
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local"}}),
+    )
+    .await;
+    env.wait("ops", "ExposureConfined", "AsExpected").await;
+    env.ready("ops").await;
+    env.sim
+        .admin()
+        .add_workload_fault(
+            NS,
+            "app.kubernetes.io/instance=ops",
+            WorkloadFault::StuckTerminating,
+        )
+        .expect("fault");
+    env.merge(
+        "ops",
+        json!({"spec": {"exposure": {"networkPolicy": {"from": [{"ipBlock": {"cidr": "198.51.100.0/24"}}]}}}}),
+    )
+    .await;
+    let mut text = String::new();
+    for _ in 0..600 {
+        let obj = env.consoles().get("ops").await.expect("console");
+        text = message(&obj, "ExposureConfined");
+        if text.contains("held back") && text.contains("stuck terminating") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        text.contains("held back") && text.contains("stuck terminating"),
+        "{text}"
+    );
+    assert!(
+        text.contains("trusts no peer with X-Forwarded-For"),
+        "{text}"
+    );
+}
