@@ -70,6 +70,11 @@ pub struct RunResult {
     /// Ours: (live actors, hibernated objects) when memory was measured.
     #[serde(default)]
     pub actors_at_measure: Option<(i64, i64)>,
+    /// Heap in use (glibc `mallinfo2`) before the driver and when memory was measured, KiB.
+    #[serde(default)]
+    pub heap_before_kb: u64,
+    #[serde(default)]
+    pub heap_live_kb: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -249,6 +254,7 @@ async fn run(
     };
     measure::trim_heap();
     let rss_before_kb = measure::rss_kb();
+    let heap_before_kb = measure::heap_in_use_kb();
     let peak_reset = measure::reset_peak();
     let cpu_before = measure::cpu_seconds();
     sim.admin().reset_stats();
@@ -270,6 +276,7 @@ async fn run(
     let peak_kb = measure::peak_kb();
     measure::trim_heap();
     let rss_live_kb = measure::rss_kb();
+    let heap_live_kb = measure::heap_in_use_kb();
     let expiry_lag_ms = observer.last_expiry_seen().map_or(0.0, |seen| {
         let at = std::time::SystemTime::from(expires_at);
         let seen_wall = std::time::SystemTime::now() - seen.elapsed();
@@ -320,6 +327,8 @@ async fn run(
         quiet,
         change_latency_ms,
         actors_at_measure,
+        heap_before_kb,
+        heap_live_kb,
     }
 }
 
