@@ -50,7 +50,9 @@ pub enum Verdict {
 pub struct Faults {
     state: RwLock<FaultState>,
     force_gone: AtomicU32,
-    drop_watches: tokio::sync::watch::Sender<u64>,
+    /// A broadcast, not a `watch` channel: its receivers wake in a fixed order, so a seeded
+    /// in-process sim replays a drop the same way (a `watch` channel wakes shards at random).
+    drop_watches: tokio::sync::broadcast::Sender<()>,
 }
 
 impl Faults {
@@ -61,7 +63,7 @@ impl Faults {
             unauthorized: config.unauthorized,
             ..FaultState::default()
         };
-        let (drop_watches, _) = tokio::sync::watch::channel(0);
+        let (drop_watches, _) = tokio::sync::broadcast::channel(16);
         Self {
             state: RwLock::new(state),
             force_gone: AtomicU32::new(0),
@@ -166,7 +168,7 @@ impl Faults {
             .is_ok()
     }
 
-    pub fn watch_drops(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub fn watch_drops(&self) -> tokio::sync::broadcast::Receiver<()> {
         self.drop_watches.subscribe()
     }
 }
@@ -341,7 +343,8 @@ impl Admin {
 
     /// End every open watch stream (clients see the stream close and must re-watch).
     pub fn drop_watches(&self) {
-        self.faults().drop_watches.send_modify(|n| *n += 1);
+        // No open watch means no receiver: nothing to end.
+        let _ = self.faults().drop_watches.send(());
     }
 
     /// The next watch that resumes from a resourceVersion gets `410 Gone`; the history is

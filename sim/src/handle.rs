@@ -207,6 +207,29 @@ impl Sim {
     pub fn stats(&self) -> Stats {
         self.server.stats.snapshot()
     }
+
+    /// Every stored object of `group/plural` in every namespace, read past the fault layer: a
+    /// test checks the truth, not an answer an injected fault may refuse.
+    pub fn objects(&self, group: &str, plural: &str) -> Vec<Arc<Value>> {
+        self.server
+            .store
+            .lock()
+            .list(&(group.to_string(), plural.to_string()), None)
+    }
+
+    /// One stored object, read past the fault layer.
+    pub fn object(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        self.server.store.lock().get(
+            &(group.to_string(), plural.to_string()),
+            &(namespace.to_string(), name.to_string()),
+        )
+    }
 }
 
 impl Drop for Sim {
@@ -244,4 +267,71 @@ pub async fn run_api_only(
     drop(sim);
     drop(kubeconfig);
     Ok(())
+}
+
+/// The server without a listener, for deterministic simulation tests: each request is answered
+/// by the same router a [`Sim`] serves over HTTP, called directly on the caller's runtime (a
+/// current-thread runtime with a paused clock, say), and the simulated cluster, when
+/// `controllers` is on, runs its components on that runtime too.
+#[derive(Clone)]
+pub struct InProcessSim {
+    server: Arc<Server>,
+}
+
+impl InProcessSim {
+    /// Seed the store and start the simulated cluster; call it inside a tokio runtime.
+    pub fn start(config: SimConfig) -> Result<Self, SimError> {
+        let server = Arc::new(Server::new(config, "sim.in-process:80".into()));
+        if let Some(seed) = server.config.seed {
+            server.store.seed_uids(seed);
+        }
+        seed(&server)?;
+        if server.config.controllers {
+            crate::cluster::Cluster::setup(server.clone())
+                .map_err(|e| SimError::Cluster(e.message))?
+                .spawn();
+        }
+        Ok(Self { server })
+    }
+
+    /// Answer one request as the HTTP server would (watch responses stream their events).
+    pub async fn handle(
+        &self,
+        req: axum::http::Request<axum::body::Body>,
+    ) -> axum::response::Response {
+        http::handle(self.server.clone(), req).await
+    }
+
+    pub fn admin(&self) -> Admin {
+        Admin {
+            server: self.server.clone(),
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        self.server.stats.snapshot()
+    }
+
+    /// Every stored object of `group/plural` in every namespace, read past the fault layer: a
+    /// test checks the truth, not an answer an injected fault may refuse.
+    pub fn objects(&self, group: &str, plural: &str) -> Vec<Arc<Value>> {
+        self.server
+            .store
+            .lock()
+            .list(&(group.to_string(), plural.to_string()), None)
+    }
+
+    /// One stored object, read past the fault layer.
+    pub fn object(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        self.server.store.lock().get(
+            &(group.to_string(), plural.to_string()),
+            &(namespace.to_string(), name.to_string()),
+        )
+    }
 }

@@ -46,5 +46,5 @@ mod handle;
 
 pub use config::{DenyRule, SimConfig};
 pub use faults::{Admin, Stats};
-pub use handle::{Sim, SimError, run_api_only};
+pub use handle::{InProcessSim, Sim, SimError, run_api_only};
 pub use kubeconfig::KubeconfigFile;

@@ -107,6 +107,15 @@ impl Store {
         }
     }
 
+    /// Derive uids from `seed` instead of the start time, so a seeded run names its objects
+    /// the same every time.
+    pub fn seed_uids(&self, seed: u64) {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .uid_seed = seed;
+    }
+
     /// Lock the store for one operation. A poisoned lock (a panic mid-write) still holds
     /// consistent maps because every write is a single insert/remove, so recover it.
     pub fn lock(&self) -> Locked<'_> {

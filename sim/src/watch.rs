@@ -213,7 +213,7 @@ async fn pump(
     initial_end: Option<u64>,
     mut live: broadcast::Receiver<Arc<Event>>,
     mut last_rv: u64,
-    mut drops: tokio::sync::watch::Receiver<u64>,
+    mut drops: broadcast::Receiver<()>,
     timeout: Duration,
     bookmarks: Option<Duration>,
 ) {
@@ -227,15 +227,17 @@ async fn pump(
     {
         return;
     }
-    drops.borrow_and_update();
     let deadline = tokio::time::sleep(timeout);
     tokio::pin!(deadline);
     let mut ticker = tokio::time::interval(bookmarks.unwrap_or(Duration::from_secs(3600)));
     ticker.tick().await;
     loop {
+        // A fixed priority rather than tokio's random pick: a seeded in-process sim must answer
+        // the same inputs with the same stream (a deadline and a bookmark tick can be due at once).
         tokio::select! {
+            biased;
             _ = &mut deadline => return,
-            _ = drops.changed() => return,
+            _ = drops.recv() => return,
             _ = tx.closed() => return,
             _ = ticker.tick(), if bookmarks.is_some() => {
                 if tx.send(watcher.bookmark(last_rv, false)).await.is_err() {

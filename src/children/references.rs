@@ -294,11 +294,8 @@ impl ReferenceIndex {
                     Ok(event) => {
                         let done = matches!(event, watcher::Event::InitDone);
                         let seen = self.observe(event, namespace.as_deref(), &mut relist);
-                        if done {
-                            self.unreadable.remove(&namespace);
-                            if !std::mem::replace(&mut reported, true) {
-                                self.synced.one_done();
-                            }
+                        if done && !std::mem::replace(&mut reported, true) {
+                            self.synced.one_done();
                         }
                         seen
                     }
@@ -376,7 +373,7 @@ impl ReferenceIndex {
                     .filter(|e| namespace.is_none_or(|ns| e.key().namespace == ns))
                     .map(|e| e.key().clone())
                     .collect();
-                let gone = relist
+                let mut gone: Vec<Observed> = relist
                     .finish(&known)
                     .into_iter()
                     .map(|key| {
@@ -384,7 +381,13 @@ impl ReferenceIndex {
                         seen(key, changed, None)
                     })
                     .collect();
-                self.listed.insert(namespace.map(str::to_owned), ());
+                let scope = namespace.map(str::to_owned);
+                // A scope that could not be read (refused, or the kind not served yet) is
+                // readable now: every reference judged unverifiable meanwhile is judged again.
+                if self.unreadable.remove(&scope).is_some() {
+                    gone.extend(self.users_in(namespace));
+                }
+                self.listed.insert(scope, ());
                 gone
             }
             watcher::Event::Delete(meta) => {
@@ -413,6 +416,26 @@ impl ReferenceIndex {
                 Some(self.woken(&key, |track| track == Track::Version || relabelled))
             }
         }
+    }
+
+    /// Every object reference registered in `namespace` (`None`: all) with its users, in order.
+    fn users_in(&self, namespace: Option<&str>) -> Vec<Observed> {
+        let mut out: Vec<Observed> = self
+            .users
+            .iter()
+            .filter(|e| namespace.is_none_or(|ns| e.key().namespace == ns))
+            .map(|e| {
+                let mut users: Vec<KindKey> = e.value().keys().cloned().collect();
+                users.sort();
+                Observed {
+                    key: e.key().clone(),
+                    changed: Some(users),
+                    meta: None,
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
     }
 
     fn remove(&self, key: &ObjectKey) -> Option<Vec<KindKey>> {
@@ -733,5 +756,42 @@ mod tests {
             ),
             vec![user("a")]
         );
+    }
+
+    /// Found by the simulation tests (dst seed 790): CloudNativePG not served when the operator
+    /// started, a request said ClusterNotFound, and kept saying it once the Cluster was listed.
+    #[test]
+    fn the_first_list_after_an_unreadable_scope_wakes_its_users() {
+        let index = ReferenceIndex::new("Clusters", cnpg_clusters());
+        let mut relist = Relist::default();
+        index.refused(None);
+        index.register(
+            &user("a"),
+            vec![ObjectKey::new("ns", "c")],
+            Track::Existence,
+        );
+        assert_eq!(
+            index.exists(&ObjectKey::new("ns", "c")),
+            None,
+            "unverifiable"
+        );
+        index.apply(watcher::Event::Init, None, &mut relist);
+        index.register(
+            &user("b"),
+            vec![ObjectKey::new("ns", "absent")],
+            Track::Existence,
+        );
+        index.apply(
+            watcher::Event::InitApply(meta("ns", "c", "1")),
+            None,
+            &mut relist,
+        );
+        // Both are woken: one's Cluster exists, the other's is now known to be missing.
+        assert_eq!(
+            index.apply(watcher::Event::InitDone, None, &mut relist),
+            vec![user("a"), user("b")]
+        );
+        assert_eq!(index.exists(&ObjectKey::new("ns", "c")), Some(true));
+        assert_eq!(index.exists(&ObjectKey::new("ns", "absent")), Some(false));
     }
 }

@@ -72,16 +72,18 @@ pub fn our_owner<C: Resource + 'static>() -> OwnerOf<C> {
     })
 }
 
-/// A watch of a kind the server does not serve (an optional API such as Routes): the store
-/// reads as empty, since passes judge such APIs by the prober's answer, not by the cache.
-fn not_served(error: &watcher::Error) -> bool {
+/// A watch the server answers "not served" (404: an optional API such as Routes off
+/// OpenShift) or "forbidden" (403: refused in this namespace) reads as empty rather than
+/// holding every pass until a deadline: passes judge optional APIs by the prober's answer per
+/// namespace, and a write into a refused namespace is refused and reported by its pass.
+fn unreadable(error: &watcher::Error) -> bool {
     let response = match error {
         watcher::Error::InitialListFailed(kube::Error::Api(response))
         | watcher::Error::WatchStartFailed(kube::Error::Api(response))
         | watcher::Error::WatchError(response) => response,
         _ => return false,
     };
-    response.code == 404
+    matches!(response.code, 403 | 404)
 }
 
 struct Entry<C> {
@@ -206,8 +208,8 @@ where
                     }
                     Err(error) => {
                         let kind = C::kind(&());
-                        if not_served(&error) && std::mem::take(&mut first) {
-                            tracing::info!(%kind, namespace = ?namespace, "not served: read as empty");
+                        if unreadable(&error) && std::mem::take(&mut first) {
+                            tracing::warn!(%kind, namespace = ?namespace, %error, "cannot be listed: read as empty");
                             self.synced.one_done();
                         } else {
                             tracing::warn!(%kind, %error, "watch error, resuming");
@@ -571,5 +573,19 @@ mod tests {
             None
         );
         assert_eq!(of(&pod(&[], Some(("apps/v1", "ReplicaSet")))), None);
+    }
+
+    #[test]
+    fn a_refused_or_unserved_list_reads_as_empty_and_other_errors_retry() {
+        let failed = |code: u16| {
+            let status = serde_json::json!({"status": "Failure", "code": code});
+            watcher::Error::InitialListFailed(kube::Error::Api(
+                serde_json::from_value(status).expect("a Status"),
+            ))
+        };
+        assert!(unreadable(&failed(403)));
+        assert!(unreadable(&failed(404)));
+        assert!(!unreadable(&failed(500)));
+        assert!(!unreadable(&failed(429)));
     }
 }

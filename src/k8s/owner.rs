@@ -36,7 +36,9 @@ where
         .await
     {
         Ok(_) => Ok(Pinned::Done),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Pinned::AlreadyGone),
+        Err(kube::Error::Api(status)) if super::delete::object_missing(&status, name) => {
+            Ok(Pinned::AlreadyGone)
+        }
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(Pinned::Changed),
         Err(err) => Err(err),
     }

@@ -26,15 +26,16 @@ impl BackoffPolicy {
     pub fn delay(&self, failures: u32) -> Duration {
         // Past 64 doublings every delay is capped anyway; bound the iteration.
         let nth = failures.clamp(1, 64) as usize - 1;
-        ExponentialBuilder::default()
+        let base = ExponentialBuilder::default()
             .with_min_delay(self.min_delay)
             .with_max_delay(self.max_delay)
             .with_factor(2.0)
-            .with_jitter()
             .without_max_times()
             .build()
             .nth(nth)
-            .unwrap_or(self.max_delay)
+            .unwrap_or(self.max_delay);
+        // The jitter is drawn here rather than by backon, so a seeded simulation replays it.
+        base.mul_f64(1.0 + super::random::fraction())
     }
 }
 

@@ -2,11 +2,14 @@
 //! the runtime metrics. (Watch streams are in `k8s`, the caches in `children`.)
 
 mod backoff;
+mod clock;
 mod metrics;
+pub mod random;
 mod settings;
 mod timer_wheel;
 
 pub use backoff::BackoffPolicy;
+pub use clock::Clock;
 pub use metrics::{PassResult, RuntimeMetrics};
-pub use settings::{DefaultImages, OperatorSettings};
+pub use settings::{DEFAULT_OPERATOR_NAMESPACE, DefaultImages, OperatorSettings};
 pub use timer_wheel::TimerWheel;

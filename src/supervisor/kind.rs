@@ -425,5 +425,5 @@ fn jitter(max: Duration) -> Duration {
         return Duration::ZERO;
     }
     let millis = u64::try_from(max.as_millis()).unwrap_or(u64::MAX);
-    Duration::from_millis(rand::random_range(0..millis.max(1)))
+    Duration::from_millis(crate::runtime::random::below(millis))
 }

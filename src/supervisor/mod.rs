@@ -11,7 +11,7 @@ mod watch;
 
 pub use crate::actors::Registry;
 pub use crate::runtime::{
-    BackoffPolicy, DefaultImages, OperatorSettings, PassResult, RuntimeMetrics,
+    BackoffPolicy, Clock, DefaultImages, OperatorSettings, PassResult, RuntimeMetrics, random,
 };
 pub use kind::{KindArgs, KindOptions, KindState, KindSupervisor};
 pub use operator::{Kind, Operator, OperatorBuilder};

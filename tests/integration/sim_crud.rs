@@ -431,6 +431,44 @@ async fn delete_preconditions_and_owner_reference_gc() {
     assert_eq!(code_of(api.get("shared").await).0, 404);
 }
 
+/// Found by the simulation tests (dst seed 100560, 40 steps): an ownerReference added after its
+/// owner was deleted (an adoption racing the owner's deletion) left the dependent for good; a
+/// real garbage collector deletes an object whose owners are all absent.
+#[tokio::test]
+async fn a_reference_to_an_owner_already_gone_is_collected() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let owner = api
+        .create(&PostParams::default(), &cm("owner", json!({})))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("late", json!({})))
+        .await
+        .unwrap();
+    api.delete("owner", &DeleteParams::default()).await.unwrap();
+    let reference = json!({"metadata": {"ownerReferences": [{
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid,
+    }]}});
+    api.patch("late", &PatchParams::default(), &Patch::Merge(reference))
+        .await
+        .unwrap();
+    assert_eq!(code_of(api.get("late").await).0, 404);
+    // A live owner keeps it.
+    let kept = api
+        .create(&PostParams::default(), &cm("kept", json!({})))
+        .await
+        .unwrap();
+    let mut child = cm("child", json!({}));
+    child.metadata.owner_references = Some(
+        serde_json::from_value(json!([{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "kept", "uid": kept.metadata.uid,
+        }]))
+        .unwrap(),
+    );
+    api.create(&PostParams::default(), &child).await.unwrap();
+    assert!(api.get("child").await.is_ok());
+}
+
 #[tokio::test]
 async fn namespace_deletion_removes_its_objects() {
     let (_sim, client) = start().await;

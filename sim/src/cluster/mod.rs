@@ -197,7 +197,7 @@ pub struct Clock;
 
 impl Clock {
     pub fn now(&self) -> jiff::Timestamp {
-        jiff::Timestamp::now()
+        crate::ops::now()
     }
 
     /// RFC 3339 with second precision, as status timestamps are written.

@@ -223,6 +223,23 @@ fn finish_foreground(server: &Server, l: &mut Locked<'_>, owner_uid: &str) {
 }
 
 /// Mark for deletion when finalizers remain, otherwise remove and collect dependents.
+/// The garbage collector's look at an object just written: when every owner it names is gone (a
+/// reference added after its owner was deleted included), it is deleted in the background, as
+/// a real collector does once it finds the owners absent.
+pub(crate) fn collect_if_orphaned(
+    server: &Server,
+    l: &mut Locked<'_>,
+    res: &ResKey,
+    key: &ObjKey,
+    written: &Arc<Value>,
+) {
+    let owners = crate::store::owner_uids(written);
+    if l.is_dry_run() || owners.is_empty() || owners.iter().any(|uid| l.uid_alive(uid)) {
+        return;
+    }
+    delete_object(server, l, res, key, written.clone());
+}
+
 pub(crate) fn delete_object(
     server: &Server,
     l: &mut Locked<'_>,

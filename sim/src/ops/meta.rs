@@ -6,11 +6,33 @@ use crate::events;
 use crate::resources::ResourceInfo;
 use crate::store::ResKey;
 
+thread_local! {
+    /// `(epoch, start)`: this thread's timestamps read `epoch` at tokio instant `start`.
+    static FOLLOWED: std::cell::Cell<Option<(jiff::Timestamp, tokio::time::Instant)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Make the timestamps this thread writes follow tokio's (paused) clock from `epoch`, so an
+/// in-process simulation on one current-thread runtime agrees with its own clock; `None` goes
+/// back to the system clock.
+pub fn follow_tokio_clock(epoch: Option<jiff::Timestamp>) {
+    FOLLOWED.with(|f| f.set(epoch.map(|e| (e, tokio::time::Instant::now()))));
+}
+
+/// The time of day timestamps are written with.
+pub fn now() -> jiff::Timestamp {
+    match FOLLOWED.with(std::cell::Cell::get) {
+        None => jiff::Timestamp::now(),
+        Some((epoch, start)) => jiff::SignedDuration::try_from(start.elapsed())
+            .ok()
+            .and_then(|d| epoch.checked_add(d).ok())
+            .unwrap_or(epoch),
+    }
+}
+
 /// RFC 3339 time with second precision, as metadata timestamps are written.
 pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// Where a kind's objects are stored; events.k8s.io Events live with core Events.

@@ -19,7 +19,7 @@ use checks::*;
 pub(crate) use delete::after_removal;
 pub use delete::{DeleteOpts, delete, deleted_status, returns_deleted_object};
 use meta::*;
-pub use meta::{Subresource, meta_str, now_rfc3339, res_key, view};
+pub use meta::{Subresource, follow_tokio_clock, meta_str, now, now_rfc3339, res_key, view};
 
 /// Create `body` in `namespace` (empty for cluster-scoped kinds).
 pub fn create(
@@ -130,7 +130,8 @@ pub fn create(
         crate::apply::record_update(info, &mut body, None, &manager, "");
     }
     crate::cluster::admission::admit_create(server, l, info, namespace, &mut body)?;
-    let stored = l.put(&res, key, body, rv, EventType::Added);
+    let stored = l.put(&res, key.clone(), body, rv, EventType::Added);
+    delete::collect_if_orphaned(server, l, &res, &key, &stored);
     if let Some(infos) = crd {
         register_crd(server, l, infos);
     }
@@ -304,7 +305,8 @@ pub fn update(
         after_removal(server, l, &gone, &key);
         return Ok(gone);
     }
-    let stored = l.put(&res, key, new, rv, EventType::Modified);
+    let stored = l.put(&res, key.clone(), new, rv, EventType::Modified);
+    delete::collect_if_orphaned(server, l, &res, &key, &stored);
     if let Some(infos) = crd {
         register_crd(server, l, infos);
     }

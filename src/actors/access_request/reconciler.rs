@@ -56,7 +56,7 @@ impl AccessRequestReconciler {
         wait_synced(CACHE_WAIT, &[bindings.synced(), clusters.synced()])
             .await
             .map_err(ReconcileError::other)?;
-        let now = Timestamp::now();
+        let now = cx.shared.settings.clock.now();
         let facts = obj.pass_facts();
         if facts.paused {
             self.write_status(obj, facts, Extras::default(), cx).await?;
