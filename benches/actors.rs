@@ -10,6 +10,11 @@
 //!   1 ms; prints deltas in vs passes out.
 //! - `crash_isolation/{healthy,one_percent_panicking}`: one delta to each of 10,000 objects, the
 //!   time until every healthy one passed, without and with 1% of them panicking on every pass.
+//! - `hibernation/wake`: one delta to each of 10,000 hibernated objects, the time until each
+//!   was respawned and passed (compare `routing/supervisor`, the same to live actors); also
+//!   prints how long 10,000 idle actors take to hibernate and the RSS a hibernated object keeps.
+//!
+//! Every group but `hibernation` runs with hibernation off, so its actors stay live.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -136,11 +141,20 @@ struct Harness {
     events: mpsc::UnboundedSender<Event<ConfigMap>>,
     counter: Arc<Counter>,
     registry: Registry<ConfigMap>,
+    shared: Arc<Shared>,
     version: u64,
 }
 
 impl Harness {
     async fn start(work: Duration, panic_every: Option<usize>) -> Self {
+        Self::start_with(work, panic_every, None).await
+    }
+
+    async fn start_with(
+        work: Duration,
+        panic_every: Option<usize>,
+        hibernate_after: Option<Duration>,
+    ) -> Self {
         let url = "http://127.0.0.1:9".parse().expect("static url");
         let client = kube::Client::try_from(kube::Config::new(url)).expect("offline client");
         let counter = Arc::new(Counter::default());
@@ -153,10 +167,12 @@ impl Harness {
         .sources(vec![rx.boxed()])
         .options(KindOptions {
             startup_jitter: Duration::ZERO,
+            hibernate_after,
             ..KindOptions::default()
         });
         let registry = kind.registry();
-        let operator = OperatorBuilder::new(client, Arc::new(Shared::default()))
+        let shared = Arc::new(Shared::default());
+        let operator = OperatorBuilder::new(client, shared.clone())
             .register(kind)
             .start()
             .await
@@ -166,7 +182,15 @@ impl Harness {
             events,
             counter,
             registry,
+            shared,
             version: 1,
+        }
+    }
+
+    /// Waits until every one of `n` objects is hibernated.
+    async fn all_asleep(&self, n: usize) {
+        while self.shared.runtime.objects("ConfigMap") != (0, n as i64) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 
@@ -434,5 +458,74 @@ fn crash_isolation(c: &mut Criterion) {
     std::panic::set_hook(default_hook);
 }
 
-criterion_group!(benches, spawn, routing, coalescing, crash_isolation);
+fn hibernation(c: &mut Criterion) {
+    const N: usize = 10_000;
+    let rt = runtime();
+    // Memory first, each size in a fresh kind: what a hibernated object keeps (the
+    // supervisor's entry and its object copy) against a live actor (the `spawn` group).
+    for n in [10_000, 100_000] {
+        rt.block_on(async {
+            let before = live_rss_kb();
+            let mut h = Harness::start_with(Duration::ZERO, None, Some(Duration::ZERO)).await;
+            h.populate(n, n).await;
+            let started = Instant::now();
+            h.all_asleep(n).await;
+            let asleep_after = started.elapsed();
+            let after = live_rss_kb();
+            println!(
+                "hibernation/{n}: all asleep {:.1} ms after the last first pass; RSS +{} KiB = {:.2} KB per hibernated object (object copy included)",
+                asleep_after.as_secs_f64() * 1e3,
+                after.saturating_sub(before),
+                after.saturating_sub(before) as f64 * 1.024 / n as f64
+            );
+            h.stop().await;
+        });
+    }
+    let mut group = c.benchmark_group("hibernation");
+    group.sample_size(20);
+    group.throughput(Throughput::Elements(N as u64));
+    let mut h = rt.block_on(async {
+        let mut h = Harness::start_with(Duration::ZERO, None, Some(Duration::ZERO)).await;
+        h.populate(N, N).await;
+        h.all_asleep(N).await;
+        h
+    });
+    let mut asleep_again = Duration::ZERO;
+    let mut rounds = 0u32;
+    group.bench_function("wake", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let from = h.counter.get();
+                    let start = Instant::now();
+                    h.deltas(N, 1);
+                    h.counter.wait(from, N).await;
+                    total += start.elapsed();
+                    // Back to sleep before the next round (not timed as wake-up).
+                    let passed = Instant::now();
+                    h.all_asleep(N).await;
+                    asleep_again += passed.elapsed();
+                    rounds += 1;
+                }
+                total
+            })
+        });
+    });
+    group.finish();
+    println!(
+        "hibernation: {N} actors back asleep {:.1} ms after their pass (mean of {rounds} rounds)",
+        asleep_again.as_secs_f64() * 1e3 / f64::from(rounds.max(1))
+    );
+    rt.block_on(h.stop());
+}
+
+criterion_group!(
+    benches,
+    spawn,
+    routing,
+    coalescing,
+    crash_isolation,
+    hibernation
+);
 criterion_main!(benches);

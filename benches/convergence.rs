@@ -67,6 +67,14 @@ pub struct RunResult {
     pub cpu_run_s: f64,
     pub quiet: Option<Quiet>,
     pub change_latency_ms: Option<f64>,
+    /// Ours: (live actors, hibernated objects) when memory was measured.
+    #[serde(default)]
+    pub actors_at_measure: Option<(i64, i64)>,
+    /// Heap in use (glibc `mallinfo2`) before the driver and when memory was measured, KiB.
+    #[serde(default)]
+    pub heap_before_kb: u64,
+    #[serde(default)]
+    pub heap_live_kb: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -246,6 +254,7 @@ async fn run(
     };
     measure::trim_heap();
     let rss_before_kb = measure::rss_kb();
+    let heap_before_kb = measure::heap_in_use_kb();
     let peak_reset = measure::reset_peak();
     let cpu_before = measure::cpu_seconds();
     sim.admin().reset_stats();
@@ -258,10 +267,16 @@ async fn run(
     let writes_done_s = writes_settled(&sim, start).await;
     let stats = sim.stats();
     let cpu_run_s = measure::cpu_seconds() - cpu_before;
+    // Memory is measured at rest: ours once its idle actors hibernated (1 s linger).
+    let actors_at_measure = running.actors_settled(Duration::from_secs(15)).await;
+    if let Some((live, asleep)) = actors_at_measure {
+        eprintln!("   at measurement: {live} live actors, {asleep} hibernated objects");
+    }
     let rss_after_kb = measure::rss_kb();
     let peak_kb = measure::peak_kb();
     measure::trim_heap();
     let rss_live_kb = measure::rss_kb();
+    let heap_live_kb = measure::heap_in_use_kb();
     let expiry_lag_ms = observer.last_expiry_seen().map_or(0.0, |seen| {
         let at = std::time::SystemTime::from(expires_at);
         let seen_wall = std::time::SystemTime::now() - seen.elapsed();
@@ -311,6 +326,9 @@ async fn run(
         cpu_run_s,
         quiet,
         change_latency_ms,
+        actors_at_measure,
+        heap_before_kb,
+        heap_live_kb,
     }
 }
 

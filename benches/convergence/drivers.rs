@@ -54,15 +54,31 @@ impl Driver {
 
 /// A started driver; dropping it (or `stop`) ends it.
 pub enum Running {
-    Ours(Operator),
+    Ours(Operator, Arc<Shared>),
     Controller(AbortOnDropHandle<()>),
     Raw(tokio::task::JoinHandle<()>),
 }
 
 impl Running {
+    /// Ours: waits (at most `bound`) until no PgAccessRequest actor is live any more (converged
+    /// actors hibernate after their linger), then answers (live, hibernated).
+    pub async fn actors_settled(&self, bound: Duration) -> Option<(i64, i64)> {
+        let Running::Ours(_, shared) = self else {
+            return None;
+        };
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let objects = shared.runtime.objects("PgAccessRequest");
+            if objects.0 == 0 || tokio::time::Instant::now() >= deadline {
+                return Some(objects);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     pub async fn stop(self) {
         match self {
-            Running::Ours(operator) => operator.shutdown(Duration::from_secs(10)).await,
+            Running::Ours(operator, _) => operator.shutdown(Duration::from_secs(10)).await,
             Running::Controller(task) => drop(task),
             Running::Raw(task) => task.abort(),
         }
@@ -78,11 +94,11 @@ pub async fn start(
     match driver {
         Driver::Ours => {
             let shared = Arc::new(Shared::new(settings.clone()));
-            let operator = register_all(OperatorBuilder::new(client.clone(), shared))
+            let operator = register_all(OperatorBuilder::new(client.clone(), shared.clone()))
                 .start()
                 .await
                 .expect("operator starts");
-            Running::Ours(operator)
+            Running::Ours(operator, shared)
         }
         Driver::Controller => Running::Controller(controller(client, settings)),
         Driver::Raw => Running::Raw(tokio::spawn(raw(client.clone(), settings.clone(), fleet))),

@@ -36,6 +36,10 @@ struct Summary {
     quiet_requests_max: Option<u64>,
     quiet_cpu_pct: Option<f64>,
     change_ms: Option<f64>,
+    /// Growth of the heap in use (mallinfo2), KiB: live memory without fragmentation.
+    heap_growth_kb: f64,
+    /// Ours: the run with the most live actors when memory was measured (live, hibernated).
+    actors_at_measure: Option<(i64, i64)>,
 }
 
 fn summarise(runs: &[&RunResult]) -> Summary {
@@ -65,6 +69,11 @@ fn summarise(runs: &[&RunResult]) -> Summary {
         quiet_cpu_pct: (!quiet.is_empty())
             .then(|| median(quiet.iter().map(|q| 100.0 * q.cpu_s / q.seconds).collect())),
         change_ms: (!quiet.is_empty()).then(|| m(&|r| r.change_latency_ms.unwrap_or(f64::NAN))),
+        heap_growth_kb: m(&|r| r.heap_live_kb as f64 - r.heap_before_kb as f64),
+        actors_at_measure: runs
+            .iter()
+            .filter_map(|r| r.actors_at_measure)
+            .max_by_key(|(live, _)| *live),
     }
 }
 
@@ -165,8 +174,25 @@ fn print_table(n: usize, by_driver: &BTreeMap<&str, Summary>) {
                 ratio(a, b)
             );
         }
-    } else if let Some(a) = share(ours) {
-        println!("- runtime's own memory (growth beyond raw): ours {a:.2} KB/object");
+    } else if let (Some(a), Some(b)) = (share(ours), live_share(ours)) {
+        println!(
+            "- runtime's own memory (growth beyond raw): ours {a:.2} KB/object; live (heap trimmed) {b:.2} KB/object"
+        );
+    }
+    if let Some(raw) = raw {
+        println!(
+            "- heap in use (mallinfo2) growth beyond raw: ours {:.2} KB/object{}",
+            (ours.heap_growth_kb - raw.heap_growth_kb) / nf,
+            controller.map_or(String::new(), |c| format!(
+                ", Controller {:.2} KB/object",
+                (c.heap_growth_kb - raw.heap_growth_kb) / nf
+            ))
+        );
+    }
+    if let Some((live, asleep)) = ours.actors_at_measure {
+        println!(
+            "- ours when memory was measured: {live} live actors, {asleep} hibernated objects"
+        );
     }
     println!();
 }

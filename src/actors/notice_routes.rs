@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use dashmap::DashMap;
+use tokio::sync::mpsc::UnboundedSender;
 
 use crate::actors::Registry;
 use crate::actors::secret_router::SecretSubscriber;
@@ -13,7 +14,12 @@ use crate::messages::{KindKey, Notice, ObjectKey, ObjectMsg};
 /// `None`: one of the object's children or references changed.
 type Deliver = Box<dyn Fn(&ObjectKey, Option<Notice>) -> bool + Send + Sync>;
 
-/// The live-actor registries of every kind, behind one type-erased lookup.
+/// What goes to a kind supervisor for an object without a live actor (a hibernated one wakes):
+/// `None`, one of its children or references changed.
+pub type Wakeup = (ObjectKey, Option<Notice>);
+
+/// The live-actor registries of every kind, behind one type-erased lookup, and the way to
+/// their supervisors for the objects whose actor hibernates.
 #[derive(Default)]
 pub struct NoticeRoutes {
     kinds: DashMap<String, Deliver>,
@@ -29,33 +35,41 @@ impl std::fmt::Debug for NoticeRoutes {
 }
 
 impl NoticeRoutes {
-    /// Makes the actors of `kind` reachable (the supervisor registers each kind it starts).
-    pub fn add_kind<K>(&self, kind: &str, registry: Registry<K>)
+    /// Makes the objects of `kind` reachable: their live actors through `registry`, the others
+    /// through `asleep`, read by the kind's supervisor.
+    pub fn add_kind<K>(&self, kind: &str, registry: Registry<K>, asleep: UnboundedSender<Wakeup>)
     where
         K: Send + Sync + 'static,
     {
         let deliver: Deliver = Box::new(move |key, notice| {
-            let message = match notice {
-                Some(notice) => ObjectMsg::Notice(notice),
-                None => ObjectMsg::ChildChanged,
-            };
-            registry
-                .get(key)
-                .is_some_and(|actor| actor.send_message(message).is_ok())
+            // Sent while the registry's shard guard is held: the supervisor takes an actor out
+            // of the registry before it hibernates, so this message either reaches the actor
+            // before that or goes to the supervisor after it.
+            if let Some(actor) = registry.get(key) {
+                let message = match notice.clone() {
+                    Some(notice) => ObjectMsg::Notice(notice),
+                    None => ObjectMsg::ChildChanged,
+                };
+                if actor.send_message(message).is_ok() {
+                    return true;
+                }
+            }
+            asleep.send((key.clone(), notice)).is_ok()
         });
         self.kinds.insert(kind.to_owned(), deliver);
     }
 
-    /// Sends `notice` to the object's actor; false when it has none right now (a restart is
-    /// pending, or it is gone): its next pass reads everything afresh anyway.
+    /// Sends `notice` to the object's actor, or to its supervisor when it has none right now
+    /// (a hibernated object is woken; for a pending restart or a gone object it is dropped:
+    /// the next pass reads everything afresh anyway). False when the kind is not running.
     pub fn deliver(&self, kind: &str, key: &ObjectKey, notice: Notice) -> bool {
         self.kinds
             .get(kind)
             .is_some_and(|deliver| deliver(key, Some(notice)))
     }
 
-    /// Wakes the owner of a changed child (or the user of a changed reference). No live actor
-    /// (unknown, or a restart pending): dropped, its next pass reads the caches anyway.
+    /// Wakes the owner of a changed child (or the user of a changed reference), hibernated or
+    /// not. Unknown, or a restart pending: dropped, its next pass reads the caches anyway.
     pub fn wake(&self, owner: &KindKey) -> bool {
         self.kinds
             .get(owner.kind.as_str())
@@ -70,7 +84,7 @@ impl SecretSubscriber for NoticeRoutes {
             name: secret.name.clone(),
         };
         if !self.deliver(&object.kind, &key, notice) {
-            tracing::debug!(%object, %secret, "no live actor for a secret change");
+            tracing::debug!(%object, %secret, "no kind running for a secret change");
         }
     }
 }

@@ -2,6 +2,9 @@
 //!
 //! It keeps the latest object and whether a pass is queued, so a burst of deltas collapses into
 //! one pass; it runs the pass inside its handler, so two passes of one object never overlap.
+//! After a successful pass with nothing queued it tells the supervisor it is idle; asked to
+//! hibernate later, it stops without `on_stop` if nothing happened meanwhile (its timers stay
+//! in the kind's wheel, its references in the caches).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +15,7 @@ use tracing::Instrument;
 
 use super::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Timers};
 use crate::messages::{KindMsg, ObjectMsg, TimerPurpose};
-use crate::runtime::{BackoffPolicy, PassResult};
+use crate::runtime::{BackoffPolicy, PassResult, TimerWheel};
 
 fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
     <R::Object as kube::Resource>::kind(&())
@@ -37,8 +40,13 @@ pub struct ObjectArgs<R: Reconciler> {
     pub first_pass_delay: Duration,
     /// Backoff of retries after failed passes.
     pub retry: BackoffPolicy,
-    /// Told when a restarted actor completes a pass, so its restart count resets.
+    /// Told when a restarted actor completes a pass, so its restart count resets, and when
+    /// the actor is idle (it may hibernate).
     pub supervisor: Option<ActorRef<KindMsg<R::Object>>>,
+    /// The kind's timer wheel.
+    pub wheel: TimerWheel,
+    /// Report idleness to the supervisor (the kind hibernates idle actors).
+    pub hibernate: bool,
 }
 
 pub struct ObjectState<R: Reconciler> {
@@ -51,6 +59,12 @@ pub struct ObjectState<R: Reconciler> {
     cx: ObjectContext,
     retry: BackoffPolicy,
     supervisor: Option<ActorRef<KindMsg<R::Object>>>,
+    wheel: TimerWheel,
+    hibernate: bool,
+    /// Number of passes started; names the pass an `Idle` report is about.
+    epoch: u64,
+    /// Stopping to hibernate: the object lives on, `on_stop` is not for this stop.
+    hibernating: bool,
 }
 
 impl<R: Reconciler> ObjectState<R> {
@@ -63,6 +77,14 @@ impl<R: Reconciler> ObjectState<R> {
             myself.send_message(ObjectMsg::Reconcile)?;
         }
         Ok(())
+    }
+
+    /// Nothing left to do until something changes: no pass queued or deferred, no retry.
+    fn idle(&self) -> bool {
+        !self.pass_queued
+            && self.deferred_first_pass.is_none()
+            && self.failures == 0
+            && !self.timers.retrying()
     }
 }
 
@@ -85,6 +107,10 @@ impl<R: Reconciler> Actor for ObjectActor<R> {
             cx: args.cx,
             retry: args.retry,
             supervisor: args.supervisor,
+            wheel: args.wheel,
+            hibernate: args.hibernate,
+            epoch: 0,
+            hibernating: false,
         };
         if args.first_pass_delay.is_zero() {
             myself.send_message(ObjectMsg::Reconcile)?;
@@ -122,7 +148,30 @@ impl<R: Reconciler> Actor for ObjectActor<R> {
             ObjectMsg::Reconcile => {
                 state.pass_queued = false;
                 state.deferred_first_pass = None;
+                state.epoch += 1;
                 self.run_pass(&myself, state).await;
+            }
+            ObjectMsg::Hibernate { epoch } => {
+                if epoch == state.epoch && state.idle() {
+                    // Nothing can reach this actor any more: the supervisor took it out of the
+                    // registry before asking, so whatever arrives now goes to the supervisor.
+                    state.hibernating = true;
+                    myself.stop(Some("hibernated".into()));
+                } else if let Some(supervisor) = &state.supervisor {
+                    supervisor.send_message(KindMsg::Awake {
+                        key: state.cx.key.clone(),
+                        actor: myself.clone(),
+                    })?;
+                    // A later pass already reported idle while the supervisor waited for this
+                    // answer (and ignored it): report again, now that it is live once more.
+                    if state.idle() {
+                        supervisor.send_message(KindMsg::Idle {
+                            key: state.cx.key.clone(),
+                            actor: myself.get_id(),
+                            epoch: state.epoch,
+                        })?;
+                    }
+                }
             }
         }
         Ok(())
@@ -133,10 +182,11 @@ impl<R: Reconciler> Actor for ObjectActor<R> {
         _myself: ActorRef<Self::Msg>,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        state.timers.cancel_all();
         state.deferred_first_pass = None;
-        // Boxed for the same reason as the pass.
-        Box::pin(self.reconciler.on_stop(&state.cx.key, &state.cx)).await;
+        if !state.hibernating {
+            // Boxed for the same reason as the pass.
+            Box::pin(self.reconciler.on_stop(&state.cx.key, &state.cx)).await;
+        }
         Ok(())
     }
 }
@@ -170,7 +220,7 @@ impl<R: Reconciler> ObjectActor<R> {
         let _entered = span.enter();
         match result {
             Ok(outcome) => self.on_success(myself, state, outcome),
-            Err(err) => self.on_failure(myself, state, err).await,
+            Err(err) => self.on_failure(state, err).await,
         }
     }
 
@@ -195,23 +245,31 @@ impl<R: Reconciler> ObjectActor<R> {
         }
         for (purpose, delay) in TimerPurpose::ALL.iter().zip(outcome.earliest_per_purpose()) {
             match delay {
-                Some(delay) => state.timers.arm(*purpose, delay, myself),
-                None => state.timers.cancel(*purpose),
+                Some(delay) => state
+                    .timers
+                    .arm(&state.wheel, &state.cx.key, *purpose, delay),
+                None => state.timers.cancel(&state.wheel, &state.cx.key, *purpose),
             }
         }
+        state.timers.synced();
         tracing::debug!(
             stalled = outcome.stalled,
             timers = state.timers.armed_count(),
             "pass done"
         );
+        if state.hibernate
+            && state.idle()
+            && let Some(supervisor) = &state.supervisor
+        {
+            let _ = supervisor.send_message(KindMsg::Idle {
+                key: state.cx.key.clone(),
+                actor: myself.get_id(),
+                epoch: state.epoch,
+            });
+        }
     }
 
-    async fn on_failure(
-        &self,
-        myself: &ActorRef<ObjectMsg<R::Object>>,
-        state: &mut ObjectState<R>,
-        err: ReconcileError,
-    ) {
+    async fn on_failure(&self, state: &mut ObjectState<R>, err: ReconcileError) {
         state.failures = state.failures.saturating_add(1);
         state
             .cx
@@ -227,6 +285,8 @@ impl<R: Reconciler> ObjectActor<R> {
             &state.cx,
         ))
         .await;
-        state.timers.arm(TimerPurpose::Retry, delay, myself);
+        state
+            .timers
+            .arm(&state.wheel, &state.cx.key, TimerPurpose::Retry, delay);
     }
 }

@@ -1,65 +1,50 @@
-//! One timer slot per purpose for one object actor.
+//! One timer slot per purpose for one object actor; the timers themselves live in the kind's
+//! [`TimerWheel`], so they survive the actor's hibernation and wake it.
 
 use std::time::Duration;
 
-use ractor::ActorRef;
-use tokio_util::task::AbortOnDropHandle;
+use crate::messages::{ObjectKey, TimerPurpose};
+use crate::runtime::TimerWheel;
 
-use crate::messages::{ObjectMsg, TimerPurpose};
-
-/// The armed timers of one actor. Each timer is one sleeping task that sends `TimerFired`.
-/// Re-arming aborts the previous task; dropping `Timers` (actor stopped, or failed, when
-/// `post_stop` is skipped) aborts them all, so no timer outlives its actor.
+/// The generation of each armed timer of one actor, to tell a current tick from a stale one
+/// (a timer re-armed or cancelled after it fired).
 #[derive(Debug, Default)]
 pub struct Timers {
-    slots: [Option<Slot>; 5],
-    next_generation: u64,
-}
-
-#[derive(Debug)]
-struct Slot {
-    generation: u64,
-    _task: AbortOnDropHandle<()>,
+    generations: [Option<u64>; 5],
+    /// False until the first schedule of this actor: timers armed by an earlier actor of the
+    /// same object (before it hibernated or failed) may still be in the wheel, so the first
+    /// schedule cancels every purpose it does not name, known or not.
+    synced: bool,
 }
 
 impl Timers {
     /// Arm (or re-arm) the timer of `purpose` to fire after `delay`.
-    pub fn arm<K: Send + Sync + 'static>(
+    pub fn arm(
         &mut self,
+        wheel: &TimerWheel,
+        key: &ObjectKey,
         purpose: TimerPurpose,
         delay: Duration,
-        actor: &ActorRef<ObjectMsg<K>>,
     ) {
-        self.next_generation += 1;
-        let generation = self.next_generation;
-        let actor = actor.clone();
-        let task = tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            // The actor may be gone; then there is nothing left to wake.
-            let _ = actor.send_message(ObjectMsg::TimerFired {
-                purpose,
-                generation,
-            });
-        });
-        self.slots[purpose.index()] = Some(Slot {
-            generation,
-            _task: AbortOnDropHandle::new(task),
-        });
+        self.generations[purpose.index()] = Some(wheel.arm(key, purpose, delay));
     }
 
-    pub fn cancel(&mut self, purpose: TimerPurpose) {
-        self.slots[purpose.index()] = None;
+    pub fn cancel(&mut self, wheel: &TimerWheel, key: &ObjectKey, purpose: TimerPurpose) {
+        if self.generations[purpose.index()].take().is_some() || !self.synced {
+            wheel.cancel(key, purpose);
+        }
     }
 
-    pub fn cancel_all(&mut self) {
-        self.slots = Default::default();
+    /// A whole schedule was applied: from now on the slots know every armed timer.
+    pub fn synced(&mut self) {
+        self.synced = true;
     }
 
     /// A tick arrived: true when it belongs to the currently armed timer (which is then spent),
     /// false for a tick of a timer that was re-armed or cancelled after it fired.
     pub fn take_if_current(&mut self, purpose: TimerPurpose, generation: u64) -> bool {
-        let slot = &mut self.slots[purpose.index()];
-        if slot.as_ref().is_some_and(|s| s.generation == generation) {
+        let slot = &mut self.generations[purpose.index()];
+        if *slot == Some(generation) {
             *slot = None;
             true
         } else {
@@ -68,6 +53,11 @@ impl Timers {
     }
 
     pub fn armed_count(&self) -> usize {
-        self.slots.iter().filter(|s| s.is_some()).count()
+        self.generations.iter().filter(|s| s.is_some()).count()
+    }
+
+    /// A retry is armed: the actor is backing off and must keep its failure count.
+    pub fn retrying(&self) -> bool {
+        self.generations[TimerPurpose::Retry.index()].is_some()
     }
 }

@@ -1,6 +1,7 @@
 use kube::runtime::watcher;
+use ractor::{ActorId, ActorRef};
 
-use super::ObjectKey;
+use super::{Notice, ObjectKey, ObjectMsg, TimerPurpose};
 
 /// Messages of a per-kind supervisor.
 #[derive(Debug)]
@@ -13,10 +14,33 @@ pub enum KindMsg<K> {
     /// An owned child changed; route to the owner's actor (children watched by the kind
     /// itself; the shared caches wake owners directly).
     ChildChanged(ObjectKey),
+    /// A notice (or, with `None`, a child or reference change) for an object that had no live
+    /// actor when it was sent: a hibernated object is woken by it.
+    Wake(ObjectKey, Option<Notice>),
+    /// The kind's timer wheel fired a timer of `key`.
+    TimerFired {
+        key: ObjectKey,
+        purpose: TimerPurpose,
+        generation: u64,
+    },
     /// The restart backoff of a failed object actor elapsed: spawn it again.
     Respawn(ObjectKey),
     /// A restarted object actor completed a pass: forget its restart count.
     Recovered(ObjectKey),
+    /// An object actor finished a successful pass with nothing queued: it may hibernate once
+    /// it stayed idle for the kind's linger. `epoch` names that pass.
+    Idle {
+        key: ObjectKey,
+        actor: ActorId,
+        epoch: u64,
+    },
+    /// Idle actors whose linger elapsed are asked to hibernate.
+    Sweep,
+    /// An actor asked to hibernate found work queued meanwhile and stays live.
+    Awake {
+        key: ObjectKey,
+        actor: ActorRef<ObjectMsg<K>>,
+    },
 }
 
 /// Messages of the root supervisor. It only supervises; it has nothing to be told but to stop.

@@ -59,4 +59,7 @@ pub enum ObjectMsg<K> {
     },
     /// Run one reconcile pass now (sent by the actor to itself; at most one is queued).
     Reconcile,
+    /// The supervisor took the actor out of the registry: stop without a trace if the pass of
+    /// `epoch` is still the last one and nothing is queued, else say `Awake` and stay.
+    Hibernate { epoch: u64 },
 }

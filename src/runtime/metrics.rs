@@ -1,4 +1,5 @@
-//! Runtime metrics: passes by result, actor restarts, live object actors, per kind.
+//! Runtime metrics: passes by result, actor restarts, live and hibernated objects, armed
+//! timers, per kind.
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
@@ -29,6 +30,8 @@ pub struct RuntimeMetrics {
     passes: Family<PassLabels, Counter>,
     restarts: Family<KindLabels, Counter>,
     actors: Family<KindLabels, Gauge>,
+    hibernated: Family<KindLabels, Gauge>,
+    timers: Family<KindLabels, Gauge>,
 }
 
 impl RuntimeMetrics {
@@ -48,6 +51,16 @@ impl RuntimeMetrics {
             "pgtoolbox_object_actors",
             "Live object actors",
             metrics.actors.clone(),
+        );
+        registry.register(
+            "pgtoolbox_hibernated_objects",
+            "Objects whose actor is stopped until a change wakes it",
+            metrics.hibernated.clone(),
+        );
+        registry.register(
+            "pgtoolbox_armed_timers",
+            "Timers armed in the kind's timer wheel",
+            metrics.timers.clone(),
         );
         metrics
     }
@@ -70,12 +83,36 @@ impl RuntimeMetrics {
     }
 
     pub fn set_actors(&self, kind: &str, count: usize) {
-        self.actors
-            .get_or_create(&KindLabels {
-                kind: kind.to_string(),
-            })
-            .set(i64::try_from(count).unwrap_or(i64::MAX));
+        set(&self.actors, kind, count);
     }
+
+    pub fn set_hibernated(&self, kind: &str, count: usize) {
+        set(&self.hibernated, kind, count);
+    }
+
+    pub fn set_timers(&self, kind: &str, count: usize) {
+        set(&self.timers, kind, count);
+    }
+
+    /// Live and hibernated objects of `kind` (0 for a kind never counted).
+    pub fn objects(&self, kind: &str) -> (i64, i64) {
+        let get = |family: &Family<KindLabels, Gauge>| {
+            family
+                .get(&KindLabels {
+                    kind: kind.to_string(),
+                })
+                .map_or(0, |gauge| gauge.get())
+        };
+        (get(&self.actors), get(&self.hibernated))
+    }
+}
+
+fn set(family: &Family<KindLabels, Gauge>, kind: &str, count: usize) {
+    family
+        .get_or_create(&KindLabels {
+            kind: kind.to_string(),
+        })
+        .set(i64::try_from(count).unwrap_or(i64::MAX));
 }
 
 #[cfg(test)]

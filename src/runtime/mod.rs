@@ -6,8 +6,10 @@ mod clock;
 mod metrics;
 pub mod random;
 mod settings;
+mod timer_wheel;
 
 pub use backoff::BackoffPolicy;
 pub use clock::Clock;
 pub use metrics::{PassResult, RuntimeMetrics};
 pub use settings::{DEFAULT_OPERATOR_NAMESPACE, DefaultImages, OperatorSettings};
+pub use timer_wheel::TimerWheel;

@@ -1,23 +1,27 @@
-//! The per-kind supervisor: owns the watches, the registry and the lifecycle of object actors.
+//! The per-kind supervisor: owns the watches, the registry, the timer wheel and the lifecycle
+//! of object actors, hibernation included (see `kind_life.rs`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use kube::ResourceExt;
 use kube::runtime::watcher;
-use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
+use super::packed::Latest;
 use super::watch::{EventSource, OwnerSource};
-use crate::actors::{
-    ObjectActor, ObjectArgs, ObjectContext, PassEnv, PassFailure, Reconciler, Registry, Shared,
-};
+use crate::actors::notice_routes::Wakeup;
+use crate::actors::{PassEnv, Reconciler, Registry, Shared};
 use crate::children::Relist;
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
+use crate::runtime::TimerWheel;
 
 /// Tuning of one kind's supervision.
 #[derive(Clone, Copy, Debug)]
@@ -30,6 +34,10 @@ pub struct KindOptions {
     pub restart: BackoffPolicy,
     /// How long in-flight passes may take to finish on shutdown.
     pub shutdown_grace: Duration,
+    /// An actor idle this long (its last pass succeeded, nothing queued, no retry) is stopped;
+    /// the supervisor keeps its key and latest object and respawns it on the next delta, child
+    /// change, notice or timer. `None`: actors live as long as their object.
+    pub hibernate_after: Option<Duration>,
 }
 
 impl Default for KindOptions {
@@ -39,12 +47,14 @@ impl Default for KindOptions {
             retry: BackoffPolicy::RETRY,
             restart: BackoffPolicy::RESTART,
             shutdown_grace: Duration::from_secs(20),
+            // Long enough that the delta of a pass's own write finds the actor still live.
+            hibernate_after: Some(Duration::from_secs(1)),
         }
     }
 }
 
 pub struct KindSupervisor<R: Reconciler> {
-    reconciler: Arc<R>,
+    pub(super) reconciler: Arc<R>,
 }
 
 impl<R: Reconciler> KindSupervisor<R> {
@@ -61,48 +71,113 @@ pub struct KindArgs<R: Reconciler> {
     pub children: Vec<OwnerSource>,
     pub options: KindOptions,
     pub registry: Registry<R::Object>,
+    /// Notices and wake-ups for objects that had no live actor when they were sent.
+    pub wakeups: mpsc::UnboundedReceiver<Wakeup>,
 }
 
-/// What the supervisor knows about one object.
-struct Tracked<K> {
-    latest: Arc<K>,
+/// Where an object's actor is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Life {
+    /// An actor runs and is in the registry.
+    Live(ActorId),
+    /// Out of the registry and asked to hibernate; `wake`: something for it arrived meanwhile.
+    Hibernating { actor: ActorId, wake: bool },
+    /// No actor: the next delta, child change, notice or timer spawns one.
+    Hibernated,
+    /// Its actor failed: a restart is pending (after a backoff).
+    Restarting,
+}
+
+/// What the supervisor knows about one object. A hibernated object costs only this entry
+/// (its copy packed).
+pub(super) struct Tracked<K> {
+    pub(super) latest: Latest<K>,
     /// Index of the watch that reported it (one watch per namespace).
-    source: usize,
+    pub(super) source: usize,
+    pub(super) life: Life,
+}
+
+/// An idle report waiting for the linger to elapse.
+pub(super) struct IdleSince {
+    pub(super) hibernate_at: Instant,
+    pub(super) key: ObjectKey,
+    pub(super) actor: ActorId,
+    pub(super) epoch: u64,
 }
 
 pub struct KindState<R: Reconciler> {
     /// Shared by every actor of the kind.
-    env: Arc<PassEnv>,
-    options: KindOptions,
-    registry: Registry<R::Object>,
+    pub(super) env: Arc<PassEnv>,
+    pub(super) options: KindOptions,
+    pub(super) registry: Registry<R::Object>,
     /// Latest copy of every existing object; the actors share these `Arc`s (no second copy).
-    objects: HashMap<ObjectKey, Tracked<R::Object>>,
+    pub(super) objects: HashMap<ObjectKey, Tracked<R::Object>>,
     /// The relist of each watch (between `Init` and `InitDone`).
-    relisting: HashMap<usize, Relist<ObjectKey>>,
-    actor_keys: HashMap<ActorId, ObjectKey>,
-    restarts: HashMap<ObjectKey, u32>,
+    pub(super) relisting: HashMap<usize, Relist<ObjectKey>>,
+    pub(super) actor_keys: HashMap<ActorId, ObjectKey>,
+    pub(super) restarts: HashMap<ObjectKey, u32>,
     /// Restart backoffs in progress; dropping one cancels the restart.
-    pending_restarts: HashMap<ObjectKey, AbortOnDropHandle<()>>,
-    /// Tasks that forward the watch streams to this actor; dropping them stops the watches.
-    watches: Vec<AbortOnDropHandle<()>>,
+    pub(super) pending_restarts: HashMap<ObjectKey, AbortOnDropHandle<()>>,
+    /// Every armed timer of the kind.
+    pub(super) wheel: TimerWheel,
+    /// Idle reports in the order they arrived (so in the order of their deadlines).
+    pub(super) idle: VecDeque<IdleSince>,
+    /// The wake-up of the next sweep of `idle`, when one is scheduled.
+    pub(super) sweep: Option<AbortOnDropHandle<()>>,
+    pub(super) hibernated: usize,
+    /// Tasks that forward the watch streams to this actor and the wheel's task; dropping them
+    /// stops the watches and the timers.
+    pub(super) watches: Vec<AbortOnDropHandle<()>>,
 }
 
 impl<R: Reconciler> KindState<R> {
-    fn count_actors(&self) {
-        self.env
-            .shared
-            .runtime
-            .set_actors(&kind_of::<R>(), self.registry.len());
+    pub(super) fn count_actors(&self) {
+        let runtime = &self.env.shared.runtime;
+        runtime.set_actors(&kind_of::<R>(), self.registry.len());
+        runtime.set_hibernated(&kind_of::<R>(), self.hibernated);
+    }
+
+    /// Moves `key` to `life`, keeping the hibernated count.
+    pub(super) fn set_life(&mut self, key: &ObjectKey, life: Life) {
+        if let Some(tracked) = self.objects.get_mut(key) {
+            let was = std::mem::replace(&mut tracked.life, life);
+            match (was == Life::Hibernated, life == Life::Hibernated) {
+                (true, false) => self.hibernated -= 1,
+                (false, true) => self.hibernated += 1,
+                _ => {}
+            }
+        }
     }
 }
 
-fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
+pub(super) fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
     <R::Object as kube::Resource>::kind(&())
 }
 
 /// Names one watch of the kind for `/readyz` (each reports its first complete list).
 fn list_id<R: Reconciler>(source: usize) -> String {
     format!("{}/{source}", kind_of::<R>())
+}
+
+/// Forwards a stream into the supervisor until either ends.
+fn forward<T, S>(
+    me: &ActorRef<KindMsg<T>>,
+    mut stream: S,
+    wrap: impl Fn(S::Item) -> KindMsg<T> + Send + 'static,
+) -> AbortOnDropHandle<()>
+where
+    T: Send + Sync + std::fmt::Debug + 'static,
+    S: futures::Stream + Unpin + Send + 'static,
+    S::Item: Send,
+{
+    let me = me.clone();
+    AbortOnDropHandle::new(tokio::spawn(async move {
+        while let Some(item) = stream.next().await {
+            if me.send_message(wrap(item)).is_err() {
+                break;
+            }
+        }
+    }))
 }
 
 impl<R: Reconciler> Actor for KindSupervisor<R> {
@@ -116,27 +191,34 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
         args: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut watches = Vec::new();
-        for (source, mut events) in args.sources.into_iter().enumerate() {
+        for (source, events) in args.sources.into_iter().enumerate() {
             args.shared.readiness.expect_list(&list_id::<R>(source));
-            let me = myself.clone();
-            watches.push(AbortOnDropHandle::new(tokio::spawn(async move {
-                while let Some(event) = events.next().await {
-                    if me.send_message(KindMsg::Watch { source, event }).is_err() {
-                        break;
-                    }
-                }
-            })));
+            watches.push(forward(&myself, events, move |event| KindMsg::Watch {
+                source,
+                event,
+            }));
         }
-        for mut owners in args.children {
-            let me = myself.clone();
-            watches.push(AbortOnDropHandle::new(tokio::spawn(async move {
-                while let Some(owner) = owners.next().await {
-                    if me.send_message(KindMsg::ChildChanged(owner)).is_err() {
-                        break;
-                    }
-                }
-            })));
+        for owners in args.children {
+            watches.push(forward(&myself, owners, KindMsg::ChildChanged));
         }
+        let wakeups = tokio_stream_of(args.wakeups);
+        watches.push(forward(&myself, wakeups, |(key, notice)| {
+            KindMsg::Wake(key, notice)
+        }));
+        let me = myself.clone();
+        let shared = args.shared.clone();
+        let (wheel, wheel_task) = TimerWheel::start(
+            move |key, purpose, generation| {
+                me.send_message(KindMsg::TimerFired {
+                    key,
+                    purpose,
+                    generation,
+                })
+                .is_ok()
+            },
+            move |armed| shared.runtime.set_timers(&kind_of::<R>(), armed),
+        );
+        watches.push(wheel_task);
         Ok(KindState {
             env: Arc::new(PassEnv {
                 client: args.client,
@@ -150,6 +232,10 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             actor_keys: HashMap::new(),
             restarts: HashMap::new(),
             pending_restarts: HashMap::new(),
+            wheel,
+            idle: VecDeque::new(),
+            sweep: None,
+            hibernated: 0,
             watches,
         })
     }
@@ -162,26 +248,40 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             KindMsg::Watch { source, event } => self.on_watch(&myself, state, source, event).await,
-            KindMsg::ChildChanged(owner) => {
-                // No actor (unknown owner, or restart pending): nothing to keep. The owner's
-                // next pass reads its children anyway, so the change is not lost.
-                if let Some(actor) = state.registry.get(&owner) {
-                    let _ = actor.send_message(ObjectMsg::ChildChanged);
-                }
+            // Unknown owner: nothing to keep. A restart pending: its pass reads the children.
+            KindMsg::ChildChanged(owner) | KindMsg::Wake(owner, None) => {
+                self.wake(&myself, state, &owner, ObjectMsg::ChildChanged)
+                    .await;
+            }
+            KindMsg::Wake(key, Some(notice)) => {
+                self.wake(&myself, state, &key, ObjectMsg::Notice(notice))
+                    .await;
+            }
+            KindMsg::TimerFired {
+                key,
+                purpose,
+                generation,
+            } => {
+                let fired = ObjectMsg::TimerFired {
+                    purpose,
+                    generation,
+                };
+                self.wake(&myself, state, &key, fired).await;
             }
             KindMsg::Respawn(key) => {
                 state.pending_restarts.remove(&key);
                 if let Some(tracked) = state.objects.get(&key)
-                    && !state.registry.contains_key(&key)
+                    && tracked.life == Life::Restarting
                 {
-                    let object = tracked.latest.clone();
-                    self.spawn_actor(&myself, state, key, object, Duration::ZERO)
-                        .await;
+                    self.respawn(&myself, state, key).await;
                 }
             }
             KindMsg::Recovered(key) => {
                 state.restarts.remove(&key);
             }
+            KindMsg::Idle { key, actor, epoch } => self.on_idle(&myself, state, key, actor, epoch),
+            KindMsg::Sweep => self.sweep(&myself, state),
+            KindMsg::Awake { key, actor } => self.on_awake(state, key, actor),
         }
         Ok(())
     }
@@ -195,10 +295,11 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
         // Never stop because a child ended (ractor's default): only this kind's bookkeeping.
         match event {
             SupervisionEvent::ActorFailed(cell, err) => {
-                self.on_child_ended(&myself, state, &cell, Some(err.to_string()));
+                self.on_child_ended(&myself, state, &cell, Some(err.to_string()))
+                    .await;
             }
             SupervisionEvent::ActorTerminated(cell, _, _) => {
-                self.on_child_ended(&myself, state, &cell, None);
+                self.on_child_ended(&myself, state, &cell, None).await;
             }
             _ => {}
         }
@@ -213,12 +314,20 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
         // Stop the watches first so nothing new arrives, then let in-flight passes finish.
         state.watches.clear();
         state.pending_restarts.clear();
+        state.sweep = None;
         myself
             .stop_children_and_wait(Some("shutdown".into()), Some(state.options.shutdown_grace))
             .await;
         state.registry.clear();
         Ok(())
     }
+}
+
+/// A tokio receiver as a stream.
+fn tokio_stream_of<T: Send + 'static>(
+    mut receiver: mpsc::UnboundedReceiver<T>,
+) -> futures::stream::BoxStream<'static, T> {
+    futures::stream::poll_fn(move |cx| receiver.poll_recv(cx)).boxed()
 }
 
 impl<R: Reconciler> KindSupervisor<R> {
@@ -259,7 +368,7 @@ impl<R: Reconciler> KindSupervisor<R> {
                     .map(|(key, _)| key);
                 let gone = state.relisting.entry(source).or_default().finish(known);
                 for key in gone {
-                    self.remove(state, &key);
+                    self.remove(state, &key).await;
                 }
             }
             watcher::Event::Apply(obj) => {
@@ -270,7 +379,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             }
             watcher::Event::Delete(obj) => {
                 if let Some(key) = ObjectKey::of(&obj) {
-                    self.remove(state, &key);
+                    self.remove(state, &key).await;
                 }
             }
         }
@@ -285,141 +394,29 @@ impl<R: Reconciler> KindSupervisor<R> {
         obj: R::Object,
         first_pass_delay: Duration,
     ) {
-        // A relist repeats unchanged objects: do not wake their actors for nothing.
-        let unchanged = state.objects.get(&key).is_some_and(|t| {
-            t.latest.resource_version().is_some()
-                && t.latest.resource_version() == obj.resource_version()
-        });
         let latest = Arc::new(obj);
-        state.objects.insert(
-            key.clone(),
-            Tracked {
-                latest: latest.clone(),
-                source,
-            },
-        );
-        if unchanged {
-            return;
-        }
-        let actor = state.registry.get(&key).map(|a| a.value().clone());
-        match actor {
-            Some(actor) => {
-                let _ = actor.send_message(ObjectMsg::Delta(latest));
-            }
-            // A restart is pending: it will start from the latest copy.
-            None if state.pending_restarts.contains_key(&key) => {}
-            None => {
-                self.spawn_actor(myself, state, key, latest, first_pass_delay)
-                    .await
-            }
-        }
-    }
-
-    /// The object is gone: forget it and stop its actor (its timers die with its state).
-    fn remove(&self, state: &mut KindState<R>, key: &ObjectKey) {
-        state.objects.remove(key);
-        state.restarts.remove(key);
-        state.pending_restarts.remove(key);
-        if let Some((_, actor)) = state.registry.remove(key) {
-            actor.stop(Some("deleted".into()));
-        }
-        // Its Secret references go with it, so a later change of those wakes nobody.
-        state.env.shared.secrets.forget(&kind_of::<R>(), key);
-        state.count_actors();
-    }
-
-    async fn spawn_actor(
-        &self,
-        myself: &ActorRef<KindMsg<R::Object>>,
-        state: &mut KindState<R>,
-        key: ObjectKey,
-        object: Arc<R::Object>,
-        first_pass_delay: Duration,
-    ) {
-        let restarts = state.restarts.get(&key).copied().unwrap_or(0);
-        let args = ObjectArgs {
-            object,
-            cx: ObjectContext::new(key.clone(), state.env.clone(), restarts),
-            first_pass_delay,
-            retry: state.options.retry,
-            supervisor: Some(myself.clone()),
-        };
-        // Unnamed: ractor's global name registry plays no part, so a key is always reusable.
-        let spawned = Actor::spawn_linked(
-            None,
-            ObjectActor::new(self.reconciler.clone()),
-            args,
-            myself.get_cell(),
-        )
-        .await;
-        match spawned {
-            Ok((actor, _)) => {
-                state.actor_keys.insert(actor.get_id(), key.clone());
-                state.registry.insert(key, actor);
-                state.count_actors();
-            }
-            Err(err) => {
-                tracing::error!(object = %key, error = %err, "object actor did not start");
-                self.schedule_restart(myself, state, key, err.to_string());
-            }
-        }
-    }
-
-    fn on_child_ended(
-        &self,
-        myself: &ActorRef<KindMsg<R::Object>>,
-        state: &mut KindState<R>,
-        cell: &ActorCell,
-        failure: Option<String>,
-    ) {
-        let Some(key) = state.actor_keys.remove(&cell.get_id()) else {
+        let Some(tracked) = state.objects.get_mut(&key) else {
+            state.objects.insert(
+                key.clone(),
+                Tracked {
+                    latest: Latest::Decoded(latest.clone()),
+                    source,
+                    life: Life::Restarting,
+                },
+            );
+            self.spawn_actor(myself, state, key, latest, first_pass_delay)
+                .await;
             return;
         };
-        // Only the current actor of the key is removed: a replacement may already run.
-        let current = state
-            .registry
-            .remove_if(&key, |_, actor| actor.get_id() == cell.get_id())
-            .is_some();
-        state.count_actors();
-        if !current || !state.objects.contains_key(&key) {
-            return;
+        // A relist repeats unchanged objects: do not wake their actors for nothing.
+        let stored = tracked.latest.resource_version();
+        let unchanged = stored.is_some() && stored == latest.resource_version();
+        tracked.latest = Latest::Decoded(latest.clone());
+        tracked.source = source;
+        if !unchanged {
+            self.wake(myself, state, &key, ObjectMsg::Delta(latest))
+                .await;
         }
-        let reason = failure.unwrap_or_else(|| "stopped unexpectedly".into());
-        self.schedule_restart(myself, state, key, reason);
-    }
-
-    /// Restart after a per-object backoff (jittered, capped), reporting the failure first.
-    fn schedule_restart(
-        &self,
-        myself: &ActorRef<KindMsg<R::Object>>,
-        state: &mut KindState<R>,
-        key: ObjectKey,
-        reason: String,
-    ) {
-        let restarts = state.restarts.entry(key.clone()).or_insert(0);
-        *restarts = restarts.saturating_add(1);
-        state.env.shared.runtime.restart(&kind_of::<R>());
-        let delay = state.options.restart.delay(*restarts);
-        tracing::warn!(object = %key, restarts = *restarts, restart_in = ?delay, reason = %reason, "object actor failed");
-        let report = state.objects.get(&key).map(|t| {
-            let cx = ObjectContext::new(key.clone(), state.env.clone(), *restarts);
-            (t.latest.clone(), cx)
-        });
-        let reconciler = self.reconciler.clone();
-        let me = myself.clone();
-        let task_key = key.clone();
-        let task = tokio::spawn(async move {
-            if let Some((obj, cx)) = report {
-                reconciler
-                    .report_error(obj, PassFailure::Panicked(&reason), &cx)
-                    .await;
-            }
-            tokio::time::sleep(delay).await;
-            let _ = me.send_message(KindMsg::Respawn(task_key));
-        });
-        state
-            .pending_restarts
-            .insert(key, AbortOnDropHandle::new(task));
     }
 }
 

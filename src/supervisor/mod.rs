@@ -2,8 +2,10 @@
 //! registry, restarts), one actor per object below it.
 
 mod kind;
+mod kind_life;
 pub mod leader;
 mod operator;
+mod packed;
 mod root;
 mod watch;
 

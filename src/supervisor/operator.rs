@@ -8,6 +8,7 @@ use futures::future::BoxFuture;
 use kube::Client;
 use kube::runtime::watcher;
 use ractor::{Actor, ActorCell, ActorRef, SpawnErr};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -15,6 +16,7 @@ use super::kind::{KindArgs, KindOptions, KindSupervisor};
 use super::root::RootSupervisor;
 use super::watch::{ChildWatch, EventSource, WatchScope, watch_events};
 use crate::actors::Registry;
+use crate::actors::notice_routes::Wakeup;
 use crate::actors::{Reconciler, Shared};
 use crate::children::Wakeups;
 use crate::k8s::WriteBudget;
@@ -28,6 +30,11 @@ pub struct Kind<R: Reconciler> {
     children: Vec<ChildWatch>,
     options: KindOptions,
     registry: Registry<R::Object>,
+    /// Notices for objects without a live actor, to the kind supervisor.
+    wakeups: (
+        mpsc::UnboundedSender<Wakeup>,
+        mpsc::UnboundedReceiver<Wakeup>,
+    ),
 }
 
 impl<R: Reconciler> Kind<R> {
@@ -39,6 +46,7 @@ impl<R: Reconciler> Kind<R> {
             children: Vec::new(),
             options: KindOptions::default(),
             registry: Registry::default(),
+            wakeups: mpsc::unbounded_channel(),
         }
     }
 
@@ -65,7 +73,8 @@ impl<R: Reconciler> Kind<R> {
         self
     }
 
-    /// The live actors of this kind (shared; stays valid after `start`).
+    /// The live actors of this kind (shared; stays valid after `start`). Hibernated objects
+    /// have no entry: count them with `RuntimeMetrics::objects`.
     pub fn registry(&self) -> Registry<R::Object> {
         self.registry.clone()
     }
@@ -129,7 +138,10 @@ impl OperatorBuilder {
     pub fn register<R: Reconciler>(mut self, kind: Kind<R>) -> Self {
         let name = <R::Object as kube::Resource>::kind(&()).to_string();
         // Shared actors (the secret router) reach this kind's actors through the registry.
-        self.shared.notices.add_kind(&name, kind.registry.clone());
+        let (asleep, wakeups) = kind.wakeups;
+        self.shared
+            .notices
+            .add_kind(&name, kind.registry.clone(), asleep);
         let start: KindStart = Box::new(move |env: &Env| {
             let sources = kind.sources.unwrap_or_else(|| {
                 env.scope
@@ -151,6 +163,7 @@ impl OperatorBuilder {
                 children,
                 options: kind.options,
                 registry: kind.registry,
+                wakeups,
             };
             let root = env.root.clone();
             let supervisor = KindSupervisor::new(kind.reconciler);

@@ -30,6 +30,7 @@ mod runtime_cli;
 mod runtime_crash;
 mod runtime_deploy;
 mod runtime_first_hour;
+mod runtime_hibernate;
 mod runtime_leader;
 mod runtime_support;
 mod runtime_watch;

@@ -72,9 +72,12 @@ impl Reconciler for Mirror {
     }
 }
 
+/// No jitter, quick restarts, no hibernation (these tests look at live actors; see
+/// `runtime_hibernate.rs` for hibernation).
 pub fn options() -> KindOptions {
     KindOptions {
         startup_jitter: Duration::ZERO,
+        hibernate_after: None,
         restart: BackoffPolicy {
             min_delay: Duration::from_millis(200),
             max_delay: Duration::from_secs(2),
@@ -95,6 +98,29 @@ pub async fn start_operator(
         .await
         .expect("operator starts");
     (operator, registry)
+}
+
+/// The operator with idle actors hibernating after `linger`, optionally with a child watch.
+pub async fn start_hibernating(
+    client: &kube::Client,
+    mirror: &Mirror,
+    linger: Duration,
+    child: Option<pgtoolbox_operator::supervisor::ChildWatch>,
+) -> (Operator, Arc<Shared>) {
+    let mut kind = Kind::new(mirror.clone()).options(KindOptions {
+        hibernate_after: Some(linger),
+        ..options()
+    });
+    if let Some(child) = child {
+        kind = kind.child(child);
+    }
+    let shared = Arc::new(Shared::default());
+    let operator = OperatorBuilder::new(client.clone(), shared.clone())
+        .register(kind)
+        .start()
+        .await
+        .expect("operator starts");
+    (operator, shared)
 }
 
 pub fn config_map(name: &str, value: &str) -> ConfigMap {

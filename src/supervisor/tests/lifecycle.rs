@@ -31,6 +31,7 @@ async fn deleting_an_object_leaves_no_actor_timer_or_registry_entry() {
             .num_alive_tasks()
             > baseline
     );
+    assert_eq!(h.armed_timers(), 1);
 
     h.send(Event::Delete(cm("doomed", "x", 1)));
     run_for(SEC).await;
@@ -42,8 +43,9 @@ async fn deleting_an_object_leaves_no_actor_timer_or_registry_entry() {
             .metrics()
             .num_alive_tasks(),
         baseline,
-        "the actor and its timer task are gone"
+        "the actor is gone"
     );
+    assert_eq!(h.armed_timers(), 0, "its timer left the wheel");
     run_for(10 * 60 * SEC).await;
     assert_eq!(probe.passes_of("doomed").len(), 1, "the expiry never fired");
     h.operator.shutdown(SEC).await;
@@ -200,7 +202,7 @@ async fn shutdown_lets_an_in_flight_pass_finish() {
 #[tokio::test(start_paused = true)]
 async fn timers_die_with_an_actor_that_panicked() {
     // Pass 1 arms a timer; pass 2 panics (ractor skips post_stop); the restarted actor's pass
-    // arms nothing. The first actor's timer task must be gone, not merely unable to deliver.
+    // arms nothing. The first actor's timer must have left the wheel, not merely be ignored.
     let probe = Probe::new(Duration::ZERO, |_, nth| match nth {
         1 => Act::Ok(Outcome::done().after(TimerPurpose::Expiry, 3600 * SEC)),
         2 => Act::Panic,
@@ -209,22 +211,15 @@ async fn timers_die_with_an_actor_that_panicked() {
     let h = Harness::start(&probe, quick_options(), 1).await;
     h.list(vec![cm("fragile", "x", 1)]);
     run_for(SEC).await;
-    let alive = || {
-        tokio::runtime::Handle::current()
-            .metrics()
-            .num_alive_tasks()
-    };
-    let with_timer = alive();
+    assert_eq!(h.armed_timers(), 1);
 
     h.send(Event::Apply(cm("fragile", "y", 2)));
     run_for(10 * SEC).await;
     let passes = probe.passes_of("fragile");
     assert_eq!(passes.len(), 3, "armed, panicked, restarted");
     assert_eq!(passes[2].restarts, 1);
-    assert_eq!(
-        alive(),
-        with_timer - 1,
-        "the timer task died with the failed actor"
-    );
+    assert_eq!(h.armed_timers(), 0, "the timer died with the failed actor");
+    run_for(2 * 3600 * SEC).await;
+    assert_eq!(probe.passes_of("fragile").len(), 3, "and never fired");
     h.operator.shutdown(SEC).await;
 }

@@ -1,6 +1,7 @@
 //! Runtime tests over in-memory watch events (no API server): a probe reconciler over
 //! ConfigMaps records every pass; time-heavy tests run on tokio's paused clock.
 
+mod hibernation;
 mod lifecycle;
 mod passes;
 
@@ -157,10 +158,20 @@ fn offline_client() -> kube::Client {
     kube::Client::try_from(kube::Config::new(url)).unwrap()
 }
 
+/// No jitter, no hibernation: these tests look at one actor's life.
 pub fn quick_options() -> KindOptions {
     KindOptions {
         startup_jitter: Duration::ZERO,
+        hibernate_after: None,
         ..KindOptions::default()
+    }
+}
+
+/// No jitter; idle actors hibernate after `linger`.
+pub fn hibernating(linger: Duration) -> KindOptions {
+    KindOptions {
+        hibernate_after: Some(linger),
+        ..quick_options()
     }
 }
 
@@ -204,6 +215,21 @@ impl Harness {
     /// The `/metrics` text.
     pub fn metrics(&self) -> String {
         self.shared.metrics.encode().unwrap()
+    }
+
+    /// Live and hibernated objects.
+    pub fn objects(&self) -> (i64, i64) {
+        self.shared.runtime.objects("ConfigMap")
+    }
+
+    /// Timers armed in the kind's wheel.
+    pub fn armed_timers(&self) -> i64 {
+        let metrics = self.metrics();
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(r#"pgtoolbox_armed_timers{kind="ConfigMap"} "#))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
     }
 
     pub fn send(&self, event: Event<ConfigMap>) {

@@ -1,0 +1,267 @@
+//! What each object costs the runtime, in heap bytes, measured with a counting allocator (no
+//! RSS noise, no API server): a live actor, a hibernated object's supervisor entry, an armed
+//! timer, and the copy of a PgAccessRequest as the watch delivers it.
+//!
+//! Run: `cargo bench --bench footprint` (a few seconds; `FOOTPRINT_N`, default 10,000).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::runtime::watcher::Event;
+use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
+use pgtoolbox_operator::api::PgAccessRequest;
+use pgtoolbox_operator::messages::TimerPurpose;
+use pgtoolbox_operator::supervisor::{Kind, KindOptions, Operator, OperatorBuilder};
+use serde_json::json;
+
+/// Counts the bytes currently allocated on the heap.
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only a counter is added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: same layout, forwarded.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        // SAFETY: `ptr` came from `alloc` with `layout`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn live() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// A pass that only counts, optionally arming one timer.
+struct Probe {
+    passes: Arc<AtomicUsize>,
+    timer: bool,
+}
+
+impl Reconciler for Probe {
+    type Object = ConfigMap;
+
+    async fn reconcile(
+        &self,
+        _obj: Arc<ConfigMap>,
+        _cx: &ObjectContext,
+    ) -> Result<Outcome, ReconcileError> {
+        self.passes.fetch_add(1, Ordering::Relaxed);
+        let outcome = Outcome::done();
+        Ok(if self.timer {
+            outcome.after(TimerPurpose::Expiry, Duration::from_secs(3600))
+        } else {
+            outcome
+        })
+    }
+}
+
+fn cm(i: usize) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(format!("o{i}")),
+            namespace: Some("bench".into()),
+            resource_version: Some("1".into()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::new()),
+        ..ConfigMap::default()
+    }
+}
+
+struct Setup {
+    hibernate: bool,
+    timer: bool,
+}
+
+/// Heap bytes per object once `n` objects are listed, passed and settled.
+async fn per_object(n: usize, setup: Setup) -> f64 {
+    let url = "http://127.0.0.1:9".parse().expect("static url");
+    let client = kube::Client::try_from(kube::Config::new(url)).expect("offline client");
+    let passes = Arc::new(AtomicUsize::new(0));
+    let (events, rx) = mpsc::unbounded();
+    let kind = Kind::new(Probe {
+        passes: passes.clone(),
+        timer: setup.timer,
+    })
+    .sources(vec![rx.boxed()])
+    .options(KindOptions {
+        startup_jitter: Duration::ZERO,
+        hibernate_after: setup.hibernate.then_some(Duration::ZERO),
+        ..KindOptions::default()
+    });
+    let shared = Arc::new(Shared::default());
+    let operator: Operator = OperatorBuilder::new(client, shared.clone())
+        .register(kind)
+        .start()
+        .await
+        .expect("operator starts");
+    settle().await;
+    let before = live();
+    // Counted: the copy the supervisor keeps is part of what an object costs.
+    let objects: Vec<ConfigMap> = (0..n).map(cm).collect();
+    let _ = events.unbounded_send(Event::Init);
+    for obj in objects {
+        let _ = events.unbounded_send(Event::InitApply(obj));
+    }
+    let _ = events.unbounded_send(Event::InitDone);
+    while passes.load(Ordering::Relaxed) < n {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let want = if setup.hibernate {
+        (0, n as i64)
+    } else {
+        (n as i64, 0)
+    };
+    while shared.runtime.objects("ConfigMap") != want {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    settle().await;
+    let bytes = (live() - before) as f64 / n as f64;
+    operator.shutdown(Duration::from_secs(30)).await;
+    bytes
+}
+
+/// Lets queued messages and timer commands drain.
+async fn settle() {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+}
+
+/// Bytes per object of `make()` kept alive, `n` of them.
+fn bytes_of<T>(n: usize, make: impl Fn(usize) -> T) -> f64 {
+    let before = live();
+    let kept: Vec<T> = (0..n).map(make).collect();
+    let bytes = (live() - before) as f64 / n as f64;
+    // The Vec's own slots are not part of an object.
+    let slots = (n * std::mem::size_of::<T>()) as f64 / n as f64;
+    drop(kept);
+    bytes - slots
+}
+
+/// What a hibernated object's copy becomes (`supervisor::packed`).
+fn pack<T: serde::Serialize>(obj: &T) -> Box<[u8]> {
+    serde_json::to_vec(obj).expect("encodes").into_boxed_slice()
+}
+
+/// A converged, approved PgAccessRequest as the watch delivers it (managedFields dropped), its
+/// status as the operator writes it.
+fn access_request(i: usize) -> serde_json::Value {
+    let name = format!("req-{i:06}");
+    let condition = |kind: &str, status: &str, reason: &str, message: &str| {
+        json!({"type": kind, "status": status, "reason": reason, "message": message,
+               "observedGeneration": 1, "lastTransitionTime": "2026-12-01T06:14:05Z"})
+    };
+    json!({
+        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
+        "kind": "PgAccessRequest",
+        "metadata": {
+            "name": name, "namespace": "team-3", "uid": format!("0b7c6a1e-5d2f-4c1a-9e8b-{i:012}"),
+            "resourceVersion": (100_000 + i).to_string(), "generation": 1,
+            "creationTimestamp": "2026-12-01T06:13:58Z",
+        },
+        "spec": {
+            "subject": {"kind": "User", "name": "alice"},
+            "cluster": "orders", "clusterRole": "view",
+            "expiresAt": "2026-12-01T07:14:24Z", "reason": "incident 4711",
+        },
+        "status": {
+            "observedGeneration": 1,
+            "phase": "Approved", "approver": "bob",
+            "decidedAt": "2026-12-01T06:14:04Z", "roleBindingName": format!("pgar-{name}"),
+            "conditions": [
+                condition("Ready", "True", "AsExpected", "every aspect holds at the current generation"),
+                condition("Progressing", "False", "AsExpected", "every child is at its desired state"),
+                condition("Stalled", "False", "AsExpected", "progress does not wait for a change of input"),
+                condition("ConfigurationValid", "True", "AsExpected", "the grant binds ClusterRole \"view\" on Cluster \"orders\""),
+                condition("RoleBindingSynced", "True", "AccessGranted",
+                    &format!("RoleBinding pgar-{name} binds User alice to ClusterRole \"view\" until 2026-12-01T07:14:24Z")),
+            ],
+        },
+    })
+}
+
+fn main() {
+    let n: usize = std::env::var("FOOTPRINT_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let config_map = bytes_of(n, |i| Arc::new(cm(i)));
+    let packed_config_map = bytes_of(n, |i| pack(&cm(i)));
+    let json: Vec<serde_json::Value> = (0..n).map(access_request).collect();
+    let decode =
+        |i: usize| serde_json::from_value::<PgAccessRequest>(json[i].clone()).expect("decodes");
+    let request = bytes_of(n, |i| Arc::new(decode(i)));
+    let requests: Vec<PgAccessRequest> = (0..n).map(decode).collect();
+    let packed_request = bytes_of(n, |i| pack(&requests[i]));
+    drop(requests);
+    drop(json);
+    let live_actors = runtime.block_on(per_object(
+        n,
+        Setup {
+            hibernate: false,
+            timer: false,
+        },
+    ));
+    let hibernated = runtime.block_on(per_object(
+        n,
+        Setup {
+            hibernate: true,
+            timer: false,
+        },
+    ));
+    let with_timer = runtime.block_on(per_object(
+        n,
+        Setup {
+            hibernate: true,
+            timer: true,
+        },
+    ));
+    println!("footprint, {n} objects, heap bytes per object (counting allocator):");
+    println!("  object copy, tiny ConfigMap (Arc)                  {config_map:8.0}");
+    println!("  the same, packed as JSON (hibernated)              {packed_config_map:8.0}");
+    println!("  object copy, converged PgAccessRequest (Arc)       {request:8.0}");
+    println!("  the same, packed as JSON (hibernated)              {packed_request:8.0}");
+    println!("  live actor + supervisor entry + copy (ConfigMap)   {live_actors:8.0}");
+    println!("  hibernated: supervisor entry + packed copy         {hibernated:8.0}");
+    println!(
+        "    => the actor alone                               {:8.0}",
+        live_actors - hibernated - (config_map - packed_config_map)
+    );
+    println!(
+        "    => the supervisor entry alone                    {:8.0}",
+        hibernated - packed_config_map
+    );
+    println!(
+        "  one armed timer in the wheel                       {:8.0}",
+        with_timer - hibernated
+    );
+}
