@@ -1,5 +1,6 @@
 //! The seam between the generic runtime and one kind: the [`Reconciler`] trait.
 
+use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +42,23 @@ pub trait Reconciler: Send + Sync + 'static {
 
     /// The object's actor is stopping (the object was deleted, or the operator shuts down).
     fn on_stop(&self, _key: &ObjectKey, _cx: &ObjectContext) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// The object does not exist (it was just deleted, or a child or reference names one the
+    /// complete list does not hold): remove what only it would have removed, such as children
+    /// its deletion does not garbage-collect because they were never adopted.
+    fn on_orphan(&self, _key: &ObjectKey, _cx: &ObjectContext) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// The kind's watches listed every object there is (`known`): sweep what belongs to objects
+    /// outside it (children that outlived an object deleted while the operator was away).
+    fn on_listed(
+        &self,
+        _known: &HashSet<ObjectKey>,
+        _env: &Arc<PassEnv>,
+    ) -> impl Future<Output = ()> + Send {
         async {}
     }
 

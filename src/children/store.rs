@@ -146,6 +146,11 @@ where
             .collect()
     }
 
+    /// Every owner with at least one child cached.
+    pub fn owners(&self) -> Vec<KindKey> {
+        self.by_owner.iter().map(|e| e.key().clone()).collect()
+    }
+
     /// One child by key (whatever its owner), unless this operator just deleted it.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<C>> {
         self.visible(key)

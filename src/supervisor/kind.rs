@@ -1,7 +1,7 @@
 //! The per-kind supervisor: owns the watches, the registry, the timer wheel and the lifecycle
 //! of object actors, hibernation included (see `kind_life.rs`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -128,6 +128,17 @@ pub struct KindState<R: Reconciler> {
     /// Tasks that forward the watch streams to this actor and the wheel's task; dropping them
     /// stops the watches and the timers.
     pub(super) watches: Vec<AbortOnDropHandle<()>>,
+    /// How many object watches there are, and which finished a list: once all did, an object
+    /// missing from `objects` does not exist.
+    pub(super) sources: usize,
+    pub(super) listed: HashSet<usize>,
+}
+
+impl<R: Reconciler> KindState<R> {
+    /// Whether every watch of the kind delivered its list.
+    pub(super) fn complete(&self) -> bool {
+        self.listed.len() >= self.sources
+    }
 }
 
 impl<R: Reconciler> KindState<R> {
@@ -191,6 +202,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
         args: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut watches = Vec::new();
+        let sources = args.sources.len();
         for (source, events) in args.sources.into_iter().enumerate() {
             args.shared.readiness.expect_list(&list_id::<R>(source));
             watches.push(forward(&myself, events, move |event| KindMsg::Watch {
@@ -237,6 +249,8 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             sweep: None,
             hibernated: 0,
             watches,
+            sources,
+            listed: HashSet::new(),
         })
     }
 
@@ -369,6 +383,12 @@ impl<R: Reconciler> KindSupervisor<R> {
                 let gone = state.relisting.entry(source).or_default().finish(known);
                 for key in gone {
                     self.remove(state, &key).await;
+                }
+                state.listed.insert(source);
+                if state.complete() {
+                    let known: HashSet<ObjectKey> = state.objects.keys().cloned().collect();
+                    let (reconciler, env) = (self.reconciler.clone(), state.env.clone());
+                    tokio::spawn(async move { reconciler.on_listed(&known, &env).await });
                 }
             }
             watcher::Event::Apply(obj) => {

@@ -33,6 +33,10 @@ impl<R: Reconciler> KindSupervisor<R> {
         message: ObjectMsg<R::Object>,
     ) {
         let Some(tracked) = state.objects.get_mut(key) else {
+            // Something of an object that does not exist changed (a child labelled for it).
+            if state.complete() {
+                self.orphaned(state, key);
+            }
             return;
         };
         match &mut tracked.life {
@@ -137,6 +141,14 @@ impl<R: Reconciler> KindSupervisor<R> {
         // Its Secret references go with it, so a later change of those wakes nobody.
         state.env.shared.secrets.forget(&kind_of::<R>(), key);
         state.count_actors();
+        self.orphaned(state, key);
+    }
+
+    /// Lets the reconciler remove what the gone object leaves behind, off the supervisor.
+    pub(super) fn orphaned(&self, state: &KindState<R>, key: &ObjectKey) {
+        let (reconciler, key) = (self.reconciler.clone(), key.clone());
+        let cx = ObjectContext::new(key.clone(), state.env.clone(), 0);
+        tokio::spawn(async move { reconciler.on_orphan(&key, &cx).await });
     }
 
     pub(super) async fn on_child_ended(

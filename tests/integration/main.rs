@@ -25,6 +25,7 @@ mod pgadmin_support;
 mod pgar_converged;
 mod pgar_kubectl;
 mod pgar_namespaces;
+mod pgar_orphans;
 mod pgar_support;
 mod runtime_cli;
 mod runtime_crash;

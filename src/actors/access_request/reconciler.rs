@@ -1,15 +1,16 @@
 //! One pass over a PgAccessRequest: read the caches, decide (pure), delete what must go, write
 //! the status once, record the Events, and ask for a timer at expiry or at the end of a grace.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
-use kube::Resource;
 use kube::api::Api;
+use kube::{Resource, ResourceExt};
 
-use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
+use crate::actors::{ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgAccessRequest, PgAccessRequestStatus, ReportsConditions};
 use crate::children::{OperatorCaches, Track, wait_synced};
 use crate::conditions::{ConditionType, PassFacts, find_condition};
@@ -222,6 +223,56 @@ impl Reconciler for AccessRequestReconciler {
     async fn on_stop(&self, key: &crate::messages::ObjectKey, _cx: &ObjectContext) {
         self.caches.clusters.index().forget(&owner_key(key));
         self.status.forget(key);
+    }
+
+    /// RoleBindings labelled for a request that does not exist grant what nobody approved:
+    /// deleted (pinned), whether the request was deleted before it adopted them or never was.
+    async fn on_orphan(&self, key: &ObjectKey, cx: &ObjectContext) {
+        let bindings = &self.caches.access_bindings;
+        if bindings.wait_synced(CACHE_WAIT).await.is_err() {
+            return;
+        }
+        let api: Api<RoleBinding> = Api::namespaced(cx.client.clone(), &key.namespace);
+        for binding in bindings.children_of(&owner_key(key)) {
+            let name = binding.name_any();
+            let uid = binding.uid();
+            let pinned = delete_pinned(
+                &api,
+                &cx.writes,
+                &name,
+                uid.clone(),
+                binding.resource_version(),
+            );
+            match pinned.await {
+                Ok(Pinned::Changed) => {}
+                Ok(outcome) => {
+                    tracing::info!(rolebinding = %name, request = %key, ?outcome, "RoleBinding of a request that does not exist deleted");
+                    bindings.deleted(&ObjectKey::new(key.namespace.as_str(), name.as_str()), uid);
+                }
+                Err(error) => {
+                    tracing::warn!(rolebinding = %name, request = %key, %error, "RoleBinding of a request that does not exist not deleted; retried on its next change or list");
+                }
+            }
+        }
+    }
+
+    async fn on_listed(&self, known: &HashSet<ObjectKey>, env: &Arc<PassEnv>) {
+        if self
+            .caches
+            .access_bindings
+            .wait_synced(CACHE_WAIT)
+            .await
+            .is_err()
+        {
+            return;
+        }
+        for owner in self.caches.access_bindings.owners() {
+            let key = owner.object_key();
+            if owner.kind == KIND && !known.contains(&key) {
+                let cx = ObjectContext::new(key.clone(), env.clone(), 0);
+                self.on_orphan(&key, &cx).await;
+            }
+        }
     }
 
     async fn report_error(
