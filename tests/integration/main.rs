@@ -49,6 +49,7 @@ mod sim_net_support;
 mod sim_protobuf;
 mod sim_protobuf_generators;
 mod sim_python;
+mod sim_rbac;
 mod sim_scale;
 mod sim_support;
 mod sim_watch;
