@@ -464,6 +464,26 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         }
         "patch" => {
             let (kind, patch) = read_patch(body, &parts.headers).await?;
+            // An apply that creates the object needs `create` too, as on a real server.
+            if kind == PatchKind::Apply && !identity.is_admin() {
+                let missing = server
+                    .store
+                    .lock()
+                    .get(&ops::res_key(&info), &(namespace.clone(), name.clone()))
+                    .is_none();
+                let a = crate::auth::Attributes {
+                    verb: "create".into(),
+                    path: None,
+                    group: target.group.clone(),
+                    resource: target.plural.clone(),
+                    subresource: target.sub.clone().unwrap_or_default(),
+                    name: name.clone(),
+                    namespace: namespace.clone(),
+                };
+                if missing && !crate::auth::authorize(&server, &identity, &a) {
+                    return Err(crate::auth::forbidden(&identity, &a, Some(&name)));
+                }
+            }
             if rbac_kind(&info) && !identity.is_admin() {
                 let mut dry = server.store.lock_dry_run();
                 let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));

@@ -27,6 +27,7 @@ mod runtime_first_hour;
 mod runtime_leader;
 mod runtime_support;
 mod runtime_watch;
+mod shared_least_privilege;
 mod shared_metrics;
 mod shared_operator;
 mod shared_prober;

@@ -211,12 +211,12 @@ async fn stored_rules_decide_with_kubernetes_semantics() {
 
     // The allowing rules were recorded; the refused requests exercised nothing else.
     let exercised = sim.admin().exercised_rules();
-    let alice_rules: Vec<String> = exercised["alice"]
+    let alice_rules: std::collections::BTreeSet<String> = exercised["alice"]
         .iter()
         .map(|r| format!("{}#{}", r.role, r.index))
         .collect();
     assert_eq!(
-        alice_rules,
+        alice_rules.into_iter().collect::<Vec<_>>(),
         vec![
             "ClusterRole/ca-reader#0",
             "ClusterRole/ca-reader#1",

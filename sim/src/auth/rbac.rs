@@ -49,6 +49,10 @@ pub struct RuleRef {
     pub role: String,
     /// Its index in that role's `rules`.
     pub index: usize,
+    /// What it allowed: the verb, and `GROUP/RESOURCE[/SUB]` (`/RESOURCE` for the core group)
+    /// or the non-resource path (empty when the rule is only listed, not exercised).
+    pub verb: String,
+    pub resource: String,
 }
 
 /// A rule, read from its JSON.
@@ -236,6 +240,8 @@ fn cluster_role_rules(l: &Locked<'_>, role: &Value, out: &mut Vec<(RuleRef, Rule
                     RuleRef {
                         role: role.clone(),
                         index,
+                        verb: String::new(),
+                        resource: String::new(),
                     },
                     Rule::from_json(r),
                 ));
@@ -285,6 +291,8 @@ fn binding_rules(l: &Locked<'_>, binding: &Value, namespace: &str) -> Vec<(RuleR
                         RuleRef {
                             role: format!("Role/{namespace}/{name}"),
                             index,
+                            verb: String::new(),
+                            resource: String::new(),
                         },
                         Rule::from_json(r),
                     ));
@@ -386,8 +394,14 @@ fn decide(server: &Server, id: &Identity, a: &Attributes, record: bool) -> bool 
             .map(|(at, _)| at)
     };
     match granted {
-        Some(at) => {
+        Some(mut at) => {
             if record {
+                at.verb = a.verb.clone();
+                at.resource = match (&a.path, a.subresource.as_str()) {
+                    (Some(path), _) => path.clone(),
+                    (None, "") => format!("{}/{}", a.group, a.resource),
+                    (None, sub) => format!("{}/{}/{sub}", a.group, a.resource),
+                };
                 server.rbac_audit.record(&id.user, at);
             }
             true
