@@ -50,6 +50,17 @@ pub struct SettingsArgs {
     /// Export traces over OTLP/HTTP to this endpoint.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otel_exporter_otlp_endpoint: Option<String>,
+    /// Log lines as JSON objects (for a log collector) or as text.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// The shape of the log lines on stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// Where `run` serves its endpoints (`sim` serves none: it is for trying, not for scraping).
