@@ -7,6 +7,7 @@ pub mod evidence_agent;
 mod object;
 mod object_reconciler;
 mod object_timers;
+pub mod pgadmin;
 
 pub(crate) mod not_watched;
 pub(crate) mod notice_routes;

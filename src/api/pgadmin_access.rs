@@ -29,6 +29,8 @@ use super::common::{CommonStatus, DNS_SUBDOMAIN};
         json_path = r#".status.conditions[?(@.type=="Ready")].reason"#
     ),
     printcolumn(name = "PgAdmin", type_ = "string", json_path = ".spec.pgAdmin.name"),
+    printcolumn(name = "From", type_ = "string", json_path = ".spec.pgAdmin.namespace"),
+    printcolumn(name = "Clusters", type_ = "string", json_path = ".spec.clusters"),
     printcolumn(
         name = "Age",
         type_ = "date",

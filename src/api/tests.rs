@@ -76,7 +76,7 @@ fn every_crd_has_its_names_columns_and_status_subresource() {
             "PgAdminAccess",
             "pgadminaccesses",
             "pgaa",
-            vec!["Ready", "Reason", "PgAdmin", "Age"],
+            vec!["Ready", "Reason", "PgAdmin", "From", "Clusters", "Age"],
         ),
         (
             "EvidenceAgent",

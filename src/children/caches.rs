@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
+};
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::Client;
@@ -42,12 +44,17 @@ pub struct OperatorCaches {
     pub pods: Arc<ChildStore<Pod>>,
     pub config_maps: Arc<ChildStore<ConfigMap>>,
     pub jobs: Arc<ChildStore<Job>>,
+    /// A PgAdmin's data volume.
+    pub persistent_volume_claims: Arc<ChildStore<PersistentVolumeClaim>>,
     pub role_bindings: Arc<ChildStore<RoleBinding>>,
     pub network_policies: Arc<ChildStore<NetworkPolicy>>,
     pub ingresses: Arc<ChildStore<Ingress>>,
     /// Empty where the API is not served (the prober's answer decides, not this store).
     pub routes: Arc<ChildStore<Route>>,
     pub http_routes: Arc<ChildStore<HttpRoute>>,
+    /// Secrets this operator wrote (an EvidenceAgent's serving certificate), contents included:
+    /// only ours are selected, never a Secret of anyone else.
+    pub owned_secrets: Arc<ChildStore<Secret>>,
     /// The RoleBindings of PgAccessRequests, filed under the request their label names.
     pub access_bindings: Arc<ChildStore<RoleBinding>>,
 
@@ -57,6 +64,10 @@ pub struct OperatorCaches {
     pub poolers: Arc<Contents>,
     pub object_stores: Arc<Contents>,
     pub pgadmin_accesses: Arc<Contents>,
+    /// CloudNativePG DatabaseRoles (a PgAdmin offers them as servers).
+    pub database_roles: Arc<Contents>,
+    /// CloudNativePG Databases (a PgAdmin's settings database).
+    pub databases: Arc<Contents>,
     /// The secret router's index when one runs (it owns the watch), else one of our own.
     pub secrets: Arc<ReferenceIndex>,
     pub referenced_config_maps: Arc<ReferenceIndex>,
@@ -121,6 +132,8 @@ impl OperatorCaches {
         let poolers = OptionalApi::Poolers.resource();
         let stores = OptionalApi::ObjectStores.resource();
         let accesses = pgadmin_accesses();
+        let roles = OptionalApi::DatabaseRoles.resource();
+        let databases = OptionalApi::Databases.resource();
         Self {
             service_accounts: ChildStore::new("ServiceAccounts", our_owner()),
             services: ChildStore::new("Services", our_owner()),
@@ -129,11 +142,13 @@ impl OperatorCaches {
             pods: ChildStore::new("Pods", our_owner()),
             config_maps: ChildStore::new("ConfigMaps", our_owner()),
             jobs: ChildStore::new("Jobs", our_owner()),
+            persistent_volume_claims: ChildStore::new("PersistentVolumeClaims", our_owner()),
             role_bindings: ChildStore::new("RoleBindings", our_owner()),
             network_policies: ChildStore::new("NetworkPolicies", our_owner()),
             ingresses: ChildStore::new("Ingresses", our_owner()),
             routes: ChildStore::new("Routes", our_owner()),
             http_routes: ChildStore::new("HTTPRoutes", our_owner()),
+            owned_secrets: ChildStore::new("Secrets", our_owner()),
             access_bindings: ChildStore::new(
                 "RoleBindings of requests",
                 owner_label("PgAccessRequest", REQUEST_LABEL),
@@ -147,6 +162,11 @@ impl OperatorCaches {
             pgadmin_accesses: contents(
                 ReferenceIndex::new("PgAdminAccesses", accesses.clone()),
                 accesses,
+            ),
+            database_roles: contents(ReferenceIndex::new("DatabaseRoles", roles.clone()), roles),
+            databases: contents(
+                ReferenceIndex::new("Databases", databases.clone()),
+                databases,
             ),
             secrets: ReferenceIndex::new("Secrets", secrets_resource()),
             watch_secrets: true,
@@ -185,11 +205,13 @@ impl OperatorCaches {
             start(&self.pods, managed()),
             start(&self.config_maps, managed()),
             start(&self.jobs, managed()),
+            start(&self.persistent_volume_claims, managed()),
             start(&self.role_bindings, managed()),
             start(&self.network_policies, managed()),
             start(&self.ingresses, managed()),
             start(&self.routes, managed()),
             start(&self.http_routes, managed()),
+            start(&self.owned_secrets, managed()),
             start(
                 &self.access_bindings,
                 watcher::Config::default().labels(REQUEST_LABEL),
@@ -198,6 +220,8 @@ impl OperatorCaches {
             start_index(self.poolers.index()),
             start_index(self.object_stores.index()),
             start_index(self.pgadmin_accesses.index()),
+            start_index(self.database_roles.index()),
+            start_index(self.databases.index()),
             start_index(&self.referenced_config_maps),
             start_index(self.namespace_network_policies.index()),
         ];

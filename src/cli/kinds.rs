@@ -3,6 +3,7 @@
 use crate::actors::access_request::AccessRequestReconciler;
 use crate::actors::console::ConsoleReconciler;
 use crate::actors::evidence_agent::EvidenceAgentReconciler;
+use crate::actors::pgadmin::PgAdminReconciler;
 use crate::children::OperatorCaches;
 use crate::k8s::EventSink;
 use crate::supervisor::{Kind, KindOptions, OperatorBuilder};
@@ -27,6 +28,9 @@ pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
         .register(
             Kind::new(EvidenceAgentReconciler::new(caches.clone(), events.clone()))
                 .options(options),
+        )
+        .register(
+            Kind::new(PgAdminReconciler::new(caches.clone(), events.clone())).options(options),
         )
         .register(Kind::new(ConsoleReconciler::new(caches, events)).options(options))
 }

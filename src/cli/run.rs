@@ -14,8 +14,9 @@ use crate::actors::shared::start_shared_actors;
 use crate::cli::register_all;
 use crate::health::{Readiness, serve_endpoints};
 use crate::metrics::OperatorMetrics;
-use crate::supervisor::OperatorBuilder;
+use crate::runtime::DEFAULT_OPERATOR_NAMESPACE;
 use crate::supervisor::leader::{self, LeaderConfig};
+use crate::supervisor::{OperatorBuilder, OperatorSettings};
 
 /// This replica's name in the Lease: the pod name when running in a cluster.
 fn identity() -> String {
@@ -38,8 +39,9 @@ pub struct RunArgs {
     /// Run only while holding the `pgtoolbox-operator` Lease (one active replica).
     #[arg(long, env = "LEADER_ELECT")]
     pub leader_elect: bool,
-    /// Namespace of the leader-election Lease.
-    #[arg(long, env = "POD_NAMESPACE", default_value = "pgtoolbox-system")]
+    /// The operator's own namespace: its leader-election Lease and the Secret of the CA that
+    /// signs EvidenceAgent serving certificates.
+    #[arg(long, env = "POD_NAMESPACE", default_value = DEFAULT_OPERATOR_NAMESPACE)]
     pub leader_election_namespace: String,
     /// Bound on the time in-flight reconciles get to finish on SIGTERM/SIGINT.
     #[arg(long, default_value = "25s", value_parser = humantime_secs)]
@@ -110,10 +112,14 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     readiness.set_standby(false);
     // Before any watch: which namespaces to watch, which optional APIs to use (a probe that
     // fails ends the start, non-zero, and the restart retries), the secret router.
+    let settings = OperatorSettings {
+        operator_namespace: args.leader_election_namespace.clone(),
+        ..args.settings.to_settings()
+    };
     let shared_actors = start_shared_actors(
         &client,
         &kind_names(&client),
-        args.settings.to_settings(),
+        settings,
         metrics,
         readiness.clone(),
     )

@@ -50,9 +50,25 @@ pub struct SettingsArgs {
     /// Export traces over OTLP/HTTP to this endpoint.
     #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
     pub otel_exporter_otlp_endpoint: Option<String>,
+    /// Lifetime of the serving certificates the operator issues to EvidenceAgents (`2160h`,
+    /// `90m`, `45s`); each is renewed once two thirds of it have passed.
+    #[arg(long, env = "EVIDENCE_CERTIFICATE_VALIDITY", default_value = "2160h", value_parser = parse_lifetime)]
+    pub evidence_certificate_validity: std::time::Duration,
     /// Log lines as JSON objects (for a log collector) or as text.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+}
+
+/// A positive duration in hours, minutes and seconds (`2160h`, `1h30m`, `45s`).
+fn parse_lifetime(text: &str) -> Result<std::time::Duration, String> {
+    let parsed: jiff::SignedDuration = text
+        .trim()
+        .parse()
+        .map_err(|e| format!("expected a duration like 2160h or 90s: {e}"))?;
+    std::time::Duration::try_from(parsed)
+        .ok()
+        .filter(|d| d.as_secs() >= 1)
+        .ok_or_else(|| format!("{text:?} is not a positive duration of at least one second"))
 }
 
 /// The shape of the log lines on stderr.
@@ -106,6 +122,7 @@ impl SettingsArgs {
                 evidence_agent: self.default_evidence_agent_image.clone(),
             },
             max_inflight_writes: self.max_inflight_writes,
+            evidence_certificate_validity: self.evidence_certificate_validity,
             ..OperatorSettings::default()
         }
     }
@@ -151,5 +168,32 @@ mod tests {
             Some("registry.example/console:1")
         );
         assert_eq!(settings.default_images.pgadmin, None);
+        assert_eq!(
+            settings.evidence_certificate_validity,
+            std::time::Duration::from_secs(90 * 24 * 3600)
+        );
+    }
+
+    #[test]
+    fn certificate_validity_is_a_positive_duration() {
+        let parse = |value: &str| {
+            Probe::try_parse_from(["x", "--evidence-certificate-validity", value])
+                .map(|p| p.settings.to_settings().evidence_certificate_validity)
+                .ok()
+        };
+        for (text, secs) in [
+            ("45s", Some(45)),
+            ("1h30m", Some(5400)),
+            ("2160h", Some(7_776_000)),
+        ] {
+            assert_eq!(
+                parse(text),
+                secs.map(std::time::Duration::from_secs),
+                "{text}"
+            );
+        }
+        for text in ["0s", "-5s", "soon", "500ms"] {
+            assert_eq!(parse(text), None, "{text}");
+        }
     }
 }

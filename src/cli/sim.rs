@@ -127,11 +127,23 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     let _ = writeln!(std::io::stdout(), "{banner}");
 
     let client = sim.client();
+    // The operator's own namespace, as deploy/ creates it: the CA of EvidenceAgent serving
+    // certificates is kept there.
+    let settings = args.settings.to_settings();
+    let namespace = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n",
+        settings.operator_namespace
+    );
+    for result in apply_manifests(&client, &namespace, "pgtoolbox-sim").await {
+        if let Err(err) = result {
+            eprintln!("namespace {}: {err}", settings.operator_namespace);
+        }
+    }
     // The same start-up checks as `run`: `--deny` and `--unserve` show how the operator degrades.
     let shared_actors = start_shared_actors(
         &client,
         &super::run::kind_names(&client),
-        args.settings.to_settings(),
+        settings,
         OperatorMetrics::new(),
         Readiness::new(),
     )

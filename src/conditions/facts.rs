@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use serde::Serialize;
+use serde_json::Value;
 
 use super::errors::ClassifiedError;
 use super::events::EventDecision;
@@ -225,10 +226,13 @@ impl PassFacts {
         if self.fields.iter().any(|f| f.field == field) {
             return Err(FactsError::FieldTwice { field });
         }
-        let value = serde_json::to_value(desired).map_err(|e| FactsError::Unserialisable {
-            field,
-            message: e.to_string(),
-        })?;
+        let json = |value: &T| {
+            serde_json::to_value(value).map_err(|e| FactsError::Unserialisable {
+                field,
+                message: e.to_string(),
+            })
+        };
+        let value = merge_patch_value(json(desired)?, &json(stored)?);
         self.fields.push(FieldWrite {
             field,
             value,
@@ -353,5 +357,68 @@ impl PassFacts {
                     message: verdict.message.clone(),
                 })
         })
+    }
+}
+
+/// The value a merge patch must carry to turn `stored` into `desired`: a key the stored value
+/// has and the desired one drops (an ObjectStore's `destinationPath` no longer known, a
+/// certificate's `notAfter` after a switch of provider) is stated `null` at every depth, since a
+/// merge patch removes only what it names. Once written, desired and stored compare equal.
+fn merge_patch_value(desired: Value, stored: &Value) -> Value {
+    match (desired, stored) {
+        (Value::Object(mut want), Value::Object(have)) => {
+            for (key, old) in have {
+                let new = match want.remove(key) {
+                    Some(new) => merge_patch_value(new, old),
+                    None => Value::Null,
+                };
+                want.insert(key.clone(), new);
+            }
+            Value::Object(want)
+        }
+        (desired, _) => desired,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_patch_value;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn a_dropped_key_is_written_null_until_it_is_gone() {
+        let store = |path: Option<&str>| match path {
+            Some(p) => json!({"name": "orders-store", "destinationPath": p}),
+            None => json!({"name": "orders-store"}),
+        };
+        // (desired, stored, value written)
+        let cases = [
+            (
+                store(Some("s3://a")),
+                store(Some("s3://a")),
+                store(Some("s3://a")),
+            ),
+            (
+                store(None),
+                store(Some("s3://a")),
+                json!({"name": "orders-store", "destinationPath": null}),
+            ),
+            (store(None), store(None), store(None)),
+            (store(Some("s3://b")), store(None), store(Some("s3://b"))),
+            (Value::Null, store(Some("s3://a")), Value::Null),
+            (store(None), Value::Null, store(None)),
+            (
+                json!({"a": {"b": 1}}),
+                json!({"a": {"b": 1, "c": 2}, "d": [1]}),
+                json!({"a": {"b": 1, "c": null}, "d": null}),
+            ),
+        ];
+        for (desired, stored, written) in cases {
+            assert_eq!(
+                merge_patch_value(desired.clone(), &stored),
+                written,
+                "{desired} over {stored}"
+            );
+        }
     }
 }

@@ -7,4 +7,5 @@ pub mod images;
 pub mod namespace_permissions;
 pub mod optional_api;
 pub mod pgaccessrequest;
+pub mod pgadmin;
 pub mod workload;

@@ -100,9 +100,9 @@ const KINDS: &[KindNeeds] = &[
         kind: "EvidenceAgent",
         plural: "evidenceagents",
         workload: true,
-        // The CA bundle ConfigMap of the `openshift` provider. The `operator` provider's
-        // certificate Secrets will add ("", "secrets", MANAGE) when it is built.
-        uses: &[("", "configmaps", MANAGE)],
+        // The CA bundle ConfigMap of the `openshift` provider; the serving certificate
+        // Secrets of the `operator` provider.
+        uses: &[("", "configmaps", MANAGE), ("", "secrets", MANAGE)],
     },
 ];
 
@@ -317,6 +317,13 @@ mod tests {
         );
         assert!(!granted("create", "deployments"));
         assert!(granted("watch", "secrets") && !granted("get", "secrets"));
+        let evidence = required_permissions(&["EvidenceAgent"]);
+        assert!(
+            evidence
+                .iter()
+                .any(|p| p.verb == "create" && p.resource == "secrets"),
+            "the operator provider writes the serving certificate Secret"
+        );
         let none: [&str; 0] = [];
         assert_eq!(required_permissions(&none).len(), 7, "the common rows only");
     }

@@ -7,4 +7,4 @@ mod settings;
 
 pub use backoff::BackoffPolicy;
 pub use metrics::{PassResult, RuntimeMetrics};
-pub use settings::{DefaultImages, OperatorSettings};
+pub use settings::{DEFAULT_OPERATOR_NAMESPACE, DefaultImages, OperatorSettings};

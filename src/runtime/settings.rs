@@ -15,10 +15,19 @@ pub struct OperatorSettings {
     /// First passes of objects found by a (re)list are spread over this window, so a restart
     /// with many objects does not send all their writes at once.
     pub startup_jitter: std::time::Duration,
+    /// The operator's own namespace (`POD_NAMESPACE`): its Lease and the Secret of the CA that
+    /// signs EvidenceAgent serving certificates.
+    pub operator_namespace: String,
+    /// Lifetime of an EvidenceAgent serving certificate the operator issues; it is renewed
+    /// once two thirds of it have passed. Ninety days; tests shorten it.
+    pub evidence_certificate_validity: std::time::Duration,
     /// How long a stall on an input the operator does not watch waits before it is looked at
     /// again: (two minutes, five minutes) as the engine schedules them; tests shorten them.
     pub stall_rechecks: (std::time::Duration, std::time::Duration),
 }
+
+/// The operator's namespace when `POD_NAMESPACE` is not set (deploy/ installs it there).
+pub const DEFAULT_OPERATOR_NAMESPACE: &str = "pgtoolbox-system";
 
 /// Image defaults; `None` means a kind that needs the image reports it as required.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -39,6 +48,9 @@ impl Default for OperatorSettings {
             max_inflight_writes: 32,
             access_request_orphan_grace: crate::reconcile::pgaccessrequest::ORPHAN_GRACE,
             startup_jitter: std::time::Duration::from_secs(2),
+            operator_namespace: DEFAULT_OPERATOR_NAMESPACE.to_owned(),
+            evidence_certificate_validity:
+                crate::reconcile::evidenceagent::DEFAULT_CERTIFICATE_VALIDITY,
             stall_rechecks: (
                 crate::conditions::STALL_RECHECK,
                 crate::conditions::STALL_RECHECK_LONG,

@@ -77,8 +77,8 @@ async fn generated_crds_apply_and_print_their_columns() {
                 short: "pgaa",
                 name: "grant-team-a",
                 status: "",
-                header: &["NAME", "READY", "REASON", "PGADMIN", "AGE"],
-                values: &["False", "ClusterNotFound", "team-pgadmin"],
+                header: &["NAME", "READY", "REASON", "PGADMIN", "FROM", "CLUSTERS", "AGE"],
+                values: &["False", "ClusterNotFound", "team-pgadmin", "team-a", "billing"],
             },
             Columns {
                 short: "pgev",

@@ -18,12 +18,12 @@ use serde_json::{Value, json};
 
 use super::sim_net_support::api;
 
-const NS: &str = "team-a";
-const IMAGE: &str = "ghcr.io/pgtoolbox/evidence-agent:0.1.0";
+pub(super) const NS: &str = "team-a";
+pub(super) const IMAGE: &str = "ghcr.io/pgtoolbox/evidence-agent:0.1.0";
 
-struct Env {
-    _sim: Sim,
-    client: kube::Client,
+pub(super) struct Env {
+    pub(super) _sim: Sim,
+    pub(super) client: kube::Client,
     operator: Option<Operator>,
 }
 
@@ -34,7 +34,16 @@ impl Drop for Env {
     }
 }
 
-async fn start(config: SimConfig, settings: OperatorSettings) -> Env {
+pub(super) async fn start(config: SimConfig, settings: OperatorSettings) -> Env {
+    start_with(config, settings, true).await
+}
+
+/// `start`, creating the operator's own namespace or not.
+pub(super) async fn start_with(
+    config: SimConfig,
+    settings: OperatorSettings,
+    operator_namespace: bool,
+) -> Env {
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
         extra_crds: vec![crds],
@@ -44,6 +53,10 @@ async fn start(config: SimConfig, settings: OperatorSettings) -> Env {
     .expect("sim starts");
     let client = sim.client();
     super::sim_support::namespace(&client, NS).await;
+    if operator_namespace {
+        // The operator's namespace, where it keeps its CA (`operator` provider).
+        super::sim_support::namespace(&client, &settings.operator_namespace).await;
+    }
     let shared = Arc::new(Shared::new(OperatorSettings {
         startup_jitter: Duration::ZERO,
         ..settings
@@ -59,7 +72,7 @@ async fn start(config: SimConfig, settings: OperatorSettings) -> Env {
     }
 }
 
-fn with_controllers() -> SimConfig {
+pub(super) fn with_controllers() -> SimConfig {
     SimConfig {
         controllers: true,
         pod_start: Duration::from_millis(50),
@@ -69,11 +82,11 @@ fn with_controllers() -> SimConfig {
 }
 
 impl Env {
-    fn agents(&self) -> Api<EvidenceAgent> {
+    pub(super) fn agents(&self) -> Api<EvidenceAgent> {
         Api::namespaced(self.client.clone(), NS)
     }
 
-    async fn create_json(&self, group: &str, kind: &str, plural: &str, obj: Value) {
+    pub(super) async fn create_json(&self, group: &str, kind: &str, plural: &str, obj: Value) {
         let api = api(&self.client, Some(NS), group, kind, plural);
         let obj: DynamicObject = serde_json::from_value(obj).expect("valid object");
         api.create(&PostParams::default(), &obj)
@@ -81,7 +94,7 @@ impl Env {
             .expect("created");
     }
 
-    async fn cluster(&self, name: &str, object_store: Option<&str>) {
+    pub(super) async fn cluster(&self, name: &str, object_store: Option<&str>) {
         let plugins = match object_store {
             Some(store) => json!([{
                 "name": "barman-cloud.cloudnative-pg.io",
@@ -104,7 +117,7 @@ impl Env {
         .await;
     }
 
-    async fn object_store(&self, name: &str, configuration: Value) {
+    pub(super) async fn object_store(&self, name: &str, configuration: Value) {
         self.create_json(
             "barmancloud.cnpg.io",
             "ObjectStore",
@@ -119,7 +132,7 @@ impl Env {
         .await;
     }
 
-    async fn credentials(&self, name: &str) {
+    pub(super) async fn credentials(&self, name: &str) {
         let secret: Secret = serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": NS},
             "stringData": {"ACCESS_KEY_ID": "AKIA0000", "ACCESS_SECRET_KEY": "secret"}
@@ -131,7 +144,13 @@ impl Env {
             .expect("secret created");
     }
 
-    async fn agent(&self, name: &str, cluster: &str, image: Option<&str>, provider: &str) {
+    pub(super) async fn agent(
+        &self,
+        name: &str,
+        cluster: &str,
+        image: Option<&str>,
+        provider: &str,
+    ) {
         let mut spec =
             json!({"cluster": {"name": cluster}, "servingCertificate": {"provider": provider}});
         if let Some(image) = image {
@@ -151,7 +170,12 @@ impl Env {
     }
 
     /// Polls until `condition` of the agent has `reason`.
-    async fn wait_reason(&self, agent: &str, condition: &str, reason: &str) -> EvidenceAgent {
+    pub(super) async fn wait_reason(
+        &self,
+        agent: &str,
+        condition: &str,
+        reason: &str,
+    ) -> EvidenceAgent {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
         loop {
             let obj = self.agents().get(agent).await.expect("agent readable");
@@ -168,7 +192,7 @@ impl Env {
     }
 }
 
-fn condition_of(obj: &EvidenceAgent, type_: &str) -> Option<Condition> {
+pub(super) fn condition_of(obj: &EvidenceAgent, type_: &str) -> Option<Condition> {
     obj.status
         .as_ref()?
         .common
@@ -178,13 +202,13 @@ fn condition_of(obj: &EvidenceAgent, type_: &str) -> Option<Condition> {
         .cloned()
 }
 
-fn state(obj: &EvidenceAgent, type_: &str) -> (String, String) {
+pub(super) fn state(obj: &EvidenceAgent, type_: &str) -> (String, String) {
     condition_of(obj, type_)
         .map(|c| (c.status, c.reason))
         .unwrap_or_default()
 }
 
-fn static_s3(destination: &str) -> Value {
+pub(super) fn static_s3(destination: &str) -> Value {
     json!({
         "destinationPath": destination,
         "s3Credentials": {
@@ -195,7 +219,7 @@ fn static_s3(destination: &str) -> Value {
 }
 
 /// Asserts the agent reached `reason` on ConfigurationValid, as a stall with Ready False.
-async fn assert_stalled(env: &Env, agent: &str, reason: &str, needle: &str) {
+pub(super) async fn assert_stalled(env: &Env, agent: &str, reason: &str, needle: &str) {
     let obj = env.wait_reason(agent, "ConfigurationValid", reason).await;
     let config = condition_of(&obj, "ConfigurationValid").expect("ConfigurationValid");
     assert_eq!(config.status, "False", "{agent}");
@@ -479,6 +503,16 @@ async fn evidence_missing_credentials_secret_is_secret_not_found() {
 /// counted by the embedded server. The kind's caches and reconciler are driven pass by pass.
 #[tokio::test]
 async fn evidence_pass_over_a_converged_agent_makes_no_api_request() {
+    converged_pass_makes_no_request("openshift").await;
+}
+
+/// The same with the operator's certificate: the CA is read once, the certificate kept.
+#[tokio::test]
+async fn evidence_pass_over_a_converged_operator_certificate_makes_no_api_request() {
+    converged_pass_makes_no_request("operator").await;
+}
+
+async fn converged_pass_makes_no_request(provider: &str) {
     use futures::StreamExt;
     use pgtoolbox_operator::actors::evidence_agent::EvidenceAgentReconciler;
     use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler};
@@ -495,6 +529,8 @@ async fn evidence_pass_over_a_converged_agent_makes_no_api_request() {
     .expect("sim starts");
     let client = sim.client();
     super::sim_support::namespace(&client, NS).await;
+    let settings = OperatorSettings::default();
+    super::sim_support::namespace(&client, &settings.operator_namespace).await;
     let env = Env {
         _sim: sim,
         client: client.clone(),
@@ -504,8 +540,7 @@ async fn evidence_pass_over_a_converged_agent_makes_no_api_request() {
     env.cluster("orders", Some("orders-store")).await;
     env.object_store("orders-store", static_s3("s3://orders-backups"))
         .await;
-    env.agent("steady", "orders", Some(IMAGE), "openshift")
-        .await;
+    env.agent("steady", "orders", Some(IMAGE), provider).await;
 
     let caches = OperatorCaches::new();
     let scope = WatchScope::Namespaces(vec![NS.into()]);
@@ -522,7 +557,7 @@ async fn evidence_pass_over_a_converged_agent_makes_no_api_request() {
     let pass_env = Arc::new(PassEnv {
         client: client.clone(),
         writes: WriteBudget::new(4),
-        shared: Arc::new(Shared::new(OperatorSettings::default())),
+        shared: Arc::new(Shared::new(settings)),
     });
     let cx = ObjectContext::new(ObjectKey::new(NS, "steady"), pass_env, 0);
     let mut converged = false;
@@ -546,6 +581,6 @@ async fn evidence_pass_over_a_converged_agent_makes_no_api_request() {
     }
     assert!(
         converged,
-        "never converged to a pass without requests; the last pass made {last:?}"
+        "{provider}: never converged to a pass without requests; the last pass made {last:?}"
     );
 }

@@ -98,6 +98,7 @@ fn kubectl_applies_the_examples_directory_to_a_bare_api_server() {
         "pgadmin.pgtoolbox.fyannk.dev/team-pgadmin",
         "pgadminaccess.pgtoolbox.fyannk.dev/grant-team-a",
         "evidenceagent.pgtoolbox.fyannk.dev/orders-evidence",
+        "evidenceagent.pgtoolbox.fyannk.dev/orders-audit",
         "pgtoolboxconsole.pgtoolbox.fyannk.dev/orders-console",
         "cluster.postgresql.cnpg.io/orders",
         "cluster.postgresql.cnpg.io/billing",
@@ -129,6 +130,23 @@ fn sim_brings_the_example_evidence_agent_to_ready() {
     let dir = tempfile::tempdir().unwrap();
     let mut sim = Running::start(&["sim"], dir.path(), Stdio::null());
     sim.wait_for("EvidenceAgent team-a/orders-evidence Ready=True");
+    // The operator's own CA signs the other one's certificate.
+    if !sim
+        .seen
+        .iter()
+        .any(|l| l.contains("EvidenceAgent team-a/orders-audit Ready=True"))
+    {
+        sim.wait_for("EvidenceAgent team-a/orders-audit Ready=True");
+    }
+    assert!(sim.interrupt().success());
+}
+
+#[test]
+fn sim_brings_the_example_pgadmin_to_ready_with_its_servers_registered() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sim = Running::start(&["sim"], dir.path(), Stdio::null());
+    let line = sim.wait_for("PgAdmin team-a/team-pgadmin Ready=True");
+    assert!(line.contains("pgadmin.team-a.apps.example.com"), "{line}");
     assert!(sim.interrupt().success());
 }
 

@@ -1,5 +1,9 @@
-//! The EvidenceAgent kind on the shared runtime: its reconciler, reading the operator's caches.
+//! The EvidenceAgent kind on the shared runtime: its reconciler, reading the operator's caches,
+//! and the operator's CA for the `operator` certificate provider.
 
+mod ca;
+mod certificate;
 mod reconciler;
 
+pub use ca::{CA_SECRET_NAME, CaError, CaStore};
 pub use reconciler::{EvidenceAgentReconciler, KIND};

@@ -1,14 +1,19 @@
 //! One pass over an EvidenceAgent: read the caches (and the Cluster's and ObjectStore's
-//! contents when their resourceVersion moved), decide ConfigurationValid (pure), apply the
-//! children through the applier only for a valid configuration, judge the serving certificate
-//! and the workload from the caches, and write the status once.
+//! contents when their resourceVersion moved), decide ConfigurationValid (pure), plan the
+//! serving certificate (`operator` provider: keep, issue or renew it with the operator's CA),
+//! apply the children through the applier only for a valid configuration, judge the serving
+//! certificate and the workload from the caches, and write the status once, with the
+//! certificate's renewal in the engine's schedule.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::ca::CaStore;
+use super::certificate::{OperatorCertificate, certificate_facts};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{
     CertificateProvider, CertificateStatus, EvidenceAgent, ObjectStoreStatus, ReportsConditions,
@@ -22,13 +27,13 @@ use crate::conditions::{ConditionType, PassFacts, StatusField, Verdict};
 use crate::k8s::EventSink;
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::evidenceagent::{
-    AgentFacts, CABUNDLE_KEY, ChildNames, ConfigOutcome, ForeignChild, RenderInput, ServiceCaFacts,
-    ValidConfig, barman_object_name, ca_config_map, decide, deployment, service, service_account,
-    service_ca_verdict,
+    AgentFacts, CABUNDLE_KEY, CertificatePlan, ChildNames, ConfigOutcome, ForeignChild,
+    RenderInput, ServiceCaFacts, ValidConfig, Validity, barman_object_name, ca_config_map, decide,
+    deployment, operator_verdict, service, service_account, service_ca_verdict, tampered_detail,
 };
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::{Availability, OptionalApi};
-use crate::reconcile::workload::workload_verdict;
+use crate::reconcile::workload::{SecretDigest, workload_verdict};
 use crate::status::{Extras, StatusWriter, Written};
 
 /// How long a pass waits for the first lists of its caches.
@@ -43,11 +48,18 @@ pub enum EvidenceError {
     ClustersUnreadable(String),
     #[error("EvidenceAgent {0} has no uid yet: its children cannot be owned")]
     NoUid(String),
+    #[error("the serving certificate of EvidenceAgent {0} cannot be issued: {1}")]
+    Certificate(
+        String,
+        #[source] crate::reconcile::evidenceagent::pki::PkiError,
+    ),
 }
 
 pub struct EvidenceAgentReconciler {
-    caches: OperatorCaches,
+    pub(super) caches: OperatorCaches,
     status: StatusWriter<EvidenceAgent>,
+    /// The operator's CA (`operator` provider), read or created once.
+    pub(super) ca: CaStore,
 }
 
 fn owner_key(key: &ObjectKey) -> KindKey {
@@ -59,6 +71,7 @@ impl EvidenceAgentReconciler {
         Self {
             caches,
             status: StatusWriter::new(events),
+            ca: CaStore::default(),
         }
     }
 
@@ -74,6 +87,7 @@ impl EvidenceAgentReconciler {
                 c.config_maps.synced(),
                 c.replica_sets.synced(),
                 c.pods.synced(),
+                c.owned_secrets.synced(),
                 c.clusters.index().synced(),
                 c.object_stores.index().synced(),
                 c.secrets.synced(),
@@ -150,50 +164,126 @@ impl EvidenceAgentReconciler {
         let mut outcome = decide(&agent);
         let provider = obj.spec.serving_certificate.provider;
 
-        let mut secret_refs = vec![ObjectKey::new(ns, names.tls_secret.as_str())];
+        // The credential Secrets and the certificate Secret, by version: a new version of any
+        // of them wakes the agent, and (its digest in the workload hash) rolls the Deployment.
+        let tls_key = ObjectKey::new(ns, names.tls_secret.as_str());
+        let mut secret_refs = vec![tls_key.clone()];
         let mut facts = facts;
         let mut converged = true;
+        let mut certificate = None;
         if let Some(valid) = outcome.valid.clone() {
+            let credentials = credential_secrets(&valid);
             secret_refs.extend(
-                [
-                    Some(&valid.store.access_key_id),
-                    Some(&valid.store.secret_access_key),
-                    valid.store.region.as_ref(),
-                ]
-                .into_iter()
-                .flatten()
-                .map(|(secret, _)| ObjectKey::new(ns, secret.as_str())),
+                credentials
+                    .iter()
+                    .map(|secret| ObjectKey::new(ns, secret.as_str())),
             );
             self.caches
                 .secrets
-                .register(&owner, secret_refs.clone(), Track::Existence);
-            let report = self.apply_children(obj, &valid, provider, cx).await?;
-            converged = report.converged();
-            if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
+                .register(&owner, secret_refs, Track::Version);
+            let (plan, tampered) = match provider {
+                CertificateProvider::Operator => {
+                    match self.plan_certificate(obj, cx, &names).await? {
+                        CertificatePlan::Tampered => (None, true),
+                        CertificatePlan::Apply {
+                            secret,
+                            validity,
+                            issued,
+                        } => (
+                            Some(OperatorCertificate {
+                                secret: *secret,
+                                validity,
+                                issued,
+                            }),
+                            false,
+                        ),
+                    }
+                }
+                CertificateProvider::Openshift => (None, false),
+            };
+            if tampered {
+                // Someone else's certificate: nothing is written, the agent stalls.
                 let foreign = ForeignChild {
-                    kind: kind.clone(),
-                    name: name.clone(),
+                    kind: "Secret".into(),
+                    name: names.tls_secret.clone(),
+                    detail: Some(tampered_detail().into()),
                 };
                 agent.foreign_child = Some(&foreign);
                 outcome = decide(&agent);
-            } else if let Some(refused) = refused(&report) {
-                facts = facts
-                    .with_aspect(ConditionType::WorkloadReady, refused)
-                    .map_err(ReconcileError::other)?;
             } else {
-                facts = self.judge_children(facts, &cx.key, &names, &valid, provider)?;
+                let mut digests: Vec<SecretDigest> = credentials
+                    .iter()
+                    .map(|secret| {
+                        let version = self.caches.secrets.version(&ObjectKey::new(ns, secret));
+                        SecretDigest::of_version(secret, version.as_deref())
+                    })
+                    .collect();
+                digests.push(match &plan {
+                    // The certificate as applied: its contents are ours.
+                    Some(cert) => SecretDigest::of_secret(&names.tls_secret, Some(&cert.secret)),
+                    // The service CA's: its version.
+                    None => SecretDigest::of_version(
+                        &names.tls_secret,
+                        self.caches.secrets.version(&tls_key).as_deref(),
+                    ),
+                });
+                let report = self
+                    .apply_children(
+                        obj,
+                        &valid,
+                        provider,
+                        plan.as_ref().map(|c| &c.secret),
+                        &digests,
+                        cx,
+                    )
+                    .await?;
+                converged = report.converged();
+                if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
+                    let foreign = ForeignChild {
+                        kind: kind.clone(),
+                        name: name.clone(),
+                        detail: None,
+                    };
+                    agent.foreign_child = Some(&foreign);
+                    outcome = decide(&agent);
+                } else if let Some(refused) = refused(&report) {
+                    facts = facts
+                        .with_aspect(ConditionType::WorkloadReady, refused)
+                        .map_err(ReconcileError::other)?;
+                } else {
+                    facts = self.judge_children(
+                        facts,
+                        &cx.key,
+                        &names,
+                        &valid,
+                        provider,
+                        plan.as_ref(),
+                    )?;
+                    // Only a certificate that was applied is shown, renewed and announced.
+                    certificate = plan;
+                }
             }
         } else {
             self.caches
                 .secrets
-                .register(&owner, secret_refs.clone(), Track::Existence);
+                .register(&owner, secret_refs, Track::Version);
+        }
+        if let Some(cert) = &certificate {
+            facts = certificate_facts(facts, cert, &names.tls_secret)?;
         }
 
         facts = facts
             .with_aspect(ConditionType::ConfigurationValid, outcome.verdict.clone())
             .map_err(ReconcileError::other)?
             .with_children_converged(converged);
-        facts = self.status_fields(obj, facts, &outcome, &names, provider)?;
+        facts = self.status_fields(
+            obj,
+            facts,
+            &outcome,
+            &names,
+            provider,
+            certificate.as_ref().map(|c| &c.validity),
+        )?;
         let written = self.write(obj, facts, cx).await?;
         Ok(Outcome::done().with_status(written))
     }
@@ -203,6 +293,8 @@ impl EvidenceAgentReconciler {
         obj: &EvidenceAgent,
         valid: &ValidConfig,
         provider: CertificateProvider,
+        certificate: Option<&Secret>,
+        secrets: &[SecretDigest],
         cx: &ObjectContext,
     ) -> Result<ApplyReport, ReconcileError> {
         let owner = ChildOwner::of(obj)
@@ -213,6 +305,7 @@ impl EvidenceAgentReconciler {
             resources: obj.spec.resources.as_ref(),
             provider,
             config: valid,
+            secrets,
         };
         let applier = Applier {
             client: &cx.client,
@@ -223,6 +316,16 @@ impl EvidenceAgentReconciler {
             report.verdicts.extend(r.verdicts);
             report.deleted.extend(r.deleted);
         };
+        // The certificate first, so the Pods find it. With `openshift` the agent owns no Secret
+        // (one left from the `operator` provider is deleted); the service CA writes its own.
+        add(applier
+            .apply(
+                &self.caches.owned_secrets,
+                &owner,
+                certificate.cloned().map(desired).into_iter().collect(),
+            )
+            .await
+            .map_err(ReconcileError::other)?);
         add(applier
             .apply(
                 &self.caches.service_accounts,
@@ -266,10 +369,19 @@ impl EvidenceAgentReconciler {
         names: &ChildNames,
         valid: &ValidConfig,
         provider: CertificateProvider,
+        certificate: Option<&OperatorCertificate>,
     ) -> Result<PassFacts, ReconcileError> {
         let ns = key.namespace.as_str();
         let owner = owner_key(key);
         let mut facts = facts;
+        if let Some(cert) = certificate {
+            facts = facts
+                .with_aspect(
+                    ConditionType::ServingCertificateReady,
+                    operator_verdict(&names.tls_secret, &cert.validity),
+                )
+                .map_err(ReconcileError::other)?;
+        }
         if provider == CertificateProvider::Openshift {
             let cm = self
                 .caches
@@ -294,16 +406,12 @@ impl EvidenceAgentReconciler {
                 .with_aspect(ConditionType::ServingCertificateReady, verdict)
                 .map_err(ReconcileError::other)?;
         }
-        let missing_secret = [&valid.store.access_key_id, &valid.store.secret_access_key]
-            .into_iter()
-            .chain(valid.store.region.as_ref())
-            .map(|(secret, _)| secret)
-            .find(|secret| {
-                self.caches
-                    .secrets
-                    .exists(&ObjectKey::new(ns, secret.as_str()))
-                    == Some(false)
-            });
+        let missing_secret = credential_secrets(valid).into_iter().find(|secret| {
+            self.caches
+                .secrets
+                .exists(&ObjectKey::new(ns, secret.as_str()))
+                == Some(false)
+        });
         let workload = match missing_secret {
             Some(secret) => Verdict::fails(
                 common::SECRET_NOT_FOUND,
@@ -346,6 +454,7 @@ impl EvidenceAgentReconciler {
         outcome: &ConfigOutcome,
         names: &ChildNames,
         provider: CertificateProvider,
+        validity: Option<&Validity>,
     ) -> Result<PassFacts, ReconcileError> {
         let stored = obj.status.as_ref();
         let object_store = outcome
@@ -359,10 +468,20 @@ impl EvidenceAgentReconciler {
         let mut facts = facts
             .with_status_field(StatusField::ObjectStore, &object_store, &stored_store)
             .map_err(ReconcileError::other)?;
-        if provider == CertificateProvider::Openshift && outcome.valid.is_some() {
+        // `notAfter` is known of the operator's certificates only; a stall keeps what is stored.
+        let not_after = validity.and_then(|v| {
+            k8s_openapi::jiff::Timestamp::from_second(v.not_after.as_second())
+                .ok()
+                .map(Time)
+        });
+        let shown = match provider {
+            CertificateProvider::Openshift => outcome.valid.is_some(),
+            CertificateProvider::Operator => not_after.is_some(),
+        };
+        if shown {
             let certificate = Some(CertificateStatus {
                 secret: names.tls_secret.clone(),
-                not_after: None,
+                not_after,
             });
             let stored_certificate = stored.and_then(|s| s.certificate.clone());
             facts = facts
@@ -384,6 +503,18 @@ impl EvidenceAgentReconciler {
             .write(obj, &facts, Extras::default(), cx.target())
             .await?)
     }
+}
+
+/// The distinct Secrets the agent's credentials come from.
+fn credential_secrets(valid: &ValidConfig) -> Vec<String> {
+    let mut secrets: Vec<String> = [&valid.store.access_key_id, &valid.store.secret_access_key]
+        .into_iter()
+        .chain(valid.store.region.as_ref())
+        .map(|(secret, _)| secret.clone())
+        .collect();
+    secrets.sort();
+    secrets.dedup();
+    secrets
 }
 
 fn desired<C>(object: C) -> Desired<C> {

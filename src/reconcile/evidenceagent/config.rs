@@ -16,11 +16,14 @@ use crate::reconcile::optional_api::{Availability, OptionalApi};
 /// The CloudNativePG plugin the supported profile requires.
 pub const BARMAN_PLUGIN: &str = "barman-cloud.cloudnative-pg.io";
 
-/// A child name held by an object the agent does not control (the applier's `NotOwned`).
+/// A child name held by an object the agent does not control (the applier's `NotOwned`), or
+/// a certificate Secret whose contents someone else wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ForeignChild {
     pub kind: String,
     pub name: String,
+    /// What is wrong with it; `None`: it is not controlled by the agent.
+    pub detail: Option<String>,
 }
 
 /// Everything the pass observed that ConfigurationValid depends on.
@@ -247,13 +250,14 @@ pub fn decide(facts: &AgentFacts<'_>) -> ConfigOutcome {
         return invalid(verdict, known);
     }
     if let Some(child) = facts.foreign_child {
+        let detail = child
+            .detail
+            .as_deref()
+            .unwrap_or("exists and is not controlled by this EvidenceAgent");
         return invalid(
             fail(
                 common::RESOURCE_NOT_OWNED,
-                format!(
-                    "{} {} exists and is not controlled by this EvidenceAgent",
-                    child.kind, child.name
-                ),
+                format!("{} {} {detail}", child.kind, child.name),
             ),
             known,
         );

@@ -2,18 +2,29 @@
 mod bucket;
 mod certificate;
 mod config;
+pub mod pki;
+mod plan;
 mod render;
 
 pub use bucket::{BucketNameError, parse_destination, validate_bucket_name};
-pub use certificate::{ServiceCaFacts, service_ca_verdict};
+pub use certificate::{
+    CA_VALIDITY, CERTIFICATE_DIGEST_ANNOTATION, CertificateDecision, DEFAULT_CERTIFICATE_VALIDITY,
+    IssueReason, ServiceCaFacts, StoredCertificate, Validity, certificate_digest, issued_note,
+    judge_certificate, operator_verdict, service_ca_verdict, service_dns_names, tampered_detail,
+    verify_server_cert,
+};
 pub use config::{
     AgentFacts, BARMAN_PLUGIN, ConfigOutcome, ForeignChild, StoreProfile, ValidConfig,
     barman_object_name, decide,
 };
+pub use plan::{CertificatePlan, plan_certificate};
 pub use render::{
     AGENT_PORT, CABUNDLE_KEY, ChildNames, INJECT_CABUNDLE_ANNOTATION, RenderInput,
     SERVING_CERT_ANNOTATION, ca_config_map, deployment, pull_policy, service, service_account,
+    serving_secret,
 };
 
+#[cfg(test)]
+mod certificate_tests;
 #[cfg(test)]
 mod tests;

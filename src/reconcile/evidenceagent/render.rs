@@ -1,22 +1,26 @@
 //! The children of a valid EvidenceAgent (pure, byte-stable): ServiceAccount, Service,
-//! Deployment `<name>-evidence`, and for the `openshift` provider the CA bundle ConfigMap
-//! `<name>-evidence-ca`. The serving certificate is the Secret `<name>-evidence-tls`.
+//! Deployment `<name>-evidence`, and the serving certificate Secret `<name>-evidence-tls`
+//! (written by the operator for the `operator` provider; by the service CA for `openshift`,
+//! with the CA bundle ConfigMap `<name>-evidence-ca`).
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, PodSpec,
-    PodTemplateSpec, ResourceRequirements, SecretKeySelector, SecretVolumeSource, Service,
+    PodTemplateSpec, ResourceRequirements, Secret, SecretKeySelector, SecretVolumeSource, Service,
     ServiceAccount, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::certificate::{CERTIFICATE_DIGEST_ANNOTATION, certificate_digest};
 use super::config::ValidConfig;
+use super::pki::{CertAndKey, TLS_CA_KEY, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::CertificateProvider;
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
-use crate::reconcile::workload::stamp_workload_hash;
+use crate::reconcile::workload::{SecretDigest, stamp_workload_hash};
 
 /// The Service annotation that makes the OpenShift service CA issue a serving certificate.
 pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
@@ -72,6 +76,9 @@ pub struct RenderInput<'a> {
     pub resources: Option<&'a ResourceRequirements>,
     pub provider: CertificateProvider,
     pub config: &'a ValidConfig,
+    /// The Secrets the Pods consume (the credentials, the serving certificate): a new version
+    /// of any of them is a new workload hash, hence a rollout.
+    pub secrets: &'a [SecretDigest],
 }
 
 fn meta(name: &str, agent: &str) -> ObjectMeta {
@@ -114,6 +121,28 @@ pub fn service(input: &RenderInput<'_>) -> Service {
             ..ServiceSpec::default()
         }),
         ..Service::default()
+    }
+}
+
+/// The serving certificate Secret of the `operator` provider: the certificate, its key and the
+/// CA that signed it, with the digest of the certificate the operator wrote.
+pub fn serving_secret(agent: &str, issued: &CertAndKey, ca_pem: &str) -> Secret {
+    let names = ChildNames::of(agent);
+    let mut metadata = meta(&names.tls_secret, agent);
+    metadata.annotations = Some(BTreeMap::from([(
+        CERTIFICATE_DIGEST_ANNOTATION.to_owned(),
+        certificate_digest(&issued.cert_pem),
+    )]));
+    let bytes = |text: &str| ByteString(text.as_bytes().to_vec());
+    Secret {
+        metadata,
+        type_: Some("kubernetes.io/tls".into()),
+        data: Some(BTreeMap::from([
+            (TLS_CA_KEY.to_owned(), bytes(ca_pem)),
+            (TLS_CERT_KEY.to_owned(), bytes(&issued.cert_pem)),
+            (TLS_KEY_KEY.to_owned(), bytes(&issued.key_pem)),
+        ])),
+        ..Secret::default()
     }
 }
 
@@ -187,6 +216,13 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
         read_only: Some(true),
         ..VolumeMount::default()
     }];
+    if input.provider == CertificateProvider::Operator {
+        // The operator's CA travels in the certificate Secret.
+        env.push(plain_env(
+            "EVIDENCE_CA_FILE",
+            &format!("/etc/evidence/tls/{TLS_CA_KEY}"),
+        ));
+    }
     if input.provider == CertificateProvider::Openshift {
         env.push(plain_env(
             "EVIDENCE_CA_FILE",
@@ -237,7 +273,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
             ..PodSpec::default()
         }),
     };
-    stamp_workload_hash(&mut template, &[]);
+    stamp_workload_hash(&mut template, input.secrets);
     Deployment {
         metadata: meta(&names.workload, input.agent),
         spec: DeploymentSpec {

@@ -292,11 +292,24 @@ fn configuration_valid_reasons() {
                 foreign: Some(ForeignChild {
                     kind: "Deployment".into(),
                     name: "orders-evidence-evidence".into(),
+                    detail: None,
                 }),
                 ..Case::new("child taken")
             },
             common::RESOURCE_NOT_OWNED,
-            "Deployment orders-evidence-evidence",
+            "Deployment orders-evidence-evidence exists and is not controlled",
+        ),
+        (
+            Case {
+                foreign: Some(ForeignChild {
+                    kind: "Secret".into(),
+                    name: "orders-evidence-evidence-tls".into(),
+                    detail: Some("holds a certificate the operator did not write".into()),
+                }),
+                ..Case::new("certificate tampered")
+            },
+            common::RESOURCE_NOT_OWNED,
+            "Secret orders-evidence-evidence-tls holds a certificate the operator did not write",
         ),
     ];
     for (case, reason, needle) in cases {
@@ -344,6 +357,7 @@ fn earlier_reasons_win() {
         foreign: Some(ForeignChild {
             kind: "Service".into(),
             name: "x".into(),
+            detail: None,
         }),
         ..Case::new("image and child")
     }
@@ -533,6 +547,7 @@ fn children_follow_the_provider() {
             resources: None,
             provider,
             config: &valid,
+            secrets: &[],
         };
         let openshift = provider == CertificateProvider::Openshift;
         let svc = service(&input);
@@ -562,12 +577,67 @@ fn children_follow_the_provider() {
             "{provider:?}"
         );
         assert!(volumes.contains(&"tls".to_owned()));
+        let ca_file = pod.containers[0]
+            .env
+            .iter()
+            .flatten()
+            .find(|e| e.name == "EVIDENCE_CA_FILE")
+            .and_then(|e| e.value.clone());
+        let expected = if openshift {
+            "/etc/evidence/ca/service-ca.crt"
+        } else {
+            "/etc/evidence/tls/ca.crt"
+        };
+        assert_eq!(ca_file.as_deref(), Some(expected), "{provider:?}");
         assert_eq!(deployment(&input), dep, "byte-stable");
         assert_eq!(
             service_account(&input).metadata.name.as_deref(),
             Some("orders-evidence-evidence")
         );
     }
+}
+
+#[test]
+fn a_rotated_secret_rolls_the_deployment() {
+    use crate::api::CertificateProvider;
+    use crate::reconcile::workload::{SecretDigest, current_workload_hash};
+    let valid = Case::new("valid").run().valid.unwrap();
+    let hash = |secrets: &[SecretDigest]| {
+        let input = RenderInput {
+            agent: "orders-evidence",
+            replicas: 1,
+            resources: None,
+            provider: CertificateProvider::Operator,
+            config: &valid,
+            secrets,
+        };
+        current_workload_hash(&deployment(&input))
+            .map(str::to_owned)
+            .expect("a workload hash")
+    };
+    let before = hash(&[
+        SecretDigest::of_version("orders-s3", Some("10")),
+        SecretDigest::of("orders-evidence-evidence-tls", None, None),
+    ]);
+    let again = hash(&[
+        SecretDigest::of("orders-evidence-evidence-tls", None, None),
+        SecretDigest::of_version("orders-s3", Some("10")),
+    ]);
+    assert_eq!(before, again, "order does not matter");
+    let rotated = hash(&[
+        SecretDigest::of_version("orders-s3", Some("11")),
+        SecretDigest::of("orders-evidence-evidence-tls", None, None),
+    ]);
+    assert_ne!(before, rotated, "rotated credentials roll the agent");
+    let renewed = hash(&[
+        SecretDigest::of_version("orders-s3", Some("10")),
+        SecretDigest::of(
+            "orders-evidence-evidence-tls",
+            Some("kubernetes.io/tls"),
+            Some(&Default::default()),
+        ),
+    ]);
+    assert_ne!(before, renewed, "a renewed certificate rolls the agent");
 }
 
 #[test]

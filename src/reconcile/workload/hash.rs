@@ -68,6 +68,25 @@ impl SecretDigest {
     }
 }
 
+impl SecretDigest {
+    /// Stands for a Secret known only by its metadata (the reference index holds no contents):
+    /// its resourceVersion, which moves with every change of it (`None`: it does not exist).
+    pub fn of_version(name: &str, resource_version: Option<&str>) -> Self {
+        let mut hasher = Sha256::new();
+        match resource_version {
+            None => hasher.update(b"absent"),
+            Some(version) => {
+                hasher.update(b"version");
+                length_prefixed(&mut hasher, version.as_bytes());
+            }
+        }
+        SecretDigest {
+            name: name.to_owned(),
+            digest: hasher.finalize().into(),
+        }
+    }
+}
+
 /// Length prefixes keep `("ab","c")` and `("a","bc")` apart.
 fn length_prefixed(hasher: &mut Sha256, bytes: &[u8]) {
     hasher.update((bytes.len() as u64).to_be_bytes());

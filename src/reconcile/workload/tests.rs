@@ -502,6 +502,31 @@ fn a_secret_as_read_digests_like_its_data() {
     );
 }
 
+#[test]
+fn a_secret_known_by_its_version_rolls_when_the_version_moves() {
+    let template = PodTemplateSpec::default();
+    let hash = |secrets: &[SecretDigest]| workload_hash(&template, secrets);
+    let v1 = [SecretDigest::of_version("s3", Some("41"))];
+    let v2 = [SecretDigest::of_version("s3", Some("42"))];
+    let gone = [SecretDigest::of_version("s3", None)];
+    assert_eq!(
+        hash(&v1),
+        hash(&[SecretDigest::of_version("s3", Some("41"))])
+    );
+    assert_ne!(hash(&v1), hash(&v2), "a new version is a new hash");
+    assert_ne!(hash(&v1), hash(&gone));
+    assert_eq!(
+        gone[0],
+        SecretDigest::of("s3", None, None),
+        "absent is absent"
+    );
+    assert_ne!(
+        hash(&[SecretDigest::of_version("other", Some("41"))]),
+        hash(&v1),
+        "the name counts"
+    );
+}
+
 fn secret_digest_of(name: &str, value: &[u8]) -> SecretDigest {
     secret(name, value)
 }

@@ -1,0 +1,100 @@
+//! The `operator` provider's part of an EvidenceAgent pass: the certificate planned from the
+//! Secret the agent controls and the operator's CA, and what an applied certificate adds to
+//! the pass's facts (its renewal timer, its `CertificateIssued` Event).
+
+use k8s_openapi::api::core::v1::Secret;
+
+use super::ca::CaError;
+use super::reconciler::{EvidenceAgentReconciler, EvidenceError};
+use crate::actors::{ObjectContext, ReconcileError};
+use crate::api::EvidenceAgent;
+use crate::conditions::PassFacts;
+use crate::conditions::reasons::evidenceagent as r;
+use crate::messages::{ObjectKey, TimerPurpose};
+use crate::reconcile::evidenceagent::{
+    CertificatePlan, ChildNames, IssueReason, Validity, issued_note, plan_certificate,
+};
+
+/// The serving certificate of the `operator` provider this pass applies.
+pub(super) struct OperatorCertificate {
+    pub secret: Secret,
+    pub validity: Validity,
+    /// Why a new certificate was issued this pass (its Event, once applied).
+    pub issued: Option<IssueReason>,
+}
+
+/// Whether `secret` is controlled by the agent of `uid`.
+fn controlled_by(secret: &Secret, uid: Option<&str>) -> bool {
+    uid.is_some_and(|uid| {
+        secret
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|r| r.controller == Some(true) && r.uid == uid)
+    })
+}
+
+/// A refused or failed read of the CA is the API's error (classified as such); the rest is ours.
+fn ca_error(err: CaError) -> ReconcileError {
+    match err {
+        CaError::Kube(err) => ReconcileError::Kube(err),
+        other => ReconcileError::other(other),
+    }
+}
+
+impl EvidenceAgentReconciler {
+    /// The `operator` provider's certificate for this pass, from the Secret the agent controls
+    /// (a cached one another object controls is left to the applier's `NotOwned`) and the
+    /// operator's CA.
+    pub(super) async fn plan_certificate(
+        &self,
+        obj: &EvidenceAgent,
+        cx: &ObjectContext,
+        names: &ChildNames,
+    ) -> Result<CertificatePlan, ReconcileError> {
+        let settings = &cx.shared.settings;
+        let ca = self
+            .ca
+            .get(&cx.client, &cx.writes, &settings.operator_namespace)
+            .await
+            .map_err(ca_error)?;
+        let key = ObjectKey::new(cx.key.namespace.as_str(), names.tls_secret.as_str());
+        let stored = self
+            .caches
+            .owned_secrets
+            .get(&key)
+            .filter(|s| controlled_by(s, obj.metadata.uid.as_deref()));
+        plan_certificate(
+            &cx.key.name,
+            &cx.key.namespace,
+            stored.as_deref(),
+            &ca,
+            jiff::Timestamp::now(),
+            settings.evidence_certificate_validity,
+        )
+        .map_err(|e| ReconcileError::other(EvidenceError::Certificate(cx.key.name.clone(), e)))
+    }
+}
+
+/// An applied certificate's renewal (a timer in the engine's schedule) and, when it is new,
+/// its `CertificateIssued` Event.
+pub(super) fn certificate_facts(
+    facts: PassFacts,
+    cert: &OperatorCertificate,
+    secret: &str,
+) -> Result<PassFacts, ReconcileError> {
+    let delay = cert.validity.renewal_delay(jiff::Timestamp::now());
+    let mut facts = facts
+        .with_timer(TimerPurpose::Expiry, delay)
+        .map_err(ReconcileError::other)?;
+    if let Some(why) = &cert.issued {
+        facts = facts
+            .with_event(
+                r::CERTIFICATE_ISSUED,
+                &issued_note(secret, &cert.validity, why),
+            )
+            .map_err(ReconcileError::other)?;
+    }
+    Ok(facts)
+}

@@ -1,0 +1,347 @@
+//! The children of a PgAdmin rendered and applied in one pass (login and servers Secrets,
+//! ServiceAccount, data volume, Deployment, Service, exposure, egress policy, Jobs), and the
+//! aspects judged from the caches afterwards.
+
+use k8s_openapi::api::apps::v1::ReplicaSet;
+use k8s_openapi::api::core::v1::Pod;
+
+use super::secrets::{ServersOutcome, ensure_login_secret};
+use crate::actors::{ObjectContext, ReconcileError};
+use crate::api::PgAdmin;
+use crate::children::{Applier, ApplyReport, ChildOwner, ChildVerdict, Component};
+use crate::conditions::reasons::{common, pgadmin};
+use crate::conditions::{ConditionStatus, ConditionType, PassFacts, Verdict, find_condition};
+use crate::messages::ObjectKey;
+use crate::reconcile::pgadmin::{
+    ChildNames, JobState, Offered, RegistrationFacts, RenderInput, SKIP_UPGRADE_BACKUP_ANNOTATION,
+    UpgradeGate, data_claim, deployment, egress_confined, egress_policy, egress_rules, job_state,
+    job_wanted, pgadmin_pod_ready, registration_job, registration_job_name,
+    servers_registered_event, servers_synced, service, service_account, upgrade_backup_job,
+};
+use crate::reconcile::workload::{rollout_started, workload_verdict};
+
+use super::reconciler::{Decided, PgAdminError, PgAdminReconciler, desired, merge, owner_key};
+
+/// What besides the rollout decides WorkloadReady: the settings database and the upgrade gate.
+pub(super) struct WorkloadGate<'a> {
+    pub(super) upgrade: &'a UpgradeGate,
+    /// `status.image`: the backup Job runs the image that made the settings.
+    pub(super) running: Option<&'a str>,
+    /// `ConfigDatabaseNotReady` while CloudNativePG has not applied the settings database.
+    pub(super) pending: Option<Verdict>,
+}
+
+impl PgAdminReconciler {
+    /// Renders and applies every child; returns the facts with the aspects judged from the
+    /// caches, whether everything was already in place, and a name taken by a foreign object.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn render(
+        &self,
+        obj: &PgAdmin,
+        cx: &ObjectContext,
+        owner: &ChildOwner,
+        names: &ChildNames,
+        input: &RenderInput<'_>,
+        offered: &Offered,
+        gate: &WorkloadGate<'_>,
+        decided: &mut Decided,
+        facts: PassFacts,
+    ) -> Result<(PassFacts, bool, Option<(String, String)>), ReconcileError> {
+        let ns = cx.key.namespace.as_str();
+        let key = owner_key(&cx.key);
+        let applier = Applier {
+            client: &cx.client,
+            writes: &cx.writes,
+        };
+        let mut facts = facts;
+        let login_created =
+            ensure_login_secret(&cx.client, &cx.writes, &self.caches.secrets, owner, names).await?;
+        let (hash, wrote) = match self
+            .servers
+            .ensure(
+                &cx.client,
+                &cx.writes,
+                &self.caches.secrets,
+                owner,
+                names,
+                &offered.servers,
+            )
+            .await?
+        {
+            ServersOutcome::Current { hash, wrote } => (hash, wrote),
+            ServersOutcome::NotOwned => {
+                return Ok((
+                    facts,
+                    false,
+                    Some(("Secret".to_owned(), names.servers_secret.clone())),
+                ));
+            }
+        };
+        let mut report = ApplyReport::default();
+        let pg = Component::PgAdmin;
+        merge(
+            &mut report,
+            applier
+                .apply(
+                    &self.caches.service_accounts,
+                    owner,
+                    vec![desired(
+                        pg,
+                        service_account(input).map_err(PgAdminError::from)?,
+                    )],
+                )
+                .await
+                .map_err(PgAdminError::from)?,
+        );
+        merge(
+            &mut report,
+            applier
+                .apply(
+                    &self.caches.persistent_volume_claims,
+                    owner,
+                    vec![desired(pg, data_claim(input).map_err(PgAdminError::from)?)],
+                )
+                .await
+                .map_err(PgAdminError::from)?,
+        );
+        let (workload, workload_hash) = deployment(input).map_err(PgAdminError::from)?;
+        let current = self
+            .caches
+            .deployments
+            .get(&ObjectKey::new(ns, names.workload.as_str()));
+        // No pgAdmin Pod until CloudNativePG applied the settings database.
+        if gate.pending.is_none() || current.is_some() {
+            if let Some(note) = rollout_started(current.as_deref(), &workload_hash) {
+                facts = facts
+                    .with_event(pgadmin::ROLLOUT_STARTED, &note)
+                    .map_err(PgAdminError::from)?;
+            }
+            if let UpgradeGate::Roll {
+                image,
+                event: Some((reason, note)),
+                ..
+            } = gate.upgrade
+                && current.as_deref().and_then(pgadmin_image) != Some(image.as_str())
+            {
+                facts = facts
+                    .with_event(*reason, note)
+                    .map_err(PgAdminError::from)?;
+            }
+            merge(
+                &mut report,
+                applier
+                    .apply(&self.caches.deployments, owner, vec![desired(pg, workload)])
+                    .await
+                    .map_err(PgAdminError::from)?,
+            );
+        }
+        merge(
+            &mut report,
+            applier
+                .apply(
+                    &self.caches.services,
+                    owner,
+                    vec![desired(pg, service(input).map_err(PgAdminError::from)?)],
+                )
+                .await
+                .map_err(PgAdminError::from)?,
+        );
+        merge(
+            &mut report,
+            self.apply_exposure(obj, cx, owner, names, &decided.exposure)
+                .await?,
+        );
+        let extra = obj
+            .spec
+            .egress
+            .as_ref()
+            .map(|e| e.extra_rules.clone())
+            .unwrap_or_default();
+        // The registered Clusters, and the settings database's Cluster.
+        let mut clusters = offered.clusters.clone();
+        if let Some(settings) = &obj.spec.config_database {
+            clusters.push((ns.to_owned(), settings.cluster.clone()));
+            clusters.sort();
+            clusters.dedup();
+        }
+        let rules = egress_rules(&clusters, &offered.poolers, input.oauth2.is_some(), &extra)
+            .map_err(PgAdminError::from)?;
+        let policy =
+            egress_policy(input.owner, &names.egress_policy, &rules).map_err(PgAdminError::from)?;
+        merge(
+            &mut report,
+            applier
+                .apply(
+                    &self.caches.network_policies,
+                    owner,
+                    vec![desired(pg, policy)],
+                )
+                .await
+                .map_err(PgAdminError::from)?,
+        );
+
+        // The registration Job of the current hash, once a pgAdmin Pod is Ready.
+        let pods: Vec<Pod> = self
+            .caches
+            .pods
+            .children_of(&key)
+            .iter()
+            .map(|p| p.as_ref().clone())
+            .collect();
+        let pod_ready = pgadmin_pod_ready(&pods);
+        let job_name = registration_job_name(input.owner, &hash);
+        let job_key = ObjectKey::new(ns, job_name.as_str());
+        let existing = self.caches.jobs.get(&job_key);
+        let registration = RegistrationFacts {
+            job_name: &job_name,
+            servers: offered.servers.len(),
+            pod_ready,
+            job: existing.as_deref().map(job_state),
+        };
+        let wanted = job_wanted(&registration);
+        let mut jobs = Vec::new();
+        if wanted {
+            jobs.push(desired(
+                Component::PgAdminRegistration,
+                registration_job(input, &job_name).map_err(PgAdminError::from)?,
+            ));
+        }
+        // One apply for every Job of the owner: the backup Job of an image change too.
+        if let Some(backup) = gate.upgrade.job()
+            && let Some(job) =
+                upgrade_backup_job(input, backup, gate.running.unwrap_or(input.image))
+                    .map_err(PgAdminError::from)?
+        {
+            jobs.push(desired(Component::PgAdminUpgradeBackup, job));
+        }
+        let job_report = applier
+            .apply(&self.caches.jobs, owner, jobs)
+            .await
+            .map_err(PgAdminError::from)?;
+        if existing.is_none()
+            && job_report
+                .verdicts
+                .iter()
+                .any(|v| matches!(v, ChildVerdict::Applied { .. }))
+        {
+            facts = facts
+                .with_event(
+                    pgadmin::REGISTRATION_STARTED,
+                    &format!(
+                        "Job {job_name} registers the offered set ({} servers)",
+                        offered.servers.len()
+                    ),
+                )
+                .map_err(PgAdminError::from)?;
+        }
+        merge(&mut report, job_report);
+
+        if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
+            return Ok((facts, false, Some((kind.clone(), name.clone()))));
+        }
+
+        // Verdicts from the caches.
+        let replica_sets: Vec<ReplicaSet> = self
+            .caches
+            .replica_sets
+            .children_of(&key)
+            .iter()
+            .map(|r| r.as_ref().clone())
+            .collect();
+        let deployment = self
+            .caches
+            .deployments
+            .get(&ObjectKey::new(ns, names.workload.as_str()));
+        let workload = match (refused(&report), &gate.pending, gate.upgrade) {
+            (Some(v), _, _) => v,
+            (None, Some(pending), _) => pending.clone(),
+            (None, None, UpgradeGate::BackingUp { job, .. }) => Verdict::fails(
+                pgadmin::UPGRADE_BACKUP_RUNNING,
+                format!(
+                    "Job {job} backs up the settings database before {} replaces {}; the old image keeps running",
+                    decided_target(obj, input),
+                    input.image
+                ),
+            ),
+            (None, None, UpgradeGate::Failed { job, fact, .. }) => Verdict::fails(
+                pgadmin::UPGRADE_BACKUP_FAILED,
+                format!(
+                    "Job {job} failed to back up the settings database ({fact}): {} keeps running; fix it and delete the Job, or set {SKIP_UPGRADE_BACKUP_ANNOTATION}: {}",
+                    input.image,
+                    decided_target(obj, input)
+                ),
+            ),
+            (None, None, _) => {
+                workload_verdict(&names.workload, deployment.as_deref(), &replica_sets, &pods)
+            }
+        };
+        let running = workload.status == ConditionStatus::True;
+        let synced = servers_synced(&registration);
+        let stored = obj
+            .status
+            .as_ref()
+            .and_then(|s| find_condition(&s.common.conditions, ConditionType::ServersSynced))
+            .map(|c| (ConditionStatus::parse(&c.status), c.message.as_str()));
+        if let Some(note) = servers_registered_event(&synced, stored) {
+            facts = facts
+                .with_event(pgadmin::SERVERS_REGISTERED, &note)
+                .map_err(PgAdminError::from)?;
+        }
+        let egress = egress_confined(&rules, pod_ready, &names.egress_policy);
+        facts = facts
+            .with_aspect(ConditionType::WorkloadReady, workload)
+            .and_then(|f| {
+                f.with_aspect(
+                    ConditionType::ExposureReady,
+                    decided.exposure.verdict.clone(),
+                )
+            })
+            .and_then(|f| f.with_aspect(ConditionType::ServersSynced, synced))
+            .and_then(|f| f.with_advisory(ConditionType::PgAdminEgressConfined, egress))
+            .map_err(PgAdminError::from)?;
+        decided.hash = Some(hash);
+        let done = matches!(registration.job, Some(JobState::Complete));
+        decided.job = wanted.then(|| job_name.clone());
+        decided.image = running.then(|| input.image.to_owned());
+        let converged = report.converged() && !wrote && !login_created && (done || !pod_ready);
+        Ok((facts, converged, None))
+    }
+}
+
+/// The image the spec asks for (the gate may render the running one meanwhile).
+fn decided_target(obj: &PgAdmin, input: &RenderInput<'_>) -> String {
+    obj.spec
+        .image
+        .clone()
+        .unwrap_or_else(|| input.image.to_owned())
+}
+
+/// The pgAdmin container's image of a Deployment.
+fn pgadmin_image(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<&str> {
+    deployment
+        .spec
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == "pgadmin")?
+        .image
+        .as_deref()
+}
+
+/// A child the server refused: the workload cannot be rendered as asked.
+fn refused(report: &ApplyReport) -> Option<Verdict> {
+    report.verdicts.iter().find_map(|v| match v {
+        ChildVerdict::Refused {
+            name,
+            code,
+            message,
+            ..
+        } => Some(Verdict::fails(
+            common::RECONCILIATION_FAILED,
+            format!("the API server refused {name} ({code}): {message}"),
+        )),
+        _ => None,
+    })
+}

@@ -1,0 +1,159 @@
+//! The exposure of a PgAdmin: decided from the caches and the prober's answers (with the reads
+//! past the cache where Routes or HTTPRoutes are refused), and applied through the applier.
+
+use std::sync::Arc;
+
+use super::past_cache::{delete_past_cache, read_past_cache};
+use crate::actors::{ObjectContext, ReconcileError};
+use crate::api::PgAdmin;
+use crate::children::{Applier, ApplyReport, ChildOwner, Component, HttpRoute, Route};
+use crate::reconcile::exposure::{
+    BackendPort, ExposureDecision, ExposureInputs, ExposureView, ObservedExposure, PastCacheCheck,
+    decide_exposure, desired_http_route, desired_ingress, desired_route, past_cache_reads,
+};
+use crate::reconcile::optional_api::{Availability, OptionalApi};
+use crate::reconcile::pgadmin::{ChildNames, HTTP_PORT_NAME, SERVICE_PORT};
+
+use super::reconciler::{PgAdminError, PgAdminReconciler, desired, merge, owner_key};
+
+const PORT: BackendPort<'static> = BackendPort {
+    name: HTTP_PORT_NAME,
+    number: SERVICE_PORT,
+};
+
+impl PgAdminReconciler {
+    /// The exposure decided from the caches and the prober's answers, with the reads past the
+    /// cache of a Route or HTTPRoute whose API is refused in the namespace (and the delete of
+    /// one the decision removes).
+    pub(super) async fn exposure(
+        &self,
+        obj: &PgAdmin,
+        cx: &ObjectContext,
+        owner: &ChildOwner,
+        names: &ChildNames,
+        hostname: Result<(), &crate::reconcile::exposure::HostnameRefusal>,
+    ) -> Result<ExposureDecision, ReconcileError> {
+        let ns = cx.key.namespace.as_str();
+        let key = owner_key(&cx.key);
+        let apis = &cx.shared.optional_apis;
+        let routes = apis.availability(OptionalApi::Routes, ns);
+        let http_routes = apis.availability(OptionalApi::HttpRoutes, ns);
+        let route = first(self.caches.routes.children_of(&key)).and_then(|r| r.to_dynamic());
+        let http_route =
+            first(self.caches.http_routes.children_of(&key)).and_then(|r| r.to_dynamic());
+        let ingress = first(self.caches.ingresses.children_of(&key));
+        let recorded = obj
+            .status
+            .as_ref()
+            .map(|s| s.published_exposure_kinds.clone())
+            .unwrap_or_default();
+        let kinds = past_cache_reads(&routes, &http_routes);
+        let mut checks = read_past_cache(&cx.client, owner, &names.workload, &kinds).await?;
+        let decide = |checks: &[PastCacheCheck]| {
+            decide_exposure(&ExposureInputs {
+                exposure: ExposureView::from(&obj.spec.exposure),
+                child_name: &names.workload,
+                service_name: &names.workload,
+                hostname,
+                routes: &routes,
+                http_routes: &http_routes,
+                observed: ObservedExposure {
+                    route: route.as_ref(),
+                    ingress: ingress.as_deref(),
+                    http_route: http_route.as_ref(),
+                },
+                namespace: ns,
+                recorded: &recorded,
+                past_cache: checks,
+            })
+        };
+        let decision = decide(&checks);
+        let mut refused_any = false;
+        for (kind, uid) in &decision.delete_past_cache {
+            let deleted =
+                delete_past_cache(&cx.client, &cx.writes, owner, &names.workload, *kind, uid)
+                    .await?;
+            if !deleted {
+                refused_any = true;
+                for check in checks.iter_mut().filter(|c| c.kind == *kind) {
+                    check.delete_refused = true;
+                }
+            }
+        }
+        Ok(if refused_any {
+            decide(&checks)
+        } else {
+            decision
+        })
+    }
+
+    /// Applies the exposure children the decision wants (none: withdrawn).
+    pub(super) async fn apply_exposure(
+        &self,
+        obj: &PgAdmin,
+        cx: &ObjectContext,
+        owner: &ChildOwner,
+        names: &ChildNames,
+        decision: &ExposureDecision,
+    ) -> Result<ApplyReport, PgAdminError> {
+        use crate::api::ExposureKind as K;
+        let applier = Applier {
+            client: &cx.client,
+            writes: &cx.writes,
+        };
+        let view = ExposureView::from(&obj.spec.exposure);
+        let ns = cx.key.namespace.as_str();
+        let labels = Default::default();
+        let c = Component::PgAdmin;
+        let w = &names.workload;
+        let mut report = ApplyReport::default();
+        let ingress: Vec<_> = (decision.apply == Some(K::Ingress))
+            .then(|| desired(c, desired_ingress(w, ns, &labels, &view, w, PORT)))
+            .into_iter()
+            .collect();
+        merge(
+            &mut report,
+            applier
+                .apply(&self.caches.ingresses, owner, ingress)
+                .await?,
+        );
+        // Routes and HTTPRoutes through their stores only where their API is readable here.
+        let on = |api| cx.shared.optional_apis.availability(api, ns) == Availability::On;
+        if on(OptionalApi::Routes) {
+            let mut routes = Vec::new();
+            if decision.apply == Some(K::Route) {
+                let value = desired_route(w, ns, &labels, &view, w, PORT);
+                routes.push(desired(c, Route::from_value(value).map_err(render_error)?));
+            }
+            merge(
+                &mut report,
+                applier.apply(&self.caches.routes, owner, routes).await?,
+            );
+        }
+        if on(OptionalApi::HttpRoutes) {
+            let mut http_routes = Vec::new();
+            if decision.apply == Some(K::HttpRoute) {
+                let value = desired_http_route(w, ns, &labels, &view, w, PORT);
+                http_routes.push(desired(
+                    c,
+                    HttpRoute::from_value(value).map_err(render_error)?,
+                ));
+            }
+            merge(
+                &mut report,
+                applier
+                    .apply(&self.caches.http_routes, owner, http_routes)
+                    .await?,
+            );
+        }
+        Ok(report)
+    }
+}
+
+pub(super) fn render_error(e: serde_json::Error) -> PgAdminError {
+    PgAdminError::Apply(crate::children::ApplyError::Render(e))
+}
+
+fn first<C>(children: Vec<Arc<C>>) -> Option<Arc<C>> {
+    children.into_iter().next()
+}

@@ -1,0 +1,12 @@
+//! The PgAdmin kind on the shared runtime: its reconciler, what it reads from the shared caches
+//! and the two Secrets no child store caches.
+
+mod children;
+mod exposure;
+mod inputs;
+mod past_cache;
+mod reconciler;
+mod secrets;
+mod settings_db;
+
+pub use reconciler::{BUILTIN_OAUTH2_PROXY_IMAGE, BUILTIN_PGADMIN_IMAGE, KIND, PgAdminReconciler};

@@ -1,0 +1,505 @@
+//! One pass over a PgAdmin: check the hostname first, read the referenced objects from the
+//! shared caches, decide the offered set and ConfigurationValid (pure), render and apply the
+//! children unless a stall forbids it, start the registration Job once a pgAdmin Pod is
+//! Ready, judge the workload, exposure, registration and egress from the caches, and write the
+//! status once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::Api;
+
+use super::children::WorkloadGate;
+use super::inputs::{read_referenced, read_roles};
+use super::secrets::{ConsumedDigests, ServersSecrets, credential_secrets};
+use super::settings_db::{SettingsDb, SettingsDbInput, ensure_settings_db};
+use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
+use crate::api::{PgAdmin, PgAdminStatus, RegistrationStatus, ReportsConditions};
+use crate::children::{
+    ApplyReport, ChildOwner, Component, Desired, OperatorCaches, Track, wait_synced,
+};
+use crate::conditions::{ConditionType, Hostname, PassFacts, StatusField};
+use crate::k8s::EventSink;
+use crate::messages::{KindKey, ObjectKey};
+use crate::reconcile::exposure::{ExposureDecision, HostAllowList};
+use crate::reconcile::images::{ImageAllowList, ImageRole, resolve_image};
+use crate::reconcile::optional_api::{Availability, OptionalApi};
+use crate::reconcile::pgadmin::{
+    ChildNames, ConfigFacts, Offered, OfferedInputs, RenderInput, SKIP_UPGRADE_BACKUP_ANNOTATION,
+    UpgradeFacts, configuration_valid, job_state, offered_set, password_generation_served,
+    upgrade_backup_job_name, upgrade_gate,
+};
+use crate::status::{Extras, StatusWriter, Written};
+
+/// The CRD whose schema says whether CloudNativePG generates role passwords.
+const DATABASE_ROLE_CRD: &str = "databaseroles.postgresql.cnpg.io";
+
+/// How long a pass waits for the first lists of its caches.
+const CACHE_WAIT: Duration = Duration::from_secs(30);
+
+/// The kind the children and references are filed under.
+pub const KIND: &str = "PgAdmin";
+
+/// Images used when neither the spec nor the operator's flags name one.
+pub const BUILTIN_PGADMIN_IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
+pub const BUILTIN_OAUTH2_PROXY_IMAGE: &str = "quay.io/oauth2-proxy/oauth2-proxy:v7.12.0";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PgAdminError {
+    #[error("PgAdmin {0} has no uid yet: its children cannot be owned")]
+    NoUid(String),
+    #[error(transparent)]
+    Render(#[from] crate::reconcile::pgadmin::RenderError),
+    #[error(transparent)]
+    Facts(#[from] crate::conditions::FactsError),
+    #[error(transparent)]
+    Apply(#[from] crate::children::ApplyError),
+}
+
+impl From<PgAdminError> for ReconcileError {
+    fn from(e: PgAdminError) -> Self {
+        ReconcileError::other(e)
+    }
+}
+
+pub struct PgAdminReconciler {
+    pub(super) caches: OperatorCaches,
+    pub(super) status: StatusWriter<PgAdmin>,
+    pub(super) servers: ServersSecrets,
+    pub(super) consumed: ConsumedDigests,
+    pub(super) password_generation: tokio::sync::OnceCell<bool>,
+}
+
+pub(super) fn owner_key(key: &ObjectKey) -> KindKey {
+    KindKey::new(KIND, &key.namespace, &key.name)
+}
+
+pub(super) fn desired<C>(component: Component, object: C) -> Desired<C> {
+    Desired { component, object }
+}
+
+/// Everything one pass decided, for the status write.
+pub(super) struct Decided {
+    pub(super) offered: Offered,
+    pub(super) exposure: ExposureDecision,
+    pub(super) hash: Option<String>,
+    pub(super) job: Option<String>,
+    pub(super) image: Option<String>,
+}
+
+impl PgAdminReconciler {
+    pub fn new(caches: OperatorCaches, events: EventSink) -> Self {
+        Self {
+            caches,
+            status: StatusWriter::new(events),
+            servers: ServersSecrets::default(),
+            consumed: ConsumedDigests::default(),
+            password_generation: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Waits for the first lists of the caches a pass reads. The Route and HTTPRoute stores only
+    /// where their API is readable in the namespace: elsewhere they hold nothing of it (and a
+    /// refused watch never lists), and the pass reads past the cache instead.
+    /// Whether the served DatabaseRole CRD can generate passwords: read once per operator
+    /// start, like the optional-API probe (a CRD upgrade is seen by the next start).
+    async fn password_generation(&self, client: &kube::Client) -> Result<bool, kube::Error> {
+        self.password_generation
+            .get_or_try_init(|| async {
+                let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+                match api.get_opt(DATABASE_ROLE_CRD).await {
+                    Ok(Some(crd)) => Ok(password_generation_served(&crd)),
+                    Ok(None) => Ok(false),
+                    // The CRD may not be read: assume it, CloudNativePG's answer will tell.
+                    Err(kube::Error::Api(status)) if status.code == 403 => Ok(true),
+                    Err(err) => Err(err),
+                }
+            })
+            .await
+            .copied()
+    }
+
+    async fn wait_synced(&self, cx: &ObjectContext) -> Result<(), ReconcileError> {
+        let c = &self.caches;
+        let on =
+            |api| cx.shared.optional_apis.availability(api, &cx.key.namespace) == Availability::On;
+        if on(OptionalApi::Routes) {
+            wait_synced(CACHE_WAIT, &[c.routes.synced()])
+                .await
+                .map_err(ReconcileError::other)?;
+        }
+        if on(OptionalApi::HttpRoutes) {
+            wait_synced(CACHE_WAIT, &[c.http_routes.synced()])
+                .await
+                .map_err(ReconcileError::other)?;
+        }
+        wait_synced(
+            CACHE_WAIT,
+            &[
+                c.service_accounts.synced(),
+                c.services.synced(),
+                c.deployments.synced(),
+                c.replica_sets.synced(),
+                c.pods.synced(),
+                c.jobs.synced(),
+                c.persistent_volume_claims.synced(),
+                c.network_policies.synced(),
+                c.ingresses.synced(),
+                c.clusters.index().synced(),
+                c.poolers.index().synced(),
+                c.pgadmin_accesses.index().synced(),
+                c.database_roles.index().synced(),
+                c.secrets.synced(),
+            ],
+        )
+        .await
+        .map_err(ReconcileError::other)
+    }
+
+    async fn pass(&self, obj: &PgAdmin, cx: &ObjectContext) -> Result<Outcome, ReconcileError> {
+        self.wait_synced(cx).await?;
+        let ns = cx.key.namespace.as_str();
+        let name = cx.key.name.as_str();
+        let key = owner_key(&cx.key);
+        let names = ChildNames::of(name);
+        let owner = ChildOwner::of(obj).ok_or_else(|| PgAdminError::NoUid(name.to_owned()))?;
+        let settings = &cx.shared.settings;
+
+        // The hostname first: a refusal withdraws the exposure whatever else holds.
+        let hosts = HostAllowList::new(&settings.exposure_allowed_host_suffixes);
+        let refusal = hosts.check(obj.spec.exposure.hostname.as_deref()).err();
+        let mut facts = obj
+            .pass_facts()
+            .with_hostname(match &refusal {
+                Some(r) => Hostname::refused(r.message()),
+                None => Hostname::Allowed,
+            })
+            .map_err(PgAdminError::from)?;
+        let exposure = self
+            .exposure(
+                obj,
+                cx,
+                &owner,
+                &names,
+                refusal.as_ref().map_or(Ok(()), Err),
+            )
+            .await?;
+        let mut reports = Vec::new();
+        if refusal.is_some() {
+            reports.push(
+                self.apply_exposure(obj, cx, &owner, &names, &exposure)
+                    .await?,
+            );
+        }
+        if facts.paused {
+            if refusal.is_some() {
+                // Withdrawn even while paused: the URL and the published kinds say so.
+                let none = PgAdminStatus::default();
+                let stored = obj.status.as_ref().unwrap_or(&none);
+                facts = facts
+                    .with_status_field(StatusField::Url, &exposure.url, &stored.url)
+                    .and_then(|f| {
+                        f.with_status_field(
+                            StatusField::PublishedExposureKinds,
+                            &exposure.published,
+                            &stored.published_exposure_kinds,
+                        )
+                    })
+                    .map_err(PgAdminError::from)?;
+            }
+            let written = self.write(obj, facts, Extras::default(), cx).await?;
+            return Ok(Outcome::done().with_status(written));
+        }
+
+        // Images and the OAuth2 client Secret.
+        let defaults = &settings.default_images;
+        let image = resolve_image(obj.spec.image.as_deref(), defaults.pgadmin.as_deref())
+            .unwrap_or_else(|| BUILTIN_PGADMIN_IMAGE.to_owned());
+        let oauth2 = obj
+            .spec
+            .authentication
+            .as_ref()
+            .and_then(|a| a.oauth2.as_ref());
+        let proxy_image = oauth2.map(|o| {
+            resolve_image(o.proxy_image.as_deref(), defaults.oauth2_proxy.as_deref())
+                .unwrap_or_else(|| BUILTIN_OAUTH2_PROXY_IMAGE.to_owned())
+        });
+        let mut images = vec![(ImageRole::PgAdmin, image.as_str())];
+        if let Some(proxy) = &proxy_image {
+            images.push((ImageRole::OAuth2Proxy, proxy.as_str()));
+        }
+        let allow = ImageAllowList::new(&settings.allowed_image_repositories);
+        let image_refusal = allow.verdict(&images);
+
+        // The offered set, from the caches (registered as a user of each read).
+        let apis = cx.shared.optional_apis.clone();
+        let answer = |api: OptionalApi, n: &str| apis.availability(api, n);
+        let referenced =
+            read_referenced(&self.caches, &cx.client, &key, ns, &obj.spec, &apis).await?;
+        let inputs = |roles| OfferedInputs {
+            namespace: ns,
+            name,
+            spec: &obj.spec,
+            clusters: &referenced.clusters,
+            clusters_unreadable: &referenced.clusters_unreadable,
+            grants: &referenced.grants,
+            poolers: &referenced.poolers,
+            roles,
+            apis: &answer,
+        };
+        let without_roles = offered_set(&inputs(&[]));
+        let roles = read_roles(
+            &self.caches,
+            &cx.client,
+            &key,
+            &without_roles.clusters,
+            obj.spec.offer_database_roles,
+            &apis,
+        )
+        .await?;
+        let offered = offered_set(&inputs(&roles));
+
+        let oauth2_secret = oauth2.map(|o| ObjectKey::new(ns, o.client_secret_ref.name.as_str()));
+        let missing_oauth2 = oauth2_secret
+            .as_ref()
+            .filter(|k| self.caches.secrets.exists(k) == Some(false))
+            .map(|k| k.name.as_str());
+        // The settings database, once the hostname is allowed and nothing else stalls.
+        let mut settings = None;
+        if refusal.is_none()
+            && image_refusal.is_none()
+            && missing_oauth2.is_none()
+            && let Some(spec) = &obj.spec.config_database
+        {
+            let roles_on = apis.availability(OptionalApi::DatabaseRoles, ns) == Availability::On;
+            let password_generation = !roles_on || self.password_generation(&cx.client).await?;
+            settings = Some(
+                ensure_settings_db(&SettingsDbInput {
+                    caches: &self.caches,
+                    client: &cx.client,
+                    writes: &cx.writes,
+                    owner: &owner,
+                    spec,
+                    apis: &apis,
+                    password_generation,
+                })
+                .await?,
+            );
+        } else if obj.spec.config_database.is_none() {
+            self.caches.databases.index().forget(&key);
+        }
+        let settings_problem = match &settings {
+            Some(SettingsDb::Problem(v)) => Some(v.clone()),
+            _ => None,
+        };
+        let mut config = ConfigFacts {
+            image_refusal: image_refusal.clone(),
+            settings_problem,
+            missing_oauth2_secret: missing_oauth2,
+            problems: &offered.problems,
+            offered: offered.servers.len(),
+            ..ConfigFacts::default()
+        };
+        let stalled = config.image_refusal.is_some()
+            || config.settings_problem.is_some()
+            || missing_oauth2.is_some();
+        let mut foreign: Option<(String, String)> = match &settings {
+            Some(SettingsDb::NotOwned { kind, name }) => Some((kind.clone(), name.clone())),
+            _ => None,
+        };
+        let config_db = match &settings {
+            Some(SettingsDb::Ready(connection)) => Some(connection),
+            _ => None,
+        };
+        let pending = match &settings {
+            Some(SettingsDb::Pending(v)) => Some(v.clone()),
+            _ => None,
+        };
+        // Every Secret the pass reads or the Pod consumes, registered once: a new version wakes
+        // this PgAdmin (a rotated credential, a rotated client secret).
+        let consumed_keys: Vec<ObjectKey> = oauth2_secret
+            .iter()
+            .cloned()
+            .chain(config_db.map(|c| ObjectKey::new(ns, c.password_secret.as_str())))
+            .collect();
+        let mut secret_refs = vec![
+            ObjectKey::new(ns, names.servers_secret.as_str()),
+            ObjectKey::new(ns, names.login_secret.as_str()),
+        ];
+        secret_refs.extend(consumed_keys.iter().cloned());
+        secret_refs.extend(credential_secrets(&offered.servers));
+        self.caches
+            .secrets
+            .register(&key, secret_refs, Track::Version);
+
+        // The upgrade gate: with a settings database, an image change waits for its backup.
+        let running = obj.status.as_ref().and_then(|s| s.image.clone());
+        let backup_job = upgrade_backup_job_name(name, &image);
+        let gate = upgrade_gate(
+            name,
+            &UpgradeFacts {
+                running: running.as_deref(),
+                target: &image,
+                backup_required: config_db.is_some() && obj.spec.upgrade_backup.enabled,
+                skip_annotation: obj
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(SKIP_UPGRADE_BACKUP_ANNOTATION))
+                    .map(String::as_str),
+                backup: self
+                    .caches
+                    .jobs
+                    .get(&ObjectKey::new(ns, backup_job.as_str()))
+                    .as_deref()
+                    .map(job_state),
+            },
+        );
+
+        let mut decided = Decided {
+            offered: offered.clone(),
+            exposure,
+            hash: None,
+            job: None,
+            image: None,
+        };
+        let mut converged = true;
+        if refusal.is_none() && !stalled && foreign.is_none() {
+            let consumed = self
+                .consumed
+                .digests(&cx.client, &self.caches.secrets, &consumed_keys)
+                .await?;
+            let input = RenderInput {
+                owner: name,
+                namespace: ns,
+                image: gate.image(),
+                resources: obj.spec.resources.as_ref(),
+                storage: &obj.spec.storage,
+                oauth2: oauth2.zip(proxy_image.as_deref()),
+                config_db,
+                consumed: &consumed,
+                names: &names,
+            };
+            let workload = WorkloadGate {
+                upgrade: &gate,
+                running: running.as_deref(),
+                pending: pending.clone(),
+            };
+            let outcome = self
+                .render(
+                    obj,
+                    cx,
+                    &owner,
+                    &names,
+                    &input,
+                    &offered,
+                    &workload,
+                    &mut decided,
+                    facts,
+                )
+                .await?;
+            facts = outcome.0;
+            converged = outcome.1;
+            foreign = outcome.2;
+        }
+        config.foreign_child = foreign.as_ref().map(|(k, n)| (k.as_str(), n.as_str()));
+        let configuration = configuration_valid(&config, ns);
+        facts = facts
+            .with_aspect(ConditionType::ConfigurationValid, configuration)
+            .map_err(PgAdminError::from)?
+            .with_children_converged(converged && reports.iter().all(ApplyReport::converged));
+        facts = status_fields(obj, facts, &decided, refusal.is_some() || stalled)?;
+        let written = self.write(obj, facts, Extras::default(), cx).await?;
+        Ok(Outcome::done().with_status(written))
+    }
+
+    async fn write(
+        &self,
+        obj: &PgAdmin,
+        facts: PassFacts,
+        extras: Extras,
+        cx: &ObjectContext,
+    ) -> Result<Written, ReconcileError> {
+        self.status
+            .write(obj, &facts, extras, cx.target())
+            .await
+            .map_err(ReconcileError::other)
+    }
+}
+
+pub(super) fn merge(report: &mut ApplyReport, more: ApplyReport) {
+    report.verdicts.extend(more.verdicts);
+    report.deleted.extend(more.deleted);
+}
+
+/// The kind's status fields as this pass decided them. A stalled pass states only the servers
+/// (what would be offered) and leaves the rest as it was.
+fn status_fields(
+    obj: &PgAdmin,
+    facts: PassFacts,
+    decided: &Decided,
+    stalled: bool,
+) -> Result<PassFacts, PgAdminError> {
+    let none = PgAdminStatus::default();
+    let stored = obj.status.as_ref().unwrap_or(&none);
+    let mut facts =
+        facts.with_status_field(StatusField::Servers, &decided.offered.rows, &stored.servers)?;
+    facts = facts
+        .with_status_field(StatusField::Url, &decided.exposure.url, &stored.url)?
+        .with_status_field(
+            StatusField::PublishedExposureKinds,
+            &decided.exposure.published,
+            &stored.published_exposure_kinds,
+        )?;
+    if stalled {
+        return Ok(facts);
+    }
+    if let Some(hash) = &decided.hash {
+        let registration = Some(RegistrationStatus {
+            offered_hash: Some(hash.clone()),
+            job: decided.job.clone(),
+        });
+        facts = facts.with_status_field(
+            StatusField::Registration,
+            &registration,
+            &stored.registration,
+        )?;
+    }
+    if decided.image.is_some() {
+        facts = facts.with_status_field(StatusField::Image, &decided.image, &stored.image)?;
+    }
+    Ok(facts)
+}
+
+impl Reconciler for PgAdminReconciler {
+    type Object = PgAdmin;
+
+    async fn reconcile(
+        &self,
+        obj: Arc<PgAdmin>,
+        cx: &ObjectContext,
+    ) -> Result<Outcome, ReconcileError> {
+        let obj = self.status.freshest(&cx.key, obj);
+        self.pass(&obj, cx).await
+    }
+
+    async fn on_stop(&self, key: &ObjectKey, _cx: &ObjectContext) {
+        let owner = owner_key(key);
+        let c = &self.caches;
+        c.clusters.index().forget(&owner);
+        c.poolers.index().forget(&owner);
+        c.pgadmin_accesses.index().forget(&owner);
+        c.database_roles.index().forget(&owner);
+        c.secrets.forget(&owner);
+        self.servers
+            .forget(&key.namespace, &ChildNames::of(&key.name));
+        self.status.forget(key);
+    }
+
+    async fn report_error(&self, obj: Arc<PgAdmin>, failure: PassFailure<'_>, cx: &ObjectContext) {
+        self.status
+            .report_error(obj, failure.classify(), cx.target())
+            .await;
+    }
+}

@@ -1,0 +1,265 @@
+//! The two Secrets of a PgAdmin, which no child store caches (Secret contents are never kept):
+//! `<name>-pgadmin-servers`, rendered from the Clusters' CNPG Secrets read only when the
+//! offered servers or one of those Secrets changed (their resourceVersions come from the
+//! reference index), and `<name>-pgadmin-login`, created once with generated values.
+//!
+//! What is remembered between passes is a fingerprint and the offered-set hash: digests, never
+//! a credential.
+
+use std::collections::BTreeMap;
+
+use dashmap::DashMap;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::{Client, Resource};
+use sha2::{Digest, Sha256};
+
+use crate::children::{ChildOwner, FIELD_MANAGER, ReferenceIndex};
+use crate::k8s::WriteBudget;
+use crate::messages::ObjectKey;
+use crate::reconcile::children::{Component, child_labels};
+use crate::reconcile::pgadmin::ChildNames;
+use crate::reconcile::pgadmin::{
+    COOKIE_SECRET_KEY, Credential, LOGIN_PASSWORD_KEY, OfferedServer, servers_file, servers_secret,
+};
+use crate::reconcile::workload::SecretDigest;
+
+/// What the last write of a servers Secret was made from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Written {
+    fingerprint: String,
+    hash: String,
+    version: Option<String>,
+}
+
+#[derive(Default)]
+pub struct ServersSecrets {
+    written: DashMap<ObjectKey, Written>,
+}
+
+/// The outcome of making the servers Secret current.
+pub enum ServersOutcome {
+    /// The offered-set hash; `wrote`: a write was made this pass.
+    Current { hash: String, wrote: bool },
+    /// The name is taken by a Secret this PgAdmin does not control.
+    NotOwned,
+}
+
+/// The Secrets whose contents enter the servers file.
+pub fn credential_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
+    let mut keys: Vec<ObjectKey> = servers
+        .iter()
+        .filter_map(|s| {
+            s.credentials
+                .secret()
+                .map(|name| ObjectKey::new(s.namespace.as_str(), name))
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+fn fingerprint(servers: &[OfferedServer], index: &ReferenceIndex) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(format!("{servers:?}").as_bytes());
+    for key in credential_secrets(servers) {
+        hasher.update(key.to_string().as_bytes());
+        hasher.update(index.version(&key).unwrap_or_else(|| "absent".into()));
+    }
+    hex::encode(hasher.finalize())
+}
+
+fn text(secret: &Secret, key: &str) -> Option<String> {
+    let bytes = secret.data.as_ref()?.get(key)?;
+    String::from_utf8(bytes.0.clone()).ok()
+}
+
+fn controls<K: Resource>(owner: &ChildOwner, secret: &K) -> bool {
+    secret
+        .meta()
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.uid == owner.reference.uid)
+}
+
+fn stamp(secret: &mut Secret, owner: &ChildOwner) {
+    let meta = secret.meta_mut();
+    meta.namespace = Some(owner.key.namespace.clone());
+    meta.labels
+        .get_or_insert_with(Default::default)
+        .extend(child_labels(&owner.key.name, Component::PgAdmin));
+    meta.owner_references = Some(vec![owner.reference.clone()]);
+}
+
+impl ServersSecrets {
+    /// Makes `<name>-pgadmin-servers` hold the servers file of `servers`.
+    pub async fn ensure(
+        &self,
+        client: &Client,
+        writes: &WriteBudget,
+        index: &ReferenceIndex,
+        owner: &ChildOwner,
+        names: &ChildNames,
+        servers: &[OfferedServer],
+    ) -> Result<ServersOutcome, kube::Error> {
+        let key = ObjectKey::new(owner.key.namespace.as_str(), names.servers_secret.as_str());
+        let fingerprint = fingerprint(servers, index);
+        let current_version = index.version(&key);
+        if let Some(known) = self.written.get(&key)
+            && known.fingerprint == fingerprint
+            && current_version.is_some()
+            && known.version == current_version
+        {
+            return Ok(ServersOutcome::Current {
+                hash: known.hash.clone(),
+                wrote: false,
+            });
+        }
+        let api: Api<Secret> = Api::namespaced(client.clone(), &owner.key.namespace);
+        // Metadata only: whose it is, not what it holds.
+        if let Some(existing) = api.get_metadata_opt(&names.servers_secret).await?
+            && !controls(owner, &existing)
+        {
+            return Ok(ServersOutcome::NotOwned);
+        }
+        // Read the credentials for this render only.
+        let mut read: BTreeMap<ObjectKey, Credential> = BTreeMap::new();
+        for secret_key in credential_secrets(servers) {
+            let secrets: Api<Secret> = Api::namespaced(client.clone(), &secret_key.namespace);
+            if let Some(secret) = secrets.get_opt(&secret_key.name).await?
+                && let Some(password) = text(&secret, "password")
+            {
+                read.insert(
+                    secret_key,
+                    Credential {
+                        username: text(&secret, "username"),
+                        password,
+                    },
+                );
+            }
+        }
+        let file = servers_file(servers, &|server: &OfferedServer| {
+            let name = server.credentials.secret()?;
+            read.get(&ObjectKey::new(server.namespace.as_str(), name))
+                .cloned()
+        });
+        drop(read);
+        let mut secret =
+            servers_secret(names, &file.data).map_err(|e| kube::Error::Service(Box::new(e)))?;
+        stamp(&mut secret, owner);
+        let _permit = writes
+            .acquire()
+            .await
+            .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
+        let params = PatchParams::apply(FIELD_MANAGER).force();
+        let written = api
+            .patch(&names.servers_secret, &params, &Patch::Apply(&secret))
+            .await?;
+        self.written.insert(
+            key,
+            Written {
+                fingerprint,
+                hash: file.hash.clone(),
+                version: written.metadata.resource_version,
+            },
+        );
+        Ok(ServersOutcome::Current {
+            hash: file.hash,
+            wrote: true,
+        })
+    }
+
+    pub fn forget(&self, namespace: &str, names: &ChildNames) {
+        self.written
+            .remove(&ObjectKey::new(namespace, names.servers_secret.as_str()));
+    }
+}
+
+/// 32 characters from `[A-Za-z0-9]`.
+fn generated() -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    (0..32)
+        .map(|_| char::from(ALPHABET[rand::random_range(0..ALPHABET.len())]))
+        .collect()
+}
+
+/// Creates `<name>-pgadmin-login` (pgAdmin's initial password, the OAuth2 proxy's cookie
+/// secret) when the index says it does not exist. Never rewritten: rotating it is the user's.
+pub async fn ensure_login_secret(
+    client: &Client,
+    writes: &WriteBudget,
+    index: &ReferenceIndex,
+    owner: &ChildOwner,
+    names: &ChildNames,
+) -> Result<bool, kube::Error> {
+    let key = ObjectKey::new(owner.key.namespace.as_str(), names.login_secret.as_str());
+    if index.exists(&key) != Some(false) {
+        return Ok(false);
+    }
+    let mut secret = Secret {
+        data: Some(BTreeMap::from([
+            (
+                LOGIN_PASSWORD_KEY.to_owned(),
+                ByteString(generated().into_bytes()),
+            ),
+            (
+                COOKIE_SECRET_KEY.to_owned(),
+                ByteString(generated().into_bytes()),
+            ),
+        ])),
+        type_: Some("Opaque".to_owned()),
+        ..Secret::default()
+    };
+    secret.metadata.name = Some(names.login_secret.clone());
+    stamp(&mut secret, owner);
+    let api: Api<Secret> = Api::namespaced(client.clone(), &owner.key.namespace);
+    let _permit = writes
+        .acquire()
+        .await
+        .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
+    match api.create(&PostParams::default(), &secret).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+        Err(err) => Err(err),
+    }
+}
+
+/// The digests of the Secrets a pgAdmin Pod consumes, for its workload hash: a Secret is read
+/// (and digested) only when the index reports a resourceVersion not digested yet. Only the
+/// digest is kept.
+#[derive(Default)]
+pub struct ConsumedDigests {
+    known: DashMap<ObjectKey, (Option<String>, SecretDigest)>,
+}
+
+impl ConsumedDigests {
+    pub async fn digests(
+        &self,
+        client: &Client,
+        index: &ReferenceIndex,
+        keys: &[ObjectKey],
+    ) -> Result<Vec<SecretDigest>, kube::Error> {
+        let mut out = Vec::new();
+        for key in keys {
+            let version = index.version(key);
+            if let Some(known) = self.known.get(key)
+                && version.is_some()
+                && known.0 == version
+            {
+                out.push(known.1.clone());
+                continue;
+            }
+            let api: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
+            let secret = api.get_opt(&key.name).await?;
+            let digest = SecretDigest::of_secret(&key.name, secret.as_ref());
+            let read = secret.and_then(|s| s.metadata.resource_version);
+            drop(api);
+            self.known.insert(key.clone(), (read, digest.clone()));
+            out.push(digest);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,105 @@
+//! The `operator` provider's plan for one pass: which serving certificate Secret to apply
+//! (the stored one kept, or a new certificate issued by the operator's CA), or none at all when
+//! someone else wrote its certificate. Generates keys but makes no request.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Secret;
+
+use super::certificate::{
+    CertificateDecision, IssueReason, StoredCertificate, Validity, judge_certificate,
+    service_dns_names,
+};
+use super::pki::{CertAndKey, OperatorCa, PkiError};
+use super::render::{ChildNames, serving_secret};
+
+/// What to do with the agent's certificate Secret this pass. Its `Debug` leaves the Secret's
+/// contents out (they carry a private key).
+#[derive(Clone, PartialEq)]
+pub enum CertificatePlan {
+    /// Apply `secret` (unchanged when kept); `issued` says why it carries a new certificate.
+    Apply {
+        secret: Box<Secret>,
+        validity: Validity,
+        issued: Option<IssueReason>,
+    },
+    /// Its certificate is not the one the operator wrote: leave it alone (`ResourceNotOwned`).
+    Tampered,
+}
+
+impl std::fmt::Debug for CertificatePlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CertificatePlan::Apply {
+                validity, issued, ..
+            } => f
+                .debug_struct("Apply")
+                .field("validity", validity)
+                .field("issued", issued)
+                .finish_non_exhaustive(),
+            CertificatePlan::Tampered => f.write_str("Tampered"),
+        }
+    }
+}
+
+/// Plans the certificate of agent `agent` in `namespace` from the Secret the agent controls
+/// under that name (`None`: there is none the agent controls), at `now`; a new certificate
+/// lives `lifetime`.
+pub fn plan_certificate(
+    agent: &str,
+    namespace: &str,
+    stored: Option<&Secret>,
+    ca: &OperatorCa,
+    now: Timestamp,
+    lifetime: Duration,
+) -> Result<CertificatePlan, PkiError> {
+    let names = ChildNames::of(agent);
+    let dns = service_dns_names(&names.workload, namespace);
+    let view = stored.map(StoredCertificate::of);
+    match judge_certificate(view.as_ref(), &dns, ca.cert_der(), now) {
+        CertificateDecision::Tampered => Ok(CertificatePlan::Tampered),
+        CertificateDecision::Keep { validity } => {
+            let kept = CertAndKey {
+                cert_pem: view.and_then(|v| v.cert_pem).unwrap_or_default().to_owned(),
+                key_pem: view.and_then(|v| v.key_pem).unwrap_or_default().to_owned(),
+            };
+            Ok(CertificatePlan::Apply {
+                secret: Box::new(serving_secret(agent, &kept, ca.cert_pem())),
+                validity,
+                issued: None,
+            })
+        }
+        CertificateDecision::Issue(why) => {
+            if now >= ca.not_after() {
+                return Err(PkiError::CaExpired(ca.not_after()));
+            }
+            let mut validity = Validity::starting(now, lifetime);
+            // Never past the CA's own end.
+            validity.not_after = validity.not_after.min(ca.not_after());
+            let issued = ca.issue(&dns, validity.not_before, validity.not_after)?;
+            let secret = serving_secret(agent, &issued, ca.cert_pem());
+            // What is written must be what the next pass keeps: a certificate that does not
+            // verify would be issued again on every pass.
+            match judge_certificate(
+                Some(&StoredCertificate::of(&secret)),
+                &dns,
+                ca.cert_der(),
+                now,
+            ) {
+                CertificateDecision::Keep { .. } => {}
+                CertificateDecision::Issue(again) => {
+                    return Err(PkiError::NotVerified(again.describe()));
+                }
+                CertificateDecision::Tampered => {
+                    return Err(PkiError::NotVerified("its digest does not match".into()));
+                }
+            }
+            Ok(CertificatePlan::Apply {
+                secret: Box::new(secret),
+                validity,
+                issued: Some(why),
+            })
+        }
+    }
+}

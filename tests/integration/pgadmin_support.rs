@@ -1,0 +1,252 @@
+//! PgAdmin end to end on the simulated cluster: the operator (every kind, as `run` builds it)
+//! with its shared actors (the optional-API prober included) against the embedded API server,
+//! whose CloudNativePG simulation makes the Clusters' Services, Secrets and instance Pods.
+
+use std::time::Duration;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::api::{PgAdmin, render_crds_yaml};
+use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::health::Readiness;
+use pgtoolbox_operator::metrics::OperatorMetrics;
+use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde_json::{Value, json};
+
+use super::sim_net_support::api;
+
+pub const NS: &str = "team-a";
+pub const OTHER: &str = "team-b";
+pub const IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
+
+pub struct Env {
+    pub sim: Sim,
+    pub client: kube::Client,
+    operator: Option<Operator>,
+    _shared: SharedActors,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.operator.take();
+    }
+}
+
+pub fn cluster_config() -> SimConfig {
+    SimConfig {
+        controllers: true,
+        pod_start: Duration::from_millis(50),
+        seed: Some(11),
+        ..SimConfig::default()
+    }
+}
+
+pub async fn start(config: SimConfig, settings: OperatorSettings) -> Env {
+    let sim = start_sim(config).await;
+    start_operator(sim, settings).await
+}
+
+/// The simulated cluster alone (a test may change it before the operator starts).
+pub async fn start_sim(config: SimConfig) -> Sim {
+    let crds = render_crds_yaml().expect("CRDs render");
+    Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        ..config
+    })
+    .await
+    .expect("sim starts")
+}
+
+pub async fn start_operator(sim: Sim, settings: OperatorSettings) -> Env {
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    super::sim_support::namespace(&client, OTHER).await;
+    let settings = OperatorSettings {
+        startup_jitter: Duration::ZERO,
+        ..settings
+    };
+    let kinds = ["PgAdmin".to_owned(), "EvidenceAgent".to_owned()];
+    let shared = start_shared_actors(
+        &client,
+        &kinds,
+        settings,
+        OperatorMetrics::new(),
+        Readiness::new(),
+    )
+    .await
+    .expect("shared actors start");
+    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
+        .start()
+        .await
+        .expect("operator starts");
+    Env {
+        sim,
+        client,
+        operator: Some(operator),
+        _shared: shared,
+    }
+}
+
+pub fn condition_of(obj: &PgAdmin, type_: &str) -> Option<Condition> {
+    obj.status
+        .as_ref()?
+        .common
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+pub fn state(obj: &PgAdmin, type_: &str) -> (String, String) {
+    condition_of(obj, type_)
+        .map(|c| (c.status, c.reason))
+        .unwrap_or_default()
+}
+
+impl Env {
+    pub fn pgadmins(&self) -> Api<PgAdmin> {
+        Api::namespaced(self.client.clone(), NS)
+    }
+
+    pub fn dynamic(&self, ns: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+        let group = match kind {
+            "PgAdminAccess" => "pgtoolbox.fyannk.dev",
+            _ => "postgresql.cnpg.io",
+        };
+        let mut api = api(&self.client, Some(ns), group, kind, plural);
+        if kind == "PgAdminAccess" {
+            let gvk = kube::core::GroupVersionKind::gvk(group, "v1alpha1", kind);
+            let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, plural);
+            api = Api::namespaced_with(self.client.clone(), ns, &ar);
+        }
+        api
+    }
+
+    pub async fn create(&self, ns: &str, kind: &str, plural: &str, obj: Value) {
+        let obj: DynamicObject = serde_json::from_value(obj).expect("valid object");
+        self.dynamic(ns, kind, plural)
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("created");
+    }
+
+    pub async fn cluster(&self, ns: &str, name: &str, labels: Value, instances: i32) {
+        self.create(
+            ns,
+            "Cluster",
+            "clusters",
+            json!({
+                "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+                "metadata": {"name": name, "namespace": ns, "labels": labels},
+                "spec": {"instances": instances, "storage": {"size": "1Gi"}},
+            }),
+        )
+        .await;
+    }
+
+    pub async fn grant(&self, name: &str, pgadmin: &str, clusters: &[&str]) {
+        self.create(
+            OTHER,
+            "PgAdminAccess",
+            "pgadminaccesses",
+            json!({
+                "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgAdminAccess",
+                "metadata": {"name": name, "namespace": OTHER},
+                "spec": {"pgAdmin": {"namespace": NS, "name": pgadmin}, "clusters": clusters},
+            }),
+        )
+        .await;
+    }
+
+    pub async fn pgadmin(&self, name: &str, spec: Value) {
+        let obj: PgAdmin = serde_json::from_value(json!({
+            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgAdmin",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": spec,
+        }))
+        .expect("valid PgAdmin");
+        self.pgadmins()
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("PgAdmin created");
+    }
+
+    /// Polls until `condition` of the PgAdmin has `reason` (any status).
+    pub async fn wait_reason(&self, name: &str, condition: &str, reason: &str) -> PgAdmin {
+        self.wait(name, &format!("{condition} {reason}"), |obj| {
+            condition_of(obj, condition).is_some_and(|c| c.reason == reason)
+        })
+        .await
+    }
+
+    pub async fn wait(&self, name: &str, what: &str, check: impl Fn(&PgAdmin) -> bool) -> PgAdmin {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let obj = self.pgadmins().get(name).await.expect("PgAdmin readable");
+            if check(&obj) {
+                return obj;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name}: never {what}; status: {:#?}",
+                obj.status
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// `(type, reason, note)` of the Events recorded on the PgAdmin.
+    pub async fn events(&self, name: &str) -> Vec<(String, String, String)> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), NS);
+        let list = api.list(&ListParams::default()).await.expect("events");
+        list.items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .map(|e| {
+                (
+                    e.type_.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.note.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    pub async fn wait_event(&self, name: &str, reason: &str) -> (String, String, String) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(e) = self.events(name).await.into_iter().find(|e| e.1 == reason) {
+                return e;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name}: no {reason} Event; events: {:#?}",
+                self.events(name).await
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn jobs(&self) -> Vec<Job> {
+        Api::<Job>::namespaced(self.client.clone(), NS)
+            .list(&ListParams::default())
+            .await
+            .expect("jobs")
+            .items
+    }
+
+    pub async fn servers_file(&self, name: &str) -> Value {
+        let secret = Api::<Secret>::namespaced(self.client.clone(), NS)
+            .get(&format!("{name}-pgadmin-servers"))
+            .await
+            .expect("servers Secret");
+        let data = secret.data.unwrap_or_default();
+        let bytes = data.get("servers.json").expect("servers.json").0.clone();
+        serde_json::from_slice(&bytes).expect("servers file is JSON")
+    }
+}
