@@ -25,21 +25,37 @@ use serde_json::{Value, json};
 
 const NS: &str = "team-a";
 const OPERATOR: &str = "system:serviceaccount:pgtoolbox-system:pgtoolbox-operator";
-const KINDS: [&str; 3] = ["PgAccessRequest", "EvidenceAgent", "PgToolBoxConsole"];
+const KINDS: [&str; 4] = [
+    "PgAccessRequest",
+    "EvidenceAgent",
+    "PgToolBoxConsole",
+    "PgAdmin",
+];
 
 /// Granted (verb, `group/resource`) pairs no scenario here exercises; each is explained under
-/// "Rules not exercised by the least-privilege test" in deploy/README.md. When the PgAdmin
-/// controller lands, its scenarios join `scenarios` and its rules leave this list.
+/// "Rules not exercised by the least-privilege test" in deploy/README.md; the test fails on an
+/// entry no longer granted or not explained there. A scenario that exercises one takes it off
+/// the list.
 const JUSTIFIED: &[&str] = &[
     "create authorization.k8s.io/selfsubjectaccessreviews",
     "delete /configmaps",
     "delete /serviceaccounts",
     "delete /services",
     "delete apps/deployments",
-    // PgAdmin: the controller is not on this branch yet.
-    "list pgtoolbox.fyannk.dev/pgadmins",
-    "watch pgtoolbox.fyannk.dev/pgadmins",
-    "patch pgtoolbox.fyannk.dev/pgadmins/status",
+    "delete /persistentvolumeclaims",
+    "delete /secrets",
+    "delete batch/jobs",
+    // A PgAdmin's settings database and Poolers: no scenario here has them yet.
+    "create postgresql.cnpg.io/databaseroles",
+    "create postgresql.cnpg.io/databases",
+    "delete postgresql.cnpg.io/databaseroles",
+    "delete postgresql.cnpg.io/databases",
+    "get postgresql.cnpg.io/databaseroles",
+    "get postgresql.cnpg.io/databases",
+    "patch postgresql.cnpg.io/databaseroles",
+    "patch postgresql.cnpg.io/databases",
+    "get apiextensions.k8s.io/customresourcedefinitions",
+    "get postgresql.cnpg.io/poolers",
     "patch pgtoolbox.fyannk.dev/pgadminaccesses/status",
 ];
 
@@ -229,7 +245,8 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
     )
     .await;
     create(&admin, "postgresql.cnpg.io", "v1", "Cluster", "clusters", json!({
-        "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "metadata": {"name": "orders", "namespace": NS},
+        "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "orders", "namespace": NS, "labels": {"team": "a"}},
         "spec": {"instances": 1, "storage": {"size": "1Gi"}, "plugins": [{"name": "barman-cloud.cloudnative-pg.io",
             "isWALArchiver": true, "parameters": {"barmanObjectName": "orders-store"}}]}})).await;
     create(&admin, "barmancloud.cnpg.io", "v1", "ObjectStore", "objectstores", json!({
@@ -250,6 +267,27 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
             "servingCertificate": {"provider": "openshift"}}}),
     )
     .await;
+    // A second agent on the operator's own certificates (its CA and serving Secrets).
+    create(
+        &admin,
+        g,
+        v,
+        "EvidenceAgent",
+        "evidenceagents",
+        json!({
+        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "EvidenceAgent",
+        "metadata": {"name": "ev-tls", "namespace": NS},
+        "spec": {"cluster": {"name": "orders"}, "image": "ghcr.io/pgtoolbox/evidence-agent:0.1.0",
+            "servingCertificate": {"provider": "operator"}}}),
+    )
+    .await;
+    // PgAdmin over the team's Clusters, exposed by an Ingress.
+    create(&admin, g, v, "PgAdmin", "pgadmins", json!({
+        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgAdmin",
+        "metadata": {"name": "team-pgadmin", "namespace": NS},
+        "spec": {"image": "docker.io/dpage/pgadmin4:9.10", "clusterSelector": {"matchLabels": {"team": "a"}},
+            "endpoints": ["rw", "ro"], "exposure": {"type": "ingress",
+                "hostname": "pgadmin.team-a.apps.example.com", "ingressClassName": "nginx"}}})).await;
     // PgAccessRequest: approved (binding + decision), then it expires and the grant goes.
     let expires = Timestamp::now() + SignedDuration::from_secs(4);
     create(

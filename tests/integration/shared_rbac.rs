@@ -61,11 +61,28 @@ const OUTSIDE_THE_TABLE: &[(&str, &str, &str)] = &[
     ("route.openshift.io", "routes", "optional API"),
     ("gateway.networking.k8s.io", "httproutes", "optional API"),
     ("barmancloud.cnpg.io", "objectstores", "optional API"),
-    // Written by the PgAdmin controller (not on this branch); its table row gains it then.
+    (
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        "cluster-scoped, one CRD by name",
+    ),
+    ("postgresql.cnpg.io", "poolers", "optional API"),
+    (
+        "postgresql.cnpg.io",
+        "databaseroles",
+        "optional API (PgAdmin settings database)",
+    ),
+    // Not yet rows of the table (named in the issue 17 report): PgAdmin writes its accesses'
+    // status and its settings Database.
     (
         "pgtoolbox.fyannk.dev",
         "pgadminaccesses/status",
-        "PgAdmin, landing later",
+        "PgAdmin; not a table row yet",
+    ),
+    (
+        "postgresql.cnpg.io",
+        "databases",
+        "PgAdmin settings database; not a table row yet",
     ),
 ];
 
