@@ -18,6 +18,9 @@
 //! | GET  /_sim/workloads/faults  | —  (workload fault rules)                     |
 //! | POST /_sim/workloads/faults  | `{"namespace": "a", "selector": "app=web", "fault": "ImagePullBackOff"}` |
 //! | DELETE /_sim/workloads/faults | optional rule body: remove it; none: remove all |
+//! | GET  /_sim/kubeconfig?user=U&groups=G1,G2 | —  (a kubeconfig authenticating as U in G1, G2) |
+//! | GET  /_sim/rbac/exercised    | —  (stored RBAC rules that allowed requests, per user) |
+//! | DELETE /_sim/rbac/exercised  | —  (forget them)                              |
 //! | POST /_sim/cnpg/switchover   | `{"namespace": "a", "cluster": "db", "instance"?: "db-2"}` (answers `targetPrimary`) |
 
 use std::sync::Arc;
@@ -161,6 +164,32 @@ async fn run(server: Arc<Server>, req: Request<Body>) -> Result<Value, ApiError>
                 };
             let removed = admin.clear_workload_faults(rule.as_ref());
             Ok(json!({"ok": true, "removed": removed}))
+        }
+        (&Method::GET, "/_sim/kubeconfig") => {
+            let query: std::collections::HashMap<String, String> =
+                axum::extract::Query::try_from_uri(&parts.uri)
+                    .map(|q: axum::extract::Query<_>| q.0)
+                    .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
+            let user = query
+                .get("user")
+                .filter(|u| !u.is_empty())
+                .ok_or_else(|| ApiError::bad_request("missing query parameter user"))?;
+            let groups: Vec<String> = query
+                .get("groups")
+                .map(|g| {
+                    g.split(',')
+                        .filter(|g| !g.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(admin.kubeconfig_for(user, &groups))
+        }
+        (&Method::GET, "/_sim/rbac/exercised") => serde_json::to_value(admin.exercised_rules())
+            .map_err(|e| ApiError::internal(e.to_string())),
+        (&Method::DELETE, "/_sim/rbac/exercised") => {
+            admin.clear_exercised_rules();
+            Ok(ok)
         }
         (&Method::POST, "/_sim/watches/gone") => {
             admin.force_gone_next_watch();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::faults::Verdict;
@@ -138,7 +138,7 @@ fn verb_of(
     })
 }
 
-fn forbidden_message(verb: &str, target: &Target) -> String {
+fn forbidden_message(user: &str, verb: &str, target: &Target) -> String {
     let subject = match &target.name {
         Some(n) => format!("{} \"{n}\"", qualified(target)),
         None => qualified(target),
@@ -152,7 +152,7 @@ fn forbidden_message(verb: &str, target: &Target) -> String {
         None => " at the cluster scope".to_string(),
     };
     format!(
-        "{subject} is forbidden: User \"system:sim\" cannot {verb} resource \"{resource}\" in API group \"{}\"{scope}",
+        "{subject} is forbidden: User \"{user}\" cannot {verb} resource \"{resource}\" in API group \"{}\"{scope}",
         target.group
     )
 }
@@ -212,6 +212,23 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
             .map(|q| q.0)
             .map_err(|e| ApiError::bad_request(format!("invalid query: {e}")))?;
+    let authorization = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let requester = crate::auth::authenticate(&server, authorization)?;
+    let identity = crate::auth::impersonate::resolve(&server, requester, &parts.headers)?;
+    let route = parse_path(parts.uri.path());
+    if !identity.is_admin() && !matches!(route, Some(Route::Resource(_))) {
+        let a = crate::auth::Attributes {
+            verb: parts.method.as_str().to_ascii_lowercase(),
+            path: Some(parts.uri.path().to_string()),
+            ..Default::default()
+        };
+        if !crate::auth::authorize(&server, &identity, &a) {
+            return Err(crate::auth::forbidden(&identity, &a, None));
+        }
+    }
     if let Some(rest) = parts.uri.path().strip_prefix("/openapi/v3") {
         let rest = rest.trim_matches('/');
         let doc = if rest.is_empty() {
@@ -223,8 +240,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             .map(|d| json_response(StatusCode::OK, &d))
             .ok_or_else(ApiError::not_found_path);
     }
-    let route = parse_path(parts.uri.path()).ok_or_else(ApiError::not_found_path)?;
-    let target = match route {
+    let target = match route.ok_or_else(ApiError::not_found_path)? {
         Route::Discovery(d) => return discovery::answer(&server, d, &parts.headers),
         Route::Resource(t) => t,
     };
@@ -265,6 +281,24 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         None => info.group_resource(),
     };
     server.stats.count(verb, &counted_resource, &namespace);
+    if !identity.is_admin() {
+        let a = crate::auth::Attributes {
+            verb: verb.to_string(),
+            path: None,
+            group: target.group.clone(),
+            resource: target.plural.clone(),
+            subresource: target.sub.clone().unwrap_or_default(),
+            name: target.name.clone().unwrap_or_default(),
+            namespace: namespace.clone(),
+        };
+        if !crate::auth::authorize(&server, &identity, &a) {
+            return Err(crate::auth::forbidden(
+                &identity,
+                &a,
+                target.name.as_deref(),
+            ));
+        }
+    }
     let deny_resource = match &target.sub {
         Some(s) => format!("{}/{s}", target.plural),
         None => target.plural.clone(),
@@ -279,7 +313,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
                 .denied(verb, &target.group, &deny_resource, &namespace)
                 .is_some())
     {
-        let mut e = ApiError::forbidden(forbidden_message(verb, &target));
+        let mut e = ApiError::forbidden(forbidden_message(&identity.user, verb, &target));
         e.details = Some(Box::new(crate::error::Details {
             name: target.name.clone().unwrap_or_default(),
             group: target.group.clone(),
@@ -371,22 +405,52 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         ),
         "create" => {
             let body = read_body(body, &parts.headers).await?;
-            if info.plural == "selfsubjectaccessreviews" {
-                return Ok(json_response(
-                    StatusCode::CREATED,
-                    &access_review(&server, body),
-                ));
-            }
             if info.create_only
-                && let Some(answer) = crate::reviews::answer(&server, &info, body.clone())
+                && let Some(answer) =
+                    crate::reviews::answer(&server, &identity, &info, body.clone())
             {
                 return Ok(json_response(StatusCode::CREATED, &answer));
+            }
+            if rbac_kind(&info) && !identity.is_admin() {
+                let mut dry = server.store.lock_dry_run();
+                let would = ops::create(&server, &mut dry, &info, &namespace, body.clone())?;
+                drop(dry);
+                crate::auth::escalation::check(
+                    &server,
+                    &identity,
+                    &info.plural,
+                    &namespace,
+                    &would,
+                    None,
+                )?;
             }
             let created = ops::create(&server, &mut write_lock(), &info, &namespace, body)?;
             Ok(ctx.object(StatusCode::CREATED, &created))
         }
         "update" => {
             let body = read_body(body, &parts.headers).await?;
+            if rbac_kind(&info) && !identity.is_admin() {
+                let mut dry = server.store.lock_dry_run();
+                let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
+                let would = ops::update(
+                    &server,
+                    &mut dry,
+                    &info,
+                    &namespace,
+                    &name,
+                    body.clone(),
+                    sub,
+                )?;
+                drop(dry);
+                crate::auth::escalation::check(
+                    &server,
+                    &identity,
+                    &info.plural,
+                    &namespace,
+                    &would,
+                    old.as_deref(),
+                )?;
+            }
             let updated = ops::update(
                 &server,
                 &mut write_lock(),
@@ -400,6 +464,59 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         }
         "patch" => {
             let (kind, patch) = read_patch(body, &parts.headers).await?;
+            // An apply that creates the object needs `create` too, as on a real server.
+            if kind == PatchKind::Apply && !identity.is_admin() {
+                let missing = server
+                    .store
+                    .lock()
+                    .get(&ops::res_key(&info), &(namespace.clone(), name.clone()))
+                    .is_none();
+                let a = crate::auth::Attributes {
+                    verb: "create".into(),
+                    path: None,
+                    group: target.group.clone(),
+                    resource: target.plural.clone(),
+                    subresource: target.sub.clone().unwrap_or_default(),
+                    name: name.clone(),
+                    namespace: namespace.clone(),
+                };
+                if missing && !crate::auth::authorize(&server, &identity, &a) {
+                    return Err(crate::auth::forbidden(&identity, &a, Some(&name)));
+                }
+            }
+            if rbac_kind(&info) && !identity.is_admin() {
+                let mut dry = server.store.lock_dry_run();
+                let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
+                let would = if kind == PatchKind::Apply {
+                    let manager = query.get("fieldManager").cloned().unwrap_or_default();
+                    dry.set_field_manager(None);
+                    crate::apply::server_side_apply(
+                        &server,
+                        &mut dry,
+                        &info,
+                        &namespace,
+                        &name,
+                        patch.clone(),
+                        sub,
+                        &manager,
+                        query_bool(&query, "force"),
+                    )?
+                    .1
+                } else {
+                    ops::patch(
+                        &server, &mut dry, &info, &namespace, &name, kind, &patch, sub,
+                    )?
+                };
+                drop(dry);
+                crate::auth::escalation::check(
+                    &server,
+                    &identity,
+                    &info.plural,
+                    &namespace,
+                    &would,
+                    old.as_deref(),
+                )?;
+            }
             if kind == PatchKind::Apply {
                 let manager = query.get("fieldManager").cloned().unwrap_or_default();
                 let force = query_bool(&query, "force");
@@ -538,38 +655,13 @@ async fn read_body(body: Body, headers: &HeaderMap) -> Result<Value, ApiError> {
 }
 
 /// A SelfSubjectAccessReview answered from the deny rules.
-fn access_review(server: &Server, mut review: Value) -> Value {
-    let attrs = review
-        .pointer("/spec/resourceAttributes")
-        .cloned()
-        .unwrap_or(json!({}));
-    let s = |k: &str| {
-        attrs
-            .get(k)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let resource = match s("subresource").as_str() {
-        "" => s("resource"),
-        sub => format!("{}/{sub}", s("resource")),
-    };
-    let denied = server
-        .faults
-        .denied(&s("verb"), &s("group"), &s("resource"), &s("namespace"))
-        .is_some()
-        || server
-            .faults
-            .denied(&s("verb"), &s("group"), &resource, &s("namespace"))
-            .is_some();
-    review["status"] = if denied {
-        json!({"allowed": false, "denied": true, "reason": "denied by a sim deny rule"})
-    } else {
-        json!({"allowed": true, "reason": "the sim allows everything not denied"})
-    };
-    review["apiVersion"] = json!("authorization.k8s.io/v1");
-    review["kind"] = json!("SelfSubjectAccessReview");
-    review
+/// Roles and bindings, whose writes the escalation checks guard.
+fn rbac_kind(info: &ResourceInfo) -> bool {
+    info.group == crate::auth::rbac::GROUP
+        && matches!(
+            info.plural.as_str(),
+            "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings"
+        )
 }
 
 struct Ctx<'a> {

@@ -10,6 +10,7 @@
 
 pub mod admin;
 pub mod apply;
+pub mod auth;
 pub mod cluster;
 pub mod config;
 pub mod defaults;

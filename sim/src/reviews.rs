@@ -1,14 +1,17 @@
-//! The self reviews kubectl's `auth` commands create, besides the access review in `http`:
-//! SelfSubjectRulesReview (`kubectl auth can-i --list`) and SelfSubjectReview
-//! (`kubectl auth whoami`).
+//! The reviews kubectl's `auth` commands and controllers create, answered from the same RBAC
+//! rules (and deny rules) requests are authorized by: SelfSubjectAccessReview and
+//! SubjectAccessReview (`kubectl auth can-i`), SelfSubjectRulesReview (`kubectl auth can-i
+//! --list`) and SelfSubjectReview (`kubectl auth whoami`).
 
 use serde_json::{Value, json};
 
+use crate::auth::rbac::{self, Attributes};
+use crate::auth::{Identity, identity::ADMIN_USER};
 use crate::resources::ResourceInfo;
 use crate::server::Server;
 
-/// The user every request is taken to come from (the name the Forbidden messages use).
-pub const USER: &str = "system:sim";
+/// The admin user, whom the sim's own kubeconfig authenticates as.
+pub const USER: &str = ADMIN_USER;
 
 fn review(group: &str, kind: &str, plural: &str) -> ResourceInfo {
     ResourceInfo {
@@ -42,15 +45,39 @@ pub fn kinds() -> Vec<ResourceInfo> {
             "SelfSubjectReview",
             "selfsubjectreviews",
         ),
+        review(
+            "authorization.k8s.io",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+        ),
     ]
 }
 
 /// The answer to a review of `info`, or `None` when `info` is not one of these.
-pub fn answer(server: &Server, info: &ResourceInfo, mut body: Value) -> Option<Value> {
+pub fn answer(
+    server: &Server,
+    id: &Identity,
+    info: &ResourceInfo,
+    mut body: Value,
+) -> Option<Value> {
     let status = match info.plural.as_str() {
-        "selfsubjectrulesreviews" => rules(server, &body),
-        "selfsubjectreviews" => json!({"userInfo": {
-            "username": USER, "groups": ["system:masters", "system:authenticated"]}}),
+        "selfsubjectrulesreviews" => rules(server, id, &body),
+        "selfsubjectreviews" => json!({"userInfo": {"username": id.user, "groups": id.groups}}),
+        "selfsubjectaccessreviews" => access(server, id, &body),
+        "subjectaccessreviews" => {
+            let spec = &body["spec"];
+            let groups: Vec<String> = spec["groups"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let user = spec["user"].as_str().unwrap_or("");
+            access(server, &Identity::new(user, &groups), &body)
+        }
         _ => return None,
     };
     body["apiVersion"] = json!(info.api_version());
@@ -60,10 +87,73 @@ pub fn answer(server: &Server, info: &ResourceInfo, mut body: Value) -> Option<V
     Some(body)
 }
 
-/// Everything is allowed but what a deny rule refuses, and rules cannot say "except": with deny
-/// rules for the namespace the list is marked incomplete, as an authorizer that cannot
-/// enumerate its decisions marks it.
-fn rules(server: &Server, body: &Value) -> Value {
+/// The attributes of an access review's spec.
+fn attributes(spec: &Value) -> Attributes {
+    if let Some(nr) = spec.get("nonResourceAttributes") {
+        return Attributes {
+            verb: nr["verb"].as_str().unwrap_or("").into(),
+            path: Some(nr["path"].as_str().unwrap_or("").into()),
+            ..Attributes::default()
+        };
+    }
+    let r = &spec["resourceAttributes"];
+    let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+    Attributes {
+        verb: s("verb"),
+        path: None,
+        group: s("group"),
+        resource: s("resource"),
+        subresource: s("subresource"),
+        name: s("name"),
+        namespace: s("namespace"),
+    }
+}
+
+/// An access review: the deny rules first (they bind everyone), then RBAC.
+fn access(server: &Server, id: &Identity, body: &Value) -> Value {
+    let a = attributes(&body["spec"]);
+    if a.path.is_none() {
+        let with_sub = match a.subresource.as_str() {
+            "" => a.resource.clone(),
+            sub => format!("{}/{sub}", a.resource),
+        };
+        let denied = server
+            .faults
+            .denied(&a.verb, &a.group, &a.resource, &a.namespace)
+            .is_some()
+            || server
+                .faults
+                .denied(&a.verb, &a.group, &with_sub, &a.namespace)
+                .is_some();
+        if denied {
+            return json!({"allowed": false, "denied": true, "reason": "denied by a sim deny rule"});
+        }
+    }
+    if id.is_admin() {
+        return json!({"allowed": true, "reason": "system:masters may do everything"});
+    }
+    if rbac::allowed(server, id, &a) {
+        json!({"allowed": true, "reason": "allowed by the stored RBAC rules"})
+    } else {
+        json!({"allowed": false})
+    }
+}
+
+fn rule_json(r: &rbac::Rule) -> Value {
+    if !r.non_resource_urls.is_empty() {
+        return json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls});
+    }
+    let mut v = json!({"verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources});
+    if !r.resource_names.is_empty() {
+        v["resourceNames"] = json!(r.resource_names);
+    }
+    v
+}
+
+/// The rules the identity holds in the namespace. The admin holds everything; deny rules cannot
+/// be listed as "except", so with deny rules for the namespace the list is marked incomplete,
+/// as an authorizer that cannot enumerate its decisions marks it.
+fn rules(server: &Server, id: &Identity, body: &Value) -> Value {
     let namespace = body
         .pointer("/spec/namespace")
         .and_then(Value::as_str)
@@ -76,11 +166,22 @@ fn rules(server: &Server, body: &Value) -> Value {
         .filter(|r| r.namespace == "*" || r.namespace == namespace || r.namespace.is_empty())
         .map(ToString::to_string)
         .collect();
-    let mut status = json!({
-        "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-        "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-        "incomplete": !denying.is_empty(),
-    });
+    let mut status = if id.is_admin() {
+        json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+        })
+    } else {
+        let mut held = rbac::rules_of(server, id, namespace);
+        held.extend(rbac::bootstrap_rules());
+        let (non_resource, resource): (Vec<_>, Vec<_>) =
+            held.iter().partition(|r| !r.non_resource_urls.is_empty());
+        json!({
+            "resourceRules": resource.into_iter().map(rule_json).collect::<Vec<_>>(),
+            "nonResourceRules": non_resource.into_iter().map(rule_json).collect::<Vec<_>>(),
+        })
+    };
+    status["incomplete"] = json!(!denying.is_empty());
     if !denying.is_empty() {
         status["evaluationError"] = json!(format!(
             "the sim's deny rules are not listed: {}",
@@ -100,14 +201,15 @@ mod tests {
         let server = std::sync::Arc::new(Server::new(SimConfig::default(), "127.0.0.1:0".into()));
         let info = &kinds()[0];
         let req = json!({"spec": {"namespace": "team"}});
-        let open = answer(&server, info, req.clone()).unwrap();
+        let admin_id = Identity::admin();
+        let open = answer(&server, &admin_id, info, req.clone()).unwrap();
         assert_eq!(open["status"]["incomplete"], false);
         assert_eq!(open["kind"], "SelfSubjectRulesReview");
         let admin = crate::faults::Admin {
             server: server.clone(),
         };
         admin.deny("create:pods:team").unwrap();
-        let denied = answer(&server, info, req).unwrap();
+        let denied = answer(&server, &admin_id, info, req).unwrap();
         assert_eq!(denied["status"]["incomplete"], true);
         assert!(
             denied["status"]["evaluationError"]
@@ -120,7 +222,7 @@ mod tests {
     #[test]
     fn whoami_names_the_sim_user() {
         let server = Server::new(SimConfig::default(), "127.0.0.1:0".into());
-        let v = answer(&server, &kinds()[1], json!({})).unwrap();
+        let v = answer(&server, &Identity::admin(), &kinds()[1], json!({})).unwrap();
         assert_eq!(v["status"]["userInfo"]["username"], USER);
         assert_eq!(v["apiVersion"], "authentication.k8s.io/v1");
     }

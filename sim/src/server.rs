@@ -116,6 +116,8 @@ pub struct Server {
     pub cluster: std::sync::OnceLock<Arc<crate::cluster::Ctx>>,
     /// `host:port` the server listens on, for discovery answers.
     pub address: String,
+    /// The RBAC rules that allowed a request, per user (least-privilege audits).
+    pub rbac_audit: crate::auth::Audit,
 }
 
 impl Server {
@@ -131,6 +133,7 @@ impl Server {
             cluster: std::sync::OnceLock::new(),
             config,
             address,
+            rbac_audit: crate::auth::Audit::default(),
         }
     }
 

@@ -82,7 +82,10 @@ pub fn kind_names(client: &kube::Client) -> Vec<String> {
 }
 
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
-    let _telemetry = telemetry::init(args.settings.otel_exporter_otlp_endpoint.as_deref())?;
+    let _telemetry = telemetry::init(
+        args.settings.otel_exporter_otlp_endpoint.as_deref(),
+        args.settings.log_format,
+    )?;
     let metrics = OperatorMetrics::new();
     let readiness = Readiness::new();
     let _endpoints = serve_endpoints(

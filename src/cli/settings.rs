@@ -54,6 +54,9 @@ pub struct SettingsArgs {
     /// `90m`, `45s`); each is renewed once two thirds of it have passed.
     #[arg(long, env = "EVIDENCE_CERTIFICATE_VALIDITY", default_value = "2160h", value_parser = parse_lifetime)]
     pub evidence_certificate_validity: std::time::Duration,
+    /// Log lines as JSON objects (for a log collector) or as text.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
 }
 
 /// A positive duration in hours, minutes and seconds (`2160h`, `1h30m`, `45s`).
@@ -66,6 +69,14 @@ fn parse_lifetime(text: &str) -> Result<std::time::Duration, String> {
         .ok()
         .filter(|d| d.as_secs() >= 1)
         .ok_or_else(|| format!("{text:?} is not a positive duration of at least one second"))
+}
+
+/// The shape of the log lines on stderr.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 /// Where `run` serves its endpoints (`sim` serves none: it is for trying, not for scraping).

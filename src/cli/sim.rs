@@ -104,13 +104,16 @@ fn crd_texts(dir: Option<&Path>) -> Result<Vec<String>, CliError> {
 
 pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     if args.api_only {
-        let _telemetry = telemetry::init(None)?;
+        let _telemetry = telemetry::init(None, args.settings.log_format)?;
         let config = args.sim_config(crd_texts(args.crds.as_deref())?);
         return Ok(run_api_only(config, args.kubeconfig_out.as_deref()).await?);
     }
     // Logs go to stderr at `warn` unless RUST_LOG says otherwise: stdout holds the table.
-    let _telemetry =
-        telemetry::init_with_default(args.settings.otel_exporter_otlp_endpoint.as_deref(), "warn")?;
+    let _telemetry = telemetry::init_with_default(
+        args.settings.otel_exporter_otlp_endpoint.as_deref(),
+        "warn",
+        args.settings.log_format,
+    )?;
     // Listen before anything is written: a Ctrl-C during start-up still cleans up.
     let mut stop = Stop::listen();
     let sim = Sim::start(args.sim_config(crd_texts(args.crds.as_deref())?)).await?;

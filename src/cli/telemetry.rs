@@ -10,6 +10,8 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+pub use super::settings::LogFormat;
+
 /// Keeps the exporter alive; flushes pending spans when dropped.
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
@@ -32,22 +34,32 @@ pub enum TelemetryError {
 }
 
 /// Install the global subscriber. `RUST_LOG` filters (default `info`).
-pub fn init(otlp_endpoint: Option<&str>) -> Result<Telemetry, TelemetryError> {
-    init_with_default(otlp_endpoint, "info")
+pub fn init(otlp_endpoint: Option<&str>, format: LogFormat) -> Result<Telemetry, TelemetryError> {
+    init_with_default(otlp_endpoint, "info", format)
 }
 
 /// As [`init`], with another default level when `RUST_LOG` is unset.
 pub fn init_with_default(
     otlp_endpoint: Option<&str>,
     default_level: &str,
+    format: LogFormat,
 ) -> Result<Telemetry, TelemetryError> {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_level));
     // Colour codes only for a person at a terminal, never in a file or a log collector.
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .boxed();
+    let fmt = match format {
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .boxed(),
+        // One JSON object per line, the span fields (kind, namespace, name) included.
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .boxed(),
+    };
     let (otel, provider) = match otlp_endpoint.filter(|e| !e.is_empty()) {
         Some(endpoint) => {
             use opentelemetry_otlp::WithExportConfig;

@@ -32,7 +32,11 @@ impl fmt::Display for Permission {
 }
 
 const READ: &[&str] = &["get", "list", "watch"];
-const MANAGE: &[&str] = &["get", "list", "watch", "create", "update", "delete"];
+/// Kept in the cache, never read one by one.
+const WATCH: &[&str] = &["list", "watch"];
+/// Children: applied (server-side apply: patch, and create when it creates), read once before
+/// the first apply, deleted when no longer desired; never replaced.
+const MANAGE: &[&str] = &["get", "list", "watch", "create", "patch", "delete"];
 /// PgAccessRequest only ever takes grants away: it deletes RoleBindings, and patches one only to
 /// make its request its owner (so deleting the request deletes the grant).
 const REVOKE: &[&str] = &["get", "list", "watch", "patch", "delete"];
@@ -52,8 +56,8 @@ const WORKLOAD: &[(&str, &str, &[&str])] = &[
     ("apps", "deployments", MANAGE),
     ("", "services", MANAGE),
     ("", "serviceaccounts", MANAGE),
-    ("", "pods", READ),
-    ("apps", "replicasets", READ),
+    ("", "pods", WATCH),
+    ("apps", "replicasets", WATCH),
 ];
 
 /// The table, one row per kind. The permissions a namespace needs are those of the kinds the
@@ -70,7 +74,7 @@ const KINDS: &[KindNeeds] = &[
         plural: "pgadmins",
         workload: true,
         uses: &[
-            (OWN_GROUP, "pgadminaccesses", READ),
+            (OWN_GROUP, "pgadminaccesses", WATCH),
             ("", "secrets", MANAGE),
             ("", "persistentvolumeclaims", MANAGE),
             ("networking.k8s.io", "networkpolicies", MANAGE),
@@ -154,7 +158,7 @@ pub fn required_permissions<S: AsRef<str>>(kinds: &[S]) -> Vec<Permission> {
         .iter()
         .filter(|n| kinds.iter().any(|k| k.as_ref() == n.kind))
     {
-        add(&mut all, OWN_GROUP, needs.plural, READ);
+        add(&mut all, OWN_GROUP, needs.plural, WATCH);
         all.push(status_write(needs.plural));
         let workload = if needs.workload { WORKLOAD } else { &[] };
         for (group, resource, verbs) in needs.uses.iter().chain(workload) {
