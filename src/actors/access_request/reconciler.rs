@@ -232,8 +232,23 @@ impl Reconciler for AccessRequestReconciler {
         if bindings.wait_synced(CACHE_WAIT).await.is_err() {
             return;
         }
+        let orphans = bindings.children_of(&owner_key(key));
+        if orphans.is_empty() {
+            return;
+        }
+        // The request's watch and the bindings' watch are not ordered: a binding may be seen
+        // before the request it was made for. Only the API says the request does not exist.
+        let requests: Api<PgAccessRequest> = Api::namespaced(cx.client.clone(), &key.namespace);
+        match requests.get_opt(&key.name).await {
+            Ok(None) => {}
+            Ok(Some(_)) => return,
+            Err(error) => {
+                tracing::warn!(request = %key, %error, "cannot tell whether the request exists; its RoleBindings are left for its next change or list");
+                return;
+            }
+        }
         let api: Api<RoleBinding> = Api::namespaced(cx.client.clone(), &key.namespace);
-        for binding in bindings.children_of(&owner_key(key)) {
+        for binding in orphans {
             let name = binding.name_any();
             let uid = binding.uid();
             let pinned = delete_pinned(
