@@ -67,7 +67,11 @@ const KINDS: &[KindNeeds] = &[
         kind: "PgAccessRequest",
         plural: "pgaccessrequests",
         workload: false,
-        uses: &[("rbac.authorization.k8s.io", "rolebindings", REVOKE)],
+        uses: &[
+            ("rbac.authorization.k8s.io", "rolebindings", REVOKE),
+            // Whether a request exists before its orphaned RoleBindings are deleted.
+            (OWN_GROUP, "pgaccessrequests", &["get"]),
+        ],
     },
     KindNeeds {
         kind: "PgAdmin",

@@ -357,6 +357,28 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
         "AccessExpired",
     )
     .await;
+    // A RoleBinding labelled for a request that does not exist: the operator asks the API
+    // whether the request exists, then deletes it.
+    create(&admin, "rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "pgar-ghost", "namespace": NS,
+            "labels": {pgtoolbox_operator::actors::access_request::REQUEST_LABEL: "ghost"}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cnpg-viewer"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory"}]})).await;
+    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> = Api::namespaced(admin.clone(), NS);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while bindings
+        .get_opt("pgar-ghost")
+        .await
+        .expect("readable")
+        .is_some()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the binding of a request that does not exist was never deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     // The console's exposure moves Route -> Ingress (with an ipBlock peer: the podCIDR check
     // reads Nodes) -> HTTPRoute -> none: each step applies one child and deletes the last.
     let (g3, v3, k3, p3) = ours("PgToolBoxConsole", "pgtoolboxconsoles");
