@@ -288,8 +288,9 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
         "spec": {"image": "docker.io/dpage/pgadmin4:9.10", "clusterSelector": {"matchLabels": {"team": "a"}},
             "endpoints": ["rw", "ro"], "exposure": {"type": "ingress",
                 "hostname": "pgadmin.team-a.apps.example.com", "ingressClassName": "nginx"}}})).await;
-    // PgAccessRequest: approved (binding + decision), then it expires and the grant goes.
-    let expires = Timestamp::now() + SignedDuration::from_secs(4);
+    // PgAccessRequest: approved (binding + decision), adopted, then it expires and the grant
+    // goes. The expiry leaves time for the adoption (patch rolebindings) on a loaded machine.
+    let expires = Timestamp::now() + SignedDuration::from_secs(15);
     create(
         &admin,
         g,
@@ -320,6 +321,26 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
         )
         .await
         .expect("decision recorded");
+    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> = Api::namespaced(admin.clone(), NS);
+    let adopted_by = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let binding = bindings
+            .get("pgar-short")
+            .await
+            .expect("the request's binding");
+        let owners = binding.metadata.owner_references.unwrap_or_default();
+        if owners
+            .iter()
+            .any(|o| o.kind == "PgAccessRequest" && o.name == "short")
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < adopted_by,
+            "the request never adopted its binding before expiring"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
     wait_reason(
         &admin,
@@ -365,7 +386,6 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
             "labels": {pgtoolbox_operator::actors::access_request::REQUEST_LABEL: "ghost"}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cnpg-viewer"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory"}]})).await;
-    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> = Api::namespaced(admin.clone(), NS);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while bindings
         .get_opt("pgar-ghost")
@@ -441,6 +461,23 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
             "AsExpected",
         )
         .await;
+    }
+    // Unexposed, the console's ingress NetworkPolicy goes too, once no Pod trusts its peers
+    // (after the rollout the exposure change started): wait for it before stopping.
+    let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
+        Api::namespaced(admin.clone(), NS);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while policies
+        .get_opt("ops-ingress")
+        .await
+        .expect("get")
+        .is_some()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the ingress NetworkPolicy of an unexposed console was never deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
     operator.shutdown(Duration::from_secs(5)).await;
     shared.stop().await;
