@@ -6,6 +6,7 @@ mod caches;
 mod contents;
 mod external;
 mod references;
+mod registrations;
 mod relist;
 mod store;
 mod synced;

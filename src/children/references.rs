@@ -7,7 +7,7 @@
 //! Availability is per watch scope (a namespace, or all): an API refused in one namespace is
 //! unknown there and still readable everywhere else.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -18,6 +18,7 @@ use kube::api::ApiResource;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
+use super::registrations::Registrations;
 use super::relist::Relist;
 use super::store::Wakeups;
 use super::synced::{NotSynced, Synced};
@@ -55,11 +56,9 @@ pub struct ReferenceIndex {
     unreadable: DashMap<Option<String>, ()>,
     /// Whether the watches cover all namespaces (one scope) or one each.
     all_namespaces: AtomicBool,
-    users: DashMap<ObjectKey, HashMap<KindKey, Track>>,
-    uses: DashMap<KindKey, (Track, Vec<ObjectKey>)>,
+    names: Registrations<ObjectKey>,
     /// Users of every object of a namespace (label selectors), and what each registered.
-    namespace_users: DashMap<String, HashMap<KindKey, Track>>,
-    namespace_uses: DashMap<KindKey, (Track, Vec<String>)>,
+    namespaces: Registrations<String>,
     /// Watch scopes whose first list is done: before that, changes wake nobody.
     listed: DashMap<Option<String>, ()>,
     synced: Synced,
@@ -74,10 +73,8 @@ impl ReferenceIndex {
             present: DashMap::new(),
             unreadable: DashMap::new(),
             all_namespaces: AtomicBool::new(true),
-            users: DashMap::new(),
-            uses: DashMap::new(),
-            namespace_users: DashMap::new(),
-            namespace_uses: DashMap::new(),
+            names: Registrations::default(),
+            namespaces: Registrations::default(),
             listed: DashMap::new(),
             synced: Synced::new(what),
         })
@@ -141,86 +138,18 @@ impl ReferenceIndex {
     /// Replaces what `user` names (empty: nothing) and which of their changes wake it. Every
     /// pass calls it; most change nothing.
     pub fn register(&self, user: &KindKey, refs: Vec<ObjectKey>, track: Track) {
-        let mut refs = refs;
-        refs.sort();
-        refs.dedup();
-        if self
-            .uses
-            .get(user)
-            .is_some_and(|known| known.0 == track && known.1 == refs)
-            || (refs.is_empty() && !self.uses.contains_key(user))
-        {
-            return;
-        }
-        self.forget_names(user);
-        if refs.is_empty() {
-            return;
-        }
-        for key in &refs {
-            self.users
-                .entry(key.clone())
-                .or_default()
-                .insert(user.clone(), track);
-        }
-        self.uses.insert(user.clone(), (track, refs));
+        self.names.register(user, refs, track);
     }
 
     /// Replaces the namespaces whose every object `user` reads (a label selector's scope).
     pub fn register_namespaces(&self, user: &KindKey, namespaces: Vec<String>, track: Track) {
-        let mut namespaces = namespaces;
-        namespaces.sort();
-        namespaces.dedup();
-        if self
-            .namespace_uses
-            .get(user)
-            .is_some_and(|known| known.0 == track && known.1 == namespaces)
-            || (namespaces.is_empty() && !self.namespace_uses.contains_key(user))
-        {
-            return;
-        }
-        self.forget_namespaces(user);
-        if namespaces.is_empty() {
-            return;
-        }
-        for namespace in &namespaces {
-            self.namespace_users
-                .entry(namespace.clone())
-                .or_default()
-                .insert(user.clone(), track);
-        }
-        self.namespace_uses
-            .insert(user.clone(), (track, namespaces));
+        self.namespaces.register(user, namespaces, track);
     }
 
     /// The user is gone: its references go with it.
     pub fn forget(&self, user: &KindKey) {
-        self.forget_names(user);
-        self.forget_namespaces(user);
-    }
-
-    fn forget_names(&self, user: &KindKey) {
-        let Some((_, (_, refs))) = self.uses.remove(user) else {
-            return;
-        };
-        for key in refs {
-            if let Some(mut users) = self.users.get_mut(&key) {
-                users.remove(user);
-            }
-            self.users.remove_if(&key, |_, users| users.is_empty());
-        }
-    }
-
-    fn forget_namespaces(&self, user: &KindKey) {
-        let Some((_, (_, namespaces))) = self.namespace_uses.remove(user) else {
-            return;
-        };
-        for namespace in namespaces {
-            if let Some(mut users) = self.namespace_users.get_mut(&namespace) {
-                users.remove(user);
-            }
-            self.namespace_users
-                .remove_if(&namespace, |_, users| users.is_empty());
-        }
+        self.names.forget(user);
+        self.namespaces.forget(user);
     }
 
     /// Who names `key` (by name or by its namespace).
@@ -230,8 +159,8 @@ impl ReferenceIndex {
 
     /// The users of `key` whose registration asks to be woken by this change.
     fn woken(&self, key: &ObjectKey, wakes: impl Fn(Track) -> bool) -> Vec<KindKey> {
-        let by_name = self.users.get(key);
-        let by_namespace = self.namespace_users.get(&key.namespace);
+        let by_name = self.names.users(key);
+        let by_namespace = self.namespaces.users(&key.namespace);
         let mut users: Vec<KindKey> = by_name
             .iter()
             .flat_map(|u| u.iter())
@@ -247,7 +176,8 @@ impl ReferenceIndex {
     /// How many users registered names, how many objects are named, how many watch scopes
     /// finished their first list (router statistics).
     pub fn counts(&self) -> (usize, usize, usize) {
-        (self.uses.len(), self.users.len(), self.listed.len())
+        let (users, named) = self.names.counts();
+        (users, named, self.listed.len())
     }
 
     /// One metadata-only watch per watched namespace (or one for all); yields the users to wake.
@@ -421,7 +351,7 @@ impl ReferenceIndex {
     /// Every object reference registered in `namespace` (`None`: all) with its users, in order.
     fn users_in(&self, namespace: Option<&str>) -> Vec<Observed> {
         let mut out: Vec<Observed> = self
-            .users
+            .names
             .iter()
             .filter(|e| namespace.is_none_or(|ns| e.key().namespace == ns))
             .map(|e| {
