@@ -124,6 +124,21 @@ fn ours(kind: &str, plural: &str) -> (&'static str, &'static str, String, String
 }
 
 /// Polls until `condition` of the object has `reason`.
+/// Polls until `name` is gone (30 s at most); `what` names it in the failure.
+async fn wait_gone<K>(api: &Api<K>, name: &str, what: &str)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while api.get_opt(name).await.expect("get").is_some() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what} was never deleted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn wait_reason(
     client: &kube::Client,
     kind: &str,
@@ -386,19 +401,12 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
             "labels": {pgtoolbox_operator::actors::access_request::REQUEST_LABEL: "ghost"}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cnpg-viewer"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory"}]})).await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while bindings
-        .get_opt("pgar-ghost")
-        .await
-        .expect("readable")
-        .is_some()
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the binding of a request that does not exist was never deleted"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_gone(
+        &bindings,
+        "pgar-ghost",
+        "the binding of a request that does not exist",
+    )
+    .await;
     // The console's exposure moves Route -> Ingress (with an ipBlock peer: the podCIDR check
     // reads Nodes) -> HTTPRoute -> none: each step applies one child and deletes the last.
     let (g3, v3, k3, p3) = ours("PgToolBoxConsole", "pgtoolboxconsoles");
@@ -439,19 +447,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
             .await
             .expect("exposure changed");
         let previous = dynamic(&admin, group, "v1", kind, plural);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while previous
-            .get_opt("ops-console")
-            .await
-            .expect("get")
-            .is_some()
-        {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the {kind} was never deleted"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_gone(&previous, "ops-console", &format!("the {kind}")).await;
         wait_reason(
             &admin,
             "PgToolBoxConsole",
@@ -466,19 +462,12 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
     // (after the rollout the exposure change started): wait for it before stopping.
     let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
         Api::namespaced(admin.clone(), NS);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while policies
-        .get_opt("ops-ingress")
-        .await
-        .expect("get")
-        .is_some()
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the ingress NetworkPolicy of an unexposed console was never deleted"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_gone(
+        &policies,
+        "ops-ingress",
+        "the ingress NetworkPolicy of an unexposed console",
+    )
+    .await;
     operator.shutdown(Duration::from_secs(5)).await;
     shared.stop().await;
 
