@@ -376,6 +376,15 @@ struct Manager {
     fields: BTreeSet<Path>,
 }
 
+impl Manager {
+    /// Whether this is `manager`'s apply entry. A real server keys ownership by manager *and*
+    /// operation: the same manager's `Update` entry (a create by POST, a patch) is another owner
+    /// to an apply, so a field it holds is kept when the apply drops it, and can conflict.
+    fn is_apply_of(&self, manager: &str) -> bool {
+        self.apply && self.name == manager
+    }
+}
+
 fn managers(obj: &Value) -> Vec<Manager> {
     obj.pointer("/metadata/managedFields")
         .and_then(Value::as_array)
@@ -479,7 +488,7 @@ pub fn server_side_apply(
         .flat_map(|p| {
             owners
                 .iter()
-                .filter(|m| m.name != manager && m.fields.iter().any(|f| overlaps(f, p)))
+                .filter(|m| !m.is_apply_of(manager) && m.fields.iter().any(|f| overlaps(f, p)))
                 .map(|m| (shown_manager(m), p.clone()))
                 .collect::<Vec<_>>()
         })
@@ -488,14 +497,16 @@ pub fn server_side_apply(
         return Err(conflict_error(info, name, &conflicts));
     }
     if force {
-        for m in owners.iter_mut().filter(|m| m.name != manager) {
+        // Forcing takes the contested fields only; a field set to the value another manager
+        // already gave it becomes shared, as on a real server.
+        for m in owners.iter_mut().filter(|m| !m.is_apply_of(manager)) {
             m.fields
-                .retain(|f| !applied.iter().any(|p| !is_presence(p) && overlaps(f, p)));
+                .retain(|f| !conflicts.iter().any(|(_, p)| overlaps(f, p)));
         }
     }
     let before: BTreeSet<Path> = owners
         .iter()
-        .find(|m| m.apply && m.name == manager)
+        .find(|m| m.is_apply_of(manager))
         .map(|m| m.fields.clone())
         .unwrap_or_default();
     let mut merged = (*old).clone();
@@ -503,7 +514,7 @@ pub fn server_side_apply(
         // An element stays while another manager owns anything in it.
         let element = &dropped[..dropped.len().saturating_sub(1)];
         let shared = owners.iter().any(|m| {
-            m.name != manager
+            !m.is_apply_of(manager)
                 && (m.fields.contains(dropped)
                     || (is_presence(dropped) && m.fields.iter().any(|f| f.starts_with(element))))
         });
@@ -515,7 +526,7 @@ pub fn server_side_apply(
     let mut entries: Vec<Value> = owners
         .into_iter()
         .filter(|m| {
-            let own_apply = m.apply && m.name == manager;
+            let own_apply = m.is_apply_of(manager);
             !own_apply && !m.fields.is_empty()
         })
         .map(|m| {

@@ -1,6 +1,7 @@
 //! The child applier: desired children (from pure, byte-stable builders) are stamped with the
-//! labels and the controller ownerReference, written with server-side apply under one field
-//! manager (creation too) only when they differ from the cached copy, and the owner's children no longer
+//! labels and the controller ownerReference, created with POST (never merged into a foreign
+//! object, see `create`) and otherwise written with server-side apply under one field manager
+//! only when they differ from the cached copy, and the owner's children no longer
 //! desired are deleted (pinned to uid and resourceVersion).
 //!
 //! A name taken by an object the owner does not control is a verdict, never an error, and that
@@ -18,6 +19,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::create::{CreateError, Creation, create_or_find, release_creation_entry};
 use super::store::ChildStore;
 use crate::k8s::{Pinned, WriteBudget, delete_pinned};
 use crate::messages::{KindKey, ObjectKey};
@@ -117,6 +119,8 @@ pub enum ApplyError {
     Render(#[from] serde_json::Error),
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    #[error(transparent)]
+    Create(#[from] CreateError),
 }
 
 /// Where the writes go and under which budget.
@@ -198,39 +202,48 @@ impl Applier<'_> {
     {
         let name = object.name_any();
         let key = ObjectKey::new(owner.key.namespace.as_str(), name.as_str());
-        let current = match store.get(&key) {
-            Some(cached) => Some(cached.as_ref().clone()),
-            // Not ours as far as the cache knows: the name may be taken by a foreign object,
-            // which an apply would merge into. Read it once (creations only).
-            None => api.get_opt(&name).await?,
+        let desired = with_applied_hash(serde_json::to_value(&object)?)?;
+        let (current, created) = match store.get(&key) {
+            Some(cached) => (cached.as_ref().clone(), false),
+            // Not ours as far as the cache knows: create it with POST, which cannot merge into
+            // a foreign object holding the name (server-side apply would).
+            None => {
+                let _permit = self.permit().await?;
+                let object: C = serde_json::from_value(desired.clone())?;
+                match create_or_find(api, &name, &object).await {
+                    Ok(Creation::Created(created)) => (created, true),
+                    Ok(Creation::Taken(current)) => (current, false),
+                    Err(CreateError::Kube(kube::Error::Api(status)))
+                        if refused(status.code, &status.message) =>
+                    {
+                        return Ok(refusal(name, *status));
+                    }
+                    Err(CreateError::Kube(err)) => return Err(err.into()),
+                    Err(vanished) => return Err(vanished.into()),
+                }
+            }
         };
-        if let Some(current) = &current
-            && !owner.controls(current)
-        {
+        if !owner.controls(&current) {
             return Ok(ChildVerdict::NotOwned {
                 kind: C::kind(&()).into_owned(),
                 name,
             });
         }
-        let desired = with_applied_hash(serde_json::to_value(&object)?)?;
-        if let Some(current) = &current
-            && contains(&serde_json::to_value(current)?, &desired)
-        {
+        if !created && contains(&serde_json::to_value(&current)?, &desired) {
             return Ok(ChildVerdict::Unchanged { name });
         }
-        // Created by apply too, so every field is owned by the one Apply manager and a field
-        // later dropped from the desired object is removed.
+        // One Apply manager owns exactly the desired fields (a creation is applied at once and
+        // its own claim released), so a field later dropped from the desired object is removed.
         let _permit = self.permit().await?;
         let params = PatchParams::apply(FIELD_MANAGER).force();
         match api.patch(&name, &params, &Patch::Apply(&desired)).await {
+            Ok(applied) if created => {
+                release_creation_entry(api, &name, applied).await?;
+                Ok(ChildVerdict::Applied { name })
+            }
             Ok(_) => Ok(ChildVerdict::Applied { name }),
             Err(kube::Error::Api(status)) if refused(status.code, &status.message) => {
-                Ok(ChildVerdict::Refused {
-                    name,
-                    code: status.code,
-                    reason: status.reason,
-                    message: status.message,
-                })
+                Ok(refusal(name, *status))
             }
             Err(err) => Err(err.into()),
         }
@@ -251,6 +264,15 @@ fn refused(code: u16, message: &str) -> bool {
     code == 422
         || (code == 403
             && (message.contains("denied the request") || message.contains("denied request")))
+}
+
+fn refusal(name: String, status: kube::core::Status) -> ChildVerdict {
+    ChildVerdict::Refused {
+        name,
+        code: status.code,
+        reason: status.reason,
+        message: status.message,
+    }
 }
 
 /// The child with the owner's labels, controller reference and namespace.

@@ -4,6 +4,7 @@
 mod applier;
 mod caches;
 mod contents;
+mod create;
 mod external;
 mod references;
 mod registrations;
@@ -18,6 +19,7 @@ pub use applier::{
 };
 pub use caches::{CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
 pub use contents::Contents;
+pub use create::CreateError;
 pub use external::{HttpRoute, Route};
 pub use references::{
     Labels, Meta, Observations, Observed, ReferenceIndex, Track, cnpg_clusters, secrets_resource,

@@ -11,7 +11,7 @@ use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher;
 use pgtoolbox_operator::children::{
-    Applier, ChildOwner, ChildStore, ChildVerdict, Component, Desired, MANAGED_BY,
+    Applier, ChildOwner, ChildStore, ChildVerdict, Component, Desired, FIELD_MANAGER, MANAGED_BY,
     MANAGED_BY_LABEL, OwnerOf,
 };
 use pgtoolbox_operator::k8s::{WatchScope, WriteBudget};
@@ -48,6 +48,32 @@ fn any_controller() -> OwnerOf<ConfigMap> {
     })
 }
 
+/// A store of our ConfigMaps in `NS`, fed by its watch; the owners it woke.
+struct Watched {
+    store: Arc<ChildStore<ConfigMap>>,
+    woken: Arc<std::sync::Mutex<Vec<KindKey>>>,
+    _drain: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+fn watched(client: &kube::Client) -> Watched {
+    let store = ChildStore::new("ConfigMaps", any_controller());
+    let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"));
+    let watches = store.watch(client, &WatchScope::Namespaces(vec![NS.into()]), config);
+    let woken = Arc::new(std::sync::Mutex::new(Vec::<KindKey>::new()));
+    let sink = woken.clone();
+    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(watches);
+        while let Some(owner) = all.next().await {
+            sink.lock().unwrap().push(owner);
+        }
+    }));
+    Watched {
+        store,
+        woken,
+        _drain,
+    }
+}
+
 async fn until(what: &str, check: impl Fn() -> bool) {
     for _ in 0..500 {
         if check() {
@@ -74,17 +100,11 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
         .unwrap();
     let foreign_before = serde_json::to_string(&foreign).unwrap();
 
-    let store = ChildStore::new("ConfigMaps", any_controller());
-    let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"));
-    let watches = store.watch(&client, &WatchScope::Namespaces(vec![NS.into()]), config);
-    let woken = Arc::new(std::sync::Mutex::new(Vec::<KindKey>::new()));
-    let sink = woken.clone();
-    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-        let mut all = futures::stream::select_all(watches);
-        while let Some(owner) = all.next().await {
-            sink.lock().unwrap().push(owner);
-        }
-    }));
+    let Watched {
+        store,
+        woken,
+        _drain,
+    } = watched(&client);
 
     let owner = ChildOwner::of(&owner_object).expect("owner has a uid");
     let writes = WriteBudget::new(4);
@@ -224,5 +244,88 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
             assert!(!message.is_empty());
         }
         other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// A foreign object created while the applier is creating the same name is never merged into:
+/// the applier creates with POST, so one of the two creations fails with AlreadyExists. (Reading
+/// then applying would merge: the apply here is held back by latency while the foreign create
+/// lands.) A creation leaves every field to the one apply manager.
+#[tokio::test]
+async fn a_foreign_object_created_during_our_creation_is_never_merged_into() {
+    let (sim, client) = super::sim_support::start().await;
+    super::sim_support::namespace(&client, NS).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let owner_object = api
+        .create(&PostParams::default(), &config_map("web", "owner"))
+        .await
+        .unwrap();
+    let Watched { store, _drain, .. } = watched(&client);
+    let owner = ChildOwner::of(&owner_object).expect("owner has a uid");
+    let writes = WriteBudget::new(4);
+
+    sim.admin()
+        .inject_latency(
+            &format!("patch:configmaps:{NS}"),
+            Duration::from_millis(600),
+            None,
+        )
+        .unwrap();
+    let ours = {
+        let (client, store, owner) = (client.clone(), store.clone(), owner.clone());
+        tokio::spawn(async move {
+            let writes = writes;
+            let applier = Applier {
+                client: &client,
+                writes: &writes,
+            };
+            applier
+                .apply(&store, &owner, vec![desired("web-race", "ours")])
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let theirs = api
+        .create(&PostParams::default(), &config_map("web-race", "theirs"))
+        .await;
+    let report = ours.await.unwrap().unwrap();
+    sim.admin().clear_faults();
+    let stored = api.get("web-race").await.unwrap();
+    match theirs {
+        Ok(foreign) => {
+            assert_eq!(
+                report.verdicts,
+                vec![ChildVerdict::NotOwned {
+                    kind: "ConfigMap".into(),
+                    name: "web-race".into()
+                }]
+            );
+            assert_eq!(
+                serde_json::to_string(&foreign).unwrap(),
+                serde_json::to_string(&stored).unwrap(),
+                "the foreign object is byte-identical"
+            );
+        }
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.reason, "AlreadyExists", "{status:?}");
+            assert_eq!(
+                report.verdicts,
+                vec![ChildVerdict::Applied {
+                    name: "web-race".into()
+                }]
+            );
+            assert_eq!(stored.owner_references()[0].uid, owner.reference.uid);
+            let managers: Vec<_> = stored
+                .managed_fields()
+                .iter()
+                .map(|e| (e.manager.clone(), e.operation.clone()))
+                .collect();
+            assert_eq!(
+                managers,
+                vec![(Some(FIELD_MANAGER.into()), Some("Apply".into()))],
+                "the creation's fields were handed to the apply manager"
+            );
+        }
+        Err(other) => panic!("foreign create failed oddly: {other}"),
     }
 }

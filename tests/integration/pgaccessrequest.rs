@@ -502,11 +502,24 @@ async fn a_thousand_staggered_expiries_cost_no_reads() {
         .collect();
     let events: kube::Api<k8s_openapi::api::events::v1::Event> =
         kube::Api::namespaced(env.client.clone(), NS);
-    let mut expired_events = 0;
-    for event in events.list(&Default::default()).await.unwrap().items {
-        if event.reason.as_deref() != Some("AccessExpired") {
-            continue;
+    // A pass publishes its Events after its status write: the last few may still be on their way.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let expired = loop {
+        let expired: Vec<_> = events
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("AccessExpired"))
+            .collect();
+        if expired.len() >= N || tokio::time::Instant::now() > deadline {
+            break expired;
         }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let mut expired_events = 0;
+    for event in expired {
         expired_events += 1;
         let name = event.regarding.and_then(|r| r.name).unwrap_or_default();
         let at = event.event_time.map(|t| t.0).unwrap();

@@ -1033,6 +1033,65 @@ async fn apply_conflicts_with_fields_an_update_manager_wrote() {
     );
 }
 
+/// Ownership is keyed by manager and operation: the same manager's creation (an `Update`) still
+/// owns a field its later apply drops, until that entry is rewritten as an `Apply` one (what the
+/// operator's applier does after a POST). A forced apply takes only the contested fields.
+#[tokio::test]
+async fn the_same_managers_update_entry_is_another_owner_to_its_apply() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let pp = PostParams {
+        field_manager: Some("op".into()),
+        ..PostParams::default()
+    };
+    let mut two = cm("created", json!({}));
+    two.data = Some([("a".into(), "1".into()), ("b".into(), "2".into())].into());
+    api.create(&pp, &two).await.unwrap();
+    let both = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "created"}, "data": {"a": "1", "b": "2"}});
+    let only_a = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "created"}, "data": {"a": "1"}});
+    let op = PatchParams::apply("op").force();
+    // Same values: forcing shares them with the creation entry, it does not take them.
+    api.patch("created", &op, &Patch::Apply(&both))
+        .await
+        .unwrap();
+    let kept = api
+        .patch("created", &op, &Patch::Apply(&only_a))
+        .await
+        .unwrap();
+    assert_eq!(
+        kept.data.unwrap().get("b").map(String::as_str),
+        Some("2"),
+        "the creation's Update entry still owns b"
+    );
+
+    // Rewrite the creation entry as an Apply entry: the next apply drops b.
+    let mut fresh = cm("handed", json!({}));
+    fresh.data = two.data.clone();
+    let created = api.create(&pp, &fresh).await.unwrap();
+    let mut entries = created.metadata.managed_fields.clone().unwrap();
+    entries[0].operation = Some("Apply".into());
+    let handover = json!({"metadata": {
+        "resourceVersion": created.metadata.resource_version, "managedFields": entries}});
+    let handed = api
+        .patch("handed", &PatchParams::default(), &Patch::Merge(&handover))
+        .await
+        .unwrap();
+    let operations: Vec<_> = handed
+        .metadata
+        .managed_fields
+        .unwrap()
+        .iter()
+        .map(|e| e.operation.clone())
+        .collect();
+    assert_eq!(operations, vec![Some("Apply".to_string())]);
+    let only_a = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "handed"}, "data": {"a": "1"}});
+    let dropped = api
+        .patch("handed", &op, &Patch::Apply(&only_a))
+        .await
+        .unwrap();
+    assert_eq!(dropped.data.unwrap().keys().collect::<Vec<_>>(), vec!["a"]);
+}
+
 #[tokio::test]
 async fn foreground_deletion_holds_the_owner_until_dependents_are_gone() {
     let (_sim, client) = start().await;
