@@ -12,6 +12,9 @@ async fn explain_pgaccessrequest_missing_binding_and_granted() {
     use super::pgar_support::{NS, start};
     let env = start().await;
     env.request("missing", 3600).await;
+    // Ready first (AwaitingDecision), so its Events are the same on every run.
+    env.wait_reason("missing", "RoleBindingSynced", "AwaitingDecision")
+        .await;
     env.decide("missing", "Approved", "bob").await;
     env.request("granted", 3600).await;
     env.approve("granted", "bob").await;
@@ -71,17 +74,21 @@ async fn explain_pgadmin_failed_registration_and_ready() {
         .expect("fault");
     env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
     let spec = json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}}});
-    env.pgadmin("failing", spec.clone()).await;
-    env.pgadmin("ok", spec).await;
+    // A first PgAdmin Ready means the operator knows the Cluster: the Events of the two
+    // explained are then the same on every run.
+    env.pgadmin("warm-up", spec.clone()).await;
+    env.wait_reason("warm-up", "Ready", "AsExpected").await;
+    env.pgadmin("ok", spec.clone()).await;
+    env.pgadmin("failing", spec).await;
+    env.wait_reason("ok", "Ready", "AsExpected").await;
     env.wait_reason("failing", "ServersSynced", "RegistrationFailed")
         .await;
-    env.wait_reason("ok", "Ready", "AsExpected").await;
     assert_golden(&env.client, NS, "pga/failing", "pgadmin-failing").await;
     assert_golden(&env.client, NS, "pgadmins/ok", "pgadmin-ready").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn explain_evidenceagent_crash_loop_and_ready() {
+async fn explain_evidenceagent_unready_pod_and_ready() {
     use super::evidence_agent::{IMAGE, NS, start, with_controllers};
     use super::evidence_agent_tls::ready_store;
     let env = start(with_controllers(), OperatorSettings::default()).await;
@@ -90,16 +97,22 @@ async fn explain_evidenceagent_crash_loop_and_ready() {
         .admin()
         .add_workload_fault(
             NS,
-            "app.kubernetes.io/instance=crash",
-            WorkloadFault::CrashLoopBackOff,
+            "app.kubernetes.io/instance=unready",
+            WorkloadFault::NotReady,
         )
         .expect("fault");
-    env.agent("crash", "orders", Some(IMAGE), "operator").await;
+    // A first agent Ready means the operator knows the Cluster and its store: the Events of
+    // the two explained are then the same on every run.
+    env.agent("warm-up", "orders", Some(IMAGE), "operator")
+        .await;
+    env.wait_reason("warm-up", "Ready", "AsExpected").await;
     env.agent("audit", "orders", Some(IMAGE), "operator").await;
-    env.wait_reason("crash", "WorkloadReady", "CrashLoopBackOff")
+    env.agent("unready", "orders", Some(IMAGE), "operator")
         .await;
     env.wait_reason("audit", "Ready", "AsExpected").await;
-    assert_golden(&env.client, NS, "pgev/crash", "evidenceagent-failing").await;
+    env.wait_reason("unready", "WorkloadReady", "PodNotReady")
+        .await;
+    assert_golden(&env.client, NS, "pgev/unready", "evidenceagent-failing").await;
     assert_golden(
         &env.client,
         NS,

@@ -16,8 +16,17 @@ pub fn normalise(text: &str) -> String {
             r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})",
             "<time>",
         ),
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "<uid>",
+        ),
         // A Pod of a ReplicaSet: <deployment>-<pod-template-hash>-<suffix>.
-        (r"-[a-z0-9]{5,10}-[a-z0-9]{5}\b", "-<pod>"),
+        (r"-[a-z0-9]{5,10}-[a-z0-9]{5}([^a-z0-9-]|$)", "-<pod>$1"),
+        // The kubelet alternates a failed pull and its back-off; either may be current.
+        (
+            r"(ErrImagePull: Failed to pull image|ImagePullBackOff: Back-off pulling image) [^\n]*",
+            "<ErrImagePull or ImagePullBackOff>: <the kubelet's message>",
+        ),
         // A registration or backup Job: <name>-pgadmin-register-<hash8>.
         (r"-(register|upgrade-backup)-[0-9a-f]{8}\b", "-$1-<hash>"),
     ];
@@ -75,9 +84,10 @@ pub async fn assert_golden(client: &kube::Client, namespace: &str, target: &str,
 
 #[test]
 fn normalising_replaces_times_and_generated_suffixes() {
-    let text = "2026-12-02T02:20:09Z Pod p-pgadmin-7d9f8c6b5-x2b9q Job p-pgadmin-register-0a1b2c3d";
+    let text = "2026-12-02T02:20:09Z Pod p-pgadmin-7d9f8c6b5-x2b9q Job p-pgadmin-register-0a1b2c3d \
+                pod=p-pgadmin-7d9f8c6b5-x2b9q_team-a(781df2ac-39b6-431d-8000-00000000004d)";
     assert_eq!(
         normalise(text),
-        "<time> Pod p-pgadmin-<pod> Job p-pgadmin-register-<hash>"
+        "<time> Pod p-pgadmin-<pod> Job p-pgadmin-register-<hash> pod=p-pgadmin-<pod>_team-a(<uid>)"
     );
 }
