@@ -23,8 +23,8 @@ use super::children::{
 use super::report::{ChildFact, EventFact, Observed};
 use super::target::Target;
 use crate::api::{
-    EvidenceAgent, ExposureType, GatewayParentRef, PgAccessRequest, PgAdmin, PgToolBoxConsole,
-    ReportsConditions,
+    EvidenceAgent, ExposureType, GatewayExposure, GatewayParentRef, PgAccessRequest, PgAdmin,
+    PgToolBoxConsole, ReportsConditions,
 };
 use crate::children::{HttpRoute, MANAGED_BY, MANAGED_BY_LABEL, REQUEST_LABEL, Route, our_owner};
 use crate::conditions::Kind;
@@ -55,6 +55,15 @@ pub enum GatherError {
 struct Exposed {
     type_: ExposureType,
     parent: Option<GatewayParentRef>,
+}
+
+impl Exposed {
+    fn of(type_: ExposureType, gateway: Option<&GatewayExposure>) -> Self {
+        Exposed {
+            type_,
+            parent: gateway.map(|g| g.parent_ref.clone()),
+        }
+    }
 }
 
 struct Reader<'a> {
@@ -299,10 +308,7 @@ pub async fn observe(
             jobs.sort_by_key(|j| j.name_any());
             children.extend(jobs.iter().map(job_fact));
             let exposure = &obj.spec.exposure;
-            let exposed = Exposed {
-                type_: exposure.type_,
-                parent: exposure.gateway.as_ref().map(|g| g.parent_ref.clone()),
-            };
+            let exposed = Exposed::of(exposure.type_, exposure.gateway.as_ref());
             reader.exposure(&exposed, &mut children).await?;
             (obj.metadata.clone(), conditions(&obj))
         }
@@ -310,10 +316,7 @@ pub async fn observe(
             let obj: PgToolBoxConsole = get(client, namespace, target).await?;
             let pods = reader.workload(&mut children).await?;
             let exposure = &obj.spec.exposure;
-            let exposed = Exposed {
-                type_: exposure.type_,
-                parent: exposure.gateway.as_ref().map(|g| g.parent_ref.clone()),
-            };
+            let exposed = Exposed::of(exposure.type_, exposure.gateway.as_ref());
             reader.exposure(&exposed, &mut children).await?;
             reader
                 .ingress_policy(&target.name, &pods, &mut children)
