@@ -4,6 +4,7 @@ pub mod api;
 pub mod children;
 pub mod cli;
 pub mod conditions;
+pub mod explain;
 pub mod health;
 pub mod k8s;
 pub mod messages;

@@ -2,6 +2,7 @@
 
 mod crds;
 mod examples;
+mod explain;
 mod kinds;
 mod run;
 mod settings;
@@ -14,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub use explain::{ExplainArgs, plugin_main};
 pub use kinds::register_all;
 pub use run::RunArgs;
 pub use settings::SettingsArgs;
@@ -42,6 +44,9 @@ pub enum Command {
         #[arg(long)]
         dir: Option<std::path::PathBuf>,
     },
+    /// Why an object is Ready or not: its conditions and what they mean, its children's
+    /// facts, its recent Events (exit code 0 Ready, 1 not Ready, 2 error).
+    Explain(ExplainArgs),
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +84,7 @@ pub async fn main() -> ExitCode {
         Command::Run(args) => run::run(args).await,
         Command::Sim(args) => sim::sim(args).await,
         Command::Crds { dir } => return crds::crds(dir),
+        Command::Explain(args) => return explain::main(args, "pgtoolbox-operator explain").await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

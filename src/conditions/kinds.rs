@@ -46,6 +46,16 @@ impl Kind {
         Kind::PgAccessRequest,
     ];
 
+    /// The Kubernetes kind name (the CRD's `kind`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Kind::PgAdmin => "PgAdmin",
+            Kind::EvidenceAgent => "EvidenceAgent",
+            Kind::PgToolBoxConsole => "PgToolBoxConsole",
+            Kind::PgAccessRequest => "PgAccessRequest",
+        }
+    }
+
     /// The conditions Ready is derived from, in the order that decides which one Ready copies.
     pub const fn aspects(self) -> &'static [ConditionType] {
         match self {

@@ -14,7 +14,7 @@ use kube::{Client, ResourceExt};
 
 use crate::children::ReferenceIndex;
 use crate::messages::ObjectKey;
-use crate::reconcile::console::{CA_KEY, CaSource, Cidr, MAX_NODES, NodeCidrs};
+use crate::reconcile::console::{CA_KEY, CaSource, MAX_NODES, NodeCidrs, node_cidrs_of};
 use crate::reconcile::workload::SecretDigest;
 
 #[derive(Default)]
@@ -75,31 +75,7 @@ impl PastCache {
         let api: Api<Node> = Api::all(client.clone());
         let limit = u32::try_from(MAX_NODES + 1).unwrap_or(u32::MAX);
         let read = match api.list(&ListParams::default().limit(limit)).await {
-            Ok(list) if list.items.len() > MAX_NODES || list.metadata.continue_.is_some() => {
-                NodeCidrs::TooMany
-            }
-            Ok(list) => {
-                let nodes: Vec<(String, Vec<Cidr>)> = list
-                    .items
-                    .iter()
-                    .map(|n| {
-                        let cidrs = n
-                            .spec
-                            .as_ref()
-                            .and_then(|s| s.pod_cidrs.clone())
-                            .unwrap_or_default()
-                            .iter()
-                            .filter_map(|c| Cidr::parse(c))
-                            .collect();
-                        (n.name_any(), cidrs)
-                    })
-                    .collect();
-                if nodes.iter().all(|(_, c)| c.is_empty()) {
-                    NodeCidrs::NoPodCidrs
-                } else {
-                    NodeCidrs::Known(nodes)
-                }
-            }
+            Ok(list) => node_cidrs_of(&list.items, list.metadata.continue_.is_some()),
             Err(kube::Error::Api(status)) if status.code == 403 => NodeCidrs::NoGrant,
             Err(err) => return Err(err),
         };

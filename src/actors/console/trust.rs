@@ -8,7 +8,7 @@ use kube::ResourceExt;
 use crate::actors::ReconcileError;
 use crate::children::OperatorCaches;
 use crate::messages::ObjectKey;
-use crate::reconcile::console::{ConsolePod, PodAddress, TRUST_ANNOTATION};
+use crate::reconcile::console::{ConsolePod, TRUST_ANNOTATION, pod_address};
 
 /// The namespace's NetworkPolicies other than the console's own. Those the operator made
 /// (other consoles' ingress policies) are whole in the owned-children cache; only the others
@@ -37,16 +37,7 @@ pub async fn other_policies(
 
 pub fn console_pod(pod: &Pod) -> ConsolePod {
     let name = pod.name_any();
-    let address = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.pod_ip.as_deref())
-        .and_then(|ip| ip.parse().ok())
-        .map(|ip| PodAddress {
-            pod: name.clone(),
-            ip,
-            node: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
-        });
+    let address = pod_address(pod);
     ConsolePod {
         grant: pod.annotations().get(TRUST_ANNOTATION).cloned(),
         deleting_since: pod

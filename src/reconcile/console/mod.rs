@@ -24,7 +24,8 @@ pub use names::{
     config_map_refs, role_grants, secret_refs,
 };
 pub use peers::{
-    MAX_NODES, NodeCidrs, PodAddress, broad_block, broad_peer, node_check_note, pins_value,
+    MAX_NODES, NodeCidrs, PodAddress, broad_block, broad_peer, node_check_note, node_cidrs_of,
+    pins_value, pod_address,
 };
 pub use render::{
     CONSOLE_PORT, PEERS_ANNOTATION, POLICY_GROUP_LABEL, RenderInput, TRUST_ANNOTATION, TRUST_ENV,

@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 
+use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
@@ -36,6 +37,43 @@ pub struct PodAddress {
     pub pod: String,
     pub ip: IpAddr,
     pub node: Option<String>,
+}
+
+/// A Pod's address as the analysis sees it; `None` before it has one.
+pub fn pod_address(pod: &Pod) -> Option<PodAddress> {
+    let ip = pod.status.as_ref()?.pod_ip.as_deref()?.parse().ok()?;
+    Some(PodAddress {
+        pod: pod.metadata.name.clone().unwrap_or_default(),
+        ip,
+        node: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+    })
+}
+
+/// The Nodes' podCIDRs from one list of them; `truncated` when the list went past
+/// [`MAX_NODES`] (or the server said there was more).
+pub fn node_cidrs_of(nodes: &[Node], truncated: bool) -> NodeCidrs {
+    if truncated || nodes.len() > MAX_NODES {
+        return NodeCidrs::TooMany;
+    }
+    let known: Vec<(String, Vec<Cidr>)> = nodes
+        .iter()
+        .map(|n| {
+            let cidrs = n
+                .spec
+                .as_ref()
+                .and_then(|s| s.pod_cidrs.as_ref())
+                .into_iter()
+                .flatten()
+                .filter_map(|c| Cidr::parse(c))
+                .collect();
+            (n.metadata.name.clone().unwrap_or_default(), cidrs)
+        })
+        .collect();
+    if known.iter().all(|(_, c)| c.is_empty()) {
+        NodeCidrs::NoPodCidrs
+    } else {
+        NodeCidrs::Known(known)
+    }
 }
 
 fn shared(key: &str) -> bool {

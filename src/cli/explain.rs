@@ -1,0 +1,136 @@
+//! `explain KIND/NAME`: the command line of [`crate::explain`], shared by `pgtoolbox-operator
+//! explain` and the kubectl plugin `kubectl-pgtoolbox` (`kubectl pgtoolbox explain ...`).
+//! Exit code 0 when Ready is True, 1 when it is not, 2 when the object could not be explained.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::explain::{GatherError, Target, TargetError, observe, render_text, report};
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The object: KIND/NAME, KIND being a kind's name, plural or short name (pgadmin/x,
+    /// pgtc/x, evidenceagents/x, pgar/x).
+    pub target: String,
+    /// Its namespace; else the kubeconfig context's namespace, else `default`.
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    pub output: Output,
+    /// Kubeconfig file; else `KUBECONFIG`, else `~/.kube/config`, else the in-cluster service
+    /// account (as kubectl).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use instead of the current one.
+    #[arg(long)]
+    pub context: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error(transparent)]
+    Gather(#[from] GatherError),
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(#[from] kube::config::KubeconfigError),
+    #[error("no kubeconfig ({kubeconfig}) and not in a cluster ({in_cluster})")]
+    NoConfig {
+        kubeconfig: kube::config::KubeconfigError,
+        in_cluster: kube::config::InClusterError,
+    },
+    #[error("kubernetes client: {0}")]
+    Client(#[from] kube::Error),
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// The client and default namespace kubectl would use.
+async fn config(args: &ExplainArgs) -> Result<kube::Config, ExplainError> {
+    let options = KubeConfigOptions {
+        context: args.context.clone(),
+        ..KubeConfigOptions::default()
+    };
+    if let Some(path) = &args.kubeconfig {
+        let file = Kubeconfig::read_from(path)?;
+        return Ok(kube::Config::from_custom_kubeconfig(file, &options).await?);
+    }
+    match kube::Config::from_kubeconfig(&options).await {
+        Ok(config) => Ok(config),
+        Err(kubeconfig) => kube::Config::incluster().map_err(|in_cluster| ExplainError::NoConfig {
+            kubeconfig,
+            in_cluster,
+        }),
+    }
+}
+
+/// The report as printed, and whether the object is Ready.
+pub async fn explain(args: &ExplainArgs) -> Result<(String, bool), ExplainError> {
+    let target = Target::parse(&args.target)?;
+    let config = config(args).await?;
+    let namespace = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let client = kube::Client::try_from(config)?;
+    let observed = observe(&client, &namespace, &target).await?;
+    let report = report(&observed);
+    let text = match args.output {
+        Output::Text => render_text(&report),
+        Output::Json => format!("{}\n", serde_json::to_string_pretty(&report)?),
+    };
+    Ok((text, report.ready))
+}
+
+/// Runs `explain` and turns its outcome into the exit code.
+pub async fn main(args: ExplainArgs, program: &str) -> ExitCode {
+    match explain(&args).await {
+        Ok((text, ready)) => {
+            print!("{text}");
+            if ready {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(err) => {
+            eprintln!("{program}: {err}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `kubectl pgtoolbox ...`: the plugin's command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "kubectl pgtoolbox",
+    version,
+    about = "pgtoolbox-operator's kubectl plugin"
+)]
+pub struct PluginCli {
+    #[command(subcommand)]
+    pub command: PluginCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PluginCommand {
+    /// Why an object is Ready or not: its conditions, their meaning, its children, its Events.
+    Explain(ExplainArgs),
+}
+
+/// Entry point of the `kubectl-pgtoolbox` binary.
+pub async fn plugin_main() -> ExitCode {
+    match PluginCli::parse().command {
+        PluginCommand::Explain(args) => main(args, "kubectl pgtoolbox explain").await,
+    }
+}
