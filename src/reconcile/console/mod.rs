@@ -33,4 +33,6 @@ pub use render::{
 };
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;
