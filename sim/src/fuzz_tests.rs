@@ -1,7 +1,7 @@
 //! Property tests (proptest) of the patch formats and the selectors the server parses: arbitrary
 //! documents and patches never panic, merge patches agree with a ten-line RFC 7386 reference,
 //! and parsed selectors select exactly what a small independent evaluator selects.
-//! `PROPTEST_CASES=10000 cargo test -p pgtoolbox-sim --lib fuzz` runs them longer by hand.
+//! `PROPTEST_CASES=10000 cargo test --workspace --lib fuzz_tests` runs them longer by hand.
 
 use std::collections::BTreeMap;
 

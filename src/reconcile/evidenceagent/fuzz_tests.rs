@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 use jiff::Timestamp;
 use proptest::prelude::*;
 
+use crate::reconcile::fuzz_support::{edits, mutate};
+
 use super::pki::{CertAndKey, OperatorCa, first_cert_der, public_key_of};
 use super::*;
 
@@ -110,36 +112,6 @@ fn fixture() -> &'static (OperatorCa, CertAndKey) {
 
 fn names() -> Vec<String> {
     service_dns_names("orders-evidence-evidence", "team-a")
-}
-
-fn mutate(text: &str, edits: &[(u8, f64, char)]) -> String {
-    let mut chars: Vec<char> = text.chars().collect();
-    for (kind, at, c) in edits {
-        let i = ((chars.len() as f64) * at) as usize;
-        match kind % 3 {
-            0 if i < chars.len() => {
-                chars.remove(i);
-            }
-            1 => chars.insert(i.min(chars.len()), *c),
-            _ if i < chars.len() => chars[i] = *c,
-            _ => {}
-        }
-    }
-    chars.into_iter().collect()
-}
-
-fn edits() -> impl Strategy<Value = Vec<(u8, f64, char)>> {
-    prop::collection::vec(
-        (
-            any::<u8>(),
-            0.0f64..1.0,
-            prop_oneof![
-                prop::sample::select(vec!['A', '/', '=', '\n', '-', ' ']),
-                any::<char>()
-            ],
-        ),
-        1..6,
-    )
 }
 
 proptest! {
