@@ -24,6 +24,7 @@ pub mod hpa;
 pub mod http;
 pub mod kubeconfig;
 pub mod list_keys;
+pub mod object_meta;
 pub mod openapi;
 pub mod openapi_schemas;
 pub mod ops;
@@ -44,6 +45,9 @@ pub mod watch;
 pub mod wire;
 
 mod handle;
+
+#[cfg(test)]
+mod fuzz_tests;
 
 pub use config::{DenyRule, SimConfig};
 pub use faults::{Admin, Stats};

@@ -307,7 +307,7 @@ impl Parser {
 const NAME_PATTERN: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 
 /// A label name part or value: alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric.
-fn is_qualified_name_part(s: &str) -> bool {
+pub(crate) fn is_qualified_name_part(s: &str) -> bool {
     let bytes = s.as_bytes();
     let edge = |b: u8| b.is_ascii_alphanumeric();
     !bytes.is_empty()
@@ -319,7 +319,7 @@ fn is_qualified_name_part(s: &str) -> bool {
 }
 
 /// An RFC 1123 DNS subdomain: lowercase alphanumerics, `-` and `.`, at most 253 characters.
-fn is_dns_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253
         && s.split('.').all(|label| {
             let b = label.as_bytes();

@@ -1,5 +1,6 @@
-//! The validations of built-in kinds that controllers and clients trip on, with the messages
-//! of kubernetes' `pkg/apis/*/validation`: workload selectors must match their pod template,
+//! The validations that controllers and clients trip on, with the messages of kubernetes'
+//! `pkg/apis/*/validation`: labels and annotations of every kind (`object_meta`); of built-in
+//! kinds, workload selectors must match their pod template,
 //! apps/v1 selectors are immutable, `immutable` ConfigMaps and Secrets keep their data.
 
 use std::collections::BTreeMap;
@@ -11,10 +12,10 @@ use crate::resources::ResourceInfo;
 
 /// Problems of `obj` (and of the change from `old`, on update); empty when it is valid.
 pub fn check(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut causes = crate::object_meta::check(obj);
     if info.custom {
-        return Vec::new();
+        return causes;
     }
-    let mut causes = Vec::new();
     match (info.group.as_str(), info.kind.as_str()) {
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
             let kind = info.kind.to_lowercase();

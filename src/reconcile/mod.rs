@@ -3,6 +3,8 @@ pub mod children;
 pub mod console;
 pub mod evidenceagent;
 pub mod exposure;
+#[cfg(test)]
+pub(crate) mod fuzz_support;
 pub mod images;
 pub mod namespace_permissions;
 pub mod optional_api;

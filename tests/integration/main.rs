@@ -12,6 +12,7 @@ mod console_sim;
 mod console_support;
 mod console_trust;
 mod console_workload;
+mod corpus;
 mod crds;
 mod evidence_agent;
 mod evidence_agent_faults;

@@ -18,13 +18,33 @@ pub(crate) fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
+/// An RFC 1123 subdomain as `IsDNS1123Subdomain` checks it: at most 253 characters in all,
+/// dot-separated parts with no length limit of their own.
 pub(crate) fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns_label)
+    s.len() <= 253
+        && s.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        })
 }
 
-/// Name rules of the kind: namespaces are DNS labels, RBAC names are path segments
-/// (`system:foo`), everything else a DNS subdomain.
+/// A DNS-1035 label: a DNS label that starts with a letter (Service names).
+fn is_dns1035_label(s: &str) -> bool {
+    is_dns_label(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
+}
+
+/// Name rules of the kind: namespaces are DNS labels, Services DNS-1035 labels, RBAC names are
+/// path segments (`system:foo`), everything else a DNS subdomain.
 pub(crate) fn name_problem(info: &ResourceInfo, name: &str) -> Option<String> {
+    if info.group.is_empty() && info.plural == "services" {
+        return (!is_dns1035_label(name)).then(|| {
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string()
+        });
+    }
     let ok = if info.group.is_empty() && info.plural == "namespaces" {
         is_dns_label(name)
     } else if info.group == "rbac.authorization.k8s.io" {

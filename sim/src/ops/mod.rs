@@ -432,8 +432,18 @@ mod tests {
                 .unwrap()
         };
         assert!(name_problem(&find("", "configmaps"), "a.b-c").is_none());
+        // A subdomain's parts have no limit of their own, only the whole name (253).
+        assert!(name_problem(&find("", "configmaps"), &"c".repeat(253)).is_none());
+        assert!(name_problem(&find("", "configmaps"), &"c".repeat(254)).is_some());
         assert!(name_problem(&find("", "configmaps"), "Upper").is_some());
         assert!(name_problem(&find("", "namespaces"), "a.b").is_some());
+        assert!(name_problem(&find("", "services"), "web-1").is_none());
+        for service in ["a.b", "1web", "web-", &"w".repeat(64)] {
+            assert!(
+                name_problem(&find("", "services"), service).is_some(),
+                "{service}"
+            );
+        }
         assert!(
             name_problem(
                 &find("rbac.authorization.k8s.io", "clusterroles"),

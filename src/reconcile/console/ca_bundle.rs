@@ -49,7 +49,9 @@ pub fn pem_certificates(text: &str) -> Vec<String> {
     let mut current: Option<Vec<&str>> = None;
     for line in text.lines().map(str::trim) {
         match (&mut current, line) {
-            (None, BEGIN) => current = Some(Vec::new()),
+            // A BEGIN inside a block starts over: the block before it was truncated, and the
+            // certificates after it still count (as Go's `pem.Decode` reads them).
+            (_, BEGIN) => current = Some(Vec::new()),
             (Some(body), END) => {
                 let body = std::mem::take(body);
                 current = None;
@@ -104,10 +106,13 @@ pub fn mirror_bundle(config_map: &str, clusters: &[ClusterCa], limit: usize) -> 
             missed.push(missing(cluster, console::INSTANCE_CA_INVALID.as_str()));
             continue;
         }
-        let new: Vec<&String> = certificates
-            .iter()
-            .filter(|c| !seen.contains(c.as_str()))
-            .collect();
+        // Distinct and not yet in the bundle: a Secret may repeat a certificate too.
+        let mut new: Vec<&String> = Vec::new();
+        for c in &certificates {
+            if !seen.contains(c.as_str()) && !new.contains(&c) {
+                new.push(c);
+            }
+        }
         let grows: usize = new.iter().map(|c| c.len()).sum();
         if full || bundle.len() + grows > limit {
             full = true;

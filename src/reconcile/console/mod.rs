@@ -34,4 +34,6 @@ pub use render::{
 };
 
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;

@@ -27,4 +27,6 @@ pub use render::{
 #[cfg(test)]
 mod certificate_tests;
 #[cfg(test)]
+mod fuzz_tests;
+#[cfg(test)]
 mod tests;
