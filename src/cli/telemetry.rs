@@ -6,9 +6,9 @@ use std::io::IsTerminal;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::filter::{FilterExt, filter_fn};
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use tracing_subscriber::filter::{FilterExt, filter_fn};
 use tracing_subscriber::{EnvFilter, Layer};
 
 pub use super::settings::LogFormat;

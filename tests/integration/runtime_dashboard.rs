@@ -77,7 +77,10 @@ fn the_dashboard_queries_every_exported_metric_and_nothing_else() {
         let id = panel["id"].as_u64().expect("a numeric panel id");
         assert!(ids.insert(id), "panel id {id} twice");
         assert!(panel["title"].as_str().is_some_and(|t| !t.is_empty()));
-        assert!(panel["gridPos"]["w"].as_u64().is_some(), "panel {id} placed");
+        assert!(
+            panel["gridPos"]["w"].as_u64().is_some(),
+            "panel {id} placed"
+        );
         if panel["type"] == "row" {
             continue;
         }
@@ -96,11 +99,13 @@ fn the_dashboard_queries_every_exported_metric_and_nothing_else() {
             queries.push(expr.to_owned());
         }
     }
-    let variables = dashboard["templating"]["list"].as_array().expect("variables");
+    let variables = dashboard["templating"]["list"]
+        .as_array()
+        .expect("variables");
     assert!(
-        variables
-            .iter()
-            .any(|v| v["name"] == "datasource" && v["type"] == "datasource" && v["query"] == "prometheus"),
+        variables.iter().any(|v| v["name"] == "datasource"
+            && v["type"] == "datasource"
+            && v["query"] == "prometheus"),
         "a Prometheus data source variable"
     );
     queries.extend(

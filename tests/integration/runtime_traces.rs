@@ -24,12 +24,10 @@ const NS: &str = "team-a";
 type Received = Arc<Mutex<Vec<Span>>>;
 
 /// `POST /v1/traces` with a protobuf `ExportTraceServiceRequest`, as the OTLP/HTTP exporter sends.
-async fn receive(
-    State(received): State<Received>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> StatusCode {
-    if headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok())
+async fn receive(State(received): State<Received>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    if headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
         != Some("application/x-protobuf")
     {
         return StatusCode::UNSUPPORTED_MEDIA_TYPE;
@@ -132,7 +130,11 @@ async fn each_pass_is_a_span_with_its_api_calls_as_children() {
         client.clone(),
         NS,
         &kube::api::ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk("pgtoolbox.fyannk.dev", "v1alpha1", "PgAccessRequest"),
+            &kube::api::GroupVersionKind::gvk(
+                "pgtoolbox.fyannk.dev",
+                "v1alpha1",
+                "PgAccessRequest",
+            ),
             "pgaccessrequests",
         ),
     );
