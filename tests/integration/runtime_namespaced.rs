@@ -70,7 +70,7 @@ fn ours(client: &kube::Client, ns: &str, kind: &str, plural: &str) -> Api<Dynami
     )
 }
 
-/// The rendered Deployment's container: the binary runs with its arguments and environment.
+/// The overlay's Deployment, from its rendering.
 fn deployment(rendered: &str) -> Deployment {
     serde_yaml_ng::Deserializer::from_str(rendered)
         .filter_map(|doc| Value::deserialize(doc).ok())
@@ -79,6 +79,7 @@ fn deployment(rendered: &str) -> Deployment {
         .expect("the overlay renders a Deployment")
 }
 
+/// The binary as the Deployment's container runs it: its arguments and environment.
 fn operator_command(
     deployment: &Deployment,
     kubeconfig: &std::path::Path,
