@@ -107,21 +107,13 @@ async fn each_pass_is_a_span_with_its_api_calls_as_children() {
         ),
     )
     .expect("kubeconfig");
-    let _operator = tokio::process::Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
-        .arg("run")
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--metrics-bind-address", "127.0.0.1:0"])
-        .args(["--health-probe-bind-address", "127.0.0.1:0"])
-        .env_remove("WATCH_NAMESPACES")
-        .env_remove("KUBERNETES_SERVICE_HOST")
+    let _operator = crate::cli_support::operator_run(&kubeconfig)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
         // The batch exporter's default is 5 s between exports; the test need not wait that long.
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
         .env("RUST_LOG", "info")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
         .spawn()
         .expect("the binary starts");
 
