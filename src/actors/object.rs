@@ -200,6 +200,8 @@ impl<R: Reconciler> ObjectActor<R> {
             name = %state.cx.key.name,
             restarts = state.cx.restarts,
             failures = state.failures,
+            // Converged, Stalled or Failed, once the pass ends.
+            result = tracing::field::Empty,
         );
         // Boxed: ractor keeps each actor's message loop (and so this handler's future) alive
         // for the actor's whole life, sized by its largest await. Inline, a kind's pass (HTTP
@@ -218,6 +220,11 @@ impl<R: Reconciler> ObjectActor<R> {
             .metrics
             .reconcile_took(&kind_of::<R>(), started.elapsed());
         let _entered = span.enter();
+        let verdict = match &result {
+            Ok(outcome) => pass_result(outcome),
+            Err(_) => PassResult::Failed,
+        };
+        span.record("result", tracing::field::debug(&verdict));
         match result {
             Ok(outcome) => self.on_success(myself, state, outcome),
             Err(err) => self.on_failure(state, err).await,
@@ -231,12 +238,11 @@ impl<R: Reconciler> ObjectActor<R> {
         outcome: Outcome,
     ) {
         state.failures = 0;
-        let result = if outcome.stalled {
-            PassResult::Stalled
-        } else {
-            PassResult::Converged
-        };
-        state.cx.shared.runtime.pass(&kind_of::<R>(), result);
+        state
+            .cx
+            .shared
+            .runtime
+            .pass(&kind_of::<R>(), pass_result(&outcome));
         if state.cx.restarts > 0 {
             state.cx.restarts = 0;
             if let Some(supervisor) = &state.supervisor {
@@ -288,5 +294,13 @@ impl<R: Reconciler> ObjectActor<R> {
         state
             .timers
             .arm(&state.wheel, &state.cx.key, TimerPurpose::Retry, delay);
+    }
+}
+
+fn pass_result(outcome: &Outcome) -> PassResult {
+    if outcome.stalled {
+        PassResult::Stalled
+    } else {
+        PassResult::Converged
     }
 }

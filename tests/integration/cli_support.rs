@@ -12,6 +12,21 @@ pub fn binary() -> Command {
     command
 }
 
+/// `pgtoolbox-operator run` against `kubeconfig`, its endpoints on free loopback ports, every
+/// namespace watched; killed when dropped.
+pub fn operator_run(kubeconfig: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::from(binary());
+    command
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--metrics-bind-address", "127.0.0.1:0"])
+        .args(["--health-probe-bind-address", "127.0.0.1:0"])
+        .env_remove("WATCH_NAMESPACES")
+        .kill_on_drop(true);
+    command
+}
+
 pub struct Running {
     child: Child,
     lines: mpsc::Receiver<String>,

@@ -8,7 +8,7 @@ use pgtoolbox_operator::k8s::apply_manifests;
 use crate::sim_support::start;
 
 /// `kubectl kustomize DIR`, or `None` (the test skips) without kubectl.
-fn kustomize(dir: &str) -> Option<String> {
+pub fn kustomize(dir: &str) -> Option<String> {
     if !crate::kubectl_support::kubectl_present() {
         eprintln!("kubectl not installed: skipping the kustomize render");
         return None;
@@ -28,7 +28,7 @@ fn kustomize(dir: &str) -> Option<String> {
     Some(String::from_utf8(out.stdout).expect("UTF-8"))
 }
 
-async fn apply_all(client: &kube::Client, text: &str) -> Vec<String> {
+pub async fn apply_all(client: &kube::Client, text: &str) -> Vec<String> {
     let mut applied = Vec::new();
     for result in apply_manifests(client, text, "deploy-test").await {
         match result {
@@ -51,8 +51,12 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
         "{applied:?}"
     );
     // The five CRDs, the operator's own objects, the three ClusterRoles it binds for consoles,
-    // the three user roles and the metrics Service.
-    assert_eq!(applied.len(), 19, "{applied:?}");
+    // the three user roles, the metrics Service and the Grafana dashboard's ConfigMap.
+    assert_eq!(applied.len(), 20, "{applied:?}");
+    assert!(
+        applied.contains(&"ConfigMap/pgtoolbox-operator-dashboard".to_string()),
+        "{applied:?}"
+    );
 
     let deployment = Api::<Deployment>::namespaced(client.clone(), "pgtoolbox-system")
         .get("pgtoolbox-operator")

@@ -372,15 +372,7 @@ async fn the_binary_exits_non_zero_when_the_probe_is_refused_its_credentials() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
-        .arg("run")
-        .arg("--kubeconfig")
-        .arg(&kubeconfig)
-        .args(["--metrics-bind-address", "127.0.0.1:0"])
-        .args(["--health-probe-bind-address", "127.0.0.1:0"])
-        .env_remove("WATCH_NAMESPACES")
-        .kill_on_drop(true)
-        .output();
+    let output = crate::cli_support::operator_run(&kubeconfig).output();
     let output = tokio::time::timeout(Duration::from_secs(60), output)
         .await
         .expect("the start fails quickly")
