@@ -10,24 +10,29 @@
 //! ```
 
 mod invariants;
+mod kinds;
+mod logs;
 mod mutations;
+mod oracle;
 mod schedule;
 mod transport;
+mod workloads;
 mod world;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Instant;
 
-use schedule::{Generator, Step};
+use schedule::{Generator, Mix, Step};
 use world::History;
 
 /// Schedules that found a bug, minimised, each with the seed of its run (the operator's and the
 /// sim's draws); they replay in every run, whatever later changes to the generator.
-fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
+fn regressions() -> Vec<(u64, Mix, &'static str, Vec<Step>)> {
     use schedule::Fault;
     vec![
         (
             40,
+            Mix::Access,
             "a 404 for an unserved group read as `RoleBinding already gone`: an expired grant kept",
             vec![
                 Step::Create {
@@ -57,6 +62,7 @@ fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
         ),
         (
             115,
+            Mix::Access,
             "the same 404 after a restart: a self-approved grant kept, the request `Missing`",
             vec![
                 Step::Create {
@@ -79,6 +85,7 @@ fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
         ),
         (
             790,
+            Mix::Access,
             "CloudNativePG not served at start: ClusterNotFound kept once the Cluster was listed",
             vec![
                 Step::Create {
@@ -103,6 +110,7 @@ fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
         ),
         (
             100_560,
+            Mix::Access,
             "an adoption landing after its request was deleted: the sim kept the dangling grant",
             vec![
                 Step::Create {
@@ -170,14 +178,38 @@ fn args() -> Args {
     a
 }
 
+/// One seed in [`WORKLOAD_EVERY`] draws a workload schedule (the console, PgAdmin and
+/// EvidenceAgent kinds on the simulated cluster); the others a PgAccessRequest one.
+pub const WORKLOAD_EVERY: u64 = 3;
+
+pub fn mix_of(seed: u64) -> Mix {
+    if seed % WORKLOAD_EVERY == WORKLOAD_EVERY - 1 {
+        Mix::Workloads
+    } else {
+        Mix::Access
+    }
+}
+
+/// Workload schedules are shorter: each step sets more in motion.
+pub fn steps_of(seed: u64, steps: usize) -> usize {
+    match mix_of(seed) {
+        Mix::Access => steps,
+        Mix::Workloads => steps * 2 / 3,
+    }
+}
+
 pub fn schedule_of(seed: u64, steps: usize) -> Vec<Step> {
-    Generator::new(seed).schedule(steps)
+    let steps = steps_of(seed, steps);
+    match mix_of(seed) {
+        Mix::Access => Generator::new(seed).schedule(steps),
+        Mix::Workloads => Generator::new(seed).workload_schedule(steps),
+    }
 }
 
 /// One schedule from its seed: its history and what the checkers found.
 pub fn run_seed(seed: u64, steps: usize, crds: &str) -> (History, Vec<invariants::Violation>) {
     let schedule = schedule_of(seed, steps);
-    let history = world::run(seed, &schedule, crds);
+    let history = world::run(seed, mix_of(seed), &schedule, crds);
     let violations = invariants::check(&history);
     (history, violations)
 }
@@ -219,7 +251,7 @@ fn minimise(seed: u64, steps: usize, crds: &str) -> Vec<Step> {
         while i < schedule.len() {
             let mut shorter = schedule.clone();
             shorter.remove(i);
-            let h = world::run(seed, &shorter, crds);
+            let h = world::run(seed, mix_of(seed), &shorter, crds);
             if invariants::check(&h).is_empty() {
                 i += 1;
             } else {
@@ -277,6 +309,19 @@ fn main() {
                 );
             }
         }
+        if let Some(last) = h.snapshots.iter().rev().find(|s| s.at_ms <= h.settled_ms) {
+            for w in &last.workloads {
+                let ready = invariants::condition(w, "Ready");
+                println!(
+                    "settled: {} {}: Ready {} {} {}",
+                    w["kind"].as_str().unwrap_or_default(),
+                    invariants::name(w),
+                    ready.map_or("-".into(), |c| c["status"].to_string()),
+                    ready.map_or("-".into(), |c| c["reason"].to_string()),
+                    ready.map_or("-".into(), |c| c["message"].to_string()),
+                );
+            }
+        }
         println!(
             "seed {seed}: {} requests, {} snapshots, log hash {:016x}",
             h.log.len(),
@@ -294,8 +339,8 @@ fn main() {
     let started = Instant::now();
     failed |= !mutations::all_detected(&crds);
     failed |= !determinism(&crds);
-    for (seed, bug, schedule) in regressions() {
-        let violations = invariants::check(&world::run(seed, &schedule, &crds));
+    for (seed, mix, bug, schedule) in regressions() {
+        let violations = invariants::check(&world::run(seed, mix, &schedule, &crds));
         if violations.is_empty() {
             println!("dst: regression seed {seed} holds ({bug})");
         } else {
