@@ -465,13 +465,16 @@ pub fn converges_to_oracle(h: &History, snap: &Snapshot) -> Vec<Violation> {
 }
 
 /// Once settled, the operator writes nothing until something it waits for comes due. A
-/// workload left crash-looping is the exception: its Pods never settle, and its status and
-/// Events follow them.
+/// workload left crash-looping or failing its image pulls is the exception: its Pods retry
+/// for ever (back-off, error, back-off), and its status message and Events follow them.
 pub fn quiet_end(h: &History) -> Vec<Violation> {
     let looping: Vec<String> = h
         .workload_faults
         .iter()
-        .filter(|r| r.fault == pgtoolbox_sim::cluster::WorkloadFault::CrashLoopBackOff)
+        .filter(|r| {
+            use pgtoolbox_sim::cluster::WorkloadFault::{CrashLoopBackOff, ImagePullBackOff};
+            matches!(r.fault, CrashLoopBackOff | ImagePullBackOff)
+        })
         .map(|r| {
             r.selector
                 .strip_prefix("app.kubernetes.io/instance=")

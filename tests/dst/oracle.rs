@@ -52,14 +52,16 @@ fn credentials(snap: &Snapshot) -> Verdict {
 /// already running is untouched), NotReady on a running Pod's readiness at once.
 fn pods(h: &History, instance: &str) -> Verdict {
     let mut soft = Vec::new();
-    if fault_on(h, WorkloadFault::NotReady, instance) {
-        return Hard(vec!["PodNotReady", "RolloutInProgress"]);
-    }
     if fault_on(h, WorkloadFault::ImagePullBackOff, instance) {
         soft.extend(["ImagePullFailed", "RolloutInProgress"]);
     }
     if fault_on(h, WorkloadFault::CrashLoopBackOff, instance) {
         soft.extend(["CrashLoopBackOff", "PodNotReady", "RolloutInProgress"]);
+    }
+    if fault_on(h, WorkloadFault::NotReady, instance) {
+        // A Pod that cannot start says why first; one that runs is not ready.
+        soft.extend(["PodNotReady", "RolloutInProgress"]);
+        return Hard(soft);
     }
     if soft.is_empty() { Holds } else { Soft(soft) }
 }

@@ -86,8 +86,13 @@ pub async fn start_shared(
 }
 
 impl World {
+    /// The API of `r` in `ns` (empty: a cluster-scoped kind).
     fn dynamic(&self, ns: &str, r: &ApiResource) -> Api<DynamicObject> {
-        Api::namespaced_with(self.driver.clone(), ns, r)
+        if ns.is_empty() {
+            Api::all_with(self.driver.clone(), r)
+        } else {
+            Api::namespaced_with(self.driver.clone(), ns, r)
+        }
     }
 
     fn workloads(&self, kind: Workload) -> Api<DynamicObject> {
