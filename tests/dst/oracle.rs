@@ -53,14 +53,20 @@ fn credentials(snap: &Snapshot) -> Verdict {
 fn pods(h: &History, instance: &str) -> Verdict {
     let mut soft = Vec::new();
     if fault_on(h, WorkloadFault::ImagePullBackOff, instance) {
-        soft.extend(["ImagePullFailed", "RolloutInProgress"]);
+        soft.extend(["ImagePullFailed", "RolloutInProgress", "RolloutStuck"]);
     }
     if fault_on(h, WorkloadFault::CrashLoopBackOff, instance) {
-        soft.extend(["CrashLoopBackOff", "PodNotReady", "RolloutInProgress"]);
+        soft.extend([
+            "CrashLoopBackOff",
+            "PodNotReady",
+            "RolloutInProgress",
+            "RolloutStuck",
+        ]);
     }
     if fault_on(h, WorkloadFault::NotReady, instance) {
-        // A Pod that cannot start says why first; one that runs is not ready.
-        soft.extend(["PodNotReady", "RolloutInProgress"]);
+        // A Pod that cannot start says why first; one that runs is not ready, and a rollout
+        // waiting for it passes its progress deadline.
+        soft.extend(["PodNotReady", "RolloutInProgress", "RolloutStuck"]);
         return Hard(soft);
     }
     if soft.is_empty() { Holds } else { Soft(soft) }
