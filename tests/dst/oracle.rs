@@ -75,7 +75,8 @@ fn pods(h: &History, instance: &str) -> Verdict {
 fn exposure(h: &History, obj: &Value, instance: &str) -> Verdict {
     let published = Exposure::of_spec(&obj["spec"]) != Exposure::ClusterIp;
     if published && fault_on(h, WorkloadFault::NotAdmitted, instance) {
-        Soft(vec!["NotAdmitted"])
+        // An Ingress left without an address is one not observed admitted yet (Unknown).
+        Soft(vec!["NotAdmitted", "Reconciling"])
     } else {
         Holds
     }
