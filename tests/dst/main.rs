@@ -133,6 +133,8 @@ fn regressions() -> Vec<(u64, Mix, &'static str, Vec<Step>)> {
 struct Args {
     seed: Option<u64>,
     schedules: u64,
+    /// Workload schedules, seeds `WORKLOAD_SEEDS + from ..`.
+    workloads: u64,
     steps: usize,
     from: u64,
     verbose: bool,
@@ -147,7 +149,11 @@ fn args() -> Args {
         schedules: std::env::var("DST_SCHEDULES")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(1_000),
+            .unwrap_or(800),
+        workloads: std::env::var("DST_WORKLOAD_SCHEDULES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60),
         steps: world::Options::default().steps,
         from: 0,
         verbose: false,
@@ -162,6 +168,7 @@ fn args() -> Args {
         match arg.as_str() {
             "--seed" => a.seed = value(),
             "--schedules" => a.schedules = value().unwrap_or(a.schedules),
+            "--workloads" => a.workloads = value().unwrap_or(a.workloads),
             "--steps" => a.steps = value().map_or(a.steps, |v| v as usize),
             "--from" => a.from = value().unwrap_or(0),
             "--verbose" => a.verbose = true,
@@ -178,12 +185,12 @@ fn args() -> Args {
     a
 }
 
-/// One seed in [`WORKLOAD_EVERY`] draws a workload schedule (the console, PgAdmin and
-/// EvidenceAgent kinds on the simulated cluster); the others a PgAccessRequest one.
-pub const WORKLOAD_EVERY: u64 = 3;
+/// Seeds from here on draw a workload schedule (the console, PgAdmin and EvidenceAgent kinds
+/// on the simulated cluster); the seeds below, a PgAccessRequest one.
+pub const WORKLOAD_SEEDS: u64 = 1_000_000_000;
 
 pub fn mix_of(seed: u64) -> Mix {
-    if seed % WORKLOAD_EVERY == WORKLOAD_EVERY - 1 {
+    if seed >= WORKLOAD_SEEDS {
         Mix::Workloads
     } else {
         Mix::Access
@@ -355,7 +362,9 @@ fn main() {
     let mut failures = 0u64;
     let mut ungoverned = 0usize;
     let schedules_started = Instant::now();
-    for seed in a.from..a.from + a.schedules {
+    let access = a.from..a.from + a.schedules;
+    let workloads = WORKLOAD_SEEDS + a.from..WORKLOAD_SEEDS + a.from + a.workloads;
+    for seed in access.chain(workloads) {
         let (h, violations) = run_seed(seed, a.steps, &crds);
         requests += h.log.len();
         if a.verbose {
@@ -383,12 +392,14 @@ fn main() {
     }
     let spent = schedules_started.elapsed();
     println!(
-        "dst: {} schedules of {} steps in {:.1?} ({:.1} schedules/s, {} API requests), {} failed; \
-         total {:.1?}",
+        "dst: {} PgAccessRequest schedules of {} steps and {} workload schedules of {} in {:.1?} \
+         ({:.1} schedules/s, {} API requests), {} failed; total {:.1?}",
         a.schedules,
         a.steps,
+        a.workloads,
+        steps_of(WORKLOAD_SEEDS, a.steps),
         spent,
-        a.schedules as f64 / spent.as_secs_f64().max(1e-9),
+        (a.schedules + a.workloads) as f64 / spent.as_secs_f64().max(1e-9),
         requests,
         failures,
         started.elapsed()
@@ -404,8 +415,9 @@ fn main() {
 
 /// The same seed twice gives the same request log. Seed 1 caught the watch pump's random
 /// `select!` and kube's unseeded backoff jitter, seed 2 the random wake order of a dropped
-/// watch (a `watch` channel); seed 6 has an operator crash.
-const DETERMINISM_SEEDS: [u64; 4] = [1, 2, 3, 6];
+/// watch (a `watch` channel); seed 6 has an operator crash; the last is a workload schedule
+/// (the simulated cluster's components on the same runtime).
+const DETERMINISM_SEEDS: [u64; 5] = [1, 2, 3, 6, WORKLOAD_SEEDS + 2];
 
 fn determinism(crds: &str) -> bool {
     let mut ok = true;

@@ -311,7 +311,7 @@ fn base(seed: u64, crds: &str) -> (History, bool) {
 /// Seeds of the real histories the mutants are made from: a PgAccessRequest schedule and a
 /// workload schedule.
 const ACCESS_BASE: u64 = 7;
-const WORKLOAD_BASE: u64 = 8;
+const WORKLOAD_BASE: u64 = crate::WORKLOAD_SEEDS + 8;
 
 /// True when the real histories pass and every mutant is refused by its own invariant.
 pub fn all_detected(crds: &str) -> bool {
