@@ -1,11 +1,12 @@
-//! Deterministic simulation testing of the operator (issue 18), PgAccessRequest first.
+//! Deterministic simulation testing of the operator (issue 18): PgAccessRequest schedules and
+//! workload schedules (consoles, PgAdmins, EvidenceAgents on the simulated cluster).
 //!
-//! `cargo test --test dst` runs the CI budget (1,000 schedules by default); a failure prints its
-//! seed and the one command that replays it. See docs/testing.md.
+//! `cargo test --test dst` runs the CI budget (800 PgAccessRequest and 60 workload schedules by
+//! default); a failure prints its seed and the one command that replays it. See docs/testing.md.
 //!
 //! ```text
 //! cargo test --test dst -- --seed 42            # replay one schedule, print its steps
-//! cargo test --test dst -- --schedules 20000 --steps 60 --from 1000000   # a soak
+//! cargo test --test dst -- --schedules 20000 --workloads 2000 --steps 60 --from 1000000   # a soak
 //! DST_SCHEDULES=200 cargo test --test dst        # a smaller budget
 //! ```
 
