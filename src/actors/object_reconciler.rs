@@ -260,6 +260,7 @@ impl ObjectContext {
             client: &self.client,
             writes: &self.writes,
             key: &self.key,
+            now: self.shared.settings.clock.now(),
         }
     }
 }

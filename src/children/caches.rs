@@ -125,6 +125,26 @@ fn start_index(index: &Arc<ReferenceIndex>) -> CacheStart {
 }
 
 impl OperatorCaches {
+    /// Every user registered with a reference index, with the index's name (a test checks
+    /// that none outlives its object).
+    pub fn registered_users(&self) -> Vec<(&'static str, crate::messages::KindKey)> {
+        let indexes: [(&'static str, &Arc<ReferenceIndex>); 9] = [
+            ("clusters", self.clusters.index()),
+            ("poolers", self.poolers.index()),
+            ("objectstores", self.object_stores.index()),
+            ("pgadminaccesses", self.pgadmin_accesses.index()),
+            ("databaseroles", self.database_roles.index()),
+            ("databases", self.databases.index()),
+            ("secrets", &self.secrets),
+            ("configmaps", &self.referenced_config_maps),
+            ("networkpolicies", self.namespace_network_policies.index()),
+        ];
+        indexes
+            .into_iter()
+            .flat_map(|(name, index)| index.users_registered().into_iter().map(move |u| (name, u)))
+            .collect()
+    }
+
     pub fn new() -> Self {
         let contents =
             |index: Arc<ReferenceIndex>, resource: ApiResource| Contents::new(index, resource);

@@ -173,6 +173,15 @@ impl ReferenceIndex {
         users
     }
 
+    /// Every user with a registration, by name or by namespace (sorted, once each).
+    pub fn users_registered(&self) -> Vec<KindKey> {
+        let mut users = self.names.users_registered();
+        users.extend(self.namespaces.users_registered());
+        users.sort();
+        users.dedup();
+        users
+    }
+
     /// How many users registered names, how many objects are named, how many watch scopes
     /// finished their first list (router statistics).
     pub fn counts(&self) -> (usize, usize, usize) {

@@ -77,6 +77,11 @@ impl<T: Eq + Hash + Ord + Clone> Registrations<T> {
         self.users.iter()
     }
 
+    /// Every user with a registration.
+    pub fn users_registered(&self) -> Vec<KindKey> {
+        self.uses.iter().map(|e| e.key().clone()).collect()
+    }
+
     /// How many users registered something, and how many targets are registered.
     pub fn counts(&self) -> (usize, usize) {
         (self.uses.len(), self.users.len())

@@ -10,12 +10,17 @@ use crate::supervisor::{Kind, KindOptions, OperatorBuilder};
 
 /// Every kind the operator manages. Registering a kind is one line here.
 pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
+    let caches = OperatorCaches::new().sharing_secrets(builder.shared().secrets.routed_index());
+    register_all_with(builder, caches)
+}
+
+/// [`register_all`] over caches the caller keeps (a simulation test reads their index).
+pub fn register_all_with(builder: OperatorBuilder, caches: OperatorCaches) -> OperatorBuilder {
     let options = KindOptions {
         startup_jitter: builder.shared().settings.startup_jitter,
         ..KindOptions::default()
     };
     let events = EventSink::new(builder.client().clone());
-    let caches = OperatorCaches::new().sharing_secrets(builder.shared().secrets.routed_index());
     let builder = caches
         .watches()
         .into_iter()

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use explain::{ExplainArgs, plugin_main};
-pub use kinds::register_all;
+pub use kinds::{register_all, register_all_with};
 pub use run::RunArgs;
 pub use settings::SettingsArgs;
 pub use sim::SimArgs;

@@ -41,6 +41,22 @@ pub enum KindMsg<K> {
         key: ObjectKey,
         actor: ActorRef<ObjectMsg<K>>,
     },
+    /// What the supervisor holds per object (a test checks none of it outlives its object).
+    Census(ractor::RpcReplyPort<KindCensus>),
+}
+
+/// The objects a kind supervisor holds state for, by the state held.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KindCensus {
+    pub kind: String,
+    /// Objects with a live actor (hibernating ones included).
+    pub live: Vec<ObjectKey>,
+    /// Objects kept without an actor (their copy packed).
+    pub hibernated: Vec<ObjectKey>,
+    /// Objects whose actor waits for a restart.
+    pub restarting: Vec<ObjectKey>,
+    /// Objects with a timer armed.
+    pub timers: Vec<ObjectKey>,
 }
 
 /// Messages of the root supervisor. It only supervises; it has nothing to be told but to stop.

@@ -11,5 +11,5 @@ mod object;
 pub mod shared;
 
 pub use key::{KindKey, ObjectKey};
-pub use kind::{KindMsg, RootMsg};
+pub use kind::{KindCensus, KindMsg, RootMsg};
 pub use object::{Notice, ObjectMsg, TimerPurpose};

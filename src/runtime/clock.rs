@@ -24,6 +24,13 @@ impl Clock {
         }
     }
 
+    /// [`Clock::now`] as the `jiff` the certificate code uses (k8s-openapi re-exports an
+    /// older one).
+    pub fn now_jiff(&self) -> jiff::Timestamp {
+        let nanos = self.now().as_nanosecond();
+        jiff::Timestamp::from_nanosecond(nanos).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    }
+
     pub fn now(&self) -> Timestamp {
         match self {
             Self::System => Timestamp::now(),

@@ -26,6 +26,8 @@ enum Command {
     },
     /// The object is gone (or its actor failed): drop all its timers.
     CancelAll(ObjectKey),
+    /// Which objects have a timer armed (a census of the operator's state).
+    Armed(tokio::sync::oneshot::Sender<Vec<ObjectKey>>),
 }
 
 /// The longest delay the wheel holds (`DelayQueue` refuses more than about two years). A later
@@ -82,6 +84,15 @@ impl TimerWheel {
 
     pub fn cancel_all(&self, key: &ObjectKey) {
         let _ = self.commands.send(Command::CancelAll(key.clone()));
+    }
+
+    /// The objects with at least one timer armed (empty once the wheel stopped).
+    pub async fn armed(&self) -> Vec<ObjectKey> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if self.commands.send(Command::Armed(reply)).is_err() {
+            return Vec::new();
+        }
+        answer.await.unwrap_or_default()
     }
 }
 
@@ -151,6 +162,11 @@ fn apply(queue: &mut DelayQueue<(ObjectKey, TimerPurpose)>, armed: &mut Armed, c
                 queue.remove(&entry);
             }
         }
+        Command::Armed(reply) => {
+            let mut keys: Vec<ObjectKey> = armed.keys().cloned().collect();
+            keys.sort();
+            let _ = reply.send(keys);
+        }
     }
 }
 
@@ -171,6 +187,19 @@ mod tests {
     use tokio::time::Instant;
 
     type Fired = Arc<Mutex<Vec<(String, TimerPurpose, u64, Duration)>>>;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_census_names_the_objects_with_a_timer_armed() {
+        let (wheel, _task, _fired, _) = start();
+        let (a, b) = (ObjectKey::new("ns", "a"), ObjectKey::new("ns", "b"));
+        wheel.arm(&a, TimerPurpose::Expiry, Duration::from_secs(60));
+        wheel.arm(&b, TimerPurpose::Expiry, Duration::from_secs(1));
+        assert_eq!(wheel.armed().await, vec![a.clone(), b.clone()]);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(wheel.armed().await, vec![a.clone()], "b fired");
+        wheel.cancel_all(&a);
+        assert!(wheel.armed().await.is_empty());
+    }
 
     fn start() -> (TimerWheel, AbortOnDropHandle<()>, Fired, Arc<Mutex<usize>>) {
         let fired: Fired = Arc::default();

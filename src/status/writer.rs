@@ -95,7 +95,7 @@ where
         extras: Extras,
         target: Target<'_>,
     ) -> Result<Written, StatusError> {
-        let mut update = derive_status(facts, obj.stored_status(), Timestamp::now());
+        let mut update = derive_status(facts, obj.stored_status(), target.now);
         let mut verdict = Written {
             stalled: update.stall.is_some(),
             timers: std::mem::take(&mut update.timers),
@@ -145,4 +145,6 @@ pub struct Target<'a> {
     pub client: &'a Client,
     pub writes: &'a WriteBudget,
     pub key: &'a ObjectKey,
+    /// The time of day of the write (`lastTransitionTime`), read through the operator's clock.
+    pub now: Timestamp,
 }

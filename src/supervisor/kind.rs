@@ -161,6 +161,31 @@ impl<R: Reconciler> KindState<R> {
     }
 }
 
+/// What the supervisor holds, by object.
+async fn census<R: Reconciler>(state: &KindState<R>) -> crate::messages::KindCensus {
+    let mut census = crate::messages::KindCensus {
+        kind: kind_of::<R>().into_owned(),
+        timers: state.wheel.armed().await,
+        ..Default::default()
+    };
+    for (key, tracked) in &state.objects {
+        let list = match tracked.life {
+            Life::Live(_) | Life::Hibernating { .. } => &mut census.live,
+            Life::Hibernated => &mut census.hibernated,
+            Life::Restarting => &mut census.restarting,
+        };
+        list.push(key.clone());
+    }
+    for list in [
+        &mut census.live,
+        &mut census.hibernated,
+        &mut census.restarting,
+    ] {
+        list.sort();
+    }
+    census
+}
+
 pub(super) fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
     <R::Object as kube::Resource>::kind(&())
 }
@@ -296,6 +321,9 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             KindMsg::Idle { key, actor, epoch } => self.on_idle(&myself, state, key, actor, epoch),
             KindMsg::Sweep => self.sweep(&myself, state),
             KindMsg::Awake { key, actor } => self.on_awake(state, key, actor),
+            KindMsg::Census(reply) => {
+                let _ = reply.send(census::<R>(state).await);
+            }
         }
         Ok(())
     }

@@ -18,6 +18,8 @@ pub struct LeaderConfig {
     pub lease_duration: Duration,
     pub renew_every: Duration,
     pub retry_every: Duration,
+    /// The time of day written into and judged from the Lease.
+    pub clock: crate::runtime::Clock,
 }
 
 impl LeaderConfig {
@@ -29,6 +31,7 @@ impl LeaderConfig {
             lease_duration: Duration::from_secs(15),
             renew_every: Duration::from_secs(5),
             retry_every: Duration::from_secs(2),
+            clock: crate::runtime::Clock::System,
         }
     }
 }
@@ -75,7 +78,7 @@ fn held_spec(previous: Option<&LeaseSpec>, cfg: &LeaderConfig, now: Timestamp) -
 
 /// One attempt to take or renew the lease. `Ok(false)`: someone else holds it.
 async fn try_hold(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<bool, kube::Error> {
-    let now = Timestamp::now();
+    let now = cfg.clock.now();
     match api.get_opt(&cfg.lease_name).await? {
         None => {
             let lease = Lease {

@@ -20,7 +20,7 @@ use crate::actors::notice_routes::Wakeup;
 use crate::actors::{Reconciler, Shared};
 use crate::children::Wakeups;
 use crate::k8s::WriteBudget;
-use crate::messages::RootMsg;
+use crate::messages::{KindCensus, KindMsg, RootMsg};
 
 /// One kind to run: its reconciler, its watch, its child watches.
 pub struct Kind<R: Reconciler> {
@@ -89,8 +89,12 @@ struct Env {
     root: ActorCell,
 }
 
+/// Asks a kind supervisor for its census (`None`: it did not answer).
+type AskCensus = Box<dyn Fn() -> BoxFuture<'static, Option<KindCensus>> + Send + Sync>;
+
 type KindStart = Box<
-    dyn FnOnce(&Env) -> BoxFuture<'static, Result<(ActorCell, JoinHandle<()>), SpawnErr>> + Send,
+    dyn FnOnce(&Env) -> BoxFuture<'static, Result<(ActorCell, JoinHandle<()>, AskCensus), SpawnErr>>
+        + Send,
 >;
 
 /// Starts the streams of one shared cache (an owned-children store, a reference index).
@@ -169,7 +173,17 @@ impl OperatorBuilder {
             let supervisor = KindSupervisor::new(kind.reconciler);
             Box::pin(async move {
                 let (actor, handle) = Actor::spawn_linked(None, supervisor, args, root).await?;
-                Ok((actor.get_cell(), handle))
+                let typed = actor.clone();
+                let census: AskCensus = Box::new(move || {
+                    let actor = typed.clone();
+                    Box::pin(async move {
+                        match actor.call(KindMsg::Census, None).await {
+                            Ok(ractor::rpc::CallResult::Success(census)) => Some(census),
+                            _ => None,
+                        }
+                    })
+                });
+                Ok((actor.get_cell(), handle, census))
             })
         });
         self.kinds.push((name, start));
@@ -204,9 +218,14 @@ impl OperatorBuilder {
         }
         let mut kinds = Vec::new();
         for (name, start) in self.kinds {
-            let (cell, handle) = start(&env).await?;
+            let (cell, handle, census) = start(&env).await?;
             tracing::info!(kind = %name, "kind supervisor started");
-            kinds.push(KindHandle { name, cell, handle });
+            kinds.push(KindHandle {
+                name,
+                cell,
+                handle,
+                census,
+            });
         }
         Ok(Operator {
             root,
@@ -221,6 +240,7 @@ struct KindHandle {
     name: String,
     cell: ActorCell,
     handle: JoinHandle<()>,
+    census: AskCensus,
 }
 
 /// The running actor tree.
@@ -247,6 +267,16 @@ impl Operator {
             futures::future::select_all(self.kinds.iter_mut().map(|k| &mut k.handle)).await;
         // Its handle is spent: `shutdown` must not await it again.
         self.kinds.remove(index).name
+    }
+
+    /// What each kind supervisor holds per object: live and hibernated actors, restarts,
+    /// armed timers (a kind that does not answer is left out).
+    pub async fn census(&self) -> Vec<KindCensus> {
+        let mut out = Vec::new();
+        for kind in &self.kinds {
+            out.extend((kind.census)().await);
+        }
+        out
     }
 
     /// Stop the watches, let in-flight passes finish (each kind bounds this by its

@@ -28,7 +28,7 @@ pub struct Violation {
     pub detail: String,
 }
 
-fn violation(invariant: &'static str, detail: String) -> Violation {
+pub fn violation(invariant: &'static str, detail: String) -> Violation {
     Violation { invariant, detail }
 }
 
@@ -41,8 +41,11 @@ pub fn check(h: &History) -> Vec<Violation> {
     }
     if let Some(last) = h.snapshots.iter().rev().find(|s| s.at_ms <= h.settled_ms) {
         out.extend(converges_to_oracle(h, last));
+        out.extend(crate::oracle::workloads_converge(h, last));
     }
     out.extend(quiet_end(h));
+    out.extend(crate::oracle::no_secret_in_logs(h));
+    out.extend(crate::oracle::nothing_outlives_its_object(h));
     out
 }
 
@@ -54,7 +57,7 @@ fn ms_of(t: Timestamp) -> u64 {
     u64::try_from(t.duration_since(epoch()).as_millis()).unwrap_or(0)
 }
 
-fn name(o: &Value) -> &str {
+pub fn name(o: &Value) -> &str {
     o["metadata"]["name"].as_str().unwrap_or_default()
 }
 
@@ -226,11 +229,17 @@ pub fn writes_only_what_it_controls(h: &History) -> Vec<Violation> {
             (_, "events", None) => true,
             (_, "leases", None) => t.group == "coordination.k8s.io",
             ("POST", "selfsubjectaccessreviews" | "selfsubjectrulesreviews", None) => true,
-            ("PATCH" | "PUT", "pgaccessrequests", Some("status")) => true,
-            ("PATCH" | "PUT" | "DELETE", "rolebindings", None) => e
-                .before
-                .as_ref()
-                .is_none_or(|b| b["metadata"]["labels"][REQUEST_LABEL].is_string()),
+            ("PATCH" | "PUT", plural, Some("status")) => {
+                t.group == crate::kinds::GROUP && OUR_PLURALS.contains(&plural)
+            }
+            ("PATCH" | "PUT" | "DELETE", "rolebindings", None)
+                if e.before
+                    .as_ref()
+                    .is_some_and(|b| b["metadata"]["labels"][REQUEST_LABEL].is_string()) =>
+            {
+                true
+            }
+            (_, _, None) => controls_write(e, &t),
             _ => false,
         };
         if !allowed {
@@ -248,27 +257,76 @@ pub fn writes_only_what_it_controls(h: &History) -> Vec<Violation> {
     out
 }
 
-fn condition<'a>(request: &'a Value, type_: &str) -> Option<&'a Value> {
+pub const OUR_PLURALS: [&str; 4] = [
+    "pgaccessrequests",
+    "pgtoolboxconsoles",
+    "pgadmins",
+    "evidenceagents",
+];
+
+/// An object the operator controls, as api.md says its children are: the managed-by label and
+/// a controller ownerReference to one of its kinds.
+pub fn controlled(o: &Value) -> bool {
+    let managed = o["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pgtoolbox-operator";
+    let owned = o["metadata"]["ownerReferences"]
+        .as_array()
+        .is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r["controller"] == true
+                    && r["apiVersion"]
+                        .as_str()
+                        .is_some_and(|v| v.starts_with(crate::kinds::GROUP))
+                    && crate::kinds::OUR_KINDS.contains(&r["kind"].as_str().unwrap_or_default())
+            })
+        });
+    managed && owned
+}
+
+/// A write of an object (not a status) is the operator's when the object was controlled
+/// before (any attempt) and is after (a write that succeeded). The one exception is its own
+/// CA Secret, in its namespace, which no object owns.
+fn controls_write(e: &crate::transport::Entry, t: &crate::transport::PathTarget) -> bool {
+    if t.plural == "secrets"
+        && t.namespace.as_deref() == Some(crate::workloads::OPERATOR_NS)
+        && (t.name.is_none()
+            || t.name.as_deref()
+                == Some(pgtoolbox_operator::actors::evidence_agent::CA_SECRET_NAME))
+    {
+        return true;
+    }
+    let before_ok = e.before.as_deref().is_none_or(controlled);
+    let after_ok = !(200..300).contains(&e.status)
+        || e.method == "DELETE"
+        || e.after.as_deref().is_some_and(controlled);
+    before_ok && after_ok
+}
+
+pub fn condition<'a>(request: &'a Value, type_: &str) -> Option<&'a Value> {
     request["status"]["conditions"]
         .as_array()?
         .iter()
         .find(|c| c["type"] == type_)
 }
 
-/// `Ready` agrees with the aspects (`ConfigurationValid`, then `RoleBindingSynced`) of the same
-/// stored status: it is `True` only when both are, and copies the first that is not when that
-/// one is current; a failed pass may say `ReconcileError` instead.
+/// `Ready` agrees with the aspects of the same stored status, in the order the spec gives for
+/// the object's kind: it is `True` only when every aspect is, and copies the first that is not
+/// when that one is current; a failed pass may say `ReconcileError` instead.
 pub fn ready_agrees_with_aspects(snap: &Snapshot) -> Vec<Violation> {
     let mut out = Vec::new();
-    for r in &snap.requests {
+    let objects = snap.requests.iter().map(|r| ("PgAccessRequest", r)).chain(
+        snap.workloads
+            .iter()
+            .map(|w| (w["kind"].as_str().unwrap_or_default(), w)),
+    );
+    for (kind, r) in objects {
         let Some(ready) = condition(r, "Ready") else {
             continue;
         };
         let generation = r["metadata"]["generation"].as_i64();
-        let aspects = [
-            condition(r, "ConfigurationValid"),
-            condition(r, "RoleBindingSynced"),
-        ];
+        let aspects: Vec<Option<&Value>> = crate::kinds::aspects(kind)
+            .iter()
+            .map(|a| condition(r, a))
+            .collect();
         let state = |c: &Value| (c["status"].clone(), c["reason"].clone());
         let wrong = if ready["reason"] == "ReconcileError" {
             (ready["status"] != "False").then(|| "ReconcileError must be False".to_string())
@@ -305,7 +363,7 @@ pub fn ready_agrees_with_aspects(snap: &Snapshot) -> Vec<Violation> {
         if let Some(detail) = wrong {
             out.push(violation(
                 "ready-agrees-with-aspects",
-                format!("{} at {} ms: {detail}", name(r), snap.at_ms),
+                format!("{kind} {} at {} ms: {detail}", name(r), snap.at_ms),
             ));
         }
     }
@@ -406,12 +464,36 @@ pub fn converges_to_oracle(h: &History, snap: &Snapshot) -> Vec<Violation> {
     out
 }
 
-/// Once settled, the operator writes nothing until something it waits for comes due.
+/// Once settled, the operator writes nothing until something it waits for comes due. A
+/// workload left crash-looping or failing its image pulls is the exception: its Pods retry
+/// for ever (back-off, error, back-off), and its status message and Events follow them.
 pub fn quiet_end(h: &History) -> Vec<Violation> {
+    let looping: Vec<String> = h
+        .workload_faults
+        .iter()
+        .filter(|r| {
+            use pgtoolbox_sim::cluster::WorkloadFault::{CrashLoopBackOff, ImagePullBackOff};
+            matches!(r.fault, CrashLoopBackOff | ImagePullBackOff)
+        })
+        .map(|r| {
+            r.selector
+                .strip_prefix("app.kubernetes.io/instance=")
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let follows_a_loop = |uri: &str| {
+        looping.iter().any(|w| {
+            w.is_empty()
+                || uri.contains(&format!("/{w}/status"))
+                || uri.contains(&format!("/events/{w}."))
+        })
+    };
     h.log
         .iter()
         .filter(|e| matches!(e.who, Who::Operator(_)) && e.is_write())
         .filter(|e| e.at_ms > h.settled_ms && e.at_ms <= h.quiet_until_ms)
+        .filter(|e| !follows_a_loop(&e.uri))
         .map(|e| {
             violation(
                 "quiet-end",

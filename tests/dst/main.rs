@@ -1,33 +1,39 @@
-//! Deterministic simulation testing of the operator (issue 18), PgAccessRequest first.
+//! Deterministic simulation testing of the operator (issue 18): PgAccessRequest schedules and
+//! workload schedules (consoles, PgAdmins, EvidenceAgents on the simulated cluster).
 //!
-//! `cargo test --test dst` runs the CI budget (1,000 schedules by default); a failure prints its
-//! seed and the one command that replays it. See docs/testing.md.
+//! `cargo test --test dst` runs the CI budget (800 PgAccessRequest and 60 workload schedules by
+//! default); a failure prints its seed and the one command that replays it. See docs/testing.md.
 //!
 //! ```text
 //! cargo test --test dst -- --seed 42            # replay one schedule, print its steps
-//! cargo test --test dst -- --schedules 20000 --steps 60 --from 1000000   # a soak
+//! cargo test --test dst -- --schedules 20000 --workloads 2000 --steps 60 --from 1000000   # a soak
 //! DST_SCHEDULES=200 cargo test --test dst        # a smaller budget
 //! ```
 
 mod invariants;
+mod kinds;
+mod logs;
 mod mutations;
+mod oracle;
 mod schedule;
 mod transport;
+mod workloads;
 mod world;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::time::Instant;
 
-use schedule::{Generator, Step};
+use schedule::{Generator, Mix, Step};
 use world::History;
 
 /// Schedules that found a bug, minimised, each with the seed of its run (the operator's and the
 /// sim's draws); they replay in every run, whatever later changes to the generator.
-fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
+fn regressions() -> Vec<(u64, Mix, &'static str, Vec<Step>)> {
     use schedule::Fault;
     vec![
         (
             40,
+            Mix::Access,
             "a 404 for an unserved group read as `RoleBinding already gone`: an expired grant kept",
             vec![
                 Step::Create {
@@ -57,6 +63,7 @@ fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
         ),
         (
             115,
+            Mix::Access,
             "the same 404 after a restart: a self-approved grant kept, the request `Missing`",
             vec![
                 Step::Create {
@@ -79,6 +86,7 @@ fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
         ),
         (
             790,
+            Mix::Access,
             "CloudNativePG not served at start: ClusterNotFound kept once the Cluster was listed",
             vec![
                 Step::Create {
@@ -103,6 +111,7 @@ fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
         ),
         (
             100_560,
+            Mix::Access,
             "an adoption landing after its request was deleted: the sim kept the dangling grant",
             vec![
                 Step::Create {
@@ -125,6 +134,8 @@ fn regressions() -> Vec<(u64, &'static str, Vec<Step>)> {
 struct Args {
     seed: Option<u64>,
     schedules: u64,
+    /// Workload schedules, seeds `WORKLOAD_SEEDS + from ..`.
+    workloads: u64,
     steps: usize,
     from: u64,
     verbose: bool,
@@ -139,7 +150,11 @@ fn args() -> Args {
         schedules: std::env::var("DST_SCHEDULES")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(1_000),
+            .unwrap_or(800),
+        workloads: std::env::var("DST_WORKLOAD_SCHEDULES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60),
         steps: world::Options::default().steps,
         from: 0,
         verbose: false,
@@ -154,6 +169,7 @@ fn args() -> Args {
         match arg.as_str() {
             "--seed" => a.seed = value(),
             "--schedules" => a.schedules = value().unwrap_or(a.schedules),
+            "--workloads" => a.workloads = value().unwrap_or(a.workloads),
             "--steps" => a.steps = value().map_or(a.steps, |v| v as usize),
             "--from" => a.from = value().unwrap_or(0),
             "--verbose" => a.verbose = true,
@@ -170,14 +186,38 @@ fn args() -> Args {
     a
 }
 
+/// Seeds from here on draw a workload schedule (the console, PgAdmin and EvidenceAgent kinds
+/// on the simulated cluster); the seeds below, a PgAccessRequest one.
+pub const WORKLOAD_SEEDS: u64 = 1_000_000_000;
+
+pub fn mix_of(seed: u64) -> Mix {
+    if seed >= WORKLOAD_SEEDS {
+        Mix::Workloads
+    } else {
+        Mix::Access
+    }
+}
+
+/// Workload schedules are shorter: each step sets more in motion.
+pub fn steps_of(seed: u64, steps: usize) -> usize {
+    match mix_of(seed) {
+        Mix::Access => steps,
+        Mix::Workloads => steps * 2 / 3,
+    }
+}
+
 pub fn schedule_of(seed: u64, steps: usize) -> Vec<Step> {
-    Generator::new(seed).schedule(steps)
+    let steps = steps_of(seed, steps);
+    match mix_of(seed) {
+        Mix::Access => Generator::new(seed).schedule(steps),
+        Mix::Workloads => Generator::new(seed).workload_schedule(steps),
+    }
 }
 
 /// One schedule from its seed: its history and what the checkers found.
 pub fn run_seed(seed: u64, steps: usize, crds: &str) -> (History, Vec<invariants::Violation>) {
     let schedule = schedule_of(seed, steps);
-    let history = world::run(seed, &schedule, crds);
+    let history = world::run(seed, mix_of(seed), &schedule, crds);
     let violations = invariants::check(&history);
     (history, violations)
 }
@@ -219,7 +259,7 @@ fn minimise(seed: u64, steps: usize, crds: &str) -> Vec<Step> {
         while i < schedule.len() {
             let mut shorter = schedule.clone();
             shorter.remove(i);
-            let h = world::run(seed, &shorter, crds);
+            let h = world::run(seed, mix_of(seed), &shorter, crds);
             if invariants::check(&h).is_empty() {
                 i += 1;
             } else {
@@ -277,6 +317,19 @@ fn main() {
                 );
             }
         }
+        if let Some(last) = h.snapshots.iter().rev().find(|s| s.at_ms <= h.settled_ms) {
+            for w in &last.workloads {
+                let ready = invariants::condition(w, "Ready");
+                println!(
+                    "settled: {} {}: Ready {} {} {}",
+                    w["kind"].as_str().unwrap_or_default(),
+                    invariants::name(w),
+                    ready.map_or("-".into(), |c| c["status"].to_string()),
+                    ready.map_or("-".into(), |c| c["reason"].to_string()),
+                    ready.map_or("-".into(), |c| c["message"].to_string()),
+                );
+            }
+        }
         println!(
             "seed {seed}: {} requests, {} snapshots, log hash {:016x}",
             h.log.len(),
@@ -294,8 +347,8 @@ fn main() {
     let started = Instant::now();
     failed |= !mutations::all_detected(&crds);
     failed |= !determinism(&crds);
-    for (seed, bug, schedule) in regressions() {
-        let violations = invariants::check(&world::run(seed, &schedule, &crds));
+    for (seed, mix, bug, schedule) in regressions() {
+        let violations = invariants::check(&world::run(seed, mix, &schedule, &crds));
         if violations.is_empty() {
             println!("dst: regression seed {seed} holds ({bug})");
         } else {
@@ -310,7 +363,9 @@ fn main() {
     let mut failures = 0u64;
     let mut ungoverned = 0usize;
     let schedules_started = Instant::now();
-    for seed in a.from..a.from + a.schedules {
+    let access = a.from..a.from + a.schedules;
+    let workloads = WORKLOAD_SEEDS + a.from..WORKLOAD_SEEDS + a.from + a.workloads;
+    for seed in access.chain(workloads) {
         let (h, violations) = run_seed(seed, a.steps, &crds);
         requests += h.log.len();
         if a.verbose {
@@ -338,12 +393,14 @@ fn main() {
     }
     let spent = schedules_started.elapsed();
     println!(
-        "dst: {} schedules of {} steps in {:.1?} ({:.1} schedules/s, {} API requests), {} failed; \
-         total {:.1?}",
+        "dst: {} PgAccessRequest schedules of {} steps and {} workload schedules of {} in {:.1?} \
+         ({:.1} schedules/s, {} API requests), {} failed; total {:.1?}",
         a.schedules,
         a.steps,
+        a.workloads,
+        steps_of(WORKLOAD_SEEDS, a.steps),
         spent,
-        a.schedules as f64 / spent.as_secs_f64().max(1e-9),
+        (a.schedules + a.workloads) as f64 / spent.as_secs_f64().max(1e-9),
         requests,
         failures,
         started.elapsed()
@@ -359,8 +416,9 @@ fn main() {
 
 /// The same seed twice gives the same request log. Seed 1 caught the watch pump's random
 /// `select!` and kube's unseeded backoff jitter, seed 2 the random wake order of a dropped
-/// watch (a `watch` channel); seed 6 has an operator crash.
-const DETERMINISM_SEEDS: [u64; 4] = [1, 2, 3, 6];
+/// watch (a `watch` channel); seed 6 has an operator crash; the last is a workload schedule
+/// (the simulated cluster's components on the same runtime).
+const DETERMINISM_SEEDS: [u64; 5] = [1, 2, 3, 6, WORKLOAD_SEEDS + 2];
 
 fn determinism(crds: &str) -> bool {
     let mut ok = true;

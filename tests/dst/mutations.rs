@@ -42,6 +42,8 @@ fn snapshot(at_ms: u64, requests: Vec<Arc<Value>>, bindings: Vec<Arc<Value>>) ->
         requests,
         bindings,
         clusters: Vec::new(),
+        workloads: Vec::new(),
+        inputs: Vec::new(),
     }
 }
 
@@ -78,6 +80,7 @@ fn mutants(real: &History) -> Vec<(&'static str, &'static str, History)> {
         before: Some(Arc::new(
             json!({"metadata": {"name": "team-admins", "labels": {}}}),
         )),
+        after: None,
     });
     out.push((
         "writes-only-what-it-controls",
@@ -127,24 +130,209 @@ fn mutants(real: &History) -> Vec<(&'static str, &'static str, History)> {
             .into(),
         status: 200,
         before: None,
+        after: None,
     });
     out.push(("quiet-end", "a status write in the quiet end", h));
     out
 }
 
-/// True when the real history passes and every mutant is refused by its own invariant.
-pub fn all_detected(crds: &str) -> bool {
-    let seed = 7;
+fn condition(t: &str, status: &str, reason: &str) -> Value {
+    json!({"type": t, "status": status, "reason": reason, "observedGeneration": 1})
+}
+
+/// A workload as stored: `kind`, its spec, and its conditions.
+fn workload(kind: &str, name: &str, spec: Value, conditions: Vec<Value>) -> Arc<Value> {
+    Arc::new(json!({
+        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": kind,
+        "metadata": {"name": name, "namespace": "team-a", "generation": 1, "uid": format!("u-{name}")},
+        "spec": spec,
+        "status": {"observedGeneration": 1, "conditions": conditions},
+    }))
+}
+
+fn operator_write(at_ms: u64, method: &str, uri: &str, before: Value, after: Value) -> Entry {
+    Entry {
+        at_ms,
+        who: Who::Operator(1),
+        method: method.into(),
+        uri: uri.into(),
+        status: 200,
+        before: (!before.is_null()).then(|| Arc::new(before)),
+        after: (!after.is_null()).then(|| Arc::new(after)),
+    }
+}
+
+/// Mutants of a workload schedule's history, one per guarantee the workload kinds add.
+fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)> {
+    let end = real.settled_ms;
+    let mut out = Vec::new();
+    let last =
+        |h: &mut History| -> Option<usize> { h.snapshots.iter().rposition(|s| s.at_ms <= end) };
+
+    // An agent's Ready copies ConfigurationValid though the certificate is the first to fail.
+    let mut h = real.clone();
+    let agent = workload(
+        "EvidenceAgent",
+        "ex",
+        json!({"cluster": {"name": "c0"}}),
+        vec![
+            condition("Ready", "False", "ClusterNotFound"),
+            condition("ConfigurationValid", "True", "AsExpected"),
+            condition("ServingCertificateReady", "False", "ServiceCAPending"),
+            condition("WorkloadReady", "True", "AsExpected"),
+        ],
+    );
+    h.snapshots.insert(
+        0,
+        Snapshot {
+            workloads: vec![agent],
+            ..snapshot(0, vec![], vec![])
+        },
+    );
+    out.push((
+        "ready-agrees-with-aspects",
+        "an EvidenceAgent's Ready skipping its first failing aspect",
+        h,
+    ));
+
+    // A console without an image (and no default) settles Ready.
+    let mut h = real.clone();
+    let ready = workload(
+        "PgToolBoxConsole",
+        "kx",
+        json!({"exposure": {"type": "clusterIP"}}),
+        vec![
+            condition("Ready", "True", "AsExpected"),
+            condition("ConfigurationValid", "True", "AsExpected"),
+            condition("WorkloadReady", "True", "AsExpected"),
+            condition("ExposureReady", "True", "NotRequested"),
+        ],
+    );
+    if let Some(i) = last(&mut h) {
+        h.snapshots[i].workloads.push(ready);
+    }
+    out.push((
+        "converges-to-oracle",
+        "a console without an image settled Ready",
+        h,
+    ));
+
+    // A PgAdmin with every input valid and no fault left on that never becomes Ready.
+    let mut h = real.clone();
+    h.workload_faults.clear();
+    let stuck = workload(
+        "PgAdmin",
+        "p0",
+        json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}}}),
+        vec![
+            condition("Ready", "False", "RolloutInProgress"),
+            condition("ConfigurationValid", "True", "AsExpected"),
+            condition("WorkloadReady", "False", "RolloutInProgress"),
+        ],
+    );
+    if let Some(i) = last(&mut h) {
+        h.snapshots[i].clusters.push("c0".into());
+        h.snapshots[i]
+            .workloads
+            .retain(|w| w["metadata"]["name"] != "p0");
+        h.snapshots[i].workloads.push(stuck);
+    }
+    out.push((
+        "converges-to-oracle",
+        "a PgAdmin with valid inputs and no fault settled not Ready",
+        h,
+    ));
+
+    // The operator patches the user's credential Secret.
+    let mut h = real.clone();
+    h.log.push(operator_write(
+        end,
+        "PATCH",
+        "/api/v1/namespaces/team-a/secrets/store-s3?fieldManager=pgtoolbox-operator",
+        json!({"metadata": {"name": "store-s3", "labels": {}}}),
+        json!({"metadata": {"name": "store-s3", "labels": {}}}),
+    ));
+    out.push((
+        "writes-only-what-it-controls",
+        "the user's Secret patched",
+        h,
+    ));
+
+    // The operator creates a Deployment no object of its kinds controls.
+    let mut h = real.clone();
+    h.log.push(operator_write(
+        end,
+        "POST",
+        "/apis/apps/v1/namespaces/team-a/deployments",
+        Value::Null,
+        json!({"metadata": {"name": "k0-console",
+            "labels": {"app.kubernetes.io/managed-by": "pgtoolbox-operator"}}}),
+    ));
+    out.push((
+        "writes-only-what-it-controls",
+        "a child created without its controller ownerReference",
+        h,
+    ));
+
+    // A Secret value in a log line.
+    let mut h = real.clone();
+    if let Some(secret) = h.secret_values.first().cloned() {
+        h.log_lines.push(format!(
+            "DEBUG pgtoolbox_operator: read secret value={secret}"
+        ));
+    }
+    out.push(("no-secret-in-logs", "a Secret value logged", h));
+
+    // A timer kept for a deleted agent.
+    let mut h = real.clone();
+    h.held
+        .push(("EvidenceAgent".into(), "armed timer", "team-a/gone".into()));
+    out.push((
+        "nothing-outlives-its-object",
+        "a timer of a deleted object",
+        h,
+    ));
+    out
+}
+
+/// Runs `seed` as a mutation base; false (and says why) when it fails on its own.
+fn base(seed: u64, crds: &str) -> (History, bool) {
     let (real, found) = crate::run_seed(seed, crate::world::Options::default().steps, crds);
-    let mut ok = true;
     if !found.is_empty() {
         eprintln!(
             "mutation base seed {seed} fails on its own: {:?}",
             found.first()
         );
+    }
+    let ok = found.is_empty();
+    (real, ok)
+}
+
+/// Seeds of the real histories the mutants are made from: a PgAccessRequest schedule and a
+/// workload schedule.
+const ACCESS_BASE: u64 = 7;
+const WORKLOAD_BASE: u64 = crate::WORKLOAD_SEEDS + 8;
+
+/// True when the real histories pass and every mutant is refused by its own invariant.
+pub fn all_detected(crds: &str) -> bool {
+    let (real, mut ok) = base(ACCESS_BASE, crds);
+    let (workload_real, workload_ok) = base(WORKLOAD_BASE, crds);
+    ok &= workload_ok;
+    if workload_real.secret_values.is_empty()
+        || workload_real.log_lines.is_empty()
+        || workload_real.held.is_empty()
+    {
+        eprintln!(
+            "mutation base seed {WORKLOAD_BASE} has no Secret value, no log line or no census"
+        );
         ok = false;
     }
-    for (invariant, what, h) in mutants(&real) {
+    let all: Vec<_> = mutants(&real)
+        .into_iter()
+        .chain(workload_mutants(&workload_real))
+        .collect();
+    let count = all.len();
+    for (invariant, what, h) in all {
         let found: Vec<Violation> = invariants::check(&h);
         if !found.iter().any(|v| v.invariant == invariant) {
             eprintln!("MUTANT SURVIVED: {what} was not refused by {invariant}");
@@ -152,7 +340,7 @@ pub fn all_detected(crds: &str) -> bool {
         }
     }
     if ok {
-        println!("dst: every invariant refuses its mutant (5 mutants)");
+        println!("dst: every invariant refuses its mutant ({count} mutants)");
     }
     ok
 }

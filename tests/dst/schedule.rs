@@ -1,7 +1,10 @@
 //! Generated schedules: what the console, the users and the faults do, and when.
 
+use pgtoolbox_sim::cluster::WorkloadFault;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
+
+use crate::kinds::{Exposure, Workload};
 
 /// Requests `r0..r{REQUESTS}`, Clusters `c0..c{CLUSTERS}`.
 pub const REQUESTS: usize = 4;
@@ -70,6 +73,71 @@ pub enum Step {
         req: usize,
         offset: i64,
     },
+    /// A user creates workload `n` of `kind` (an EvidenceAgent of Cluster `cluster`).
+    CreateWorkload {
+        kind: Workload,
+        n: usize,
+        image: Option<&'static str>,
+        exposure: Exposure,
+        cluster: usize,
+        openshift: bool,
+    },
+    DeleteWorkload {
+        kind: Workload,
+        n: usize,
+    },
+    /// `spec.image` set (or removed: the operator's default, if any).
+    SetImage {
+        kind: Workload,
+        n: usize,
+        image: Option<&'static str>,
+    },
+    /// `spec.exposure` changed (a console or a PgAdmin).
+    SetExposure {
+        kind: Workload,
+        n: usize,
+        exposure: Exposure,
+    },
+    /// A fault of the simulated cluster on one workload's children (or everyone's), on or off.
+    WorkloadFault {
+        fault: WorkloadFault,
+        target: Option<(Workload, usize)>,
+        on: bool,
+    },
+    /// The ObjectStore's credential Secret: created, deleted, rotated, or left without a key.
+    Credentials(SecretChange),
+    /// The ObjectStore of the Clusters' backups, created or deleted.
+    ObjectStore {
+        present: bool,
+    },
+    /// The PgAdminAccess of team-b granting PgAdmin p1 its Cluster, created or deleted.
+    Grant {
+        present: bool,
+    },
+    /// The operator's CA Secret is deleted (a rotation: the next operator signs with a new one).
+    RotateCa,
+    /// The clock runs to `offset` seconds around an EvidenceAgent's certificate renewal.
+    JumpToRenewal {
+        n: usize,
+        offset: i64,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecretChange {
+    Create,
+    Delete,
+    Rotate,
+    DropKey,
+}
+
+/// Which kinds a schedule drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mix {
+    /// PgAccessRequests, RoleBindings and Clusters on an API server without cluster components.
+    Access,
+    /// The workload kinds on the simulated cluster (Deployments get Pods, Jobs finish).
+    Workloads,
 }
 
 #[derive(Clone, Debug)]
@@ -111,6 +179,39 @@ const PATTERNS: &[&str] = &[
     "watch:*:*",
     "list:pgtoolbox.fyannk.dev/pgaccessrequests:*",
     "patch:rbac.authorization.k8s.io/rolebindings:*",
+];
+
+/// Workloads `k0,k1`, `p0,p1`, `e0,e1` of each kind.
+pub const WORKLOADS: usize = 2;
+
+const WORKLOAD_PATTERNS: &[&str] = &[
+    "*:*:*",
+    "patch:pgtoolbox.fyannk.dev/pgadmins:*",
+    "patch:pgtoolbox.fyannk.dev/evidenceagents:*",
+    "patch:pgtoolbox.fyannk.dev/pgtoolboxconsoles:*",
+    "patch:apps/deployments:*",
+    "create:secrets:*",
+    "patch:secrets:*",
+    "delete:batch/jobs:*",
+    "watch:*:*",
+    "list:secrets:*",
+    "get:secrets:*",
+    "patch:services:*",
+];
+
+const IMAGES: [&str; 3] = [
+    "docker.io/library/app:1.0",
+    "docker.io/library/app:1.1",
+    "ghcr.io/pgtoolbox/app:2.0",
+];
+
+const FAULTS: [WorkloadFault; 6] = [
+    WorkloadFault::ImagePullBackOff,
+    WorkloadFault::CrashLoopBackOff,
+    WorkloadFault::JobFailed,
+    WorkloadFault::NotAdmitted,
+    WorkloadFault::ServiceCaPaused,
+    WorkloadFault::NotReady,
 ];
 
 pub struct Generator {
@@ -202,6 +303,122 @@ impl Generator {
                 millis: self.rng.random_range(0..70_000),
             },
         }
+    }
+
+    /// A workload schedule: every workload is created first (in a random order), then spec
+    /// changes, input changes, workload faults, API faults, renewals and a crash interleave.
+    pub fn workload_schedule(&mut self, steps: usize) -> Vec<Step> {
+        let mut out = Vec::with_capacity(steps);
+        let crash_at = self.chance(50).then(|| self.below(steps.max(1)));
+        for i in 0..steps {
+            if Some(i) == crash_at {
+                out.push(Step::Crash {
+                    down_secs: self.rng.random_range(0..30),
+                });
+            }
+            out.push(self.workload_step(i));
+            if self.chance(60) {
+                out.push(Step::Sleep {
+                    millis: self.rng.random_range(0..8_000),
+                });
+            }
+        }
+        out
+    }
+
+    fn workload(&mut self) -> Workload {
+        Workload::ALL[self.below(Workload::ALL.len())]
+    }
+
+    fn image(&mut self) -> Option<&'static str> {
+        (!self.chance(15)).then(|| IMAGES[self.below(IMAGES.len())])
+    }
+
+    fn exposure(&mut self) -> Exposure {
+        Exposure::ALL[self.below(Exposure::ALL.len())]
+    }
+
+    fn create_workload(&mut self, kind: Workload, n: usize) -> Step {
+        Step::CreateWorkload {
+            kind,
+            n,
+            image: self.image(),
+            exposure: self.exposure(),
+            cluster: self.below(CLUSTERS),
+            openshift: self.chance(30),
+        }
+    }
+
+    fn workload_step(&mut self, i: usize) -> Step {
+        let created = Workload::ALL.len() * WORKLOADS;
+        if i < created && self.chance(85) {
+            let kind = Workload::ALL[i % Workload::ALL.len()];
+            return self.create_workload(kind, i / Workload::ALL.len());
+        }
+        let kind = self.workload();
+        let n = self.below(WORKLOADS);
+        match self.below(100) {
+            0..=5 => self.create_workload(kind, n),
+            6..=9 => Step::DeleteWorkload { kind, n },
+            10..=17 => Step::SetImage {
+                kind,
+                n,
+                image: self.image(),
+            },
+            18..=23 => Step::SetExposure {
+                kind: [Workload::Console, Workload::PgAdmin][self.below(2)],
+                n,
+                exposure: self.exposure(),
+            },
+            24..=39 => Step::WorkloadFault {
+                fault: FAULTS[self.below(FAULTS.len())],
+                target: (!self.chance(20)).then_some((kind, n)),
+                on: self.chance(60),
+            },
+            40..=47 => Step::Credentials(
+                [
+                    SecretChange::Create,
+                    SecretChange::Delete,
+                    SecretChange::Rotate,
+                    SecretChange::Rotate,
+                    SecretChange::DropKey,
+                ][self.below(5)],
+            ),
+            48..=51 => Step::ObjectStore {
+                present: self.chance(60),
+            },
+            52..=55 => Step::Grant {
+                present: self.chance(60),
+            },
+            56..=59 => Step::CreateCluster {
+                cluster: self.below(CLUSTERS),
+            },
+            60..=61 => Step::DeleteCluster {
+                cluster: self.below(CLUSTERS),
+            },
+            62 => Step::RotateCa,
+            63..=67 => Step::JumpToRenewal {
+                n,
+                offset: self.rng.random_range(-3..4),
+            },
+            68..=82 => Step::Fault(self.workload_fault_of_api()),
+            _ => Step::Sleep {
+                millis: self.rng.random_range(0..70_000),
+            },
+        }
+    }
+
+    /// An API fault for a workload schedule (its patterns name the workload kinds' paths).
+    fn workload_fault_of_api(&mut self) -> Fault {
+        let mut fault = self.fault();
+        let pattern = WORKLOAD_PATTERNS[self.below(WORKLOAD_PATTERNS.len())];
+        match &mut fault {
+            Fault::Errors { pattern: p, .. }
+            | Fault::Latency { pattern: p, .. }
+            | Fault::Deny { pattern: p, .. } => *p = pattern,
+            _ => {}
+        }
+        fault
     }
 
     fn expiry(&mut self) -> i64 {

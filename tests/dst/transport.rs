@@ -31,6 +31,8 @@ pub struct Entry {
     pub status: u16,
     /// For an operator's update, patch or delete: the object as stored just before.
     pub before: Option<Arc<Value>>,
+    /// For an operator's create, update or patch: the object the server answered with.
+    pub after: Option<Arc<Value>>,
 }
 
 impl Entry {
@@ -153,6 +155,12 @@ impl tower_service::Service<Request<kube::client::Body>> for Transport {
                 .sim
                 .handle(Request::from_parts(parts, Body::new(body)))
                 .await;
+            let (response, after) = match this.who {
+                Who::Operator(_) if matches!(method.as_str(), "POST" | "PUT" | "PATCH") => {
+                    answered(response).await
+                }
+                _ => (response, None),
+            };
             this.log.push(Entry {
                 at_ms: this.start.elapsed().as_millis() as u64,
                 who: this.who,
@@ -160,8 +168,20 @@ impl tower_service::Service<Request<kube::client::Body>> for Transport {
                 uri,
                 status: response.status().as_u16(),
                 before,
+                after,
             });
             Ok(response)
         })
     }
+}
+
+/// The answer's object (a write's answer is one JSON document, never a stream), and the
+/// answer rebuilt for the client.
+async fn answered(response: Response<Body>) -> (Response<Body>, Option<Arc<Value>>) {
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 << 20).await else {
+        return (Response::from_parts(parts, Body::empty()), None);
+    };
+    let after = serde_json::from_slice::<Value>(&bytes).ok().map(Arc::new);
+    (Response::from_parts(parts, Body::from(bytes)), after)
 }

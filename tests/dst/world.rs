@@ -11,12 +11,14 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams
 use kube::discovery::ApiResource;
 use pgtoolbox_operator::actors::Shared;
 use pgtoolbox_operator::actors::access_request::REQUEST_LABEL;
-use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::children::OperatorCaches;
+use pgtoolbox_operator::cli::register_all_with;
 use pgtoolbox_operator::supervisor::{Clock, Operator, OperatorBuilder, OperatorSettings, random};
 use pgtoolbox_sim::{InProcessSim, SimConfig};
 use serde_json::{Value, json};
 
-use crate::schedule::{Fault, Step};
+use crate::logs::Captured;
+use crate::schedule::{Fault, Mix, Step};
 use crate::transport::{Log, Transport, Who};
 
 pub const NS: &str = "team-a";
@@ -39,6 +41,10 @@ pub struct Snapshot {
     pub requests: Vec<Arc<Value>>,
     pub bindings: Vec<Arc<Value>>,
     pub clusters: Vec<String>,
+    /// Consoles, PgAdmins and EvidenceAgents (workload schedules).
+    pub workloads: Vec<Arc<Value>>,
+    /// What the workload oracle reads: the ObjectStore, the grant, the credential Secret.
+    pub inputs: Vec<Arc<Value>>,
 }
 
 /// What a finished schedule leaves for the checkers.
@@ -54,6 +60,17 @@ pub struct History {
     /// When the settle phase ended (the final snapshot) and the quiet window closed.
     pub settled_ms: u64,
     pub quiet_until_ms: u64,
+    pub mix: Option<Mix>,
+    /// The simulated cluster's faults still on at the end (workload schedules).
+    pub workload_faults: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
+    /// The operator's log lines (every incarnation) and the Secret values it must not show.
+    pub log_lines: Vec<String>,
+    pub secret_values: Vec<String>,
+    /// What the operator held once the quiet window closed: `(kind, what, namespace/name)` for
+    /// live and hibernated actors, restarts, armed timers and reference-index registrations.
+    pub held: Vec<(String, &'static str, String)>,
+    /// The objects of the operator's kinds that existed then: `(kind, namespace/name)`.
+    pub existing: Vec<(String, String)>,
 }
 
 /// Knobs a test turns; the defaults are what CI runs.
@@ -73,7 +90,7 @@ pub fn epoch() -> Timestamp {
 }
 
 /// Runs `schedule` from `seed` and returns its history.
-pub fn run(seed: u64, schedule: &[Step], crds: &str) -> History {
+pub fn run(seed: u64, mix: Mix, schedule: &[Step], crds: &str) -> History {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .start_paused(true)
@@ -82,19 +99,30 @@ pub fn run(seed: u64, schedule: &[Step], crds: &str) -> History {
     random::seed_thread(Some(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
     // kube's watcher draws its backoff jitter from fastrand's thread-local generator.
     fastrand::seed(seed ^ 0x5EED_F00D);
-    let history = runtime.block_on(World::run(seed, schedule, crds));
+    let captured = Captured::default();
+    let mut history = {
+        let _logs = tracing::subscriber::set_default(captured.subscriber());
+        runtime.block_on(World::run(seed, mix, schedule, crds))
+    };
+    history.log_lines = captured.lines();
     drop(runtime);
     random::seed_thread(None);
     pgtoolbox_sim::ops::follow_tokio_clock(None);
     history
 }
 
-struct World {
-    sim: InProcessSim,
+pub(crate) struct World {
+    pub(crate) sim: InProcessSim,
     log: Log,
     start: tokio::time::Instant,
-    driver: kube::Client,
+    pub(crate) driver: kube::Client,
+    pub(crate) seed: u64,
+    pub(crate) mix: Mix,
+    /// Bumped at every credential written, so each is distinct.
+    pub(crate) secret_version: u32,
     operator: Option<(Operator, Arc<AtomicBool>)>,
+    shared_actors: Option<pgtoolbox_operator::actors::shared::SharedActors>,
+    caches: Option<OperatorCaches>,
     incarnation: u32,
     blocked: Arc<Mutex<Vec<(u64, u64)>>>,
     snapshots: Arc<Mutex<Vec<Snapshot>>>,
@@ -103,11 +131,13 @@ struct World {
 }
 
 impl World {
-    async fn run(seed: u64, schedule: &[Step], crds: &str) -> History {
+    async fn run(seed: u64, mix: Mix, schedule: &[Step], crds: &str) -> History {
         pgtoolbox_sim::ops::follow_tokio_clock(EPOCH.parse::<jiff::Timestamp>().ok());
         let sim = InProcessSim::start(SimConfig {
             extra_crds: vec![crds.to_string()],
             seed: Some(seed),
+            controllers: mix == Mix::Workloads,
+            pod_start: Duration::from_secs(2),
             ..SimConfig::default()
         })
         .expect("the in-process sim starts");
@@ -126,7 +156,12 @@ impl World {
             log,
             start,
             driver,
+            seed,
+            mix,
+            secret_version: 0,
             operator: None,
+            shared_actors: None,
+            caches: None,
             incarnation: 0,
             blocked: Arc::default(),
             snapshots: Arc::default(),
@@ -134,14 +169,31 @@ impl World {
             bound: Vec::new(),
         };
         world.setup().await;
+        if mix == Mix::Workloads {
+            world.setup_workloads().await;
+        }
         world.start_operator().await;
-        let observer = tokio::spawn(observe(world.sim.clone(), start, world.snapshots.clone()));
+        let observer = tokio::spawn(observe(
+            world.sim.clone(),
+            mix,
+            start,
+            world.snapshots.clone(),
+        ));
         for step in schedule {
             world.act(step).await;
             world.snapshot();
         }
-        // Faults stop; a crashed operator is back; the system settles.
+        // Faults of the API stop (the simulated cluster's stay, for the oracle); a crashed
+        // operator is back; the system settles.
+        let workload_faults = world.sim.admin().workload_faults();
         world.sim.admin().clear_faults();
+        for rule in &workload_faults {
+            let _ =
+                world
+                    .sim
+                    .admin()
+                    .add_workload_fault(&rule.namespace, &rule.selector, rule.fault);
+        }
         world.close_blocked();
         if world.operator.is_none() {
             world.start_operator().await;
@@ -154,10 +206,12 @@ impl World {
         world.snapshot();
         observer.abort();
         let quiet_until_ms = world.now_ms();
-        if let Some((operator, alive)) = world.operator.take() {
-            operator.shutdown(Duration::from_secs(1)).await;
-            alive.store(false, Ordering::SeqCst);
-        }
+        let (held, existing) = world.census().await;
+        world.crash().await;
+        let mut secret_values = crate::logs::secret_values(&world.sim);
+        // Credentials rotated away or deleted count too.
+        secret_values
+            .extend((1..=world.secret_version).map(|v| crate::workloads::credential(seed, v)));
         let blocked = world.blocked.lock().map(|b| b.clone()).unwrap_or_default();
         let snapshots = world
             .snapshots
@@ -172,21 +226,80 @@ impl World {
             bound: world.bound,
             settled_ms,
             quiet_until_ms,
+            mix: Some(mix),
+            workload_faults,
+            log_lines: Vec::new(),
+            secret_values,
+            held,
+            existing,
         }
+    }
+
+    /// What the operator holds per object, and which objects of its kinds exist.
+    async fn census(&self) -> (Vec<(String, &'static str, String)>, Vec<(String, String)>) {
+        let mut held = Vec::new();
+        if let Some((operator, _)) = &self.operator {
+            for kind in operator.census().await {
+                for (what, keys) in [
+                    ("live actor", &kind.live),
+                    ("hibernated entry", &kind.hibernated),
+                    ("pending restart", &kind.restarting),
+                    ("armed timer", &kind.timers),
+                ] {
+                    held.extend(
+                        keys.iter()
+                            .map(|k| (kind.kind.clone(), what, k.to_string())),
+                    );
+                }
+            }
+        }
+        if let Some(caches) = &self.caches {
+            for (index, user) in caches.registered_users() {
+                let what = match index {
+                    "secrets" => "Secret index entry",
+                    "clusters" => "Cluster index entry",
+                    _ => "reference index entry",
+                };
+                held.push((user.kind.clone(), what, user.object_key().to_string()));
+            }
+        }
+        let existing = crate::kinds::OUR_KINDS
+            .iter()
+            .zip([
+                "pgaccessrequests",
+                "pgtoolboxconsoles",
+                "pgadmins",
+                "evidenceagents",
+            ])
+            .flat_map(|(kind, plural)| {
+                self.sim
+                    .objects(crate::kinds::GROUP, plural)
+                    .into_iter()
+                    .map(move |o| {
+                        let key = format!(
+                            "{}/{}",
+                            o["metadata"]["namespace"].as_str().unwrap_or_default(),
+                            o["metadata"]["name"].as_str().unwrap_or_default()
+                        );
+                        (kind.to_string(), key)
+                    })
+            })
+            .collect();
+        (held, existing)
     }
 
     fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
     }
 
-    fn now(&self) -> Timestamp {
+    pub(crate) fn now(&self) -> Timestamp {
         epoch()
             .checked_add(SignedDuration::try_from(self.start.elapsed()).unwrap_or_default())
             .unwrap_or_else(|_| epoch())
     }
 
     fn snapshot(&self) {
-        let snap = snapshot_of(&self.sim, self.now_ms());
+        let snap = snapshot_of(&self.sim, self.mix, self.now_ms());
         if let Ok(mut s) = self.snapshots.lock() {
             s.push(snap);
         }
@@ -201,6 +314,12 @@ impl World {
             .iter()
             .filter(|r| !is_terminal(phase_of(r)))
             .filter_map(|r| expires_at(r))
+            .chain(
+                self.sim
+                    .objects(crate::kinds::GROUP, "evidenceagents")
+                    .iter()
+                    .filter_map(|a| World::renewal_of(a)),
+            )
             .filter(|at| *at > now)
             .min();
         let until_next = next
@@ -245,8 +364,27 @@ impl World {
             clock: Clock::following_tokio(self.now()),
             ..OperatorSettings::default()
         };
-        let shared = Arc::new(Shared::new(settings));
-        let operator = register_all(OperatorBuilder::new(client, shared))
+        let shared = match self.mix {
+            Mix::Access => Arc::new(Shared::new(settings)),
+            Mix::Workloads => {
+                // As `run`: a start refused by a fault in force fails, and is tried again.
+                let settings = crate::workloads::settings(settings);
+                let from = self.now_ms();
+                let actors = loop {
+                    match crate::workloads::start_shared(&client, settings.clone()).await {
+                        Some(actors) => break actors,
+                        None => tokio::time::sleep(Duration::from_secs(5)).await,
+                    }
+                };
+                self.block(from, self.now_ms());
+                let shared = actors.shared.clone();
+                self.shared_actors = Some(actors);
+                shared
+            }
+        };
+        let caches = OperatorCaches::new().sharing_secrets(shared.secrets.routed_index());
+        self.caches = Some(caches.clone());
+        let operator = register_all_with(OperatorBuilder::new(client, shared), caches)
             .start()
             .await
             .expect("operator starts");
@@ -258,6 +396,9 @@ impl World {
         if let Some((operator, alive)) = self.operator.take() {
             alive.store(false, Ordering::SeqCst);
             operator.shutdown(Duration::ZERO).await;
+        }
+        if let Some(actors) = self.shared_actors.take() {
+            actors.stop().await;
         }
     }
 
@@ -305,6 +446,9 @@ impl World {
 
     async fn act(&mut self, step: &Step) {
         // The driver's answers are in the log; a refused step is part of the schedule.
+        if self.act_workload(step).await {
+            return;
+        }
         match step {
             Step::Create {
                 req,
@@ -393,6 +537,9 @@ impl World {
                     )
                     .await;
             }
+            Step::CreateCluster { cluster } if self.mix == Mix::Workloads => {
+                self.cluster(NS, &format!("c{cluster}")).await;
+            }
             Step::CreateCluster { cluster } => {
                 let obj: DynamicObject = serde_json::from_value(json!({
                     "apiVersion": "postgresql.cnpg.io/v1",
@@ -433,6 +580,8 @@ impl World {
                     }
                 }
             }
+            // Workload steps were acted out above.
+            _ => {}
         }
     }
 
@@ -543,19 +692,37 @@ fn user(name: &str) -> k8s_openapi::api::rbac::v1::Subject {
     }
 }
 
-async fn observe(sim: InProcessSim, start: tokio::time::Instant, out: Arc<Mutex<Vec<Snapshot>>>) {
+async fn observe(
+    sim: InProcessSim,
+    mix: Mix,
+    start: tokio::time::Instant,
+    out: Arc<Mutex<Vec<Snapshot>>>,
+) {
     loop {
         tokio::time::sleep(SAMPLE).await;
-        let snap = snapshot_of(&sim, start.elapsed().as_millis() as u64);
+        let snap = snapshot_of(&sim, mix, start.elapsed().as_millis() as u64);
         if let Ok(mut s) = out.lock() {
             s.push(snap);
         }
     }
 }
 
-pub fn snapshot_of(sim: &InProcessSim, at_ms: u64) -> Snapshot {
+pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
     let in_ns = |o: &Arc<Value>| o["metadata"]["namespace"] == NS;
+    let (workloads, inputs) = match mix {
+        Mix::Access => (Vec::new(), Vec::new()),
+        Mix::Workloads => (
+            crate::kinds::Workload::ALL
+                .iter()
+                .flat_map(|w| sim.objects(crate::kinds::GROUP, w.plural()))
+                .filter(in_ns)
+                .collect(),
+            crate::workloads::inputs(sim),
+        ),
+    };
     Snapshot {
+        workloads,
+        inputs,
         at_ms,
         requests: sim
             .objects("pgtoolbox.fyannk.dev", "pgaccessrequests")

@@ -107,6 +107,7 @@ async fn the_status_writer_writes_only_what_changed() {
         client: &env.client,
         writes: &writes,
         key: &key,
+        now: k8s_openapi::jiff::Timestamp::now(),
     };
     let first = env.requests().get("quiet").await.unwrap();
     let facts = first.pass_facts();

@@ -4,7 +4,9 @@
 //! CA Secrets it mirrors (read again only when the Secret's resourceVersion moves).
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use dashmap::DashMap;
 use k8s_openapi::api::core::v1::{Node, Secret};

@@ -4,7 +4,9 @@
 //! one status write whose stall rechecks become the actor's timers.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use dashmap::DashMap;
 use k8s_openapi::api::apps::v1::ReplicaSet;

@@ -57,9 +57,10 @@ impl CaStore {
         client: &Client,
         writes: &WriteBudget,
         namespace: &str,
+        now: Timestamp,
     ) -> Result<Arc<OperatorCa>, CaError> {
         self.ca
-            .get_or_try_init(|| load_or_create(client, writes, namespace))
+            .get_or_try_init(|| load_or_create(client, writes, namespace, now))
             .await
             .cloned()
     }
@@ -96,12 +97,12 @@ async fn load_or_create(
     client: &Client,
     writes: &WriteBudget,
     namespace: &str,
+    now: Timestamp,
 ) -> Result<Arc<OperatorCa>, CaError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     if let Some(secret) = api.get_opt(CA_SECRET_NAME).await? {
         return Ok(Arc::new(from_secret(&secret, namespace)?));
     }
-    let now = Timestamp::now();
     let not_after = jiff::SignedDuration::try_from(CA_VALIDITY)
         .ok()
         .and_then(|d| now.checked_add(d).ok())

@@ -56,7 +56,12 @@ impl EvidenceAgentReconciler {
         let settings = &cx.shared.settings;
         let ca = self
             .ca
-            .get(&cx.client, &cx.writes, &settings.operator_namespace)
+            .get(
+                &cx.client,
+                &cx.writes,
+                &settings.operator_namespace,
+                settings.clock.now_jiff(),
+            )
             .await
             .map_err(ca_error)?;
         let key = ObjectKey::new(cx.key.namespace.as_str(), names.tls_secret.as_str());
@@ -70,7 +75,7 @@ impl EvidenceAgentReconciler {
             &cx.key.namespace,
             stored.as_deref(),
             &ca,
-            jiff::Timestamp::now(),
+            settings.clock.now_jiff(),
             settings.evidence_certificate_validity,
         )
         .map_err(|e| ReconcileError::other(EvidenceError::Certificate(cx.key.name.clone(), e)))
@@ -83,8 +88,9 @@ pub(super) fn certificate_facts(
     facts: PassFacts,
     cert: &OperatorCertificate,
     secret: &str,
+    now: jiff::Timestamp,
 ) -> Result<PassFacts, ReconcileError> {
-    let delay = cert.validity.renewal_delay(jiff::Timestamp::now());
+    let delay = cert.validity.renewal_delay(now);
     let mut facts = facts
         .with_timer(TimerPurpose::Expiry, delay)
         .map_err(ReconcileError::other)?;

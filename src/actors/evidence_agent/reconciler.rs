@@ -269,7 +269,12 @@ impl EvidenceAgentReconciler {
                 .register(&owner, secret_refs, Track::Version);
         }
         if let Some(cert) = &certificate {
-            facts = certificate_facts(facts, cert, &names.tls_secret)?;
+            facts = certificate_facts(
+                facts,
+                cert,
+                &names.tls_secret,
+                cx.shared.settings.clock.now_jiff(),
+            )?;
         }
 
         facts = facts
