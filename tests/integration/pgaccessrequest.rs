@@ -439,7 +439,8 @@ async fn a_thousand_staggered_expiries_cost_no_reads() {
     // Expiries spread from 15 s to 19 s out: creation and first passes finish before, even
     // beside the rest of the suite on 2 cores (6 s was too short under load).
     for (i, name) in names.iter().enumerate() {
-        let expires = base + k8s_openapi::jiff::SignedDuration::from_millis(15_000 + (i as i64 * 4));
+        let expires =
+            base + k8s_openapi::jiff::SignedDuration::from_millis(15_000 + (i as i64 * 4));
         let obj: pgtoolbox_operator::api::PgAccessRequest = serde_json::from_value(json!({
             "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
             "kind": "PgAccessRequest",
