@@ -11,10 +11,14 @@
 //! - `crash_isolation/{healthy,one_percent_panicking}`: one delta to each of 10,000 objects, the
 //!   time until every healthy one passed, without and with 1% of them panicking on every pass.
 //! - `hibernation/wake`: one delta to each of 10,000 hibernated objects, the time until each
-//!   was respawned and passed (compare `routing/supervisor`, the same to live actors); also
-//!   prints how long 10,000 idle actors take to hibernate and the RSS a hibernated object keeps.
+//!   was respawned and passed (compare `routing/supervisor`, the same to live actors);
+//!   `hibernation/hibernate`: from the last pass of such a round until all 10,000 idle actors
+//!   hibernated again (polled every millisecond); also prints the RSS a hibernated object keeps.
 //!
 //! Every group but `hibernation` runs with hibernation off, so its actors stay live.
+
+#[path = "common/mod.rs"]
+mod common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -30,6 +34,8 @@ use kube::runtime::watcher::Event;
 use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
 use pgtoolbox_operator::supervisor::{Kind, KindOptions, Operator, OperatorBuilder, Registry};
 use tokio::sync::Notify;
+
+use common::measure;
 
 /// Counts passes and wakes the benchmark when a target is reached.
 #[derive(Default)]
@@ -106,33 +112,10 @@ fn cm(i: usize, version: u64) -> ConfigMap {
     }
 }
 
-unsafe extern "C" {
-    /// glibc: give free heap memory back to the system.
-    fn malloc_trim(pad: usize) -> i32;
-}
-
 /// RSS once glibc returned its free pages: live memory, not what earlier iterations left.
 fn live_rss_kb() -> u64 {
-    // SAFETY: malloc_trim only walks glibc's own arenas; it takes no pointer from us.
-    unsafe {
-        malloc_trim(0);
-    }
-    rss_kb()
-}
-
-fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("VmRSS:")?
-                .trim()
-                .strip_suffix("kB")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0)
+    measure::trim_heap();
+    measure::rss_kb()
 }
 
 /// One kind on the runtime, fed by an in-memory stream.
@@ -490,8 +473,7 @@ fn hibernation(c: &mut Criterion) {
         h.all_asleep(N).await;
         h
     });
-    let mut asleep_again = Duration::ZERO;
-    let mut rounds = 0u32;
+    // Waking: one delta to each hibernated object, until each was respawned and passed.
     group.bench_function("wake", |b| {
         b.iter_custom(|iters| {
             rt.block_on(async {
@@ -502,21 +484,32 @@ fn hibernation(c: &mut Criterion) {
                     h.deltas(N, 1);
                     h.counter.wait(from, N).await;
                     total += start.elapsed();
-                    // Back to sleep before the next round (not timed as wake-up).
+                    // Back to sleep before the next round (not timed here).
+                    h.all_asleep(N).await;
+                }
+                total
+            })
+        });
+    });
+    // Hibernating: from the last pass of a round of wake-ups until every idle actor was
+    // stopped and its object packed by the supervisor (no linger: `hibernate_after` 0).
+    group.bench_function("hibernate", |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(async {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let from = h.counter.get();
+                    h.deltas(N, 1);
+                    h.counter.wait(from, N).await;
                     let passed = Instant::now();
                     h.all_asleep(N).await;
-                    asleep_again += passed.elapsed();
-                    rounds += 1;
+                    total += passed.elapsed();
                 }
                 total
             })
         });
     });
     group.finish();
-    println!(
-        "hibernation: {N} actors back asleep {:.1} ms after their pass (mean of {rounds} rounds)",
-        asleep_again.as_secs_f64() * 1e3 / f64::from(rounds.max(1))
-    );
     rt.block_on(h.stop());
 }
 

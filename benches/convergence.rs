@@ -11,10 +11,10 @@
 //! Every (driver, N, run) is its own child process (this binary with `--child`), so memory and
 //! CPU figures of one never include another.
 
+#[path = "common/mod.rs"]
+mod common;
 #[path = "convergence/drivers.rs"]
 mod drivers;
-#[path = "convergence/measure.rs"]
-mod measure;
 #[path = "convergence/observe.rs"]
 mod observe;
 #[path = "convergence/report.rs"]
@@ -23,7 +23,6 @@ mod report;
 mod seed;
 
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, PostParams};
@@ -32,6 +31,9 @@ use pgtoolbox_operator::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::{Deserialize, Serialize};
 
+use common::child::{self, env_or};
+use common::measure;
+use common::phases::{Quiet, quiet_phase, writes_settled};
 use drivers::Driver;
 use observe::Observer;
 
@@ -39,7 +41,6 @@ use observe::Observer;
 const WRITE_BUDGET: usize = 32;
 /// The request whose RoleBinding is changed after the quiet phase (an approved one).
 const CHANGED_INDEX: usize = 4;
-const RESULT_PREFIX: &str = "RESULT ";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunResult {
@@ -77,31 +78,10 @@ pub struct RunResult {
     pub heap_live_kb: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Quiet {
-    pub seconds: f64,
-    pub requests: u64,
-    pub writes: u64,
-    pub by_verb_resource: BTreeMap<String, u64>,
-    pub cpu_s: f64,
-    pub rss_end_kb: u64,
-}
-
-fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    if args.first().map(String::as_str) == Some("--child") {
-        child(&args[1..]);
-        return;
+    let args = child::args();
+    if let Some(args) = child::child_args(&args) {
+        run_child(args);
     }
     let smoke = args.iter().any(|a| a == "--smoke");
     let ns: Vec<usize> = if smoke {
@@ -137,7 +117,7 @@ fn main() {
                 eprintln!("== {} n={n} run {run}/{runs}", driver.name());
                 match spawn_child(driver, n, quiet, expiry, timeout) {
                     Ok(result) => {
-                        save(&result);
+                        child::save("CONVERGENCE_OUT", &result);
                         results.push(result);
                     }
                     Err(err) => {
@@ -152,22 +132,6 @@ fn main() {
     eprintln!("total {:.1} s", started.elapsed().as_secs_f64());
 }
 
-/// Appends one run's result to `CONVERGENCE_OUT` (JSON lines), when set.
-fn save(result: &RunResult) {
-    let Ok(path) = std::env::var("CONVERGENCE_OUT") else {
-        return;
-    };
-    let line = serde_json::to_string(result).unwrap_or_default();
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut file| std::io::Write::write_all(&mut file, format!("{line}\n").as_bytes()));
-    if let Err(err) = written {
-        eprintln!("could not append to {path}: {err}");
-    }
-}
-
 fn spawn_child(
     driver: Driver,
     n: usize,
@@ -175,52 +139,24 @@ fn spawn_child(
     expiry: u64,
     timeout: u64,
 ) -> Result<RunResult, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let output = Command::new(exe)
-        .args([
-            "--child",
-            driver.name(),
-            &n.to_string(),
-            &quiet.to_string(),
-            &expiry.to_string(),
-            &timeout.to_string(),
-        ])
-        .stderr(Stdio::inherit())
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !output.status.success() {
-        return Err(format!(
-            "child {} n={n} exited with {}",
-            driver.name(),
-            output.status
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(RESULT_PREFIX))
-        .ok_or("child printed no result")?;
-    serde_json::from_str(line).map_err(|e| e.to_string())
+    child::spawn(&[
+        driver.name().to_owned(),
+        n.to_string(),
+        quiet.to_string(),
+        expiry.to_string(),
+        timeout.to_string(),
+    ])
 }
 
-fn child(args: &[String]) {
+fn run_child(args: &[String]) -> ! {
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     let driver = Driver::parse(&arg(0)).expect("driver name");
     let n: usize = arg(1).parse().expect("object count");
     let quiet: u64 = arg(2).parse().expect("quiet seconds");
     let expiry: u64 = arg(3).parse().expect("expiry seconds");
     let timeout = Duration::from_secs(arg(4).parse().expect("timeout seconds"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    let result = runtime.block_on(run(driver, n, quiet, expiry, timeout));
-    println!(
-        "{RESULT_PREFIX}{}",
-        serde_json::to_string(&result).expect("result serialises")
-    );
-    // Tearing down a sim holding 100k objects takes seconds and measures nothing.
-    std::process::exit(0);
+    let result = child::runtime().block_on(run(driver, n, quiet, expiry, timeout));
+    child::finish(&result)
 }
 
 async fn run(
@@ -330,45 +266,6 @@ async fn run(
         heap_before_kb,
         heap_live_kb,
     }
-}
-
-/// Waits until the API server saw no write for a second; returns when the last one arrived
-/// (seconds since `start`, 50 ms resolution).
-async fn writes_settled(sim: &Sim, start: Instant) -> f64 {
-    const STILL: Duration = Duration::from_secs(1);
-    let mut seen = sim.stats().writes();
-    let mut last_change = Instant::now();
-    while last_change.elapsed() < STILL {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let now = sim.stats().writes();
-        if now != seen {
-            seen = now;
-            last_change = Instant::now();
-        }
-    }
-    last_change.duration_since(start).as_secs_f64()
-}
-
-/// Nothing changes for `seconds`: count the requests and CPU the process spends meanwhile.
-async fn quiet_phase(sim: &Sim, seconds: u64) -> Quiet {
-    sim.admin().reset_stats();
-    let cpu = measure::cpu_seconds();
-    let start = Instant::now();
-    tokio::time::sleep(Duration::from_secs(seconds)).await;
-    let stats = sim.stats();
-    let quiet = Quiet {
-        seconds: start.elapsed().as_secs_f64(),
-        requests: stats.total,
-        writes: stats.writes(),
-        by_verb_resource: stats.by_verb_resource.clone(),
-        cpu_s: measure::cpu_seconds() - cpu,
-        rss_end_kb: measure::rss_kb(),
-    };
-    eprintln!(
-        "   quiet {:.0} s: {} requests, {} writes, {:.2} CPU s {:?}",
-        quiet.seconds, quiet.requests, quiet.writes, quiet.cpu_s, quiet.by_verb_resource
-    );
-    quiet
 }
 
 /// A second subject is added to an approved request's RoleBinding; the time until its status

@@ -3,19 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::RunResult;
-
-fn median(mut values: Vec<f64>) -> f64 {
-    if values.is_empty() {
-        return f64::NAN;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
+use super::common::stats::median;
 
 /// Medians of one driver at one N.
 struct Summary {

@@ -1,9 +1,14 @@
-//! What the process costs, from /proc: resident memory (current and peak) and CPU time.
+//! What a process costs, from /proc: resident memory (current and peak) and CPU time; this
+//! process unless another's id is given.
 
 use std::fs;
 
 fn status_kb(field: &str) -> u64 {
-    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status_kb_of("self", field)
+}
+
+fn status_kb_of(process: &str, field: &str) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{process}/status")).unwrap_or_default();
     status
         .lines()
         .find_map(|line| {
@@ -35,7 +40,26 @@ pub fn reset_peak() -> bool {
 /// User + system CPU seconds of the whole process (every thread), as getrusage reports them;
 /// read from /proc/self/stat (clock ticks of 1/100 s on Linux).
 pub fn cpu_seconds() -> f64 {
-    let stat = fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    cpu_seconds_of("self")
+}
+
+/// Resident set size of process `pid` now, KiB.
+pub fn rss_kb_of(pid: u32) -> u64 {
+    status_kb_of(&pid.to_string(), "VmRSS:")
+}
+
+/// Peak resident set size of process `pid`, KiB.
+pub fn peak_kb_of(pid: u32) -> u64 {
+    status_kb_of(&pid.to_string(), "VmHWM:")
+}
+
+/// User + system CPU seconds of process `pid`.
+pub fn cpu_seconds_of_pid(pid: u32) -> f64 {
+    cpu_seconds_of(&pid.to_string())
+}
+
+fn cpu_seconds_of(process: &str) -> f64 {
+    let stat = fs::read_to_string(format!("/proc/{process}/stat")).unwrap_or_default();
     // Fields after the command name (which may hold spaces) start after the last ')'.
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();

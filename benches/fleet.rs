@@ -1,0 +1,292 @@
+//! Mixed fleet on the simulated cluster: the same number of PgToolBoxConsoles, PgAdmins and
+//! EvidenceAgents created while the operator runs (the real binary, `pgtoolbox-operator run`,
+//! in its own process, so its memory and CPU are its own), until every one is Ready; requests
+//! and writes per object; the operator's RSS per object; a quiet phase; and the same with 1%
+//! of the objects whose Pod cannot pull its image, to see whether the healthy 99% slow down.
+//! See BENCHMARKS.md.
+//!
+//! Run: `cargo bench --bench fleet` (2,000 of each kind over 20 namespaces, both scenarios,
+//! 3 runs); scaled by `FLEET_PER_KIND`, `FLEET_NAMESPACES`, `FLEET_RUNS`, `FLEET_QUIET_SECS`
+//! (10), `FLEET_SCENARIOS=healthy,faulty`; each run's figures are appended to `FLEET_OUT`
+//! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log.
+//! `-- --smoke`: 50 of each kind, 2 namespaces, one run of each scenario.
+//!
+//! Every (scenario, run) is its own child process holding the simulated cluster; the operator
+//! is a grandchild.
+
+#[path = "common/mod.rs"]
+mod common;
+#[path = "fleet/world.rs"]
+mod world;
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pgtoolbox_sim::cluster::WorkloadFault;
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde::{Deserialize, Serialize};
+
+use common::child::{self, env_or};
+use common::measure;
+use common::phases::{Quiet, quiet_phase_of, writes_settled};
+use common::stats::median;
+use world::{Fleet, FleetKind, Observer};
+
+const OPERATOR: &str = env!("CARGO_BIN_EXE_pgtoolbox-operator");
+/// One faulty object in this many, in the `faulty` scenario.
+const FAULTY_EVERY: usize = 100;
+const READY_TIMEOUT: Duration = Duration::from_secs(900);
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    pub scenario: String,
+    pub per_kind: usize,
+    pub objects: usize,
+    pub faulty: usize,
+    /// From the first create until every healthy object was seen Ready (250 ms polls).
+    pub healthy_ready_s: Option<f64>,
+    pub ready_by_kind_s: Vec<(String, f64)>,
+    /// Until the API server saw no write for a second.
+    pub writes_done_s: f64,
+    /// The operator's requests (the observer's lists taken out) and writes, from the first
+    /// create until the writes settled, creates of the fleet itself taken out.
+    pub requests: u64,
+    pub writes: u64,
+    pub by_verb_resource: BTreeMap<String, u64>,
+    pub operator_rss_before_kb: u64,
+    pub operator_rss_after_kb: u64,
+    pub operator_peak_kb: u64,
+    pub operator_cpu_s: f64,
+    pub quiet: Quiet,
+}
+
+fn main() {
+    let args = child::args();
+    if let Some(args) = child::child_args(&args) {
+        run_child(args);
+    }
+    let smoke = args.iter().any(|a| a == "--smoke");
+    let (per_kind, namespaces, runs) = if smoke {
+        (50, 2, 1)
+    } else {
+        (
+            env_or("FLEET_PER_KIND", 2_000),
+            env_or("FLEET_NAMESPACES", 20),
+            env_or("FLEET_RUNS", 3),
+        )
+    };
+    let quiet = if smoke {
+        3
+    } else {
+        env_or("FLEET_QUIET_SECS", 10)
+    };
+    let scenarios: Vec<String> = std::env::var("FLEET_SCENARIOS")
+        .unwrap_or_else(|_| "healthy,faulty".into())
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let mut results = Vec::new();
+    for run in 1..=runs {
+        for scenario in &scenarios {
+            eprintln!("== fleet {scenario} run {run}/{runs}: {per_kind} of each kind");
+            let args = [
+                scenario.clone(),
+                per_kind.to_string(),
+                namespaces.to_string(),
+                quiet.to_string(),
+            ];
+            match child::spawn::<RunResult>(&args) {
+                Ok(result) => {
+                    child::save("FLEET_OUT", &result);
+                    results.push(result);
+                }
+                Err(err) => {
+                    eprintln!("fleet run failed: {err}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+    report(&results);
+}
+
+fn run_child(args: &[String]) -> ! {
+    let arg = |i: usize| -> usize { args.get(i).and_then(|v| v.parse().ok()).unwrap_or(0) };
+    let scenario = args.first().cloned().unwrap_or_default();
+    let fleet = Fleet {
+        per_kind: arg(1),
+        namespaces: arg(2).max(1),
+        faulty_every: if scenario == "faulty" {
+            FAULTY_EVERY
+        } else {
+            0
+        },
+    };
+    let result = child::runtime().block_on(run(scenario, fleet, arg(3) as u64));
+    child::finish(&result)
+}
+
+/// The operator binary against the sim, its log to `FLEET_OPERATOR_LOG` or nowhere.
+fn start_operator(kubeconfig: &std::path::Path) -> Child {
+    let log = std::env::var("FLEET_OPERATOR_LOG")
+        .ok()
+        .and_then(|path| std::fs::File::create(path).ok());
+    let (out, err) = match log {
+        Some(file) => (
+            Stdio::from(file.try_clone().expect("log file")),
+            Stdio::from(file),
+        ),
+        None => (Stdio::null(), Stdio::null()),
+    };
+    Command::new(OPERATOR)
+        .arg("run")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--metrics-bind-address", "127.0.0.1:0"])
+        .args(["--health-probe-bind-address", "127.0.0.1:0"])
+        .env("RUST_LOG", "warn")
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .expect("operator starts")
+}
+
+/// Waits until the operator watches the three kinds (its caches listed them).
+async fn operator_watching(sim: &Sim) {
+    let watched = |stats: &pgtoolbox_sim::Stats| {
+        FleetKind::ALL.iter().all(|k| {
+            let plural = k.plural();
+            stats
+                .by_verb_resource
+                .keys()
+                .any(|key| key.starts_with("watch ") && key.ends_with(plural))
+        })
+    };
+    while !watched(&sim.stats()) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Its other caches list too: let them settle before the timed part.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+}
+
+async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
+    let crds = pgtoolbox_operator::api::render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        controllers: true,
+        // 110 Pods per Node, with room to spare.
+        nodes: (fleet.pods() / 100 + 2) as u32,
+        seed: Some(1),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    world::infrastructure(&client, fleet).await;
+    if let Some(selector) = world::faulty_selector(fleet) {
+        sim.admin()
+            .add_workload_fault("", &selector, WorkloadFault::ImagePullBackOff)
+            .expect("fault added");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig)
+        .expect("kubeconfig written");
+    let mut operator = start_operator(&kubeconfig);
+    let pid = operator.id();
+    operator_watching(&sim).await;
+
+    let rss_before = measure::rss_kb_of(pid);
+    let cpu_before = measure::cpu_seconds_of_pid(pid);
+    sim.admin().reset_stats();
+    let start = Instant::now();
+    world::objects(&client, fleet).await;
+    let created = start.elapsed().as_secs_f64();
+    let mut observer = Observer::new(&client);
+    let ready = observer.healthy_ready(fleet, start, READY_TIMEOUT).await;
+    let writes_done_s = writes_settled(&sim, start).await;
+    let stats = sim.stats();
+    let operator_cpu_s = measure::cpu_seconds_of_pid(pid) - cpu_before;
+    // Idle actors hibernate after a second: measure memory at rest.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rss_after = measure::rss_kb_of(pid);
+    let peak = measure::peak_kb_of(pid);
+    let fleet_creates = fleet.objects() as u64;
+    let result = RunResult {
+        scenario: scenario.clone(),
+        per_kind: fleet.per_kind,
+        objects: fleet.objects(),
+        faulty: (0..fleet.per_kind).filter(|&i| fleet.faulty(i)).count() * FleetKind::ALL.len(),
+        healthy_ready_s: ready.as_ref().map(|(all, _)| *all),
+        ready_by_kind_s: ready
+            .map(|(_, by)| by.into_iter().map(|(k, s)| (format!("{k:?}"), s)).collect())
+            .unwrap_or_default(),
+        writes_done_s,
+        requests: stats.total.saturating_sub(observer.lists + fleet_creates),
+        writes: stats.writes().saturating_sub(fleet_creates),
+        by_verb_resource: stats.by_verb_resource.clone(),
+        operator_rss_before_kb: rss_before,
+        operator_rss_after_kb: rss_after,
+        operator_peak_kb: peak,
+        operator_cpu_s,
+        quiet: quiet_phase_of(&sim, quiet_secs, Some(pid)).await,
+    };
+    eprintln!(
+        "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB",
+        result.healthy_ready_s,
+        result.requests as f64 / fleet.objects() as f64,
+        result.writes as f64 / fleet.objects() as f64,
+        rss_before / 1024,
+        rss_after / 1024
+    );
+    let _ = operator.kill();
+    let _ = operator.wait();
+    result
+}
+
+fn report(results: &[RunResult]) {
+    let mut by_scenario: BTreeMap<&str, Vec<&RunResult>> = BTreeMap::new();
+    for r in results {
+        by_scenario.entry(r.scenario.as_str()).or_default().push(r);
+    }
+    println!(
+        "| scenario | runs | objects (faulty) | healthy all Ready (s) | last Ready per kind (s) | writes done (s) | requests / object | writes / object | operator RSS growth (KB/object) | operator peak (MiB) | operator CPU (s) | quiet: requests / writes / CPU |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (scenario, runs) in by_scenario {
+        let med = |f: &dyn Fn(&RunResult) -> f64| median(runs.iter().map(|r| f(r)).collect());
+        let first = runs[0];
+        let objects = first.objects as f64;
+        let kinds: Vec<String> = first
+            .ready_by_kind_s
+            .iter()
+            .enumerate()
+            .map(|(i, (kind, _))| {
+                let s = med(&|r| r.ready_by_kind_s.get(i).map_or(f64::NAN, |(_, s)| *s));
+                format!("{kind} {s:.1}")
+            })
+            .collect();
+        println!(
+            "| {scenario} | {} | {} ({}) | {:.2} | {} | {:.2} | {:.1} | {:.2} | {:.2} | {:.0} | {:.1} | {} / {} / {:.1}% |",
+            runs.len(),
+            first.objects,
+            first.faulty,
+            med(&|r| r.healthy_ready_s.unwrap_or(f64::NAN)),
+            kinds.join(", "),
+            med(&|r| r.writes_done_s),
+            med(&|r| r.requests as f64) / objects,
+            med(&|r| r.writes as f64) / objects,
+            med(&|r| r
+                .operator_rss_after_kb
+                .saturating_sub(r.operator_rss_before_kb) as f64)
+                * 1.024
+                / objects,
+            med(&|r| r.operator_peak_kb as f64 / 1024.0),
+            med(&|r| r.operator_cpu_s),
+            runs.iter().map(|r| r.quiet.requests).max().unwrap_or(0),
+            runs.iter().map(|r| r.quiet.writes).max().unwrap_or(0),
+            med(&|r| r.quiet.cpu_s / r.quiet.seconds * 100.0),
+        );
+    }
+}

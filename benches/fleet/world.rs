@@ -1,0 +1,360 @@
+//! The mixed fleet: per namespace one CNPG Cluster archiving to an ObjectStore (what the
+//! EvidenceAgents watch), and the same number of PgToolBoxConsoles, PgAdmins and EvidenceAgents
+//! spread over the namespaces; an observer that lists them and tells which are Ready.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use pgtoolbox_operator::k8s::apply_manifests;
+use pgtoolbox_operator::supervisor::OperatorSettings;
+use serde_json::{Value, json};
+
+/// The console ClusterRoles an installation applies (deploy/).
+const ROLES: &str = include_str!("../../deploy/05-console-clusterroles.yaml");
+const SEEDERS: usize = 32;
+const GROUP: &str = "pgtoolbox.fyannk.dev";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FleetKind {
+    Console,
+    PgAdmin,
+    EvidenceAgent,
+}
+
+impl FleetKind {
+    pub const ALL: [FleetKind; 3] = [Self::Console, Self::PgAdmin, Self::EvidenceAgent];
+
+    fn kind(self) -> &'static str {
+        match self {
+            Self::Console => "PgToolBoxConsole",
+            Self::PgAdmin => "PgAdmin",
+            Self::EvidenceAgent => "EvidenceAgent",
+        }
+    }
+
+    /// The resource, as the API server's counters name it.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Self::Console => "pgtoolboxconsoles",
+            Self::PgAdmin => "pgadmins",
+            Self::EvidenceAgent => "evidenceagents",
+        }
+    }
+
+    fn prefix(self) -> &'static str {
+        match self {
+            Self::Console => "console",
+            Self::PgAdmin => "pgadmin",
+            Self::EvidenceAgent => "agent",
+        }
+    }
+
+    fn spec(self) -> Value {
+        match self {
+            Self::Console => json!({"image": "ghcr.io/pgtoolbox/console:0.1.0"}),
+            Self::PgAdmin => json!({"image": "docker.io/dpage/pgadmin4:9.10"}),
+            // The `openshift` provider: the serving certificate comes from the (simulated)
+            // service CA, so the fleet measures the operator rather than key generation.
+            Self::EvidenceAgent => json!({
+                "cluster": {"name": "pg"},
+                "image": "ghcr.io/pgtoolbox/evidence-agent:0.1.0",
+                "servingCertificate": {"provider": "openshift"},
+            }),
+        }
+    }
+
+    pub fn api(self, client: &kube::Client) -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk(GROUP, "v1alpha1", self.kind());
+        Api::all_with(
+            client.clone(),
+            &ApiResource::from_gvk_with_plural(&gvk, self.plural()),
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Fleet {
+    pub per_kind: usize,
+    pub namespaces: usize,
+    /// One object in `faulty_every` gets a child whose image cannot be pulled (0: none).
+    pub faulty_every: usize,
+}
+
+impl Fleet {
+    pub fn objects(&self) -> usize {
+        self.per_kind * FleetKind::ALL.len()
+    }
+
+    pub fn name(kind: FleetKind, i: usize) -> String {
+        format!("{}-{i:05}", kind.prefix())
+    }
+
+    pub fn namespace(&self, i: usize) -> String {
+        format!("fleet-{:02}", i % self.namespaces)
+    }
+
+    pub fn faulty(&self, i: usize) -> bool {
+        self.faulty_every > 0 && i.is_multiple_of(self.faulty_every)
+    }
+
+    /// Pods the cluster runs: one per object, one per Cluster.
+    pub fn pods(&self) -> usize {
+        self.objects() + self.namespaces
+    }
+}
+
+async fn create(api: &Api<DynamicObject>, obj: Value) {
+    let obj: DynamicObject = serde_json::from_value(obj).expect("valid object");
+    api.create(&PostParams::default(), &obj)
+        .await
+        .expect("created");
+}
+
+fn namespaced(
+    client: &kube::Client,
+    ns: &str,
+    group: &str,
+    kind: &str,
+    plural: &str,
+) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1", kind);
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
+
+/// What exists before the operator starts: namespaces, the console ClusterRoles, and per
+/// namespace the Cluster `pg` archiving to the ObjectStore `store` with its credentials.
+pub async fn infrastructure(client: &kube::Client, fleet: Fleet) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut names: Vec<String> = (0..fleet.namespaces).map(|i| fleet.namespace(i)).collect();
+    // The operator's own namespace (where it would keep its CA).
+    names.push(OperatorSettings::default().operator_namespace);
+    for name in &names {
+        let ns: Namespace =
+            serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .expect("namespace created");
+    }
+    for result in apply_manifests(client, ROLES, "bench").await {
+        result.expect("ClusterRole applied");
+    }
+    for i in 0..fleet.namespaces {
+        let ns = fleet.namespace(i);
+        let secret: Secret = serde_json::from_value(json!({
+            "metadata": {"name": "s3", "namespace": ns},
+            "stringData": {"ACCESS_KEY_ID": "AKIA0000", "ACCESS_SECRET_KEY": "secret"},
+        }))
+        .expect("secret");
+        Api::<Secret>::namespaced(client.clone(), &ns)
+            .create(&PostParams::default(), &secret)
+            .await
+            .expect("secret created");
+        let stores = namespaced(
+            client,
+            &ns,
+            "barmancloud.cnpg.io",
+            "ObjectStore",
+            "objectstores",
+        );
+        create(
+            &stores,
+            json!({
+                "apiVersion": "barmancloud.cnpg.io/v1", "kind": "ObjectStore",
+                "metadata": {"name": "store", "namespace": ns},
+                "spec": {"configuration": {
+                    "destinationPath": format!("s3://backups/{ns}"),
+                    "s3Credentials": {
+                        "accessKeyId": {"name": "s3", "key": "ACCESS_KEY_ID"},
+                        "secretAccessKey": {"name": "s3", "key": "ACCESS_SECRET_KEY"},
+                    },
+                }},
+            }),
+        )
+        .await;
+        let clusters = namespaced(client, &ns, "postgresql.cnpg.io", "Cluster", "clusters");
+        create(
+            &clusters,
+            json!({
+                "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+                "metadata": {"name": "pg", "namespace": ns},
+                "spec": {"instances": 1, "storage": {"size": "1Gi"}, "plugins": [{
+                    "name": "barman-cloud.cloudnative-pg.io", "isWALArchiver": true,
+                    "parameters": {"barmanObjectName": "store"},
+                }]},
+            }),
+        )
+        .await;
+    }
+    // The Clusters come up before the timed part (an agent waits for its Cluster otherwise).
+    let clusters = namespaced_all(client, "postgresql.cnpg.io", "Cluster", "clusters");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let list = clusters
+            .list(&ListParams::default())
+            .await
+            .expect("clusters listed");
+        let ready = list
+            .items
+            .iter()
+            .filter(|c| {
+                c.data
+                    .pointer("/status/readyInstances")
+                    .and_then(Value::as_u64)
+                    >= Some(1)
+            })
+            .count();
+        if ready == fleet.namespaces || Instant::now() > deadline {
+            eprintln!("   {ready}/{} Clusters ready", fleet.namespaces);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn namespaced_all(
+    client: &kube::Client,
+    group: &str,
+    kind: &str,
+    plural: &str,
+) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1", kind);
+    Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
+
+/// The label selector of the Pods that cannot pull their image: the faulty objects' children.
+pub fn faulty_selector(fleet: Fleet) -> Option<String> {
+    let names: Vec<String> = (0..fleet.per_kind)
+        .filter(|&i| fleet.faulty(i))
+        .flat_map(|i| FleetKind::ALL.map(|k| Fleet::name(k, i)))
+        .collect();
+    (!names.is_empty()).then(|| format!("app.kubernetes.io/instance in ({})", names.join(",")))
+}
+
+/// Creates every object of the fleet, the kinds interleaved.
+pub async fn objects(client: &kube::Client, fleet: Fleet) {
+    let all = (0..fleet.per_kind).flat_map(|i| FleetKind::ALL.map(|k| (k, i)));
+    futures::stream::iter(all)
+        .map(|(kind, i)| {
+            let api = Api::<DynamicObject>::namespaced_with(
+                client.clone(),
+                &fleet.namespace(i),
+                &ApiResource::from_gvk_with_plural(
+                    &GroupVersionKind::gvk(GROUP, "v1alpha1", kind.kind()),
+                    kind.plural(),
+                ),
+            );
+            async move {
+                create(
+                    &api,
+                    json!({
+                        "apiVersion": format!("{GROUP}/v1alpha1"), "kind": kind.kind(),
+                        "metadata": {"name": Fleet::name(kind, i), "namespace": fleet.namespace(i)},
+                        "spec": kind.spec(),
+                    }),
+                )
+                .await;
+            }
+        })
+        .buffer_unordered(SEEDERS)
+        .collect::<Vec<_>>()
+        .await;
+}
+
+/// Lists the three kinds and tells which objects are Ready (`Ready=True`).
+pub struct Observer {
+    apis: Vec<(FleetKind, Api<DynamicObject>)>,
+    /// How many list requests the observer made (not the operator's).
+    pub lists: u64,
+    /// When each object was first seen Ready, since `start`.
+    pub ready_at: HashMap<(FleetKind, String), Duration>,
+}
+
+impl Observer {
+    pub fn new(client: &kube::Client) -> Self {
+        Self {
+            apis: FleetKind::ALL
+                .map(|k| (k, k.api(client)))
+                .into_iter()
+                .collect(),
+            lists: 0,
+            ready_at: HashMap::new(),
+        }
+    }
+
+    async fn look(&mut self, start: Instant) {
+        for (kind, api) in &self.apis {
+            let Ok(list) = api.list(&ListParams::default()).await else {
+                continue;
+            };
+            self.lists += 1;
+            let now = start.elapsed();
+            for obj in list.items {
+                let ready = obj
+                    .data
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|conditions| {
+                        conditions
+                            .iter()
+                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                    });
+                if ready {
+                    let name = obj.metadata.name.clone().unwrap_or_default();
+                    self.ready_at.entry((*kind, name)).or_insert(now);
+                }
+            }
+        }
+    }
+
+    /// Polls until every healthy object was seen Ready (or `timeout`); answers the time of
+    /// the last one and, per kind, of its last one.
+    pub async fn healthy_ready(
+        &mut self,
+        fleet: Fleet,
+        start: Instant,
+        timeout: Duration,
+    ) -> Option<(f64, Vec<(FleetKind, f64)>)> {
+        let healthy: Vec<(FleetKind, String)> = (0..fleet.per_kind)
+            .filter(|&i| !fleet.faulty(i))
+            .flat_map(|i| FleetKind::ALL.map(|k| (k, Fleet::name(k, i))))
+            .collect();
+        loop {
+            self.look(start).await;
+            if healthy.iter().all(|key| self.ready_at.contains_key(key)) {
+                break;
+            }
+            if start.elapsed() > timeout {
+                let missing = healthy
+                    .iter()
+                    .filter(|k| !self.ready_at.contains_key(*k))
+                    .count();
+                eprintln!("   {missing} healthy objects not Ready after {timeout:?}");
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        let last = |of: Option<FleetKind>| {
+            healthy
+                .iter()
+                .filter(|(k, _)| of.is_none_or(|of| of == *k))
+                .filter_map(|key| self.ready_at.get(key))
+                .max()
+                .map_or(0.0, Duration::as_secs_f64)
+        };
+        Some((
+            last(None),
+            FleetKind::ALL.map(|k| (k, last(Some(k)))).to_vec(),
+        ))
+    }
+}
