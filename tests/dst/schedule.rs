@@ -236,6 +236,12 @@ impl Generator {
     /// `steps` steps; every request is created first in the order drawn, so most steps act on
     /// something that exists, while some still race a create or follow a delete.
     pub fn schedule(&mut self, steps: usize) -> Vec<Step> {
+        self.interleaved(steps, Self::step)
+    }
+
+    /// `steps` steps drawn by `step`, a crash at a random point in half of the schedules, and
+    /// a sleep of up to 8 s after most steps.
+    fn interleaved(&mut self, steps: usize, step: fn(&mut Self, usize) -> Step) -> Vec<Step> {
         let mut out = Vec::with_capacity(steps);
         let crash_at = self.chance(50).then(|| self.below(steps.max(1)));
         for i in 0..steps {
@@ -244,7 +250,7 @@ impl Generator {
                     down_secs: self.rng.random_range(0..30),
                 });
             }
-            out.push(self.step(i));
+            out.push(step(self, i));
             if self.chance(60) {
                 out.push(Step::Sleep {
                     millis: self.rng.random_range(0..8_000),
@@ -308,22 +314,7 @@ impl Generator {
     /// A workload schedule: every workload is created first (in a random order), then spec
     /// changes, input changes, workload faults, API faults, renewals and a crash interleave.
     pub fn workload_schedule(&mut self, steps: usize) -> Vec<Step> {
-        let mut out = Vec::with_capacity(steps);
-        let crash_at = self.chance(50).then(|| self.below(steps.max(1)));
-        for i in 0..steps {
-            if Some(i) == crash_at {
-                out.push(Step::Crash {
-                    down_secs: self.rng.random_range(0..30),
-                });
-            }
-            out.push(self.workload_step(i));
-            if self.chance(60) {
-                out.push(Step::Sleep {
-                    millis: self.rng.random_range(0..8_000),
-                });
-            }
-        }
-        out
+        self.interleaved(steps, Self::workload_step)
     }
 
     fn workload(&mut self) -> Workload {

@@ -74,6 +74,18 @@ fn watched(client: &kube::Client) -> Watched {
     }
 }
 
+/// The sim, a client, the ConfigMaps of `NS` and the owner `web` created there.
+async fn started() -> (pgtoolbox_sim::Sim, kube::Client, Api<ConfigMap>, ConfigMap) {
+    let (sim, client) = super::sim_support::start().await;
+    super::sim_support::namespace(&client, NS).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let owner_object = api
+        .create(&PostParams::default(), &config_map("web", "owner"))
+        .await
+        .unwrap();
+    (sim, client, api, owner_object)
+}
+
 async fn until(what: &str, check: impl Fn() -> bool) {
     for _ in 0..500 {
         if check() {
@@ -87,13 +99,7 @@ async fn until(what: &str, check: impl Fn() -> bool) {
 #[tokio::test]
 async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_touches_a_foreign_object()
  {
-    let (sim, client) = super::sim_support::start().await;
-    super::sim_support::namespace(&client, NS).await;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    let owner_object = api
-        .create(&PostParams::default(), &config_map("web", "owner"))
-        .await
-        .unwrap();
+    let (sim, client, api, owner_object) = started().await;
     let foreign = api
         .create(&PostParams::default(), &config_map("web-taken", "theirs"))
         .await
@@ -253,13 +259,7 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
 /// lands.) A creation leaves every field to the one apply manager.
 #[tokio::test]
 async fn a_foreign_object_created_during_our_creation_is_never_merged_into() {
-    let (sim, client) = super::sim_support::start().await;
-    super::sim_support::namespace(&client, NS).await;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
-    let owner_object = api
-        .create(&PostParams::default(), &config_map("web", "owner"))
-        .await
-        .unwrap();
+    let (sim, client, api, owner_object) = started().await;
     let Watched { store, _drain, .. } = watched(&client);
     let owner = ChildOwner::of(&owner_object).expect("owner has a uid");
     let writes = WriteBudget::new(4);
