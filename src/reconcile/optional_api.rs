@@ -8,7 +8,6 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum OptionalApi {
     Routes,
-    Gateways,
     HttpRoutes,
     DatabaseRoles,
     Poolers,
@@ -17,9 +16,10 @@ pub enum OptionalApi {
 }
 
 impl OptionalApi {
-    pub const ALL: [Self; 7] = [
+    /// Only what a kind reads: a Gateway is named by an HTTPRoute's parentRefs, never read (its
+    /// verdict comes from the HTTPRoute's status), so Gateways are not probed.
+    pub const ALL: [Self; 6] = [
         Self::Routes,
-        Self::Gateways,
         Self::HttpRoutes,
         Self::DatabaseRoles,
         Self::Poolers,
@@ -30,7 +30,7 @@ impl OptionalApi {
     pub fn group(self) -> &'static str {
         match self {
             Self::Routes => "route.openshift.io",
-            Self::Gateways | Self::HttpRoutes => "gateway.networking.k8s.io",
+            Self::HttpRoutes => "gateway.networking.k8s.io",
             Self::DatabaseRoles | Self::Poolers | Self::Databases => "postgresql.cnpg.io",
             Self::ObjectStores => "barmancloud.cnpg.io",
         }
@@ -43,7 +43,6 @@ impl OptionalApi {
     pub fn kind(self) -> &'static str {
         match self {
             Self::Routes => "Route",
-            Self::Gateways => "Gateway",
             Self::HttpRoutes => "HTTPRoute",
             Self::DatabaseRoles => "DatabaseRole",
             Self::Poolers => "Pooler",
@@ -56,7 +55,6 @@ impl OptionalApi {
     pub fn plural(self) -> &'static str {
         match self {
             Self::Routes => "routes",
-            Self::Gateways => "gateways",
             Self::HttpRoutes => "httproutes",
             Self::DatabaseRoles => "databaseroles",
             Self::Poolers => "poolers",
@@ -318,10 +316,10 @@ mod tests {
     #[test]
     fn refused_in_every_namespace_is_off() {
         let r = reads(&[("a", Answer::Forbidden), ("b", Answer::Forbidden)]);
-        let state = classify(OptionalApi::Gateways, &Discovery::Served, &r).unwrap();
+        let state = classify(OptionalApi::HttpRoutes, &Discovery::Served, &r).unwrap();
         assert_eq!(state, ApiState::RefusedEverywhere);
         let cluster_wide = vec![(None, Answer::Forbidden)];
-        let state = classify(OptionalApi::Gateways, &Discovery::Served, &cluster_wide).unwrap();
+        let state = classify(OptionalApi::HttpRoutes, &Discovery::Served, &cluster_wide).unwrap();
         assert_eq!(state, ApiState::RefusedEverywhere);
     }
 

@@ -106,30 +106,30 @@ async fn a_group_not_served_is_off_until_the_next_start() {
 
 #[tokio::test]
 async fn refused_in_every_namespace_is_off_everywhere() {
-    let sim = sim_with(&["list:gateway.networking.k8s.io/gateways:*"], &[]).await;
+    let sim = sim_with(&["list:gateway.networking.k8s.io/httproutes:*"], &[]).await;
     create_namespaces(&sim.client(), &NAMESPACES).await;
     let metrics = OperatorMetrics::new();
     let result = probe(&sim, &metrics).await.expect("probe succeeds");
     assert_eq!(
-        result.state(OptionalApi::Gateways),
+        result.state(OptionalApi::HttpRoutes),
         Some(&ApiState::RefusedEverywhere)
     );
     for ns in NAMESPACES {
         assert_eq!(
-            result.availability(OptionalApi::Gateways, ns),
+            result.availability(OptionalApi::HttpRoutes, ns),
             Availability::Refused {
                 namespace: ns.to_owned()
             }
         );
     }
     assert_eq!(
-        result.availability(OptionalApi::HttpRoutes, "team-a"),
+        result.availability(OptionalApi::Routes, "team-a"),
         Availability::On
     );
     assert_eq!(
         metric(
             &metrics,
-            r#"pgtoolbox_optional_api_unavailable{api="gateways"}"#
+            r#"pgtoolbox_optional_api_unavailable{api="httproutes"}"#
         ),
         Some(1.0)
     );
