@@ -294,6 +294,15 @@ impl<R: Reconciler> ObjectActor<R> {
         state
             .timers
             .arm(&state.wheel, &state.cx.key, TimerPurpose::Retry, delay);
+        // What the pass had decided before it failed; the other timers stay as they were
+        // (a failed pass does not know they are no longer needed; a spare pass is harmless).
+        for (purpose, delay) in TimerPurpose::ALL.iter().zip(err.decided_timers()) {
+            if let Some(delay) = delay {
+                state
+                    .timers
+                    .arm(&state.wheel, &state.cx.key, *purpose, delay);
+            }
+        }
     }
 }
 

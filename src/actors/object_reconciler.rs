@@ -131,11 +131,54 @@ pub enum ReconcileError {
     Kube(#[from] kube::Error),
     #[error("{0}")]
     Other(Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// A pass that failed after it had decided: the timers of its decision (an expiry, the
+    /// end of a grace) are armed anyway, beside the retry, so an instant it already knew is
+    /// not pushed back to the retry backoff.
+    #[error("{cause}")]
+    Decided {
+        cause: Box<ReconcileError>,
+        timers: Vec<(TimerPurpose, Duration)>,
+    },
 }
 
 impl ReconcileError {
     pub fn other(err: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Self {
         Self::Other(err.into())
+    }
+
+    /// This failure, keeping the timers `decided` asks for.
+    pub fn keeping(self, decided: &Outcome) -> Self {
+        Self::Decided {
+            cause: Box::new(self.cause_owned()),
+            timers: decided.timers.clone(),
+        }
+    }
+
+    fn cause_owned(self) -> Self {
+        match self {
+            Self::Decided { cause, .. } => cause.cause_owned(),
+            other => other,
+        }
+    }
+
+    /// The error itself, without the timers kept beside it.
+    pub fn cause(&self) -> &Self {
+        match self {
+            Self::Decided { cause, .. } => cause.cause(),
+            other => other,
+        }
+    }
+
+    /// The timers the failed pass had decided, one (the earliest) per purpose.
+    pub fn decided_timers(&self) -> [Option<Duration>; 5] {
+        match self {
+            Self::Decided { timers, .. } => Outcome {
+                timers: timers.clone(),
+                stalled: false,
+            }
+            .earliest_per_purpose(),
+            _ => [None; 5],
+        }
     }
 }
 
@@ -152,8 +195,13 @@ impl PassFailure<'_> {
     /// The failure's error class, as the conditions engine shows it.
     pub fn classify(&self) -> ClassifiedError {
         match self {
-            Self::Error(ReconcileError::Kube(err)) => ClassifiedError::from_kube(err),
-            other => ClassifiedError::new(ErrorClass::ReconciliationFailed, &other.to_string()),
+            Self::Error(err) => match err.cause() {
+                ReconcileError::Kube(err) => ClassifiedError::from_kube(err),
+                other => ClassifiedError::new(ErrorClass::ReconciliationFailed, &other.to_string()),
+            },
+            Self::Panicked(_) => {
+                ClassifiedError::new(ErrorClass::ReconciliationFailed, &self.to_string())
+            }
         }
     }
 }

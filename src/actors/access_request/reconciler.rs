@@ -101,17 +101,29 @@ impl AccessRequestReconciler {
             .map(|c| c.reason.as_str()),
         };
         let decision = decide(&request, &binding_refs, now);
-
-        self.delete_bindings(obj, &decision, cx).await?;
-        self.adopt_bindings(obj, &decision, cx).await?;
+        // A refused write fails the pass so that it is retried (an adoption left undone would
+        // leave the grant to outlive its request's deletion if the operator were down then),
+        // but the instants the decision waits for are known already: their timers are kept
+        // whatever fails, or a new, earlier `expiresAt` would wait for the retry backoff.
+        let decided = schedule(&decision, now);
+        let keep = |err: ReconcileError| err.keeping(&decided);
+        self.delete_bindings(obj, &decision, cx)
+            .await
+            .map_err(keep)?;
+        self.adopt_bindings(obj, &decision, cx)
+            .await
+            .map_err(keep)?;
         let facts = pass_facts(facts, &decision).map_err(ReconcileError::other)?;
         let extras = Extras {
             fields: status_fields(&decision),
             events: request_events(&decision),
             guarded: decision.new_phase.is_some(),
         };
-        let written = self.write_status(obj, facts, extras, cx).await?;
-        Ok(schedule(&decision, now).with_status(written))
+        let written = self
+            .write_status(obj, facts, extras, cx)
+            .await
+            .map_err(keep)?;
+        Ok(decided.with_status(written))
     }
 
     async fn delete_bindings(

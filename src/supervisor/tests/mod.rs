@@ -34,6 +34,8 @@ pub struct Pass {
 pub enum Act {
     Ok(Outcome),
     Fail,
+    /// Fails after deciding `Outcome`'s timers.
+    FailDeciding(Outcome),
     Panic,
 }
 
@@ -110,6 +112,9 @@ impl Reconciler for Probe {
         match (self.decide)(&pass, nth) {
             Act::Ok(outcome) => Ok(outcome),
             Act::Fail => Err(ReconcileError::other("probe failure")),
+            Act::FailDeciding(decided) => {
+                Err(ReconcileError::other("probe failure").keeping(&decided))
+            }
             Act::Panic => panic!("probe panic for {}", cx.key),
         }
     }

@@ -120,6 +120,39 @@ async fn failures_retry_with_growing_delays_and_reset_on_success() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_failed_pass_still_arms_the_timers_it_had_decided() {
+    // Seed 100572 of the dst harness: `expiresAt` moved earlier while the pass kept failing
+    // (its adoption refused). The expiry decided by the failing pass comes due at 30 s; the
+    // retry not before 310 s.
+    let probe = Probe::new(Duration::ZERO, |_, nth| match nth {
+        1 => Act::Ok(Outcome::done().after(TimerPurpose::Expiry, 3600 * SEC)),
+        2 => Act::FailDeciding(Outcome::done().after(TimerPurpose::Expiry, 20 * SEC)),
+        _ => Act::Ok(Outcome::done()),
+    });
+    let slow_retries = KindOptions {
+        retry: crate::runtime::BackoffPolicy {
+            min_delay: 300 * SEC,
+            max_delay: 300 * SEC,
+        },
+        ..quick_options()
+    };
+    let h = Harness::start(&probe, slow_retries, 1).await;
+    let t0 = Instant::now();
+    h.list(vec![cm("moved", "late", 1)]);
+    run_for(10 * SEC).await;
+    h.send(Event::Apply(cm("moved", "early", 2)));
+    run_for(60 * SEC).await;
+
+    let at: Vec<Duration> = probe.passes_of("moved").iter().map(|p| p.at - t0).collect();
+    assert_eq!(at.len(), 3, "{at:?}");
+    assert!(at[2] >= 30 * SEC && at[2] < 31 * SEC, "{at:?}");
+    let errors = lock(&probe.errors).clone();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].1, "probe failure", "the error shows its cause");
+    h.operator.shutdown(SEC).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_stalled_object_waits_for_a_change_instead_of_retrying() {
     let probe = Probe::new(Duration::ZERO, |pass, _| match pass.value.as_str() {
         "bad" => Act::Ok(Outcome::stalled()),
