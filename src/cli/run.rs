@@ -116,33 +116,53 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         operator_namespace: args.leader_election_namespace.clone(),
         ..args.settings.to_settings()
     };
-    let shared_actors = start_shared_actors(
-        &client,
-        &kind_names(&client),
-        settings,
-        metrics,
-        readiness.clone(),
-    )
-    .await?;
-    let mut operator = register_all(OperatorBuilder::new(client, shared_actors.shared.clone()))
-        .start()
-        .await?;
-    readiness.mark_lists_expected();
-    tracing::info!(kinds = ?operator.kinds().collect::<Vec<_>>(), "operator running");
+    let stop_within = leadership.as_ref().map(leader::Leadership::stop_within);
     let lost = async {
         match leadership.as_mut() {
             Some(held) => held.lost().await,
             None => std::future::pending().await,
         }
     };
+    tokio::pin!(lost);
+    // A lease lost while starting ends the start: nothing may act for a replica that no
+    // longer leads.
+    let start = async {
+        let shared_actors = start_shared_actors(
+            &client,
+            &kind_names(&client),
+            settings,
+            metrics,
+            readiness.clone(),
+        )
+        .await?;
+        let operator = register_all(OperatorBuilder::new(
+            client.clone(),
+            shared_actors.shared.clone(),
+        ))
+        .start()
+        .await?;
+        Ok::<_, CliError>((shared_actors, operator))
+    };
+    let (shared_actors, mut operator) = tokio::select! {
+        started = start => started?,
+        _ = &mut lost => return Err(CliError::LeadershipLost),
+    };
+    readiness.mark_lists_expected();
+    tracing::info!(kinds = ?operator.kinds().collect::<Vec<_>>(), "operator running");
     let outcome = tokio::select! {
         _ = stop.wait() => Ok(()),
-        _ = lost => Err(CliError::LeadershipLost),
+        _ = &mut lost => Err(CliError::LeadershipLost),
         kind = operator.failed() => Err(CliError::KindFailed(kind)),
     };
     tracing::info!("shutting down");
     readiness.mark_stopping();
-    operator.shutdown(args.shutdown_timeout).await;
+    // A replica that lost the lease gets only the time left before a standby may take over,
+    // not the graceful bound: its in-flight passes must not write beside the new leader's.
+    let bound = match (&outcome, stop_within) {
+        (Err(CliError::LeadershipLost), Some(left)) => left,
+        _ => args.shutdown_timeout,
+    };
+    operator.shutdown(bound).await;
     shared_actors.stop().await;
     outcome
 }

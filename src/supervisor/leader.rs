@@ -1,13 +1,21 @@
 //! Leader election through a `coordination.k8s.io/v1` Lease: one active replica.
+//!
+//! Two clocks, two jobs. The times written into the Lease (`renewTime`, `acquireTime`) are for
+//! people reading it; nobody judges expiry by comparing them with their own time of day, since
+//! two replicas' clocks may disagree. A standby instead measures, on its own monotonic clock,
+//! how long the Lease has stayed unchanged; the holder measures, on its own monotonic clock,
+//! how long ago it sent its last successful renewal, and gives up `renew_deadline` after it,
+//! before any standby can count `lease_duration` of silence (as client-go does).
 
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 #[derive(Clone, Debug)]
@@ -16,9 +24,13 @@ pub struct LeaderConfig {
     pub lease_name: String,
     pub identity: String,
     pub lease_duration: Duration,
+    /// The holder stops leading once this long has passed since it sent its last successful
+    /// renewal. Shorter than `lease_duration`: the difference is the time its work gets to
+    /// stop before a standby may take over.
+    pub renew_deadline: Duration,
     pub renew_every: Duration,
     pub retry_every: Duration,
-    /// The time of day written into and judged from the Lease.
+    /// The time of day written into the Lease.
     pub clock: crate::runtime::Clock,
 }
 
@@ -29,29 +41,63 @@ impl LeaderConfig {
             lease_name: "pgtoolbox-operator".into(),
             identity: identity.into(),
             lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
             renew_every: Duration::from_secs(5),
             retry_every: Duration::from_secs(2),
             clock: crate::runtime::Clock::System,
         }
     }
+
+    /// The deadline, never past the lease's own duration.
+    fn deadline(&self) -> Duration {
+        self.renew_deadline.min(self.lease_duration)
+    }
+
+    /// How long a replica that lost the lease has to stop its work before a standby may act:
+    /// what separates its deadline from the lease's duration, less a second for the exit.
+    pub fn stop_within(&self) -> Duration {
+        self.lease_duration
+            .saturating_sub(self.deadline())
+            .saturating_sub(Duration::from_secs(1))
+    }
 }
 
-/// May `me` take (or keep) the lease at `now`? Free, ours, or expired.
-pub fn may_hold(lease: &Lease, me: &str, now: Timestamp) -> bool {
+/// The Lease as last seen, and since when (monotonic) it has not changed.
+#[derive(Debug)]
+struct Seen {
+    spec: Option<LeaseSpec>,
+    since: Instant,
+}
+
+impl Seen {
+    fn new() -> Self {
+        Self {
+            spec: None,
+            since: Instant::now(),
+        }
+    }
+
+    /// Records `spec` and returns how long it has stayed as it is now.
+    fn unchanged_for(&mut self, spec: Option<&LeaseSpec>) -> Duration {
+        let now = Instant::now();
+        if self.spec.as_ref() != spec {
+            self.spec = spec.cloned();
+            self.since = now;
+        }
+        now.saturating_duration_since(self.since)
+    }
+}
+
+/// May `me` take (or keep) the lease, the record having stayed unchanged for `unchanged_for`?
+/// Free, ours, or its holder silent for longer than the duration it announced.
+pub fn may_hold(lease: &Lease, me: &str, unchanged_for: Duration) -> bool {
     let Some(spec) = &lease.spec else { return true };
     let holder = spec.holder_identity.as_deref().unwrap_or_default();
     if holder.is_empty() || holder == me {
         return true;
     }
-    let seconds = i64::from(spec.lease_duration_seconds.unwrap_or(15));
-    match &spec.renew_time {
-        Some(MicroTime(renewed)) => {
-            now > renewed
-                .saturating_add(SignedDuration::from_secs(seconds))
-                .unwrap_or(*renewed)
-        }
-        None => true,
-    }
+    let seconds = u64::try_from(spec.lease_duration_seconds.unwrap_or(15)).unwrap_or(0);
+    unchanged_for > Duration::from_secs(seconds)
 }
 
 fn held_spec(previous: Option<&LeaseSpec>, cfg: &LeaderConfig, now: Timestamp) -> LeaseSpec {
@@ -77,7 +123,11 @@ fn held_spec(previous: Option<&LeaseSpec>, cfg: &LeaderConfig, now: Timestamp) -
 }
 
 /// One attempt to take or renew the lease. `Ok(false)`: someone else holds it.
-async fn try_hold(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<bool, kube::Error> {
+async fn try_hold(
+    api: &Api<Lease>,
+    cfg: &LeaderConfig,
+    seen: &mut Seen,
+) -> Result<bool, kube::Error> {
     let now = cfg.clock.now();
     match api.get_opt(&cfg.lease_name).await? {
         None => {
@@ -94,7 +144,11 @@ async fn try_hold(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<bool, kube::Er
                 Err(err) => Err(err),
             }
         }
-        Some(lease) if may_hold(&lease, &cfg.identity, now) => {
+        Some(lease) => {
+            let unchanged_for = seen.unchanged_for(lease.spec.as_ref());
+            if !may_hold(&lease, &cfg.identity, unchanged_for) {
+                return Ok(false);
+            }
             let mut next = lease.clone();
             next.spec = Some(held_spec(lease.spec.as_ref(), cfg, now));
             // The resourceVersion carried over makes this a compare-and-swap.
@@ -107,56 +161,80 @@ async fn try_hold(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<bool, kube::Er
                 Err(err) => Err(err),
             }
         }
-        Some(_) => Ok(false),
     }
 }
 
 /// Held leadership: renewed in the background until dropped.
 pub struct Leadership {
     lost: watch::Receiver<bool>,
+    stop_within: Duration,
     _renewer: AbortOnDropHandle<()>,
 }
 
 impl Leadership {
-    /// Resolves when the lease could not be renewed in time.
+    /// Resolves once the lease may no longer be counted on: another holder, or no successful
+    /// renewal within the deadline (a renewal still in flight then does not count).
     pub async fn lost(&mut self) {
         let _ = self.lost.wait_for(|lost| *lost).await;
+    }
+
+    /// After [`Leadership::lost`], how long the replica's work has to stop.
+    pub fn stop_within(&self) -> Duration {
+        self.stop_within
     }
 }
 
 /// Wait until this replica holds the lease.
 pub async fn acquire(client: Client, cfg: LeaderConfig) -> Leadership {
     let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
-    loop {
-        match try_hold(&api, &cfg).await {
-            Ok(true) => break,
+    let mut seen = Seen::new();
+    let held_since = loop {
+        // Taken before the Lease is read: the renewal written is no older than this.
+        let attempt = Instant::now();
+        match try_hold(&api, &cfg, &mut seen).await {
+            Ok(true) => break attempt,
             Ok(false) => tracing::debug!(lease = %cfg.lease_name, "another replica leads"),
             Err(err) => tracing::warn!(error = %err, "leader election"),
         }
         tokio::time::sleep(cfg.retry_every).await;
-    }
+    };
     tracing::info!(identity = %cfg.identity, "became leader");
     let (tx, lost) = watch::channel(false);
+    let stop_within = cfg.stop_within();
     let renewer = tokio::spawn(async move {
-        let mut last_renewal = tokio::time::Instant::now();
-        loop {
-            tokio::time::sleep(cfg.renew_every).await;
-            match try_hold(&api, &cfg).await {
-                Ok(true) => last_renewal = tokio::time::Instant::now(),
-                Ok(false) => break,
-                Err(err) => {
-                    tracing::warn!(error = %err, "lease renewal");
-                    if last_renewal.elapsed() >= cfg.lease_duration {
-                        break;
-                    }
-                }
-            }
-        }
+        renew(&api, &cfg, seen, held_since + cfg.deadline()).await;
+        tracing::warn!(identity = %cfg.identity, "leadership lost");
         let _ = tx.send(true);
     });
     Leadership {
         lost,
+        stop_within,
         _renewer: AbortOnDropHandle::new(renewer),
+    }
+}
+
+/// Renews until the lease is lost: returns when another replica holds it, or at `valid_until`
+/// (pushed back by every successful renewal) whatever is in flight.
+async fn renew(api: &Api<Lease>, cfg: &LeaderConfig, mut seen: Seen, mut valid_until: Instant) {
+    let mut next = Instant::now() + cfg.renew_every;
+    loop {
+        if next >= valid_until {
+            return;
+        }
+        tokio::time::sleep_until(next).await;
+        let attempt = Instant::now();
+        match tokio::time::timeout_at(valid_until, try_hold(api, cfg, &mut seen)).await {
+            Ok(Ok(true)) => {
+                valid_until = attempt + cfg.deadline();
+                next = Instant::now() + cfg.renew_every;
+            }
+            Ok(Ok(false)) => return,
+            Ok(Err(err)) => {
+                tracing::warn!(error = %err, "lease renewal");
+                next = Instant::now() + cfg.retry_every;
+            }
+            Err(_) => return,
+        }
     }
 }
 
@@ -164,37 +242,64 @@ pub async fn acquire(client: Client, cfg: LeaderConfig) -> Leadership {
 mod tests {
     use super::*;
 
-    fn lease(holder: &str, renewed: Timestamp) -> Lease {
+    fn lease(holder: &str) -> Lease {
         Lease {
             metadata: ObjectMeta::default(),
             spec: Some(LeaseSpec {
                 holder_identity: Some(holder.into()),
                 lease_duration_seconds: Some(15),
-                renew_time: Some(MicroTime(renewed)),
+                renew_time: Some(MicroTime(Timestamp::UNIX_EPOCH)),
                 ..LeaseSpec::default()
             }),
         }
     }
 
     #[test]
-    fn a_lease_is_taken_when_free_ours_or_expired() {
-        let now = Timestamp::from_second(1_000_000).unwrap();
-        let fresh = now - SignedDuration::from_secs(5);
-        let stale = now - SignedDuration::from_secs(16);
-        assert!(may_hold(&lease("", fresh), "me", now));
-        assert!(may_hold(&lease("me", fresh), "me", now));
-        assert!(!may_hold(&lease("other", fresh), "me", now));
-        assert!(may_hold(&lease("other", stale), "me", now));
+    fn a_lease_is_taken_when_free_ours_or_silent_for_its_duration() {
+        let fresh = Duration::from_secs(5);
+        let stale = Duration::from_secs(16);
+        assert!(may_hold(&lease(""), "me", fresh));
+        assert!(may_hold(&lease("me"), "me", fresh));
+        assert!(!may_hold(&lease("other"), "me", fresh));
+        assert!(may_hold(&lease("other"), "me", stale));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn silence_is_counted_from_the_last_change_seen_not_from_the_written_time() {
+        let mut seen = Seen::new();
+        let first = lease("other").spec;
+        assert_eq!(seen.unchanged_for(first.as_ref()), Duration::ZERO);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(seen.unchanged_for(first.as_ref()), Duration::from_secs(10));
+        // A renewal (whatever time it claims) starts the count again.
+        let mut renewed = first.clone();
+        if let Some(spec) = renewed.as_mut() {
+            spec.renew_time = None;
+        }
+        assert_eq!(seen.unchanged_for(renewed.as_ref()), Duration::ZERO);
+    }
+
+    #[test]
+    fn the_holder_stops_before_a_standby_may_take_over() {
+        let cfg = LeaderConfig::new("ns", "me");
+        assert!(cfg.deadline() + cfg.stop_within() < cfg.lease_duration);
+        let odd = LeaderConfig {
+            renew_deadline: Duration::from_secs(60),
+            ..cfg
+        };
+        assert_eq!(odd.deadline(), odd.lease_duration);
+        assert_eq!(odd.stop_within(), Duration::ZERO);
     }
 
     #[test]
     fn taking_over_counts_a_transition_and_renewing_does_not() {
         let cfg = LeaderConfig::new("ns", "me");
         let now = Timestamp::from_second(1_000_000).unwrap();
-        let theirs = lease("other", now).spec;
+        let theirs = lease("other").spec;
         let taken = held_spec(theirs.as_ref(), &cfg, now);
         assert_eq!(taken.lease_transitions, Some(1));
-        let renewed = held_spec(Some(&taken), &cfg, now + SignedDuration::from_secs(5));
+        let later = Timestamp::from_second(1_000_005).unwrap();
+        let renewed = held_spec(Some(&taken), &cfg, later);
         assert_eq!(renewed.lease_transitions, Some(1));
         assert_eq!(renewed.acquire_time, taken.acquire_time);
     }

@@ -44,6 +44,7 @@ pub fn check(h: &History) -> Vec<Violation> {
         out.extend(crate::oracle::workloads_converge(h, last));
     }
     out.extend(quiet_end(h));
+    out.extend(crate::leader::at_most_one_writer(h));
     out.extend(crate::oracle::no_secret_in_logs(h));
     out.extend(crate::oracle::nothing_outlives_its_object(h));
     out
@@ -492,6 +493,7 @@ pub fn quiet_end(h: &History) -> Vec<Violation> {
     h.log
         .iter()
         .filter(|e| matches!(e.who, Who::Operator(_)) && e.is_write())
+        .filter(|e| !crate::leader::is_lease(e))
         .filter(|e| e.at_ms > h.settled_ms && e.at_ms <= h.quiet_until_ms)
         .filter(|e| !follows_a_loop(&e.uri))
         .map(|e| {

@@ -73,6 +73,7 @@ fn mutants(real: &History) -> Vec<(&'static str, &'static str, History)> {
     let mut h = real.clone();
     h.log.push(Entry {
         at_ms: end,
+        sent_ms: end,
         who: Who::Operator(1),
         method: "DELETE".into(),
         uri: "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings/team-admins".into(),
@@ -122,18 +123,45 @@ fn mutants(real: &History) -> Vec<(&'static str, &'static str, History)> {
 
     // A status write after settling.
     let mut h = real.clone();
-    h.log.push(Entry {
-        at_ms: end + 1,
-        who: Who::Operator(1),
+    h.log.push(status_write(end + 1, 1));
+    out.push(("quiet-end", "a status write in the quiet end", h));
+    out
+}
+
+/// A status write of request r0 by operator `incarnation` at `at_ms`.
+fn status_write(at_ms: u64, incarnation: u32) -> Entry {
+    Entry {
+        at_ms,
+        sent_ms: at_ms,
+        who: Who::Operator(incarnation),
         method: "PATCH".into(),
         uri: "/apis/pgtoolbox.fyannk.dev/v1alpha1/namespaces/team-a/pgaccessrequests/r0/status"
             .into(),
         status: 200,
         before: None,
         after: None,
-    });
-    out.push(("quiet-end", "a status write in the quiet end", h));
-    out
+    }
+}
+
+/// The mutant of `at-most-one-writer`: `real` with a status write by the first incarnation to
+/// hold the Lease, a minute after a later incarnation took it (its own lease time has run out
+/// by then). `None` when the Lease never changed hands.
+fn old_leader_writes(real: &History) -> Option<History> {
+    let holders: Vec<(u32, &Entry)> = real
+        .log
+        .iter()
+        .filter(|e| crate::leader::is_lease(e) && e.is_write() && e.status < 300)
+        .filter_map(|e| match e.who {
+            Who::Operator(i) => Some((i, e)),
+            Who::Driver => None,
+        })
+        .collect();
+    let (first, _) = holders.first()?;
+    let (_, taken) = holders.iter().find(|(i, _)| i != first)?;
+    let mut h = real.clone();
+    h.log.push(status_write(taken.at_ms + 60_000, *first));
+    h.log.sort_by_key(|e| e.at_ms);
+    Some(h)
 }
 
 fn condition(t: &str, status: &str, reason: &str) -> Value {
@@ -153,6 +181,7 @@ fn workload(kind: &str, name: &str, spec: Value, conditions: Vec<Value>) -> Arc<
 fn operator_write(at_ms: u64, method: &str, uri: &str, before: Value, after: Value) -> Entry {
     Entry {
         at_ms,
+        sent_ms: at_ms,
         who: Who::Operator(1),
         method: method.into(),
         uri: uri.into(),
@@ -308,10 +337,12 @@ fn base(seed: u64, crds: &str) -> (History, bool) {
     (real, ok)
 }
 
-/// Seeds of the real histories the mutants are made from: a PgAccessRequest schedule and a
-/// workload schedule.
+/// Seeds of the real histories the mutants are made from: a PgAccessRequest schedule, a
+/// workload schedule, and a PgAccessRequest schedule with two replicas.
 const ACCESS_BASE: u64 = 7;
 const WORKLOAD_BASE: u64 = crate::WORKLOAD_SEEDS + 8;
+/// A two-replica schedule in which the Lease changes hands.
+const LEADER_BASE: u64 = 3;
 
 /// True when the real histories pass and every mutant is refused by its own invariant.
 pub fn all_detected(crds: &str) -> bool {
@@ -327,9 +358,23 @@ pub fn all_detected(crds: &str) -> bool {
         );
         ok = false;
     }
+    let (leader_real, leader_ok) = base(LEADER_BASE, crds);
+    ok &= leader_ok;
+    let old_leader = old_leader_writes(&leader_real);
+    if old_leader.is_none() {
+        eprintln!("mutation base seed {LEADER_BASE} has no change of leader");
+        ok = false;
+    }
     let all: Vec<_> = mutants(&real)
         .into_iter()
         .chain(workload_mutants(&workload_real))
+        .chain(old_leader.map(|h| {
+            (
+                "at-most-one-writer",
+                "an old leader's write after its lease ran out",
+                h,
+            )
+        }))
         .collect();
     let count = all.len();
     for (invariant, what, h) in all {

@@ -121,6 +121,8 @@ pub enum Step {
         n: usize,
         offset: i64,
     },
+    /// A fault of the leader election (schedules running two replicas, `crate::leader`).
+    Leader(crate::leader::LeaderStep),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

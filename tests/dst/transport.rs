@@ -23,8 +23,10 @@ pub enum Who {
 /// One answered request.
 #[derive(Clone, Debug)]
 pub struct Entry {
-    /// Virtual milliseconds since the schedule started.
+    /// Virtual milliseconds since the schedule started, when answered.
     pub at_ms: u64,
+    /// When sent (before any injected latency).
+    pub sent_ms: u64,
     pub who: Who,
     pub method: String,
     pub uri: String,
@@ -135,6 +137,7 @@ impl tower_service::Service<Request<kube::client::Body>> for Transport {
                     "the process is gone",
                 ));
             }
+            let sent_ms = this.start.elapsed().as_millis() as u64;
             let (parts, body) = req.into_parts();
             let method = parts.method.to_string();
             let uri = parts.uri.to_string();
@@ -163,6 +166,7 @@ impl tower_service::Service<Request<kube::client::Body>> for Transport {
             };
             this.log.push(Entry {
                 at_ms: this.start.elapsed().as_millis() as u64,
+                sent_ms,
                 who: this.who,
                 method,
                 uri,

@@ -1,7 +1,7 @@
 //! One schedule, run: the sim and the operator on one current-thread runtime with a paused,
 //! auto-advancing clock, the driver acting the schedule out, an observer sampling the store.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -66,6 +66,8 @@ pub struct History {
     /// The operator's log lines (every incarnation) and the Secret values it must not show.
     pub log_lines: Vec<String>,
     pub secret_values: Vec<String>,
+    /// `(incarnation, ms)` at which each replica process ended (two-replica schedules).
+    pub ended: Vec<(u32, u64)>,
     /// What the operator held once the quiet window closed: `(kind, what, namespace/name)` for
     /// live and hibernated actors, restarts, armed timers and reference-index registrations.
     pub held: Vec<(String, &'static str, String)>,
@@ -123,8 +125,11 @@ pub(crate) struct World {
     operator: Option<(Operator, Arc<AtomicBool>)>,
     shared_actors: Option<pgtoolbox_operator::actors::shared::SharedActors>,
     caches: Option<OperatorCaches>,
-    incarnation: u32,
+    incarnation: Arc<AtomicU32>,
+    /// Two replicas electing on a Lease instead of one operator (`crate::leader`).
+    replicas: Option<crate::leader::Replicas>,
     blocked: Arc<Mutex<Vec<(u64, u64)>>>,
+    ended: Arc<Mutex<Vec<(u32, u64)>>>,
     snapshots: Arc<Mutex<Vec<Snapshot>>>,
     tampered: Vec<String>,
     bound: Vec<String>,
@@ -162,8 +167,10 @@ impl World {
             operator: None,
             shared_actors: None,
             caches: None,
-            incarnation: 0,
+            incarnation: Arc::default(),
+            replicas: None,
             blocked: Arc::default(),
+            ended: Arc::default(),
             snapshots: Arc::default(),
             tampered: Vec::new(),
             bound: Vec::new(),
@@ -172,7 +179,11 @@ impl World {
         if mix == Mix::Workloads {
             world.setup_workloads().await;
         }
-        world.start_operator().await;
+        if crate::leader::runs_two_replicas(schedule) {
+            world.start_replicas().await;
+        } else {
+            world.start_operator().await;
+        }
         let observer = tokio::spawn(observe(
             world.sim.clone(),
             mix,
@@ -195,7 +206,7 @@ impl World {
                     .add_workload_fault(&rule.namespace, &rule.selector, rule.fault);
         }
         world.close_blocked();
-        if world.operator.is_none() {
+        if world.operator.is_none() && world.replicas.is_none() {
             world.start_operator().await;
         }
         tokio::time::sleep(SETTLE).await;
@@ -213,6 +224,7 @@ impl World {
         secret_values
             .extend((1..=world.secret_version).map(|v| crate::workloads::credential(seed, v)));
         let blocked = world.blocked.lock().map(|b| b.clone()).unwrap_or_default();
+        let ended = world.ended.lock().map(|e| e.clone()).unwrap_or_default();
         let snapshots = world
             .snapshots
             .lock()
@@ -232,13 +244,20 @@ impl World {
             secret_values,
             held,
             existing,
+            ended,
         }
     }
 
     /// What the operator holds per object, and which objects of its kinds exist.
-    async fn census(&self) -> (Vec<(String, &'static str, String)>, Vec<(String, String)>) {
+    async fn census(&mut self) -> (Vec<(String, &'static str, String)>, Vec<(String, String)>) {
+        // With two replicas, the one leading: taken from it (the world ends right after).
+        let leader = self.replicas.as_mut().and_then(|r| r.take_leader());
+        let (operator, caches) = match &leader {
+            Some(booted) => (Some(&booted.operator), Some(&booted.caches)),
+            None => (self.operator.as_ref().map(|(o, _)| o), self.caches.as_ref()),
+        };
         let mut held = Vec::new();
-        if let Some((operator, _)) = &self.operator {
+        if let Some(operator) = operator {
             for kind in operator.census().await {
                 for (what, keys) in [
                     ("live actor", &kind.live),
@@ -253,7 +272,7 @@ impl World {
                 }
             }
         }
-        if let Some(caches) = &self.caches {
+        if let Some(caches) = caches {
             for (index, user) in caches.registered_users() {
                 let what = match index {
                     "secrets" => "Secret index entry",
@@ -349,50 +368,48 @@ impl World {
     }
 
     async fn start_operator(&mut self) {
-        self.incarnation += 1;
+        let incarnation = self.incarnation.fetch_add(1, Ordering::SeqCst) + 1;
         let alive = Arc::new(AtomicBool::new(true));
         let client = Transport {
             sim: self.sim.clone(),
-            who: Who::Operator(self.incarnation),
+            who: Who::Operator(incarnation),
             alive: alive.clone(),
             log: self.log.clone(),
             start: self.start,
         }
         .client();
-        let settings = OperatorSettings {
-            access_request_orphan_grace: ORPHAN_GRACE,
-            clock: Clock::following_tokio(self.now()),
-            ..OperatorSettings::default()
-        };
-        let shared = match self.mix {
-            Mix::Access => Arc::new(Shared::new(settings)),
-            Mix::Workloads => {
-                // As `run`: a start refused by a fault in force fails, and is tried again.
-                let settings = crate::workloads::settings(settings);
-                let from = self.now_ms();
-                let actors = loop {
-                    match crate::workloads::start_shared(&client, settings.clone()).await {
-                        Some(actors) => break actors,
-                        None => tokio::time::sleep(Duration::from_secs(5)).await,
-                    }
-                };
-                self.block(from, self.now_ms());
-                let shared = actors.shared.clone();
-                self.shared_actors = Some(actors);
-                shared
-            }
-        };
-        let caches = OperatorCaches::new().sharing_secrets(shared.secrets.routed_index());
-        self.caches = Some(caches.clone());
-        let operator = register_all_with(OperatorBuilder::new(client, shared), caches)
-            .start()
-            .await
-            .expect("operator starts");
-        self.operator = Some((operator, alive));
+        let booted = boot(self.mix, &client, self.now(), &self.blocked, self.start).await;
+        self.shared_actors = booted.shared_actors;
+        self.caches = Some(booted.caches);
+        self.operator = Some((booted.operator, alive));
+    }
+
+    /// Two replicas, each waiting for the Lease in the operator's namespace.
+    async fn start_replicas(&mut self) {
+        let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.driver.clone());
+        let ns = json!({"metadata": {"name": crate::leader::LEASE_NS}});
+        if let Ok(ns) = serde_json::from_value(ns) {
+            // Already there in a workload schedule.
+            let _ = namespaces.create(&PostParams::default(), &ns).await;
+        }
+        let ctx = crate::leader::Ctx::new(
+            self.sim.clone(),
+            self.log.clone(),
+            self.start,
+            self.mix,
+            self.seed,
+            self.blocked.clone(),
+            self.incarnation.clone(),
+        );
+        self.ended = ctx.ended.clone();
+        self.replicas = Some(crate::leader::Replicas::start(ctx));
     }
 
     /// The process dies: its connection is cut at once, its actors are told to stop.
     async fn crash(&mut self) {
+        if let Some(replicas) = self.replicas.as_mut() {
+            replicas.crash_all().await;
+        }
         if let Some((operator, alive)) = self.operator.take() {
             alive.store(false, Ordering::SeqCst);
             operator.shutdown(Duration::ZERO).await;
@@ -557,6 +574,16 @@ impl World {
                     .await;
             }
             Step::Fault(fault) => self.fault(fault),
+            Step::Crash { down_secs } if self.replicas.is_some() => {
+                if let Some(replicas) = self.replicas.as_mut() {
+                    replicas.crash_leader(Duration::from_secs(*down_secs)).await;
+                }
+            }
+            Step::Leader(step) => {
+                if let Some(replicas) = self.replicas.as_mut() {
+                    replicas.act(step).await;
+                }
+            }
             Step::Crash { down_secs } => {
                 let from = self.now_ms();
                 self.crash().await;
@@ -753,4 +780,65 @@ pub fn is_terminal(phase: &str) -> bool {
 
 pub fn expires_at(request: &Value) -> Option<Timestamp> {
     request["spec"]["expiresAt"].as_str()?.parse().ok()
+}
+
+/// One operator process's running parts.
+pub(crate) struct Booted {
+    pub(crate) operator: Operator,
+    pub(crate) shared_actors: Option<pgtoolbox_operator::actors::shared::SharedActors>,
+    pub(crate) caches: OperatorCaches,
+}
+
+impl Booted {
+    /// Its actors are told to stop, given `bound` to finish.
+    pub(crate) async fn stop(self, bound: Duration) {
+        self.operator.shutdown(bound).await;
+        if let Some(actors) = self.shared_actors {
+            actors.stop().await;
+        }
+    }
+}
+
+/// Starts an operator on `client` as `run` does (in a workload schedule the shared actors
+/// first; a start refused by a fault in force is tried again, a window recorded in `blocked`).
+pub(crate) async fn boot(
+    mix: Mix,
+    client: &kube::Client,
+    now: Timestamp,
+    blocked: &Mutex<Vec<(u64, u64)>>,
+    start: tokio::time::Instant,
+) -> Booted {
+    let settings = OperatorSettings {
+        access_request_orphan_grace: ORPHAN_GRACE,
+        clock: Clock::following_tokio(now),
+        ..OperatorSettings::default()
+    };
+    let (shared, shared_actors) = match mix {
+        Mix::Access => (Arc::new(Shared::new(settings)), None),
+        Mix::Workloads => {
+            // As `run`: a start refused by a fault in force fails, and is tried again.
+            let settings = crate::workloads::settings(settings);
+            let from = start.elapsed().as_millis() as u64;
+            let actors = loop {
+                match crate::workloads::start_shared(client, settings.clone()).await {
+                    Some(actors) => break actors,
+                    None => tokio::time::sleep(Duration::from_secs(5)).await,
+                }
+            };
+            if let Ok(mut b) = blocked.lock() {
+                b.push((from, start.elapsed().as_millis() as u64));
+            }
+            (actors.shared.clone(), Some(actors))
+        }
+    };
+    let caches = OperatorCaches::new().sharing_secrets(shared.secrets.routed_index());
+    let operator = register_all_with(OperatorBuilder::new(client.clone(), shared), caches.clone())
+        .start()
+        .await
+        .expect("operator starts");
+    Booted {
+        operator,
+        shared_actors,
+        caches,
+    }
 }

@@ -13,6 +13,7 @@ fn config(identity: &str) -> LeaderConfig {
         lease_duration: Duration::from_secs(2),
         renew_every: Duration::from_millis(300),
         retry_every: Duration::from_millis(100),
+        renew_deadline: Duration::from_millis(1300),
         ..LeaderConfig::new("default", identity)
     }
 }
