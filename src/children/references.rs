@@ -7,7 +7,7 @@
 //! Availability is per watch scope (a namespace, or all): an API refused in one namespace is
 //! unknown there and still readable everywhere else.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -357,22 +357,31 @@ impl ReferenceIndex {
         }
     }
 
-    /// Every object reference registered in `namespace` (`None`: all) with its users, in order.
+    /// Every object reference registered in `namespace` (`None`: all) with its users, in order;
+    /// then every namespace registered by a label selector there, as a key with an empty name.
     fn users_in(&self, namespace: Option<&str>) -> Vec<Observed> {
+        let in_scope = |ns: &str| namespace.is_none_or(|scope| scope == ns);
+        let observed = |key: ObjectKey, users: &HashMap<KindKey, Track>| {
+            let mut users: Vec<KindKey> = users.keys().cloned().collect();
+            users.sort();
+            Observed {
+                key,
+                changed: Some(users),
+                meta: None,
+            }
+        };
         let mut out: Vec<Observed> = self
             .names
             .iter()
-            .filter(|e| namespace.is_none_or(|ns| e.key().namespace == ns))
-            .map(|e| {
-                let mut users: Vec<KindKey> = e.value().keys().cloned().collect();
-                users.sort();
-                Observed {
-                    key: e.key().clone(),
-                    changed: Some(users),
-                    meta: None,
-                }
-            })
+            .filter(|e| in_scope(&e.key().namespace))
+            .map(|e| observed(e.key().clone(), e.value()))
             .collect();
+        out.extend(
+            self.namespaces
+                .iter()
+                .filter(|e| in_scope(e.key()))
+                .map(|e| observed(ObjectKey::new(e.key(), ""), e.value())),
+        );
         out.sort_by(|a, b| a.key.cmp(&b.key));
         out
     }
@@ -732,5 +741,34 @@ mod tests {
         );
         assert_eq!(index.exists(&ObjectKey::new("ns", "c")), Some(true));
         assert_eq!(index.exists(&ObjectKey::new("ns", "absent")), Some(false));
+    }
+
+    /// The same for a label selector: a PgAdmin selecting Clusters of its namespace by labels
+    /// judged them unverifiable while the kind was unreadable, and must look again once it is
+    /// listed, even when the list brings nothing new to its namespace.
+    #[test]
+    fn the_first_list_after_an_unreadable_scope_wakes_its_selectors() {
+        let index = ReferenceIndex::with_labels("Clusters", cnpg_clusters());
+        let mut relist = Relist::default();
+        index.refused(None);
+        let selector = KindKey::new("PgAdmin", "team-a", "admin");
+        index.register_namespaces(&selector, vec!["team-a".into()], Track::Existence);
+        index.register_namespaces(&user("elsewhere"), vec!["team-b".into()], Track::Existence);
+        assert_eq!(index.in_namespace("team-a"), None, "unverifiable");
+        index.apply(watcher::Event::Init, None, &mut relist);
+        let woken = index.apply(watcher::Event::InitDone, None, &mut relist);
+        assert_eq!(woken, vec![user("elsewhere"), selector.clone()]);
+        assert_eq!(index.in_namespace("team-a"), Some(Vec::new()));
+
+        // Refused in one namespace only: its listing wakes that namespace's selector alone.
+        let index = ReferenceIndex::with_labels("Clusters", cnpg_clusters());
+        index.all_namespaces.store(false, Ordering::Relaxed);
+        index.refused(Some("team-a".into()));
+        index.register_namespaces(&selector, vec!["team-a".into()], Track::Existence);
+        index.register_namespaces(&user("elsewhere"), vec!["team-b".into()], Track::Existence);
+        let mut relist = Relist::default();
+        index.apply(watcher::Event::Init, Some("team-a"), &mut relist);
+        let woken = index.apply(watcher::Event::InitDone, Some("team-a"), &mut relist);
+        assert_eq!(woken, vec![selector]);
     }
 }

@@ -1,8 +1,9 @@
 //! Deterministic simulation testing of the operator (issue 18): PgAccessRequest schedules and
 //! workload schedules (consoles, PgAdmins, EvidenceAgents on the simulated cluster).
 //!
-//! `cargo test --test dst` runs the CI budget (800 PgAccessRequest and 60 workload schedules by
-//! default); a failure prints its seed and the one command that replays it. See docs/testing.md.
+//! `cargo test --test dst` runs the CI budget (1,000 PgAccessRequest and 80 workload schedules by
+//! default, on every core: `DST_THREADS`); a failure prints its seed and the one command that
+//! replays it. See docs/testing.md.
 //!
 //! ```text
 //! cargo test --test dst -- --seed 42            # replay one schedule, print its steps
@@ -192,11 +193,11 @@ fn args() -> Args {
         schedules: std::env::var("DST_SCHEDULES")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(800),
+            .unwrap_or(1000),
         workloads: std::env::var("DST_WORKLOAD_SCHEDULES")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(60),
+            .unwrap_or(80),
         steps: world::Options::default().steps,
         from: 0,
         verbose: false,
@@ -410,30 +411,41 @@ fn main() {
     let mut failures = 0u64;
     let mut ungoverned = 0usize;
     let schedules_started = Instant::now();
-    let access = a.from..a.from + a.schedules;
+    // The costly workload schedules first, so no thread is left with a long one at the end.
     let workloads = WORKLOAD_SEEDS + a.from..WORKLOAD_SEEDS + a.from + a.workloads;
-    for seed in access.chain(workloads) {
+    let seeds: Vec<u64> = workloads.chain(a.from..a.from + a.schedules).collect();
+    let mut outcomes = on_threads(&seeds, |seed| {
         let (h, violations) = run_seed(seed, a.steps, &crds);
-        requests += h.log.len();
-        if a.verbose {
-            println!("seed {seed}: {} requests", h.log.len());
+        Outcome {
+            seed,
+            requests: h.log.len(),
+            // Fixed since (the supervisor's orphan sweep): now a failure like any invariant.
+            left_behind: invariants::grants_without_request(&h),
+            first_violation: violations
+                .first()
+                .map(|v| (v.invariant.to_string(), v.detail.clone())),
         }
-        // Fixed since (the supervisor's orphan sweep): now a failure like any invariant.
-        let left = invariants::grants_without_request(&h);
-        if left > 0 {
+    });
+    outcomes.sort_by_key(|o| o.seed);
+    for o in &outcomes {
+        let seed = o.seed;
+        requests += o.requests;
+        if a.verbose {
+            println!("seed {seed}: {} requests", o.requests);
+        }
+        if o.left_behind > 0 {
             failures += 1;
             eprintln!(
-                "DST FAILURE seed {seed}: left {left} RoleBinding(s) of a deleted request behind\n  replay: cargo test --test dst -- --seed {seed}{}",
+                "DST FAILURE seed {seed}: left {} RoleBinding(s) of a deleted request behind\n  replay: cargo test --test dst -- --seed {seed}{}",
+                o.left_behind,
                 steps_arg(a.steps)
             );
         }
-        ungoverned += left;
-        if !violations.is_empty() {
+        ungoverned += o.left_behind;
+        if let Some((invariant, detail)) = &o.first_violation {
             failures += 1;
             eprintln!(
-                "DST FAILURE seed {seed}: [{}] {}\n  replay: cargo test --test dst -- --seed {seed}{}",
-                violations[0].invariant,
-                violations[0].detail,
+                "DST FAILURE seed {seed}: [{invariant}] {detail}\n  replay: cargo test --test dst -- --seed {seed}{}",
                 steps_arg(a.steps)
             );
         }
@@ -441,12 +453,13 @@ fn main() {
     let spent = schedules_started.elapsed();
     println!(
         "dst: {} PgAccessRequest schedules of {} steps and {} workload schedules of {} in {:.1?} \
-         ({:.1} schedules/s, {} API requests), {} failed; total {:.1?}",
+         on {} threads ({:.1} schedules/s, {} API requests), {} failed; total {:.1?}",
         a.schedules,
         a.steps,
         a.workloads,
         steps_of(WORKLOAD_SEEDS, a.steps),
         spent,
+        threads(),
         (a.schedules + a.workloads) as f64 / spent.as_secs_f64().max(1e-9),
         requests,
         failures,
@@ -465,35 +478,87 @@ fn main() {
 /// `select!` and kube's unseeded backoff jitter, seed 2 the random wake order of a dropped
 /// watch (a `watch` channel); seed 6 has an operator crash; the last is a workload schedule
 /// (the simulated cluster's components on the same runtime). Seed 3 runs two replicas
-/// electing on a Lease (its leader changes).
+/// electing on a Lease (its leader changes). The two runs of a seed are queued side by side,
+/// so with several threads they run at the same time: nothing one schedule's thread does may
+/// leak into another's.
 const DETERMINISM_SEEDS: [u64; 5] = [1, 2, 3, 6, WORKLOAD_SEEDS + 2];
 
+type CanonicalLog = Vec<(String, String, String, u16, u64)>;
+
 fn determinism(crds: &str) -> bool {
+    let twice: Vec<u64> = DETERMINISM_SEEDS.iter().flat_map(|&s| [s, s]).collect();
+    let runs: Vec<(u64, CanonicalLog)> = on_threads(&twice, |seed| {
+        let (h, _) = run_seed(seed, world::Options::default().steps, crds);
+        (seed, h.log.iter().map(canonical).collect())
+    });
     let mut ok = true;
     for seed in DETERMINISM_SEEDS {
-        let (a, _) = run_seed(seed, world::Options::default().steps, crds);
-        let (b, _) = run_seed(seed, world::Options::default().steps, crds);
-        if log_hash(&a) != log_hash(&b) {
+        let mut logs = runs.iter().filter(|(s, _)| *s == seed).map(|(_, log)| log);
+        let (Some(a), Some(b)) = (logs.next(), logs.next()) else {
+            eprintln!("NOT DETERMINISTIC: seed {seed} did not run twice");
             ok = false;
-            let first = a
-                .log
-                .iter()
-                .zip(&b.log)
-                .position(|(x, y)| canonical(x) != canonical(y));
+            continue;
+        };
+        if a != b {
+            ok = false;
+            let first = a.iter().zip(b).position(|(x, y)| x != y);
             eprintln!(
                 "NOT DETERMINISTIC: seed {seed} gave {} then {} requests; first difference at {first:?}: {:?} vs {:?}",
-                a.log.len(),
-                b.log.len(),
-                first.and_then(|i| a.log.get(i)).map(canonical),
-                first.and_then(|i| b.log.get(i)).map(canonical),
+                a.len(),
+                b.len(),
+                first.and_then(|i| a.get(i)),
+                first.and_then(|i| b.get(i)),
             );
         }
     }
     if ok {
         println!(
-            "dst: determinism holds ({} seeds run twice, same request log)",
+            "dst: determinism holds ({} seeds run twice, side by side, same request log)",
             DETERMINISM_SEEDS.len()
         );
     }
     ok
+}
+
+/// What the summary needs of one schedule (its history is dropped on its thread).
+struct Outcome {
+    seed: u64,
+    requests: usize,
+    left_behind: usize,
+    first_violation: Option<(String, String)>,
+}
+
+/// Schedules are independent (each its own runtime, sim and thread-local seeds), so they run
+/// on every core: `DST_THREADS`, or as many as the machine has.
+fn threads() -> usize {
+    std::env::var("DST_THREADS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// `run` on every seed, in order of the slice, on `threads()` threads; results in any order.
+fn on_threads<T: Send>(seeds: &[u64], run: impl Fn(u64) -> T + Sync) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::with_capacity(seeds.len()));
+    std::thread::scope(|scope| {
+        for i in 0..threads() {
+            let (next, results, run) = (&next, &results, &run);
+            std::thread::Builder::new()
+                .name(format!("dst-{i}"))
+                // The debug build's operator futures are deep; the main thread's size.
+                .stack_size(16 << 20)
+                .spawn_scoped(scope, move || {
+                    while let Some(&seed) =
+                        seeds.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+                    {
+                        let out = run(seed);
+                        results.lock().unwrap_or_else(|p| p.into_inner()).push(out);
+                    }
+                })
+                .expect("a dst thread starts");
+        }
+    });
+    results.into_inner().unwrap_or_else(|p| p.into_inner())
 }

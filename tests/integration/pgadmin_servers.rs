@@ -13,7 +13,9 @@ use pgtoolbox_operator::supervisor::OperatorSettings;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 
-use super::pgadmin_support::{Env, IMAGE, NS, OTHER, cluster_config, condition_of, start, state};
+use super::pgadmin_support::{
+    Env, IMAGE, NS, OTHER, cluster_config, condition_of, start, start_operator, start_sim, state,
+};
 
 fn registration_jobs(jobs: &[Job], name: &str) -> Vec<String> {
     let prefix = format!("{name}-pgadmin-register-");
@@ -345,4 +347,61 @@ async fn pgadmin_registration_failure_then_recovery() {
         state(o, "Ready") == ("True".into(), "AsExpected".into())
     })
     .await;
+}
+
+/// CloudNativePG not served when the operator starts (installed after it, or being upgraded):
+/// a PgAdmin selecting Clusters by labels cannot see them and says ClusterNotFound. Once the
+/// kind is served, the first list of Clusters must wake it although no Cluster changed (the
+/// Cluster existed all along), and its server is registered.
+#[tokio::test]
+async fn pgadmin_selector_registers_its_cluster_once_cloudnativepg_is_served() {
+    let sim = start_sim(cluster_config()).await;
+    let client = sim.client();
+    super::sim_support::namespace(&client, NS).await;
+    let cluster: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "orders", "namespace": NS, "labels": {"team": "a"}},
+        "spec": {"instances": 1, "storage": {"size": "1Gi"}},
+    }))
+    .expect("a Cluster");
+    super::sim_net_support::api(
+        &client,
+        Some(NS),
+        "postgresql.cnpg.io",
+        "Cluster",
+        "clusters",
+    )
+    .create(&Default::default(), &cluster)
+    .await
+    .expect("Cluster created");
+    // The Cluster is stored, but its API is not served when the operator starts.
+    sim.admin().unserve("postgresql.cnpg.io");
+    let env = start_operator(sim, OperatorSettings::default()).await;
+    env.pgadmin(
+        "p",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}}, "endpoints": ["rw"]}),
+    )
+    .await;
+    let unverified = env
+        .wait("p", "ClusterNotFound", |o| {
+            state(o, "ConfigurationValid").1 == "ClusterNotFound"
+        })
+        .await;
+    assert!(
+        condition_of(&unverified, "ConfigurationValid")
+            .is_some_and(|c| c.message.contains("may not read Clusters in team-a")),
+        "{:#?}",
+        unverified.status
+    );
+    env.sim.admin().serve("postgresql.cnpg.io");
+    let obj = env
+        .wait("p", "its Cluster offered", |o| {
+            o.status.as_ref().is_some_and(|s| {
+                s.servers
+                    .iter()
+                    .any(|v| v.cluster == "orders" && v.state == ServerState::Offered)
+            })
+        })
+        .await;
+    assert_ne!(state(&obj, "ConfigurationValid").1, "ClusterNotFound");
 }

@@ -32,12 +32,15 @@ pub fn cluster(name: &str, spec: Value) -> DynamicObject {
     .expect("valid cluster")
 }
 
+/// Creates the namespace; one a test made already (before the operator starts) is kept.
 pub async fn namespace(client: &kube::Client, name: &str) {
     let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let ns = serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
-    api.create(&PostParams::default(), &ns)
-        .await
-        .expect("namespace created");
+    match api.create(&PostParams::default(), &ns).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("namespace {name} not created: {e}"),
+    }
 }
 
 /// The HTTP code of a plain GET.
