@@ -6,7 +6,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{
+use super::common::{NAME_LABEL_MESSAGE, NAME_LABEL_RULE, 
     CommonStatus, ConsoleExposure, ExposureKind, ExtraMount, KeyRef, default_one, default_true,
 };
 
@@ -35,7 +35,8 @@ use super::common::{
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
-    )
+    ),
+    validation = Rule::new(NAME_LABEL_RULE).message(NAME_LABEL_MESSAGE)
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PgToolBoxConsoleSpec {

@@ -283,6 +283,23 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
     }
     out.push(("no-secret-in-logs", "a Secret value logged", h));
 
+    // A user's credential in a cache (an ObjectStore read with its Secret's data inlined), and
+    // in the one store allowed the operator's own keys.
+    let credential = crate::workloads::credential(crate::mutations::WORKLOAD_BASE, 1);
+    for (what, path) in [
+        ("a Secret value in a cache", "read"),
+        ("a user's Secret value in the store of the operator's own Secrets", "stores"),
+    ] {
+        let mut h = real.clone();
+        let entry = if path == "read" {
+            json!({"read": {"objectStores": [{"data": {"ACCESS_SECRET_KEY": credential}}]}})
+        } else {
+            json!({"stores": {"ownedSecrets": [{"stringData": credential}]}})
+        };
+        h.cache_dumps.push(entry.to_string());
+        out.push(("no-secret-in-caches", what, h));
+    }
+
     // A timer kept for a deleted agent.
     let mut h = real.clone();
     h.held
@@ -311,7 +328,7 @@ fn base(seed: u64, crds: &str) -> (History, bool) {
 /// Seeds of the real histories the mutants are made from: a PgAccessRequest schedule and a
 /// workload schedule.
 const ACCESS_BASE: u64 = 7;
-const WORKLOAD_BASE: u64 = crate::WORKLOAD_SEEDS + 8;
+pub const WORKLOAD_BASE: u64 = crate::WORKLOAD_SEEDS + 8;
 
 /// True when the real histories pass and every mutant is refused by its own invariant.
 pub fn all_detected(crds: &str) -> bool {
@@ -321,9 +338,13 @@ pub fn all_detected(crds: &str) -> bool {
     if workload_real.secret_values.is_empty()
         || workload_real.log_lines.is_empty()
         || workload_real.held.is_empty()
+        || workload_real.cache_dumps.is_empty()
+        || !workload_real
+            .secret_values
+            .contains(&crate::workloads::credential(WORKLOAD_BASE, 1))
     {
         eprintln!(
-            "mutation base seed {WORKLOAD_BASE} has no Secret value, no log line or no census"
+            "mutation base seed {WORKLOAD_BASE} has no Secret value, no log line, no census or no cache dump"
         );
         ok = false;
     }

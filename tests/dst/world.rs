@@ -71,6 +71,11 @@ pub struct History {
     pub held: Vec<(String, &'static str, String)>,
     /// The objects of the operator's kinds that existed then: `(kind, namespace/name)`.
     pub existing: Vec<(String, String)>,
+    /// What each incarnation's caches held when it stopped (`OperatorCaches::dump`).
+    pub cache_dumps: Vec<String>,
+    /// The Secret values the operator wrote itself (its CA, the agents' serving keys): the one
+    /// cache allowed to hold them is the store of Secrets it writes.
+    pub own_secret_values: Vec<String>,
 }
 
 /// Knobs a test turns; the defaults are what CI runs.
@@ -128,6 +133,7 @@ pub(crate) struct World {
     snapshots: Arc<Mutex<Vec<Snapshot>>>,
     tampered: Vec<String>,
     bound: Vec<String>,
+    cache_dumps: Vec<String>,
 }
 
 impl World {
@@ -167,6 +173,7 @@ impl World {
             snapshots: Arc::default(),
             tampered: Vec::new(),
             bound: Vec::new(),
+            cache_dumps: Vec::new(),
         };
         world.setup().await;
         if mix == Mix::Workloads {
@@ -209,6 +216,7 @@ impl World {
         let (held, existing) = world.census().await;
         world.crash().await;
         let mut secret_values = crate::logs::secret_values(&world.sim);
+        let own_secret_values = crate::logs::own_secret_values(&world.sim);
         // Credentials rotated away or deleted count too.
         secret_values
             .extend((1..=world.secret_version).map(|v| crate::workloads::credential(seed, v)));
@@ -232,6 +240,8 @@ impl World {
             secret_values,
             held,
             existing,
+            cache_dumps: world.cache_dumps,
+            own_secret_values,
         }
     }
 
@@ -399,6 +409,10 @@ impl World {
         }
         if let Some(actors) = self.shared_actors.take() {
             actors.stop().await;
+        }
+        // What the process kept in memory, as it dies.
+        if let Some(caches) = self.caches.take() {
+            self.cache_dumps.push(caches.dump());
         }
     }
 
