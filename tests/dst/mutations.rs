@@ -44,6 +44,7 @@ fn snapshot(at_ms: u64, requests: Vec<Arc<Value>>, bindings: Vec<Arc<Value>>) ->
         clusters: Vec::new(),
         workloads: Vec::new(),
         inputs: Vec::new(),
+        pods: Vec::new(),
     }
 }
 
@@ -240,6 +241,51 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
     out.push((
         "converges-to-oracle",
         "a PgAdmin with valid inputs and no fault settled not Ready",
+        h,
+    ));
+
+    // A Pod running since before ImagePullBackOff went on is untouched by it: a PgAdmin that
+    // says ImagePullFailed over it is wrong (the oracle reads when the Pod started).
+    let mut h = real.clone();
+    let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
+        namespace: "team-a".into(),
+        selector: "app.kubernetes.io/instance=p0".into(),
+        fault: pgtoolbox_sim::cluster::WorkloadFault::ImagePullBackOff,
+    };
+    h.workload_faults = vec![rule.clone()];
+    h.fault_since = vec![(rule, 60_000)];
+    let failing = workload(
+        "PgAdmin",
+        "p0",
+        json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}}}),
+        vec![
+            condition("Ready", "False", "ImagePullFailed"),
+            condition("ConfigurationValid", "True", "AsExpected"),
+            condition("WorkloadReady", "False", "ImagePullFailed"),
+        ],
+    );
+    let running = Arc::new(json!({
+        "metadata": {"name": "p0-pgadmin-1", "namespace": "team-a",
+            "labels": {"app.kubernetes.io/instance": "p0"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "p0-pgadmin-1"}]},
+        "status": {"containerStatuses": [
+            {"name": "pgadmin", "state": {"running": {"startedAt": "2030-01-01T00:00:30Z"}}}
+        ]},
+    }));
+    if let Some(i) = last(&mut h) {
+        h.snapshots[i].clusters.push("c0".into());
+        h.snapshots[i]
+            .workloads
+            .retain(|w| w["metadata"]["name"] != "p0");
+        h.snapshots[i].workloads.push(failing);
+        h.snapshots[i]
+            .pods
+            .retain(|p| p["metadata"]["labels"]["app.kubernetes.io/instance"] != "p0");
+        h.snapshots[i].pods.push(running);
+    }
+    out.push((
+        "converges-to-oracle",
+        "a PgAdmin whose Pod ran since before its image-pull fault settled ImagePullFailed",
         h,
     ));
 

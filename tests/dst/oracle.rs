@@ -3,7 +3,9 @@
 //!
 //! For each aspect, in the kind's order, the final inputs say: it must fail with one of these
 //! reasons (`Hard`), it may fail with one of these or hold (`Soft`: a fault of the simulated
-//! cluster whose effect depends on whether a Pod or a Job started while it was on), or it holds.
+//! cluster whose effect the history does not settle — a registration Job that may have
+//! succeeded before, a service CA paused after it filled the Secret, a Pod started in the very
+//! second its fault went on), or it holds. Whether a Pod fault acts is read from the Pods.
 //! Ready must then give the first `Hard` reason, a `Soft` one before it, or `AsExpected` when
 //! nothing is `Hard`.
 
@@ -13,7 +15,8 @@ use serde_json::Value;
 use crate::invariants::{Violation, condition, name, violation};
 use crate::kinds::{Exposure, Workload};
 use crate::workloads::{CREDENTIALS, GRANT, STORE};
-use crate::world::{History, Snapshot};
+use crate::world::{History, Snapshot, epoch};
+use k8s_openapi::jiff::Timestamp;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -48,28 +51,111 @@ fn credentials(snap: &Snapshot) -> Verdict {
     }
 }
 
-/// A Pod fault: ImagePullBackOff and CrashLoopBackOff act on a container as it starts (a Pod
-/// already running is untouched), NotReady on a running Pod's readiness at once.
-fn pods(h: &History, instance: &str) -> Verdict {
-    let mut soft = Vec::new();
-    if fault_on(h, WorkloadFault::ImagePullBackOff, instance) {
-        soft.extend(["ImagePullFailed", "RolloutInProgress", "RolloutStuck"]);
+/// Since when (ms) `fault` has been on for `instance`, without a break, if it still is.
+fn on_since(h: &History, fault: WorkloadFault, instance: &str) -> Option<u64> {
+    h.fault_since
+        .iter()
+        .filter(|(r, _)| {
+            r.fault == fault
+                && (r.selector.is_empty()
+                    || r.selector == format!("app.kubernetes.io/instance={instance}"))
+        })
+        .map(|(_, since)| *since)
+        .min()
+}
+
+/// Whether a container of the workload's live Pods started while a fault was on since
+/// `since_ms`, or has yet to start (it will meet the fault).
+#[derive(Debug, PartialEq, Eq)]
+enum Met {
+    Yes,
+    No,
+    /// Started in the very second the fault went on (timestamps have a second's precision).
+    Unsure,
+}
+
+fn met(snap: &Snapshot, instance: &str, since_ms: u64) -> Met {
+    let live: Vec<&Value> = snap
+        .pods
+        .iter()
+        .map(|p| p.as_ref())
+        .filter(|p| {
+            p["metadata"]["labels"]["app.kubernetes.io/instance"] == instance
+                && p["metadata"]["deletionTimestamp"].is_null()
+                && p["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+        })
+        .collect();
+    if live.is_empty() {
+        return Met::Yes;
     }
-    if fault_on(h, WorkloadFault::CrashLoopBackOff, instance) {
-        soft.extend([
-            "CrashLoopBackOff",
-            "PodNotReady",
-            "RolloutInProgress",
-            "RolloutStuck",
-        ]);
+    let since_second = since_ms / 1000;
+    let mut unsure = false;
+    for pod in live {
+        let statuses = pod["status"]["containerStatuses"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if statuses.is_empty() {
+            return Met::Yes;
+        }
+        for status in statuses {
+            let started = status["state"]["running"]["startedAt"]
+                .as_str()
+                .and_then(|t| t.parse::<Timestamp>().ok())
+                .map(|t| t.duration_since(epoch()).as_secs().max(0) as u64);
+            match started {
+                None => return Met::Yes,
+                Some(second) if second > since_second => return Met::Yes,
+                Some(second) if second == since_second => unsure = true,
+                Some(_) => {}
+            }
+        }
+    }
+    if unsure { Met::Unsure } else { Met::No }
+}
+
+/// A Pod fault. ImagePullBackOff and CrashLoopBackOff act on a container as it starts: they
+/// fail the workload when one of its Pods started (or restarted, or has yet to start) while
+/// the fault was on, and leave a Pod running since before untouched. NotReady acts on a
+/// running Pod's readiness at once.
+fn pods(h: &History, snap: &Snapshot, instance: &str) -> Verdict {
+    let mut hard = Vec::new();
+    let mut soft = Vec::new();
+    let starting: [(WorkloadFault, &[&'static str]); 2] = [
+        (
+            WorkloadFault::ImagePullBackOff,
+            &["ImagePullFailed", "RolloutInProgress", "RolloutStuck"],
+        ),
+        (
+            WorkloadFault::CrashLoopBackOff,
+            &[
+                "CrashLoopBackOff",
+                "PodNotReady",
+                "RolloutInProgress",
+                "RolloutStuck",
+            ],
+        ),
+    ];
+    for (fault, reasons) in starting {
+        match on_since(h, fault, instance).map(|since| met(snap, instance, since)) {
+            Some(Met::Yes) => hard.extend(reasons),
+            Some(Met::Unsure) => soft.extend(reasons),
+            Some(Met::No) | None => {}
+        }
     }
     if fault_on(h, WorkloadFault::NotReady, instance) {
         // A Pod that cannot start says why first; one that runs is not ready, and a rollout
         // waiting for it passes its progress deadline.
-        soft.extend(["PodNotReady", "RolloutInProgress", "RolloutStuck"]);
-        return Hard(soft);
+        hard.extend(["PodNotReady", "RolloutInProgress", "RolloutStuck"]);
     }
-    if soft.is_empty() { Holds } else { Soft(soft) }
+    if !hard.is_empty() {
+        hard.extend(soft);
+        Hard(hard)
+    } else if !soft.is_empty() {
+        Soft(soft)
+    } else {
+        Holds
+    }
 }
 
 fn exposure(h: &History, obj: &Value, instance: &str) -> Verdict {
@@ -95,7 +181,7 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
             } else {
                 Hard(vec!["ConsoleImageRequired"])
             },
-            pods(h, instance),
+            pods(h, snap, instance),
             exposure(h, obj, instance),
         ],
         Workload::PgAdmin => {
@@ -111,7 +197,7 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
             } else {
                 Hard(vec!["NoClusterSelected"])
             };
-            let pods = pods(h, instance);
+            let pods = pods(h, snap, instance);
             let mut servers = Vec::new();
             if fault_on(h, WorkloadFault::JobFailed, instance) {
                 servers.push("RegistrationFailed");
@@ -149,7 +235,7 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
             } else {
                 Holds
             };
-            let workload = match (credentials(snap), pods(h, instance)) {
+            let workload = match (credentials(snap), pods(h, snap, instance)) {
                 (Hard(mut a), Soft(b) | Hard(b)) => {
                     a.extend(b);
                     Hard(a)

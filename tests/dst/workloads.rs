@@ -319,15 +319,21 @@ impl World {
                     .map(|(kind, n)| format!("app.kubernetes.io/instance={}", kind.name(n)))
                     .unwrap_or_default();
                 let admin = self.sim.admin();
+                let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
+                    namespace: NS.into(),
+                    selector: selector.clone(),
+                    fault: *fault,
+                };
                 if *on {
-                    let _ = admin.add_workload_fault(NS, &selector, *fault);
+                    if admin.add_workload_fault(NS, &selector, *fault).is_ok()
+                        && !self.fault_since.iter().any(|(r, _)| *r == rule)
+                    {
+                        let now = self.now_ms();
+                        self.fault_since.push((rule, now));
+                    }
                 } else {
-                    let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
-                        namespace: NS.into(),
-                        selector,
-                        fault: *fault,
-                    };
                     admin.clear_workload_faults(Some(&rule));
+                    self.fault_since.retain(|(r, _)| *r != rule);
                 }
             }
             Step::Credentials(change) => self.credentials(*change).await,

@@ -45,6 +45,8 @@ pub struct Snapshot {
     pub workloads: Vec<Arc<Value>>,
     /// What the workload oracle reads: the ObjectStore, the grant, the credential Secret.
     pub inputs: Vec<Arc<Value>>,
+    /// The Pods of the workloads' namespace (whether one started while a fault was on).
+    pub pods: Vec<Arc<Value>>,
 }
 
 /// What a finished schedule leaves for the checkers.
@@ -63,6 +65,8 @@ pub struct History {
     pub mix: Option<Mix>,
     /// The simulated cluster's faults still on at the end (workload schedules).
     pub workload_faults: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
+    /// Each of those with when (ms) it was last turned on.
+    pub fault_since: Vec<(pgtoolbox_sim::cluster::WorkloadFaultRule, u64)>,
     /// The operator's log lines (every incarnation) and the Secret values it must not show.
     pub log_lines: Vec<String>,
     pub secret_values: Vec<String>,
@@ -134,6 +138,8 @@ pub(crate) struct World {
     tampered: Vec<String>,
     bound: Vec<String>,
     cache_dumps: Vec<String>,
+    /// The simulated cluster's faults on, with when each was turned on.
+    pub(crate) fault_since: Vec<(pgtoolbox_sim::cluster::WorkloadFaultRule, u64)>,
 }
 
 impl World {
@@ -174,6 +180,7 @@ impl World {
             tampered: Vec::new(),
             bound: Vec::new(),
             cache_dumps: Vec::new(),
+            fault_since: Vec::new(),
         };
         world.setup().await;
         if mix == Mix::Workloads {
@@ -236,6 +243,7 @@ impl World {
             quiet_until_ms,
             mix: Some(mix),
             workload_faults,
+            fault_since: world.fault_since.clone(),
             log_lines: Vec::new(),
             secret_values,
             held,
@@ -298,7 +306,7 @@ impl World {
         (held, existing)
     }
 
-    fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
     }
 
@@ -723,8 +731,8 @@ async fn observe(
 
 pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
     let in_ns = |o: &Arc<Value>| o["metadata"]["namespace"] == NS;
-    let (workloads, inputs) = match mix {
-        Mix::Access => (Vec::new(), Vec::new()),
+    let (workloads, inputs, pods) = match mix {
+        Mix::Access => (Vec::new(), Vec::new(), Vec::new()),
         Mix::Workloads => (
             crate::kinds::Workload::ALL
                 .iter()
@@ -732,11 +740,13 @@ pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
                 .filter(in_ns)
                 .collect(),
             crate::workloads::inputs(sim),
+            sim.objects("", "pods").into_iter().filter(in_ns).collect(),
         ),
     };
     Snapshot {
         workloads,
         inputs,
+        pods,
         at_ms,
         requests: sim
             .objects("pgtoolbox.fyannk.dev", "pgaccessrequests")
