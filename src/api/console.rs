@@ -6,8 +6,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{NAME_LABEL_MESSAGE, NAME_LABEL_RULE, 
-    CommonStatus, ConsoleExposure, ExposureKind, ExtraMount, KeyRef, default_one, default_true,
+use super::common::{
+    CommonStatus, ConsoleExposure, ExposureKind, ExtraMount, KeyRef, NAME_LABEL_MESSAGE,
+    NAME_LABEL_RULE, default_one, default_true,
 };
 
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -6,7 +6,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{NAME_LABEL_MESSAGE, NAME_LABEL_RULE, CommonStatus, DNS_SUBDOMAIN, default_one};
+use super::common::{
+    CommonStatus, DNS_SUBDOMAIN, NAME_LABEL_MESSAGE, NAME_LABEL_RULE, default_one,
+};
 
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(

@@ -8,7 +8,10 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{NAME_LABEL_MESSAGE, NAME_LABEL_RULE, CommonStatus, DNS_SUBDOMAIN, Exposure, ExposureKind, KeyRef, default_true};
+use super::common::{
+    CommonStatus, DNS_SUBDOMAIN, Exposure, ExposureKind, KeyRef, NAME_LABEL_MESSAGE,
+    NAME_LABEL_RULE, default_true,
+};
 
 /// pgAdmin runs as one process, so there is no replicas field (the Deployment uses Recreate).
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

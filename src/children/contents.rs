@@ -33,7 +33,10 @@ impl Contents {
     /// Every object as last read (tests inspect what the operator keeps in memory).
     #[doc(hidden)]
     pub fn dump(&self) -> Vec<Value> {
-        self.read.iter().map(|e| e.value().1.as_ref().clone()).collect()
+        self.read
+            .iter()
+            .map(|e| e.value().1.as_ref().clone())
+            .collect()
     }
 
     pub fn index(&self) -> &Arc<ReferenceIndex> {

@@ -10,6 +10,7 @@
 //! DST_SCHEDULES=200 cargo test --test dst        # a smaller budget
 //! ```
 
+mod coverage;
 mod invariants;
 mod kinds;
 mod logs;
@@ -347,6 +348,10 @@ fn main() {
     let started = Instant::now();
     failed |= !mutations::all_detected(&crds);
     failed |= !determinism(&crds);
+    failed |= !coverage::every_step_reached(
+        WORKLOAD_SEEDS + a.from..WORKLOAD_SEEDS + a.from + a.workloads,
+        a.steps,
+    );
     for (seed, mix, bug, schedule) in regressions() {
         let violations = invariants::check(&world::run(seed, mix, &schedule, &crds));
         if violations.is_empty() {

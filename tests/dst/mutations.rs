@@ -289,6 +289,37 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
         h,
     ));
 
+    // A running PgAdmin whose extra egress rule reaches any address, said to be confined.
+    let mut h = real.clone();
+    h.workload_faults.clear();
+    h.fault_since.clear();
+    let confined = workload(
+        "PgAdmin",
+        "p0",
+        json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "egress": {"extraRules": [{"ports": [{"port": 636}]}]}}),
+        vec![
+            condition("Ready", "True", "AsExpected"),
+            condition("ConfigurationValid", "True", "AsExpected"),
+            condition("WorkloadReady", "True", "AsExpected"),
+            condition("ExposureReady", "True", "NotRequested"),
+            condition("ServersSynced", "True", "AsExpected"),
+            condition("PgAdminEgressConfined", "True", "AsExpected"),
+        ],
+    );
+    if let Some(i) = last(&mut h) {
+        h.snapshots[i].clusters.push("c0".into());
+        h.snapshots[i]
+            .workloads
+            .retain(|w| w["metadata"]["name"] != "p0");
+        h.snapshots[i].workloads.push(confined);
+    }
+    out.push((
+        "converges-to-oracle",
+        "a PgAdmin egressing to any address said to be confined",
+        h,
+    ));
+
     // The operator patches the user's credential Secret.
     let mut h = real.clone();
     h.log.push(operator_write(
@@ -334,7 +365,10 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
     let credential = crate::workloads::credential(crate::mutations::WORKLOAD_BASE, 1);
     for (what, path) in [
         ("a Secret value in a cache", "read"),
-        ("a user's Secret value in the store of the operator's own Secrets", "stores"),
+        (
+            "a user's Secret value in the store of the operator's own Secrets",
+            "stores",
+        ),
     ] {
         let mut h = real.clone();
         let entry = if path == "read" {

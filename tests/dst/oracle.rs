@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::invariants::{Violation, condition, name, violation};
 use crate::kinds::{Exposure, Workload};
-use crate::workloads::{CREDENTIALS, GRANT, STORE};
+use crate::workloads::{CREDENTIALS, GRANT, SETTINGS_CLUSTER, STORE, target_image};
 use crate::world::{History, Snapshot, epoch};
 use k8s_openapi::jiff::Timestamp;
 
@@ -48,6 +48,52 @@ fn credentials(snap: &Snapshot) -> Verdict {
         None => Hard(vec!["SecretNotFound"]),
         Some(s) if s["data"]["ACCESS_SECRET_KEY"].is_null() => Hard(vec!["SecretKeyMissing"]),
         Some(_) => Holds,
+    }
+}
+
+/// Whether `fault` was on for `instance` at some point of the schedule.
+fn ever_on(h: &History, fault: WorkloadFault, instance: &str) -> bool {
+    h.faults_ever.iter().any(|r| {
+        r.fault == fault
+            && (r.selector.is_empty()
+                || r.selector == format!("app.kubernetes.io/instance={instance}"))
+    })
+}
+
+/// A PgAdmin's settings database: its Cluster must exist; with it, an image change is backed
+/// up first by a Job. A Job fault, or a Pod fault acting on the Job's Pods, may have failed
+/// that backup (the old image keeps running, and a failed backup stays failed until the skip
+/// annotation names the target) or still hold it; whether an image change met the fault is
+/// not read here, so both stay possible.
+fn settings_database(
+    h: &History,
+    snap: &Snapshot,
+    obj: &Value,
+) -> (Option<Vec<&'static str>>, Vec<&'static str>) {
+    let instance = name(obj);
+    if obj["spec"]["configDatabase"].is_null() {
+        return (None, Vec::new());
+    }
+    if !snap.clusters.iter().any(|c| c == SETTINGS_CLUSTER) {
+        return (
+            Some(vec!["ClusterNotFound", "ConfigurationInvalid"]),
+            Vec::new(),
+        );
+    }
+    let skipped = obj["metadata"]["annotations"]["pgtoolbox.fyannk.dev/skip-upgrade-backup"]
+        .as_str()
+        == Some(target_image(obj).as_str());
+    let faulted = [
+        WorkloadFault::JobFailed,
+        WorkloadFault::CrashLoopBackOff,
+        WorkloadFault::ImagePullBackOff,
+    ]
+    .into_iter()
+    .any(|f| ever_on(h, f, instance));
+    if faulted && !skipped {
+        (None, vec!["UpgradeBackupFailed", "UpgradeBackupRunning"])
+    } else {
+        (None, Vec::new())
     }
 }
 
@@ -197,7 +243,27 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
             } else {
                 Hard(vec!["NoClusterSelected"])
             };
-            let pods = pods(h, snap, instance);
+            let (database_config, backup) = settings_database(h, snap, obj);
+            let config = match (config, database_config) {
+                (Hard(mut a), Some(b)) => {
+                    a.extend(b);
+                    Hard(a)
+                }
+                (_, Some(b)) => Hard(b),
+                (config, None) => config,
+            };
+            let pods = match (pods(h, snap, instance), backup.is_empty()) {
+                (pods, true) => pods,
+                (Hard(mut a), false) => {
+                    a.extend(backup);
+                    Hard(a)
+                }
+                (Soft(mut a), false) => {
+                    a.extend(backup);
+                    Soft(a)
+                }
+                (Holds, false) => Soft(backup),
+            };
             let mut servers = Vec::new();
             if fault_on(h, WorkloadFault::JobFailed, instance) {
                 servers.push("RegistrationFailed");
@@ -273,6 +339,81 @@ pub fn allowed_ready(verdicts: &[Verdict]) -> Vec<&'static str> {
     allowed
 }
 
+/// What an advisory condition (never in Ready) may say: its `(status, reason)`s, `None` for
+/// absent.
+type Allowed = Vec<Option<(&'static str, &'static str)>>;
+
+/// The advisory conditions the final inputs decide, with what each may say. The verdicts of
+/// the aspects say whether the workload runs and whether its configuration holds.
+fn advisories(
+    h: &History,
+    kind: Workload,
+    obj: &Value,
+    verdicts: &[Verdict],
+) -> Vec<(&'static str, Allowed)> {
+    let instance = name(obj);
+    let spec = &obj["spec"];
+    let pods_hold = verdicts.get(1) == Some(&Holds);
+    match kind {
+        // Running (Pods untouched by a fault), the egress policy is judged: open when an extra
+        // rule reaches an unnamed destination. Not running, it waits (Unknown).
+        Workload::PgAdmin => {
+            let rules = spec["egress"]["extraRules"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let open = rules.iter().any(|r| {
+                let to = r["to"].as_array().map(Vec::as_slice).unwrap_or_default();
+                to.is_empty()
+                    || to
+                        .iter()
+                        .any(|p| p["ipBlock"]["cidr"].as_str() == Some("10.0.0.0/8"))
+            });
+            let judged = if open {
+                ("False", "PgAdminEgressOpen")
+            } else {
+                ("True", "AsExpected")
+            };
+            let mut allowed = vec![Some(judged)];
+            if !pods_hold {
+                allowed.push(Some(("Unknown", "PgAdminNotRunning")));
+            }
+            vec![("PgAdminEgressConfined", allowed)]
+        }
+        // Judged only once the console renders (an image), and the Pods are settled: a fault
+        // holding a rollout may keep an old Pod trusting peers (Kept, TrustUnverified).
+        Workload::Console if spec["image"].is_string() => {
+            let exposure = Exposure::of_spec(spec);
+            let judged = match exposure {
+                Exposure::ClusterIp => None,
+                // Confined to the router's namespaces by default.
+                Exposure::Route => Some(("True", "AsExpected")),
+                // No `from`: no policy rendered, any Pod reaches the port.
+                Exposure::Ingress => Some(("False", "ExposureOpen")),
+            };
+            let mut confined = vec![judged];
+            if !pods_hold {
+                confined.push(Some(("False", "ExposurePolicyKept")));
+                confined.push(Some(("False", "ExposureTrustUnverified")));
+            }
+            if exposure != Exposure::ClusterIp && fault_on(h, WorkloadFault::NotAdmitted, instance)
+            {
+                confined.push(None);
+            }
+            // The console mirrors the CAs (no instanceCABundleRef); the sim's CloudNativePG
+            // gives every Cluster its CA Secret.
+            vec![
+                ("ExposureConfined", confined),
+                (
+                    "InstanceCABundleComplete",
+                    vec![Some(("True", "AsExpected"))],
+                ),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Every workload converges: Ready says what its final inputs and faults allow, the first
 /// failing aspect says it too, and the status is of the current generation.
 pub fn workloads_converge(h: &History, snap: &Snapshot) -> Vec<Violation> {
@@ -297,6 +438,24 @@ pub fn workloads_converge(h: &History, snap: &Snapshot) -> Vec<Violation> {
                     name(obj)
                 ),
             ));
+        }
+        for (type_, allowed) in advisories(h, kind, obj, &verdicts) {
+            let said = condition(obj, type_).map(|c| {
+                (
+                    c["status"].as_str().unwrap_or_default(),
+                    c["reason"].as_str().unwrap_or_default(),
+                )
+            });
+            if !allowed.contains(&said) {
+                out.push(violation(
+                    "converges-to-oracle",
+                    format!(
+                        "{} {} says {type_} {said:?}, expected one of {allowed:?} ({verdicts:?})",
+                        kind.kind(),
+                        name(obj)
+                    ),
+                ));
+            }
         }
         let observed = obj["status"]["observedGeneration"].as_i64();
         if observed != obj["metadata"]["generation"].as_i64() {

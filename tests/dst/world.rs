@@ -67,6 +67,8 @@ pub struct History {
     pub workload_faults: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
     /// Each of those with when (ms) it was last turned on.
     pub fault_since: Vec<(pgtoolbox_sim::cluster::WorkloadFaultRule, u64)>,
+    /// Every fault of the simulated cluster turned on at some point.
+    pub faults_ever: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
     /// The operator's log lines (every incarnation) and the Secret values it must not show.
     pub log_lines: Vec<String>,
     pub secret_values: Vec<String>,
@@ -140,6 +142,7 @@ pub(crate) struct World {
     cache_dumps: Vec<String>,
     /// The simulated cluster's faults on, with when each was turned on.
     pub(crate) fault_since: Vec<(pgtoolbox_sim::cluster::WorkloadFaultRule, u64)>,
+    pub(crate) faults_ever: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
 }
 
 impl World {
@@ -181,6 +184,7 @@ impl World {
             bound: Vec::new(),
             cache_dumps: Vec::new(),
             fault_since: Vec::new(),
+            faults_ever: Vec::new(),
         };
         world.setup().await;
         if mix == Mix::Workloads {
@@ -244,6 +248,7 @@ impl World {
             mix: Some(mix),
             workload_faults,
             fault_since: world.fault_since.clone(),
+            faults_ever: world.faults_ever.clone(),
             log_lines: Vec::new(),
             secret_values,
             held,
