@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::invariants::{Violation, condition, name, violation};
 use crate::kinds::{Exposure, Workload};
-use crate::workloads::{CREDENTIALS, GRANT, SETTINGS_CLUSTER, STORE, target_image};
+use crate::workloads::{BACKUP_JOBS, CREDENTIALS, GRANT, SETTINGS_CLUSTER, STORE, target_image};
 use crate::world::{History, Snapshot, epoch};
 use k8s_openapi::jiff::Timestamp;
 
@@ -89,7 +89,10 @@ fn settings_database(
         WorkloadFault::ImagePullBackOff,
     ]
     .into_iter()
-    .any(|f| ever_on(h, f, instance));
+    .any(|f| ever_on(h, f, instance))
+        || h.faults_ever
+            .iter()
+            .any(|r| r.selector == format!("{BACKUP_JOBS},app.kubernetes.io/instance={instance}"));
     if faulted && !skipped {
         (None, vec!["UpgradeBackupFailed", "UpgradeBackupRunning"])
     } else {

@@ -126,6 +126,13 @@ pub enum Step {
         n: usize,
         on: bool,
     },
+    /// PgAdmin `n`'s image changed (backed up first when it has a settings database), its
+    /// backup Jobs failing from now on when `backup_fails`.
+    Upgrade {
+        n: usize,
+        image: &'static str,
+        backup_fails: bool,
+    },
     /// PgAdmin `n` annotated to skip the upgrade backup to its current target image.
     SkipBackup {
         n: usize,
@@ -449,6 +456,11 @@ impl Generator {
                 on: self.chance(70),
             },
             94..=95 => Step::SkipBackup { n },
+            96..=98 => Step::Upgrade {
+                n,
+                image: IMAGES[self.below(IMAGES.len())],
+                backup_fails: self.chance(50),
+            },
             _ => Step::Sleep {
                 millis: self.rng.random_range(0..70_000),
             },

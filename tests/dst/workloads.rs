@@ -13,6 +13,7 @@ use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
 use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::supervisor::{DefaultImages, OperatorSettings};
+use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::{Value, json};
 
 use crate::kinds::{Exposure, GROUP, Workload};
@@ -25,6 +26,8 @@ pub const OPERATOR_NS: &str = "pgtoolbox-system";
 pub const CREDENTIALS: &str = "store-s3";
 pub const STORE: &str = "store";
 pub const GRANT: &str = "grant-p1";
+/// The selector of a PgAdmin's upgrade backup Jobs (their component label).
+pub const BACKUP_JOBS: &str = "app.kubernetes.io/component=pgadmin-upgrade-backup";
 /// The Cluster a PgAdmin's settings database lives in.
 pub const SETTINGS_CLUSTER: &str = "c0";
 pub const PGADMIN_IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
@@ -359,6 +362,35 @@ impl World {
                     json!({"spec": {"configDatabase": database}}),
                 )
                 .await;
+            }
+            Step::Upgrade {
+                n,
+                image,
+                backup_fails,
+            } => {
+                let instance = Workload::PgAdmin.name(*n);
+                if *backup_fails {
+                    let selector = format!("{BACKUP_JOBS},app.kubernetes.io/instance={instance}");
+                    let fault = WorkloadFault::JobFailed;
+                    let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
+                        namespace: NS.into(),
+                        selector: selector.clone(),
+                        fault,
+                    };
+                    if self
+                        .sim
+                        .admin()
+                        .add_workload_fault(NS, &selector, fault)
+                        .is_ok()
+                        && !self.fault_since.iter().any(|(r, _)| *r == rule)
+                    {
+                        let now = self.now_ms();
+                        self.faults_ever.push(rule.clone());
+                        self.fault_since.push((rule, now));
+                    }
+                }
+                self.patch_workload(Workload::PgAdmin, *n, json!({"spec": {"image": image}}))
+                    .await;
             }
             Step::SkipBackup { n } => {
                 let stored = self
