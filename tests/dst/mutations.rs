@@ -163,6 +163,23 @@ fn operator_write(at_ms: u64, method: &str, uri: &str, before: Value, after: Val
     }
 }
 
+/// The settled snapshot with Cluster `c0` and PgAdmin `p0` as given (its Pods too, when given).
+fn settle_p0(h: &mut History, p0: Arc<Value>, pod: Option<Arc<Value>>) {
+    let end = h.settled_ms;
+    let Some(i) = h.snapshots.iter().rposition(|s| s.at_ms <= end) else {
+        return;
+    };
+    let snap = &mut h.snapshots[i];
+    snap.clusters.push("c0".into());
+    snap.workloads.retain(|w| w["metadata"]["name"] != "p0");
+    snap.workloads.push(p0);
+    if let Some(pod) = pod {
+        snap.pods
+            .retain(|p| p["metadata"]["labels"]["app.kubernetes.io/instance"] != "p0");
+        snap.pods.push(pod);
+    }
+}
+
 /// Mutants of a workload schedule's history, one per guarantee the workload kinds add.
 fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)> {
     let end = real.settled_ms;
@@ -231,13 +248,7 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
             condition("WorkloadReady", "False", "RolloutInProgress"),
         ],
     );
-    if let Some(i) = last(&mut h) {
-        h.snapshots[i].clusters.push("c0".into());
-        h.snapshots[i]
-            .workloads
-            .retain(|w| w["metadata"]["name"] != "p0");
-        h.snapshots[i].workloads.push(stuck);
-    }
+    settle_p0(&mut h, stuck, None);
     out.push((
         "converges-to-oracle",
         "a PgAdmin with valid inputs and no fault settled not Ready",
@@ -272,17 +283,7 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
             {"name": "pgadmin", "state": {"running": {"startedAt": "2030-01-01T00:00:30Z"}}}
         ]},
     }));
-    if let Some(i) = last(&mut h) {
-        h.snapshots[i].clusters.push("c0".into());
-        h.snapshots[i]
-            .workloads
-            .retain(|w| w["metadata"]["name"] != "p0");
-        h.snapshots[i].workloads.push(failing);
-        h.snapshots[i]
-            .pods
-            .retain(|p| p["metadata"]["labels"]["app.kubernetes.io/instance"] != "p0");
-        h.snapshots[i].pods.push(running);
-    }
+    settle_p0(&mut h, failing, Some(running));
     out.push((
         "converges-to-oracle",
         "a PgAdmin whose Pod ran since before its image-pull fault settled ImagePullFailed",
@@ -307,13 +308,7 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
             condition("PgAdminEgressConfined", "True", "AsExpected"),
         ],
     );
-    if let Some(i) = last(&mut h) {
-        h.snapshots[i].clusters.push("c0".into());
-        h.snapshots[i]
-            .workloads
-            .retain(|w| w["metadata"]["name"] != "p0");
-        h.snapshots[i].workloads.push(confined);
-    }
+    settle_p0(&mut h, confined, None);
     out.push((
         "converges-to-oracle",
         "a PgAdmin egressing to any address said to be confined",
