@@ -797,8 +797,15 @@ fn cel_error(failure: &kube_cel::ValidationError, object: &Value) -> FieldError 
             ),
         },
     };
+    // A rule at the root has no field path: a real server prints the nil path as `<nil>`
+    // (apimachinery's `field.Path.String`), in the message and in the cause's `field`.
+    let path = if failure.field_path.is_empty() {
+        "<nil>".to_string()
+    } else {
+        failure.field_path.clone()
+    };
     FieldError {
-        path: failure.field_path.clone(),
+        path,
         kind,
         message,
     }
@@ -1104,6 +1111,25 @@ mod tests {
         assert_eq!(
             errors[0].to_string(),
             r#"spec: Invalid value: "object": clusterRole is immutable"#
+        );
+    }
+
+    #[test]
+    fn a_root_rule_reads_the_name_and_fails_at_the_nil_path() {
+        let schema = CrdSchema::from_openapi_schema(json!({
+            "type": "object",
+            "x-kubernetes-validations": [{
+                "rule": "!self.metadata.name.contains('.')",
+                "message": "metadata.name has a dot"
+            }],
+            "properties": {"spec": {"type": "object"}}
+        }))
+        .unwrap();
+        let object = |name: &str| json!({"metadata": {"name": name}, "spec": {}});
+        assert_eq!(schema.validate(&object("my-console"), None), Ok(()));
+        assert_eq!(
+            messages(schema.validate(&object("my.console"), None)),
+            vec![r#"<nil>: Invalid value: "object": metadata.name has a dot"#]
         );
     }
 

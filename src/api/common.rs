@@ -15,6 +15,15 @@ pub const VERSION: &str = "v1alpha1";
 pub(crate) const DNS_SUBDOMAIN: &str =
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
+/// Kinds whose children (a Service first of all) are named after them accept only names that
+/// can head a DNS-1035 label: a dotted or digit-first name would be accepted, then fail at its
+/// first Service. Long names are fine: child names are shortened (`reconcile::children::naming`).
+pub(crate) const NAME_LABEL_RULE: &str =
+    "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')";
+pub(crate) const NAME_LABEL_MESSAGE: &str = "metadata.name must start with a lower-case letter \
+    and hold only lower-case letters, digits and '-' (no '.'), since the Services of this kind \
+    are named after it";
+
 pub(crate) fn default_true() -> bool {
     true
 }

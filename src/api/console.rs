@@ -7,7 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    CommonStatus, ConsoleExposure, ExposureKind, ExtraMount, KeyRef, default_one, default_true,
+    CommonStatus, ConsoleExposure, ExposureKind, ExtraMount, KeyRef, NAME_LABEL_MESSAGE,
+    NAME_LABEL_RULE, default_one, default_true,
 };
 
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -35,7 +36,8 @@ use super::common::{
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
-    )
+    ),
+    validation = Rule::new(NAME_LABEL_RULE).message(NAME_LABEL_MESSAGE)
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PgToolBoxConsoleSpec {

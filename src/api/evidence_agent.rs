@@ -6,7 +6,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{CommonStatus, DNS_SUBDOMAIN, default_one};
+use super::common::{
+    CommonStatus, DNS_SUBDOMAIN, NAME_LABEL_MESSAGE, NAME_LABEL_RULE, default_one,
+};
 
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -33,7 +35,8 @@ use super::common::{CommonStatus, DNS_SUBDOMAIN, default_one};
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
-    )
+    ),
+    validation = Rule::new(NAME_LABEL_RULE).message(NAME_LABEL_MESSAGE)
 )]
 #[serde(rename_all = "camelCase")]
 pub struct EvidenceAgentSpec {

@@ -8,7 +8,10 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{CommonStatus, DNS_SUBDOMAIN, Exposure, ExposureKind, KeyRef, default_true};
+use super::common::{
+    CommonStatus, DNS_SUBDOMAIN, Exposure, ExposureKind, KeyRef, NAME_LABEL_MESSAGE,
+    NAME_LABEL_RULE, default_true,
+};
 
 /// pgAdmin runs as one process, so there is no replicas field (the Deployment uses Recreate).
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -36,7 +39,8 @@ use super::common::{CommonStatus, DNS_SUBDOMAIN, Exposure, ExposureKind, KeyRef,
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
-    )
+    ),
+    validation = Rule::new(NAME_LABEL_RULE).message(NAME_LABEL_MESSAGE)
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PgAdminSpec {

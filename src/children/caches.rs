@@ -145,6 +145,54 @@ impl OperatorCaches {
             .collect()
     }
 
+    /// Everything these caches hold, as one JSON document keyed by cache: each child store's
+    /// objects, each reference index's entries, each read object. Tests look in it for Secret
+    /// values, which no cache may hold but a Secret the operator writes itself.
+    #[doc(hidden)]
+    pub fn dump(&self) -> String {
+        use serde_json::json;
+        let stores = json!({
+            "serviceAccounts": self.service_accounts.dump(),
+            "services": self.services.dump(),
+            "deployments": self.deployments.dump(),
+            "replicaSets": self.replica_sets.dump(),
+            "pods": self.pods.dump(),
+            "configMaps": self.config_maps.dump(),
+            "jobs": self.jobs.dump(),
+            "persistentVolumeClaims": self.persistent_volume_claims.dump(),
+            "roleBindings": self.role_bindings.dump(),
+            "networkPolicies": self.network_policies.dump(),
+            "ingresses": self.ingresses.dump(),
+            "routes": self.routes.dump(),
+            "httpRoutes": self.http_routes.dump(),
+            "ownedSecrets": self.owned_secrets.dump(),
+            "accessBindings": self.access_bindings.dump(),
+        });
+        let read: [(&str, &Arc<Contents>); 7] = [
+            ("clusters", &self.clusters),
+            ("poolers", &self.poolers),
+            ("objectStores", &self.object_stores),
+            ("pgadminAccesses", &self.pgadmin_accesses),
+            ("databaseRoles", &self.database_roles),
+            ("databases", &self.databases),
+            ("namespaceNetworkPolicies", &self.namespace_network_policies),
+        ];
+        let indexes: Vec<(&str, &Arc<ReferenceIndex>)> = read
+            .iter()
+            .map(|(name, c)| (*name, c.index()))
+            .chain([
+                ("secrets", &self.secrets),
+                ("referencedConfigMaps", &self.referenced_config_maps),
+            ])
+            .collect();
+        json!({
+            "stores": stores,
+            "read": read.iter().map(|(name, c)| ((*name).to_string(), json!(c.dump()))).collect::<serde_json::Map<_, _>>(),
+            "indexes": indexes.iter().map(|(name, i)| ((*name).to_string(), json!(i.dump()))).collect::<serde_json::Map<_, _>>(),
+        })
+        .to_string()
+    }
+
     pub fn new() -> Self {
         let contents =
             |index: Arc<ReferenceIndex>, resource: ApiResource| Contents::new(index, resource);

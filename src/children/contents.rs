@@ -30,6 +30,15 @@ impl Contents {
     }
 
     /// The index whose versions decide when to read again.
+    /// Every object as last read (tests inspect what the operator keeps in memory).
+    #[doc(hidden)]
+    pub fn dump(&self) -> Vec<Value> {
+        self.read
+            .iter()
+            .map(|e| e.value().1.as_ref().clone())
+            .collect()
+    }
+
     pub fn index(&self) -> &Arc<ReferenceIndex> {
         &self.index
     }

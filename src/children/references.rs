@@ -174,6 +174,16 @@ impl ReferenceIndex {
     }
 
     /// Every user with a registration, by name or by namespace (sorted, once each).
+    /// What is kept of each existing object, one line each (tests inspect what the operator
+    /// keeps in memory).
+    #[doc(hidden)]
+    pub fn dump(&self) -> Vec<String> {
+        self.present
+            .iter()
+            .map(|e| format!("{:?} {:?}", e.key(), e.value()))
+            .collect()
+    }
+
     pub fn users_registered(&self) -> Vec<KindKey> {
         let mut users = self.names.users_registered();
         users.extend(self.namespaces.users_registered());

@@ -101,6 +101,17 @@ pub struct ChildStore<C> {
     synced: Synced,
 }
 
+impl<C: serde::Serialize> ChildStore<C> {
+    /// Every cached child as JSON (tests inspect what the operator keeps in memory).
+    #[doc(hidden)]
+    pub fn dump(&self) -> Vec<serde_json::Value> {
+        self.entries
+            .iter()
+            .filter_map(|e| serde_json::to_value(e.value().object.as_ref()).ok())
+            .collect()
+    }
+}
+
 impl<C> ChildStore<C>
 where
     C: Resource<DynamicType = (), Scope = NamespaceResourceScope>

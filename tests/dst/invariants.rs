@@ -46,6 +46,7 @@ pub fn check(h: &History) -> Vec<Violation> {
     out.extend(quiet_end(h));
     out.extend(crate::leader::at_most_one_writer(h));
     out.extend(crate::oracle::no_secret_in_logs(h));
+    out.extend(crate::oracle::no_secret_in_caches(h));
     out.extend(crate::oracle::nothing_outlives_its_object(h));
     out
 }

@@ -92,8 +92,23 @@ fn telltales(decoded: &str, stored: &str) -> Vec<String> {
 /// Every secret value of every Secret of the sim (user credentials, the sim's generated
 /// passwords and CA keys, the operator's CA and serving keys).
 pub fn secret_values(sim: &InProcessSim) -> Vec<String> {
+    secret_values_of(sim, |_| true)
+}
+
+/// The secret values of the Secrets the operator writes: its children (label managed-by) and
+/// its CA in its own namespace.
+pub fn own_secret_values(sim: &InProcessSim) -> Vec<String> {
+    secret_values_of(sim, |s| {
+        s["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pgtoolbox-operator"
+            || (s["metadata"]["namespace"] == crate::workloads::OPERATOR_NS
+                && s["metadata"]["name"]
+                    == pgtoolbox_operator::actors::evidence_agent::CA_SECRET_NAME)
+    })
+}
+
+fn secret_values_of(sim: &InProcessSim, pick: impl Fn(&serde_json::Value) -> bool) -> Vec<String> {
     let mut out = Vec::new();
-    for secret in sim.objects("", "secrets") {
+    for secret in sim.objects("", "secrets").into_iter().filter(|s| pick(s)) {
         let Some(data) = secret["data"].as_object() else {
             continue;
         };

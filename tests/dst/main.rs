@@ -11,6 +11,7 @@
 //! DST_SCHEDULES=200 cargo test --test dst        # a smaller budget
 //! ```
 
+mod coverage;
 mod invariants;
 mod kinds;
 mod leader;
@@ -197,7 +198,7 @@ fn args() -> Args {
         workloads: std::env::var("DST_WORKLOAD_SCHEDULES")
             .ok()
             .and_then(|s| s.parse().ok())
-            .unwrap_or(80),
+            .unwrap_or(DEFAULT_WORKLOAD_SCHEDULES),
         steps: world::Options::default().steps,
         from: 0,
         verbose: false,
@@ -228,6 +229,9 @@ fn args() -> Args {
         && !filters.iter().any(|f| "dst".contains(f.as_str()));
     a
 }
+
+/// Workload schedules of the CI budget.
+const DEFAULT_WORKLOAD_SCHEDULES: u64 = 80;
 
 /// Seeds from here on draw a workload schedule (the console, PgAdmin and EvidenceAgent kinds
 /// on the simulated cluster); the seeds below, a PgAccessRequest one.
@@ -395,6 +399,12 @@ fn main() {
     let started = Instant::now();
     failed |= !mutations::all_detected(&crds);
     failed |= !determinism(&crds);
+    let reached = coverage::every_step_reached(
+        WORKLOAD_SEEDS + a.from..WORKLOAD_SEEDS + a.from + a.workloads,
+        a.steps,
+    );
+    // The CI budget (or a larger one) must draw every step; a smaller hand run only says so.
+    failed |= !reached && a.workloads >= DEFAULT_WORKLOAD_SCHEDULES;
     for (seed, mix, bug, schedule) in regressions() {
         let violations = invariants::check(&world::run(seed, mix, &schedule, &crds));
         if violations.is_empty() {

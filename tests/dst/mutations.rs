@@ -44,6 +44,7 @@ fn snapshot(at_ms: u64, requests: Vec<Arc<Value>>, bindings: Vec<Arc<Value>>) ->
         clusters: Vec::new(),
         workloads: Vec::new(),
         inputs: Vec::new(),
+        pods: Vec::new(),
     }
 }
 
@@ -191,6 +192,23 @@ fn operator_write(at_ms: u64, method: &str, uri: &str, before: Value, after: Val
     }
 }
 
+/// The settled snapshot with Cluster `c0` and PgAdmin `p0` as given (its Pods too, when given).
+fn settle_p0(h: &mut History, p0: Arc<Value>, pod: Option<Arc<Value>>) {
+    let end = h.settled_ms;
+    let Some(i) = h.snapshots.iter().rposition(|s| s.at_ms <= end) else {
+        return;
+    };
+    let snap = &mut h.snapshots[i];
+    snap.clusters.push("c0".into());
+    snap.workloads.retain(|w| w["metadata"]["name"] != "p0");
+    snap.workloads.push(p0);
+    if let Some(pod) = pod {
+        snap.pods
+            .retain(|p| p["metadata"]["labels"]["app.kubernetes.io/instance"] != "p0");
+        snap.pods.push(pod);
+    }
+}
+
 /// Mutants of a workload schedule's history, one per guarantee the workload kinds add.
 fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)> {
     let end = real.settled_ms;
@@ -259,16 +277,70 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
             condition("WorkloadReady", "False", "RolloutInProgress"),
         ],
     );
-    if let Some(i) = last(&mut h) {
-        h.snapshots[i].clusters.push("c0".into());
-        h.snapshots[i]
-            .workloads
-            .retain(|w| w["metadata"]["name"] != "p0");
-        h.snapshots[i].workloads.push(stuck);
-    }
+    settle_p0(&mut h, stuck, None);
     out.push((
         "converges-to-oracle",
         "a PgAdmin with valid inputs and no fault settled not Ready",
+        h,
+    ));
+
+    // A Pod running since before ImagePullBackOff went on is untouched by it: a PgAdmin that
+    // says ImagePullFailed over it is wrong (the oracle reads when the Pod started).
+    let mut h = real.clone();
+    let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
+        namespace: "team-a".into(),
+        selector: "app.kubernetes.io/instance=p0".into(),
+        fault: pgtoolbox_sim::cluster::WorkloadFault::ImagePullBackOff,
+    };
+    h.workload_faults = vec![rule.clone()];
+    h.fault_since = vec![(rule, 60_000)];
+    let failing = workload(
+        "PgAdmin",
+        "p0",
+        json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}}}),
+        vec![
+            condition("Ready", "False", "ImagePullFailed"),
+            condition("ConfigurationValid", "True", "AsExpected"),
+            condition("WorkloadReady", "False", "ImagePullFailed"),
+        ],
+    );
+    let running = Arc::new(json!({
+        "metadata": {"name": "p0-pgadmin-1", "namespace": "team-a",
+            "labels": {"app.kubernetes.io/instance": "p0"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "p0-pgadmin-1"}]},
+        "status": {"containerStatuses": [
+            {"name": "pgadmin", "state": {"running": {"startedAt": "2030-01-01T00:00:30Z"}}}
+        ]},
+    }));
+    settle_p0(&mut h, failing, Some(running));
+    out.push((
+        "converges-to-oracle",
+        "a PgAdmin whose Pod ran since before its image-pull fault settled ImagePullFailed",
+        h,
+    ));
+
+    // A running PgAdmin whose extra egress rule reaches any address, said to be confined.
+    let mut h = real.clone();
+    h.workload_faults.clear();
+    h.fault_since.clear();
+    let confined = workload(
+        "PgAdmin",
+        "p0",
+        json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "egress": {"extraRules": [{"ports": [{"port": 636}]}]}}),
+        vec![
+            condition("Ready", "True", "AsExpected"),
+            condition("ConfigurationValid", "True", "AsExpected"),
+            condition("WorkloadReady", "True", "AsExpected"),
+            condition("ExposureReady", "True", "NotRequested"),
+            condition("ServersSynced", "True", "AsExpected"),
+            condition("PgAdminEgressConfined", "True", "AsExpected"),
+        ],
+    );
+    settle_p0(&mut h, confined, None);
+    out.push((
+        "converges-to-oracle",
+        "a PgAdmin egressing to any address said to be confined",
         h,
     ));
 
@@ -312,6 +384,26 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
     }
     out.push(("no-secret-in-logs", "a Secret value logged", h));
 
+    // A user's credential in a cache (an ObjectStore read with its Secret's data inlined), and
+    // in the one store allowed the operator's own keys.
+    let credential = crate::workloads::credential(crate::mutations::WORKLOAD_BASE, 1);
+    for (what, path) in [
+        ("a Secret value in a cache", "read"),
+        (
+            "a user's Secret value in the store of the operator's own Secrets",
+            "stores",
+        ),
+    ] {
+        let mut h = real.clone();
+        let entry = if path == "read" {
+            json!({"read": {"objectStores": [{"data": {"ACCESS_SECRET_KEY": credential}}]}})
+        } else {
+            json!({"stores": {"ownedSecrets": [{"stringData": credential}]}})
+        };
+        h.cache_dumps.push(entry.to_string());
+        out.push(("no-secret-in-caches", what, h));
+    }
+
     // A timer kept for a deleted agent.
     let mut h = real.clone();
     h.held
@@ -340,7 +432,7 @@ fn base(seed: u64, crds: &str) -> (History, bool) {
 /// Seeds of the real histories the mutants are made from: a PgAccessRequest schedule, a
 /// workload schedule, and a PgAccessRequest schedule with two replicas.
 const ACCESS_BASE: u64 = 7;
-const WORKLOAD_BASE: u64 = crate::WORKLOAD_SEEDS + 8;
+pub const WORKLOAD_BASE: u64 = crate::WORKLOAD_SEEDS + 8;
 /// A two-replica schedule in which the Lease changes hands.
 const LEADER_BASE: u64 = 3;
 
@@ -352,9 +444,13 @@ pub fn all_detected(crds: &str) -> bool {
     if workload_real.secret_values.is_empty()
         || workload_real.log_lines.is_empty()
         || workload_real.held.is_empty()
+        || workload_real.cache_dumps.is_empty()
+        || !workload_real
+            .secret_values
+            .contains(&crate::workloads::credential(WORKLOAD_BASE, 1))
     {
         eprintln!(
-            "mutation base seed {WORKLOAD_BASE} has no Secret value, no log line or no census"
+            "mutation base seed {WORKLOAD_BASE} has no Secret value, no log line, no census or no cache dump"
         );
         ok = false;
     }

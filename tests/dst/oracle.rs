@@ -3,7 +3,9 @@
 //!
 //! For each aspect, in the kind's order, the final inputs say: it must fail with one of these
 //! reasons (`Hard`), it may fail with one of these or hold (`Soft`: a fault of the simulated
-//! cluster whose effect depends on whether a Pod or a Job started while it was on), or it holds.
+//! cluster whose effect the history does not settle — a registration Job that may have
+//! succeeded before, a service CA paused after it filled the Secret, a Pod started in the very
+//! second its fault went on), or it holds. Whether a Pod fault acts is read from the Pods.
 //! Ready must then give the first `Hard` reason, a `Soft` one before it, or `AsExpected` when
 //! nothing is `Hard`.
 
@@ -12,8 +14,9 @@ use serde_json::Value;
 
 use crate::invariants::{Violation, condition, name, violation};
 use crate::kinds::{Exposure, Workload};
-use crate::workloads::{CREDENTIALS, GRANT, STORE};
-use crate::world::{History, Snapshot};
+use crate::workloads::{BACKUP_JOBS, CREDENTIALS, GRANT, SETTINGS_CLUSTER, STORE, target_image};
+use crate::world::{History, Snapshot, epoch};
+use k8s_openapi::jiff::Timestamp;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -48,28 +51,160 @@ fn credentials(snap: &Snapshot) -> Verdict {
     }
 }
 
-/// A Pod fault: ImagePullBackOff and CrashLoopBackOff act on a container as it starts (a Pod
-/// already running is untouched), NotReady on a running Pod's readiness at once.
-fn pods(h: &History, instance: &str) -> Verdict {
-    let mut soft = Vec::new();
-    if fault_on(h, WorkloadFault::ImagePullBackOff, instance) {
-        soft.extend(["ImagePullFailed", "RolloutInProgress", "RolloutStuck"]);
+/// Whether `fault` was on for `instance` at some point of the schedule.
+fn ever_on(h: &History, fault: WorkloadFault, instance: &str) -> bool {
+    h.faults_ever.iter().any(|r| {
+        r.fault == fault
+            && (r.selector.is_empty()
+                || r.selector == format!("app.kubernetes.io/instance={instance}"))
+    })
+}
+
+/// A PgAdmin's settings database: its Cluster must exist; with it, an image change is backed
+/// up first by a Job. A Job fault, or a Pod fault acting on the Job's Pods, may have failed
+/// that backup (the old image keeps running, and a failed backup stays failed until the skip
+/// annotation names the target) or still hold it; whether an image change met the fault is
+/// not read here, so both stay possible.
+fn settings_database(
+    h: &History,
+    snap: &Snapshot,
+    obj: &Value,
+) -> (Option<Vec<&'static str>>, Vec<&'static str>) {
+    let instance = name(obj);
+    if obj["spec"]["configDatabase"].is_null() {
+        return (None, Vec::new());
     }
-    if fault_on(h, WorkloadFault::CrashLoopBackOff, instance) {
-        soft.extend([
-            "CrashLoopBackOff",
-            "PodNotReady",
-            "RolloutInProgress",
-            "RolloutStuck",
-        ]);
+    if !snap.clusters.iter().any(|c| c == SETTINGS_CLUSTER) {
+        return (
+            Some(vec!["ClusterNotFound", "ConfigurationInvalid"]),
+            Vec::new(),
+        );
+    }
+    let skipped = obj["metadata"]["annotations"]["pgtoolbox.fyannk.dev/skip-upgrade-backup"]
+        .as_str()
+        == Some(target_image(obj).as_str());
+    let faulted = [
+        WorkloadFault::JobFailed,
+        WorkloadFault::CrashLoopBackOff,
+        WorkloadFault::ImagePullBackOff,
+    ]
+    .into_iter()
+    .any(|f| ever_on(h, f, instance))
+        || h.faults_ever
+            .iter()
+            .any(|r| r.selector == format!("{BACKUP_JOBS},app.kubernetes.io/instance={instance}"));
+    if faulted && !skipped {
+        (None, vec!["UpgradeBackupFailed", "UpgradeBackupRunning"])
+    } else {
+        (None, Vec::new())
+    }
+}
+
+/// Since when (ms) `fault` has been on for `instance`, without a break, if it still is.
+fn on_since(h: &History, fault: WorkloadFault, instance: &str) -> Option<u64> {
+    h.fault_since
+        .iter()
+        .filter(|(r, _)| {
+            r.fault == fault
+                && (r.selector.is_empty()
+                    || r.selector == format!("app.kubernetes.io/instance={instance}"))
+        })
+        .map(|(_, since)| *since)
+        .min()
+}
+
+/// Whether a container of the workload's live Pods started while a fault was on since
+/// `since_ms`, or has yet to start (it will meet the fault).
+#[derive(Debug, PartialEq, Eq)]
+enum Met {
+    Yes,
+    No,
+    /// Started in the very second the fault went on (timestamps have a second's precision).
+    Unsure,
+}
+
+fn met(snap: &Snapshot, instance: &str, since_ms: u64) -> Met {
+    let live: Vec<&Value> = snap
+        .pods
+        .iter()
+        .map(|p| p.as_ref())
+        .filter(|p| {
+            p["metadata"]["labels"]["app.kubernetes.io/instance"] == instance
+                && p["metadata"]["deletionTimestamp"].is_null()
+                && p["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet"
+        })
+        .collect();
+    if live.is_empty() {
+        return Met::Yes;
+    }
+    let since_second = since_ms / 1000;
+    let mut unsure = false;
+    for pod in live {
+        let statuses = pod["status"]["containerStatuses"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        if statuses.is_empty() {
+            return Met::Yes;
+        }
+        for status in statuses {
+            let started = status["state"]["running"]["startedAt"]
+                .as_str()
+                .and_then(|t| t.parse::<Timestamp>().ok())
+                .map(|t| t.duration_since(epoch()).as_secs().max(0) as u64);
+            match started {
+                None => return Met::Yes,
+                Some(second) if second > since_second => return Met::Yes,
+                Some(second) if second == since_second => unsure = true,
+                Some(_) => {}
+            }
+        }
+    }
+    if unsure { Met::Unsure } else { Met::No }
+}
+
+/// A Pod fault. ImagePullBackOff and CrashLoopBackOff act on a container as it starts: they
+/// fail the workload when one of its Pods started (or restarted, or has yet to start) while
+/// the fault was on, and leave a Pod running since before untouched. NotReady acts on a
+/// running Pod's readiness at once.
+fn pods(h: &History, snap: &Snapshot, instance: &str) -> Verdict {
+    let mut hard = Vec::new();
+    let mut soft = Vec::new();
+    let starting: [(WorkloadFault, &[&'static str]); 2] = [
+        (
+            WorkloadFault::ImagePullBackOff,
+            &["ImagePullFailed", "RolloutInProgress", "RolloutStuck"],
+        ),
+        (
+            WorkloadFault::CrashLoopBackOff,
+            &[
+                "CrashLoopBackOff",
+                "PodNotReady",
+                "RolloutInProgress",
+                "RolloutStuck",
+            ],
+        ),
+    ];
+    for (fault, reasons) in starting {
+        match on_since(h, fault, instance).map(|since| met(snap, instance, since)) {
+            Some(Met::Yes) => hard.extend(reasons),
+            Some(Met::Unsure) => soft.extend(reasons),
+            Some(Met::No) | None => {}
+        }
     }
     if fault_on(h, WorkloadFault::NotReady, instance) {
         // A Pod that cannot start says why first; one that runs is not ready, and a rollout
         // waiting for it passes its progress deadline.
-        soft.extend(["PodNotReady", "RolloutInProgress", "RolloutStuck"]);
-        return Hard(soft);
+        hard.extend(["PodNotReady", "RolloutInProgress", "RolloutStuck"]);
     }
-    if soft.is_empty() { Holds } else { Soft(soft) }
+    if !hard.is_empty() {
+        hard.extend(soft);
+        Hard(hard)
+    } else if !soft.is_empty() {
+        Soft(soft)
+    } else {
+        Holds
+    }
 }
 
 fn exposure(h: &History, obj: &Value, instance: &str) -> Verdict {
@@ -95,7 +230,7 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
             } else {
                 Hard(vec!["ConsoleImageRequired"])
             },
-            pods(h, instance),
+            pods(h, snap, instance),
             exposure(h, obj, instance),
         ],
         Workload::PgAdmin => {
@@ -111,7 +246,27 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
             } else {
                 Hard(vec!["NoClusterSelected"])
             };
-            let pods = pods(h, instance);
+            let (database_config, backup) = settings_database(h, snap, obj);
+            let config = match (config, database_config) {
+                (Hard(mut a), Some(b)) => {
+                    a.extend(b);
+                    Hard(a)
+                }
+                (_, Some(b)) => Hard(b),
+                (config, None) => config,
+            };
+            let pods = match (pods(h, snap, instance), backup.is_empty()) {
+                (pods, true) => pods,
+                (Hard(mut a), false) => {
+                    a.extend(backup);
+                    Hard(a)
+                }
+                (Soft(mut a), false) => {
+                    a.extend(backup);
+                    Soft(a)
+                }
+                (Holds, false) => Soft(backup),
+            };
             let mut servers = Vec::new();
             if fault_on(h, WorkloadFault::JobFailed, instance) {
                 servers.push("RegistrationFailed");
@@ -149,7 +304,7 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
             } else {
                 Holds
             };
-            let workload = match (credentials(snap), pods(h, instance)) {
+            let workload = match (credentials(snap), pods(h, snap, instance)) {
                 (Hard(mut a), Soft(b) | Hard(b)) => {
                     a.extend(b);
                     Hard(a)
@@ -187,6 +342,81 @@ pub fn allowed_ready(verdicts: &[Verdict]) -> Vec<&'static str> {
     allowed
 }
 
+/// What an advisory condition (never in Ready) may say: its `(status, reason)`s, `None` for
+/// absent.
+type Allowed = Vec<Option<(&'static str, &'static str)>>;
+
+/// The advisory conditions the final inputs decide, with what each may say. The verdicts of
+/// the aspects say whether the workload runs and whether its configuration holds.
+fn advisories(
+    h: &History,
+    kind: Workload,
+    obj: &Value,
+    verdicts: &[Verdict],
+) -> Vec<(&'static str, Allowed)> {
+    let instance = name(obj);
+    let spec = &obj["spec"];
+    let pods_hold = verdicts.get(1) == Some(&Holds);
+    match kind {
+        // Running (Pods untouched by a fault), the egress policy is judged: open when an extra
+        // rule reaches an unnamed destination. Not running, it waits (Unknown).
+        Workload::PgAdmin => {
+            let rules = spec["egress"]["extraRules"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let open = rules.iter().any(|r| {
+                let to = r["to"].as_array().map(Vec::as_slice).unwrap_or_default();
+                to.is_empty()
+                    || to
+                        .iter()
+                        .any(|p| p["ipBlock"]["cidr"].as_str() == Some("10.0.0.0/8"))
+            });
+            let judged = if open {
+                ("False", "PgAdminEgressOpen")
+            } else {
+                ("True", "AsExpected")
+            };
+            let mut allowed = vec![Some(judged)];
+            if !pods_hold {
+                allowed.push(Some(("Unknown", "PgAdminNotRunning")));
+            }
+            vec![("PgAdminEgressConfined", allowed)]
+        }
+        // Judged only once the console renders (an image), and the Pods are settled: a fault
+        // holding a rollout may keep an old Pod trusting peers (Kept, TrustUnverified).
+        Workload::Console if spec["image"].is_string() => {
+            let exposure = Exposure::of_spec(spec);
+            let judged = match exposure {
+                Exposure::ClusterIp => None,
+                // Confined to the router's namespaces by default.
+                Exposure::Route => Some(("True", "AsExpected")),
+                // No `from`: no policy rendered, any Pod reaches the port.
+                Exposure::Ingress => Some(("False", "ExposureOpen")),
+            };
+            let mut confined = vec![judged];
+            if !pods_hold {
+                confined.push(Some(("False", "ExposurePolicyKept")));
+                confined.push(Some(("False", "ExposureTrustUnverified")));
+            }
+            if exposure != Exposure::ClusterIp && fault_on(h, WorkloadFault::NotAdmitted, instance)
+            {
+                confined.push(None);
+            }
+            // The console mirrors the CAs (no instanceCABundleRef); the sim's CloudNativePG
+            // gives every Cluster its CA Secret.
+            vec![
+                ("ExposureConfined", confined),
+                (
+                    "InstanceCABundleComplete",
+                    vec![Some(("True", "AsExpected"))],
+                ),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Every workload converges: Ready says what its final inputs and faults allow, the first
 /// failing aspect says it too, and the status is of the current generation.
 pub fn workloads_converge(h: &History, snap: &Snapshot) -> Vec<Violation> {
@@ -211,6 +441,24 @@ pub fn workloads_converge(h: &History, snap: &Snapshot) -> Vec<Violation> {
                     name(obj)
                 ),
             ));
+        }
+        for (type_, allowed) in advisories(h, kind, obj, &verdicts) {
+            let said = condition(obj, type_).map(|c| {
+                (
+                    c["status"].as_str().unwrap_or_default(),
+                    c["reason"].as_str().unwrap_or_default(),
+                )
+            });
+            if !allowed.contains(&said) {
+                out.push(violation(
+                    "converges-to-oracle",
+                    format!(
+                        "{} {} says {type_} {said:?}, expected one of {allowed:?} ({verdicts:?})",
+                        kind.kind(),
+                        name(obj)
+                    ),
+                ));
+            }
         }
         let observed = obj["status"]["observedGeneration"].as_i64();
         if observed != obj["metadata"]["generation"].as_i64() {
@@ -241,6 +489,45 @@ pub fn no_secret_in_logs(h: &History) -> Vec<Violation> {
                     secret.len()
                 ),
             ));
+        }
+    }
+    out
+}
+
+/// No Secret value in what any incarnation's caches held when it stopped. The store of the
+/// Secrets the operator writes (`ownedSecrets`) is the one place its own keys may be: an
+/// agent's serving key is re-applied from it (a known gap, docs/testing.md); a value of anyone
+/// else's Secret is refused there too.
+pub fn no_secret_in_caches(h: &History) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (i, dump) in h.cache_dumps.iter().enumerate() {
+        let mut caches: Value = serde_json::from_str(dump).unwrap_or(Value::Null);
+        let owned = caches
+            .pointer_mut("/stores/ownedSecrets")
+            .map(Value::take)
+            .unwrap_or(Value::Null)
+            .to_string();
+        let rest = caches.to_string();
+        for secret in &h.secret_values {
+            let own = h.own_secret_values.contains(secret);
+            let place = if rest.contains(secret.as_str()) {
+                Some("a cache")
+            } else if !own && owned.contains(secret.as_str()) {
+                Some("the store of the operator's own Secrets")
+            } else {
+                None
+            };
+            if let Some(place) = place {
+                out.push(violation(
+                    "no-secret-in-caches",
+                    format!(
+                        "incarnation {}: {place} holds a Secret value ({} characters{})",
+                        i + 1,
+                        secret.len(),
+                        if own { ", the operator's own" } else { "" }
+                    ),
+                ));
+            }
         }
     }
     out

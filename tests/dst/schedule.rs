@@ -123,6 +123,54 @@ pub enum Step {
     },
     /// A fault of the leader election (schedules running two replicas, `crate::leader`).
     Leader(crate::leader::LeaderStep),
+    /// PgAdmin `n`'s settings database (`spec.configDatabase` on Cluster `c0`), set or removed.
+    ConfigDatabase {
+        n: usize,
+        on: bool,
+    },
+    /// PgAdmin `n`'s image changed (backed up first when it has a settings database), its
+    /// backup Jobs failing from now on when `backup_fails`.
+    Upgrade {
+        n: usize,
+        image: &'static str,
+        backup_fails: bool,
+    },
+    /// PgAdmin `n` annotated to skip the upgrade backup to its current target image.
+    SkipBackup {
+        n: usize,
+    },
+    /// PgAdmin `n`'s `spec.egress.extraRules`: none, or one rule to `to`.
+    Egress {
+        n: usize,
+        to: Option<EgressTo>,
+    },
+}
+
+/// Where an extra egress rule of a PgAdmin goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EgressTo {
+    /// Pods of a named namespace with a label: a named destination.
+    NamedPods,
+    /// A /24: a named destination.
+    NarrowBlock,
+    /// 10.0.0.0/8: the whole private range (open).
+    WideBlock,
+    /// No `to` at all: any address (open).
+    Anywhere,
+}
+
+impl EgressTo {
+    pub const ALL: [EgressTo; 4] = [
+        Self::NamedPods,
+        Self::NarrowBlock,
+        Self::WideBlock,
+        Self::Anywhere,
+    ];
+
+    /// Whether the rule confines egress to named destinations.
+    pub fn confines(self) -> bool {
+        matches!(self, Self::NamedPods | Self::NarrowBlock)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -395,6 +443,26 @@ impl Generator {
                 offset: self.rng.random_range(-3..4),
             },
             68..=82 => Step::Fault(self.workload_fault_of_api()),
+            83..=89 => Step::Egress {
+                n,
+                to: [
+                    None,
+                    Some(EgressTo::NamedPods),
+                    Some(EgressTo::NarrowBlock),
+                    Some(EgressTo::WideBlock),
+                    Some(EgressTo::Anywhere),
+                ][self.below(5)],
+            },
+            90..=93 => Step::ConfigDatabase {
+                n,
+                on: self.chance(70),
+            },
+            94..=95 => Step::SkipBackup { n },
+            96..=98 => Step::Upgrade {
+                n,
+                image: IMAGES[self.below(IMAGES.len())],
+                backup_fails: self.chance(50),
+            },
             _ => Step::Sleep {
                 millis: self.rng.random_range(0..70_000),
             },

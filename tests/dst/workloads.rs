@@ -13,10 +13,11 @@ use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
 use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::supervisor::{DefaultImages, OperatorSettings};
+use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::{Value, json};
 
 use crate::kinds::{Exposure, GROUP, Workload};
-use crate::schedule::{SecretChange, Step};
+use crate::schedule::{EgressTo, SecretChange, Step};
 use crate::world::{NS, World};
 
 /// The namespace granting PgAdmin `p1` its Cluster `x0`.
@@ -25,6 +26,10 @@ pub const OPERATOR_NS: &str = "pgtoolbox-system";
 pub const CREDENTIALS: &str = "store-s3";
 pub const STORE: &str = "store";
 pub const GRANT: &str = "grant-p1";
+/// The selector of a PgAdmin's upgrade backup Jobs (their component label).
+pub const BACKUP_JOBS: &str = "app.kubernetes.io/component=pgadmin-upgrade-backup";
+/// The Cluster a PgAdmin's settings database lives in.
+pub const SETTINGS_CLUSTER: &str = "c0";
 pub const PGADMIN_IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
 /// Short, so schedules meet renewals: renewed after two thirds (20 min).
 pub const CERTIFICATE_VALIDITY: Duration = Duration::from_secs(30 * 60);
@@ -319,15 +324,86 @@ impl World {
                     .map(|(kind, n)| format!("app.kubernetes.io/instance={}", kind.name(n)))
                     .unwrap_or_default();
                 let admin = self.sim.admin();
+                let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
+                    namespace: NS.into(),
+                    selector: selector.clone(),
+                    fault: *fault,
+                };
                 if *on {
-                    let _ = admin.add_workload_fault(NS, &selector, *fault);
+                    if admin.add_workload_fault(NS, &selector, *fault).is_ok()
+                        && !self.fault_since.iter().any(|(r, _)| *r == rule)
+                    {
+                        let now = self.now_ms();
+                        self.faults_ever.push(rule.clone());
+                        self.fault_since.push((rule, now));
+                    }
                 } else {
+                    admin.clear_workload_faults(Some(&rule));
+                    self.fault_since.retain(|(r, _)| *r != rule);
+                }
+            }
+            Step::Egress { n, to } => {
+                let rules = match to {
+                    None => json!(null),
+                    Some(to) => json!([egress_rule(*to)]),
+                };
+                self.patch_workload(
+                    Workload::PgAdmin,
+                    *n,
+                    json!({"spec": {"egress": {"extraRules": rules}}}),
+                )
+                .await;
+            }
+            Step::ConfigDatabase { n, on } => {
+                let database = on.then(|| json!({"cluster": SETTINGS_CLUSTER}));
+                self.patch_workload(
+                    Workload::PgAdmin,
+                    *n,
+                    json!({"spec": {"configDatabase": database}}),
+                )
+                .await;
+            }
+            Step::Upgrade {
+                n,
+                image,
+                backup_fails,
+            } => {
+                let instance = Workload::PgAdmin.name(*n);
+                if *backup_fails {
+                    let selector = format!("{BACKUP_JOBS},app.kubernetes.io/instance={instance}");
+                    let fault = WorkloadFault::JobFailed;
                     let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
                         namespace: NS.into(),
-                        selector,
-                        fault: *fault,
+                        selector: selector.clone(),
+                        fault,
                     };
-                    admin.clear_workload_faults(Some(&rule));
+                    if self
+                        .sim
+                        .admin()
+                        .add_workload_fault(NS, &selector, fault)
+                        .is_ok()
+                        && !self.fault_since.iter().any(|(r, _)| *r == rule)
+                    {
+                        let now = self.now_ms();
+                        self.faults_ever.push(rule.clone());
+                        self.fault_since.push((rule, now));
+                    }
+                }
+                self.patch_workload(Workload::PgAdmin, *n, json!({"spec": {"image": image}}))
+                    .await;
+            }
+            Step::SkipBackup { n } => {
+                let stored = self
+                    .sim
+                    .object(GROUP, "pgadmins", NS, &Workload::PgAdmin.name(*n));
+                if let Some(target) = stored.as_deref().map(target_image) {
+                    let annotation = pgtoolbox_operator::api::SKIP_UPGRADE_BACKUP_ANNOTATION;
+                    self.patch_workload(
+                        Workload::PgAdmin,
+                        *n,
+                        json!({"metadata": {"annotations": {annotation: target}}}),
+                    )
+                    .await;
                 }
             }
             Step::Credentials(change) => self.credentials(*change).await,
@@ -353,6 +429,30 @@ impl World {
             _ => return false,
         }
         true
+    }
+}
+
+/// The image a PgAdmin is to run: its own, or the operator's default.
+pub fn target_image(pgadmin: &Value) -> String {
+    pgadmin["spec"]["image"]
+        .as_str()
+        .unwrap_or(PGADMIN_IMAGE)
+        .to_string()
+}
+
+/// An extra egress rule of a PgAdmin, as a user writes it.
+fn egress_rule(to: EgressTo) -> Value {
+    let ldap = json!([{"protocol": "TCP", "port": 636}]);
+    match to {
+        EgressTo::NamedPods => json!({"ports": ldap, "to": [{
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": OTHER_NS}},
+            "podSelector": {"matchLabels": {"app": "ldap"}},
+        }]}),
+        EgressTo::NarrowBlock => {
+            json!({"ports": ldap, "to": [{"ipBlock": {"cidr": "192.0.2.0/24"}}]})
+        }
+        EgressTo::WideBlock => json!({"ports": ldap, "to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}),
+        EgressTo::Anywhere => json!({"ports": ldap}),
     }
 }
 

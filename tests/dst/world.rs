@@ -45,6 +45,8 @@ pub struct Snapshot {
     pub workloads: Vec<Arc<Value>>,
     /// What the workload oracle reads: the ObjectStore, the grant, the credential Secret.
     pub inputs: Vec<Arc<Value>>,
+    /// The Pods of the workloads' namespace (whether one started while a fault was on).
+    pub pods: Vec<Arc<Value>>,
 }
 
 /// What a finished schedule leaves for the checkers.
@@ -63,6 +65,10 @@ pub struct History {
     pub mix: Option<Mix>,
     /// The simulated cluster's faults still on at the end (workload schedules).
     pub workload_faults: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
+    /// Each of those with when (ms) it was last turned on.
+    pub fault_since: Vec<(pgtoolbox_sim::cluster::WorkloadFaultRule, u64)>,
+    /// Every fault of the simulated cluster turned on at some point.
+    pub faults_ever: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
     /// The operator's log lines (every incarnation) and the Secret values it must not show.
     pub log_lines: Vec<String>,
     pub secret_values: Vec<String>,
@@ -73,6 +79,11 @@ pub struct History {
     pub held: Vec<(String, &'static str, String)>,
     /// The objects of the operator's kinds that existed then: `(kind, namespace/name)`.
     pub existing: Vec<(String, String)>,
+    /// What each incarnation's caches held when it stopped (`OperatorCaches::dump`).
+    pub cache_dumps: Vec<String>,
+    /// The Secret values the operator wrote itself (its CA, the agents' serving keys): the one
+    /// cache allowed to hold them is the store of Secrets it writes.
+    pub own_secret_values: Vec<String>,
 }
 
 /// Knobs a test turns; the defaults are what CI runs.
@@ -133,6 +144,10 @@ pub(crate) struct World {
     snapshots: Arc<Mutex<Vec<Snapshot>>>,
     tampered: Vec<String>,
     bound: Vec<String>,
+    cache_dumps: Vec<String>,
+    /// The simulated cluster's faults on, with when each was turned on.
+    pub(crate) fault_since: Vec<(pgtoolbox_sim::cluster::WorkloadFaultRule, u64)>,
+    pub(crate) faults_ever: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
 }
 
 impl World {
@@ -174,6 +189,9 @@ impl World {
             snapshots: Arc::default(),
             tampered: Vec::new(),
             bound: Vec::new(),
+            cache_dumps: Vec::new(),
+            fault_since: Vec::new(),
+            faults_ever: Vec::new(),
         };
         world.setup().await;
         if mix == Mix::Workloads {
@@ -220,6 +238,7 @@ impl World {
         let (held, existing) = world.census().await;
         world.crash().await;
         let mut secret_values = crate::logs::secret_values(&world.sim);
+        let own_secret_values = crate::logs::own_secret_values(&world.sim);
         // Credentials rotated away or deleted count too.
         secret_values
             .extend((1..=world.secret_version).map(|v| crate::workloads::credential(seed, v)));
@@ -240,11 +259,15 @@ impl World {
             quiet_until_ms,
             mix: Some(mix),
             workload_faults,
+            fault_since: world.fault_since.clone(),
+            faults_ever: world.faults_ever.clone(),
             log_lines: Vec::new(),
             secret_values,
             held,
             existing,
             ended,
+            cache_dumps: world.cache_dumps,
+            own_secret_values,
         }
     }
 
@@ -307,7 +330,7 @@ impl World {
         (held, existing)
     }
 
-    fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         self.start.elapsed().as_millis() as u64
     }
 
@@ -416,6 +439,10 @@ impl World {
         }
         if let Some(actors) = self.shared_actors.take() {
             actors.stop().await;
+        }
+        // What the process kept in memory, as it dies.
+        if let Some(caches) = self.caches.take() {
+            self.cache_dumps.push(caches.dump());
         }
     }
 
@@ -736,8 +763,8 @@ async fn observe(
 
 pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
     let in_ns = |o: &Arc<Value>| o["metadata"]["namespace"] == NS;
-    let (workloads, inputs) = match mix {
-        Mix::Access => (Vec::new(), Vec::new()),
+    let (workloads, inputs, pods) = match mix {
+        Mix::Access => (Vec::new(), Vec::new(), Vec::new()),
         Mix::Workloads => (
             crate::kinds::Workload::ALL
                 .iter()
@@ -745,11 +772,13 @@ pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
                 .filter(in_ns)
                 .collect(),
             crate::workloads::inputs(sim),
+            sim.objects("", "pods").into_iter().filter(in_ns).collect(),
         ),
     };
     Snapshot {
         workloads,
         inputs,
+        pods,
         at_ms,
         requests: sim
             .objects("pgtoolbox.fyannk.dev", "pgaccessrequests")
