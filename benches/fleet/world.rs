@@ -16,6 +16,10 @@ use serde_json::{Value, json};
 const ROLES: &str = include_str!("../../deploy/05-console-clusterroles.yaml");
 const SEEDERS: usize = 32;
 const GROUP: &str = "pgtoolbox.fyannk.dev";
+/// The labels of each namespace's Cluster, which the PgAdmins select.
+fn cluster_labels() -> Value {
+    json!({"bench": "fleet"})
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FleetKind {
@@ -55,7 +59,12 @@ impl FleetKind {
     fn spec(self) -> Value {
         match self {
             Self::Console => json!({"image": "ghcr.io/pgtoolbox/console:0.1.0"}),
-            Self::PgAdmin => json!({"image": "docker.io/dpage/pgadmin4:9.10"}),
+            // A PgAdmin offers the Clusters its selector matches; with none it is rightly not
+            // Ready (`NoClusterSelected`), so it selects the namespace's Cluster.
+            Self::PgAdmin => json!({
+                "image": "docker.io/dpage/pgadmin4:9.10",
+                "clusterSelector": {"matchLabels": cluster_labels()},
+            }),
             // The `openshift` provider: the serving certificate comes from the (simulated)
             // service CA, so the fleet measures the operator rather than key generation.
             Self::EvidenceAgent => json!({
@@ -184,7 +193,7 @@ pub async fn infrastructure(client: &kube::Client, fleet: Fleet) {
             &clusters,
             json!({
                 "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
-                "metadata": {"name": "pg", "namespace": ns},
+                "metadata": {"name": "pg", "namespace": ns, "labels": cluster_labels()},
                 "spec": {"instances": 1, "storage": {"size": "1Gi"}, "plugins": [{
                     "name": "barman-cloud.cloudnative-pg.io", "isWALArchiver": true,
                     "parameters": {"barmanObjectName": "store"},
