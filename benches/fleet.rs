@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use common::child::{self, env_or};
 use common::measure;
 use common::phases::{Quiet, quiet_phase_of, writes_settled};
-use common::stats::median;
+use common::stats::{group_by, median};
 use world::{Fleet, FleetKind, Observer};
 
 const OPERATOR: &str = env!("CARGO_BIN_EXE_pgtoolbox-operator");
@@ -86,28 +86,19 @@ fn main() {
         .split(',')
         .map(str::to_owned)
         .collect();
-    let mut results = Vec::new();
-    for run in 1..=runs {
-        for scenario in &scenarios {
-            eprintln!("== fleet {scenario} run {run}/{runs}: {per_kind} of each kind");
+    let plan = (1..=runs).flat_map(|run| {
+        scenarios.iter().map(move |scenario| {
+            let label = format!("fleet {scenario} run {run}/{runs}: {per_kind} of each kind");
             let args = [
                 scenario.clone(),
                 per_kind.to_string(),
                 namespaces.to_string(),
                 quiet.to_string(),
             ];
-            match child::spawn::<RunResult>(&args) {
-                Ok(result) => {
-                    child::save("FLEET_OUT", &result);
-                    results.push(result);
-                }
-                Err(err) => {
-                    eprintln!("fleet run failed: {err}");
-                    std::process::exit(1);
-                }
-            }
-        }
-    }
+            (label, args.to_vec())
+        })
+    });
+    let results: Vec<RunResult> = child::spawn_each("FLEET_OUT", plan);
     report(&results);
 }
 
@@ -246,10 +237,7 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
 }
 
 fn report(results: &[RunResult]) {
-    let mut by_scenario: BTreeMap<&str, Vec<&RunResult>> = BTreeMap::new();
-    for r in results {
-        by_scenario.entry(r.scenario.as_str()).or_default().push(r);
-    }
+    let by_scenario = group_by(results, |r| r.scenario.as_str());
     println!(
         "| scenario | runs | objects (faulty) | healthy all Ready (s) | last Ready per kind (s) | writes done (s) | requests / object | writes / object | operator RSS growth (KB/object) | operator peak (MiB) | operator CPU (s) | quiet: requests / writes / CPU |"
     );
