@@ -59,6 +59,9 @@ pub struct RunResult {
     pub operator_peak_kb: u64,
     pub operator_cpu_s: f64,
     pub quiet: Quiet,
+    /// The 1-minute load average when the objects were created and when they were all Ready.
+    #[serde(default)]
+    pub load: (f64, f64),
 }
 
 fn main() {
@@ -194,10 +197,12 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
     // Its list and watch requests before the counted part.
     tokio::time::sleep(Duration::from_millis(500)).await;
     sim.admin().reset_stats();
+    let load_start = measure::load_average();
     let start = Instant::now();
     world::objects(&client, fleet).await;
     let created = start.elapsed().as_secs_f64();
     let ready = observer.healthy_ready(fleet, start, READY_TIMEOUT).await;
+    let load_end = measure::load_average();
     let writes_done_s = writes_settled(&sim, start).await;
     let stats = sim.stats();
     let operator_cpu_s = measure::cpu_seconds_of_pid(pid) - cpu_before;
@@ -224,14 +229,17 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
         operator_peak_kb: peak,
         operator_cpu_s,
         quiet: quiet_phase_of(&sim, quiet_secs, Some(pid)).await,
+        load: (load_start, load_end),
     };
     eprintln!(
-        "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB",
+        "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB, load {:.1} -> {:.1}",
         result.healthy_ready_s,
         result.requests as f64 / fleet.objects() as f64,
         result.writes as f64 / fleet.objects() as f64,
         rss_before / 1024,
-        rss_after / 1024
+        rss_after / 1024,
+        load_start,
+        load_end
     );
     let _ = operator.kill();
     let _ = operator.wait();
@@ -241,10 +249,10 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
 fn report(results: &[RunResult]) {
     let by_scenario = group_by(results, |r| r.scenario.as_str());
     println!(
-        "| scenario | runs | objects (faulty) | healthy all Ready (s) | last Ready per kind (s) | writes done (s) | requests / object | writes / object | operator RSS growth (KB/object) | operator peak (MiB) | operator CPU (s) | quiet: requests / writes / CPU |"
+        "| scenario | runs | objects (faulty) | healthy all Ready (s) | last Ready per kind (s) | writes done (s) | requests / object | writes / object | operator RSS growth (KB/object) | operator peak (MiB) | operator CPU (s) | quiet: requests / writes / CPU | load average |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for (scenario, runs) in by_scenario {
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (scenario, runs) in &by_scenario {
         let med = |f: &dyn Fn(&RunResult) -> f64| median(runs.iter().map(|r| f(r)).collect());
         let first = runs[0];
         let objects = first.objects as f64;
@@ -258,7 +266,7 @@ fn report(results: &[RunResult]) {
             })
             .collect();
         println!(
-            "| {scenario} | {} | {} ({}) | {:.2} | {} | {:.2} | {:.1} | {:.2} | {:.2} | {:.0} | {:.1} | {} / {} / {:.1}% |",
+            "| {scenario} | {} | {} ({}) | {:.2} | {} | {:.2} | {:.1} | {:.2} | {:.2} | {:.0} | {:.1} | {} / {} / {:.1}% | {:.1}–{:.1} |",
             runs.len(),
             first.objects,
             first.faulty,
@@ -277,6 +285,31 @@ fn report(results: &[RunResult]) {
             runs.iter().map(|r| r.quiet.requests).max().unwrap_or(0),
             runs.iter().map(|r| r.quiet.writes).max().unwrap_or(0),
             med(&|r| r.quiet.cpu_s / r.quiet.seconds * 100.0),
+            runs.iter()
+                .map(|r| r.load.0.min(r.load.1))
+                .fold(f64::NAN, f64::min),
+            runs.iter()
+                .map(|r| r.load.0.max(r.load.1))
+                .fold(f64::NAN, f64::max),
+        );
+    }
+    // Whether the faulty 1% slow the rest: run by run (the two scenarios of a run follow each
+    // other, so they met about the same load), the faulty scenario's healthy objects against
+    // the healthy scenario's.
+    if let (Some(healthy), Some(faulty)) = (by_scenario.get("healthy"), by_scenario.get("faulty")) {
+        let ratios: Vec<f64> = healthy
+            .iter()
+            .zip(faulty)
+            .filter_map(|(h, f)| Some(f.healthy_ready_s? / h.healthy_ready_s?))
+            .collect();
+        println!(
+            "\n- faulty / healthy, time until every healthy object is Ready: {:.2}× (median of {} runs: {:?})",
+            median(ratios.clone()),
+            ratios.len(),
+            ratios
+                .iter()
+                .map(|r| (r * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
         );
     }
 }
