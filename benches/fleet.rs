@@ -54,6 +54,9 @@ pub struct RunResult {
     pub requests: u64,
     pub writes: u64,
     pub by_verb_resource: BTreeMap<String, u64>,
+    /// The API server's answers by HTTP status (409s: creates of children already there).
+    #[serde(default)]
+    pub by_code: BTreeMap<u16, u64>,
     pub operator_rss_before_kb: u64,
     pub operator_rss_after_kb: u64,
     pub operator_peak_kb: u64,
@@ -224,6 +227,7 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
         requests: stats.total.saturating_sub(fleet_creates),
         writes: stats.writes().saturating_sub(fleet_creates),
         by_verb_resource: stats.by_verb_resource.clone(),
+        by_code: stats.by_code.clone(),
         operator_rss_before_kb: rss_before,
         operator_rss_after_kb: rss_after,
         operator_peak_kb: peak,
