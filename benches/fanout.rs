@@ -18,7 +18,6 @@ mod drivers;
 #[path = "fanout/world.rs"]
 mod world;
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
@@ -28,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use common::child::{self, env_or};
 use common::measure;
-use common::stats::{median, percentile};
+use common::stats::{group_by, median, percentile};
 use drivers::Driver;
 use world::{NAMESPACE, Passes, Scale};
 
@@ -89,10 +88,9 @@ fn main() {
     let drivers: Vec<Driver> = std::env::var("FANOUT_DRIVERS")
         .map(|list| list.split(',').filter_map(Driver::parse).collect())
         .unwrap_or_else(|_| Driver::ALL.to_vec());
-    let mut results = Vec::new();
-    for run in 1..=runs {
-        for &driver in &drivers {
-            eprintln!("== fanout {} run {run}/{runs} {scale:?}", driver.name());
+    let plan = (1..=runs).flat_map(|run| {
+        drivers.iter().map(move |driver| {
+            let label = format!("fanout {} run {run}/{runs} {scale:?}", driver.name());
             let args = [
                 driver.name().to_owned(),
                 scale.objects.to_string(),
@@ -100,18 +98,10 @@ fn main() {
                 scale.uses.to_string(),
                 scale.changes.to_string(),
             ];
-            match child::spawn::<RunResult>(&args) {
-                Ok(result) => {
-                    child::save("FANOUT_OUT", &result);
-                    results.push(result);
-                }
-                Err(err) => {
-                    eprintln!("fanout run failed: {err}");
-                    std::process::exit(1);
-                }
-            }
-        }
-    }
+            (label, args.to_vec())
+        })
+    });
+    let results: Vec<RunResult> = child::spawn_each("FANOUT_OUT", plan);
     report(&results);
     if results.iter().any(|r| r.objects_off > 0) {
         eprintln!("some change woke other objects than its users, or missed one");
@@ -244,10 +234,7 @@ async fn passes_settled(passes: &Passes) {
 
 /// One Markdown table: per driver, medians over the runs of each run's figures.
 fn report(results: &[RunResult]) {
-    let mut by_driver: BTreeMap<&str, Vec<&RunResult>> = BTreeMap::new();
-    for r in results {
-        by_driver.entry(r.driver.as_str()).or_default().push(r);
-    }
+    let by_driver = group_by(results, |r| r.driver.as_str());
     println!(
         "| driver | runs | objects / Secrets / uses / changes | users per change | first passes (s) | p50 (ms) | p90 (ms) | p99 (ms) | max (ms) | wakes counted / expected | objects off | CPU of the changes (s) | RSS (MiB) |"
     );

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use common::child::{self, env_or};
 use common::measure;
 use common::phases::{Quiet, quiet_phase_of, writes_settled};
-use common::stats::median;
+use common::stats::{group_by, median};
 use world::{Fleet, FleetKind, Observer};
 
 const OPERATOR: &str = env!("CARGO_BIN_EXE_pgtoolbox-operator");
@@ -44,21 +44,27 @@ pub struct RunResult {
     pub per_kind: usize,
     pub objects: usize,
     pub faulty: usize,
-    /// From the first create until every healthy object was seen Ready (250 ms polls).
+    /// From the first create until every healthy object was seen Ready (by a watch).
     pub healthy_ready_s: Option<f64>,
     pub ready_by_kind_s: Vec<(String, f64)>,
     /// Until the API server saw no write for a second.
     pub writes_done_s: f64,
-    /// The operator's requests (the observer's lists taken out) and writes, from the first
-    /// create until the writes settled, creates of the fleet itself taken out.
+    /// The operator's requests and writes, from the first create until the writes settled,
+    /// creates of the fleet itself taken out (the observer's watches opened before).
     pub requests: u64,
     pub writes: u64,
     pub by_verb_resource: BTreeMap<String, u64>,
+    /// The API server's answers by HTTP status (409s: creates of children already there).
+    #[serde(default)]
+    pub by_code: BTreeMap<u16, u64>,
     pub operator_rss_before_kb: u64,
     pub operator_rss_after_kb: u64,
     pub operator_peak_kb: u64,
     pub operator_cpu_s: f64,
     pub quiet: Quiet,
+    /// The 1-minute load average when the objects were created and when they were all Ready.
+    #[serde(default)]
+    pub load: (f64, f64),
 }
 
 fn main() {
@@ -86,28 +92,19 @@ fn main() {
         .split(',')
         .map(str::to_owned)
         .collect();
-    let mut results = Vec::new();
-    for run in 1..=runs {
-        for scenario in &scenarios {
-            eprintln!("== fleet {scenario} run {run}/{runs}: {per_kind} of each kind");
+    let plan = (1..=runs).flat_map(|run| {
+        scenarios.iter().map(move |scenario| {
+            let label = format!("fleet {scenario} run {run}/{runs}: {per_kind} of each kind");
             let args = [
                 scenario.clone(),
                 per_kind.to_string(),
                 namespaces.to_string(),
                 quiet.to_string(),
             ];
-            match child::spawn::<RunResult>(&args) {
-                Ok(result) => {
-                    child::save("FLEET_OUT", &result);
-                    results.push(result);
-                }
-                Err(err) => {
-                    eprintln!("fleet run failed: {err}");
-                    std::process::exit(1);
-                }
-            }
-        }
-    }
+            (label, args.to_vec())
+        })
+    });
+    let results: Vec<RunResult> = child::spawn_each("FLEET_OUT", plan);
     report(&results);
 }
 
@@ -199,12 +196,16 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
 
     let rss_before = measure::rss_kb_of(pid);
     let cpu_before = measure::cpu_seconds_of_pid(pid);
+    let observer = Observer::start(&client);
+    // Its list and watch requests before the counted part.
+    tokio::time::sleep(Duration::from_millis(500)).await;
     sim.admin().reset_stats();
+    let load_start = measure::load_average();
     let start = Instant::now();
     world::objects(&client, fleet).await;
     let created = start.elapsed().as_secs_f64();
-    let mut observer = Observer::new(&client);
     let ready = observer.healthy_ready(fleet, start, READY_TIMEOUT).await;
+    let load_end = measure::load_average();
     let writes_done_s = writes_settled(&sim, start).await;
     let stats = sim.stats();
     let operator_cpu_s = measure::cpu_seconds_of_pid(pid) - cpu_before;
@@ -223,22 +224,26 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
             .map(|(_, by)| by.into_iter().map(|(k, s)| (format!("{k:?}"), s)).collect())
             .unwrap_or_default(),
         writes_done_s,
-        requests: stats.total.saturating_sub(observer.lists + fleet_creates),
+        requests: stats.total.saturating_sub(fleet_creates),
         writes: stats.writes().saturating_sub(fleet_creates),
         by_verb_resource: stats.by_verb_resource.clone(),
+        by_code: stats.by_code.clone(),
         operator_rss_before_kb: rss_before,
         operator_rss_after_kb: rss_after,
         operator_peak_kb: peak,
         operator_cpu_s,
         quiet: quiet_phase_of(&sim, quiet_secs, Some(pid)).await,
+        load: (load_start, load_end),
     };
     eprintln!(
-        "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB",
+        "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB, load {:.1} -> {:.1}",
         result.healthy_ready_s,
         result.requests as f64 / fleet.objects() as f64,
         result.writes as f64 / fleet.objects() as f64,
         rss_before / 1024,
-        rss_after / 1024
+        rss_after / 1024,
+        load_start,
+        load_end
     );
     let _ = operator.kill();
     let _ = operator.wait();
@@ -246,15 +251,12 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
 }
 
 fn report(results: &[RunResult]) {
-    let mut by_scenario: BTreeMap<&str, Vec<&RunResult>> = BTreeMap::new();
-    for r in results {
-        by_scenario.entry(r.scenario.as_str()).or_default().push(r);
-    }
+    let by_scenario = group_by(results, |r| r.scenario.as_str());
     println!(
-        "| scenario | runs | objects (faulty) | healthy all Ready (s) | last Ready per kind (s) | writes done (s) | requests / object | writes / object | operator RSS growth (KB/object) | operator peak (MiB) | operator CPU (s) | quiet: requests / writes / CPU |"
+        "| scenario | runs | objects (faulty) | healthy all Ready (s) | last Ready per kind (s) | writes done (s) | requests / object | writes / object | operator RSS growth (KB/object) | operator peak (MiB) | operator CPU (s) | quiet: requests / writes / CPU | load average |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for (scenario, runs) in by_scenario {
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (scenario, runs) in &by_scenario {
         let med = |f: &dyn Fn(&RunResult) -> f64| median(runs.iter().map(|r| f(r)).collect());
         let first = runs[0];
         let objects = first.objects as f64;
@@ -268,7 +270,7 @@ fn report(results: &[RunResult]) {
             })
             .collect();
         println!(
-            "| {scenario} | {} | {} ({}) | {:.2} | {} | {:.2} | {:.1} | {:.2} | {:.2} | {:.0} | {:.1} | {} / {} / {:.1}% |",
+            "| {scenario} | {} | {} ({}) | {:.2} | {} | {:.2} | {:.1} | {:.2} | {:.2} | {:.0} | {:.1} | {} / {} / {:.1}% | {:.1}–{:.1} |",
             runs.len(),
             first.objects,
             first.faulty,
@@ -287,6 +289,31 @@ fn report(results: &[RunResult]) {
             runs.iter().map(|r| r.quiet.requests).max().unwrap_or(0),
             runs.iter().map(|r| r.quiet.writes).max().unwrap_or(0),
             med(&|r| r.quiet.cpu_s / r.quiet.seconds * 100.0),
+            runs.iter()
+                .map(|r| r.load.0.min(r.load.1))
+                .fold(f64::NAN, f64::min),
+            runs.iter()
+                .map(|r| r.load.0.max(r.load.1))
+                .fold(f64::NAN, f64::max),
+        );
+    }
+    // Whether the faulty 1% slow the rest: run by run (the two scenarios of a run follow each
+    // other, so they met about the same load), the faulty scenario's healthy objects against
+    // the healthy scenario's.
+    if let (Some(healthy), Some(faulty)) = (by_scenario.get("healthy"), by_scenario.get("faulty")) {
+        let ratios: Vec<f64> = healthy
+            .iter()
+            .zip(faulty)
+            .filter_map(|(h, f)| Some(f.healthy_ready_s? / h.healthy_ready_s?))
+            .collect();
+        println!(
+            "\n- faulty / healthy, time until every healthy object is Ready: {:.2}× (median of {} runs: {:?})",
+            median(ratios.clone()),
+            ratios.len(),
+            ratios
+                .iter()
+                .map(|r| (r * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
         );
     }
 }

@@ -49,6 +49,29 @@ pub fn spawn<T: DeserializeOwned>(args: &[String]) -> Result<T, String> {
     serde_json::from_str(line).map_err(|e| e.to_string())
 }
 
+/// Runs each `(label, args)` in turn as a child ([`spawn`]), appends each result to the file
+/// named by `out_env` ([`save`]); a failed run ends the bench with a non-zero status.
+pub fn spawn_each<T: Serialize + DeserializeOwned>(
+    out_env: &str,
+    runs: impl IntoIterator<Item = (String, Vec<String>)>,
+) -> Vec<T> {
+    let mut results = Vec::new();
+    for (label, args) in runs {
+        eprintln!("== {label}");
+        match spawn::<T>(&args) {
+            Ok(result) => {
+                save(out_env, &result);
+                results.push(result);
+            }
+            Err(err) => {
+                eprintln!("{label} failed: {err}");
+                std::process::exit(1);
+            }
+        }
+    }
+    results
+}
+
 /// The child's side: prints the result for [`spawn`] and exits at once (tearing down a sim
 /// holding 100k objects takes seconds and measures nothing).
 pub fn finish<T: Serialize>(result: &T) -> ! {

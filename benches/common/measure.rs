@@ -43,6 +43,14 @@ pub fn cpu_seconds() -> f64 {
     cpu_seconds_of("self")
 }
 
+/// The machine's 1-minute load average (/proc/loadavg): how busy the shared cores were.
+pub fn load_average() -> f64 {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
 /// Resident set size of process `pid` now, KiB.
 pub fn rss_kb_of(pid: u32) -> u64 {
     status_kb_of(&pid.to_string(), "VmRSS:")

@@ -1,9 +1,11 @@
 //! What the harness-less benches share: process figures from /proc, one child process per
-//! measured run, the phases measured against the embedded API server, and summary statistics.
+//! measured run, the drivers' common parts, the phases measured against the embedded API server,
+//! and summary statistics.
 //! Each bench uses a part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 pub mod child;
+pub mod drivers;
 pub mod measure;
 pub mod phases;
 pub mod stats;

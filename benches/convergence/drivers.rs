@@ -9,12 +9,11 @@ use futures::StreamExt;
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Resource, ResourceExt};
 use pgtoolbox_operator::actors::access_request::AccessRequestReconciler;
-use pgtoolbox_operator::actors::{ObjectContext, PassEnv, ReconcileError, Reconciler, Shared};
+use pgtoolbox_operator::actors::{PassEnv, Shared};
 use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
 use pgtoolbox_operator::children::OperatorCaches;
 use pgtoolbox_operator::cli::register_all;
@@ -27,6 +26,7 @@ use pgtoolbox_operator::reconcile::pgaccessrequest::{
 use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings, WatchScope};
 use tokio_util::task::AbortOnDropHandle;
 
+use super::common::drivers::{actors_settled, spawn_controller};
 use super::seed::Seeded;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,20 +60,13 @@ pub enum Running {
 }
 
 impl Running {
-    /// Ours: waits (at most `bound`) until no PgAccessRequest actor is live any more (converged
-    /// actors hibernate after their linger), then answers (live, hibernated).
+    /// Ours: waits (at most `bound`) until no PgAccessRequest actor is live any more, then
+    /// answers (live, hibernated).
     pub async fn actors_settled(&self, bound: Duration) -> Option<(i64, i64)> {
         let Running::Ours(_, shared) = self else {
             return None;
         };
-        let deadline = tokio::time::Instant::now() + bound;
-        loop {
-            let objects = shared.runtime.objects("PgAccessRequest");
-            if objects.0 == 0 || tokio::time::Instant::now() >= deadline {
-                return Some(objects);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        Some(actors_settled(shared, "PgAccessRequest", bound).await)
     }
 
     pub async fn stop(self) {
@@ -105,11 +98,6 @@ pub async fn start(
     }
 }
 
-struct ControllerCx {
-    reconciler: AccessRequestReconciler,
-    env: Arc<PassEnv>,
-}
-
 /// kube-runtime's Controller calling our reconciler (decide, conditions engine, one status
 /// write, Events) with a write budget of the same size; RoleBinding changes reach it through the
 /// same caches as ours, as `reconcile_on` triggers. Concurrency is kube's default (unbounded).
@@ -124,40 +112,15 @@ fn controller(client: &kube::Client, settings: &OperatorSettings) -> AbortOnDrop
         .collect();
     let triggers = futures::stream::select_all(owners)
         .map(|key| ObjectRef::<PgAccessRequest>::new(&key.name).within(&key.namespace));
-    let cx = Arc::new(ControllerCx {
-        reconciler: AccessRequestReconciler::new(caches, EventSink::new(client.clone())),
-        env: Arc::new(PassEnv {
-            client: client.clone(),
-            writes: WriteBudget::new(settings.max_inflight_writes),
-            shared: Arc::new(Shared::new(settings.clone())),
-        }),
+    let reconciler = AccessRequestReconciler::new(caches, EventSink::new(client.clone()));
+    let env = Arc::new(PassEnv {
+        client: client.clone(),
+        writes: WriteBudget::new(settings.max_inflight_writes),
+        shared: Arc::new(Shared::new(settings.clone())),
     });
     let api: Api<PgAccessRequest> = Api::all(client.clone());
-    let run = Controller::new(api, watcher::Config::default())
-        .reconcile_on(triggers)
-        .run(
-            controller_pass,
-            |_, _, _| Action::requeue(Duration::from_secs(1)),
-            cx,
-        )
-        .for_each(|_| async {});
-    AbortOnDropHandle::new(tokio::spawn(run))
-}
-
-async fn controller_pass(
-    obj: Arc<PgAccessRequest>,
-    cx: Arc<ControllerCx>,
-) -> Result<Action, ReconcileError> {
-    let key = ObjectKey::of(obj.as_ref())
-        .ok_or_else(|| ReconcileError::other("request without name or namespace"))?;
-    let object_cx = ObjectContext::new(key, cx.env.clone(), 0);
-    let outcome = cx.reconciler.reconcile(obj, &object_cx).await?;
-    Ok(
-        match outcome.earliest_per_purpose().into_iter().flatten().min() {
-            Some(delay) => Action::requeue(delay),
-            None => Action::await_change(),
-        },
-    )
+    let controller = Controller::new(api, watcher::Config::default()).reconcile_on(triggers);
+    spawn_controller(controller, reconciler, env)
 }
 
 /// The ceiling: no watch, no cache, no scheduler. A fixed pool of clients (as many as the

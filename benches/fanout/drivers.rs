@@ -1,29 +1,31 @@
 //! The two ways a Secret change reaches its users: our runtime (the secret router's one
 //! metadata-only Secret watch, the shared reference index, notices to live or hibernated object
 //! actors) and kube-runtime's `Controller` with `.watches()` on Secrets mapping a Secret to its
-//! users through a reference index its passes fill. Both run the same pass (`world::pass`).
+//! users through the reference index its passes fill. Both run the same reconciler.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::Api;
-use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
-use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
-use pgtoolbox_operator::children::{ReferenceIndex, Track, secrets_resource};
+use pgtoolbox_operator::actors::{
+    ObjectContext, Outcome, PassEnv, ReconcileError, Reconciler, SecretRoutes, Shared,
+};
+use pgtoolbox_operator::children::{ReferenceIndex, secrets_resource};
 use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::messages::{KindKey, ObjectKey};
+use pgtoolbox_operator::k8s::WriteBudget;
+use pgtoolbox_operator::messages::ObjectKey;
 use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
 };
 use tokio_util::task::AbortOnDropHandle;
 
+use super::common::drivers::{actors_settled, spawn_controller};
 use super::world::{LABEL, Passes, pass};
 
 const KIND: &str = "ConfigMap";
@@ -60,14 +62,7 @@ impl Running {
         let Running::Ours(_, actors) = self else {
             return None;
         };
-        let deadline = tokio::time::Instant::now() + bound;
-        loop {
-            let objects = actors.shared.runtime.objects(KIND);
-            if objects.0 == 0 || tokio::time::Instant::now() >= deadline {
-                return Some(objects);
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        Some(actors_settled(&actors.shared, KIND, bound).await)
     }
 
     pub async fn stop(self) {
@@ -102,7 +97,7 @@ pub async fn start(driver: Driver, client: &kube::Client, passes: Arc<Passes>) -
     }
 }
 
-/// The bench's kind on our runtime: its pass registers the Secrets it used with the shared
+/// The bench's kind, run by both drivers: its pass registers the Secrets it used with the shared
 /// Secret routes, as PgAdmin, EvidenceAgent and the console do.
 struct FanoutKind {
     passes: Arc<Passes>,
@@ -151,13 +146,10 @@ async fn ours(client: &kube::Client, passes: Arc<Passes>) -> Running {
     Running::Ours(operator, actors)
 }
 
-struct ControllerCx {
-    passes: Arc<Passes>,
-    secrets: Arc<ReferenceIndex>,
-}
-
-/// kube-runtime's Controller on the same objects; a Secret event maps to the users its passes
-/// registered (kube defaults otherwise: full objects cached, unbounded concurrency).
+/// kube-runtime's Controller running the same reconciler; a Secret event maps to the users its
+/// passes registered: the Controller's Secret watch plays the part of our secret router, reading
+/// the index the passes fill (kube defaults otherwise: full objects cached, unbounded
+/// concurrency).
 fn controller(client: &kube::Client, passes: Arc<Passes>) -> AbortOnDropHandle<()> {
     let secrets = ReferenceIndex::new("Secrets", secrets_resource());
     let index = secrets.clone();
@@ -168,8 +160,14 @@ fn controller(client: &kube::Client, passes: Arc<Passes>) -> AbortOnDropHandle<(
             .into_iter()
             .map(|user| ObjectRef::<ConfigMap>::new(&user.name).within(&user.namespace))
     };
-    let cx = Arc::new(ControllerCx { passes, secrets });
-    let run = Controller::new(
+    let mut shared = Shared::new(OperatorSettings::default());
+    shared.secrets = SecretRoutes::routed(secrets);
+    let env = Arc::new(PassEnv {
+        client: client.clone(),
+        writes: WriteBudget::new(shared.settings.max_inflight_writes),
+        shared: Arc::new(shared),
+    });
+    let controller = Controller::new(
         Api::<ConfigMap>::all(client.clone()),
         watcher::Config::default().labels(LABEL),
     )
@@ -177,23 +175,6 @@ fn controller(client: &kube::Client, passes: Arc<Passes>) -> AbortOnDropHandle<(
         Api::<Secret>::all(client.clone()),
         watcher::Config::default(),
         users_of,
-    )
-    .run(
-        controller_pass,
-        |_, _, _| Action::requeue(Duration::from_secs(1)),
-        cx,
-    )
-    .for_each(|_| async {});
-    AbortOnDropHandle::new(tokio::spawn(run))
-}
-
-async fn controller_pass(
-    obj: Arc<ConfigMap>,
-    cx: Arc<ControllerCx>,
-) -> Result<Action, ReconcileError> {
-    let user = KindKey::new(KIND, &obj.namespace().unwrap_or_default(), &obj.name_any());
-    pass(&obj, &cx.passes, |uses| {
-        cx.secrets.register(&user, uses, Track::Version);
-    });
-    Ok(Action::await_change())
+    );
+    spawn_controller(controller, FanoutKind { passes }, env)
 }

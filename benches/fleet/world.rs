@@ -1,21 +1,28 @@
 //! The mixed fleet: per namespace one CNPG Cluster archiving to an ObjectStore (what the
 //! EvidenceAgents watch), and the same number of PgToolBoxConsoles, PgAdmins and EvidenceAgents
-//! spread over the namespaces; an observer that lists them and tells which are Ready.
+//! spread over the namespaces; an observer that watches them and tells which are Ready.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
 use pgtoolbox_operator::k8s::apply_manifests;
 use pgtoolbox_operator::supervisor::OperatorSettings;
 use serde_json::{Value, json};
+use tokio_util::task::AbortOnDropHandle;
 
 /// The console ClusterRoles an installation applies (deploy/).
 const ROLES: &str = include_str!("../../deploy/05-console-clusterroles.yaml");
 const SEEDERS: usize = 32;
 const GROUP: &str = "pgtoolbox.fyannk.dev";
+/// The labels of each namespace's Cluster, which the PgAdmins select.
+fn cluster_labels() -> Value {
+    json!({"bench": "fleet"})
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FleetKind {
@@ -55,7 +62,12 @@ impl FleetKind {
     fn spec(self) -> Value {
         match self {
             Self::Console => json!({"image": "ghcr.io/pgtoolbox/console:0.1.0"}),
-            Self::PgAdmin => json!({"image": "docker.io/dpage/pgadmin4:9.10"}),
+            // A PgAdmin offers the Clusters its selector matches; with none it is rightly not
+            // Ready (`NoClusterSelected`), so it selects the namespace's Cluster.
+            Self::PgAdmin => json!({
+                "image": "docker.io/dpage/pgadmin4:9.10",
+                "clusterSelector": {"matchLabels": cluster_labels()},
+            }),
             // The `openshift` provider: the serving certificate comes from the (simulated)
             // service CA, so the fleet measures the operator rather than key generation.
             Self::EvidenceAgent => json!({
@@ -184,7 +196,7 @@ pub async fn infrastructure(client: &kube::Client, fleet: Fleet) {
             &clusters,
             json!({
                 "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
-                "metadata": {"name": "pg", "namespace": ns},
+                "metadata": {"name": "pg", "namespace": ns, "labels": cluster_labels()},
                 "spec": {"instances": 1, "storage": {"size": "1Gi"}, "plugins": [{
                     "name": "barman-cloud.cloudnative-pg.io", "isWALArchiver": true,
                     "parameters": {"barmanObjectName": "store"},
@@ -271,56 +283,47 @@ pub async fn objects(client: &kube::Client, fleet: Fleet) {
         .await;
 }
 
-/// Lists the three kinds and tells which objects are Ready (`Ready=True`).
+/// Watches the three kinds and records when each object is first seen Ready (`Ready=True`).
+/// A watch rather than polling lists: at thousands of objects a full list of each kind every
+/// few hundred milliseconds would cost the shared cores more than the operator's own work.
+/// Started before the timed part, so its list and watch requests are not counted.
 pub struct Observer {
-    apis: Vec<(FleetKind, Api<DynamicObject>)>,
-    /// How many list requests the observer made (not the operator's).
-    pub lists: u64,
-    /// When each object was first seen Ready, since `start`.
-    pub ready_at: HashMap<(FleetKind, String), Duration>,
+    seen: Arc<Mutex<HashMap<(FleetKind, String), Instant>>>,
+    _watches: Vec<AbortOnDropHandle<()>>,
 }
 
 impl Observer {
-    pub fn new(client: &kube::Client) -> Self {
+    pub fn start(client: &kube::Client) -> Self {
+        let seen = Arc::new(Mutex::new(HashMap::new()));
+        let watches = FleetKind::ALL
+            .map(|kind| {
+                let seen = seen.clone();
+                let events = watcher::watcher(kind.api(client), watcher::Config::default())
+                    .default_backoff()
+                    .touched_objects();
+                AbortOnDropHandle::new(tokio::spawn(async move {
+                    futures::pin_mut!(events);
+                    while let Some(event) = events.next().await {
+                        let Ok(obj) = event else { continue };
+                        if is_ready(&obj) {
+                            let name = obj.metadata.name.clone().unwrap_or_default();
+                            lock(&seen).entry((kind, name)).or_insert_with(Instant::now);
+                        }
+                    }
+                }))
+            })
+            .into_iter()
+            .collect();
         Self {
-            apis: FleetKind::ALL
-                .map(|k| (k, k.api(client)))
-                .into_iter()
-                .collect(),
-            lists: 0,
-            ready_at: HashMap::new(),
+            seen,
+            _watches: watches,
         }
     }
 
-    async fn look(&mut self, start: Instant) {
-        for (kind, api) in &self.apis {
-            let Ok(list) = api.list(&ListParams::default()).await else {
-                continue;
-            };
-            self.lists += 1;
-            let now = start.elapsed();
-            for obj in list.items {
-                let ready = obj
-                    .data
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .is_some_and(|conditions| {
-                        conditions
-                            .iter()
-                            .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                    });
-                if ready {
-                    let name = obj.metadata.name.clone().unwrap_or_default();
-                    self.ready_at.entry((*kind, name)).or_insert(now);
-                }
-            }
-        }
-    }
-
-    /// Polls until every healthy object was seen Ready (or `timeout`); answers the time of
-    /// the last one and, per kind, of its last one.
+    /// Waits until every healthy object was seen Ready (or `timeout`); answers the time of
+    /// the last one and, per kind, of its last one, since `start`.
     pub async fn healthy_ready(
-        &mut self,
+        &self,
         fleet: Fleet,
         start: Instant,
         timeout: Duration,
@@ -330,31 +333,51 @@ impl Observer {
             .flat_map(|i| FleetKind::ALL.map(|k| (k, Fleet::name(k, i))))
             .collect();
         loop {
-            self.look(start).await;
-            if healthy.iter().all(|key| self.ready_at.contains_key(key)) {
+            let missing = {
+                let seen = lock(&self.seen);
+                healthy
+                    .iter()
+                    .filter(|key| !seen.contains_key(*key))
+                    .count()
+            };
+            if missing == 0 {
                 break;
             }
             if start.elapsed() > timeout {
-                let missing = healthy
-                    .iter()
-                    .filter(|k| !self.ready_at.contains_key(*k))
-                    .count();
                 eprintln!("   {missing} healthy objects not Ready after {timeout:?}");
                 return None;
             }
-            tokio::time::sleep(Duration::from_millis(250)).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        let seen = lock(&self.seen);
         let last = |of: Option<FleetKind>| {
             healthy
                 .iter()
                 .filter(|(k, _)| of.is_none_or(|of| of == *k))
-                .filter_map(|key| self.ready_at.get(key))
+                .filter_map(|key| seen.get(key))
                 .max()
-                .map_or(0.0, Duration::as_secs_f64)
+                .map_or(0.0, |at| at.saturating_duration_since(start).as_secs_f64())
         };
         Some((
             last(None),
             FleetKind::ALL.map(|k| (k, last(Some(k)))).to_vec(),
         ))
     }
+}
+
+fn is_ready(obj: &DynamicObject) -> bool {
+    obj.data
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
