@@ -31,11 +31,17 @@ use pgtoolbox_operator::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::{Deserialize, Serialize};
 
+use common::allocator;
 use common::child::{self, env_or};
 use common::measure;
 use common::phases::{Quiet, quiet_phase, writes_settled};
 use drivers::Driver;
 use observe::Observer;
+
+/// Every driver runs on the operator binary's allocator (src/main.rs), so the comparison stays
+/// fair and ours is measured as it ships.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Concurrent writes allowed to every driver (the operator's default budget).
 const WRITE_BUDGET: usize = 32;
@@ -61,7 +67,7 @@ pub struct RunResult {
     pub writes: u64,
     pub rss_before_kb: u64,
     pub rss_after_kb: u64,
-    /// RSS after convergence once glibc returned its free pages (live memory).
+    /// RSS after convergence once the allocator returned its free pages (live memory).
     pub rss_live_kb: u64,
     pub peak_kb: u64,
     pub peak_reset: bool,
@@ -71,7 +77,7 @@ pub struct RunResult {
     /// Ours: (live actors, hibernated objects) when memory was measured.
     #[serde(default)]
     pub actors_at_measure: Option<(i64, i64)>,
-    /// Heap in use (glibc `mallinfo2`) before the driver and when memory was measured, KiB.
+    /// Heap in use (jemalloc's `stats.allocated`) before the driver and when memory was measured, KiB.
     #[serde(default)]
     pub heap_before_kb: u64,
     #[serde(default)]
@@ -188,9 +194,9 @@ async fn run(
         startup_jitter: Duration::ZERO,
         ..OperatorSettings::default()
     };
-    measure::trim_heap();
+    allocator::trim_heap();
     let rss_before_kb = measure::rss_kb();
-    let heap_before_kb = measure::heap_in_use_kb();
+    let heap_before_kb = allocator::heap_in_use_kb();
     let peak_reset = measure::reset_peak();
     let cpu_before = measure::cpu_seconds();
     sim.admin().reset_stats();
@@ -210,9 +216,9 @@ async fn run(
     }
     let rss_after_kb = measure::rss_kb();
     let peak_kb = measure::peak_kb();
-    measure::trim_heap();
+    allocator::trim_heap();
     let rss_live_kb = measure::rss_kb();
-    let heap_live_kb = measure::heap_in_use_kb();
+    let heap_live_kb = allocator::heap_in_use_kb();
     let expiry_lag_ms = observer.last_expiry_seen().map_or(0.0, |seen| {
         let at = std::time::SystemTime::from(expires_at);
         let seen_wall = std::time::SystemTime::now() - seen.elapsed();

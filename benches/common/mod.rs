@@ -3,6 +3,7 @@
 //! Each bench uses a part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod allocator;
 pub mod child;
 pub mod measure;
 pub mod phases;
