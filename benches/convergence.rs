@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo bench --bench convergence` (N = 1,000 and 10,000, three runs each), scaled by
 //! `CONVERGENCE_N=1000,10000,100000`, `CONVERGENCE_RUNS`, `CONVERGENCE_QUIET_SECS` (30),
-//! `CONVERGENCE_EXPIRY_SECS` (3), `CONVERGENCE_DRIVERS=raw,controller,ours`; each run's raw
+//! `CONVERGENCE_EXPIRY_SECS` (3), `CONVERGENCE_DRIVERS=raw,controller,ours`,
+//! `CONVERGENCE_FIRST_PASSES` (ours' cold-start bound, 0 = none); each run's raw
 //! figures are appended to `CONVERGENCE_OUT` (JSON lines) when set. CI runs
 //! `cargo bench --bench convergence -- --smoke` (N = 1,000, one run, a 3 s quiet phase).
 //!
@@ -192,6 +193,13 @@ async fn run(
         max_inflight_writes: WRITE_BUDGET,
         // Every driver starts all first passes at once; the jitter would only add a floor.
         startup_jitter: Duration::ZERO,
+        // `CONVERGENCE_FIRST_PASSES=0`: no cold-start bound (all actors live at once), to
+        // measure what the bound saves.
+        first_passes_at_once: Some(env_or(
+            "CONVERGENCE_FIRST_PASSES",
+            OperatorSettings::default().first_passes_at_once.unwrap_or(0),
+        ))
+        .filter(|at_once| *at_once > 0),
         ..OperatorSettings::default()
     };
     allocator::trim_heap();
