@@ -197,7 +197,9 @@ async fn run(
         // measure what the bound saves.
         first_passes_at_once: Some(env_or(
             "CONVERGENCE_FIRST_PASSES",
-            OperatorSettings::default().first_passes_at_once.unwrap_or(0),
+            OperatorSettings::default()
+                .first_passes_at_once
+                .unwrap_or(0),
         ))
         .filter(|at_once| *at_once > 0),
         ..OperatorSettings::default()
