@@ -83,6 +83,9 @@ pub struct RunResult {
     pub heap_before_kb: u64,
     #[serde(default)]
     pub heap_live_kb: u64,
+    /// Which run of its N (1-based), so ratios are taken within one run.
+    #[serde(default)]
+    pub run: usize,
 }
 
 fn main() {
@@ -123,7 +126,8 @@ fn main() {
             for &driver in &drivers {
                 eprintln!("== {} n={n} run {run}/{runs}", driver.name());
                 match spawn_child(driver, n, quiet, expiry, timeout) {
-                    Ok(result) => {
+                    Ok(mut result) => {
+                        result.run = run;
                         child::save("CONVERGENCE_OUT", &result);
                         results.push(result);
                     }
@@ -281,6 +285,7 @@ async fn run(
         actors_at_measure,
         heap_before_kb,
         heap_live_kb,
+        run: 0,
     }
 }
 
