@@ -35,7 +35,11 @@ use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconci
 use pgtoolbox_operator::supervisor::{Kind, KindOptions, Operator, OperatorBuilder, Registry};
 use tokio::sync::Notify;
 
-use common::measure;
+use common::{allocator, measure};
+
+/// The operator binary's allocator (src/main.rs), so RSS figures are those of the shipped runtime.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Counts passes and wakes the benchmark when a target is reached.
 #[derive(Default)]
@@ -112,9 +116,9 @@ fn cm(i: usize, version: u64) -> ConfigMap {
     }
 }
 
-/// RSS once glibc returned its free pages: live memory, not what earlier iterations left.
+/// RSS once the allocator returned its free pages: live memory, not what earlier iterations left.
 fn live_rss_kb() -> u64 {
-    measure::trim_heap();
+    allocator::trim_heap();
     measure::rss_kb()
 }
 
@@ -130,13 +134,20 @@ struct Harness {
 
 impl Harness {
     async fn start(work: Duration, panic_every: Option<usize>) -> Self {
-        Self::start_with(work, panic_every, None).await
+        Self::start_with(
+            work,
+            panic_every,
+            None,
+            KindOptions::default().first_passes_at_once,
+        )
+        .await
     }
 
     async fn start_with(
         work: Duration,
         panic_every: Option<usize>,
         hibernate_after: Option<Duration>,
+        first_passes_at_once: Option<usize>,
     ) -> Self {
         let url = "http://127.0.0.1:9".parse().expect("static url");
         let client = kube::Client::try_from(kube::Config::new(url)).expect("offline client");
@@ -151,6 +162,7 @@ impl Harness {
         .options(KindOptions {
             startup_jitter: Duration::ZERO,
             hibernate_after,
+            first_passes_at_once,
             ..KindOptions::default()
         });
         let registry = kind.registry();
@@ -445,21 +457,32 @@ fn hibernation(c: &mut Criterion) {
     const N: usize = 10_000;
     let rt = runtime();
     // Memory first, each size in a fresh kind: what a hibernated object keeps (the
-    // supervisor's entry and its object copy) against a live actor (the `spawn` group).
-    for n in [10_000, 100_000] {
+    // supervisor's entry and its object copy) against a live actor (the `spawn` group); with
+    // the default cold-start bound and without it (every actor live at once).
+    let bound = KindOptions::default().first_passes_at_once;
+    for (n, at_once) in [
+        (10_000, None),
+        (10_000, bound),
+        (100_000, None),
+        (100_000, bound),
+    ] {
         rt.block_on(async {
             let before = live_rss_kb();
-            let mut h = Harness::start_with(Duration::ZERO, None, Some(Duration::ZERO)).await;
+            let heap_before = allocator::heap_in_use_kb();
+            let mut h =
+                Harness::start_with(Duration::ZERO, None, Some(Duration::ZERO), at_once).await;
             h.populate(n, n).await;
             let started = Instant::now();
             h.all_asleep(n).await;
             let asleep_after = started.elapsed();
             let after = live_rss_kb();
+            let heap = allocator::heap_in_use_kb().saturating_sub(heap_before);
             println!(
-                "hibernation/{n}: all asleep {:.1} ms after the last first pass; RSS +{} KiB = {:.2} KB per hibernated object (object copy included)",
+                "hibernation/{n} (first passes at once: {at_once:?}): all asleep {:.1} ms after the last first pass; RSS +{} KiB = {:.2} KB per hibernated object (object copy included); heap in use {:.2} KB per object",
                 asleep_after.as_secs_f64() * 1e3,
                 after.saturating_sub(before),
-                after.saturating_sub(before) as f64 * 1.024 / n as f64
+                after.saturating_sub(before) as f64 * 1.024 / n as f64,
+                heap as f64 * 1.024 / n as f64
             );
             h.stop().await;
         });
@@ -468,7 +491,7 @@ fn hibernation(c: &mut Criterion) {
     group.sample_size(20);
     group.throughput(Throughput::Elements(N as u64));
     let mut h = rt.block_on(async {
-        let mut h = Harness::start_with(Duration::ZERO, None, Some(Duration::ZERO)).await;
+        let mut h = Harness::start_with(Duration::ZERO, None, Some(Duration::ZERO), bound).await;
         h.populate(N, N).await;
         h.all_asleep(N).await;
         h

@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo bench --bench convergence` (N = 1,000 and 10,000, three runs each), scaled by
 //! `CONVERGENCE_N=1000,10000,100000`, `CONVERGENCE_RUNS`, `CONVERGENCE_QUIET_SECS` (30),
-//! `CONVERGENCE_EXPIRY_SECS` (3), `CONVERGENCE_DRIVERS=raw,controller,ours`; each run's raw
+//! `CONVERGENCE_EXPIRY_SECS` (3), `CONVERGENCE_DRIVERS=raw,controller,ours`,
+//! `CONVERGENCE_FIRST_PASSES` (ours' cold-start bound, 0 = none); each run's raw
 //! figures are appended to `CONVERGENCE_OUT` (JSON lines) when set. CI runs
 //! `cargo bench --bench convergence -- --smoke` (N = 1,000, one run, a 3 s quiet phase).
 //!
@@ -31,11 +32,17 @@ use pgtoolbox_operator::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::{Deserialize, Serialize};
 
+use common::allocator;
 use common::child::{self, env_or};
 use common::measure;
 use common::phases::{Quiet, quiet_phase, writes_settled};
 use drivers::Driver;
 use observe::Observer;
+
+/// Every driver runs on the operator binary's allocator (src/main.rs), so the comparison stays
+/// fair and ours is measured as it ships.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Concurrent writes allowed to every driver (the operator's default budget).
 const WRITE_BUDGET: usize = 32;
@@ -61,7 +68,7 @@ pub struct RunResult {
     pub writes: u64,
     pub rss_before_kb: u64,
     pub rss_after_kb: u64,
-    /// RSS after convergence once glibc returned its free pages (live memory).
+    /// RSS after convergence once the allocator returned its free pages (live memory).
     pub rss_live_kb: u64,
     pub peak_kb: u64,
     pub peak_reset: bool,
@@ -71,11 +78,14 @@ pub struct RunResult {
     /// Ours: (live actors, hibernated objects) when memory was measured.
     #[serde(default)]
     pub actors_at_measure: Option<(i64, i64)>,
-    /// Heap in use (glibc `mallinfo2`) before the driver and when memory was measured, KiB.
+    /// Heap in use (jemalloc's `stats.allocated`) before the driver and when memory was measured, KiB.
     #[serde(default)]
     pub heap_before_kb: u64,
     #[serde(default)]
     pub heap_live_kb: u64,
+    /// Which run of its N (1-based), so ratios are taken within one run.
+    #[serde(default)]
+    pub run: usize,
 }
 
 fn main() {
@@ -116,7 +126,8 @@ fn main() {
             for &driver in &drivers {
                 eprintln!("== {} n={n} run {run}/{runs}", driver.name());
                 match spawn_child(driver, n, quiet, expiry, timeout) {
-                    Ok(result) => {
+                    Ok(mut result) => {
+                        result.run = run;
                         child::save("CONVERGENCE_OUT", &result);
                         results.push(result);
                     }
@@ -186,11 +197,20 @@ async fn run(
         max_inflight_writes: WRITE_BUDGET,
         // Every driver starts all first passes at once; the jitter would only add a floor.
         startup_jitter: Duration::ZERO,
+        // `CONVERGENCE_FIRST_PASSES=0`: no cold-start bound (all actors live at once), to
+        // measure what the bound saves.
+        first_passes_at_once: Some(env_or(
+            "CONVERGENCE_FIRST_PASSES",
+            OperatorSettings::default()
+                .first_passes_at_once
+                .unwrap_or(0),
+        ))
+        .filter(|at_once| *at_once > 0),
         ..OperatorSettings::default()
     };
-    measure::trim_heap();
+    allocator::trim_heap();
     let rss_before_kb = measure::rss_kb();
-    let heap_before_kb = measure::heap_in_use_kb();
+    let heap_before_kb = allocator::heap_in_use_kb();
     let peak_reset = measure::reset_peak();
     let cpu_before = measure::cpu_seconds();
     sim.admin().reset_stats();
@@ -210,9 +230,9 @@ async fn run(
     }
     let rss_after_kb = measure::rss_kb();
     let peak_kb = measure::peak_kb();
-    measure::trim_heap();
+    allocator::trim_heap();
     let rss_live_kb = measure::rss_kb();
-    let heap_live_kb = measure::heap_in_use_kb();
+    let heap_live_kb = allocator::heap_in_use_kb();
     let expiry_lag_ms = observer.last_expiry_seen().map_or(0.0, |seen| {
         let at = std::time::SystemTime::from(expires_at);
         let seen_wall = std::time::SystemTime::now() - seen.elapsed();
@@ -265,6 +285,7 @@ async fn run(
         actors_at_measure,
         heap_before_kb,
         heap_live_kb,
+        run: 0,
     }
 }
 

@@ -1,6 +1,7 @@
 //! What each object costs the runtime, in heap bytes, measured with a counting allocator (no
 //! RSS noise, no API server): a live actor, a hibernated object's supervisor entry, an armed
-//! timer, and the copy of a PgAccessRequest as the watch delivers it.
+//! timer, the copy of a PgAccessRequest as the watch delivers it, and what the RoleBinding
+//! cache (the owned-children store every approved request is filed in) keeps per binding.
 //!
 //! Run: `cargo bench --bench footprint` (a few seconds; `FOOTPRINT_N`, default 10,000).
 
@@ -13,10 +14,12 @@ use std::time::Duration;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
 use pgtoolbox_operator::api::PgAccessRequest;
+use pgtoolbox_operator::children::{ChildStore, REQUEST_LABEL, Relist, owner_label};
 use pgtoolbox_operator::messages::TimerPurpose;
 use pgtoolbox_operator::supervisor::{Kind, KindOptions, Operator, OperatorBuilder};
 use serde_json::json;
@@ -205,6 +208,50 @@ fn access_request(i: usize) -> serde_json::Value {
     })
 }
 
+/// An approved request's RoleBinding as the operator writes it and the watch delivers it.
+fn role_binding(i: usize) -> RoleBinding {
+    let request = format!("req-{i:06}");
+    serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": format!("pgar-{request}"), "namespace": "team-3",
+            "uid": format!("7d3c2b1a-0f9e-4d8c-b7a6-{i:012}"),
+            "resourceVersion": (200_000 + i).to_string(),
+            "creationTimestamp": "2026-12-01T06:14:04Z",
+            "labels": {REQUEST_LABEL: request, "app.kubernetes.io/managed-by": "pgtoolbox-operator"},
+            "ownerReferences": [{"apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
+                "kind": "PgAccessRequest", "name": request,
+                "uid": format!("0b7c6a1e-5d2f-4c1a-9e8b-{i:012}"),
+                "controller": true, "blockOwnerDeletion": true}],
+        },
+        "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+    }))
+    .expect("decodes")
+}
+
+/// Heap bytes per binding the RoleBinding cache keeps: its entry, the decoded binding and
+/// the owner index, `n` bindings listed by its watch.
+fn binding_cache_bytes(n: usize) -> f64 {
+    let bindings: Vec<RoleBinding> = (0..n).map(role_binding).collect();
+    let before = live();
+    let store = ChildStore::<RoleBinding>::new(
+        "RoleBindings of requests",
+        owner_label("PgAccessRequest", REQUEST_LABEL),
+    );
+    let mut relist = Relist::default();
+    store.apply(Event::Init, None, &mut relist);
+    for binding in bindings {
+        store.apply(Event::InitApply(binding), None, &mut relist);
+    }
+    store.apply(Event::InitDone, None, &mut relist);
+    drop(relist);
+    let bytes = (live() - before) as f64 / n as f64;
+    drop(store);
+    bytes
+}
+
 fn main() {
     let n: usize = std::env::var("FOOTPRINT_N")
         .ok()
@@ -224,6 +271,8 @@ fn main() {
     let packed_request = bytes_of(n, |i| pack(&requests[i]));
     drop(requests);
     drop(json);
+    let binding = bytes_of(n, |i| Arc::new(role_binding(i)));
+    let binding_cache = binding_cache_bytes(n);
     let live_actors = runtime.block_on(per_object(
         n,
         Setup {
@@ -250,6 +299,8 @@ fn main() {
     println!("  the same, packed as JSON (hibernated)              {packed_config_map:8.0}");
     println!("  object copy, converged PgAccessRequest (Arc)       {request:8.0}");
     println!("  the same, packed as JSON (hibernated)              {packed_request:8.0}");
+    println!("  RoleBinding of an approved request, decoded (Arc)  {binding:8.0}");
+    println!("  the same in the RoleBinding cache (entry + index)  {binding_cache:8.0}");
     println!("  live actor + supervisor entry + copy (ConfigMap)   {live_actors:8.0}");
     println!("  hibernated: supervisor entry + packed copy         {hibernated:8.0}");
     println!(

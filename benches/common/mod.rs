@@ -4,6 +4,7 @@
 //! Each bench uses a part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod allocator;
 pub mod child;
 pub mod drivers;
 pub mod measure;

@@ -16,7 +16,7 @@ struct Summary {
     verbs: BTreeMap<String, f64>,
     /// Growth of the whole process (sim included) from before the driver started, KiB.
     growth_kb: f64,
-    /// The same once glibc gave its free pages back.
+    /// The same once the allocator gave its free pages back.
     live_growth_kb: f64,
     peak_growth_kb: f64,
     cpu_run_s: f64,
@@ -24,7 +24,7 @@ struct Summary {
     quiet_requests_max: Option<u64>,
     quiet_cpu_pct: Option<f64>,
     change_ms: Option<f64>,
-    /// Growth of the heap in use (mallinfo2), KiB: live memory without fragmentation.
+    /// Growth of the heap in use (the allocator's statistics), KiB: live memory without fragmentation.
     heap_growth_kb: f64,
     /// Ours: the run with the most live actors when memory was measured (live, hibernated).
     actors_at_measure: Option<(i64, i64)>,
@@ -86,6 +86,69 @@ pub fn print(results: &[RunResult], runs: usize, quiet_secs: u64) {
             }
         }
         print_table(n, &by_driver);
+        print_same_run_ratios(n, results);
+    }
+}
+
+/// Ours against the other drivers within each run (the machine's load changes between runs,
+/// not within one), then the median of those ratios.
+fn print_same_run_ratios(n: usize, results: &[RunResult]) {
+    let of = |driver: &str, run: usize| {
+        results
+            .iter()
+            .find(|r| r.n == n && r.run == run && r.driver == driver)
+    };
+    let nf = n.max(1) as f64;
+    let beyond =
+        |r: &RunResult, raw: &RunResult, field: fn(&RunResult) -> f64| (field(r) - field(raw)) / nf;
+    let live = |r: &RunResult| r.rss_live_kb as f64 - r.rss_before_kb as f64;
+    let heap = |r: &RunResult| r.heap_live_kb as f64 - r.heap_before_kb as f64;
+    let mut columns: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut runs: Vec<usize> = results.iter().filter(|r| r.n == n).map(|r| r.run).collect();
+    runs.sort_unstable();
+    runs.dedup();
+    for run in runs {
+        let (Some(ours), Some(raw)) = (of("ours", run), of("raw", run)) else {
+            continue;
+        };
+        let mut line = vec![
+            ("converged / raw", ours.converged_s / raw.converged_s),
+            ("last write / raw", ours.writes_done_s / raw.writes_done_s),
+            ("ours live beyond raw (KB/object)", beyond(ours, raw, live)),
+            ("ours heap beyond raw (KB/object)", beyond(ours, raw, heap)),
+        ];
+        if let Some(controller) = of("controller", run) {
+            line.extend([
+                (
+                    "converged / Controller",
+                    ours.converged_s / controller.converged_s,
+                ),
+                (
+                    "last write / Controller",
+                    ours.writes_done_s / controller.writes_done_s,
+                ),
+                (
+                    "Controller live beyond raw (KB/object)",
+                    beyond(controller, raw, live),
+                ),
+                (
+                    "Controller heap beyond raw (KB/object)",
+                    beyond(controller, raw, heap),
+                ),
+            ]);
+        }
+        let text: Vec<String> = line.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+        println!("- run {run}: {}", text.join(", "));
+        for (k, v) in line {
+            columns.entry(k).or_default().push(v);
+        }
+    }
+    let text: Vec<String> = columns
+        .into_iter()
+        .map(|(k, v)| format!("{k} {:.2}", median(v)))
+        .collect();
+    if !text.is_empty() {
+        println!("- medians of the same-run figures: {}\n", text.join(", "));
     }
 }
 
@@ -169,7 +232,7 @@ fn print_table(n: usize, by_driver: &BTreeMap<&str, Summary>) {
     }
     if let Some(raw) = raw {
         println!(
-            "- heap in use (mallinfo2) growth beyond raw: ours {:.2} KB/object{}",
+            "- heap in use (allocator statistics) growth beyond raw: ours {:.2} KB/object{}",
             (ours.heap_growth_kb - raw.heap_growth_kb) / nf,
             controller.map_or(String::new(), |c| format!(
                 ", Controller {:.2} KB/object",

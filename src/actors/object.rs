@@ -47,6 +47,8 @@ pub struct ObjectArgs<R: Reconciler> {
     pub wheel: TimerWheel,
     /// Report idleness to the supervisor (the kind hibernates idle actors).
     pub hibernate: bool,
+    /// Tell the supervisor when the first pass ends (it holds a cold-start slot).
+    pub report_first_pass: bool,
 }
 
 pub struct ObjectState<R: Reconciler> {
@@ -65,6 +67,8 @@ pub struct ObjectState<R: Reconciler> {
     epoch: u64,
     /// Stopping to hibernate: the object lives on, `on_stop` is not for this stop.
     hibernating: bool,
+    /// The first pass holds a cold-start slot until it ends.
+    report_first_pass: bool,
 }
 
 impl<R: Reconciler> ObjectState<R> {
@@ -111,6 +115,7 @@ impl<R: Reconciler> Actor for ObjectActor<R> {
             hibernate: args.hibernate,
             epoch: 0,
             hibernating: false,
+            report_first_pass: args.report_first_pass,
         };
         if args.first_pass_delay.is_zero() {
             myself.send_message(ObjectMsg::Reconcile)?;
@@ -225,6 +230,11 @@ impl<R: Reconciler> ObjectActor<R> {
             Err(_) => PassResult::Failed,
         };
         span.record("result", tracing::field::debug(&verdict));
+        if std::mem::take(&mut state.report_first_pass)
+            && let Some(supervisor) = &state.supervisor
+        {
+            let _ = supervisor.send_message(KindMsg::FirstPassDone(state.cx.key.clone()));
+        }
         match result {
             Ok(outcome) => self.on_success(myself, state, outcome),
             Err(err) => self.on_failure(state, err).await,

@@ -18,6 +18,7 @@ pub fn register_all(builder: OperatorBuilder) -> OperatorBuilder {
 pub fn register_all_with(builder: OperatorBuilder, caches: OperatorCaches) -> OperatorBuilder {
     let options = KindOptions {
         startup_jitter: builder.shared().settings.startup_jitter,
+        first_passes_at_once: builder.shared().settings.first_passes_at_once,
         ..KindOptions::default()
     };
     let events = EventSink::new(builder.client().clone());

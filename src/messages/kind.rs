@@ -36,6 +36,11 @@ pub enum KindMsg<K> {
     },
     /// Idle actors whose linger elapsed are asked to hibernate.
     Sweep,
+    /// An actor admitted from the cold-start queue finished its first pass (either way): its
+    /// slot goes to the next waiting object.
+    FirstPassDone(ObjectKey),
+    /// A first-pass slot was freed without a pass (its actor failed to start): admit the next.
+    Admit,
     /// An actor asked to hibernate found work queued meanwhile and stays live.
     Awake {
         key: ObjectKey,

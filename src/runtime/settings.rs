@@ -15,6 +15,10 @@ pub struct OperatorSettings {
     /// First passes of objects found by a (re)list are spread over this window, so a restart
     /// with many objects does not send all their writes at once.
     pub startup_jitter: std::time::Duration,
+    /// At most this many new objects of a kind have their first pass owed at once (the rest
+    /// wait asleep), so a cold start never has every actor live; `None`: no bound. 1,024;
+    /// benches compare without.
+    pub first_passes_at_once: Option<usize>,
     /// The time of day expiries are judged by: the system clock, or in simulation tests one
     /// following tokio's paused clock.
     pub clock: super::Clock,
@@ -51,6 +55,7 @@ impl Default for OperatorSettings {
             max_inflight_writes: 32,
             access_request_orphan_grace: crate::reconcile::pgaccessrequest::ORPHAN_GRACE,
             startup_jitter: std::time::Duration::from_secs(2),
+            first_passes_at_once: crate::supervisor::KindOptions::default().first_passes_at_once,
             clock: super::Clock::System,
             operator_namespace: DEFAULT_OPERATOR_NAMESPACE.to_owned(),
             evidence_certificate_validity:

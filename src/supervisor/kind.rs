@@ -38,6 +38,11 @@ pub struct KindOptions {
     /// the supervisor keeps its key and latest object and respawns it on the next delta, child
     /// change, notice or timer. `None`: actors live as long as their object.
     pub hibernate_after: Option<Duration>,
+    /// At most this many new objects have their first pass owed at once; the others wait
+    /// without an actor (a delta, notice or timer still wakes one at once) and are admitted
+    /// as first passes end. Bounds live actors during a cold start: with all of them live at
+    /// once, the memory they free on hibernating stays fragmented. `None`: no bound.
+    pub first_passes_at_once: Option<usize>,
 }
 
 impl Default for KindOptions {
@@ -49,6 +54,8 @@ impl Default for KindOptions {
             shutdown_grace: Duration::from_secs(20),
             // Long enough that the delta of a pass's own write finds the actor still live.
             hibernate_after: Some(Duration::from_secs(1)),
+            // Far above the write budget (32), so passes still queue for writes, not slots.
+            first_passes_at_once: Some(1024),
         }
     }
 }
@@ -84,6 +91,9 @@ pub(super) enum Life {
     Hibernating { actor: ActorId, wake: bool },
     /// No actor: the next delta, child change, notice or timer spawns one.
     Hibernated,
+    /// New and no actor yet: waits in the cold-start queue for a first-pass slot (or, like a
+    /// hibernated object, for anything that wakes it first).
+    Owed,
     /// Its actor failed: a restart is pending (after a backoff).
     Restarting,
 }
@@ -125,6 +135,10 @@ pub struct KindState<R: Reconciler> {
     /// The wake-up of the next sweep of `idle`, when one is scheduled.
     pub(super) sweep: Option<AbortOnDropHandle<()>>,
     pub(super) hibernated: usize,
+    /// New objects waiting for a first-pass slot, in the order they were listed.
+    pub(super) owed: VecDeque<ObjectKey>,
+    /// Objects admitted with their first pass not yet done (each holds a slot).
+    pub(super) starting: HashSet<ObjectKey>,
     /// Tasks that forward the watch streams to this actor and the wheel's task; dropping them
     /// stops the watches and the timers.
     pub(super) watches: Vec<AbortOnDropHandle<()>>,
@@ -139,6 +153,18 @@ impl<R: Reconciler> KindState<R> {
     pub(super) fn complete(&self) -> bool {
         self.listed.len() >= self.sources
     }
+
+    /// Takes a first-pass slot for `key` if one is free (always, without a bound).
+    pub(super) fn take_slot(&mut self, key: &ObjectKey) -> bool {
+        match self.options.first_passes_at_once {
+            None => true,
+            Some(at_once) if self.starting.len() < at_once => {
+                self.starting.insert(key.clone());
+                true
+            }
+            Some(_) => false,
+        }
+    }
 }
 
 impl<R: Reconciler> KindState<R> {
@@ -151,8 +177,10 @@ impl<R: Reconciler> KindState<R> {
     /// Moves `key` to `life`, keeping the hibernated count.
     pub(super) fn set_life(&mut self, key: &ObjectKey, life: Life) {
         if let Some(tracked) = self.objects.get_mut(key) {
+            // Owed objects count as hibernated: no actor, their copy kept.
+            let asleep = |life: Life| matches!(life, Life::Hibernated | Life::Owed);
             let was = std::mem::replace(&mut tracked.life, life);
-            match (was == Life::Hibernated, life == Life::Hibernated) {
+            match (asleep(was), asleep(life)) {
                 (true, false) => self.hibernated -= 1,
                 (false, true) => self.hibernated += 1,
                 _ => {}
@@ -171,7 +199,7 @@ async fn census<R: Reconciler>(state: &KindState<R>) -> crate::messages::KindCen
     for (key, tracked) in &state.objects {
         let list = match tracked.life {
             Life::Live(_) | Life::Hibernating { .. } => &mut census.live,
-            Life::Hibernated => &mut census.hibernated,
+            Life::Hibernated | Life::Owed => &mut census.hibernated,
             Life::Restarting => &mut census.restarting,
         };
         list.push(key.clone());
@@ -273,6 +301,8 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             idle: VecDeque::new(),
             sweep: None,
             hibernated: 0,
+            owed: VecDeque::new(),
+            starting: HashSet::new(),
             watches,
             sources,
             listed: HashSet::new(),
@@ -320,6 +350,12 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             }
             KindMsg::Idle { key, actor, epoch } => self.on_idle(&myself, state, key, actor, epoch),
             KindMsg::Sweep => self.sweep(&myself, state),
+            KindMsg::FirstPassDone(key) => {
+                if state.starting.remove(&key) {
+                    self.admit(&myself, state).await;
+                }
+            }
+            KindMsg::Admit => self.admit(&myself, state).await,
             KindMsg::Awake { key, actor } => self.on_awake(state, key, actor),
             KindMsg::Census(reply) => {
                 let _ = reply.send(census::<R>(state).await);
@@ -410,7 +446,7 @@ impl<R: Reconciler> KindSupervisor<R> {
                     .map(|(key, _)| key);
                 let gone = state.relisting.entry(source).or_default().finish(known);
                 for key in gone {
-                    self.remove(state, &key).await;
+                    self.remove(myself, state, &key).await;
                 }
                 state.listed.insert(source);
                 if state.complete() {
@@ -427,7 +463,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             }
             watcher::Event::Delete(obj) => {
                 if let Some(key) = ObjectKey::of(&obj) {
-                    self.remove(state, &key).await;
+                    self.remove(myself, state, &key).await;
                 }
             }
         }
@@ -452,8 +488,14 @@ impl<R: Reconciler> KindSupervisor<R> {
                     life: Life::Restarting,
                 },
             );
-            self.spawn_actor(myself, state, key, latest, first_pass_delay)
-                .await;
+            if state.take_slot(&key) {
+                self.spawn_actor(myself, state, key, latest, first_pass_delay)
+                    .await;
+            } else {
+                state.set_life(&key, Life::Owed);
+                state.owed.push_back(key);
+                state.count_actors();
+            }
             return;
         };
         // A relist repeats unchanged objects: do not wake their actors for nothing.

@@ -47,8 +47,31 @@ impl<R: Reconciler> KindSupervisor<R> {
                 }
             }
             Life::Hibernating { wake, .. } => *wake = true,
-            Life::Hibernated => self.respawn(myself, state, key.clone()).await,
+            // An owed object's first pass comes early; its place in the queue is skipped.
+            Life::Hibernated | Life::Owed => self.respawn(myself, state, key.clone()).await,
             Life::Restarting => {}
+        }
+    }
+
+    /// Gives free first-pass slots to the objects waiting for one, in order.
+    pub(super) async fn admit(
+        &self,
+        myself: &ActorRef<KindMsg<R::Object>>,
+        state: &mut KindState<R>,
+    ) {
+        while let Some(key) = state.owed.front().cloned() {
+            // Woken meanwhile, or deleted: its first pass is no longer owed.
+            let owed = state
+                .objects
+                .get(&key)
+                .is_some_and(|t| t.life == Life::Owed);
+            if owed && !state.take_slot(&key) {
+                return;
+            }
+            state.owed.pop_front();
+            if owed {
+                self.respawn(myself, state, key).await;
+            }
         }
     }
 
@@ -82,6 +105,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         first_pass_delay: Duration,
     ) {
         let restarts = state.restarts.get(&key).copied().unwrap_or(0);
+        let report_first_pass = state.starting.contains(&key);
         let args = ObjectArgs {
             object,
             cx: ObjectContext::new(key.clone(), state.env.clone(), restarts),
@@ -90,6 +114,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             supervisor: Some(myself.clone()),
             wheel: state.wheel.clone(),
             hibernate: state.options.hibernate_after.is_some(),
+            report_first_pass,
         };
         // Unnamed: ractor's global name registry plays no part, so a key is always reusable.
         let spawned = Actor::spawn_linked(
@@ -114,7 +139,12 @@ impl<R: Reconciler> KindSupervisor<R> {
     }
 
     /// The object is gone: forget it, stop its actor, drop its timers.
-    pub(super) async fn remove(&self, state: &mut KindState<R>, key: &ObjectKey) {
+    pub(super) async fn remove(
+        &self,
+        myself: &ActorRef<KindMsg<R::Object>>,
+        state: &mut KindState<R>,
+        key: &ObjectKey,
+    ) {
         let Some(life) = state.objects.get(key).map(|t| t.life) else {
             return;
         };
@@ -132,7 +162,7 @@ impl<R: Reconciler> KindSupervisor<R> {
                 }
             }
             // No actor runs `on_stop` for it (one answering `Awake` later is stopped then).
-            Life::Hibernating { .. } | Life::Hibernated => {
+            Life::Hibernating { .. } | Life::Hibernated | Life::Owed => {
                 let cx = ObjectContext::new(key.clone(), state.env.clone(), 0);
                 Box::pin(self.reconciler.on_stop(key, &cx)).await;
             }
@@ -142,6 +172,9 @@ impl<R: Reconciler> KindSupervisor<R> {
         state.env.shared.secrets.forget(&kind_of::<R>(), key);
         state.count_actors();
         self.orphaned(state, key);
+        if state.starting.remove(key) {
+            self.admit(myself, state).await;
+        }
     }
 
     /// Lets the reconciler remove what the gone object leaves behind, off the supervisor.
@@ -162,6 +195,10 @@ impl<R: Reconciler> KindSupervisor<R> {
         let Some(key) = state.actor_keys.remove(&id) else {
             return;
         };
+        // Ended before reporting its first pass (a panic): its slot goes on.
+        if state.starting.remove(&key) {
+            self.admit(myself, state).await;
+        }
         // Only the current actor of the key is removed: a replacement may already run.
         state
             .registry
@@ -199,6 +236,10 @@ impl<R: Reconciler> KindSupervisor<R> {
     ) {
         state.set_life(&key, Life::Restarting);
         state.wheel.cancel_all(&key);
+        // Its actor never started (it holds no slot as a restart): the slot goes on.
+        if state.starting.remove(&key) {
+            let _ = myself.send_message(KindMsg::Admit);
+        }
         let restarts = state.restarts.entry(key.clone()).or_insert(0);
         *restarts = restarts.saturating_add(1);
         state.env.shared.runtime.restart(&kind_of::<R>());

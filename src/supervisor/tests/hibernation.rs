@@ -219,12 +219,31 @@ async fn a_failing_object_keeps_its_actor_and_its_retry_backoff() {
 /// after its last event and see its last version; passes never overlap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storm_of_deltas_and_notices_around_hibernation_loses_nothing() {
+    storm(hibernating(Duration::ZERO), 200 * MS).await;
+}
+
+/// The same storm from the list on, with at most 4 first passes at once: deltas and notices
+/// also reach objects still waiting for their first pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_during_a_bounded_cold_start_loses_nothing() {
+    let options = KindOptions {
+        first_passes_at_once: Some(4),
+        ..hibernating(Duration::ZERO)
+    };
+    storm(options, Duration::ZERO).await;
+}
+
+async fn storm(options: KindOptions, after_list: Duration) {
     const N: u64 = 40;
     let probe = Probe::new(Duration::ZERO, |_, _| Act::Ok(Outcome::done()));
-    let h = Harness::start(&probe, hibernating(Duration::ZERO), 1).await;
+    let h = Harness::start(&probe, options, 1).await;
     let name = |i: u64| format!("s{i}");
     h.list((0..N).map(|i| cm(&name(i), "0", 1)).collect());
-    run_for(200 * MS).await;
+    // Known to the supervisor (live or waiting), so no notice finds an unknown object.
+    while h.objects().0 + h.objects().1 < N as i64 {
+        tokio::task::yield_now().await;
+    }
+    run_for(after_list).await;
 
     let notices = h.shared.clone();
     let notifier = tokio::spawn(async move {

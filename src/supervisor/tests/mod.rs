@@ -1,6 +1,7 @@
 //! Runtime tests over in-memory watch events (no API server): a probe reconciler over
 //! ConfigMaps records every pass; time-heavy tests run on tokio's paused clock.
 
+mod cold_start;
 mod hibernation;
 mod lifecycle;
 mod passes;
