@@ -172,6 +172,27 @@ fn regressions() -> Vec<(u64, Mix, &'static str, Vec<Step>)> {
                 Step::Shorten { req: 2, secs: 45 },
             ],
         ),
+        (
+            WORKLOAD_SEEDS + 62,
+            Mix::Workloads,
+            "a deleted PgAdmin with a settings database stayed registered for its Database",
+            vec![
+                Step::CreateWorkload {
+                    kind: kinds::Workload::PgAdmin,
+                    n: 1,
+                    image: Some("ghcr.io/pgtoolbox/app:2.0"),
+                    exposure: kinds::Exposure::ClusterIp,
+                    cluster: 0,
+                    openshift: true,
+                },
+                Step::ConfigDatabase { n: 1, on: true },
+                Step::Sleep { millis: 6030 },
+                Step::DeleteWorkload {
+                    kind: kinds::Workload::PgAdmin,
+                    n: 1,
+                },
+            ],
+        ),
     ]
 }
 

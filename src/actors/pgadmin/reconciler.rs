@@ -491,6 +491,8 @@ impl Reconciler for PgAdminReconciler {
         c.poolers.index().forget(&owner);
         c.pgadmin_accesses.index().forget(&owner);
         c.database_roles.index().forget(&owner);
+        // The settings database's Database (registered only while spec.configDatabase is set).
+        c.databases.index().forget(&owner);
         c.secrets.forget(&owner);
         self.servers
             .forget(&key.namespace, &ChildNames::of(&key.name));
