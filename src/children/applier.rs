@@ -121,6 +121,10 @@ pub enum ApplyError {
     Kube(#[from] kube::Error),
     #[error(transparent)]
     Create(#[from] CreateError),
+    #[error(
+        "{name} was to be kept as cached, and the cached copy no longer matches; retried on the next pass"
+    )]
+    Incomplete { name: String },
 }
 
 /// Where the writes go and under which budget.
@@ -202,9 +206,11 @@ impl Applier<'_> {
     {
         let name = object.name_any();
         let key = ObjectKey::new(owner.key.namespace.as_str(), name.as_str());
-        let desired = with_applied_hash(serde_json::to_value(&object)?)?;
+        let complete = store.complete(&object);
+        let Prepared { desired, kept } = prepare(store, object)?;
         let (current, created) = match store.get(&key) {
             Some(cached) => (cached.as_ref().clone(), false),
+            None if !complete => return Err(ApplyError::Incomplete { name }),
             // Not ours as far as the cache knows: create it with POST, which cannot merge into
             // a foreign object holding the name (server-side apply would).
             None => {
@@ -229,8 +235,15 @@ impl Applier<'_> {
                 name,
             });
         }
-        if !created && contains(&serde_json::to_value(&current)?, &desired) {
+        // In the store's form: an object found by a refused create is read whole.
+        if !created && contains(&serde_json::to_value(store.kept_form(current))?, &kept) {
             return Ok(ChildVerdict::Unchanged { name });
+        }
+        // Rebuilt from a kept copy that has changed since: writing it would write placeholders
+        // (server-side apply would also drop the values it omits). The pass is retried and
+        // plans from the new copy.
+        if !complete {
+            return Err(ApplyError::Incomplete { name });
         }
         // One Apply manager owns exactly the desired fields (a creation is applied at once and
         // its own claim released), so a field later dropped from the desired object is removed.
@@ -255,6 +268,65 @@ impl Applier<'_> {
             .await
             .map_err(|closed| kube::Error::Service(Box::new(closed)))
     }
+}
+
+/// A desired child ready to write (`desired`, with its digest annotation) and in the form
+/// its store keeps (`kept`, what the cached copy is compared with). The digest is taken over
+/// the kept form, so a desired object rebuilt from a kept copy carries the same digest as the
+/// complete one written before.
+struct Prepared {
+    desired: Value,
+    kept: Value,
+}
+
+fn prepare<C>(store: &ChildStore<C>, object: C) -> Result<Prepared, serde_json::Error>
+where
+    C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let kept = serde_json::to_value(store.kept_form(object.clone()))?;
+    let hash = applied_hash(&kept)?;
+    Ok(Prepared {
+        desired: with_hash(serde_json::to_value(&object)?, &hash),
+        kept: with_hash(kept, &hash),
+    })
+}
+
+/// Whether applying `object` for `owner` would write nothing: the store holds a copy the owner
+/// controls that already contains it (compared as the store keeps it). A pass that rebuilds a
+/// child from its kept copy asks this before choosing to keep it.
+pub fn unchanged<C>(
+    store: &ChildStore<C>,
+    owner: &ChildOwner,
+    component: Component,
+    object: C,
+) -> Result<bool, serde_json::Error>
+where
+    C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let object = stamped(object, owner, component);
+    let key = ObjectKey::new(owner.key.namespace.as_str(), object.name_any().as_str());
+    let Some(current) = store.get(&key) else {
+        return Ok(false);
+    };
+    if !owner.controls(current.as_ref()) {
+        return Ok(false);
+    }
+    let Prepared { kept, .. } = prepare(store, object)?;
+    Ok(contains(&serde_json::to_value(current.as_ref())?, &kept))
 }
 
 /// The server's refusals a kind shows as data: invalid (422) and admission denials (403 from a
@@ -291,21 +363,35 @@ fn stamped<C: Resource>(mut object: C, owner: &ChildOwner, component: Component)
 /// object does not set, since the server adds its own) would not see.
 pub const APPLIED_HASH_ANNOTATION: &str = "pgtoolbox.fyannk.dev/applied-hash";
 
-/// `desired` with its digest annotation (over the object without it; `serde_json` maps are
-/// ordered, so the same object always gives the same digest).
-fn with_applied_hash(mut desired: Value) -> Result<Value, serde_json::Error> {
+/// The digest of an object (without its digest annotation; `serde_json` maps are ordered, so
+/// the same object always gives the same digest).
+fn applied_hash(object: &Value) -> Result<String, serde_json::Error> {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(serde_json::to_vec(&desired)?);
-    let hash = hex::encode(&digest[..8]);
+    let digest = Sha256::digest(serde_json::to_vec(object)?);
+    Ok(hex::encode(&digest[..8]))
+}
+
+/// `desired` with the digest annotation `hash`.
+fn with_hash(mut desired: Value, hash: &str) -> Value {
     if let Some(meta) = desired.get_mut("metadata").and_then(Value::as_object_mut) {
         let annotations = meta
             .entry("annotations")
             .or_insert_with(|| Value::Object(Default::default()));
         if let Some(annotations) = annotations.as_object_mut() {
-            annotations.insert(APPLIED_HASH_ANNOTATION.into(), Value::String(hash));
+            annotations.insert(
+                APPLIED_HASH_ANNOTATION.into(),
+                Value::String(hash.to_owned()),
+            );
         }
     }
-    Ok(desired)
+    desired
+}
+
+/// `desired` with its own digest annotation.
+#[cfg(test)]
+fn with_applied_hash(desired: Value) -> Result<Value, serde_json::Error> {
+    let hash = applied_hash(&desired)?;
+    Ok(with_hash(desired, &hash))
 }
 
 /// Whether every field `desired` sets has that value in `current` (the server adds defaults,
@@ -401,5 +487,132 @@ mod tests {
         ));
         assert!(!refused(409, "Conflict"));
         assert!(!refused(500, "InternalError"));
+    }
+
+    mod kept_copies {
+        use super::super::*;
+        use crate::children::store::{ChildStore, Ingest, our_owner};
+        use crate::messages::KindKey;
+        use crate::reconcile::redact::{redact_secret, secret_is_complete};
+        use k8s_openapi::ByteString;
+        use k8s_openapi::api::core::v1::Secret;
+        use kube::api::ObjectMeta;
+        use kube::runtime::watcher;
+        use serde_json::json;
+
+        fn owner() -> ChildOwner {
+            ChildOwner {
+                key: KindKey::new("EvidenceAgent", "ns", "agent"),
+                reference: OwnerReference {
+                    api_version: "pgtoolbox.fyannk.dev/v1alpha1".into(),
+                    kind: "EvidenceAgent".into(),
+                    name: "agent".into(),
+                    uid: "u-agent".into(),
+                    controller: Some(true),
+                    block_owner_deletion: Some(true),
+                },
+            }
+        }
+
+        fn store() -> std::sync::Arc<ChildStore<Secret>> {
+            ChildStore::with_ingest(
+                "Secrets",
+                our_owner(),
+                Ingest {
+                    keep: redact_secret,
+                    complete: secret_is_complete,
+                },
+            )
+        }
+
+        fn secret(key: &str) -> Secret {
+            Secret {
+                metadata: ObjectMeta {
+                    name: Some("tls".into()),
+                    ..ObjectMeta::default()
+                },
+                type_: Some("kubernetes.io/tls".into()),
+                data: Some(
+                    [
+                        ("tls.crt".to_owned(), ByteString(b"a certificate".to_vec())),
+                        ("tls.key".to_owned(), ByteString(key.as_bytes().to_vec())),
+                    ]
+                    .into(),
+                ),
+                ..Secret::default()
+            }
+        }
+
+        /// The store after the watch brought back what the applier writes for `object`.
+        fn written(store: &ChildStore<Secret>, object: Secret) {
+            let object = stamped(object, &owner(), Component::EvidenceAgent);
+            let Prepared { desired, .. } = prepare(store, object).unwrap();
+            let mut back: Secret = serde_json::from_value(desired).unwrap();
+            back.metadata.uid = Some("u-secret".into());
+            back.metadata.resource_version = Some("1".into());
+            store.apply(
+                watcher::Event::Apply(back),
+                Some("ns"),
+                &mut Default::default(),
+            );
+        }
+
+        #[test]
+        fn a_copy_rebuilt_from_the_kept_one_is_unchanged_and_never_complete() {
+            let store = store();
+            written(&store, secret("the private key"));
+            let cached = store.get(&ObjectKey::new("ns", "tls")).unwrap();
+            let cached_json = serde_json::to_string(cached.as_ref()).unwrap();
+            assert!(!cached_json.contains(&base64_of("the private key")));
+            // What a keeping pass rebuilds (placeholders in the values' place): nothing to write.
+            let kept = redact_secret(secret("the private key"));
+            assert!(!store.complete(&kept));
+            let unchanged_as = |object: Secret| {
+                unchanged(&store, &owner(), Component::EvidenceAgent, object).unwrap()
+            };
+            assert!(unchanged_as(kept.clone()));
+            // The complete Secret compares the same way; another key or label does not.
+            assert!(unchanged_as(secret("the private key")));
+            assert!(!unchanged_as(secret("another key")));
+            let mut labelled = kept;
+            labelled
+                .metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert("x".into(), "y".into());
+            assert!(!unchanged_as(labelled));
+        }
+
+        #[test]
+        fn the_digest_annotation_is_taken_over_the_kept_form() {
+            let store = store();
+            let full = stamped(
+                secret("the private key"),
+                &owner(),
+                Component::EvidenceAgent,
+            );
+            let kept = stamped(
+                redact_secret(secret("the private key")),
+                &owner(),
+                Component::EvidenceAgent,
+            );
+            let a = prepare(&store, full).unwrap();
+            let b = prepare(&store, kept).unwrap();
+            let hash = |v: &Value| v["metadata"]["annotations"][APPLIED_HASH_ANNOTATION].clone();
+            assert!(hash(&a.desired).is_string());
+            assert_eq!(hash(&a.desired), hash(&b.desired));
+            assert_eq!(a.kept, b.kept);
+            // The object written carries the key; the one compared does not.
+            assert_eq!(
+                a.desired["data"]["tls.key"],
+                json!(base64_of("the private key"))
+            );
+            assert_ne!(a.kept["data"]["tls.key"], a.desired["data"]["tls.key"]);
+        }
+
+        fn base64_of(text: &str) -> String {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(text)
+        }
     }
 }

@@ -21,11 +21,12 @@ use serde::de::DeserializeOwned;
 use super::contents::Contents;
 use super::external::{HttpRoute, Route};
 use super::references::{ReferenceIndex, cnpg_clusters, secrets_resource};
-use super::store::{ChildStore, Wakeups, our_owner, owner_label};
+use super::store::{ChildStore, Ingest, Wakeups, our_owner, owner_label};
 use super::synced::{NotSynced, Synced};
 use crate::k8s::WatchScope;
 use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::reconcile::optional_api::OptionalApi;
+use crate::reconcile::redact::{redact_secret, secret_is_complete};
 
 /// The label that makes a RoleBinding "a RoleBinding of the request" named by its value. The
 /// console creates these bindings, so they carry this label and not our managed-by label.
@@ -52,8 +53,9 @@ pub struct OperatorCaches {
     /// Empty where the API is not served (the prober's answer decides, not this store).
     pub routes: Arc<ChildStore<Route>>,
     pub http_routes: Arc<ChildStore<HttpRoute>>,
-    /// Secrets this operator wrote (an EvidenceAgent's serving certificate), contents included:
-    /// only ours are selected, never a Secret of anyone else.
+    /// Secrets this operator wrote (an EvidenceAgent's serving certificate): only ours are
+    /// selected, never a Secret of anyone else. Certificates are kept whole; every other value
+    /// (the private key) only as judged when it arrived (`reconcile::redact`).
     pub owned_secrets: Arc<ChildStore<Secret>>,
     /// The RoleBindings of PgAccessRequests, filed under the request their label names.
     pub access_bindings: Arc<ChildStore<RoleBinding>>,
@@ -147,7 +149,7 @@ impl OperatorCaches {
 
     /// Everything these caches hold, as one JSON document keyed by cache: each child store's
     /// objects, each reference index's entries, each read object. Tests look in it for Secret
-    /// values, which no cache may hold but a Secret the operator writes itself.
+    /// values, which no cache may hold, the operator's own included.
     #[doc(hidden)]
     pub fn dump(&self) -> String {
         use serde_json::json;
@@ -216,7 +218,14 @@ impl OperatorCaches {
             ingresses: ChildStore::new("Ingresses", our_owner()),
             routes: ChildStore::new("Routes", our_owner()),
             http_routes: ChildStore::new("HTTPRoutes", our_owner()),
-            owned_secrets: ChildStore::new("Secrets", our_owner()),
+            owned_secrets: ChildStore::with_ingest(
+                "Secrets",
+                our_owner(),
+                Ingest {
+                    keep: redact_secret,
+                    complete: secret_is_complete,
+                },
+            ),
             access_bindings: ChildStore::new(
                 "RoleBindings of requests",
                 owner_label("PgAccessRequest", REQUEST_LABEL),

@@ -15,7 +15,7 @@ mod synced;
 pub use crate::reconcile::children::{Component, MANAGED_BY, MANAGED_BY_LABEL};
 pub use applier::{
     APPLIED_HASH_ANNOTATION, Applier, ApplyError, ApplyReport, ChildOwner, ChildVerdict, Desired,
-    FIELD_MANAGER,
+    FIELD_MANAGER, unchanged,
 };
 pub use caches::{CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
 pub use contents::Contents;
@@ -25,5 +25,5 @@ pub use references::{
     Labels, Meta, Observations, Observed, ReferenceIndex, Track, cnpg_clusters, secrets_resource,
 };
 pub use relist::Relist;
-pub use store::{ChildStore, OwnerOf, Wakeups, controller_owner, our_owner, owner_label};
+pub use store::{ChildStore, Ingest, OwnerOf, Wakeups, controller_owner, our_owner, owner_label};
 pub use synced::{NotSynced, Synced};

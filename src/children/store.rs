@@ -86,6 +86,26 @@ fn unreadable(error: &watcher::Error) -> bool {
     matches!(response.code, 403 | 404)
 }
 
+/// What a store keeps of each object as it enters it, and which objects may be written: a
+/// store of Secrets keeps their certificates and only a judgement of every other value
+/// (`crate::reconcile::redact`), and a desired object rebuilt from such a copy must never be
+/// written, since it lacks what was dropped.
+pub struct Ingest<C> {
+    /// The object as the store keeps it. Must be idempotent (`keep(keep(x)) == keep(x)`): the
+    /// applier compares a desired object in this form with the kept copy.
+    pub keep: fn(C) -> C,
+    /// Whether the object holds everything `keep` drops (false: built from a kept copy).
+    pub complete: fn(&C) -> bool,
+}
+
+impl<C> Clone for Ingest<C> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<C> Copy for Ingest<C> {}
+
 struct Entry<C> {
     object: Arc<C>,
     owner: Option<KindKey>,
@@ -99,6 +119,7 @@ pub struct ChildStore<C> {
     tombstones: DashMap<ObjectKey, Option<String>>,
     owner_of: OwnerOf<C>,
     synced: Synced,
+    ingest: Option<Ingest<C>>,
 }
 
 impl<C: serde::Serialize> ChildStore<C> {
@@ -124,13 +145,36 @@ where
 {
     /// `what` names the children in errors ("RoleBindings").
     pub fn new(what: &'static str, owner_of: OwnerOf<C>) -> Arc<Self> {
+        Self::build(what, owner_of, None)
+    }
+
+    /// A store that keeps of each object only what `ingest` keeps.
+    pub fn with_ingest(what: &'static str, owner_of: OwnerOf<C>, ingest: Ingest<C>) -> Arc<Self> {
+        Self::build(what, owner_of, Some(ingest))
+    }
+
+    fn build(what: &'static str, owner_of: OwnerOf<C>, ingest: Option<Ingest<C>>) -> Arc<Self> {
         Arc::new(Self {
             entries: DashMap::new(),
             by_owner: DashMap::new(),
             tombstones: DashMap::new(),
             owner_of,
             synced: Synced::new(what),
+            ingest,
         })
+    }
+
+    /// `object` as this store would keep it.
+    pub fn kept_form(&self, object: C) -> C {
+        match &self.ingest {
+            Some(ingest) => (ingest.keep)(object),
+            None => object,
+        }
+    }
+
+    /// Whether `object` may be written: it holds everything this store drops.
+    pub fn complete(&self, object: &C) -> bool {
+        self.ingest.as_ref().is_none_or(|i| (i.complete)(object))
     }
 
     /// Waits until every watch delivered its first list.
@@ -282,6 +326,7 @@ where
         let Some(key) = ObjectKey::of(&child) else {
             return Vec::new();
         };
+        let child = self.kept_form(child);
         let owner = (self.owner_of)(&child);
         let version = child.resource_version();
         // Another object under a deleted child's name is not the one deleted.
@@ -508,6 +553,43 @@ mod tests {
         let woken = store.apply(watcher::Event::Apply(meta), Some("ns"), &mut relist);
         assert_eq!(woken, vec![owner("a")]);
         assert_eq!(store.children_of(&owner("a")).len(), 1);
+    }
+
+    #[test]
+    fn a_store_keeps_what_its_ingest_keeps_of_every_object_it_receives() {
+        fn drop_subjects(mut rb: RoleBinding) -> RoleBinding {
+            rb.subjects = None;
+            rb
+        }
+        let store = ChildStore::with_ingest(
+            "RoleBindings",
+            owner_label("Owner", LABEL),
+            Ingest {
+                keep: drop_subjects,
+                complete: |rb: &RoleBinding| rb.subjects.is_some(),
+            },
+        );
+        let mut relist = Relist::default();
+        let mut full = rb("x", "a", "u1", "1");
+        full.subjects = Some(Vec::new());
+        for event in [
+            watcher::Event::Apply(full.clone()),
+            watcher::Event::InitApply(full.clone()),
+        ] {
+            store.apply(event, Some("ns"), &mut relist);
+            let kept = store.get(&ObjectKey::new("ns", "x")).unwrap();
+            assert_eq!(kept.subjects, None);
+            assert_eq!(names(&store, "a"), vec!["x"]);
+        }
+        assert!(store.complete(&full));
+        assert!(!store.complete(&store.kept_form(full)));
+        // A store without a hook keeps objects whole, every one complete.
+        let plain =
+            super::ChildStore::<RoleBinding>::new("RoleBindings", owner_label("Owner", LABEL));
+        let mut object = rb("y", "a", "u2", "1");
+        object.subjects = Some(Vec::new());
+        assert_eq!(plain.kept_form(object.clone()), object);
+        assert!(plain.complete(&RoleBinding::default()));
     }
 
     #[test]

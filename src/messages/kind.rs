@@ -62,6 +62,9 @@ pub struct KindCensus {
     pub restarting: Vec<ObjectKey>,
     /// Objects with a timer armed.
     pub timers: Vec<ObjectKey>,
+    /// The supervisor's copy of every object, as JSON (decoded, or packed while it
+    /// hibernates): a test checks that none holds a Secret value.
+    pub copies: Vec<String>,
 }
 
 /// Messages of the root supervisor. It only supervises; it has nothing to be told but to stop.

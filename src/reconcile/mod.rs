@@ -10,4 +10,5 @@ pub mod namespace_permissions;
 pub mod optional_api;
 pub mod pgaccessrequest;
 pub mod pgadmin;
+pub mod redact;
 pub mod workload;

@@ -197,6 +197,7 @@ async fn census<R: Reconciler>(state: &KindState<R>) -> crate::messages::KindCen
         ..Default::default()
     };
     for (key, tracked) in &state.objects {
+        census.copies.push(tracked.latest.text());
         let list = match tracked.life {
             Life::Live(_) | Life::Hibernating { .. } => &mut census.live,
             Life::Hibernated | Life::Owed => &mut census.hibernated,
@@ -211,6 +212,7 @@ async fn census<R: Reconciler>(state: &KindState<R>) -> crate::messages::KindCen
     ] {
         list.sort();
     }
+    census.copies.sort();
     census
 }
 

@@ -41,6 +41,14 @@ where
         Ok(obj)
     }
 
+    /// The copy as JSON text, as it is held (tests look in it for Secret values).
+    pub(super) fn text(&self) -> String {
+        match self {
+            Self::Decoded(obj) => serde_json::to_string(obj.as_ref()).unwrap_or_default(),
+            Self::Packed { json, .. } => String::from_utf8_lossy(json).into_owned(),
+        }
+    }
+
     /// Packs a decoded object; a failure keeps it decoded (only memory is at stake).
     pub(super) fn pack(&mut self) {
         let Self::Decoded(obj) = self else {
@@ -80,7 +88,9 @@ mod tests {
         }))
         .unwrap();
         let mut latest = Latest::Decoded(Arc::new(request.clone()));
+        let text = latest.text();
         latest.pack();
+        assert_eq!(latest.text(), text, "the same copy, packed");
         assert!(matches!(latest, Latest::Packed { .. }));
         assert_eq!(latest.resource_version().as_deref(), Some("42"));
         let decoded = latest.decoded().unwrap();

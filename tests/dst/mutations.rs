@@ -385,24 +385,38 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
     out.push(("no-secret-in-logs", "a Secret value logged", h));
 
     // A user's credential in a cache (an ObjectStore read with its Secret's data inlined), and
-    // in the one store allowed the operator's own keys.
+    // in the store of the operator's own Secrets; the operator's own key kept whole in that
+    // store (as its serving keys were before the store kept them only as judged).
     let credential = crate::workloads::credential(crate::mutations::WORKLOAD_BASE, 1);
-    for (what, path) in [
-        ("a Secret value in a cache", "read"),
+    let own_key = real.own_secret_values.first().cloned().unwrap_or_default();
+    for (what, entry) in [
+        (
+            "a Secret value in a cache",
+            json!({"read": {"objectStores": [{"data": {"ACCESS_SECRET_KEY": credential}}]}}),
+        ),
         (
             "a user's Secret value in the store of the operator's own Secrets",
-            "stores",
+            json!({"stores": {"ownedSecrets": [{"stringData": credential}]}}),
+        ),
+        (
+            "the operator's own key in the store of its own Secrets",
+            json!({"stores": {"ownedSecrets": [{"data": {"tls.key": own_key}}]}}),
         ),
     ] {
         let mut h = real.clone();
-        let entry = if path == "read" {
-            json!({"read": {"objectStores": [{"data": {"ACCESS_SECRET_KEY": credential}}]}})
-        } else {
-            json!({"stores": {"ownedSecrets": [{"stringData": credential}]}})
-        };
         h.cache_dumps.push(entry.to_string());
         out.push(("no-secret-in-caches", what, h));
     }
+    // A user's credential in a kind supervisor's copy of an object (say, pasted into an
+    // annotation of an agent).
+    let mut h = real.clone();
+    h.supervisor_copies
+        .push(json!({"metadata": {"annotations": {"note": credential}}}).to_string());
+    out.push((
+        "no-secret-in-caches",
+        "a Secret value in a kind supervisor's copy of an object",
+        h,
+    ));
 
     // A timer kept for a deleted agent.
     let mut h = real.clone();
@@ -441,16 +455,31 @@ pub fn all_detected(crds: &str) -> bool {
     let (real, mut ok) = base(ACCESS_BASE, crds);
     let (workload_real, workload_ok) = base(WORKLOAD_BASE, crds);
     ok &= workload_ok;
+    // The real history passes no-secret-in-caches with a serving certificate Secret cached:
+    // the store of the operator's own Secrets was looked at, not empty.
+    let serving_cached = workload_real.cache_dumps.iter().any(|dump| {
+        serde_json::from_str::<Value>(dump)
+            .ok()
+            .and_then(|d| d.pointer("/stores/ownedSecrets").cloned())
+            .and_then(|s| s.as_array().cloned())
+            .is_some_and(|secrets| secrets.iter().any(|s| s["data"]["tls.key"].is_string()))
+    });
+    if !serving_cached {
+        eprintln!("mutation base seed {WORKLOAD_BASE} never cached a serving certificate Secret");
+        ok = false;
+    }
     if workload_real.secret_values.is_empty()
+        || workload_real.own_secret_values.is_empty()
         || workload_real.log_lines.is_empty()
         || workload_real.held.is_empty()
         || workload_real.cache_dumps.is_empty()
+        || workload_real.supervisor_copies.is_empty()
         || !workload_real
             .secret_values
             .contains(&crate::workloads::credential(WORKLOAD_BASE, 1))
     {
         eprintln!(
-            "mutation base seed {WORKLOAD_BASE} has no Secret value, no log line, no census or no cache dump"
+            "mutation base seed {WORKLOAD_BASE} has no Secret value, none of the operator's own, no log line, no census, no cache dump or no supervisor copy"
         );
         ok = false;
     }

@@ -494,40 +494,36 @@ pub fn no_secret_in_logs(h: &History) -> Vec<Violation> {
     out
 }
 
-/// No Secret value in what any incarnation's caches held when it stopped. The store of the
-/// Secrets the operator writes (`ownedSecrets`) is the one place its own keys may be: an
-/// agent's serving key is re-applied from it (a known gap, docs/testing.md); a value of anyone
-/// else's Secret is refused there too.
+/// No Secret value in what any incarnation's caches held when it stopped: not a user's, not a
+/// generated one, not the operator's own (its serving keys are kept only as judged on arrival);
+/// nor in the kind supervisors' copies of their objects at the end.
 pub fn no_secret_in_caches(h: &History) -> Vec<Violation> {
     let mut out = Vec::new();
     for (i, dump) in h.cache_dumps.iter().enumerate() {
-        let mut caches: Value = serde_json::from_str(dump).unwrap_or(Value::Null);
-        let owned = caches
-            .pointer_mut("/stores/ownedSecrets")
-            .map(Value::take)
-            .unwrap_or(Value::Null)
-            .to_string();
-        let rest = caches.to_string();
         for secret in &h.secret_values {
-            let own = h.own_secret_values.contains(secret);
-            let place = if rest.contains(secret.as_str()) {
-                Some("a cache")
-            } else if !own && owned.contains(secret.as_str()) {
-                Some("the store of the operator's own Secrets")
-            } else {
-                None
-            };
-            if let Some(place) = place {
+            if dump.contains(secret.as_str()) {
+                let own = h.own_secret_values.contains(secret);
                 out.push(violation(
                     "no-secret-in-caches",
                     format!(
-                        "incarnation {}: {place} holds a Secret value ({} characters{})",
+                        "incarnation {}: a cache holds a Secret value ({} characters{})",
                         i + 1,
                         secret.len(),
                         if own { ", the operator's own" } else { "" }
                     ),
                 ));
             }
+        }
+    }
+    for copy in &h.supervisor_copies {
+        if let Some(secret) = h.secret_values.iter().find(|s| copy.contains(s.as_str())) {
+            out.push(violation(
+                "no-secret-in-caches",
+                format!(
+                    "a kind supervisor's copy of an object holds a Secret value ({} characters)",
+                    secret.len()
+                ),
+            ));
         }
     }
     out

@@ -81,8 +81,11 @@ pub struct History {
     pub existing: Vec<(String, String)>,
     /// What each incarnation's caches held when it stopped (`OperatorCaches::dump`).
     pub cache_dumps: Vec<String>,
-    /// The Secret values the operator wrote itself (its CA, the agents' serving keys): the one
-    /// cache allowed to hold them is the store of Secrets it writes.
+    /// What the kind supervisors held of each object of their kinds (decoded or packed), once
+    /// the quiet window closed.
+    pub supervisor_copies: Vec<String>,
+    /// The Secret values the operator wrote itself (its CA, the agents' serving keys): no cache
+    /// may hold them either (a violation names them as the operator's own).
     pub own_secret_values: Vec<String>,
 }
 
@@ -145,6 +148,8 @@ pub(crate) struct World {
     tampered: Vec<String>,
     bound: Vec<String>,
     cache_dumps: Vec<String>,
+    /// The kind supervisors' copies of their objects, at the final census.
+    supervisor_copies: Vec<String>,
     /// The simulated cluster's faults on, with when each was turned on.
     pub(crate) fault_since: Vec<(pgtoolbox_sim::cluster::WorkloadFaultRule, u64)>,
     pub(crate) faults_ever: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
@@ -190,6 +195,7 @@ impl World {
             tampered: Vec::new(),
             bound: Vec::new(),
             cache_dumps: Vec::new(),
+            supervisor_copies: Vec::new(),
             fault_since: Vec::new(),
             faults_ever: Vec::new(),
         };
@@ -267,6 +273,7 @@ impl World {
             existing,
             ended,
             cache_dumps: world.cache_dumps,
+            supervisor_copies: world.supervisor_copies,
             own_secret_values,
         }
     }
@@ -280,8 +287,10 @@ impl World {
             None => (self.operator.as_ref().map(|(o, _)| o), self.caches.as_ref()),
         };
         let mut held = Vec::new();
+        let mut copies = Vec::new();
         if let Some(operator) = operator {
             for kind in operator.census().await {
+                copies.extend(kind.copies.iter().cloned());
                 for (what, keys) in [
                     ("live actor", &kind.live),
                     ("hibernated entry", &kind.hibernated),
@@ -327,6 +336,7 @@ impl World {
                     })
             })
             .collect();
+        self.supervisor_copies = copies;
         (held, existing)
     }
 

@@ -553,34 +553,84 @@ async fn converged_pass_makes_no_request(provider: &str) {
         let mut all = futures::stream::select_all(wakeups);
         while all.next().await.is_some() {}
     }));
-    let reconciler = EvidenceAgentReconciler::new(caches, EventSink::new(client.clone()));
-    let pass_env = Arc::new(PassEnv {
-        client: client.clone(),
-        writes: WriteBudget::new(4),
-        shared: Arc::new(Shared::new(settings)),
-    });
-    let cx = ObjectContext::new(ObjectKey::new(NS, "steady"), pass_env, 0);
-    let mut converged = false;
-    let mut last = Default::default();
-    for _ in 0..200 {
-        let current = env.agents().get("steady").await.expect("agent");
-        env._sim.admin().reset_stats();
-        reconciler
-            .reconcile(Arc::new(current), &cx)
-            .await
-            .expect("pass");
-        let stats = env._sim.stats();
-        let requests = stats.total;
-        last = stats.by_verb_resource;
-        let now = env.agents().get("steady").await.expect("agent");
-        if requests == 0 && state(&now, "Ready") == ("True".into(), "AsExpected".into()) {
-            converged = true;
-            break;
+    let reconciler = EvidenceAgentReconciler::new(caches.clone(), EventSink::new(client.clone()));
+    let context = |settings: OperatorSettings| {
+        let pass_env = Arc::new(PassEnv {
+            client: client.clone(),
+            writes: WriteBudget::new(4),
+            shared: Arc::new(Shared::new(settings)),
+        });
+        ObjectContext::new(ObjectKey::new(NS, "steady"), pass_env, 0)
+    };
+    let converge = async |cx: &ObjectContext| {
+        let mut last = Default::default();
+        for _ in 0..200 {
+            let current = env.agents().get("steady").await.expect("agent");
+            env._sim.admin().reset_stats();
+            reconciler
+                .reconcile(Arc::new(current), cx)
+                .await
+                .expect("pass");
+            let stats = env._sim.stats();
+            let requests = stats.total;
+            last = stats.by_verb_resource;
+            let now = env.agents().get("steady").await.expect("agent");
+            if requests == 0 && state(&now, "Ready") == ("True".into(), "AsExpected".into()) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        panic!(
+            "{provider}: never converged to a pass without requests; the last pass made {last:?}"
+        );
+    };
+    converge(&context(settings.clone())).await;
+    if provider != "operator" {
+        return;
     }
+    // The serving key is in the Secret, never in the operator's caches: neither once Ready
+    // nor after a renewal (passes 61 days later: two thirds of 90 have passed).
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let key_of = async || -> String {
+        let secret = secrets
+            .get("steady-evidence-tls")
+            .await
+            .expect("the serving Secret");
+        let key = secret.data.expect("data")["tls.key"].0.clone();
+        String::from_utf8(key).expect("a PEM key")
+    };
+    let first = key_of().await;
+    assert_no_key_cached(&caches, &first);
+    let later = OperatorSettings {
+        clock: pgtoolbox_operator::runtime::Clock::following_tokio(
+            k8s_openapi::jiff::Timestamp::now()
+                + k8s_openapi::jiff::SignedDuration::from_hours(61 * 24),
+        ),
+        ..settings
+    };
+    converge(&context(later)).await;
+    let renewed = key_of().await;
+    assert_ne!(renewed, first, "renewed with a new key");
+    assert_no_key_cached(&caches, &renewed);
+    assert_no_key_cached(&caches, &first);
+}
+
+/// No line of `key_pem`'s body, nor its base64 as a Secret stores it, in any cache; the
+/// serving Secret itself is cached (as judged).
+fn assert_no_key_cached(caches: &pgtoolbox_operator::children::OperatorCaches, key_pem: &str) {
+    use base64::Engine;
+    let cached = caches.owned_secrets.dump();
     assert!(
-        converged,
-        "{provider}: never converged to a pass without requests; the last pass made {last:?}"
+        cached.iter().any(|s| s["data"]["tls.key"].is_string()),
+        "the serving Secret is not cached: {cached:?}"
     );
+    let dump = caches.dump();
+    let stored = base64::engine::general_purpose::STANDARD.encode(key_pem);
+    assert!(!dump.contains(&stored), "a cache holds the serving key");
+    for line in key_pem.lines().filter(|l| !l.starts_with("-----")) {
+        assert!(
+            !dump.contains(line),
+            "a cache holds a line of the serving key"
+        );
+    }
 }

@@ -8,6 +8,7 @@ use super::ca::CaError;
 use super::reconciler::{EvidenceAgentReconciler, EvidenceError};
 use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::EvidenceAgent;
+use crate::children::{ChildOwner, Component};
 use crate::conditions::PassFacts;
 use crate::conditions::reasons::evidenceagent as r;
 use crate::messages::{ObjectKey, TimerPurpose};
@@ -65,11 +66,17 @@ impl EvidenceAgentReconciler {
             .await
             .map_err(ca_error)?;
         let key = ObjectKey::new(cx.key.namespace.as_str(), names.tls_secret.as_str());
-        let stored = self
-            .caches
-            .owned_secrets
+        let store = &self.caches.owned_secrets;
+        let stored = store
             .get(&key)
             .filter(|s| controlled_by(s, obj.metadata.uid.as_deref()));
+        let owner = ChildOwner::of(obj)
+            .ok_or_else(|| ReconcileError::other(EvidenceError::NoUid(cx.key.name.clone())))?;
+        // A Secret the applier would write is issued anew: its key is not kept to rewrite it.
+        let unchanged = |secret: &Secret| {
+            crate::children::unchanged(store, &owner, Component::EvidenceAgent, secret.clone())
+                .unwrap_or(false)
+        };
         plan_certificate(
             &cx.key.name,
             &cx.key.namespace,
@@ -77,6 +84,7 @@ impl EvidenceAgentReconciler {
             &ca,
             settings.clock.now_jiff(),
             settings.evidence_certificate_validity,
+            &unchanged,
         )
         .map_err(|e| ReconcileError::other(EvidenceError::Certificate(cx.key.name.clone(), e)))
     }

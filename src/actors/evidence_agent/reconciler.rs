@@ -33,6 +33,7 @@ use crate::reconcile::evidenceagent::{
 };
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::{Availability, OptionalApi};
+use crate::reconcile::redact::redact_secret;
 use crate::reconcile::workload::{SecretDigest, workload_verdict};
 use crate::status::{Extras, StatusWriter, Written};
 
@@ -219,8 +220,12 @@ impl EvidenceAgentReconciler {
                     })
                     .collect();
                 digests.push(match &plan {
-                    // The certificate as applied: its contents are ours.
-                    Some(cert) => SecretDigest::of_secret(&names.tls_secret, Some(&cert.secret)),
+                    // The certificate as the cache keeps it (its key by digest): the same
+                    // whether issued this pass or kept, and new with every key.
+                    Some(cert) => SecretDigest::of_secret(
+                        &names.tls_secret,
+                        Some(&redact_secret(cert.secret.clone())),
+                    ),
                     // The service CA's: its version.
                     None => SecretDigest::of_version(
                         &names.tls_secret,

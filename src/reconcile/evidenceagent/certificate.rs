@@ -10,10 +10,11 @@ use rustls_pki_types::{CertificateDer, UnixTime};
 use sha2::{Digest, Sha256};
 use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
-use super::pki::{TLS_CERT_KEY, TLS_KEY_KEY, first_cert_der, public_key_of};
+use super::pki::{TLS_CERT_KEY, TLS_KEY_KEY, first_cert_der};
 use super::render::CABUNDLE_KEY;
 use crate::conditions::Verdict;
 use crate::conditions::reasons::{common, evidenceagent as r};
+use crate::reconcile::redact::KeptValue;
 
 /// The annotation on the certificate Secret recording the SHA-256 of the `tls.crt` the operator
 /// wrote: a certificate that does not match it was put there by someone else.
@@ -121,29 +122,31 @@ impl Validity {
 
 /// The certificate Secret of an agent as the pass found it, already known to be controlled by
 /// the agent (a foreign one is the applier's `NotOwned`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StoredCertificate<'a> {
     /// `tls.crt` (`None`: missing or not text).
     pub cert_pem: Option<&'a str>,
-    /// `tls.key`.
-    pub key_pem: Option<&'a str>,
+    /// What is known of `tls.key`: the operator's cache keeps only this judgement of it, never
+    /// the key (`None`: no `tls.key`).
+    pub key: Option<KeptValue>,
     /// [`CERTIFICATE_DIGEST_ANNOTATION`].
     pub recorded_digest: Option<&'a str>,
 }
 
 impl<'a> StoredCertificate<'a> {
-    /// What a Secret as read holds under the serving certificate's keys.
+    /// What a Secret holds under the serving certificate's keys, whether as the cache keeps it
+    /// (`tls.key` judged when it arrived) or as written (judged now).
     pub fn of(secret: &'a Secret) -> Self {
-        let text = |key: &str| {
+        let value = |key: &str| {
             secret
                 .data
                 .as_ref()
                 .and_then(|d| d.get(key))
-                .and_then(|v| std::str::from_utf8(&v.0).ok())
+                .map(|v| v.0.as_slice())
         };
         StoredCertificate {
-            cert_pem: text(TLS_CERT_KEY),
-            key_pem: text(TLS_KEY_KEY),
+            cert_pem: value(TLS_CERT_KEY).and_then(|v| std::str::from_utf8(v).ok()),
+            key: value(TLS_KEY_KEY).map(|key| KeptValue::of(key, value(TLS_CERT_KEY))),
             recorded_digest: secret
                 .metadata
                 .annotations
@@ -169,6 +172,9 @@ pub enum IssueReason {
     OutsideValidity,
     /// Two thirds of its validity have passed.
     RenewalDue,
+    /// Its Secret's labels, annotations or certificates are not what the operator writes. The
+    /// operator does not keep the key to write the Secret again as it was, so it issues anew.
+    SecretChanged,
 }
 
 impl IssueReason {
@@ -186,6 +192,10 @@ impl IssueReason {
             IssueReason::NamesChanged => "the stored one is not for the Service's names".into(),
             IssueReason::OutsideValidity => "the stored one is expired or not yet valid".into(),
             IssueReason::RenewalDue => "two thirds of the stored one's validity have passed".into(),
+            IssueReason::SecretChanged => {
+                "its Secret's labels, annotations or certificates are not the ones the operator writes"
+                    .into()
+            }
         }
     }
 }
@@ -215,12 +225,14 @@ struct Parsed {
 
 fn parse(stored: &StoredCertificate<'_>) -> Result<Parsed, String> {
     let cert_pem = stored.cert_pem.ok_or("no tls.crt")?;
-    let key_pem = stored.key_pem.ok_or("no tls.key")?;
+    let key = stored.key.as_ref().ok_or("no tls.key")?;
     let der = first_cert_der(cert_pem).map_err(|_| "tls.crt holds no PEM certificate")?;
     let (_, cert) =
         X509Certificate::from_der(&der).map_err(|_| "tls.crt is not an X.509 certificate")?;
-    let key = public_key_of(key_pem).ok_or("tls.key holds no private key")?;
-    if cert.public_key().subject_public_key.data.as_ref() != key.as_slice() {
+    if !key.key_readable {
+        return Err("tls.key holds no private key".into());
+    }
+    if !key.matches_certificate {
         return Err("tls.key is not the key of tls.crt".into());
     }
     let time = |t: i64| Timestamp::from_second(t).map_err(|_| "a validity out of range");

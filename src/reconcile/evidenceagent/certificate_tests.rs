@@ -11,6 +11,7 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::pki::{CertAndKey, OperatorCa, PkiError, first_cert_der};
 use super::*;
+use crate::reconcile::redact::{redact_secret, secret_is_complete};
 
 const NS: &str = "team-a";
 const SERVICE: &str = "orders-evidence-evidence";
@@ -328,6 +329,14 @@ fn a_stored_certificate_is_kept_issued_again_or_left_alone() {
             expected,
             "{name}"
         );
+        // The cache keeps only a judgement of tls.key: judged from it, the same decision.
+        let kept = secret.map(redact_secret);
+        let stored = kept.as_ref().map(StoredCertificate::of);
+        assert_eq!(
+            judge_certificate(stored.as_ref(), &names(), ca.cert_der(), now),
+            expected,
+            "{name}, as cached"
+        );
     }
 }
 
@@ -380,11 +389,12 @@ fn the_event_says_issued_or_renewed_and_why() {
 }
 
 #[test]
-fn a_pass_issues_once_keeps_byte_for_byte_then_renews() {
+fn a_pass_issues_once_keeps_what_the_cache_holds_then_renews() {
     let ca = new_ca();
     let lifetime = Duration::from_secs(30);
+    let same = |_: &Secret| true;
     let plan = |stored: Option<&Secret>, now: i64| {
-        plan_certificate("orders-evidence", NS, stored, &ca, at(now), lifetime).unwrap()
+        plan_certificate("orders-evidence", NS, stored, &ca, at(now), lifetime, &same).unwrap()
     };
     let CertificatePlan::Apply {
         secret: first,
@@ -396,42 +406,114 @@ fn a_pass_issues_once_keeps_byte_for_byte_then_renews() {
     };
     assert_eq!(issued, Some(IssueReason::Absent));
     assert_eq!(validity.not_after, at(T0 + 30));
-    // The next pass finds it stored and wants exactly the same Secret: nothing to write.
+    assert!(
+        secret_is_complete(&first),
+        "an issued Secret carries its key"
+    );
+    // The next pass finds it as the cache keeps it (no key) and keeps exactly that: the
+    // applier finds it unchanged and writes nothing.
+    let cached = redact_secret((*first).clone());
     let CertificatePlan::Apply {
         secret: kept,
         issued: None,
         ..
-    } = plan(Some(&first), T0 + 19)
+    } = plan(Some(&cached), T0 + 19)
     else {
         panic!("a fresh certificate is kept")
     };
-    assert_eq!(kept, first);
+    assert_eq!(*kept, cached);
+    assert!(
+        !secret_is_complete(&kept),
+        "a kept Secret is never writable"
+    );
     let CertificatePlan::Apply {
         secret: renewed,
         validity: next,
         issued: Some(IssueReason::RenewalDue),
-    } = plan(Some(&first), T0 + 20)
+    } = plan(Some(&cached), T0 + 20)
     else {
         panic!("renewed at two thirds")
     };
     assert_ne!(renewed, first);
+    assert!(secret_is_complete(&renewed));
     assert_eq!(next.not_after, at(T0 + 50));
     // Someone else's certificate and key under the operator's digest: left alone.
     let theirs = issue(&new_ca(), &names(), &validity);
     let mut tampered = (*first).clone();
     set(&mut tampered, "tls.crt", &theirs.cert_pem);
     set(&mut tampered, "tls.key", &theirs.key_pem);
-    assert_eq!(plan(Some(&tampered), T0), CertificatePlan::Tampered);
+    assert_eq!(
+        plan(Some(&redact_secret(tampered)), T0),
+        CertificatePlan::Tampered
+    );
     // Only the key replaced: unusable, issued again.
     let mut broken = (*first).clone();
     set(&mut broken, "tls.key", &theirs.key_pem);
     assert!(matches!(
-        plan(Some(&broken), T0),
+        plan(Some(&redact_secret(broken)), T0),
         CertificatePlan::Apply {
             issued: Some(IssueReason::Unusable(_)),
             ..
         }
     ));
+}
+
+#[test]
+fn a_usable_certificate_whose_secret_would_be_rewritten_is_issued_anew() {
+    let ca = new_ca();
+    let lifetime = Duration::from_secs(30);
+    let cached = redact_secret(stored_secret(
+        &ca,
+        &names(),
+        &Validity::starting(at(T0), lifetime),
+        |_| {},
+    ));
+    // The applier would write it (a label or the CA bundle changed): it has no key to write,
+    // so a new certificate is issued, and the Event says why.
+    let differs = |_: &Secret| false;
+    let plan = plan_certificate(
+        "orders-evidence",
+        NS,
+        Some(&cached),
+        &ca,
+        at(T0 + 1),
+        lifetime,
+        &differs,
+    )
+    .unwrap();
+    let CertificatePlan::Apply {
+        secret,
+        validity,
+        issued: Some(why),
+    } = plan.clone()
+    else {
+        panic!("issued anew, got {plan:?}")
+    };
+    assert_eq!(why, IssueReason::SecretChanged);
+    assert!(secret_is_complete(&secret));
+    assert_eq!(validity.not_before, at(T0 + 1));
+    let note = issued_note("s", &validity, &why);
+    assert!(
+        note.contains("renewed") && note.contains("labels"),
+        "{note}"
+    );
+    // The predicate is asked about the kept Secret, the cached copy as it is.
+    let asked = std::cell::RefCell::new(None);
+    let record = |s: &Secret| {
+        asked.replace(Some(s.clone()));
+        true
+    };
+    plan_certificate(
+        "orders-evidence",
+        NS,
+        Some(&cached),
+        &ca,
+        at(T0 + 1),
+        lifetime,
+        &record,
+    )
+    .unwrap();
+    assert_eq!(asked.into_inner(), Some(cached));
 }
 
 #[test]
@@ -441,7 +523,10 @@ fn no_certificate_outlives_the_ca_and_an_expired_ca_issues_none() {
     let lifetime = DEFAULT_CERTIFICATE_VALIDITY;
     let CertificatePlan::Apply {
         secret, validity, ..
-    } = plan_certificate("orders-evidence", NS, None, &ca, at(T0), lifetime).unwrap()
+    } = plan_certificate("orders-evidence", NS, None, &ca, at(T0), lifetime, &|_| {
+        true
+    })
+    .unwrap()
     else {
         panic!("issued")
     };
@@ -452,7 +537,15 @@ fn no_certificate_outlives_the_ca_and_an_expired_ca_issues_none() {
         Ok(())
     );
     assert!(matches!(
-        plan_certificate("orders-evidence", NS, None, &ca, at(T0 + 3600), lifetime),
+        plan_certificate(
+            "orders-evidence",
+            NS,
+            None,
+            &ca,
+            at(T0 + 3600),
+            lifetime,
+            &|_| true
+        ),
         Err(PkiError::CaExpired(_))
     ));
     let read_back = OperatorCa::from_pem(ca.pem().clone()).unwrap();

@@ -11,6 +11,7 @@ use crate::reconcile::fuzz_support::{edits, mutate};
 
 use super::pki::{CertAndKey, OperatorCa, first_cert_der, public_key_of};
 use super::*;
+use crate::reconcile::redact::KeptValue;
 
 // ---- destinationPath --------------------------------------------------------------------------
 
@@ -122,7 +123,7 @@ proptest! {
         let (ca, _) = fixture();
         let stored = StoredCertificate {
             cert_pem: Some(&text),
-            key_pem: Some(&key),
+            key: Some(KeptValue::judge(key.as_bytes(), Some(text.as_bytes()))),
             recorded_digest: Some("0"),
         };
         let decision = judge_certificate(Some(&stored), &names(), ca.cert_der(), at(T0 + 60));
@@ -142,7 +143,7 @@ proptest! {
         let digest = certificate_digest(&issued.cert_pem);
         let stored = StoredCertificate {
             cert_pem: Some(&cert),
-            key_pem: Some(&key),
+            key: Some(KeptValue::judge(key.as_bytes(), Some(cert.as_bytes()))),
             recorded_digest: Some(&digest),
         };
         let decision = judge_certificate(Some(&stored), &names(), ca.cert_der(), at(T0 + 60));
