@@ -602,7 +602,7 @@ async fn converged_pass_makes_no_request(provider: &str) {
     let first = key_of().await;
     assert_no_key_cached(&caches, &first);
     let later = OperatorSettings {
-        clock: pgtoolbox_operator::runtime::Clock::following_tokio(
+        clock: pgtoolbox_operator::supervisor::Clock::following_tokio(
             k8s_openapi::jiff::Timestamp::now()
                 + k8s_openapi::jiff::SignedDuration::from_hours(61 * 24),
         ),
