@@ -379,6 +379,52 @@ async fn evidence_tampered_unparsable_or_foreign_certificate_secrets() {
     assert!(condition_of(&obj, "ServingCertificateReady").is_none_or(|c| c.status != "True"));
 }
 
+/// A usable certificate whose Secret no longer says what the operator writes (here its CA
+/// bundle edited) cannot be written again as it was: the operator keeps no key. It is issued
+/// anew, whole, with a `CertificateIssued` Event.
+#[tokio::test]
+async fn evidence_a_secret_edited_around_a_usable_certificate_is_issued_anew_whole() {
+    let env = start(with_controllers(), OperatorSettings::default()).await;
+    ready_store(&env).await;
+    env.agent("edited", "orders", Some(IMAGE), "operator").await;
+    env.wait_reason("edited", "Ready", "AsExpected").await;
+    let (ca_pem, _) = operator_ca_pem(&env).await;
+    let before = secrets(&env, NS)
+        .get("edited-evidence-tls")
+        .await
+        .expect("the serving Secret");
+    set_data(
+        &env,
+        "edited-evidence-tls",
+        BTreeMap::from([("ca.crt", "someone's bundle".to_owned())]),
+    )
+    .await;
+    let after = wait_secret(&env, "edited-evidence-tls", "issued anew", |s| {
+        text(s, "ca.crt") == ca_pem && text(s, "tls.crt") != text(&before, "tls.crt")
+    })
+    .await;
+    verify(&text(&after, "tls.crt"), &ca_pem, "edited");
+    // Written whole: a key, and the key of the new certificate.
+    let key = text(&after, "tls.key");
+    assert_ne!(key, text(&before, "tls.key"));
+    let public = pgtoolbox_operator::reconcile::evidenceagent::pki::public_key_of(&key)
+        .expect("a private key");
+    let der = first_cert_der(&text(&after, "tls.crt")).expect("a certificate");
+    let (_, cert) = x509_parser::parse_x509_certificate(&der).expect("X.509");
+    assert_eq!(cert.public_key().subject_public_key.data.as_ref(), public);
+    // Its Event joins the first one's series (the note of the first is kept; the reason's
+    // words are the unit test's `a_usable_certificate_whose_secret_would_be_rewritten_...`).
+    wait_event(
+        &env,
+        "edited",
+        "CertificateIssued",
+        "edited-evidence-tls",
+        2,
+    )
+    .await;
+    env.wait_reason("edited", "Ready", "AsExpected").await;
+}
+
 #[tokio::test]
 async fn evidence_rotated_credentials_roll_the_deployment() {
     let env = start(with_controllers(), OperatorSettings::default()).await;
