@@ -1,6 +1,7 @@
 //! The child applier against the embedded API server: create, no write when the cache already
 //! matches, server-side apply on a difference, deletion of what is no longer desired, a foreign
-//! object under a desired name left byte-identical, a refusal returned as data.
+//! object under a desired name left byte-identical, a refusal returned as data, a child rebuilt
+//! from a kept copy (a store that keeps less than the object) never written.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -328,4 +329,88 @@ async fn a_foreign_object_created_during_our_creation_is_never_merged_into() {
         }
         Err(other) => panic!("foreign create failed oddly: {other}"),
     }
+}
+
+/// A store that keeps only the length of each value (as the store of the operator's Secrets
+/// keeps only a judgement of a key): "kept:<length>".
+fn hide(mut cm: ConfigMap) -> ConfigMap {
+    for value in cm.data.iter_mut().flat_map(|d| d.values_mut()) {
+        if !value.starts_with("kept:") {
+            *value = format!("kept:{}", value.len());
+        }
+    }
+    cm
+}
+
+fn whole(cm: &ConfigMap) -> bool {
+    !cm.data
+        .iter()
+        .flatten()
+        .any(|(_, v)| v.starts_with("kept:"))
+}
+
+#[tokio::test]
+async fn a_child_rebuilt_from_its_kept_copy_is_never_written_nor_taken_for_an_orphan() {
+    use pgtoolbox_operator::children::{ApplyError, Ingest};
+    let (_sim, client, api, owner_object) = started().await;
+    let store = ChildStore::with_ingest(
+        "ConfigMaps",
+        any_controller(),
+        Ingest {
+            keep: hide,
+            complete: whole,
+        },
+    );
+    let config = watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"));
+    let watches = store.watch(&client, &WatchScope::Namespaces(vec![NS.into()]), config);
+    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(watches);
+        while all.next().await.is_some() {}
+    }));
+    let owner = ChildOwner::of(&owner_object).expect("owner has a uid");
+    let writes = WriteBudget::new(4);
+    let applier = Applier {
+        client: &client,
+        writes: &writes,
+    };
+    let key = ObjectKey::new(NS, "web-secret");
+    let report = applier
+        .apply(&store, &owner, vec![desired("web-secret", "s3cret-value")])
+        .await
+        .unwrap();
+    assert_eq!(
+        report.verdicts,
+        vec![ChildVerdict::Applied {
+            name: "web-secret".into()
+        }]
+    );
+    until("the child cached", || store.get(&key).is_some()).await;
+    let cached = store.get(&key).unwrap();
+    assert_eq!(
+        cached.data.as_ref().unwrap()["key"],
+        "kept:12",
+        "the value is not kept"
+    );
+    let written = api.get("web-secret").await.unwrap();
+    assert_eq!(written.data.as_ref().unwrap()["key"], "s3cret-value");
+
+    // Rebuilt from the kept copy, or whole: nothing written, nothing deleted.
+    for value in ["kept:12", "s3cret-value"] {
+        let report = applier
+            .apply(&store, &owner, vec![desired("web-secret", value)])
+            .await
+            .unwrap();
+        assert!(report.converged(), "{value}: {report:?}");
+    }
+    // Rebuilt from a kept copy that no longer matches: refused, never written.
+    let refused = applier
+        .apply(&store, &owner, vec![desired("web-secret", "kept:99")])
+        .await;
+    assert!(
+        matches!(refused, Err(ApplyError::Incomplete { ref name }) if name == "web-secret"),
+        "{refused:?}"
+    );
+    let after = api.get("web-secret").await.unwrap();
+    assert_eq!(after.resource_version(), written.resource_version());
+    assert_eq!(after.data.as_ref().unwrap()["key"], "s3cret-value");
 }
