@@ -59,9 +59,8 @@ fn counted(seeds: impl Iterator<Item = u64>, steps: usize) -> BTreeMap<String, u
                     fault: WorkloadFault::NotApplied,
                     target,
                     on: true,
-                } if (0..WORKLOADS).any(|n| {
-                    database[n] && target.is_none_or(|t| t == (Workload::PgAdmin, n))
-                }) =>
+                } if (0..WORKLOADS)
+                    .any(|n| database[n] && target.is_none_or(|t| t == (Workload::PgAdmin, n))) =>
                 {
                     NOT_APPLIED.into()
                 }
@@ -148,7 +147,12 @@ pub fn settled_reasons(h: &crate::world::History) -> Vec<String> {
     let mut out: Vec<String> = settled
         .workloads
         .iter()
-        .flat_map(|w| w["status"]["conditions"].as_array().cloned().unwrap_or_default())
+        .flat_map(|w| {
+            w["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .filter(|c| c["status"] != "True")
         .map(|c| {
             format!(
@@ -168,7 +172,12 @@ pub fn settled_reasons(h: &crate::world::History) -> Vec<String> {
 pub fn every_reason_reached(reasons: &[Vec<String>]) -> bool {
     let counts: BTreeMap<&str, usize> = SETTLED
         .iter()
-        .map(|r| (*r, reasons.iter().filter(|s| s.iter().any(|x| x == r)).count()))
+        .map(|r| {
+            (
+                *r,
+                reasons.iter().filter(|s| s.iter().any(|x| x == r)).count(),
+            )
+        })
         .collect();
     println!("dst: schedules settling on each reason: {counts:?}");
     let missing: Vec<&&str> = counts

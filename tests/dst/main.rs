@@ -403,10 +403,7 @@ fn main() {
                 );
             }
         }
-        println!(
-            "settled, failing: {:?}",
-            coverage::settled_reasons(&h)
-        );
+        println!("settled, failing: {:?}", coverage::settled_reasons(&h));
         println!(
             "seed {seed}: {} requests, {} snapshots, log hash {:016x}",
             h.log.len(),

@@ -16,7 +16,8 @@ use crate::invariants::{Violation, condition, name, violation};
 use crate::kinds::{Exposure, Workload};
 use crate::schedule::CA_FAULTS;
 use crate::workloads::{
-    ALLOW_ALL, BACKUP_JOBS, CLUSTER_LABEL, CREDENTIALS, GRANT, SETTINGS_CLUSTER, STORE, target_image,
+    ALLOW_ALL, BACKUP_JOBS, CLUSTER_LABEL, CREDENTIALS, GRANT, SETTINGS_CLUSTER, STORE,
+    target_image,
 };
 use crate::world::{History, Snapshot, epoch};
 use k8s_openapi::jiff::Timestamp;

@@ -365,7 +365,12 @@ impl World {
                 .await;
             }
             Step::AllowAll { present } => {
-                let r = resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies");
+                let r = resource(
+                    "networking.k8s.io",
+                    "v1",
+                    "NetworkPolicy",
+                    "networkpolicies",
+                );
                 if *present {
                     let obj = json!({
                         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",

@@ -516,11 +516,17 @@ async fn a_ca_fault_withholds_or_spoils_ca_crt_and_clearing_restores_the_same_ca
     let (sim, client) = start_cluster().await;
     let clusters = api(&client, Some("default"), CNPG, "Cluster", "clusters");
     let secrets = api(&client, Some("default"), "", "Secret", "secrets");
-    create(&clusters, json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
-        "metadata": {"name": "ca", "labels": {"ca": "broken"}}, "spec": {"instances": 1}}))
+    create(
+        &clusters,
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "ca", "labels": {"ca": "broken"}}, "spec": {"instances": 1}}),
+    )
     .await;
-    create(&clusters, json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
-        "metadata": {"name": "fine"}, "spec": {"instances": 1}}))
+    create(
+        &clusters,
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "fine"}, "spec": {"instances": 1}}),
+    )
     .await;
     let before = wait_for(&secrets, "ca-ca", "the CA secret", |_| true).await;
     let cert = text(&before, "ca.crt");

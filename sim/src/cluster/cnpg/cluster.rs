@@ -76,12 +76,7 @@ pub const INVALID_CA_TEXT: &str = "not a certificate (the simulated fault CAInva
 
 /// The Cluster's CA from `<c>-ca`, made and stored first when missing; the Secret is then
 /// written as the Cluster's CA faults leave it (`ca.crt` withheld or unreadable).
-fn ensure_ca(
-    ctx: &Ctx,
-    tx: &mut Tx<'_>,
-    c: &Value,
-    now: jiff::Timestamp,
-) -> Result<Ca, ApiError> {
+fn ensure_ca(ctx: &Ctx, tx: &mut Tx<'_>, c: &Value, now: jiff::Timestamp) -> Result<Ca, ApiError> {
     let ns = shapes::namespace(c);
     let secret = format!("{}-ca", shapes::name(c));
     let existing = tx.get(SECRETS, ns, &secret);
