@@ -6,12 +6,16 @@ use std::collections::BTreeMap;
 use pgtoolbox_sim::cluster::WorkloadFault;
 
 use crate::kinds::Workload;
-use crate::schedule::{EgressTo, Step, WORKLOADS};
+use crate::schedule::{CA_FAULTS, EgressTo, Peers, Step, WORKLOADS};
 
 /// A PgAdmin's image changed while it has a settings database: backed up first.
 const UPGRADE_WITH_BACKUP: &str = "SetImage(PgAdmin with a settings database)";
 /// The same while a Job fault is on for it: the backup fails.
 const FAILING_UPGRADE: &str = "SetImage(PgAdmin with a settings database, Jobs failing)";
+
+/// The sim's CloudNativePG leaves the settings objects of a PgAdmin with a settings database
+/// unapplied.
+const NOT_APPLIED: &str = "WorkloadFault(NotApplied on a PgAdmin with a settings database)";
 
 /// The labels of the steps that must be reached, with how often the budget draws each.
 fn counted(seeds: impl Iterator<Item = u64>, steps: usize) -> BTreeMap<String, usize> {
@@ -25,9 +29,13 @@ fn counted(seeds: impl Iterator<Item = u64>, steps: usize) -> BTreeMap<String, u
                 "SkipBackup",
                 UPGRADE_WITH_BACKUP,
                 FAILING_UPGRADE,
+                NOT_APPLIED,
             ]
             .map(String::from),
         )
+        .chain(CA_FAULTS.map(|f| format!("ClusterCa({})", f.name())))
+        .chain(Peers::ALL.map(|from| format!("ConsolePeers(Some({from:?}))")))
+        .chain(["AllowAll(true)".to_string()])
         .map(|label| (label, 0))
         .collect();
     for seed in seeds {
@@ -42,6 +50,20 @@ fn counted(seeds: impl Iterator<Item = u64>, steps: usize) -> BTreeMap<String, u
                     format!("ConfigDatabase({on})")
                 }
                 Step::SkipBackup { .. } => "SkipBackup".into(),
+                Step::ConsolePeers { from, .. } => format!("ConsolePeers({from:?})"),
+                Step::AllowAll { present: true } => "AllowAll(true)".into(),
+                Step::ClusterCa {
+                    fault, on: true, ..
+                } => format!("ClusterCa({})", fault.name()),
+                Step::WorkloadFault {
+                    fault: WorkloadFault::NotApplied,
+                    target,
+                    on: true,
+                } if (0..WORKLOADS)
+                    .any(|n| database[n] && target.is_none_or(|t| t == (Workload::PgAdmin, n))) =>
+                {
+                    NOT_APPLIED.into()
+                }
                 Step::WorkloadFault {
                     fault: WorkloadFault::JobFailed,
                     target,
@@ -102,6 +124,69 @@ pub fn every_step_reached(seeds: impl Iterator<Item = u64>, steps: usize) -> boo
     println!("dst: steps drawn by the workload seeds: {counts:?}");
     if !missing.is_empty() {
         eprintln!("DST COVERAGE: no workload seed of the budget draws {missing:?}");
+    }
+    missing.is_empty()
+}
+
+/// Reasons the oracle has verdicts for that a budget's schedules must settle on at least once
+/// (`condition/reason`): drawing a step is not enough when its effect can be undone later in
+/// the same schedule.
+const SETTLED: [&str; 5] = [
+    "InstanceCABundleComplete/InstanceCAMissing",
+    "ExposureConfined/ExposurePeersBroad",
+    "ExposureConfined/ExposurePolicyBypassed",
+    "WorkloadReady/ConfigDatabaseNotReady",
+    "WorkloadReady/UpgradeBackupFailed",
+];
+
+/// The `condition/reason`s of the workloads' failing conditions once the schedule settled.
+pub fn settled_reasons(h: &crate::world::History) -> Vec<String> {
+    let Some(settled) = h.snapshots.iter().rev().find(|s| s.at_ms <= h.settled_ms) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = settled
+        .workloads
+        .iter()
+        .flat_map(|w| {
+            w["status"]["conditions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter(|c| c["status"] != "True")
+        .map(|c| {
+            format!(
+                "{}/{}",
+                c["type"].as_str().unwrap_or_default(),
+                c["reason"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// True when each reason of `SETTLED` is among `reasons` (the settled reasons of the budget's
+/// schedules, one list per schedule); prints how many schedules settled on each.
+pub fn every_reason_reached(reasons: &[Vec<String>]) -> bool {
+    let counts: BTreeMap<&str, usize> = SETTLED
+        .iter()
+        .map(|r| {
+            (
+                *r,
+                reasons.iter().filter(|s| s.iter().any(|x| x == r)).count(),
+            )
+        })
+        .collect();
+    println!("dst: schedules settling on each reason: {counts:?}");
+    let missing: Vec<&&str> = counts
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(r, _)| r)
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("DST COVERAGE: no workload schedule of the budget settles on {missing:?}");
     }
     missing.is_empty()
 }

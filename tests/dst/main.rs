@@ -403,6 +403,7 @@ fn main() {
                 );
             }
         }
+        println!("settled, failing: {:?}", coverage::settled_reasons(&h));
         println!(
             "seed {seed}: {} requests, {} snapshots, log hash {:016x}",
             h.log.len(),
@@ -452,6 +453,7 @@ fn main() {
             requests: h.log.len(),
             // Fixed since (the supervisor's orphan sweep): now a failure like any invariant.
             left_behind: invariants::grants_without_request(&h),
+            settled: coverage::settled_reasons(&h),
             first_violation: violations
                 .first()
                 .map(|v| (v.invariant.to_string(), v.detail.clone())),
@@ -482,6 +484,9 @@ fn main() {
         }
     }
     let spent = schedules_started.elapsed();
+    let settled: Vec<Vec<String>> = outcomes.iter().map(|o| o.settled.clone()).collect();
+    let settled_reached = coverage::every_reason_reached(&settled);
+    failed |= !settled_reached && a.workloads >= DEFAULT_WORKLOAD_SCHEDULES;
     println!(
         "dst: {} PgAccessRequest schedules of {} steps and {} workload schedules of {} in {:.1?} \
          on {} threads ({:.1} schedules/s, {} API requests), {} failed; total {:.1?}",
@@ -556,6 +561,8 @@ struct Outcome {
     seed: u64,
     requests: usize,
     left_behind: usize,
+    /// The workloads' failing `condition/reason`s once settled.
+    settled: Vec<String>,
     first_violation: Option<(String, String)>,
 }
 

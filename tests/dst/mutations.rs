@@ -209,6 +209,18 @@ fn settle_p0(h: &mut History, p0: Arc<Value>, pod: Option<Arc<Value>>) {
     }
 }
 
+/// A running console `kx` with `spec`: Ready, with its aspects and the `advisories` given.
+fn console(spec: Value, advisories: Vec<Value>) -> Arc<Value> {
+    let mut conditions = vec![
+        condition("Ready", "True", "AsExpected"),
+        condition("ConfigurationValid", "True", "AsExpected"),
+        condition("WorkloadReady", "True", "AsExpected"),
+        condition("ExposureReady", "True", "AsExpected"),
+    ];
+    conditions.extend(advisories);
+    workload("PgToolBoxConsole", "kx", spec, conditions)
+}
+
 /// Mutants of a workload schedule's history, one per guarantee the workload kinds add.
 fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)> {
     let end = real.settled_ms;
@@ -341,6 +353,76 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
     out.push((
         "converges-to-oracle",
         "a PgAdmin egressing to any address said to be confined",
+        h,
+    ));
+
+    // A console mirroring the CA of a Cluster whose CA Secret is left without `ca.crt`, said
+    // to have every CA.
+    let mut h = real.clone();
+    h.workload_faults = vec![pgtoolbox_sim::cluster::WorkloadFaultRule {
+        namespace: "team-a".into(),
+        selector: format!("{}=c0", crate::workloads::CLUSTER_LABEL),
+        fault: pgtoolbox_sim::cluster::WorkloadFault::CaKeyMissing,
+    }];
+    h.fault_since.clear();
+    let complete = console(
+        json!({"image": "app:1", "exposure": {"type": "clusterIP"}}),
+        vec![condition("InstanceCABundleComplete", "True", "AsExpected")],
+    );
+    settle_p0(&mut h, complete, None);
+    out.push((
+        "converges-to-oracle",
+        "a console said to mirror a CA its Cluster's Secret lacks",
+        h,
+    ));
+
+    // A console admitting the Pod network, said to be confined.
+    let mut h = real.clone();
+    h.workload_faults.clear();
+    h.fault_since.clear();
+    let confined = console(
+        json!({"image": "app:1", "exposure": {"type": "route", "hostname": "kx.example.com",
+            "networkPolicy": {"from": [{"ipBlock": {"cidr": "10.244.0.0/16"}}]}}}),
+        vec![
+            condition("InstanceCABundleComplete", "True", "AsExpected"),
+            condition("ExposureConfined", "True", "AsExpected"),
+        ],
+    );
+    settle_p0(&mut h, confined, None);
+    out.push((
+        "converges-to-oracle",
+        "a console admitting the Pod network said to be confined",
+        h,
+    ));
+
+    // A PgAdmin whose settings objects CloudNativePG leaves unapplied, settled Ready.
+    let mut h = real.clone();
+    let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
+        namespace: "team-a".into(),
+        selector: "app.kubernetes.io/instance=p0".into(),
+        fault: pgtoolbox_sim::cluster::WorkloadFault::NotApplied,
+    };
+    h.workload_faults = vec![rule.clone()];
+    h.faults_ever = vec![rule.clone()];
+    h.fault_since = vec![(rule, 0)];
+    let ready = workload(
+        "PgAdmin",
+        "p0",
+        json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "configDatabase": {"cluster": "c0"}}),
+        vec![
+            condition("Ready", "True", "AsExpected"),
+            condition("ConfigurationValid", "True", "AsExpected"),
+            condition("WorkloadReady", "True", "AsExpected"),
+            condition("ExposureReady", "True", "NotRequested"),
+            condition("ServersSynced", "True", "AsExpected"),
+            condition("PgAdminEgressConfined", "True", "AsExpected"),
+        ],
+    );
+    settle_p0(&mut h, ready, None);
+    out.push((
+        "converges-to-oracle",
+        "a PgAdmin whose settings objects are unapplied settled Ready",
         h,
     ));
 

@@ -14,7 +14,11 @@ use serde_json::Value;
 
 use crate::invariants::{Violation, condition, name, violation};
 use crate::kinds::{Exposure, Workload};
-use crate::workloads::{BACKUP_JOBS, CREDENTIALS, GRANT, SETTINGS_CLUSTER, STORE, target_image};
+use crate::schedule::CA_FAULTS;
+use crate::workloads::{
+    ALLOW_ALL, BACKUP_JOBS, CLUSTER_LABEL, CREDENTIALS, GRANT, SETTINGS_CLUSTER, STORE,
+    target_image,
+};
 use crate::world::{History, Snapshot, epoch};
 use k8s_openapi::jiff::Timestamp;
 
@@ -93,11 +97,44 @@ fn settings_database(
         || h.faults_ever
             .iter()
             .any(|r| r.selector == format!("{BACKUP_JOBS},app.kubernetes.io/instance={instance}"));
-    if faulted && !skipped {
-        (None, vec!["UpgradeBackupFailed", "UpgradeBackupRunning"])
-    } else {
-        (None, Vec::new())
+    let mut pending = Vec::new();
+    // CloudNativePG leaves the settings Database and DatabaseRole unapplied: pgAdmin waits.
+    if fault_on(h, WorkloadFault::NotApplied, instance) {
+        pending.push("ConfigDatabaseNotReady");
     }
+    if faulted && !skipped {
+        pending.extend(["UpgradeBackupFailed", "UpgradeBackupRunning"]);
+    }
+    (None, pending)
+}
+
+/// Whether a peer of a console's ingress policy admits (nearly) everyone: a namespace selector
+/// that pins nothing, or an ipBlock holding the Pod network (the sim's Nodes take their
+/// podCIDRs from `10.244.0.0/16`).
+fn broad_peer(peer: &Value) -> bool {
+    let pins = |selector: &Value| {
+        selector["matchLabels"]
+            .as_object()
+            .is_some_and(|m| !m.is_empty())
+            || selector["matchExpressions"]
+                .as_array()
+                .is_some_and(|e| !e.is_empty())
+    };
+    let namespaces = &peer["namespaceSelector"];
+    let any_namespace = namespaces.is_object() && !pins(namespaces);
+    let pod_network = peer["ipBlock"]["cidr"]
+        .as_str()
+        .is_some_and(|cidr| cidr.starts_with("10.244.") || cidr.starts_with("10.0.0.0/"));
+    any_namespace || pod_network
+}
+
+/// Whether a CA fault is on at the end for Cluster `cluster` (its CA Secret without `ca.crt`,
+/// or with no certificate in it).
+fn ca_broken(h: &History, cluster: &str) -> bool {
+    h.workload_faults.iter().any(|r| {
+        CA_FAULTS.contains(&r.fault)
+            && (r.selector.is_empty() || r.selector == format!("{CLUSTER_LABEL}={cluster}"))
+    })
 }
 
 /// Since when (ms) `fault` has been on for `instance`, without a break, if it still is.
@@ -255,6 +292,7 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
                 (_, Some(b)) => Hard(b),
                 (config, None) => config,
             };
+            let not_applied = backup.contains(&"ConfigDatabaseNotReady");
             let pods = match (pods(h, snap, instance), backup.is_empty()) {
                 (pods, true) => pods,
                 (Hard(mut a), false) => {
@@ -266,6 +304,11 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
                     Soft(a)
                 }
                 (Holds, false) => Soft(backup),
+            };
+            // Unapplied settings objects hold pgAdmin back whatever its Pods do.
+            let pods = match pods {
+                Soft(reasons) if not_applied => Hard(reasons),
+                pods => pods,
             };
             let mut servers = Vec::new();
             if fault_on(h, WorkloadFault::JobFailed, instance) {
@@ -350,6 +393,7 @@ type Allowed = Vec<Option<(&'static str, &'static str)>>;
 /// the aspects say whether the workload runs and whether its configuration holds.
 fn advisories(
     h: &History,
+    snap: &Snapshot,
     kind: Workload,
     obj: &Value,
     verdicts: &[Verdict],
@@ -387,12 +431,26 @@ fn advisories(
         // holding a rollout may keep an old Pod trusting peers (Kept, TrustUnverified).
         Workload::Console if spec["image"].is_string() => {
             let exposure = Exposure::of_spec(spec);
+            let from = spec["exposure"]["networkPolicy"]["from"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            // Any policy rendered (the router's namespaces by default for a Route, `from` when
+            // given) is judged: a broad peer first, then a policy of someone else admitting
+            // every source to the console's Pods.
+            let policy = if from.iter().any(broad_peer) {
+                ("False", "ExposurePeersBroad")
+            } else if input(snap, "NetworkPolicy", ALLOW_ALL).is_some() {
+                ("False", "ExposurePolicyBypassed")
+            } else {
+                ("True", "AsExpected")
+            };
             let judged = match exposure {
                 Exposure::ClusterIp => None,
-                // Confined to the router's namespaces by default.
-                Exposure::Route => Some(("True", "AsExpected")),
+                Exposure::Route => Some(policy),
                 // No `from`: no policy rendered, any Pod reaches the port.
-                Exposure::Ingress => Some(("False", "ExposureOpen")),
+                Exposure::Ingress if from.is_empty() => Some(("False", "ExposureOpen")),
+                Exposure::Ingress => Some(policy),
             };
             let mut confined = vec![judged];
             if !pods_hold {
@@ -403,14 +461,17 @@ fn advisories(
             {
                 confined.push(None);
             }
-            // The console mirrors the CAs (no instanceCABundleRef); the sim's CloudNativePG
-            // gives every Cluster its CA Secret.
+            // The console mirrors the CAs of every Cluster of its namespace (no selector, no
+            // instanceCABundleRef): a CA Secret the sim's CloudNativePG left without `ca.crt`
+            // or with no certificate in it leaves that Cluster out.
+            let bundle = if snap.clusters.iter().any(|c| ca_broken(h, c)) {
+                ("False", "InstanceCAMissing")
+            } else {
+                ("True", "AsExpected")
+            };
             vec![
                 ("ExposureConfined", confined),
-                (
-                    "InstanceCABundleComplete",
-                    vec![Some(("True", "AsExpected"))],
-                ),
+                ("InstanceCABundleComplete", vec![Some(bundle)]),
             ]
         }
         _ => Vec::new(),
@@ -442,7 +503,7 @@ pub fn workloads_converge(h: &History, snap: &Snapshot) -> Vec<Violation> {
                 ),
             ));
         }
-        for (type_, allowed) in advisories(h, kind, obj, &verdicts) {
+        for (type_, allowed) in advisories(h, snap, kind, obj, &verdicts) {
             let said = condition(obj, type_).map(|c| {
                 (
                     c["status"].as_str().unwrap_or_default(),

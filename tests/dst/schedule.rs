@@ -104,6 +104,13 @@ pub enum Step {
         target: Option<(Workload, usize)>,
         on: bool,
     },
+    /// The sim's CloudNativePG leaves Cluster `c{cluster}`'s CA Secret without `ca.crt`
+    /// (`CaKeyMissing`) or with no certificate in it (`CaInvalid`), or restores it.
+    ClusterCa {
+        cluster: usize,
+        fault: WorkloadFault,
+        on: bool,
+    },
     /// The ObjectStore's credential Secret: created, deleted, rotated, or left without a key.
     Credentials(SecretChange),
     /// The ObjectStore of the Clusters' backups, created or deleted.
@@ -139,11 +146,49 @@ pub enum Step {
     SkipBackup {
         n: usize,
     },
+    /// Console `n`'s `spec.exposure.networkPolicy.from`: none, or one peer.
+    ConsolePeers {
+        n: usize,
+        from: Option<Peers>,
+    },
+    /// Someone's NetworkPolicy admitting every source to every Pod of the namespace, created
+    /// or deleted (it bypasses the consoles' ingress policies).
+    AllowAll {
+        present: bool,
+    },
     /// PgAdmin `n`'s `spec.egress.extraRules`: none, or one rule to `to`.
     Egress {
         n: usize,
         to: Option<EgressTo>,
     },
+}
+
+/// Who a console's ingress NetworkPolicy admits (`spec.exposure.networkPolicy.from`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Peers {
+    /// The ingress controller's namespace, by its name label: confined.
+    ControllerNamespace,
+    /// A /24 of documentation addresses, away from the Pod network: confined.
+    NarrowBlock,
+    /// The Pod network (`10.244.0.0/16`: the sim's Nodes' podCIDRs, the console Pods'
+    /// addresses): broad.
+    PodNetwork,
+    /// Every namespace (a namespaceSelector that pins nothing): broad.
+    AnyNamespace,
+}
+
+impl Peers {
+    pub const ALL: [Peers; 4] = [
+        Self::ControllerNamespace,
+        Self::NarrowBlock,
+        Self::PodNetwork,
+        Self::AnyNamespace,
+    ];
+
+    /// Whether a peer list of this admits (nearly) everyone.
+    pub fn broad(self) -> bool {
+        matches!(self, Self::PodNetwork | Self::AnyNamespace)
+    }
 }
 
 /// Where an extra egress rule of a PgAdmin goes.
@@ -263,6 +308,9 @@ const FAULTS: [WorkloadFault; 6] = [
     WorkloadFault::ServiceCaPaused,
     WorkloadFault::NotReady,
 ];
+
+/// The faults of a Cluster's CA Secret.
+pub const CA_FAULTS: [WorkloadFault; 2] = [WorkloadFault::CaKeyMissing, WorkloadFault::CaInvalid];
 
 pub struct Generator {
     rng: StdRng,
@@ -406,15 +454,34 @@ impl Generator {
                 n,
                 image: self.image(),
             },
-            18..=23 => Step::SetExposure {
+            18..=19 => Step::SetExposure {
                 kind: [Workload::Console, Workload::PgAdmin][self.below(2)],
                 n,
                 exposure: self.exposure(),
             },
-            24..=39 => Step::WorkloadFault {
+            20..=21 => Step::ConsolePeers {
+                n,
+                from: [
+                    None,
+                    Some(Peers::ControllerNamespace),
+                    Some(Peers::NarrowBlock),
+                    Some(Peers::PodNetwork),
+                    Some(Peers::AnyNamespace),
+                ][self.below(5)],
+            },
+            22..=23 => Step::AllowAll {
+                present: self.chance(70),
+            },
+            24..=37 => Step::WorkloadFault {
                 fault: FAULTS[self.below(FAULTS.len())],
                 target: (!self.chance(20)).then_some((kind, n)),
                 on: self.chance(60),
+            },
+            // A PgAdmin's settings Database and DatabaseRole left unapplied, or applied again.
+            38..=39 | 78..=79 => Step::WorkloadFault {
+                fault: WorkloadFault::NotApplied,
+                target: Some((Workload::PgAdmin, n)),
+                on: self.chance(70),
             },
             40..=47 => Step::Credentials(
                 [
@@ -442,7 +509,12 @@ impl Generator {
                 n,
                 offset: self.rng.random_range(-3..4),
             },
-            68..=82 => Step::Fault(self.workload_fault_of_api()),
+            68..=77 => Step::Fault(self.workload_fault_of_api()),
+            80..=82 => Step::ClusterCa {
+                cluster: self.below(CLUSTERS),
+                fault: CA_FAULTS[self.below(CA_FAULTS.len())],
+                on: self.chance(60),
+            },
             83..=89 => Step::Egress {
                 n,
                 to: [

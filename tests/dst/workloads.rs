@@ -17,7 +17,7 @@ use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::{Value, json};
 
 use crate::kinds::{Exposure, GROUP, Workload};
-use crate::schedule::{EgressTo, SecretChange, Step};
+use crate::schedule::{EgressTo, Peers, SecretChange, Step};
 use crate::world::{NS, World};
 
 /// The namespace granting PgAdmin `p1` its Cluster `x0`.
@@ -26,8 +26,12 @@ pub const OPERATOR_NS: &str = "pgtoolbox-system";
 pub const CREDENTIALS: &str = "store-s3";
 pub const STORE: &str = "store";
 pub const GRANT: &str = "grant-p1";
+/// Someone's NetworkPolicy admitting everyone to every Pod of the namespace.
+pub const ALLOW_ALL: &str = "allow-all";
 /// The selector of a PgAdmin's upgrade backup Jobs (their component label).
 pub const BACKUP_JOBS: &str = "app.kubernetes.io/component=pgadmin-upgrade-backup";
+/// The label naming a Cluster, for the rules of its CA faults.
+pub const CLUSTER_LABEL: &str = "dst.example/cluster";
 /// The Cluster a PgAdmin's settings database lives in.
 pub const SETTINGS_CLUSTER: &str = "c0";
 pub const PGADMIN_IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
@@ -123,7 +127,7 @@ impl World {
     pub(crate) async fn cluster(&self, ns: &str, name: &str) {
         let obj = json!({
             "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
-            "metadata": {"name": name, "namespace": ns, "labels": {"team": "a"}},
+            "metadata": {"name": name, "namespace": ns, "labels": {"team": "a", CLUSTER_LABEL: name}},
             "spec": {"instances": 1, "storage": {"size": "1Gi"}, "plugins": [{
                 "name": "barman-cloud.cloudnative-pg.io", "isWALArchiver": true,
                 "parameters": {"barmanObjectName": STORE},
@@ -268,6 +272,29 @@ impl World {
             .await;
     }
 
+    /// A rule of the simulated cluster's faults set or cleared; since when it is on is kept for
+    /// the oracle.
+    fn cluster_fault(&mut self, fault: WorkloadFault, selector: String, on: bool) {
+        let admin = self.sim.admin();
+        let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
+            namespace: NS.into(),
+            selector: selector.clone(),
+            fault,
+        };
+        if on {
+            if admin.add_workload_fault(NS, &selector, fault).is_ok()
+                && !self.fault_since.iter().any(|(r, _)| *r == rule)
+            {
+                let now = self.now_ms();
+                self.faults_ever.push(rule.clone());
+                self.fault_since.push((rule, now));
+            }
+        } else {
+            admin.clear_workload_faults(Some(&rule));
+            self.fault_since.retain(|(r, _)| *r != rule);
+        }
+    }
+
     /// The instant the agent's certificate is renewed (two thirds of its validity), from
     /// `status.certificate.notAfter`.
     pub(crate) fn renewal_of(agent: &Value) -> Option<Timestamp> {
@@ -323,23 +350,36 @@ impl World {
                 let selector = target
                     .map(|(kind, n)| format!("app.kubernetes.io/instance={}", kind.name(n)))
                     .unwrap_or_default();
-                let admin = self.sim.admin();
-                let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
-                    namespace: NS.into(),
-                    selector: selector.clone(),
-                    fault: *fault,
-                };
-                if *on {
-                    if admin.add_workload_fault(NS, &selector, *fault).is_ok()
-                        && !self.fault_since.iter().any(|(r, _)| *r == rule)
-                    {
-                        let now = self.now_ms();
-                        self.faults_ever.push(rule.clone());
-                        self.fault_since.push((rule, now));
-                    }
+                self.cluster_fault(*fault, selector, *on);
+            }
+            Step::ClusterCa { cluster, fault, on } => {
+                self.cluster_fault(*fault, format!("{CLUSTER_LABEL}=c{cluster}"), *on);
+            }
+            Step::ConsolePeers { n, from } => {
+                let from = from.map(|p| json!([peer(p)]));
+                self.patch_workload(
+                    Workload::Console,
+                    *n,
+                    json!({"spec": {"exposure": {"networkPolicy": {"from": from}}}}),
+                )
+                .await;
+            }
+            Step::AllowAll { present } => {
+                let r = resource(
+                    "networking.k8s.io",
+                    "v1",
+                    "NetworkPolicy",
+                    "networkpolicies",
+                );
+                if *present {
+                    let obj = json!({
+                        "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                        "metadata": {"name": ALLOW_ALL, "namespace": NS},
+                        "spec": {"podSelector": {}, "policyTypes": ["Ingress"], "ingress": [{}]},
+                    });
+                    self.create(NS, &r, obj).await;
                 } else {
-                    admin.clear_workload_faults(Some(&rule));
-                    self.fault_since.retain(|(r, _)| *r != rule);
+                    self.delete(NS, &r, ALLOW_ALL).await;
                 }
             }
             Step::Egress { n, to } => {
@@ -371,23 +411,7 @@ impl World {
                 let instance = Workload::PgAdmin.name(*n);
                 if *backup_fails {
                     let selector = format!("{BACKUP_JOBS},app.kubernetes.io/instance={instance}");
-                    let fault = WorkloadFault::JobFailed;
-                    let rule = pgtoolbox_sim::cluster::WorkloadFaultRule {
-                        namespace: NS.into(),
-                        selector: selector.clone(),
-                        fault,
-                    };
-                    if self
-                        .sim
-                        .admin()
-                        .add_workload_fault(NS, &selector, fault)
-                        .is_ok()
-                        && !self.fault_since.iter().any(|(r, _)| *r == rule)
-                    {
-                        let now = self.now_ms();
-                        self.faults_ever.push(rule.clone());
-                        self.fault_since.push((rule, now));
-                    }
+                    self.cluster_fault(WorkloadFault::JobFailed, selector, true);
                 }
                 self.patch_workload(Workload::PgAdmin, *n, json!({"spec": {"image": image}}))
                     .await;
@@ -440,6 +464,17 @@ pub fn target_image(pgadmin: &Value) -> String {
         .to_string()
 }
 
+/// A peer of a console's ingress NetworkPolicy, as a user writes it.
+fn peer(peers: Peers) -> Value {
+    match peers {
+        Peers::ControllerNamespace => json!({"namespaceSelector": {"matchLabels": {
+            "kubernetes.io/metadata.name": "ingress-nginx"}}}),
+        Peers::NarrowBlock => json!({"ipBlock": {"cidr": "192.0.2.0/24"}}),
+        Peers::PodNetwork => json!({"ipBlock": {"cidr": "10.244.0.0/16"}}),
+        Peers::AnyNamespace => json!({"namespaceSelector": {}}),
+    }
+}
+
 /// An extra egress rule of a PgAdmin, as a user writes it.
 fn egress_rule(to: EgressTo) -> Value {
     let ldap = json!([{"protocol": "TCP", "port": 636}]);
@@ -463,11 +498,16 @@ pub fn inputs(sim: &pgtoolbox_sim::InProcessSim) -> Vec<Arc<Value>> {
         ("barmancloud.cnpg.io", "objectstores"),
         (GROUP, "pgadminaccesses"),
         ("", "secrets"),
+        ("networking.k8s.io", "networkpolicies"),
     ] {
         out.extend(
             sim.objects(group, plural)
                 .into_iter()
-                .filter(|o| plural != "secrets" || o["metadata"]["name"] == CREDENTIALS),
+                .filter(|o| match plural {
+                    "secrets" => o["metadata"]["name"] == CREDENTIALS,
+                    "networkpolicies" => o["metadata"]["name"] == ALLOW_ALL,
+                    _ => true,
+                }),
         );
     }
     out

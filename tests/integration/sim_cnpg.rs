@@ -510,3 +510,58 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
     .await;
     assert!(s["status"].get("message").is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ca_fault_withholds_or_spoils_ca_crt_and_clearing_restores_the_same_ca() {
+    let (sim, client) = start_cluster().await;
+    let clusters = api(&client, Some("default"), CNPG, "Cluster", "clusters");
+    let secrets = api(&client, Some("default"), "", "Secret", "secrets");
+    create(
+        &clusters,
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "ca", "labels": {"ca": "broken"}}, "spec": {"instances": 1}}),
+    )
+    .await;
+    create(
+        &clusters,
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "fine"}, "spec": {"instances": 1}}),
+    )
+    .await;
+    let before = wait_for(&secrets, "ca-ca", "the CA secret", |_| true).await;
+    let cert = text(&before, "ca.crt");
+    let key = text(&before, "ca.key");
+    let fine = wait_for(&secrets, "fine-ca", "the other CA secret", |_| true).await;
+
+    sim.admin()
+        .add_workload_fault("default", "ca=broken", WorkloadFault::CaKeyMissing)
+        .unwrap();
+    let s = wait_for(&secrets, "ca-ca", "ca.crt withheld", |s| {
+        s["data"].get("ca.crt").is_none()
+    })
+    .await;
+    assert_eq!(text(&s, "ca.key"), key, "the key stays");
+    sim.admin().clear_workload_faults(None);
+    sim.admin()
+        .add_workload_fault("default", "ca=broken", WorkloadFault::CaInvalid)
+        .unwrap();
+    let s = wait_for(&secrets, "ca-ca", "ca.crt spoilt", |s| {
+        s["data"].get("ca.crt").is_some() && s["data"]["ca.crt"] != before["data"]["ca.crt"]
+    })
+    .await;
+    assert!(!text(&s, "ca.crt").contains("BEGIN CERTIFICATE"), "{s}");
+    sim.admin().clear_workload_faults(None);
+    let s = wait_for(&secrets, "ca-ca", "ca.crt restored", |s| {
+        s["data"]["ca.crt"] == before["data"]["ca.crt"]
+    })
+    .await;
+    assert_eq!(text(&s, "ca.crt"), cert, "the same CA, not a new one");
+    let keys: Vec<&String> = s["data"].as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 2, "ca.crt and ca.key only: {keys:?}");
+    let fine_now = secrets.get("fine-ca").await.unwrap();
+    assert_eq!(
+        serde_json::to_value(fine_now).unwrap()["metadata"]["resourceVersion"],
+        fine["metadata"]["resourceVersion"],
+        "a Cluster the rule does not select is left alone"
+    );
+}

@@ -36,10 +36,17 @@ pub enum WorkloadFault {
     ServiceCaPaused,
     /// CloudNativePG Database, DatabaseRole: left unapplied.
     NotApplied,
+    /// CloudNativePG Cluster: its CA Secret `<c>-ca` is left without `ca.crt` (the certificate
+    /// is kept aside, so clearing the fault restores the same CA).
+    #[serde(rename = "CAKeyMissing")]
+    CaKeyMissing,
+    /// CloudNativePG Cluster: its CA Secret's `ca.crt` holds no PEM certificate.
+    #[serde(rename = "CAInvalid")]
+    CaInvalid,
 }
 
 impl WorkloadFault {
-    pub const ALL: [WorkloadFault; 9] = [
+    pub const ALL: [WorkloadFault; 11] = [
         Self::ImagePullBackOff,
         Self::CrashLoopBackOff,
         Self::NotReady,
@@ -49,6 +56,8 @@ impl WorkloadFault {
         Self::NotAdmitted,
         Self::ServiceCaPaused,
         Self::NotApplied,
+        Self::CaKeyMissing,
+        Self::CaInvalid,
     ];
 
     /// The kinds whose labels and namespace a rule of this fault is matched against.
@@ -61,6 +70,7 @@ impl WorkloadFault {
             Self::NotAdmitted => &["Route", "Ingress", "HTTPRoute"],
             Self::ServiceCaPaused => &["Service", "ConfigMap"],
             Self::NotApplied => &["Database", "DatabaseRole"],
+            Self::CaKeyMissing | Self::CaInvalid => &["Cluster"],
         }
     }
 
@@ -75,6 +85,8 @@ impl WorkloadFault {
             Self::NotAdmitted => "NotAdmitted",
             Self::ServiceCaPaused => "ServiceCAPaused",
             Self::NotApplied => "NotApplied",
+            Self::CaKeyMissing => "CAKeyMissing",
+            Self::CaInvalid => "CAInvalid",
         }
     }
 

@@ -16,7 +16,9 @@ use crate::cluster::net::conditions::{self, Cond};
 use crate::cluster::net::text as s;
 use crate::cluster::pki::{self, Ca, Pem, Subject, Usage};
 use crate::cluster::secret_data::secret_text;
-use crate::cluster::{Component, Ctx, EventKind, Kind, Next, PODS, SECRETS, SERVICES, Tx};
+use crate::cluster::{
+    Component, Ctx, EventKind, Kind, Next, PODS, SECRETS, SERVICES, Tx, WorkloadFault,
+};
 use crate::error::ApiError;
 use crate::store::ObjKey;
 
@@ -65,25 +67,70 @@ fn subject<'a>(cn: &'a str, ou: Option<&'a str>, now: jiff::Timestamp) -> Subjec
     }
 }
 
-/// The Cluster's CA from `<c>-ca`, made and stored first when missing.
-fn ensure_ca(tx: &mut Tx<'_>, c: &Value, now: jiff::Timestamp) -> Result<Ca, ApiError> {
+/// Where the `CAKeyMissing` and `CAInvalid` faults keep the certificate they withhold from
+/// `ca.crt`: clearing the fault restores the same CA, so the leaf certificates stay valid.
+pub const WITHHELD_CA_KEY: &str = "ca.crt.withheld";
+
+/// The `ca.crt` the `CAInvalid` fault leaves: text with no PEM certificate in it.
+pub const INVALID_CA_TEXT: &str = "not a certificate (the simulated fault CAInvalid is set)\n";
+
+/// The Cluster's CA from `<c>-ca`, made and stored first when missing; the Secret is then
+/// written as the Cluster's CA faults leave it (`ca.crt` withheld or unreadable).
+fn ensure_ca(ctx: &Ctx, tx: &mut Tx<'_>, c: &Value, now: jiff::Timestamp) -> Result<Ca, ApiError> {
     let ns = shapes::namespace(c);
     let secret = format!("{}-ca", shapes::name(c));
-    if let Some(existing) = tx.get(SECRETS, ns, &secret)
-        && let (Some(cert), Some(key)) = (
-            secret_text(&existing, "ca.crt"),
-            secret_text(&existing, "ca.key"),
-        )
-    {
-        return Ca::from_pem(Pem { cert, key }).map_err(pki_err);
-    }
-    let ca = Ca::generate(
-        &subject(shapes::name(c), Some(ns), now),
-        &[pki::KeyUsage::KeyCertSign],
-    )
-    .map_err(pki_err)?;
-    tx.create(SECRETS, ns, shapes::ca_secret(c, &ca.pem))?;
+    let existing = tx.get(SECRETS, ns, &secret);
+    let kept = existing.as_deref().and_then(|e| {
+        let cert = secret_text(e, WITHHELD_CA_KEY).or_else(|| secret_text(e, "ca.crt"))?;
+        Some(Pem {
+            cert,
+            key: secret_text(e, "ca.key")?,
+        })
+    });
+    let ca = match (existing, kept) {
+        (Some(existing), Some(pem)) => {
+            let ca = Ca::from_pem(pem).map_err(pki_err)?;
+            let data = ca_data(ctx, c, &existing["data"], &ca.pem);
+            if existing.get("data") != Some(&data) {
+                let mut next = (*existing).clone();
+                next["data"] = data;
+                tx.update(SECRETS, next)?;
+            }
+            ca
+        }
+        _ => {
+            let ca = Ca::generate(
+                &subject(shapes::name(c), Some(ns), now),
+                &[pki::KeyUsage::KeyCertSign],
+            )
+            .map_err(pki_err)?;
+            let mut created = shapes::ca_secret(c, &ca.pem);
+            created["data"] = ca_data(ctx, c, &created["data"], &ca.pem);
+            tx.create(SECRETS, ns, created)?;
+            ca
+        }
+    };
     Ok(ca)
+}
+
+/// The CA Secret's `data` (`stored`, other keys kept) as the Cluster's CA faults leave it:
+/// `ca.crt` the certificate of `pem`, withheld, or unreadable.
+fn ca_data(ctx: &Ctx, c: &Value, stored: &Value, pem: &Pem) -> Value {
+    use crate::cluster::secret_data::base64_encode;
+    let mut data = stored.as_object().cloned().unwrap_or_default();
+    data.remove(WITHHELD_CA_KEY);
+    data.remove("ca.crt");
+    let cert = json!(base64_encode(pem.cert.as_bytes()));
+    if ctx.fault(WorkloadFault::CaKeyMissing, c) {
+        data.insert(WITHHELD_CA_KEY.into(), cert);
+    } else if ctx.fault(WorkloadFault::CaInvalid, c) {
+        data.insert(WITHHELD_CA_KEY.into(), cert);
+        let text = base64_encode(INVALID_CA_TEXT.as_bytes());
+        data.insert("ca.crt".into(), json!(text));
+    } else {
+        data.insert("ca.crt".into(), cert);
+    }
+    Value::Object(data)
 }
 
 /// A leaf certificate Secret the Cluster needs.
@@ -233,7 +280,7 @@ impl ClusterController {
         let now = ctx.clock.now();
         let ns = shapes::namespace(c).to_string();
         let n = shapes::name(c).to_string();
-        let ca = ensure_ca(tx, c, now)?;
+        let ca = ensure_ca(ctx, tx, c, now)?;
         let rw = format!("{n}-rw");
         let alt = shapes::alt_dns_names(c);
         let server = format!("{n}-server");
