@@ -111,6 +111,7 @@ where
         + Clone
         + std::fmt::Debug
         + DeserializeOwned
+        + serde::Serialize
         + Send
         + Sync
         + 'static,
