@@ -161,8 +161,8 @@ async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
     };
     let first = env.requests().get("slim").await.unwrap();
     let facts = first.pass_facts();
-    let wrote = writer.write(&first, &facts, Extras::default(), target);
-    assert!(wrote.await.unwrap().wrote);
+    let wrote = writer.write(&first, &facts, Extras::default(), target).await;
+    assert!(wrote.unwrap().wrote);
     let written = env.requests().get("slim").await.unwrap();
     let text = messages(&written);
     assert!(!text.is_empty() && text.iter().all(|m| !is_digest(m)));
@@ -171,8 +171,9 @@ async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
     let copy = slim(&written);
     assert!(messages(&copy).iter().all(|m| is_digest(m)));
     env.sim.admin().reset_stats();
-    let quiet = writer.write(&copy, &copy.pass_facts(), Extras::default(), target);
-    assert!(!quiet.await.unwrap().wrote);
+    let facts = copy.pass_facts();
+    let quiet = writer.write(&copy, &facts, Extras::default(), target).await;
+    assert!(!quiet.unwrap().wrote);
     assert_eq!(env.sim.stats().total, 0);
 
     // Someone else rewrites a message of ours: the pass over the slim copy writes it back.
@@ -187,8 +188,9 @@ async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
         .await
         .unwrap();
     let copy = slim(&env.requests().get("slim").await.unwrap());
-    let rewrite = writer.write(&copy, &copy.pass_facts(), Extras::default(), target);
-    assert!(rewrite.await.unwrap().wrote);
+    let facts = copy.pass_facts();
+    let rewrite = writer.write(&copy, &facts, Extras::default(), target).await;
+    assert!(rewrite.unwrap().wrote);
     let rewritten = env.requests().get("slim").await.unwrap();
     assert_eq!(messages(&rewritten), text);
 
@@ -200,8 +202,9 @@ async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
         .fields
         .insert("roleBindingName".into(), json!("pgar-slim"));
     env.sim.admin().reset_stats();
-    let carried = writer.write(&copy, &copy.pass_facts(), extras, target);
-    assert!(carried.await.unwrap().wrote);
+    let facts = copy.pass_facts();
+    let carried = writer.write(&copy, &facts, extras, target).await;
+    assert!(carried.unwrap().wrote);
     assert!(env.sim.stats().total >= 2, "a read, then the write");
     let after = env.requests().get("slim").await.unwrap();
     assert_eq!(messages(&after), text);
