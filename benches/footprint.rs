@@ -274,9 +274,7 @@ fn main() {
     let request = bytes_of(n, |i| Arc::new(decode(i)));
     let requests: Vec<PgAccessRequest> = (0..n).map(decode).collect();
     let packed_request = bytes_of(n, |i| pack(&requests[i]));
-    let slim_request = bytes_of(n, |i| {
-        Packed::pack_slim(&requests[i]).expect("encodes")
-    });
+    let slim_request = bytes_of(n, |i| Packed::pack_slim(&requests[i]).expect("encodes"));
     drop(requests);
     drop(json);
     let binding = bytes_of(n, |i| Arc::new(role_binding(i)));

@@ -318,9 +318,8 @@ where
             woken.push(old.clone());
         }
         // A relist repeats unchanged children: their owners need not wake.
-        let unchanged = previous.is_some_and(|p| {
-            old_owner == owner && version.is_some() && p.version == version
-        });
+        let unchanged = previous
+            .is_some_and(|p| old_owner == owner && version.is_some() && p.version == version);
         if let Some(owner) = owner {
             self.by_owner
                 .entry(owner.clone())

@@ -134,7 +134,10 @@ mod tests {
         assert_eq!(object["spec"]["message"], "kept");
         assert_eq!(object["status"]["message"], "kept");
         let conditions = &object["status"]["conditions"];
-        assert_eq!(conditions[0]["message"], digest_message("every aspect holds"));
+        assert_eq!(
+            conditions[0]["message"],
+            digest_message("every aspect holds")
+        );
         assert_eq!(conditions[1]["message"], "");
         assert!(conditions[2].get("message").is_none());
         // Kinds without conditions are left as they are.

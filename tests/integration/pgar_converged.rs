@@ -161,7 +161,9 @@ async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
     };
     let first = env.requests().get("slim").await.unwrap();
     let facts = first.pass_facts();
-    let wrote = writer.write(&first, &facts, Extras::default(), target).await;
+    let wrote = writer
+        .write(&first, &facts, Extras::default(), target)
+        .await;
     assert!(wrote.unwrap().wrote);
     let written = env.requests().get("slim").await.unwrap();
     let text = messages(&written);

@@ -47,7 +47,10 @@ fn a_changed_message_over_digests_is_written_with_its_text() {
     let facts = replacing(
         kind,
         1,
-        &[(aspect, Verdict::holds(common::AS_EXPECTED, "fine, and more"))],
+        &[(
+            aspect,
+            Verdict::holds(common::AS_EXPECTED, "fine, and more"),
+        )],
     );
     let next = derive(&facts, &kept, t(60));
     assert!(next.changed);
