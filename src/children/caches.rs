@@ -113,6 +113,7 @@ where
         + Clone
         + std::fmt::Debug
         + DeserializeOwned
+        + serde::Serialize
         + Send
         + Sync
         + 'static,

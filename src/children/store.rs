@@ -21,7 +21,7 @@ use serde::de::DeserializeOwned;
 
 use super::relist::Relist;
 use super::synced::{NotSynced, Synced};
-use crate::k8s::WatchScope;
+use crate::k8s::{Kept, WatchScope};
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::children::{COMPONENT_LABEL, Component, INSTANCE_LABEL};
 
@@ -106,8 +106,12 @@ impl<C> Clone for Ingest<C> {
 
 impl<C> Copy for Ingest<C> {}
 
+/// A cached child, packed ([`Kept`]): passes read a child far less often than the store keeps
+/// it, so each read decodes it afresh (issue 16: the RoleBinding of an approved request).
 struct Entry<C> {
-    object: Arc<C>,
+    object: Kept<C>,
+    /// Kept apart so a relist that repeats a child does not decode it.
+    version: Option<String>,
     owner: Option<KindKey>,
 }
 
@@ -122,13 +126,14 @@ pub struct ChildStore<C> {
     ingest: Option<Ingest<C>>,
 }
 
-impl<C: serde::Serialize> ChildStore<C> {
+impl<C: serde::Serialize + DeserializeOwned> ChildStore<C> {
     /// Every cached child as JSON (tests inspect what the operator keeps in memory).
     #[doc(hidden)]
     pub fn dump(&self) -> Vec<serde_json::Value> {
         self.entries
             .iter()
-            .filter_map(|e| serde_json::to_value(e.value().object.as_ref()).ok())
+            .filter_map(|e| e.value().object.get().ok())
+            .filter_map(|object| serde_json::to_value(object.as_ref()).ok())
             .collect()
     }
 }
@@ -139,6 +144,7 @@ where
         + Clone
         + Debug
         + DeserializeOwned
+        + serde::Serialize
         + Send
         + Sync
         + 'static,
@@ -212,7 +218,14 @@ where
     }
 
     fn visible(&self, key: &ObjectKey) -> Option<Arc<C>> {
-        let object = self.entries.get(key)?.object.clone();
+        let object = match self.entries.get(key)?.object.get() {
+            Ok(object) => object,
+            Err(error) => {
+                // Its own JSON: cannot happen short of a bug; read as absent, logged.
+                tracing::warn!(%key, %error, "cached child not decoded");
+                return None;
+            }
+        };
         let hidden = !self.tombstones.is_empty()
             && self
                 .tombstones
@@ -336,7 +349,8 @@ where
         let previous = self.entries.insert(
             key.clone(),
             Entry {
-                object: Arc::new(child),
+                object: Kept::new(child),
+                version: version.clone(),
                 owner: owner.clone(),
             },
         );
@@ -349,9 +363,8 @@ where
             woken.push(old.clone());
         }
         // A relist repeats unchanged children: their owners need not wake.
-        let unchanged = previous.is_some_and(|p| {
-            old_owner == owner && version.is_some() && p.object.resource_version() == version
-        });
+        let unchanged = previous
+            .is_some_and(|p| old_owner == owner && version.is_some() && p.version == version);
         if let Some(owner) = owner {
             self.by_owner
                 .entry(owner.clone())

@@ -8,7 +8,7 @@ use k8s_openapi::jiff::{Timestamp, TimestampRound, Unit};
 use super::events::{EventDecision, decide_events, reported_errors};
 use super::facts::{Hostname, PassFacts, Stall};
 use super::kinds::recheck_purpose;
-use super::message::bound_message;
+use super::message::{bound_message, is_digest, message_matches};
 use super::reasons::{Reason, common};
 use super::types::{ConditionStatus, ConditionType};
 use crate::messages::TimerPurpose;
@@ -59,6 +59,36 @@ pub struct StoredStatus<'a> {
 /// Finds a condition by type.
 pub fn find_condition(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
     conditions.iter().find(|c| c.type_ == type_.as_str())
+}
+
+/// Whether the stored conditions already say `new`, messages compared through their digests
+/// when the stored copy keeps only those (a hibernated object's copy).
+pub fn same_conditions(new: &[Condition], stored: &[Condition]) -> bool {
+    new.len() == stored.len()
+        && new.iter().zip(stored).all(|(n, s)| {
+            n.type_ == s.type_
+                && n.status == s.status
+                && n.reason == s.reason
+                && n.observed_generation == s.observed_generation
+                && n.last_transition_time == s.last_transition_time
+                && message_matches(&s.message, &n.message)
+        })
+}
+
+impl StatusUpdate {
+    /// Whether this status cannot be judged or written from a copy whose messages are digests
+    /// (`stored`): it would write a stored message it only knows the digest of (a condition
+    /// carried over, a kept stall), or the pass failed and the error's Ready message builds
+    /// on the stored one. The writer reads the object's text again then; a quiet pass never.
+    pub fn needs_stored_text(&self, stored: StoredStatus<'_>, failed: bool, writes: bool) -> bool {
+        let digested = |m: &str| is_digest(m);
+        if !stored.conditions.iter().any(|c| digested(&c.message)) {
+            return false;
+        }
+        failed
+            || self.events.iter().any(|e| digested(&e.note))
+            || ((self.changed || writes) && self.conditions.iter().any(|c| digested(&c.message)))
+    }
 }
 
 /// Derives the new status of one object from what this pass found out.
@@ -117,7 +147,7 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
         .iter()
         .map(|f| (f.field.as_str().to_owned(), f.value.clone()))
         .collect();
-    let changed = conditions != stored.conditions
+    let changed = !same_conditions(&conditions, stored.conditions)
         || stored.observed_generation != Some(facts.generation)
         || facts.fields.iter().any(|f| f.changed);
     let events = decide_events(facts, stored.conditions, &conditions, stall.as_ref());
@@ -214,7 +244,7 @@ pub fn namespace_not_watched(
         )]
     };
     StatusUpdate {
-        changed: conditions != stored.conditions,
+        changed: !same_conditions(&conditions, stored.conditions),
         conditions,
         observed_generation: stored.observed_generation.unwrap_or(generation),
         fields: serde_json::Map::new(),

@@ -48,9 +48,103 @@ fn bound_to(message: &str, limit: usize) -> String {
     out
 }
 
+/// Starts a digested message. DEL is never in a message the engine writes, and JSON keeps it
+/// as one byte (no escape), so a packed copy stays short.
+const DIGEST_MARK: char = '\u{7f}';
+/// Hex digits of SHA-256 kept: 60 bits, the mark and these fit jemalloc's 16-byte class.
+const DIGEST_HEX: usize = 15;
+
+/// The short stand-in for `message` that a hibernated object's copy keeps (issue 16's slim
+/// cache): passes compare what they would write with it through [`message_matches`], and a
+/// write that carries a stored message over reads the object's text again first.
+pub fn digest_message(message: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let hash = Sha256::digest(message.as_bytes());
+    let mut out = String::with_capacity(1 + DIGEST_HEX);
+    out.push(DIGEST_MARK);
+    out.push_str(&hex::encode(&hash[..DIGEST_HEX.div_ceil(2)])[..DIGEST_HEX]);
+    out
+}
+
+/// Whether a stored message is a digest rather than the text.
+pub fn is_digest(message: &str) -> bool {
+    message.len() == 1 + DIGEST_HEX && message.starts_with(DIGEST_MARK)
+}
+
+/// Whether a stored message (text or digest) says `desired`.
+pub fn message_matches(stored: &str, desired: &str) -> bool {
+    stored == desired || (is_digest(stored) && digest_message(desired) == stored)
+}
+
+/// Replaces the messages of `status.conditions` in an object's JSON by their digests; any
+/// other JSON is left as it is (kinds without conditions, a condition without a message).
+pub fn digest_condition_messages(object: &mut serde_json::Value) {
+    let Some(conditions) = object
+        .pointer_mut("/status/conditions")
+        .and_then(serde_json::Value::as_array_mut)
+    else {
+        return;
+    };
+    for condition in conditions {
+        if let Some(serde_json::Value::String(message)) = condition.get_mut("message")
+            && !message.is_empty()
+            && !is_digest(message)
+        {
+            *message = digest_message(message);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_digest_is_short_marked_and_matches_only_its_text() {
+        let text = "every aspect holds at the current generation";
+        let digest = digest_message(text);
+        assert_eq!(digest.len(), 16);
+        assert!(is_digest(&digest));
+        assert!(!is_digest(text));
+        assert_eq!(digest, digest_message(text), "stable");
+        assert!(message_matches(&digest, text));
+        assert!(message_matches(text, text));
+        assert!(!message_matches(&digest, "every aspect holds"));
+        assert!(!message_matches("every aspect holds", text));
+        // JSON keeps the mark as one byte.
+        assert_eq!(serde_json::to_string(&digest).unwrap().len(), 18);
+    }
+
+    #[test]
+    fn only_condition_messages_become_digests() {
+        let mut object = serde_json::json!({
+            "metadata": {"name": "n", "annotations": {"message": "kept"}},
+            "spec": {"message": "kept"},
+            "status": {"message": "kept", "conditions": [
+                {"type": "Ready", "message": "every aspect holds"},
+                {"type": "Foreign", "message": ""},
+                {"type": "NoMessage"},
+            ]},
+        });
+        digest_condition_messages(&mut object);
+        let once = object.clone();
+        digest_condition_messages(&mut object);
+        assert_eq!(object, once, "digests are not digested again");
+        assert_eq!(object["metadata"]["annotations"]["message"], "kept");
+        assert_eq!(object["spec"]["message"], "kept");
+        assert_eq!(object["status"]["message"], "kept");
+        let conditions = &object["status"]["conditions"];
+        assert_eq!(
+            conditions[0]["message"],
+            digest_message("every aspect holds")
+        );
+        assert_eq!(conditions[1]["message"], "");
+        assert!(conditions[2].get("message").is_none());
+        // Kinds without conditions are left as they are.
+        let mut config_map = serde_json::json!({"data": {"k": "v"}});
+        digest_condition_messages(&mut config_map);
+        assert_eq!(config_map, serde_json::json!({"data": {"k": "v"}}));
+    }
 
     #[test]
     fn bounds_messages_on_char_boundaries() {

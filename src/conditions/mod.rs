@@ -53,14 +53,17 @@ mod verdict;
 
 pub use engine::{
     MAX_CONDITIONS, StatusUpdate, StoredStatus, derive_status, find_condition,
-    namespace_not_watched,
+    namespace_not_watched, same_conditions,
 };
 pub use errors::{ClassifiedError, ErrorClass, classify};
 pub use events::{EventDecision, EventType};
 pub use facts::{FactsError, Hostname, PassFacts, Stall, Subject, Verdict};
 pub use fields::StatusField;
 pub use kinds::{Kind, STALL_RECHECK, STALL_RECHECK_LONG};
-pub use message::{MESSAGE_LIMIT_BYTES, bound_message, bound_message_with_suffix};
+pub use message::{
+    MESSAGE_LIMIT_BYTES, bound_message, bound_message_with_suffix, digest_condition_messages,
+    digest_message, is_digest, message_matches,
+};
 pub use patch::status_patch;
 pub use reasons::{Owner, Reason};
 pub use types::{ConditionStatus, ConditionType};

@@ -32,3 +32,15 @@ where
     api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
         .await
 }
+
+/// Reads an object as the API server has it now (a read: no write budget).
+pub async fn get_object<K>(client: &Client, key: &ObjectKey) -> Result<K, kube::Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned,
+{
+    let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
+    api.get(&key.name).await
+}

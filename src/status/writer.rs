@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 
 use crate::api::ReportsConditions;
 use crate::conditions::{ClassifiedError, EventDecision, PassFacts, derive_status, status_patch};
-use crate::k8s::{EventSink, ReadYourWrites, WriteBudget, patch_status};
+use crate::k8s::{EventSink, ReadYourWrites, WriteBudget, get_object, patch_status};
 use crate::messages::{ObjectKey, TimerPurpose};
 
 /// What a pass writes besides the conditions.
@@ -96,12 +96,18 @@ where
         target: Target<'_>,
     ) -> Result<Written, StatusError> {
         let mut update = derive_status(facts, obj.stored_status(), target.now);
+        let writes = !extras.fields.is_empty();
+        if update.needs_stored_text(obj.stored_status(), facts.error.is_some(), writes) {
+            // The copy keeps digests of the messages (hibernated): read the text once more.
+            let reread = get_object::<K>(target.client, target.key).await?;
+            update = derive_status(facts, reread.stored_status(), target.now);
+        }
         let mut verdict = Written {
             stalled: update.stall.is_some(),
             timers: std::mem::take(&mut update.timers),
             wrote: false,
         };
-        if !update.changed && extras.fields.is_empty() {
+        if !update.changed && !writes {
             // Nothing to write; the kind's own Events of this pass are recorded all the same.
             let mut events = update.events;
             events.extend(extras.events);

@@ -1,19 +1,21 @@
 //! The supervisor's copy of an object: decoded while an actor may read it, packed as JSON while
-//! the object hibernates. A decoded Kubernetes object spends most of its bytes on struct
-//! headers, per-string allocations and map nodes; its JSON keeps the same content (what the
-//! next pass reads) in one allocation. A wake-up by a delta brings a new decoded object anyway;
-//! one by a child change, notice or timer decodes the packed one.
+//! the object hibernates ([`Packed`]), its condition messages kept as digests there (issue
+//! 16's slim cache: the status writer compares through them, see `StatusUpdate::
+//! needs_stored_text`). A wake-up by a delta brings a new decoded object with the text anyway;
+//! one by a child change, notice or timer decodes the packed one, digests included.
 
 use std::sync::Arc;
 
 use kube::{Resource, ResourceExt};
+
+use crate::k8s::Packed;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub(super) enum Latest<K> {
     Decoded(Arc<K>),
     Packed {
-        json: Box<[u8]>,
+        json: Packed<K>,
         resource_version: Option<String>,
     },
 }
@@ -35,7 +37,7 @@ where
     pub(super) fn decoded(&mut self) -> Result<Arc<K>, serde_json::Error> {
         let obj = match self {
             Self::Decoded(obj) => return Ok(obj.clone()),
-            Self::Packed { json, .. } => Arc::new(serde_json::from_slice::<K>(json)?),
+            Self::Packed { json, .. } => Arc::new(json.decode()?),
         };
         *self = Self::Decoded(obj.clone());
         Ok(obj)
@@ -45,7 +47,7 @@ where
     pub(super) fn text(&self) -> String {
         match self {
             Self::Decoded(obj) => serde_json::to_string(obj.as_ref()).unwrap_or_default(),
-            Self::Packed { json, .. } => String::from_utf8_lossy(json).into_owned(),
+            Self::Packed { json, .. } => String::from_utf8_lossy(json.json()).into_owned(),
         }
     }
 
@@ -54,11 +56,11 @@ where
         let Self::Decoded(obj) = self else {
             return;
         };
-        match serde_json::to_vec(obj.as_ref()) {
+        match Packed::pack_slim(obj.as_ref()) {
             Ok(json) => {
                 *self = Self::Packed {
                     resource_version: obj.resource_version(),
-                    json: json.into_boxed_slice(),
+                    json,
                 };
             }
             Err(err) => tracing::warn!(error = %err, "object not packed"),
@@ -72,7 +74,7 @@ mod tests {
     use crate::api::PgAccessRequest;
 
     #[test]
-    fn a_packed_request_decodes_to_the_same_object() {
+    fn a_packed_request_decodes_to_the_same_object_with_message_digests() {
         let request: PgAccessRequest = serde_json::from_value(serde_json::json!({
             "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
             "kind": "PgAccessRequest",
@@ -94,10 +96,16 @@ mod tests {
         assert!(matches!(latest, Latest::Packed { .. }));
         assert_eq!(latest.resource_version().as_deref(), Some("42"));
         let decoded = latest.decoded().unwrap();
-        assert_eq!(
-            serde_json::to_value(decoded.as_ref()).unwrap(),
-            serde_json::to_value(&request).unwrap()
-        );
+        // The same object, but its condition messages are digests (the slim cache).
+        let mut expected = serde_json::to_value(&request).unwrap();
+        crate::conditions::digest_condition_messages(&mut expected);
+        assert_eq!(serde_json::to_value(decoded.as_ref()).unwrap(), expected);
+        let ready = &decoded.status.as_ref().unwrap().common.conditions[0];
+        assert!(crate::conditions::message_matches(
+            &ready.message,
+            "every aspect holds"
+        ));
+        assert_ne!(ready.message, "every aspect holds");
         assert!(matches!(latest, Latest::Decoded(_)));
     }
 }

@@ -127,3 +127,87 @@ async fn the_status_writer_writes_only_what_changed() {
     assert!(!again.wrote);
     assert_eq!(env.sim.stats().total, 0);
 }
+
+/// Issue 16's slim cache: a hibernated request's copy keeps its condition messages as digests.
+/// Over such a copy the writer writes nothing when nothing changed (no request), rewrites a
+/// message someone else changed, and reads the text back before a write that carries stored
+/// conditions over, so the API never sees a digest.
+#[tokio::test]
+async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
+    use kube::api::{Patch, PatchParams};
+    use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
+    use pgtoolbox_operator::conditions::is_digest;
+    use pgtoolbox_operator::k8s::Packed;
+    use pgtoolbox_operator::status::{Extras, StatusWriter, Target};
+
+    let slim = |obj: &PgAccessRequest| -> Arc<PgAccessRequest> {
+        Arc::new(Packed::pack_slim(obj).unwrap().decode().unwrap())
+    };
+    let messages = |obj: &PgAccessRequest| -> Vec<String> {
+        obj.common_status()
+            .map(|s| s.conditions.iter().map(|c| c.message.clone()).collect())
+            .unwrap_or_default()
+    };
+    let env = support::start_without_operator().await;
+    env.request("slim", 3600).await;
+    let writer = StatusWriter::<PgAccessRequest>::new(EventSink::new(env.client.clone()));
+    let key = ObjectKey::new(NS, "slim");
+    let writes = WriteBudget::new(1);
+    let target = Target {
+        client: &env.client,
+        writes: &writes,
+        key: &key,
+        now: k8s_openapi::jiff::Timestamp::now(),
+    };
+    let first = env.requests().get("slim").await.unwrap();
+    let facts = first.pass_facts();
+    let wrote = writer
+        .write(&first, &facts, Extras::default(), target)
+        .await;
+    assert!(wrote.unwrap().wrote);
+    let written = env.requests().get("slim").await.unwrap();
+    let text = messages(&written);
+    assert!(!text.is_empty() && text.iter().all(|m| !is_digest(m)));
+
+    // The same facts over the slim copy: nothing to write, no request.
+    let copy = slim(&written);
+    assert!(messages(&copy).iter().all(|m| is_digest(m)));
+    env.sim.admin().reset_stats();
+    let facts = copy.pass_facts();
+    let quiet = writer.write(&copy, &facts, Extras::default(), target).await;
+    assert!(!quiet.unwrap().wrote);
+    assert_eq!(env.sim.stats().total, 0);
+
+    // Someone else rewrites a message of ours: the pass over the slim copy writes it back.
+    let mut edited = written.common_status().unwrap().conditions.clone();
+    edited[0].message = "edited by hand".into();
+    env.requests()
+        .patch_status(
+            "slim",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": edited}})),
+        )
+        .await
+        .unwrap();
+    let copy = slim(&env.requests().get("slim").await.unwrap());
+    let facts = copy.pass_facts();
+    let rewrite = writer.write(&copy, &facts, Extras::default(), target).await;
+    assert!(rewrite.unwrap().wrote);
+    let rewritten = env.requests().get("slim").await.unwrap();
+    assert_eq!(messages(&rewritten), text);
+
+    // A status field forces a write while the aspects (not evaluated) are carried over as
+    // stored: the writer reads their text back first, the API never sees a digest.
+    let copy = slim(&rewritten);
+    let mut extras = Extras::default();
+    extras
+        .fields
+        .insert("roleBindingName".into(), json!("pgar-slim"));
+    env.sim.admin().reset_stats();
+    let facts = copy.pass_facts();
+    let carried = writer.write(&copy, &facts, extras, target).await;
+    assert!(carried.unwrap().wrote);
+    assert!(env.sim.stats().total >= 2, "a read, then the write");
+    let after = env.requests().get("slim").await.unwrap();
+    assert_eq!(messages(&after), text);
+}

@@ -1082,3 +1082,4 @@ fn every_reason_and_type_passes_the_condition_rules() {
 mod audit;
 mod hostname;
 mod invariants;
+mod slim;

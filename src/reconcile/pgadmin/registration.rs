@@ -5,7 +5,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::conditions::reasons::{common, pgadmin};
-use crate::conditions::{ConditionStatus, Verdict};
+use crate::conditions::{ConditionStatus, Verdict, message_matches};
 use crate::reconcile::children::child_name;
 
 /// The registration Job of an offered-set hash: `<name>-pgadmin-register-<hash8>`.
@@ -121,6 +121,8 @@ pub fn servers_registered_event(
     verdict: &Verdict,
     stored: Option<(ConditionStatus, &str)>,
 ) -> Option<String> {
-    let already = stored.is_some_and(|(s, m)| s == ConditionStatus::True && m == verdict.message);
+    // The stored message may be a digest (a hibernated object's copy).
+    let already = stored
+        .is_some_and(|(s, m)| s == ConditionStatus::True && message_matches(m, &verdict.message));
     (verdict.status == ConditionStatus::True && !already).then(|| verdict.message.clone())
 }
