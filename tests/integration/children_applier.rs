@@ -67,7 +67,7 @@ fn watched(client: &kube::Client) -> Watched {
     let (open, mut gate) = tokio::sync::watch::channel(true);
     let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
         let mut all = futures::stream::select_all(watches);
-        let mut push = |owner| sink.lock().unwrap().push(owner);
+        let push = |owner| sink.lock().unwrap().push(owner);
         // Gated while a test holds `open`; a test that dropped it is never held back.
         loop {
             if gate.wait_for(|open| *open).await.is_err() {
