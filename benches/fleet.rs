@@ -236,14 +236,15 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
         load: (load_start, load_end),
     };
     eprintln!(
-        "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB, load {:.1} -> {:.1}",
+        "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB, load {:.1} -> {:.1}, {} answers 409",
         result.healthy_ready_s,
         result.requests as f64 / fleet.objects() as f64,
         result.writes as f64 / fleet.objects() as f64,
         rss_before / 1024,
         rss_after / 1024,
         load_start,
-        load_end
+        load_end,
+        result.by_code.get(&409).copied().unwrap_or(0)
     );
     let _ = operator.kill();
     let _ = operator.wait();
@@ -296,6 +297,15 @@ fn report(results: &[RunResult]) {
                 .map(|r| r.load.0.max(r.load.1))
                 .fold(f64::NAN, f64::max),
         );
+    }
+    // Creates of children already there (a pass that ran before the watch reported the child
+    // the previous pass created): the children store's read-your-writes should leave none.
+    for (scenario, runs) in &by_scenario {
+        let conflicts: Vec<u64> = runs
+            .iter()
+            .map(|r| r.by_code.get(&409).copied().unwrap_or(0))
+            .collect();
+        println!("- {scenario}: answers 409 per run: {conflicts:?}");
     }
     // Whether the faulty 1% slow the rest: run by run (the two scenarios of a run follow each
     // other, so they met about the same load), the faulty scenario's healthy objects against

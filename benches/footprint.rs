@@ -6,7 +6,13 @@
 //! (`Packed::pack_slim`) and the children stores keep children packed (`Kept`); the rows
 //! without those are still printed for comparison.
 //!
-//! Run: `cargo bench --bench footprint` (a few seconds; `FOOTPRINT_N`, default 10,000).
+//! Then the workload kinds: one PgToolBoxConsole, PgAdmin and EvidenceAgent made as the mixed
+//! fleet makes them (`benches/fleet/world.rs`) on the simulated cluster, the operator in this
+//! process, until Ready; each child its stores then hold (Deployment, ReplicaSet, Pod, Service,
+//! Job, ...) is measured as one of `FOOTPRINT_N` copies (renamed, each under its own owner):
+//! its decoded copy, and the store's entry and owner index on top.
+//!
+//! Run: `cargo bench --bench footprint` (under a minute; `FOOTPRINT_N`, default 10,000).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
@@ -16,17 +22,39 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::channel::mpsc;
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Pod, Secret, Service, ServiceAccount,
+};
+use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{DynamicObject, ListParams};
+use kube::core::NamespaceResourceScope;
 use kube::runtime::watcher::Event;
+use pgtoolbox_operator::actors::shared::start_shared_actors;
 use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
-use pgtoolbox_operator::api::PgAccessRequest;
-use pgtoolbox_operator::children::{ChildStore, REQUEST_LABEL, Relist, owner_label};
+use pgtoolbox_operator::api::{EvidenceAgent, PgAccessRequest, PgAdmin, PgToolBoxConsole};
+use pgtoolbox_operator::children::{
+    ChildStore, HttpRoute, OperatorCaches, REQUEST_LABEL, Relist, Route, our_owner, owner_label,
+};
+use pgtoolbox_operator::cli::register_all_with;
+use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::k8s::Packed;
 use pgtoolbox_operator::messages::TimerPurpose;
-use pgtoolbox_operator::supervisor::{Kind, KindOptions, Operator, OperatorBuilder};
-use serde_json::json;
+use pgtoolbox_operator::metrics::OperatorMetrics;
+use pgtoolbox_operator::supervisor::{
+    Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
+};
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+// The fleet bench's world (its namespaces, Clusters and objects); this bench uses part of it.
+#[allow(dead_code)]
+#[path = "fleet/world.rs"]
+mod world;
 
 /// Counts the bytes currently allocated on the heap.
 struct Counting;
@@ -257,6 +285,222 @@ fn binding_cache_bytes(n: usize) -> f64 {
     bytes
 }
 
+/// The fleet's objects are named `<prefix>-00000`: copy `i` renames the object and its owner
+/// (and every name derived from it) to `-{i:05}`, so each copy has its own key and owner.
+fn variant<T: DeserializeOwned>(object: &Value, i: usize) -> T {
+    let renamed = object.to_string().replace("-00000", &format!("-{i:05}"));
+    serde_json::from_str(&renamed).expect("decodes")
+}
+
+/// Heap bytes of one cached child of kind `C`, `n` copies: its decoded copy, and the store's
+/// entry and owner index on top (as `binding_cache_bytes`).
+fn child_bytes<C>(child: &Value, n: usize) -> (f64, f64)
+where
+    C: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + DeserializeOwned
+        + serde::Serialize
+        + Send
+        + Sync
+        + 'static,
+{
+    let copy = bytes_of(n, |i| Arc::new(variant::<C>(child, i)));
+    let children: Vec<C> = (0..n).map(|i| variant(child, i)).collect();
+    let before = live();
+    let store = ChildStore::<C>::new("children", our_owner());
+    let mut relist = Relist::default();
+    store.apply(Event::Init, None, &mut relist);
+    for child in children {
+        store.apply(Event::InitApply(child), None, &mut relist);
+    }
+    store.apply(Event::InitDone, None, &mut relist);
+    drop(relist);
+    // The copies were decoded before `before`: what grew is the entry, the `Arc` and the index.
+    let entry = (live() - before) as f64 / n as f64;
+    drop(store);
+    (copy, entry)
+}
+
+/// [`child_bytes`] by the name of the store in `OperatorCaches::dump`.
+fn cached_child_bytes(store: &str, child: &Value, n: usize) -> Option<(f64, f64)> {
+    Some(match store {
+        "serviceAccounts" => child_bytes::<ServiceAccount>(child, n),
+        "services" => child_bytes::<Service>(child, n),
+        "deployments" => child_bytes::<Deployment>(child, n),
+        "replicaSets" => child_bytes::<ReplicaSet>(child, n),
+        "pods" => child_bytes::<Pod>(child, n),
+        "configMaps" => child_bytes::<ConfigMap>(child, n),
+        "jobs" => child_bytes::<Job>(child, n),
+        "persistentVolumeClaims" => child_bytes::<PersistentVolumeClaim>(child, n),
+        "roleBindings" => child_bytes::<RoleBinding>(child, n),
+        "networkPolicies" => child_bytes::<NetworkPolicy>(child, n),
+        "ingresses" => child_bytes::<Ingress>(child, n),
+        "routes" => child_bytes::<Route>(child, n),
+        "httpRoutes" => child_bytes::<HttpRoute>(child, n),
+        "ownedSecrets" => child_bytes::<Secret>(child, n),
+        _ => return None,
+    })
+}
+
+/// What the operator holds once one object of each workload kind is Ready: its caches (as
+/// `OperatorCaches::dump`) and the objects as its watches deliver them (managed fields dropped).
+async fn converged_workload() -> (Value, Vec<Value>) {
+    let crds = pgtoolbox_operator::api::render_crds_yaml().expect("CRDs render");
+    let sim = Sim::start(SimConfig {
+        extra_crds: vec![crds],
+        controllers: true,
+        pod_start: Duration::from_millis(50),
+        seed: Some(1),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    let fleet = world::Fleet {
+        per_kind: 1,
+        namespaces: 1,
+        faulty_every: 0,
+    };
+    world::infrastructure(&client, fleet).await;
+    let settings = OperatorSettings {
+        startup_jitter: Duration::ZERO,
+        ..OperatorSettings::default()
+    };
+    let kinds = [
+        "PgAccessRequest",
+        "EvidenceAgent",
+        "PgAdmin",
+        "PgToolBoxConsole",
+    ]
+    .map(String::from)
+    .to_vec();
+    let shared = start_shared_actors(
+        &client,
+        &kinds,
+        settings,
+        OperatorMetrics::new(),
+        Readiness::new(),
+    )
+    .await
+    .expect("shared actors start");
+    let caches = OperatorCaches::new().sharing_secrets(shared.shared.secrets.routed_index());
+    let operator = register_all_with(
+        OperatorBuilder::new(client.clone(), shared.shared.clone()),
+        caches.clone(),
+    )
+    .start()
+    .await
+    .expect("operator starts");
+    let observer = world::Observer::start(&client);
+    let start = std::time::Instant::now();
+    world::objects(&client, fleet).await;
+    observer
+        .healthy_ready(fleet, start, Duration::from_secs(120))
+        .await
+        .expect("one of each kind Ready");
+    // The last writes reach the watches (and the stores) before they are read.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let dump: Value = serde_json::from_str(&caches.dump()).expect("the dump is JSON");
+    let mut objects = Vec::new();
+    for kind in world::FleetKind::ALL {
+        let list = kind
+            .api(&client)
+            .list(&ListParams::default())
+            .await
+            .expect("listed");
+        for mut object in list.items {
+            object.metadata.managed_fields = None;
+            objects.push(serde_json::to_value(&object).expect("encodes"));
+        }
+    }
+    operator.shutdown(Duration::from_secs(10)).await;
+    shared.stop().await;
+    drop(sim);
+    (dump, objects)
+}
+
+/// The owner kind of a child, as the stores file it.
+fn owner_kind(child: &Value) -> String {
+    let object: DynamicObject = serde_json::from_value(child.clone()).expect("an object");
+    our_owner::<DynamicObject>()(&object).map_or_else(|| "none".into(), |owner| owner.kind)
+}
+
+/// One row of the workload breakdown.
+struct ChildRow {
+    owner: String,
+    store: String,
+    name: String,
+    copy: f64,
+    entry: f64,
+}
+
+fn workload_breakdown(runtime: &tokio::runtime::Runtime, n: usize) {
+    let (dump, objects) = runtime.block_on(converged_workload());
+    let mut rows = Vec::new();
+    if let Some(stores) = dump["stores"].as_object() {
+        for (store, children) in stores {
+            for child in children.as_array().into_iter().flatten() {
+                let Some((copy, entry)) = cached_child_bytes(store, child, n) else {
+                    continue;
+                };
+                rows.push(ChildRow {
+                    owner: owner_kind(child),
+                    store: store.clone(),
+                    name: child["metadata"]["name"].as_str().unwrap_or("").to_owned(),
+                    copy,
+                    entry,
+                });
+            }
+        }
+    }
+    rows.sort_by(|a, b| (&a.owner, &a.store).cmp(&(&b.owner, &b.store)));
+    println!(
+        "\nworkload children, one converged object of each kind, {n} copies each, heap bytes per child:"
+    );
+    println!(
+        "  {:<18} {:<24} {:<34} {:>8} {:>8} {:>8}",
+        "owner", "store", "child", "decoded", "entry", "total"
+    );
+    for row in &rows {
+        println!(
+            "  {:<18} {:<24} {:<34} {:>8.0} {:>8.0} {:>8.0}",
+            row.owner,
+            row.store,
+            row.name,
+            row.copy,
+            row.entry,
+            row.copy + row.entry
+        );
+    }
+    println!("\nper workload object, heap bytes (counting allocator):");
+    for object in &objects {
+        let kind = object["kind"].as_str().unwrap_or("");
+        let (copy, packed) = match kind {
+            "PgToolBoxConsole" => (
+                bytes_of(n, |i| Arc::new(variant::<PgToolBoxConsole>(object, i))),
+                bytes_of(n, |i| pack(&variant::<PgToolBoxConsole>(object, i))),
+            ),
+            "PgAdmin" => (
+                bytes_of(n, |i| Arc::new(variant::<PgAdmin>(object, i))),
+                bytes_of(n, |i| pack(&variant::<PgAdmin>(object, i))),
+            ),
+            "EvidenceAgent" => (
+                bytes_of(n, |i| Arc::new(variant::<EvidenceAgent>(object, i))),
+                bytes_of(n, |i| pack(&variant::<EvidenceAgent>(object, i))),
+            ),
+            _ => continue,
+        };
+        let mine: Vec<&ChildRow> = rows.iter().filter(|r| r.owner == kind).collect();
+        let children: f64 = mine.iter().map(|r| r.copy + r.entry).sum();
+        println!(
+            "  {kind:<18} object decoded {copy:6.0} / packed {packed:6.0}; {} cached children {children:7.0}; sum (packed object + children) {:7.0}",
+            mine.len(),
+            packed + children
+        );
+    }
+}
+
 fn main() {
     let n: usize = std::env::var("FOOTPRINT_N")
         .ok()
@@ -324,4 +568,5 @@ fn main() {
         "  one armed timer in the wheel                       {:8.0}",
         with_timer - hibernated
     );
+    workload_breakdown(&runtime, n);
 }

@@ -216,9 +216,19 @@ impl Applier<'_> {
             None => {
                 let _permit = self.permit().await?;
                 let object: C = serde_json::from_value(desired.clone())?;
+                // What the server answered is remembered until the watch reports it, so a pass
+                // that runs before that does not POST again (409) or judge a stale copy.
                 match create_or_find(api, &name, &object).await {
-                    Ok(Creation::Created(created)) => (created, true),
-                    Ok(Creation::Taken(current)) => (current, false),
+                    Ok(Creation::Created(created)) => {
+                        store.wrote(created.clone());
+                        (created, true)
+                    }
+                    Ok(Creation::Taken(current)) => {
+                        if owner.controls(&current) {
+                            store.wrote(current.clone());
+                        }
+                        (current, false)
+                    }
                     Err(CreateError::Kube(kube::Error::Api(status)))
                         if refused(status.code, &status.message) =>
                     {
@@ -251,10 +261,14 @@ impl Applier<'_> {
         let params = PatchParams::apply(FIELD_MANAGER).force();
         match api.patch(&name, &params, &Patch::Apply(&desired)).await {
             Ok(applied) if created => {
+                store.wrote(applied.clone());
                 release_creation_entry(api, &name, applied).await?;
                 Ok(ChildVerdict::Applied { name })
             }
-            Ok(_) => Ok(ChildVerdict::Applied { name }),
+            Ok(applied) => {
+                store.wrote(applied);
+                Ok(ChildVerdict::Applied { name })
+            }
             Err(kube::Error::Api(status)) if refused(status.code, &status.message) => {
                 Ok(refusal(name, *status))
             }

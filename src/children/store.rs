@@ -3,8 +3,10 @@
 //!
 //! Each change is routed to its owner ([`KindKey`]); a relist is diffed once ([`Relist`]);
 //! [`Synced`] says when absence means absence; a child this operator just deleted is hidden
-//! (a tombstone pinned to its uid) until the watch reports the deletion, so a pass that runs
-//! before that does not judge it twice.
+//! (a tombstone pinned to its uid) until the watch reports the deletion, and a child it just
+//! created or applied is seen as written ([`ReadYourWrites`]) until the watch reports that
+//! version, so a pass that runs before the watch catches up neither judges a deleted child
+//! twice nor POSTs a created one again (answered 409) nor re-applies an applied one.
 
 use std::collections::HashSet;
 use std::fmt::Debug;
@@ -21,7 +23,7 @@ use serde::de::DeserializeOwned;
 
 use super::relist::Relist;
 use super::synced::{NotSynced, Synced};
-use crate::k8s::{Kept, WatchScope};
+use crate::k8s::{Kept, ReadYourWrites, WatchScope};
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::children::{COMPONENT_LABEL, Component, INSTANCE_LABEL};
 
@@ -121,6 +123,9 @@ pub struct ChildStore<C> {
     by_owner: DashMap<KindKey, HashSet<String>>,
     /// Children this operator deleted, by key, with the uid deleted.
     tombstones: DashMap<ObjectKey, Option<String>>,
+    /// Children this operator created or applied, until the watch reports that version. A
+    /// child only written is indexed under its owner too (`by_owner`).
+    written: ReadYourWrites<C>,
     owner_of: OwnerOf<C>,
     synced: Synced,
     ingest: Option<Ingest<C>>,
@@ -164,6 +169,7 @@ where
             entries: DashMap::new(),
             by_owner: DashMap::new(),
             tombstones: DashMap::new(),
+            written: ReadYourWrites::default(),
             owner_of,
             synced: Synced::new(what),
             ingest,
@@ -218,13 +224,19 @@ where
     }
 
     fn visible(&self, key: &ObjectKey) -> Option<Arc<C>> {
-        let object = match self.entries.get(key)?.object.get() {
-            Ok(object) => object,
-            Err(error) => {
+        let watched = match self.entries.get(key).map(|e| e.object.get()) {
+            Some(Ok(watched)) => Some(watched),
+            Some(Err(error)) => {
                 // Its own JSON: cannot happen short of a bug; read as absent, logged.
                 tracing::warn!(%key, %error, "cached child not decoded");
-                return None;
+                None
             }
+            None => None,
+        };
+        let object = match watched {
+            Some(watched) if self.written.is_empty() => watched,
+            Some(watched) => self.written.freshest(key, watched),
+            None => self.written.unseen(key)?,
         };
         let hidden = !self.tombstones.is_empty()
             && self
@@ -238,6 +250,43 @@ where
     /// the same name (another uid) is visible again.
     pub fn deleted(&self, key: &ObjectKey, uid: Option<String>) {
         self.tombstones.insert(key.clone(), uid);
+        if let Some(ours) = self.written.take(key)
+            && !self.entries.contains_key(key)
+        {
+            self.unindex_written(key, &ours);
+        }
+    }
+
+    /// Remembers what the server answered to this operator's create or apply of a child (or
+    /// the child found under a taken name), until the watch reports that version: the next
+    /// pass judges it instead of an older copy or none.
+    pub fn wrote(&self, child: C) {
+        let Some(key) = ObjectKey::of(&child) else {
+            return;
+        };
+        // Kept as a watched copy is: what the ingest drops (a Secret's keys) is not kept here.
+        let mut child = self.kept_form(child);
+        // The watch drops managed fields too (see `stream`): the copy costs no more.
+        child.managed_fields_mut().clear();
+        if let Some(owner) = (self.owner_of)(&child) {
+            self.by_owner
+                .entry(owner)
+                .or_default()
+                .insert(key.name.clone());
+        }
+        self.written.wrote(&key, child);
+    }
+
+    /// Writes the watch has not caught up with yet (tests, benchmarks).
+    pub fn writes_in_flight(&self) -> usize {
+        self.written.in_flight()
+    }
+
+    /// Drops a write's owner index entry when nothing watched holds its name.
+    fn unindex_written(&self, key: &ObjectKey, ours: &C) {
+        if let Some(owner) = (self.owner_of)(ours) {
+            self.unindex(&owner, &key.name);
+        }
     }
 
     /// Starts one watch per watched namespace (or one for all), selected by `config`; yields
@@ -325,6 +374,14 @@ where
                 for key in relist.finish(&known) {
                     woken.extend(self.remove(&key));
                 }
+                // A write the fresh list did not hold may have been deleted meanwhile: trust the
+                // list (at worst the next pass POSTs again and is answered 409).
+                for (key, ours) in self.written.forget_where(|key| {
+                    namespace.is_none_or(|ns| key.namespace == ns)
+                        && !self.entries.contains_key(key)
+                }) {
+                    self.unindex_written(&key, &ours);
+                }
                 woken.into_iter().collect()
             }
             watcher::Event::Apply(child) => self.upsert(child),
@@ -346,6 +403,7 @@ where
         let uid = child.uid();
         self.tombstones
             .remove_if(&key, |_, deleted| *deleted != uid);
+        self.written.seen(&key, &child);
         let previous = self.entries.insert(
             key.clone(),
             Entry {
@@ -379,7 +437,12 @@ where
 
     fn remove(&self, key: &ObjectKey) -> Option<KindKey> {
         self.tombstones.remove(key);
-        let (_, entry) = self.entries.remove(key)?;
+        let ours = self.written.take(key);
+        let Some((_, entry)) = self.entries.remove(key) else {
+            let ours = ours?;
+            self.unindex_written(key, &ours);
+            return (self.owner_of)(ours.as_ref());
+        };
         let owner = entry.owner?;
         self.unindex(&owner, &key.name);
         Some(owner)

@@ -1,7 +1,8 @@
-//! Read-your-writes for status: a pass that starts before the watch delivered the status the
-//! previous pass wrote would judge a stale object (repeating the write and its Events). Each
-//! written object is kept until the watch catches up with it, so the map holds only writes in
-//! flight, not a second copy of every object.
+//! Read-your-writes: a pass that starts before the watch delivered what the previous pass wrote
+//! would judge a stale object (repeating a status write and its Events, or POSTing a child it
+//! just created again). Each written object is kept until the watch catches up with it, so the
+//! map holds only writes in flight, not a second copy of every object. The status writer and
+//! the children store ([`crate::children::ChildStore`]) share it.
 
 use std::sync::Arc;
 
@@ -47,8 +48,46 @@ impl<K: Resource> ReadYourWrites<K> {
         }
     }
 
+    /// What was written under `key` when the watch has not reported the object at all yet.
+    pub fn unseen(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.written.get(key).map(|w| w.clone())
+    }
+
+    /// The watch reported `watched`: forgets the write once the watch has caught up with it
+    /// (or when versions are not comparable: the watch is trusted).
+    pub fn seen(&self, key: &ObjectKey, watched: &K) {
+        if self.written.is_empty() {
+            return;
+        }
+        self.written.remove_if(key, |_, ours| {
+            !matches!((version(watched), version(ours.as_ref())), (Some(seen), Some(ours)) if ours > seen)
+        });
+    }
+
     pub fn forget(&self, key: &ObjectKey) {
         self.written.remove(key);
+    }
+
+    /// Forgets and returns the write under `key`.
+    pub fn take(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.written.remove(key).map(|(_, w)| w)
+    }
+
+    /// Forgets every write whose key `drop` selects; returns them.
+    pub fn forget_where(&self, drop: impl Fn(&ObjectKey) -> bool) -> Vec<(ObjectKey, Arc<K>)> {
+        let keys: Vec<ObjectKey> = self
+            .written
+            .iter()
+            .filter(|e| drop(e.key()))
+            .map(|e| e.key().clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| self.written.remove(&key))
+            .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty()
     }
 
     /// Writes the watch has not delivered yet.
@@ -86,5 +125,18 @@ mod tests {
         assert_eq!(cache.in_flight(), 0, "caught up: forgotten");
         let seen = cache.freshest(&key, Arc::new(at("12")));
         assert_eq!(seen.metadata.resource_version.as_deref(), Some("12"));
+    }
+
+    #[test]
+    fn a_write_the_watch_has_not_reported_is_kept_until_it_does() {
+        let cache = ReadYourWrites::default();
+        let key = ObjectKey::new("ns", "a");
+        cache.wrote(&key, at("10"));
+        assert!(cache.unseen(&key).is_some());
+        cache.seen(&key, &at("9"));
+        assert_eq!(cache.in_flight(), 1, "an older event keeps our write");
+        cache.seen(&key, &at("10"));
+        assert_eq!(cache.in_flight(), 0, "caught up: forgotten");
+        assert!(cache.unseen(&key).is_none());
     }
 }

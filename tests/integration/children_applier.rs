@@ -1,6 +1,7 @@
 //! The child applier against the embedded API server: create, no write when the cache already
 //! matches, server-side apply on a difference, deletion of what is no longer desired, a foreign
-//! object under a desired name left byte-identical, a refusal returned as data, a child rebuilt
+//! object under a desired name left byte-identical, a refusal returned as data, a child created
+//! or applied once even when the next pass runs before the watch reports it, a child rebuilt
 //! from a kept copy (a store that keeps less than the object) never written.
 
 use std::sync::Arc;
@@ -49,10 +50,12 @@ fn any_controller() -> OwnerOf<ConfigMap> {
     })
 }
 
-/// A store of our ConfigMaps in `NS`, fed by its watch; the owners it woke.
+/// A store of our ConfigMaps in `NS`, fed by its watch; the owners it woke. Sending `false`
+/// on `open` holds the watch's events back (a watch lagging behind the writes) until `true`.
 struct Watched {
     store: Arc<ChildStore<ConfigMap>>,
     woken: Arc<std::sync::Mutex<Vec<KindKey>>>,
+    open: tokio::sync::watch::Sender<bool>,
     _drain: tokio_util::task::AbortOnDropHandle<()>,
 }
 
@@ -62,15 +65,34 @@ fn watched(client: &kube::Client) -> Watched {
     let watches = store.watch(client, &WatchScope::Namespaces(vec![NS.into()]), config);
     let woken = Arc::new(std::sync::Mutex::new(Vec::<KindKey>::new()));
     let sink = woken.clone();
+    let (open, mut gate) = tokio::sync::watch::channel(true);
     let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
         let mut all = futures::stream::select_all(watches);
+        let push = |owner| sink.lock().unwrap().push(owner);
+        // Gated while a test holds `open`; a test that dropped it is never held back.
+        loop {
+            if gate.wait_for(|open| *open).await.is_err() {
+                break;
+            }
+            // The events are applied to the store while the stream is polled: stop polling
+            // as soon as the gate closes.
+            tokio::select! {
+                biased;
+                closed = gate.wait_for(|open| !*open) => if closed.is_err() { break },
+                owner = all.next() => match owner {
+                    Some(owner) => push(owner),
+                    None => return,
+                },
+            }
+        }
         while let Some(owner) = all.next().await {
-            sink.lock().unwrap().push(owner);
+            push(owner);
         }
     }));
     Watched {
         store,
         woken,
+        open,
         _drain,
     }
 }
@@ -111,6 +133,7 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
         store,
         woken,
         _drain,
+        ..
     } = watched(&client);
 
     let owner = ChildOwner::of(&owner_object).expect("owner has a uid");
@@ -163,8 +186,10 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
         Some("console")
     );
     assert_eq!(created.owner_references()[0].uid, owner.reference.uid);
-    until("the store to see the child", || {
-        store.get(&ObjectKey::new(NS, "web-settings")).is_some()
+    // The store serves our write at once; the watch reports it (and wakes the owner) later.
+    assert!(store.get(&ObjectKey::new(NS, "web-settings")).is_some());
+    until("the watch to report the child", || {
+        store.writes_in_flight() == 0 && woken.lock().unwrap().contains(&owner.key)
     })
     .await;
     assert!(
@@ -331,7 +356,98 @@ async fn a_foreign_object_created_during_our_creation_is_never_merged_into() {
     }
 }
 
-/// A store that keeps only the length of each value (as the store of the operator's Secrets
+/// A pass that runs before the watch reported the child the previous pass created (or the
+/// version it applied) judges what the server answered, not a stale copy or none: no second
+/// POST answered 409 AlreadyExists, no second apply. Once the watch catches up, the store
+/// forgets the written copies.
+#[tokio::test]
+async fn a_child_is_created_and_applied_once_while_the_watch_lags() {
+    let (sim, client, api, owner_object) = started().await;
+    let Watched {
+        store,
+        open,
+        _drain,
+        ..
+    } = watched(&client);
+    store
+        .wait_synced(Duration::from_secs(10))
+        .await
+        .expect("the store lists first");
+    let owner = ChildOwner::of(&owner_object).expect("owner has a uid");
+    let writes = WriteBudget::new(4);
+    let applier = Applier {
+        client: &client,
+        writes: &writes,
+    };
+    let key = ObjectKey::new(NS, "web-once");
+    open.send(false).unwrap();
+
+    let first = applier
+        .apply(&store, &owner, vec![desired("web-once", "1")])
+        .await
+        .unwrap();
+    assert_eq!(
+        first.verdicts,
+        vec![ChildVerdict::Applied {
+            name: "web-once".into()
+        }]
+    );
+    // The watch has not delivered it; the next pass must not create it again.
+    sim.admin().reset_stats();
+    let second = applier
+        .apply(&store, &owner, vec![desired("web-once", "1")])
+        .await
+        .unwrap();
+    let stats = sim.stats();
+    assert_eq!(
+        stats.by_code.get(&409),
+        None,
+        "{:#?}",
+        stats.by_verb_resource
+    );
+    assert_eq!(stats.total, 0, "{:#?}", stats.by_verb_resource);
+    assert!(second.converged(), "{second:?}");
+    assert_eq!(
+        store.children_of(&owner.key).len(),
+        1,
+        "the owner's children include the one just created"
+    );
+
+    // Changed: applied once, and the pass right after sees the applied version.
+    applier
+        .apply(&store, &owner, vec![desired("web-once", "2")])
+        .await
+        .unwrap();
+    sim.admin().reset_stats();
+    let again = applier
+        .apply(&store, &owner, vec![desired("web-once", "2")])
+        .await
+        .unwrap();
+    assert!(again.converged(), "{again:?}");
+    assert_eq!(sim.stats().total, 0, "{:#?}", sim.stats().by_verb_resource);
+
+    // The watch catches up: the written copies are forgotten, the watched one is served.
+    open.send(true).unwrap();
+    until("the watch to catch up with our writes", || {
+        store.writes_in_flight() == 0
+    })
+    .await;
+    let served = store.get(&key).expect("watched");
+    assert_eq!(
+        served
+            .data
+            .as_ref()
+            .and_then(|d| d.get("key"))
+            .map(String::as_str),
+        Some("2")
+    );
+    assert_eq!(
+        api.get("web-once").await.unwrap().resource_version(),
+        served.resource_version(),
+        "the store serves the server's latest version"
+    );
+}
+
 /// keeps only a judgement of a key): "kept:<length>".
 fn hide(mut cm: ConfigMap) -> ConfigMap {
     for value in cm.data.iter_mut().flat_map(|d| d.values_mut()) {
