@@ -23,6 +23,13 @@ impl<K> Default for ReadYourWrites<K> {
     }
 }
 
+impl<K> ReadYourWrites<K> {
+    /// The writes the watch has not delivered yet, as kept (tests inspect what is held).
+    pub fn copies(&self) -> Vec<Arc<K>> {
+        self.written.iter().map(|w| w.value().clone()).collect()
+    }
+}
+
 fn version<K: Resource>(obj: &K) -> Option<u64> {
     obj.meta().resource_version.as_deref()?.parse().ok()
 }

@@ -170,6 +170,18 @@ fn condition(t: &str, status: &str, reason: &str) -> Value {
 }
 
 /// A workload as stored: `kind`, its spec, and its conditions.
+/// A PgAdmin's conditions when every aspect says it holds (no exposure asked for).
+fn pgadmin_all_true() -> Vec<Value> {
+    vec![
+        condition("Ready", "True", "AsExpected"),
+        condition("ConfigurationValid", "True", "AsExpected"),
+        condition("WorkloadReady", "True", "AsExpected"),
+        condition("ExposureReady", "True", "NotRequested"),
+        condition("ServersSynced", "True", "AsExpected"),
+        condition("PgAdminEgressConfined", "True", "AsExpected"),
+    ]
+}
+
 fn workload(kind: &str, name: &str, spec: Value, conditions: Vec<Value>) -> Arc<Value> {
     Arc::new(json!({
         "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": kind,
@@ -340,14 +352,7 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
         "p0",
         json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}},
             "egress": {"extraRules": [{"ports": [{"port": 636}]}]}}),
-        vec![
-            condition("Ready", "True", "AsExpected"),
-            condition("ConfigurationValid", "True", "AsExpected"),
-            condition("WorkloadReady", "True", "AsExpected"),
-            condition("ExposureReady", "True", "NotRequested"),
-            condition("ServersSynced", "True", "AsExpected"),
-            condition("PgAdminEgressConfined", "True", "AsExpected"),
-        ],
+        pgadmin_all_true(),
     );
     settle_p0(&mut h, confined, None);
     out.push((
@@ -410,14 +415,7 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
         "p0",
         json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}},
             "configDatabase": {"cluster": "c0"}}),
-        vec![
-            condition("Ready", "True", "AsExpected"),
-            condition("ConfigurationValid", "True", "AsExpected"),
-            condition("WorkloadReady", "True", "AsExpected"),
-            condition("ExposureReady", "True", "NotRequested"),
-            condition("ServersSynced", "True", "AsExpected"),
-            condition("PgAdminEgressConfined", "True", "AsExpected"),
-        ],
+        pgadmin_all_true(),
     );
     settle_p0(&mut h, ready, None);
     out.push((
