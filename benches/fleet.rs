@@ -205,6 +205,9 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
     world::objects(&client, fleet).await;
     let created = start.elapsed().as_secs_f64();
     let ready = observer.healthy_ready(fleet, start, READY_TIMEOUT).await;
+    if ready.is_none() {
+        world::diagnose(&client).await;
+    }
     let load_end = measure::load_average();
     let writes_done_s = writes_settled(&sim, start).await;
     let stats = sim.stats();

@@ -381,3 +381,54 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// Why objects are not Ready, read back from the API when a run times out: each kind's
+/// not-Ready objects counted by the reasons of their False conditions, and the Pods counted by
+/// phase and, for Pending ones, by their `PodScheduled` reason (a full simulated cluster shows
+/// as `Unschedulable`).
+pub async fn diagnose(client: &kube::Client) {
+    let mut tally: std::collections::BTreeMap<String, usize> = Default::default();
+    for kind in FleetKind::ALL {
+        let Ok(list) = kind.api(client).list(&ListParams::default()).await else {
+            continue;
+        };
+        for obj in list.items.iter().filter(|o| !is_ready(o)) {
+            let reasons: Vec<String> = obj
+                .data
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|c| c["status"] != "True" && c["type"] != "Ready")
+                .map(|c| {
+                    format!(
+                        "{}={}",
+                        c["type"].as_str().unwrap_or("?"),
+                        c["reason"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect();
+            *tally
+                .entry(format!("{kind:?} not Ready: {}", reasons.join(",")))
+                .or_default() += 1;
+        }
+    }
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::all(client.clone());
+    if let Ok(list) = pods.list(&ListParams::default()).await {
+        for pod in list.items {
+            let status = pod.status.unwrap_or_default();
+            let phase = status.phase.unwrap_or_default();
+            let scheduled = status
+                .conditions
+                .unwrap_or_default()
+                .into_iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+                .map(|c| format!(" PodScheduled={}", c.reason.unwrap_or_default()))
+                .unwrap_or_default();
+            *tally.entry(format!("Pod {phase}{scheduled}")).or_default() += 1;
+        }
+    }
+    for (what, n) in tally {
+        eprintln!("   {n:>6}  {what}");
+    }
+}
