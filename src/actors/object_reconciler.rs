@@ -148,9 +148,14 @@ impl ReconcileError {
 
     /// This failure, keeping the timers `decided` asks for.
     pub fn keeping(self, decided: &Outcome) -> Self {
+        self.keeping_timers(&decided.timers)
+    }
+
+    /// This failure, keeping `timers` (a pass's facts had decided them before it failed).
+    pub fn keeping_timers(self, timers: &[(TimerPurpose, Duration)]) -> Self {
         Self::Decided {
             cause: Box::new(self.cause_owned()),
-            timers: decided.timers.clone(),
+            timers: timers.to_vec(),
         }
     }
 

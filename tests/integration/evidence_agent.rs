@@ -512,13 +512,21 @@ async fn evidence_pass_over_a_converged_operator_certificate_makes_no_api_reques
     converged_pass_makes_no_request("operator").await;
 }
 
-async fn converged_pass_makes_no_request(provider: &str) {
+/// The sim with its controllers, one agent of `provider` with everything it needs, the
+/// operator's caches watching the namespace, and a reconciler over them (no operator runs:
+/// the test drives the passes).
+struct Driven {
+    env: Env,
+    caches: pgtoolbox_operator::children::OperatorCaches,
+    reconciler: pgtoolbox_operator::actors::evidence_agent::EvidenceAgentReconciler,
+    _drain: tokio_util::task::AbortOnDropHandle<()>,
+}
+
+async fn driven(provider: &str) -> Driven {
     use futures::StreamExt;
     use pgtoolbox_operator::actors::evidence_agent::EvidenceAgentReconciler;
-    use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler};
     use pgtoolbox_operator::children::OperatorCaches;
-    use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
-    use pgtoolbox_operator::messages::ObjectKey;
+    use pgtoolbox_operator::k8s::{EventSink, WatchScope};
 
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
@@ -554,14 +562,94 @@ async fn converged_pass_makes_no_request(provider: &str) {
         while all.next().await.is_some() {}
     }));
     let reconciler = EvidenceAgentReconciler::new(caches.clone(), EventSink::new(client.clone()));
-    let context = |settings: OperatorSettings| {
-        let pass_env = Arc::new(PassEnv {
-            client: client.clone(),
-            writes: WriteBudget::new(4),
-            shared: Arc::new(Shared::new(settings)),
-        });
-        ObjectContext::new(ObjectKey::new(NS, "steady"), pass_env, 0)
-    };
+    Driven {
+        env,
+        caches,
+        reconciler,
+        _drain,
+    }
+}
+
+/// A pass context for the agent "steady" under `settings`.
+fn context_of(
+    client: &kube::Client,
+    settings: OperatorSettings,
+) -> pgtoolbox_operator::actors::ObjectContext {
+    use pgtoolbox_operator::actors::{ObjectContext, PassEnv};
+    use pgtoolbox_operator::k8s::WriteBudget;
+    use pgtoolbox_operator::messages::ObjectKey;
+    let pass_env = Arc::new(PassEnv {
+        client: client.clone(),
+        writes: WriteBudget::new(4),
+        shared: Arc::new(Shared::new(settings)),
+    });
+    ObjectContext::new(ObjectKey::new(NS, "steady"), pass_env, 0)
+}
+
+/// A pass whose status write fails still hands the runtime the renewal timer of the
+/// certificate it issued: the renewal does not wait for the retry to decide it again.
+#[tokio::test]
+async fn evidence_a_failed_status_write_keeps_the_certificate_renewal_timer() {
+    use pgtoolbox_operator::actors::{ReconcileError, Reconciler};
+    use pgtoolbox_operator::messages::TimerPurpose;
+    // `_drain` is held: dropping it would stop the caches' watches.
+    let Driven {
+        env,
+        reconciler,
+        _drain,
+        ..
+    } = driven("operator").await;
+    env._sim
+        .admin()
+        .inject_errors(
+            // Status patches (the sim matches the resource, not its subresource); a pass
+            // patches nothing else of the agent.
+            &format!(
+                "patch:{}/evidenceagents:{NS}",
+                pgtoolbox_operator::api::GROUP
+            ),
+            500,
+            1_000,
+        )
+        .expect("fault rule");
+    let cx = context_of(&env.client, OperatorSettings::default());
+    for _ in 0..100 {
+        let agent = env.agents().get("steady").await.expect("agent");
+        match reconciler.reconcile(Arc::new(agent), &cx).await {
+            Err(err)
+                if matches!(
+                    err.cause(),
+                    ReconcileError::Kube(kube::Error::Api(status)) if status.code == 500
+                ) =>
+            {
+                let renewal = err.decided_timers()[TimerPurpose::Expiry.index()];
+                assert!(
+                    renewal.is_some_and(|d| d > Duration::from_secs(24 * 3600)),
+                    "the failed pass dropped the certificate's renewal: {err} {:?}",
+                    err.decided_timers()
+                );
+                return;
+            }
+            // Caches still syncing, or the certificate not yet issued: try again.
+            // Caches still syncing, or the certificate not yet issued: try again.
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    panic!("no pass reached its status write");
+}
+
+async fn converged_pass_makes_no_request(provider: &str) {
+    use pgtoolbox_operator::actors::{ObjectContext, Reconciler};
+
+    let Driven {
+        env,
+        caches,
+        reconciler,
+        _drain,
+    } = driven(provider).await;
+    let client = env.client.clone();
+    let settings = OperatorSettings::default();
+    let context = |settings: OperatorSettings| context_of(&client, settings);
     let converge = async |cx: &ObjectContext| {
         let mut last = Default::default();
         for _ in 0..200 {

@@ -549,10 +549,12 @@ impl ConsoleReconciler {
         facts: PassFacts,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
+        // A failed write keeps the timers the facts decided (a kept policy's wait).
         let written = self
             .status
             .write(obj, &facts, Extras::default(), cx.target())
-            .await?;
+            .await
+            .map_err(|e| ReconcileError::from(e).keeping_timers(&facts.timers))?;
         let (short, long) = cx.shared.settings.stall_rechecks;
         Ok(Outcome::done().with_status(rescheduled(written, short, long)))
     }

@@ -508,10 +508,11 @@ impl EvidenceAgentReconciler {
         facts: PassFacts,
         cx: &ObjectContext,
     ) -> Result<Written, ReconcileError> {
-        Ok(self
-            .status
+        // A failed write keeps the timers the facts decided (a certificate's renewal).
+        self.status
             .write(obj, &facts, Extras::default(), cx.target())
-            .await?)
+            .await
+            .map_err(|e| ReconcileError::from(e).keeping_timers(&facts.timers))
     }
 }
 

@@ -421,10 +421,11 @@ impl PgAdminReconciler {
         extras: Extras,
         cx: &ObjectContext,
     ) -> Result<Written, ReconcileError> {
+        // A failed write keeps the timers the facts decided.
         self.status
             .write(obj, &facts, extras, cx.target())
             .await
-            .map_err(ReconcileError::other)
+            .map_err(|e| ReconcileError::other(e).keeping_timers(&facts.timers))
     }
 }
 
