@@ -26,6 +26,16 @@ fn st(status: ConditionStatus, reason: Reason) -> (String, String) {
     (status.as_str().to_owned(), reason.as_str().to_owned())
 }
 
+/// Facts a settled object of `kind` may have: nothing evaluated yet, every aspect holding, and
+/// holding while paused.
+fn settled_samples(kind: Kind) -> [PassFacts; 3] {
+    [
+        PassFacts::new(kind, 1),
+        all_holding(kind, 1),
+        all_holding(kind, 1).with_paused(true),
+    ]
+}
+
 fn all_holding(kind: Kind, generation: i64) -> PassFacts {
     kind.aspects()
         .iter()
@@ -718,11 +728,7 @@ fn messages_are_bounded() {
 #[test]
 fn an_unchanged_status_is_not_written() {
     for kind in Kind::ALL {
-        for facts in [
-            PassFacts::new(*kind, 1),
-            all_holding(*kind, 1),
-            all_holding(*kind, 1).with_paused(true),
-        ] {
+        for facts in settled_samples(*kind) {
             let first = derive(&facts, &[], t(0));
             let second = derive(&facts, &first.conditions, t(60));
             assert!(!second.changed, "{kind:?}");

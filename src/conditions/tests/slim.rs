@@ -21,11 +21,7 @@ fn stored(conditions: &[Condition]) -> StoredStatus<'_> {
 #[test]
 fn the_same_messages_over_digests_write_nothing() {
     for kind in Kind::ALL {
-        for facts in [
-            PassFacts::new(*kind, 1),
-            all_holding(*kind, 1),
-            all_holding(*kind, 1).with_paused(true),
-        ] {
+        for facts in settled_samples(*kind) {
             let first = derive(&facts, &[], t(0));
             let kept = slim(&first.conditions);
             assert!(kept.iter().all(|c| is_digest(&c.message)), "{kind:?}");
