@@ -93,23 +93,44 @@ async fn a_pass_over_a_converged_request_makes_no_api_request() {
     }
 }
 
+/// A sim without operator, a request `name` in it, a fresh status writer, and the request as
+/// created (the test drives the writer over it).
+async fn status_writer_over(
+    name: &str,
+) -> (
+    support::Env,
+    pgtoolbox_operator::status::StatusWriter<pgtoolbox_operator::api::PgAccessRequest>,
+    ObjectKey,
+    WriteBudget,
+    pgtoolbox_operator::api::PgAccessRequest,
+) {
+    use pgtoolbox_operator::api::PgAccessRequest;
+    use pgtoolbox_operator::status::StatusWriter;
+    let env = support::start_without_operator().await;
+    env.request(name, 3600).await;
+    let writer = StatusWriter::<PgAccessRequest>::new(EventSink::new(env.client.clone()));
+    let first = env.requests().get(name).await.unwrap();
+    (
+        env,
+        writer,
+        ObjectKey::new(NS, name),
+        WriteBudget::new(1),
+        first,
+    )
+}
+
 #[tokio::test]
 async fn the_status_writer_writes_only_what_changed() {
-    use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
-    use pgtoolbox_operator::status::{Extras, StatusWriter, Target};
+    use pgtoolbox_operator::api::ReportsConditions;
+    use pgtoolbox_operator::status::{Extras, Target};
 
-    let env = support::start_without_operator().await;
-    env.request("quiet", 3600).await;
-    let writer = StatusWriter::<PgAccessRequest>::new(EventSink::new(env.client.clone()));
-    let key = ObjectKey::new(NS, "quiet");
-    let writes = WriteBudget::new(1);
+    let (env, writer, key, writes, first) = status_writer_over("quiet").await;
     let target = Target {
         client: &env.client,
         writes: &writes,
         key: &key,
         now: k8s_openapi::jiff::Timestamp::now(),
     };
-    let first = env.requests().get("quiet").await.unwrap();
     let facts = first.pass_facts();
     let written = writer
         .write(&first, &facts, Extras::default(), target)
@@ -138,7 +159,7 @@ async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
     use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
     use pgtoolbox_operator::conditions::is_digest;
     use pgtoolbox_operator::k8s::Packed;
-    use pgtoolbox_operator::status::{Extras, StatusWriter, Target};
+    use pgtoolbox_operator::status::{Extras, Target};
 
     let slim = |obj: &PgAccessRequest| -> Arc<PgAccessRequest> {
         Arc::new(Packed::pack_slim(obj).unwrap().decode().unwrap())
@@ -148,18 +169,13 @@ async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
             .map(|s| s.conditions.iter().map(|c| c.message.clone()).collect())
             .unwrap_or_default()
     };
-    let env = support::start_without_operator().await;
-    env.request("slim", 3600).await;
-    let writer = StatusWriter::<PgAccessRequest>::new(EventSink::new(env.client.clone()));
-    let key = ObjectKey::new(NS, "slim");
-    let writes = WriteBudget::new(1);
+    let (env, writer, key, writes, first) = status_writer_over("slim").await;
     let target = Target {
         client: &env.client,
         writes: &writes,
         key: &key,
         now: k8s_openapi::jiff::Timestamp::now(),
     };
-    let first = env.requests().get("slim").await.unwrap();
     let facts = first.pass_facts();
     let wrote = writer
         .write(&first, &facts, Extras::default(), target)
