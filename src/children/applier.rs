@@ -13,10 +13,7 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, Patch, PatchParams};
-use kube::core::NamespaceResourceScope;
 use kube::{Client, Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::create::{CreateError, Creation, create_or_find, release_creation_entry};
@@ -142,14 +139,7 @@ impl Applier<'_> {
         desired: Vec<Desired<C>>,
     ) -> Result<ApplyReport, ApplyError>
     where
-        C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + Debug
-            + Serialize
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
+        C: super::ChildKind,
     {
         store.wait_synced(SYNC_WAIT).await?;
         let api: Api<C> = Api::namespaced(self.client.clone(), &owner.key.namespace);
@@ -195,14 +185,7 @@ impl Applier<'_> {
         object: C,
     ) -> Result<ChildVerdict, ApplyError>
     where
-        C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + Debug
-            + Serialize
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
+        C: super::ChildKind,
     {
         let name = object.name_any();
         let key = ObjectKey::new(owner.key.namespace.as_str(), name.as_str());
@@ -295,14 +278,7 @@ struct Prepared {
 
 fn prepare<C>(store: &ChildStore<C>, object: C) -> Result<Prepared, serde_json::Error>
 where
-    C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Debug
-        + Serialize
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    C: super::ChildKind,
 {
     let kept = serde_json::to_value(store.kept_form(object.clone()))?;
     let hash = applied_hash(&kept)?;
@@ -322,14 +298,7 @@ pub fn unchanged<C>(
     object: C,
 ) -> Result<bool, serde_json::Error>
 where
-    C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Debug
-        + Serialize
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
+    C: super::ChildKind,
 {
     let object = stamped(object, owner, component);
     let key = ObjectKey::new(owner.key.namespace.as_str(), object.name_any().as_str());

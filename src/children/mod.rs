@@ -27,3 +27,29 @@ pub use references::{
 pub use relist::Relist;
 pub use store::{ChildStore, Ingest, OwnerOf, Wakeups, controller_owner, our_owner, owner_label};
 pub use synced::{NotSynced, Synced};
+
+/// What the stores and the applier ask of a child kind: a namespaced Kubernetes object that can
+/// be cloned, printed, (de)serialised and shared between tasks (every k8s-openapi kind is one).
+pub trait ChildKind:
+    kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+    + Clone
+    + std::fmt::Debug
+    + serde::Serialize
+    + serde::de::DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<C> ChildKind for C where
+    C: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
