@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::ops;
@@ -61,32 +61,108 @@ impl Filter {
     }
 }
 
-pub fn encode_continue(last: &Value) -> String {
-    let key = json!([
-        ops::meta_str(last, "namespace").unwrap_or(""),
-        ops::meta_str(last, "name").unwrap_or("")
-    ]);
-    hex::encode(key.to_string())
+/// Where a paged list goes on: the key its next page starts after, and the resource version
+/// of its first page, whose snapshot every later page is served from (a real server's token
+/// carries both: base64url of `{"v":"meta.k8s.io/v1","rv":N,"start":"<ns>/<name>\u0000"}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContinueToken {
+    pub after: (String, String),
+    pub rv: u64,
 }
 
-pub fn decode_continue(token: &str) -> Result<(String, String), ApiError> {
-    let invalid = || ApiError::bad_request("continue key is not valid");
-    let bytes = hex::decode(token).map_err(|_| invalid())?;
-    let (ns, name): (String, String) = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
-    Ok((ns, name))
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TokenJson {
+    v: String,
+    rv: i64,
+    start: String,
+}
+
+pub fn encode_continue(last: &Value, rv: u64) -> String {
+    use base64::Engine;
+    let namespace = ops::meta_str(last, "namespace").unwrap_or("");
+    let name = ops::meta_str(last, "name").unwrap_or("");
+    // The key the next page starts at: just after the last object's key.
+    let start = if namespace.is_empty() {
+        format!("{name}\u{0}")
+    } else {
+        format!("{namespace}/{name}\u{0}")
+    };
+    let token = TokenJson {
+        v: "meta.k8s.io/v1".into(),
+        rv: i64::try_from(rv).unwrap_or(i64::MAX),
+        start,
+    };
+    let json = serde_json::to_vec(&token).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+pub fn decode_continue(token: &str) -> Result<ContinueToken, ApiError> {
+    use base64::Engine;
+    let invalid = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| invalid("illegal base64 data"))?;
+    let token: TokenJson = serde_json::from_slice(&bytes)
+        .map_err(|_| invalid("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    if token.v != "meta.k8s.io/v1" {
+        return Err(invalid("server does not recognize this encoded key"));
+    }
+    let rv = u64::try_from(token.rv)
+        .ok()
+        .filter(|rv| *rv > 0)
+        .ok_or_else(|| {
+            invalid("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+        })?;
+    let key = token
+        .start
+        .strip_suffix('\u{0}')
+        .ok_or_else(|| invalid("start key is not a key"))?;
+    let after = match key.split_once('/') {
+        Some((namespace, name)) => (namespace.to_string(), name.to_string()),
+        None => (String::new(), key.to_string()),
+    };
+    Ok(ContinueToken { after, rv })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn continue_tokens_round_trip() {
         let obj = json!({"metadata": {"namespace": "a", "name": "b"}});
+        let token = encode_continue(&obj, 42);
         assert_eq!(
-            decode_continue(&encode_continue(&obj)).unwrap(),
-            ("a".to_string(), "b".to_string())
+            decode_continue(&token).unwrap(),
+            ContinueToken {
+                after: ("a".to_string(), "b".to_string()),
+                rv: 42
+            }
+        );
+        let cluster_scoped = json!({"metadata": {"name": "n"}});
+        assert_eq!(
+            decode_continue(&encode_continue(&cluster_scoped, 7))
+                .unwrap()
+                .after,
+            (String::new(), "n".to_string())
         );
         assert!(decode_continue("zz").is_err());
+    }
+
+    #[test]
+    fn continue_tokens_are_shaped_like_a_real_servers() {
+        use base64::Engine;
+        // A token as kube-apiserver writes it (ns `default`, last name `cm-2`, rv 812).
+        let real = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"v":"meta.k8s.io/v1","rv":812,"start":"default/cm-2\u0000"}"#);
+        let token = decode_continue(&real).unwrap();
+        assert_eq!(token.rv, 812);
+        assert_eq!(token.after, ("default".to_string(), "cm-2".to_string()));
+        let ours = encode_continue(
+            &json!({"metadata": {"namespace": "default", "name": "cm-2"}}),
+            812,
+        );
+        assert_eq!(ours, real);
     }
 }

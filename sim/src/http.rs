@@ -581,6 +581,9 @@ fn manager_from_user_agent(headers: &HeaderMap) -> Option<String> {
 
 /// Bodies are read to the end (up to a hard cap) before an oversized one is refused: answering
 /// mid-upload makes the connection reset under the client instead of delivering the 413.
+/// A real server's answer (410 `Expired`) to a continue token whose snapshot has been compacted.
+const CONTINUE_TOO_OLD: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
 const DRAIN_CAP: usize = 64 * 1024 * 1024;
 
 async fn read_bytes(body: Body) -> Result<Bytes, ApiError> {
@@ -703,11 +706,18 @@ impl Ctx<'_> {
         let res = ops::res_key(self.info);
         let (rv, candidates) = {
             let l = self.server.store.lock();
-            let objs = match query.get("continue").filter(|c| !c.is_empty()) {
-                Some(token) => l.list_after(&res, self.scope(), &decode_continue(token)?),
-                None => l.list(&res, self.scope()),
-            };
-            (l.current_rv(), objs)
+            match query.get("continue").filter(|c| !c.is_empty()) {
+                // Every later page comes from the first page's snapshot, and the list reports
+                // that revision: a watch started from it misses nothing that changed meanwhile.
+                Some(token) => {
+                    let token = decode_continue(token)?;
+                    let objs = l
+                        .list_after_at(&res, self.scope(), &token.after, token.rv)
+                        .map_err(|_| ApiError::gone(CONTINUE_TOO_OLD))?;
+                    (token.rv, objs)
+                }
+                None => (l.current_rv(), l.list(&res, self.scope())),
+            }
         };
         let mut items = Vec::new();
         let mut next = None;
@@ -722,7 +732,7 @@ impl Ctx<'_> {
         if matched_after > 0
             && let Some(last) = items.last()
         {
-            next = Some(encode_continue(last));
+            next = Some(encode_continue(last, rv));
         }
         let body = render::list(
             self.info,

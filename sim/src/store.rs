@@ -41,8 +41,9 @@ pub struct Event {
     pub namespace: String,
     pub kind: EventType,
     pub object: Arc<Value>,
-    /// The state before a MODIFIED change, so filtered watches can tell an object entering
-    /// or leaving their selection (sent as ADDED / DELETED, as a real server does).
+    /// The state before the change (MODIFIED, DELETED), so filtered watches can tell an
+    /// object entering or leaving their selection (sent as ADDED / DELETED, as a real server
+    /// does) and a paged list can be served from its first page's snapshot.
     pub previous: Option<Arc<Value>>,
 }
 
@@ -225,6 +226,59 @@ impl Locked<'_> {
             .collect()
     }
 
+    /// Objects after `after` (exclusive) in key order as they were at `rv`: the page of a
+    /// paged list that began at `rv`, served from that snapshot as a real server serves every
+    /// page from its first page's revision. The changes since `rv` are undone newest first;
+    /// `TooOld` once the history no longer reaches back to `rv`.
+    pub fn list_after_at(
+        &self,
+        res: &ResKey,
+        namespace: Option<&str>,
+        after: &ObjKey,
+        rv: u64,
+    ) -> Result<Vec<Arc<Value>>, TooOld> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        let changes = self.events_since(rv)?;
+        let mut snapshot: BTreeMap<ObjKey, Arc<Value>> = self
+            .guard
+            .tables
+            .get(res)
+            .map(|table| {
+                table
+                    .range((Excluded(after.clone()), Unbounded))
+                    .take_while(|((n, _), _)| namespace.is_none_or(|ns| n == ns))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for change in changes.iter().rev() {
+            if change.res != *res || namespace.is_some_and(|ns| change.namespace != ns) {
+                continue;
+            }
+            let name = change
+                .object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let key = (change.namespace.clone(), name.to_string());
+            if key <= *after {
+                continue;
+            }
+            // What the key held before this change: nothing before a creation.
+            let before = match change.kind {
+                EventType::Deleted => {
+                    Some(change.previous.clone().unwrap_or(change.object.clone()))
+                }
+                _ => change.previous.clone(),
+            };
+            match before {
+                Some(object) => snapshot.insert(key, object),
+                None => snapshot.remove(&key),
+            };
+        }
+        Ok(snapshot.into_values().collect())
+    }
+
     /// All resource tables holding at least one object of `namespace`.
     pub fn keys_in_namespace(&self, namespace: &str) -> Vec<(ResKey, ObjKey)> {
         let mut out = Vec::new();
@@ -340,8 +394,8 @@ impl Locked<'_> {
             return Arc::new(last_state);
         }
         let stored = self.guard.tables.get_mut(res).and_then(|t| t.remove(key));
-        if let Some(p) = stored {
-            self.index_owners(res, key, &p, false);
+        if let Some(p) = &stored {
+            self.index_owners(res, key, p, false);
         }
         if let Some(uid) = last_state.pointer("/metadata/uid").and_then(Value::as_str) {
             self.guard.uids.remove(uid);
@@ -353,7 +407,8 @@ impl Locked<'_> {
             namespace: key.0.clone(),
             kind: EventType::Deleted,
             object: object.clone(),
-            previous: None,
+            // The stored state as it was, for a snapshot read from before the deletion.
+            previous: stored,
         });
         object
     }

@@ -62,6 +62,7 @@ mod sim_fidelity;
 mod sim_kubectl;
 mod sim_net;
 mod sim_net_support;
+mod sim_paging;
 mod sim_protobuf;
 mod sim_protobuf_generators;
 mod sim_python;
