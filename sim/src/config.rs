@@ -89,6 +89,9 @@ pub struct SimConfig {
     pub external_crds: bool,
     /// Number of changes kept for watch resumption; older versions answer 410 Gone.
     pub history: usize,
+    /// Changes a watch may fall behind the change stream before it is closed (cleanly: the
+    /// client watches again from the last version it saw).
+    pub watch_buffer: usize,
     /// Interval of BOOKMARK events on watches that ask for them.
     pub bookmark_interval: Duration,
     /// Upper bound of a watch when the client gives no timeoutSeconds.
@@ -114,6 +117,7 @@ impl Default for SimConfig {
             extra_crds: Vec::new(),
             external_crds: true,
             history: 10_000,
+            watch_buffer: 16_384,
             bookmark_interval: Duration::from_secs(5),
             max_watch: Duration::from_secs(1800),
             controllers: false,

@@ -125,7 +125,7 @@ impl Server {
         Self {
             // Each buffered event pins two object versions; 16k bounds that memory while 100
             // watchers still keep up with the benchmark write rate.
-            store: Store::new(config.history, 16_384),
+            store: Store::new(config.history, config.watch_buffer),
             registry: RwLock::new(Registry::with_builtins()),
             faults: Arc::new(Faults::new(&config)),
             stats: StatsCell::default(),

@@ -256,10 +256,11 @@ async fn pump(
                         return;
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let _ = tx.send(gone_line(format!("watch of {} fell behind at resource version {last_rv}", watcher.info.plural))).await;
-                    return;
-                }
+                // A watcher too slow for the change stream is closed without an error, as the
+                // real watch cache closes an unresponsive watcher: the client watches again from
+                // the last version it saw and gets the rest from the history (410 only if that
+                // is compacted meanwhile), rather than being made to list everything again.
+                Err(broadcast::error::RecvError::Lagged(_)) => return,
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }
