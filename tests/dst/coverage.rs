@@ -137,7 +137,10 @@ pub fn every_step_reached(seeds: impl Iterator<Item = u64>, steps: usize) -> boo
 /// Reasons the oracle has verdicts for that a budget's schedules must settle on at least once
 /// (`condition/reason`): drawing a step is not enough when its effect can be undone later in
 /// the same schedule.
-const SETTLED: [&str; 5] = [
+const SETTLED: [&str; 8] = [
+    "ConfigurationValid/DatabaseAPIUnavailable",
+    "ConfigurationValid/DatabaseRoleAPIUnavailable",
+    "ConfigurationValid/PasswordGenerationUnavailable",
     "InstanceCABundleComplete/InstanceCAMissing",
     "ExposureConfined/ExposurePeersBroad",
     "ExposureConfined/ExposurePolicyBypassed",
