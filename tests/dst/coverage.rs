@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use pgtoolbox_sim::cluster::WorkloadFault;
 
 use crate::kinds::Workload;
-use crate::schedule::{CA_FAULTS, EgressTo, Peers, Step, WORKLOADS};
+use crate::schedule::{CA_FAULTS, Cnpg, EgressTo, Peers, Step, WORKLOADS};
 
 /// A PgAdmin's image changed while it has a settings database: backed up first.
 const UPGRADE_WITH_BACKUP: &str = "SetImage(PgAdmin with a settings database)";
@@ -36,14 +36,20 @@ fn counted(seeds: impl Iterator<Item = u64>, steps: usize) -> BTreeMap<String, u
         .chain(CA_FAULTS.map(|f| format!("ClusterCa({})", f.name())))
         .chain(Peers::ALL.map(|from| format!("ConsolePeers(Some({from:?}))")))
         .chain(["AllowAll(true)".to_string()])
+        .chain(Cnpg::OLDER.map(|c| format!("ConfigDatabase(true) on Cnpg({c:?})")))
         .map(|label| (label, 0))
         .collect();
     for seed in seeds {
         // Which PgAdmins have a settings database, and which meet a Job fault.
         let mut database = [false; WORKLOADS];
         let mut jobs_failing = [false; WORKLOADS];
-        for step in crate::schedule_of(seed, steps) {
+        let schedule = crate::schedule_of(seed, steps);
+        let cnpg = Cnpg::of(&schedule);
+        for step in schedule {
             let label = match step {
+                Step::ConfigDatabase { on: true, .. } if cnpg != Cnpg::Current => {
+                    format!("ConfigDatabase(true) on Cnpg({cnpg:?})")
+                }
                 Step::Egress { to, .. } => format!("Egress({to:?})"),
                 Step::ConfigDatabase { n, on } => {
                     database[n] = on;
@@ -131,7 +137,10 @@ pub fn every_step_reached(seeds: impl Iterator<Item = u64>, steps: usize) -> boo
 /// Reasons the oracle has verdicts for that a budget's schedules must settle on at least once
 /// (`condition/reason`): drawing a step is not enough when its effect can be undone later in
 /// the same schedule.
-const SETTLED: [&str; 5] = [
+const SETTLED: [&str; 8] = [
+    "ConfigurationValid/DatabaseAPIUnavailable",
+    "ConfigurationValid/DatabaseRoleAPIUnavailable",
+    "ConfigurationValid/PasswordGenerationUnavailable",
     "InstanceCABundleComplete/InstanceCAMissing",
     "ExposureConfined/ExposurePeersBroad",
     "ExposureConfined/ExposurePolicyBypassed",
@@ -180,6 +189,12 @@ pub fn every_reason_reached(reasons: &[Vec<String>]) -> bool {
         })
         .collect();
     println!("dst: schedules settling on each reason: {counts:?}");
+    // Every failing reason settled on, required or not: what the budget reaches beyond SETTLED.
+    let mut all: BTreeMap<&str, usize> = BTreeMap::new();
+    for reason in reasons.iter().flatten() {
+        *all.entry(reason.as_str()).or_default() += 1;
+    }
+    println!("dst: schedules settling on any failing reason: {all:?}");
     let missing: Vec<&&str> = counts
         .iter()
         .filter(|(_, n)| **n == 0)

@@ -45,6 +45,7 @@ fn snapshot(at_ms: u64, requests: Vec<Arc<Value>>, bindings: Vec<Arc<Value>>) ->
         workloads: Vec::new(),
         inputs: Vec::new(),
         pods: Vec::new(),
+        jobs: Vec::new(),
     }
 }
 
@@ -423,6 +424,77 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
         "a PgAdmin whose settings objects are unapplied settled Ready",
         h,
     ));
+
+    // A PgAdmin with a settings database whose upgrade backup is held by its Job: said to be
+    // backing up though the Job failed; said to be backing up though a fault failing the Job
+    // was on since before it was created (the history alone says it failed); said to have
+    // failed though no backup Job is there.
+    let backup_fault = pgtoolbox_sim::cluster::WorkloadFaultRule {
+        namespace: "team-a".into(),
+        selector: format!(
+            "{},app.kubernetes.io/instance=p0",
+            crate::workloads::BACKUP_JOBS
+        ),
+        fault: pgtoolbox_sim::cluster::WorkloadFault::JobFailed,
+    };
+    let failed = json!({"conditions": [{"type": "Failed", "status": "True",
+        "reason": "BackoffLimitExceeded"}]});
+    for (what, said, job_status, fault) in [
+        (
+            "a PgAdmin whose backup Job failed, said to be backing up",
+            "UpgradeBackupRunning",
+            Some(failed),
+            false,
+        ),
+        (
+            "a PgAdmin whose backup Job met a failing fault from its start, said to be backing up",
+            "UpgradeBackupRunning",
+            Some(json!({"active": 1})),
+            true,
+        ),
+        (
+            "a PgAdmin said to have failed its upgrade backup without a backup Job",
+            "UpgradeBackupFailed",
+            None,
+            false,
+        ),
+    ] {
+        let mut h = real.clone();
+        h.workload_faults.clear();
+        h.fault_since.clear();
+        h.faults_ever.clear();
+        if fault {
+            h.workload_faults.push(backup_fault.clone());
+            h.faults_ever.push(backup_fault.clone());
+            h.fault_since.push((backup_fault.clone(), 1_000));
+        }
+        let p0 = workload(
+            "PgAdmin",
+            "p0",
+            json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}},
+                "configDatabase": {"cluster": "c0"}, "image": "docker.io/dpage/pgadmin4:9.11"}),
+            vec![
+                condition("Ready", "False", said),
+                condition("ConfigurationValid", "True", "AsExpected"),
+                condition("WorkloadReady", "False", said),
+            ],
+        );
+        settle_p0(&mut h, p0, None);
+        if let (Some(status), Some(i)) = (job_status, last(&mut h)) {
+            let job = pgtoolbox_operator::reconcile::pgadmin::upgrade_backup_job_name(
+                "p0",
+                "docker.io/dpage/pgadmin4:9.11",
+            );
+            h.snapshots[i].jobs.push(Arc::new(json!({
+                "metadata": {"name": job, "namespace": "team-a",
+                    "creationTimestamp": "2030-01-01T00:00:05Z",
+                    "labels": {"app.kubernetes.io/instance": "p0",
+                        "app.kubernetes.io/component": "pgadmin-upgrade-backup"}},
+                "status": status,
+            })));
+        }
+        out.push(("converges-to-oracle", what, h));
+    }
 
     // The operator patches the user's credential Secret.
     let mut h = real.clone();

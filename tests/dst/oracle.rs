@@ -55,57 +55,122 @@ fn credentials(snap: &Snapshot) -> Verdict {
     }
 }
 
-/// Whether `fault` was on for `instance` at some point of the schedule.
-fn ever_on(h: &History, fault: WorkloadFault, instance: &str) -> bool {
-    h.faults_ever.iter().any(|r| {
-        r.fault == fault
-            && (r.selector.is_empty()
-                || r.selector == format!("app.kubernetes.io/instance={instance}"))
-    })
+/// What a PgAdmin's settings database decides: a configuration failure (its Cluster missing),
+/// whether CloudNativePG leaves its settings objects unapplied, and the upgrade backup.
+struct SettingsDatabase {
+    config: Option<Vec<&'static str>>,
+    not_applied: bool,
+    backup: Verdict,
 }
 
 /// A PgAdmin's settings database: its Cluster must exist; with it, an image change is backed
-/// up first by a Job. A Job fault, or a Pod fault acting on the Job's Pods, may have failed
-/// that backup (the old image keeps running, and a failed backup stays failed until the skip
-/// annotation names the target) or still hold it; whether an image change met the fault is
-/// not read here, so both stay possible.
-fn settings_database(
-    h: &History,
-    snap: &Snapshot,
-    obj: &Value,
-) -> (Option<Vec<&'static str>>, Vec<&'static str>) {
+/// up first by a Job. While CloudNativePG leaves the settings objects unapplied, the database
+/// is not ready, nothing is backed up, and pgAdmin waits.
+fn settings_database(h: &History, snap: &Snapshot, obj: &Value) -> SettingsDatabase {
     let instance = name(obj);
+    let mut out = SettingsDatabase {
+        config: None,
+        not_applied: false,
+        backup: Holds,
+    };
     if obj["spec"]["configDatabase"].is_null() {
-        return (None, Vec::new());
+        return out;
     }
-    if !snap.clusters.iter().any(|c| c == SETTINGS_CLUSTER) {
-        return (
-            Some(vec!["ClusterNotFound", "ConfigurationInvalid"]),
-            Vec::new(),
-        );
+    let cluster_missing = !snap.clusters.iter().any(|c| c == SETTINGS_CLUSTER);
+    // A CloudNativePG older than the APIs the settings database needs refuses it first.
+    if let Some(refused) = h.cnpg.settings_database_refused() {
+        let mut reasons = vec![refused];
+        if cluster_missing {
+            reasons.extend(["ClusterNotFound", "ConfigurationInvalid"]);
+        }
+        out.config = Some(reasons);
+        return out;
     }
-    let skipped = obj["metadata"]["annotations"]["pgtoolbox.fyannk.dev/skip-upgrade-backup"]
+    if cluster_missing {
+        out.config = Some(vec!["ClusterNotFound", "ConfigurationInvalid"]);
+        return out;
+    }
+    out.not_applied = fault_on(h, WorkloadFault::NotApplied, instance);
+    if !out.not_applied {
+        out.backup = upgrade_backup(h, snap, obj);
+    }
+    out
+}
+
+/// The upgrade backup of a PgAdmin whose settings database is ready. An image change not
+/// skipped by the annotation is held by the backup Job of its target (`<name>-pgadmin-upgrade-
+/// backup-<hash8 of the target>`) until that Job completes; the Job is dropped once the new
+/// image runs or no backup is due. So the Job of the target, if it is still there: failed,
+/// WorkloadReady says `UpgradeBackupFailed`; running, `UpgradeBackupRunning`; complete or
+/// gone, neither. Whether it failed is read first from the history: a fault failing its Pod
+/// (`JobFailed` on it, `CrashLoopBackOff` on its Pod) on since before the Job was created, with
+/// no image-pull fault ever keeping that Pod from starting, fails it; otherwise the Job's own
+/// status (what the sim's Job controller made of the faults it met) says.
+fn upgrade_backup(h: &History, snap: &Snapshot, obj: &Value) -> Verdict {
+    let instance = name(obj);
+    let target = target_image(obj);
+    let annotation = pgtoolbox_operator::reconcile::pgadmin::SKIP_UPGRADE_BACKUP_ANNOTATION;
+    if obj["metadata"]["annotations"][annotation].as_str() == Some(target.as_str()) {
+        return Holds;
+    }
+    let job_name =
+        pgtoolbox_operator::reconcile::pgadmin::upgrade_backup_job_name(instance, &target);
+    let Some(job) = snap.jobs.iter().find(|j| name(j) == job_name) else {
+        return Holds;
+    };
+    if !job["metadata"]["deletionTimestamp"].is_null() {
+        // Going: the pass that dropped it may not have written its verdict yet.
+        return Soft(vec!["UpgradeBackupFailed", "UpgradeBackupRunning"]);
+    }
+    if backup_made_to_fail(h, job, instance) {
+        return Hard(vec!["UpgradeBackupFailed"]);
+    }
+    let holds = |t: &str| {
+        job["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == t && c["status"] == "True"))
+    };
+    if holds("Complete") {
+        Holds
+    } else if holds("Failed") {
+        Hard(vec!["UpgradeBackupFailed"])
+    } else {
+        Hard(vec!["UpgradeBackupRunning"])
+    }
+}
+
+/// Whether the history alone says backup Job `job` of `instance` failed: its Pod (run once:
+/// `backoffLimit: 0`) met a fault that exits it, on without a break since before the Job was
+/// created, and no image-pull fault was ever on that could have kept it from starting.
+fn backup_made_to_fail(h: &History, job: &Value, instance: &str) -> bool {
+    let Some(created) = job["metadata"]["creationTimestamp"]
         .as_str()
-        == Some(target_image(obj).as_str());
-    let faulted = [
-        WorkloadFault::JobFailed,
-        WorkloadFault::CrashLoopBackOff,
-        WorkloadFault::ImagePullBackOff,
-    ]
-    .into_iter()
-    .any(|f| ever_on(h, f, instance))
-        || h.faults_ever
-            .iter()
-            .any(|r| r.selector == format!("{BACKUP_JOBS},app.kubernetes.io/instance={instance}"));
-    let mut pending = Vec::new();
-    // CloudNativePG leaves the settings Database and DatabaseRole unapplied: pgAdmin waits.
-    if fault_on(h, WorkloadFault::NotApplied, instance) {
-        pending.push("ConfigDatabaseNotReady");
-    }
-    if faulted && !skipped {
-        pending.extend(["UpgradeBackupFailed", "UpgradeBackupRunning"]);
-    }
-    (None, pending)
+        .and_then(|t| t.parse::<Timestamp>().ok())
+        .map(|t| t.duration_since(epoch()).as_millis().max(0) as u64)
+    else {
+        return false;
+    };
+    let of_instance = format!("app.kubernetes.io/instance={instance}");
+    let of_backup = format!("{BACKUP_JOBS},{of_instance}");
+    let pull_blocked = h.faults_ever.iter().any(|r| {
+        r.fault == WorkloadFault::ImagePullBackOff
+            && (r.selector.is_empty() || r.selector == of_instance)
+    });
+    // Timestamps have a second's precision: a fault on in the Job's very second may be later.
+    let before = |since: u64| since / 1000 < created / 1000;
+    !pull_blocked
+        && h.fault_since.iter().any(|(r, since)| {
+            let exits = match r.fault {
+                WorkloadFault::JobFailed => {
+                    r.selector.is_empty() || r.selector == of_instance || r.selector == of_backup
+                }
+                WorkloadFault::CrashLoopBackOff => {
+                    r.selector.is_empty() || r.selector == of_instance
+                }
+                _ => false,
+            };
+            exits && before(*since)
+        })
 }
 
 /// Whether a peer of a console's ingress policy admits (nearly) everyone: a namespace selector
@@ -283,8 +348,8 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
             } else {
                 Hard(vec!["NoClusterSelected"])
             };
-            let (database_config, backup) = settings_database(h, snap, obj);
-            let config = match (config, database_config) {
+            let database = settings_database(h, snap, obj);
+            let config = match (config, database.config) {
                 (Hard(mut a), Some(b)) => {
                     a.extend(b);
                     Hard(a)
@@ -292,23 +357,26 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
                 (_, Some(b)) => Hard(b),
                 (config, None) => config,
             };
-            let not_applied = backup.contains(&"ConfigDatabaseNotReady");
-            let pods = match (pods(h, snap, instance), backup.is_empty()) {
-                (pods, true) => pods,
-                (Hard(mut a), false) => {
-                    a.extend(backup);
-                    Hard(a)
-                }
-                (Soft(mut a), false) => {
-                    a.extend(backup);
-                    Soft(a)
-                }
-                (Holds, false) => Soft(backup),
-            };
-            // Unapplied settings objects hold pgAdmin back whatever its Pods do.
-            let pods = match pods {
-                Soft(reasons) if not_applied => Hard(reasons),
-                pods => pods,
+            let pods = match (database.not_applied, database.backup) {
+                // Unapplied settings objects hold pgAdmin back whatever its Pods do.
+                (true, _) => match pods(h, snap, instance) {
+                    Hard(mut a) | Soft(mut a) => {
+                        a.push("ConfigDatabaseNotReady");
+                        Hard(a)
+                    }
+                    Holds => Hard(vec!["ConfigDatabaseNotReady"]),
+                },
+                // A backup held or failed is what WorkloadReady says, whatever the old Pods do.
+                (false, Hard(backup)) => Hard(backup),
+                (false, Soft(mut backup)) => match pods(h, snap, instance) {
+                    Hard(a) => Hard(a.into_iter().chain(backup).collect()),
+                    Soft(a) => {
+                        backup.extend(a);
+                        Soft(backup)
+                    }
+                    Holds => Soft(backup),
+                },
+                (false, Holds) => pods(h, snap, instance),
             };
             let mut servers = Vec::new();
             if fault_on(h, WorkloadFault::JobFailed, instance) {

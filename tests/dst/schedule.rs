@@ -161,6 +161,53 @@ pub enum Step {
         n: usize,
         to: Option<EgressTo>,
     },
+    /// The simulated cluster runs an older CloudNativePG (read before the sim starts: its
+    /// CRDs are what is installed).
+    Cnpg(Cnpg),
+}
+
+/// The CloudNativePG release of a workload schedule's cluster, by what its CRDs serve.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cnpg {
+    /// 1.31 and later: Database, and DatabaseRole with a generated password (`spec.password`).
+    #[default]
+    Current,
+    /// 1.30: DatabaseRole without `spec.password`.
+    NoPasswordGeneration,
+    /// 1.25 to 1.29: Database, no DatabaseRole.
+    NoDatabaseRoles,
+    /// Before 1.25: neither Database nor DatabaseRole.
+    NoDatabases,
+}
+
+impl Cnpg {
+    pub const OLDER: [Cnpg; 3] = [
+        Self::NoPasswordGeneration,
+        Self::NoDatabaseRoles,
+        Self::NoDatabases,
+    ];
+
+    /// The release a schedule's cluster runs: the first `Cnpg` step's, else the current one.
+    pub fn of(schedule: &[Step]) -> Cnpg {
+        schedule
+            .iter()
+            .find_map(|s| match s {
+                Step::Cnpg(c) => Some(*c),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// Why a settings database (`spec.configDatabase`) cannot be had on this release (the
+    /// spec's ConfigurationValid reason), if it cannot.
+    pub fn settings_database_refused(self) -> Option<&'static str> {
+        match self {
+            Self::Current => None,
+            Self::NoPasswordGeneration => Some("PasswordGenerationUnavailable"),
+            Self::NoDatabaseRoles => Some("DatabaseRoleAPIUnavailable"),
+            Self::NoDatabases => Some("DatabaseAPIUnavailable"),
+        }
+    }
 }
 
 /// Who a console's ingress NetworkPolicy admits (`spec.exposure.networkPolicy.from`).
@@ -312,6 +359,14 @@ const FAULTS: [WorkloadFault; 6] = [
 /// The faults of a Cluster's CA Secret.
 pub const CA_FAULTS: [WorkloadFault; 2] = [WorkloadFault::CaKeyMissing, WorkloadFault::CaInvalid];
 
+/// Workload schedules (in a hundred) given a late `allow-all` policy, and a late upgrade of a
+/// PgAdmin with a settings database whose backup fails: without these, the budget's 80 seeds
+/// settled on `ExposurePolicyBypassed` and `UpgradeBackupFailed` once each.
+const BYPASS_PERCENT: u32 = 20;
+const FAILING_UPGRADE_PERCENT: u32 = 20;
+/// Workload schedules on a CloudNativePG older than the settings database's APIs.
+const OLDER_CNPG_PERCENT: u32 = 24;
+
 pub struct Generator {
     rng: StdRng,
 }
@@ -412,7 +467,73 @@ impl Generator {
     /// A workload schedule: every workload is created first (in a random order), then spec
     /// changes, input changes, workload faults, API faults, renewals and a crash interleave.
     pub fn workload_schedule(&mut self, steps: usize) -> Vec<Step> {
-        self.interleaved(steps, Self::workload_step)
+        let mut out = self.interleaved(steps, Self::workload_step);
+        // Drawn after the rest, so the steps above stay what each seed drew before these were
+        // added: two outcomes a single step rarely leaves standing at the end get a scene of
+        // their own in some schedules, late enough that few later steps undo it.
+        if self.chance(BYPASS_PERCENT) {
+            let at = self.late_index(&out);
+            out.insert(at, Step::AllowAll { present: true });
+        }
+        let upgrading = self.chance(FAILING_UPGRADE_PERCENT);
+        if upgrading {
+            self.insert_failing_upgrade(&mut out);
+        }
+        // An older CloudNativePG (it would refuse that upgrade's settings database first), and
+        // a PgAdmin asking it for a settings database late.
+        if !upgrading && self.chance(OLDER_CNPG_PERCENT) {
+            let release = Cnpg::OLDER[self.below(Cnpg::OLDER.len())];
+            let n = self.below(WORKLOADS);
+            let at = self.late_index(&out);
+            out.insert(at, Step::ConfigDatabase { n, on: true });
+            out.insert(0, Step::Cnpg(release));
+        }
+        out
+    }
+
+    /// An index in the second half of `schedule` (after the workloads are created).
+    fn late_index(&mut self, schedule: &[Step]) -> usize {
+        let half = schedule.len() / 2;
+        half + self.below(schedule.len() - half + 1)
+    }
+
+    /// A PgAdmin given its settings database, then (once it is applied) an upgrade to an image
+    /// other than its current target, with its backup Jobs failing.
+    fn insert_failing_upgrade(&mut self, schedule: &mut Vec<Step>) {
+        let n = self.below(WORKLOADS);
+        let at = self.late_index(schedule);
+        let target = schedule[..at]
+            .iter()
+            .rev()
+            .find_map(|step| match step {
+                Step::CreateWorkload {
+                    kind: Workload::PgAdmin,
+                    n: m,
+                    image,
+                    ..
+                }
+                | Step::SetImage {
+                    kind: Workload::PgAdmin,
+                    n: m,
+                    image,
+                } if *m == n => Some(*image),
+                Step::Upgrade { n: m, image, .. } if *m == n => Some(Some(*image)),
+                _ => None,
+            })
+            .flatten();
+        let others: Vec<&'static str> = IMAGES.into_iter().filter(|i| Some(*i) != target).collect();
+        let image = others[self.below(others.len())];
+        let scene = [
+            Step::ConfigDatabase { n, on: true },
+            // CloudNativePG applies the Database and the role, the password Secret follows.
+            Step::Sleep { millis: 20_000 },
+            Step::Upgrade {
+                n,
+                image,
+                backup_fails: true,
+            },
+        ];
+        schedule.splice(at..at, scene);
     }
 
     fn workload(&mut self) -> Workload {

@@ -17,7 +17,7 @@ use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::{Value, json};
 
 use crate::kinds::{Exposure, GROUP, Workload};
-use crate::schedule::{EgressTo, Peers, SecretChange, Step};
+use crate::schedule::{Cnpg, EgressTo, Peers, SecretChange, Step};
 use crate::world::{NS, World};
 
 /// The namespace granting PgAdmin `p1` its Cluster `x0`.
@@ -30,6 +30,11 @@ pub const GRANT: &str = "grant-p1";
 pub const ALLOW_ALL: &str = "allow-all";
 /// The selector of a PgAdmin's upgrade backup Jobs (their component label).
 pub const BACKUP_JOBS: &str = "app.kubernetes.io/component=pgadmin-upgrade-backup";
+/// Whether `job` is a PgAdmin's upgrade backup Job (by its component label).
+pub fn is_backup_job(job: &Arc<Value>) -> bool {
+    let component = BACKUP_JOBS.rsplit('=').next().unwrap_or_default();
+    job["metadata"]["labels"]["app.kubernetes.io/component"] == component
+}
 /// The label naming a Cluster, for the rules of its CA faults.
 pub const CLUSTER_LABEL: &str = "dst.example/cluster";
 /// The Cluster a PgAdmin's settings database lives in.
@@ -454,6 +459,51 @@ impl World {
         }
         true
     }
+}
+
+/// The third-party CRDs installed on a cluster running CloudNativePG `cnpg`: those of the APIs
+/// an older release predates are absent (their resources answer 404, discovery included), and
+/// 1.30's DatabaseRole has no `spec.password`.
+pub fn external_crds(cnpg: Cnpg) -> Vec<String> {
+    let installed = |text: &str| match cnpg {
+        Cnpg::NoDatabases => {
+            !text.contains("name: databases.postgresql.cnpg.io")
+                && !text.contains("name: databaseroles.postgresql.cnpg.io")
+        }
+        Cnpg::NoDatabaseRoles => !text.contains("name: databaseroles.postgresql.cnpg.io"),
+        Cnpg::Current | Cnpg::NoPasswordGeneration => true,
+    };
+    pgtoolbox_sim::external::EXTERNAL_CRDS
+        .iter()
+        .map(|(_, text)| *text)
+        .filter(|text| installed(text))
+        .map(|text| {
+            let roles = text.contains("name: databaseroles.postgresql.cnpg.io");
+            if cnpg == Cnpg::NoPasswordGeneration && roles {
+                without_password(text)
+            } else {
+                text.to_string()
+            }
+        })
+        .collect()
+}
+
+/// The DatabaseRole CRD of CloudNativePG 1.30: its spec's schema names the fields it has,
+/// `password` not among them.
+fn without_password(text: &str) -> String {
+    let older = "              type: object
+              properties:
+                name: {type: string}
+                cluster: {type: object, x-kubernetes-preserve-unknown-fields: true}
+                ensure: {type: string}
+                login: {type: boolean}
+                passwordSecret: {type: object, x-kubernetes-preserve-unknown-fields: true}
+                databaseReclaimPolicy: {type: string}";
+    text.replacen(
+        "              type: object\n              x-kubernetes-preserve-unknown-fields: true",
+        older,
+        1,
+    )
 }
 
 /// The image a PgAdmin is to run: its own, or the operator's default.

@@ -47,6 +47,8 @@ pub struct Snapshot {
     pub inputs: Vec<Arc<Value>>,
     /// The Pods of the workloads' namespace (whether one started while a fault was on).
     pub pods: Vec<Arc<Value>>,
+    /// The PgAdmins' upgrade backup Jobs, as the sim's Job controller left them.
+    pub jobs: Vec<Arc<Value>>,
 }
 
 /// What a finished schedule leaves for the checkers.
@@ -63,6 +65,8 @@ pub struct History {
     pub settled_ms: u64,
     pub quiet_until_ms: u64,
     pub mix: Option<Mix>,
+    /// The CloudNativePG release the simulated cluster ran.
+    pub cnpg: crate::schedule::Cnpg,
     /// The simulated cluster's faults still on at the end (workload schedules).
     pub workload_faults: Vec<pgtoolbox_sim::cluster::WorkloadFaultRule>,
     /// Each of those with when (ms) it was last turned on.
@@ -158,8 +162,12 @@ pub(crate) struct World {
 impl World {
     async fn run(seed: u64, mix: Mix, schedule: &[Step], crds: &str) -> History {
         pgtoolbox_sim::ops::follow_tokio_clock(EPOCH.parse::<jiff::Timestamp>().ok());
+        let cnpg = crate::schedule::Cnpg::of(schedule);
         let sim = InProcessSim::start(SimConfig {
-            extra_crds: vec![crds.to_string()],
+            extra_crds: std::iter::once(crds.to_string())
+                .chain(crate::workloads::external_crds(cnpg))
+                .collect(),
+            external_crds: false,
             seed: Some(seed),
             controllers: mix == Mix::Workloads,
             pod_start: Duration::from_secs(2),
@@ -264,6 +272,7 @@ impl World {
             settled_ms,
             quiet_until_ms,
             mix: Some(mix),
+            cnpg,
             workload_faults,
             fault_since: world.fault_since.clone(),
             faults_ever: world.faults_ever.clone(),
@@ -773,8 +782,8 @@ async fn observe(
 
 pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
     let in_ns = |o: &Arc<Value>| o["metadata"]["namespace"] == NS;
-    let (workloads, inputs, pods) = match mix {
-        Mix::Access => (Vec::new(), Vec::new(), Vec::new()),
+    let (workloads, inputs, pods, jobs) = match mix {
+        Mix::Access => (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
         Mix::Workloads => (
             crate::kinds::Workload::ALL
                 .iter()
@@ -783,12 +792,18 @@ pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
                 .collect(),
             crate::workloads::inputs(sim),
             sim.objects("", "pods").into_iter().filter(in_ns).collect(),
+            sim.objects("batch", "jobs")
+                .into_iter()
+                .filter(in_ns)
+                .filter(crate::workloads::is_backup_job)
+                .collect(),
         ),
     };
     Snapshot {
         workloads,
         inputs,
         pods,
+        jobs,
         at_ms,
         requests: sim
             .objects("pgtoolbox.fyannk.dev", "pgaccessrequests")
