@@ -587,10 +587,10 @@ fn with_replays(seeds: &[u64], every: usize) -> Vec<(u64, bool)> {
         .collect()
 }
 
-/// The five determinism seeds replay by construction of their schedules; a run that depends
-/// on a hash map's order or on which of two ready futures tokio picks differs only now and
-/// then, in a few schedules of the budget (2026-12-02: a few requests in 512,000). A sample of
-/// the budget's seeds is run twice and each second run must give the same request log hash.
+/// The five determinism seeds passed while the budget's request total still moved between runs
+/// (2026-12-02: by a few in 512,000): an order left to chance (a hash map's, tokio's pick among
+/// ready branches, a `watch` channel's wake order) changes a schedule only now and then. So a
+/// sample of the budget runs twice too, and each second run must give the same count and hash.
 fn replays_agree(outcomes: &[Outcome], replays: &[Outcome], steps: usize) -> bool {
     let mut ok = true;
     for again in replays {
