@@ -16,7 +16,7 @@ impl<K> Default for Relist<K> {
     }
 }
 
-impl<K: Eq + Hash + Clone> Relist<K> {
+impl<K: Eq + Hash + Ord + Clone> Relist<K> {
     /// `Init`: a full list follows.
     pub fn start(&mut self) {
         self.listing = Some(HashSet::new());
@@ -30,17 +30,20 @@ impl<K: Eq + Hash + Clone> Relist<K> {
     }
 
     /// `InitDone`: of the keys the watch knew (`known`, already narrowed to its scope), those
-    /// not listed again.
+    /// not listed again, sorted: `known` comes from hash maps, whose order changes from one
+    /// run to the next, and the callers act on each key in turn (a seeded run must replay).
     pub fn finish<'a>(&mut self, known: impl IntoIterator<Item = &'a K>) -> Vec<K>
     where
         K: 'a,
     {
         let listed = self.listing.take().unwrap_or_default();
-        known
+        let mut gone: Vec<K> = known
             .into_iter()
             .filter(|key| !listed.contains(*key))
             .cloned()
-            .collect()
+            .collect();
+        gone.sort();
+        gone
     }
 }
 
@@ -54,8 +57,7 @@ mod tests {
         relist.start();
         relist.listed("b");
         relist.listed("c");
-        let mut gone = relist.finish(&["a", "b", "d"]);
-        gone.sort();
+        let gone = relist.finish(&["d", "b", "a"]);
         assert_eq!(gone, vec!["a", "d"]);
         // A finished relist forgets what it listed: the next one starts empty.
         relist.start();

@@ -201,13 +201,16 @@ where
         &self.synced
     }
 
-    /// The owner's children, except those this operator just deleted.
+    /// The owner's children, except those this operator just deleted, by name: the applier
+    /// deletes the unwanted ones in this order, and a hash set's order changes from run to run.
     pub fn children_of(&self, owner: &KindKey) -> Vec<Arc<C>> {
         let Some(names) = self.by_owner.get(owner) else {
             return Vec::new();
         };
+        let mut names: Vec<&String> = names.iter().collect();
+        names.sort();
         names
-            .iter()
+            .into_iter()
             .filter_map(|name| {
                 let key = ObjectKey::new(owner.namespace.as_str(), name.as_str());
                 self.visible(&key)
@@ -215,9 +218,11 @@ where
             .collect()
     }
 
-    /// Every owner with at least one child cached.
+    /// Every owner with at least one child cached, sorted (the orphan sweep acts in this order).
     pub fn owners(&self) -> Vec<KindKey> {
-        self.by_owner.iter().map(|e| e.key().clone()).collect()
+        let mut owners: Vec<KindKey> = self.by_owner.iter().map(|e| e.key().clone()).collect();
+        owners.sort();
+        owners
     }
 
     /// One child by key (whatever its owner), unless this operator just deleted it.
@@ -384,7 +389,10 @@ where
                 }) {
                     self.unindex_written(&key, &ours);
                 }
-                woken.into_iter().collect()
+                // Sorted: the owners are woken in this order (a hash set's order is random).
+                let mut woken: Vec<KindKey> = woken.into_iter().collect();
+                woken.sort();
+                woken
             }
             watcher::Event::Apply(child) => self.upsert(child),
             watcher::Event::Delete(child) => match ObjectKey::of(&child) {

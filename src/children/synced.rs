@@ -1,10 +1,10 @@
 //! "Synced": every watch of a cache delivered its first complete list (or, for an optional
 //! API, was refused). Until then a pass must not read absence as absence.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 /// The cache was not synced in time.
 #[derive(Debug, thiserror::Error)]
@@ -20,7 +20,11 @@ pub struct Synced {
     what: &'static str,
     expected: AtomicUsize,
     done: AtomicUsize,
-    flag: watch::Sender<bool>,
+    flag: AtomicBool,
+    /// Wakes the waiters once synced. A `Notify`, not a `watch` channel: a `watch` wakes its
+    /// receivers in a random order, so the passes waiting here (every actor started before the
+    /// first list) would resume, and write, in a different order in each run of a seed.
+    synced: Notify,
 }
 
 impl Synced {
@@ -29,7 +33,8 @@ impl Synced {
             what,
             expected: AtomicUsize::new(usize::MAX),
             done: AtomicUsize::new(0),
-            flag: watch::Sender::new(false),
+            flag: AtomicBool::new(false),
+            synced: Notify::new(),
         }
     }
 
@@ -46,13 +51,15 @@ impl Synced {
     }
 
     fn check(&self) {
-        if self.done.load(Ordering::SeqCst) >= self.expected.load(Ordering::SeqCst) {
-            self.flag.send_replace(true);
+        if self.done.load(Ordering::SeqCst) >= self.expected.load(Ordering::SeqCst)
+            && !self.flag.swap(true, Ordering::SeqCst)
+        {
+            self.synced.notify_waiters();
         }
     }
 
     pub fn is_synced(&self) -> bool {
-        *self.flag.borrow()
+        self.flag.load(Ordering::SeqCst)
     }
 
     /// Waits for every first list; gives up after `limit`, so a watch that cannot list fails
@@ -62,10 +69,14 @@ impl Synced {
         if self.is_synced() {
             return Ok(());
         }
-        let mut flag = self.flag.subscribe();
         let synced = async {
-            // The sender lives as long as `self`: this only ends when the flag turns true.
-            let _ = flag.wait_for(|synced| *synced).await;
+            let notified = self.synced.notified();
+            tokio::pin!(notified);
+            // Registered before the flag is read again, so a sync in between is not missed.
+            notified.as_mut().enable();
+            if !self.is_synced() {
+                notified.await;
+            }
         };
         tokio::time::timeout(limit, synced)
             .await
@@ -88,5 +99,29 @@ mod tests {
         assert!(synced.wait(Duration::from_secs(1)).await.is_err());
         synced.one_done();
         assert!(synced.wait(Duration::from_secs(1)).await.is_ok());
+    }
+
+    /// A seeded simulation replays only if the passes waiting for the first list resume in
+    /// the same order every run: the order they started waiting in.
+    #[tokio::test(start_paused = true)]
+    async fn waiters_resume_in_the_order_they_waited() {
+        let synced = std::sync::Arc::new(Synced::new("things"));
+        synced.expect(1);
+        let resumed = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for i in 0..32 {
+            let (synced, resumed) = (synced.clone(), resumed.clone());
+            tasks.push(tokio::spawn(async move {
+                synced.wait(Duration::from_secs(60)).await.unwrap();
+                resumed.lock().unwrap().push(i);
+            }));
+            // Each waiter registers before the next one starts.
+            tokio::task::yield_now().await;
+        }
+        synced.one_done();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(*resumed.lock().unwrap(), (0..32).collect::<Vec<_>>());
     }
 }

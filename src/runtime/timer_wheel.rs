@@ -104,7 +104,11 @@ where
     let mut queue: DelayQueue<(ObjectKey, TimerPurpose)> = DelayQueue::new();
     let mut armed: Armed = HashMap::new();
     loop {
+        // Commands first, not tokio's random pick: when a re-arm or cancel and an expiry are
+        // ready at once, the expiry must not win one time in two (a seeded run would fire a
+        // timer its object had already cancelled only sometimes: not replayable).
         tokio::select! {
+            biased;
             command = commands.recv() => {
                 let Some(command) = command else { return };
                 apply(&mut queue, &mut armed, command);

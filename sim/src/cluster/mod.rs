@@ -52,7 +52,7 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 
 use crate::error::ApiError;
@@ -407,7 +407,10 @@ async fn run(ctx: Arc<Ctx>, comp: Arc<dyn Component>) {
         let wake = timers
             .next()
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+        // A fixed priority rather than tokio's random pick: an event and a fault change (or a
+        // timer) ready at once must be taken in the same order in every run of a seed.
         tokio::select! {
+            biased;
             ev = rx.recv() => match ev {
                 Ok(ev) => {
                     if watched.contains(&ev.res) {
@@ -418,10 +421,12 @@ async fn run(ctx: Arc<Ctx>, comp: Arc<dyn Component>) {
                 Err(RecvError::Lagged(_)) => rx = resync(&ctx, primary, &mut queue),
                 Err(RecvError::Closed) => return,
             },
-            changed = faults.changed() => {
-                if changed.is_err() {
+            changed = faults.recv() => {
+                if matches!(changed, Err(RecvError::Closed)) {
                     return;
                 }
+                // Changes made at once (a rule cleared, another added) make one resync.
+                while !matches!(faults.try_recv(), Err(TryRecvError::Empty | TryRecvError::Closed)) {}
                 rx = resync(&ctx, primary, &mut queue);
             }
             _ = tokio::time::sleep_until(wake) => {}
@@ -446,7 +451,7 @@ fn drain(
                     queue.extend(comp.map(ctx, &ev));
                 }
             }
-            Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => {
+            Err(TryRecvError::Lagged(_)) => {
                 *rx = resync(ctx, primary, queue);
             }
             Err(_) => return,
