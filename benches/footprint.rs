@@ -10,7 +10,8 @@
 //! fleet makes them (`benches/fleet/world.rs`) on the simulated cluster, the operator in this
 //! process, until Ready; each child its stores then hold (Deployment, ReplicaSet, Pod, Service,
 //! Job, ...) is measured as one of `FOOTPRINT_N` copies (renamed, each under its own owner):
-//! its decoded copy, and the store's entry and owner index on top.
+//! its decoded copy, and the store's entry and owner index on top. A child is measured as the
+//! stores keep it (`OperatorCaches::dump`): ReplicaSets and Pods projected (`reconcile::observed`).
 //!
 //! Run: `cargo bench --bench footprint` (under a minute; `FOOTPRINT_N`, default 10,000).
 

@@ -25,6 +25,9 @@ use super::store::{ChildStore, Ingest, Wakeups, our_owner, owner_label};
 use super::synced::{NotSynced, Synced};
 use crate::k8s::WatchScope;
 use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
+use crate::reconcile::observed::{
+    keep_pod, keep_replica_set, pod_is_complete, replica_set_is_complete,
+};
 use crate::reconcile::optional_api::OptionalApi;
 use crate::reconcile::redact::{redact_secret, secret_is_complete};
 
@@ -41,6 +44,8 @@ pub struct OperatorCaches {
     pub service_accounts: Arc<ChildStore<ServiceAccount>>,
     pub services: Arc<ChildStore<Service>>,
     pub deployments: Arc<ChildStore<Deployment>>,
+    /// Observed, never applied: only the fields passes read are kept (`reconcile::observed`),
+    /// as for `pods`.
     pub replica_sets: Arc<ChildStore<ReplicaSet>>,
     pub pods: Arc<ChildStore<Pod>>,
     pub config_maps: Arc<ChildStore<ConfigMap>>,
@@ -209,8 +214,22 @@ impl OperatorCaches {
             service_accounts: ChildStore::new("ServiceAccounts", our_owner()),
             services: ChildStore::new("Services", our_owner()),
             deployments: ChildStore::new("Deployments", our_owner()),
-            replica_sets: ChildStore::new("ReplicaSets", our_owner()),
-            pods: ChildStore::new("Pods", our_owner()),
+            replica_sets: ChildStore::with_ingest(
+                "ReplicaSets",
+                our_owner(),
+                Ingest {
+                    keep: keep_replica_set,
+                    complete: replica_set_is_complete,
+                },
+            ),
+            pods: ChildStore::with_ingest(
+                "Pods",
+                our_owner(),
+                Ingest {
+                    keep: keep_pod,
+                    complete: pod_is_complete,
+                },
+            ),
             config_maps: ChildStore::new("ConfigMaps", our_owner()),
             jobs: ChildStore::new("Jobs", our_owner()),
             persistent_volume_claims: ChildStore::new("PersistentVolumeClaims", our_owner()),

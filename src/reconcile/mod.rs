@@ -7,6 +7,7 @@ pub mod exposure;
 pub(crate) mod fuzz_support;
 pub mod images;
 pub mod namespace_permissions;
+pub mod observed;
 pub mod optional_api;
 pub mod pgaccessrequest;
 pub mod pgadmin;

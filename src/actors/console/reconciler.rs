@@ -17,7 +17,7 @@ use super::bundle::{bundle_facts, mirror, selected_clusters};
 use super::children::{Applied, ChildPlan, Readable, apply_all, apply_exposure, refusal};
 use super::past_exposure::{delete_past_cache, read_past_cache};
 use super::reads::PastCache;
-use super::trust::{console_pod, other_policies};
+use super::trust::other_policies;
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions};
 use crate::children::{Applier, ChildOwner, ChildVerdict, OperatorCaches, Track, wait_synced};
@@ -332,7 +332,7 @@ impl ConsoleReconciler {
                 peers,
             });
         let pods = self.caches.pods.children_of(&owner);
-        let console_pods: Vec<ConsolePod> = pods.iter().map(|p| console_pod(p)).collect();
+        let console_pods: Vec<ConsolePod> = pods.iter().map(|p| ConsolePod::of(p)).collect();
         let deployment = self
             .caches
             .deployments

@@ -1,14 +1,11 @@
-//! What the trust analysis reads from the caches: the namespace's other NetworkPolicies and
-//! the console Pods as it sees them (address, Node, grant, deletion).
+//! What the trust analysis reads beyond the children stores: the namespace's other
+//! NetworkPolicies (the console Pods are read as `reconcile::console::ConsolePod::of` sees them).
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::ResourceExt;
 
 use crate::actors::ReconcileError;
 use crate::children::OperatorCaches;
 use crate::messages::ObjectKey;
-use crate::reconcile::console::{ConsolePod, TRUST_ANNOTATION, pod_address};
 
 /// The namespace's NetworkPolicies other than the console's own. Those the operator made
 /// (other consoles' ingress policies) are whole in the owned-children cache; only the others
@@ -33,19 +30,4 @@ pub async fn other_policies(
         }
     }
     Ok(policies)
-}
-
-pub fn console_pod(pod: &Pod) -> ConsolePod {
-    let name = pod.name_any();
-    let address = pod_address(pod);
-    ConsolePod {
-        grant: pod.annotations().get(TRUST_ANNOTATION).cloned(),
-        deleting_since: pod
-            .metadata
-            .deletion_timestamp
-            .as_ref()
-            .map(|t| t.0.to_string()),
-        name,
-        address,
-    }
 }

@@ -9,12 +9,14 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 
-use super::peers::{NodeCidrs, PodAddress, broad_peer, node_check_note};
-use super::render::CONSOLE_PORT;
+use super::peers::{NodeCidrs, PodAddress, broad_peer, node_check_note, pod_address};
+use super::render::{CONSOLE_PORT, TRUST_ANNOTATION};
 use crate::api::ExposureKind;
 use crate::conditions::Verdict;
 use crate::conditions::reasons::{common, console};
@@ -35,6 +37,22 @@ pub struct ConsolePod {
     pub grant: Option<String>,
     /// `metadata.deletionTimestamp`, for a Pod stuck terminating.
     pub deleting_since: Option<String>,
+}
+
+impl ConsolePod {
+    /// The console Pod as the cache holds it.
+    pub fn of(pod: &Pod) -> Self {
+        ConsolePod {
+            name: pod.name_any(),
+            address: pod_address(pod),
+            grant: pod.annotations().get(TRUST_ANNOTATION).cloned(),
+            deleting_since: pod
+                .metadata
+                .deletion_timestamp
+                .as_ref()
+                .map(|t| t.0.to_string()),
+        }
+    }
 }
 
 /// The ingress policy this pass renders.

@@ -11,7 +11,7 @@ pub use hash::{
     stamp_workload_hash, workload_hash,
 };
 pub use pods::{PodFact, PodFactKind, is_active, pod_fact};
-pub use verdict::{Rollout, rollout_state, workload_verdict};
+pub use verdict::{REVISION_ANNOTATION, Rollout, rollout_state, workload_verdict};
 
 #[cfg(test)]
 mod tests;

@@ -23,7 +23,8 @@ use super::pods::{PodFact, PodFactKind, is_active, pod_fact};
 use crate::conditions::Verdict;
 use crate::conditions::reasons::common;
 
-const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+/// The revision the deployment controller stamps on a Deployment and each of its ReplicaSets.
+pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
 
 /// Where a Deployment's rollout stands, as `kubectl rollout status` reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
