@@ -15,7 +15,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use futures::StreamExt;
 use kube::api::ApiResource;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 
 use super::registrations::Registrations;
@@ -236,8 +236,7 @@ impl ReferenceIndex {
     fn stream(self: Arc<Self>, api: Api<Meta>, namespace: Option<String>) -> Observations {
         let mut relist = Relist::default();
         let mut reported = false;
-        watcher(api, watcher::Config::default())
-            .default_backoff()
+        crate::k8s::backoff_until_progress(watcher(api, watcher::Config::default()))
             .flat_map(move |result| {
                 let seen = match result {
                     Ok(event) => {

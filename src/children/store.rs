@@ -322,8 +322,7 @@ where
     ) -> Wakeups {
         let mut relist = Relist::default();
         let mut first = true;
-        watcher(api, config)
-            .default_backoff()
+        crate::k8s::backoff_until_progress(watcher(api, config))
             .modify(|child: &mut C| child.managed_fields_mut().clear())
             .flat_map(move |result| {
                 let owners = match result {

@@ -8,6 +8,7 @@ mod packed;
 mod read_your_writes;
 mod status;
 mod watch;
+mod watch_backoff;
 mod write_budget;
 
 pub use delete::{Pinned, delete_pinned};
@@ -18,4 +19,5 @@ pub use packed::{Kept, Packed};
 pub use read_your_writes::ReadYourWrites;
 pub use status::{get_object, patch_status};
 pub use watch::{EventSource, WatchScope, watch_events};
+pub use watch_backoff::backoff_until_progress;
 pub use write_budget::{WriteBudget, WriteBudgetClosed};

@@ -51,15 +51,15 @@ impl WatchScope {
     }
 }
 
-/// A resilient watch: kube's watcher relists after drops and `410 Gone` (with backoff);
+/// A resilient watch: kube's watcher relists after drops and `410 Gone` (with backoff that
+/// only progress resets, `backoff_until_progress`);
 /// errors are logged here and never end the stream. `managedFields` are dropped to keep the
 /// cached copy small.
 pub fn watch_events<K>(api: Api<K>, config: watcher::Config) -> EventSource<K>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
-    watcher(api, config)
-        .default_backoff()
+    super::backoff_until_progress(watcher(api, config))
         .modify(|obj: &mut K| obj.managed_fields_mut().clear())
         .filter_map(|result| async move { log_watch_error::<K, _>(result) })
         .boxed()
