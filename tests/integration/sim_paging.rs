@@ -12,7 +12,7 @@ use kube::api::{
 use pgtoolbox_sim::SimConfig;
 use serde_json::json;
 
-use crate::sim_support::{start, start_with};
+use crate::sim_support::{refusal, start, start_with};
 
 fn cm(name: &str) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
@@ -21,14 +21,6 @@ fn cm(name: &str) -> ConfigMap {
 async fn create_all(api: &Api<ConfigMap>, names: &[&str]) {
     for name in names {
         api.create(&PostParams::default(), &cm(name)).await.unwrap();
-    }
-}
-
-/// Code, reason and message of a refused call.
-fn refusal<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> (u16, String, String) {
-    match r {
-        Err(kube::Error::Api(s)) => (s.code, s.reason.clone(), s.message.clone()),
-        other => panic!("expected an API error, got {other:?}"),
     }
 }
 

@@ -8,7 +8,7 @@ use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
 use crate::kubectl_support::{Kubectl, kubectl_present};
-use crate::sim_support::{namespace, raw};
+use crate::sim_support::{namespace, raw, refusal};
 
 async fn apply_json(admin: &kube::Client, path: &str, body: Value) -> (u16, Value) {
     raw(
@@ -76,13 +76,6 @@ fn user(name: &str) -> Value {
     json!({"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": name})
 }
 
-fn message(r: Result<impl std::fmt::Debug, kube::Error>) -> (u16, String) {
-    match r {
-        Err(kube::Error::Api(s)) => (s.code, s.message.clone()),
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
-
 #[tokio::test]
 async fn stored_rules_decide_with_kubernetes_semantics() {
     let sim = Sim::start(SimConfig::default()).await.expect("sim starts");
@@ -130,7 +123,7 @@ async fn stored_rules_decide_with_kubernetes_semantics() {
     pods.list(&Default::default())
         .await
         .expect("alice lists pods in team");
-    let (code, msg) = message(
+    let (code, _, msg) = refusal(
         Api::<Pod>::namespaced(alice.clone(), "default")
             .list(&Default::default())
             .await,
@@ -140,7 +133,7 @@ async fn stored_rules_decide_with_kubernetes_semantics() {
         msg,
         "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
     );
-    let (code, msg) = message(pods.delete("x", &Default::default()).await);
+    let (code, _, msg) = refusal(pods.delete("x", &Default::default()).await);
     assert_eq!(
         (code, msg.as_str()),
         (
@@ -150,12 +143,12 @@ async fn stored_rules_decide_with_kubernetes_semantics() {
     );
     // resourceNames: the named Secret is readable (404: authorized, absent), no other one is.
     let secrets: Api<Secret> = Api::namespaced(alice.clone(), "team");
-    assert_eq!(message(secrets.get("ca").await).0, 404);
-    assert_eq!(message(secrets.get("other").await).0, 403);
-    assert_eq!(message(secrets.list(&Default::default()).await).0, 403);
+    assert_eq!(refusal(secrets.get("ca").await).0, 404);
+    assert_eq!(refusal(secrets.get("other").await).0, 403);
+    assert_eq!(refusal(secrets.list(&Default::default()).await).0, 403);
     // A ClusterRole bound by a RoleBinding grants in that namespace only.
     assert_eq!(
-        message(
+        refusal(
             Api::<Secret>::namespaced(alice.clone(), "default")
                 .get("ca")
                 .await
@@ -269,7 +262,7 @@ async fn aggregated_cluster_roles_and_service_account_tokens() {
         .list(&Default::default())
         .await
         .expect("the aggregated rule grants configmaps");
-    let (code, msg) = message(
+    let (code, _, msg) = refusal(
         Api::<Pod>::namespaced(robot.clone(), "ops")
             .list(&Default::default())
             .await,
@@ -306,7 +299,7 @@ async fn aggregated_cluster_roles_and_service_account_tokens() {
     let err = Api::<ConfigMap>::namespaced(robot, "default")
         .list(&Default::default())
         .await;
-    assert_eq!(message(err).0, 401);
+    assert_eq!(refusal(err).0, 401);
     assert_eq!(
         sim.admin().exercised_rules()["system:serviceaccount:ops:robot"]
             .iter()

@@ -89,8 +89,14 @@ pub async fn raw(
 
 /// The error code and reason of a failed kube call.
 pub fn code_of<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> (u16, String) {
+    let (code, reason, _) = refusal(r);
+    (code, reason)
+}
+
+/// The error code, reason and message of a failed kube call.
+pub fn refusal<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> (u16, String, String) {
     match r {
-        Err(kube::Error::Api(s)) => (s.code, s.reason.clone()),
+        Err(kube::Error::Api(s)) => (s.code, s.reason.clone(), s.message.clone()),
         other => panic!("expected an API error, got {other:?}"),
     }
 }
