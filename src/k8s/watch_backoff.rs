@@ -118,3 +118,78 @@ mod tests {
         );
     }
 }
+
+/// The watches the operator starts go through this backoff: a list answered 404 for a minute is
+/// retried a handful of times, not once a second.
+#[cfg(test)]
+mod wiring_tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll};
+
+    use axum::body::Body;
+    use axum::http::{Request, Response};
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::Api;
+    use kube::runtime::watcher;
+
+    use crate::children::{ChildStore, our_owner};
+    use crate::k8s::WatchScope;
+
+    /// An API server that serves nothing: every request is a 404, counted.
+    #[derive(Clone, Default)]
+    struct NotServed(Arc<AtomicUsize>);
+
+    impl tower_service::Service<Request<kube::client::Body>> for NotServed {
+        type Response = Response<Body>;
+        type Error = std::io::Error;
+        type Future = futures::future::Ready<Result<Response<Body>, std::io::Error>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Request<kube::client::Body>) -> Self::Future {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            let status = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404});
+            let answer = Response::builder()
+                .status(404)
+                .header("content-type", "application/json")
+                .body(Body::from(status.to_string()))
+                .map_err(std::io::Error::other);
+            futures::future::ready(answer)
+        }
+    }
+
+    async fn lists_in_a_minute(start: impl FnOnce(kube::Client)) -> usize {
+        let server = NotServed::default();
+        start(kube::Client::new(server.clone(), "default"));
+        tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+        server.0.load(Ordering::SeqCst)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_children_stores_and_the_kind_watches_back_off_from_a_resource_not_served() {
+        let store_lists = lists_in_a_minute(|client| {
+            let store = Arc::new(ChildStore::<ConfigMap>::new("ConfigMaps", our_owner()));
+            let wakeups = store.watch(&client, &WatchScope::All, watcher::Config::default());
+            tokio::spawn(futures::stream::select_all(wakeups).for_each(|_| async {}));
+        })
+        .await;
+        let kind_lists = lists_in_a_minute(|client| {
+            let events =
+                super::super::watch_events(Api::<ConfigMap>::all(client), Default::default());
+            tokio::spawn(events.for_each(|_| async {}));
+        })
+        .await;
+        // 0.8 s doubling (jittered) reaches a minute in about six tries; kube's default,
+        // reset by every `Init`, tried about sixty times.
+        assert!(
+            store_lists <= 10,
+            "children store listed {store_lists} times"
+        );
+        assert!(kind_lists <= 10, "kind watch listed {kind_lists} times");
+    }
+}
