@@ -31,6 +31,7 @@ mod pgar_kubectl;
 mod pgar_namespaces;
 mod pgar_orphans;
 mod pgar_support;
+mod real_programs;
 mod runtime_cli;
 mod runtime_crash;
 mod runtime_dashboard;

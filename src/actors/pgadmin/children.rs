@@ -18,7 +18,7 @@ use crate::reconcile::pgadmin::{
     job_wanted, pgadmin_pod_ready, registration_job, registration_job_name,
     servers_registered_event, servers_synced, service, service_account, upgrade_backup_job,
 };
-use crate::reconcile::workload::{rollout_started, workload_verdict};
+use crate::reconcile::workload::{SecretDigest, rollout_started, workload_verdict};
 
 use super::reconciler::{Decided, PgAdminError, PgAdminReconciler, desired, merge, owner_key};
 
@@ -56,7 +56,7 @@ impl PgAdminReconciler {
         let mut facts = facts;
         let login_created =
             ensure_login_secret(&cx.client, &cx.writes, &self.caches.secrets, owner, names).await?;
-        let (hash, wrote) = match self
+        let (hash, credentials, wrote) = match self
             .servers
             .ensure(
                 &cx.client,
@@ -68,7 +68,11 @@ impl PgAdminReconciler {
             )
             .await?
         {
-            ServersOutcome::Current { hash, wrote } => (hash, wrote),
+            ServersOutcome::Current {
+                hash,
+                credentials,
+                wrote,
+            } => (hash, credentials, wrote),
             ServersOutcome::NotOwned => {
                 return Ok((
                     facts,
@@ -104,7 +108,21 @@ impl PgAdminReconciler {
                 .await
                 .map_err(PgAdminError::from)?,
         );
-        let (workload, workload_hash) = deployment(input).map_err(PgAdminError::from)?;
+        // pgAdmin copies the credential files when its Pod starts: new files roll it.
+        let consumed: Vec<SecretDigest> = input
+            .consumed
+            .iter()
+            .cloned()
+            .chain([SecretDigest::of_written(
+                &names.servers_secret,
+                &credentials,
+            )])
+            .collect();
+        let with_servers = RenderInput {
+            consumed: &consumed,
+            ..input.clone()
+        };
+        let (workload, workload_hash) = deployment(&with_servers).map_err(PgAdminError::from)?;
         let current = self
             .caches
             .deployments

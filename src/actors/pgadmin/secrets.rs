@@ -30,6 +30,7 @@ use crate::reconcile::workload::SecretDigest;
 struct Written {
     fingerprint: String,
     hash: String,
+    credentials: String,
     version: Option<String>,
 }
 
@@ -40,8 +41,13 @@ pub struct ServersSecrets {
 
 /// The outcome of making the servers Secret current.
 pub enum ServersOutcome {
-    /// The offered-set hash; `wrote`: a write was made this pass.
-    Current { hash: String, wrote: bool },
+    /// The offered-set hash, the hash of the credential files alone; `wrote`: a write was
+    /// made this pass.
+    Current {
+        hash: String,
+        credentials: String,
+        wrote: bool,
+    },
     /// The name is taken by a Secret this PgAdmin does not control.
     NotOwned,
 }
@@ -115,6 +121,7 @@ impl ServersSecrets {
         {
             return Ok(ServersOutcome::Current {
                 hash: known.hash.clone(),
+                credentials: known.credentials.clone(),
                 wrote: false,
             });
         }
@@ -163,11 +170,13 @@ impl ServersSecrets {
             Written {
                 fingerprint,
                 hash: file.hash.clone(),
+                credentials: file.credentials_hash.clone(),
                 version: written.metadata.resource_version,
             },
         );
         Ok(ServersOutcome::Current {
             hash: file.hash,
+            credentials: file.credentials_hash,
             wrote: true,
         })
     }

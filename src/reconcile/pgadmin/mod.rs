@@ -5,6 +5,7 @@ mod config;
 mod config_database;
 mod egress;
 mod facts;
+mod image;
 mod offered;
 mod registration;
 mod render;

@@ -16,6 +16,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::config_database::ConfigConnection;
+use super::image;
 use super::offered::POSTGRES_PORT;
 use super::servers_file::{SERVERS_FILE_KEY, SERVERS_MOUNT};
 use crate::api::{OAuth2, PgAdminStorage};
@@ -95,18 +96,39 @@ pub struct RenderInput<'a> {
     pub names: &'a ChildNames,
 }
 
-/// The variables that point pgAdmin (and its registration) at the settings database. The
-/// password comes from CNPG's Secret; Kubernetes expands `$(VAR)` from the earlier variable.
+/// pgAdmin's configuration, the same for the pgAdmin container and the registration Job (whose
+/// script builds `config_distro.py` from it as the image's entrypoint does): each
+/// `PGADMIN_CONFIG_*` value is a Python expression without blanks (see [`super::image`]).
 fn config_env(input: &RenderInput<'_>) -> Vec<Value> {
-    let Some(db) = input.config_db else {
-        return Vec::new();
-    };
-    vec![
-        json!({"name": "PGADMIN_CONFIG_DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": db.password_secret, "key": "password"}}}),
-        json!({"name": "PGADMIN_CONFIG_CONFIG_DATABASE_URI", "value": format!(
-            "'postgresql://{}:$(PGADMIN_CONFIG_DB_PASSWORD)@{}:{POSTGRES_PORT}/{}?sslmode=require'",
-            db.role, db.host, db.database)}),
-    ]
+    let mut env = vec![
+        json!({"name": "PGADMIN_CONFIG_ENHANCED_COOKIE_PROTECTION", "value": "True"}),
+        json!({"name": "PGADMIN_CONFIG_UPGRADE_CHECK_ENABLED", "value": "False"}),
+        // The initial user's domain is under `.local`, a special-use name pgAdmin refuses
+        // unless allowed (the entrypoint and the login form both read this).
+        json!({"name": "PGADMIN_CONFIG_ALLOW_SPECIAL_EMAIL_DOMAINS", "value": "'local'"}),
+        json!({"name": "PGADMIN_CONFIG_SHARED_STORAGE", "value": image::shared_storage()}),
+    ];
+    if let Some(db) = input.config_db {
+        env.push(json!({"name": image::CONFIG_DB_PASSWORD_ENV, "valueFrom": {"secretKeyRef": {"name": db.password_secret, "key": "password"}}}));
+        env.push(
+            json!({"name": "PGADMIN_CONFIG_CONFIG_DATABASE_URI", "value":
+            image::config_database_uri(&db.role, &db.host, POSTGRES_PORT, &db.database)}),
+        );
+    }
+    if input.oauth2.is_some() {
+        env.push(
+            json!({"name": "PGADMIN_CONFIG_AUTHENTICATION_SOURCES", "value": "['webserver']"}),
+        );
+        env.push(json!({"name": "PGADMIN_CONFIG_WEBSERVER_AUTO_CREATE_USER", "value": "True"}));
+        env.push(
+            json!({"name": "PGADMIN_CONFIG_WEBSERVER_REMOTE_USER", "value": "'X-Forwarded-Email'"}),
+        );
+        // A user the proxy let in has no password to derive pgAdmin's key from: pgAdmin then
+        // uses a key of the session (nothing is saved with it: servers connect with their
+        // credential files).
+        env.push(json!({"name": "PGADMIN_CONFIG_MASTER_PASSWORD_REQUIRED", "value": "False"}));
+    }
+    env
 }
 
 const COMPONENT: Component = Component::PgAdmin;
@@ -165,20 +187,11 @@ fn pgadmin_container(input: &RenderInput<'_>) -> Value {
         json!({"name": "PGADMIN_DEFAULT_PASSWORD", "valueFrom": {"secretKeyRef": {"name": login, "key": LOGIN_PASSWORD_KEY}}}),
         json!({"name": "PGADMIN_LISTEN_PORT", "value": PGADMIN_PORT.to_string()}),
         json!({"name": "PGADMIN_DISABLE_POSTFIX", "value": "true"}),
-        json!({"name": "PGADMIN_CONFIG_ENHANCED_COOKIE_PROTECTION", "value": "True"}),
-        json!({"name": "PGADMIN_CONFIG_UPGRADE_CHECK_ENABLED", "value": "False"}),
     ];
     env.extend(config_env(input));
     let mut ports = Vec::new();
     if input.oauth2.is_some() {
         env.push(json!({"name": "PGADMIN_LISTEN_ADDRESS", "value": "127.0.0.1"}));
-        env.push(
-            json!({"name": "PGADMIN_CONFIG_AUTHENTICATION_SOURCES", "value": "['webserver']"}),
-        );
-        env.push(json!({"name": "PGADMIN_CONFIG_WEBSERVER_AUTO_CREATE_USER", "value": "True"}));
-        env.push(
-            json!({"name": "PGADMIN_CONFIG_WEBSERVER_REMOTE_USER", "value": "'X-Forwarded-Email'"}),
-        );
     } else {
         ports.push(json!({"name": HTTP_PORT_NAME, "containerPort": PGADMIN_PORT}));
     }
@@ -188,7 +201,7 @@ fn pgadmin_container(input: &RenderInput<'_>) -> Value {
         "env": env,
         "volumeMounts": [
             {"name": "data", "mountPath": DATA_MOUNT},
-            {"name": "servers", "mountPath": SERVERS_MOUNT, "readOnly": true},
+            {"name": "credentials", "mountPath": image::CREDENTIALS_MOUNT, "readOnly": true},
         ],
     });
     if !ports.is_empty() {
@@ -200,6 +213,19 @@ fn pgadmin_container(input: &RenderInput<'_>) -> Value {
         container["resources"] = json!(resources);
     }
     container
+}
+
+/// Copies the credential files where libpq accepts them (see [`super::image`]).
+fn credentials_container(input: &RenderInput<'_>) -> Value {
+    json!({
+        "name": "credentials",
+        "image": input.image,
+        "command": ["/bin/sh", "-c", image::copy_credentials_script(SERVERS_MOUNT)],
+        "volumeMounts": [
+            {"name": "servers", "mountPath": SERVERS_MOUNT, "readOnly": true},
+            {"name": "credentials", "mountPath": image::CREDENTIALS_MOUNT},
+        ],
+    })
 }
 
 fn proxy_container(input: &RenderInput<'_>, oauth2: &OAuth2, image: &str) -> Value {
@@ -240,10 +266,13 @@ pub fn deployment(input: &RenderInput<'_>) -> Result<(Deployment, String), Rende
             "serviceAccountName": input.names.workload,
             "automountServiceAccountToken": false,
             "securityContext": {"runAsUser": PGADMIN_UID, "runAsGroup": PGADMIN_UID, "fsGroup": PGADMIN_UID},
+            "initContainers": [credentials_container(input)],
             "containers": containers,
             "volumes": [
                 {"name": "data", "persistentVolumeClaim": {"claimName": input.names.workload}},
                 {"name": "servers", "secret": {"secretName": input.names.servers_secret}},
+                // The credential copies live as long as the Pod, in memory.
+                {"name": "credentials", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
             ],
         },
     });
@@ -288,9 +317,17 @@ pub fn servers_secret(
     Ok(secret)
 }
 
+fn registration_env(input: &RenderInput<'_>) -> Vec<Value> {
+    let (name, value) = image::verify_env();
+    let mut env = config_env(input);
+    env.push(json!({"name": name, "value": value}));
+    env
+}
+
 /// The registration Job: pgAdmin's own `setup.py load-servers` against its data volume, next
-/// to the pgAdmin Pod (the volume is ReadWriteOnce). `--replace` makes the registered set
-/// exactly the offered one.
+/// to the pgAdmin Pod (the volume is ReadWriteOnce), with pgAdmin's configuration. `--replace`
+/// makes the registered set exactly the offered one, and the Job fails unless `dump-servers`
+/// shows exactly that set.
 pub fn registration_job(input: &RenderInput<'_>, job_name: &str) -> Result<Job, RenderError> {
     let email = admin_email(input.owner, input.namespace);
     typed(
@@ -314,9 +351,9 @@ pub fn registration_job(input: &RenderInput<'_>, job_name: &str) -> Result<Job, 
                         "containers": [{
                             "name": "register",
                             "image": input.image,
-                            "env": config_env(input),
-                            "command": ["/venv/bin/python3", "/pgadmin4/setup.py", "load-servers",
-                                format!("{SERVERS_MOUNT}/{SERVERS_FILE_KEY}"), "--user", email, "--replace"],
+                            "env": registration_env(input),
+                            "command": ["/bin/sh", "-c", image::registration_script(
+                                &format!("{SERVERS_MOUNT}/{SERVERS_FILE_KEY}"), &email)],
                             "volumeMounts": [
                                 {"name": "data", "mountPath": DATA_MOUNT},
                                 {"name": "servers", "mountPath": SERVERS_MOUNT, "readOnly": true},
@@ -343,9 +380,13 @@ pub fn upgrade_backup_job(
     let Some(db) = input.config_db else {
         return Ok(None);
     };
-    let script = format!(
-        "mkdir -p {DATA_MOUNT}/backups && \"$(ls -d /usr/local/pgsql-* | sort -V | tail -1)/pg_dump\" -Fc -h {} -p {POSTGRES_PORT} -U {} -d {} -f {DATA_MOUNT}/backups/{job_name}.dump",
-        db.host, db.role, db.database
+    let script = image::backup_script(
+        &format!("{DATA_MOUNT}/backups"),
+        &format!("{job_name}.dump"),
+        &db.host,
+        POSTGRES_PORT,
+        &db.role,
+        &db.database,
     );
     typed(
         "Job",

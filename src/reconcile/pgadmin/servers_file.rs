@@ -39,6 +39,8 @@ pub struct ServersFile {
     pub data: BTreeMap<String, String>,
     /// Hex SHA-256 over the whole data: any change of a server or a credential changes it.
     pub hash: String,
+    /// Hex SHA-256 over the credential files alone: what the pgAdmin Pod copies at start.
+    pub credentials_hash: String,
 }
 
 impl std::fmt::Debug for ServersFile {
@@ -46,6 +48,7 @@ impl std::fmt::Debug for ServersFile {
         f.debug_struct("ServersFile")
             .field("keys", &self.data.keys().collect::<Vec<_>>())
             .field("hash", &self.hash)
+            .field("credentials_hash", &self.credentials_hash)
             .finish()
     }
 }
@@ -85,11 +88,13 @@ pub fn servers_file(
             "MaintenanceDB": "postgres",
             "Username": username,
             "SSLMode": "require",
+            // Every pgAdmin user sees the server; the others connect as the same role.
             "Shared": true,
+            "SharedUsername": username,
         });
         if let Some(cred) = read {
             let file = format!("server-{id}.pgpass");
-            entry["PassFile"] = Value::String(format!("{SERVERS_MOUNT}/{file}"));
+            entry["PassFile"] = Value::String(super::image::pass_file(&file));
             data.insert(
                 file,
                 format!(
@@ -106,15 +111,23 @@ pub fn servers_file(
     let file = json!({ "Servers": entries });
     // serde_json maps are ordered: the same servers always render the same bytes.
     data.insert(SERVERS_FILE_KEY.to_owned(), format!("{file:#}\n"));
+    let hash = digest(data.iter());
+    let credentials_hash = digest(data.iter().filter(|(k, _)| k.as_str() != SERVERS_FILE_KEY));
+    ServersFile {
+        data,
+        hash,
+        credentials_hash,
+    }
+}
+
+/// Hex SHA-256 over length-prefixed keys and values.
+fn digest<'a>(entries: impl Iterator<Item = (&'a String, &'a String)>) -> String {
     let mut hasher = Sha256::new();
-    for (k, v) in &data {
+    for (k, v) in entries {
         hasher.update((k.len() as u64).to_be_bytes());
         hasher.update(k.as_bytes());
         hasher.update((v.len() as u64).to_be_bytes());
         hasher.update(v.as_bytes());
     }
-    ServersFile {
-        data,
-        hash: hex::encode(hasher.finalize()),
-    }
+    hex::encode(hasher.finalize())
 }

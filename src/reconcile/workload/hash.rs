@@ -49,6 +49,18 @@ impl SecretDigest {
             digest: hasher.finalize().into(),
         }
     }
+
+    /// A Secret the operator writes itself, known by the hash of what it wrote: a Pod that
+    /// copies its files at start rolls when they change.
+    pub fn of_written(name: &str, contents_hash: &str) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(b"written");
+        length_prefixed(&mut hasher, contents_hash.as_bytes());
+        SecretDigest {
+            name: name.to_owned(),
+            digest: hasher.finalize().into(),
+        }
+    }
 }
 
 impl SecretDigest {

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the real programs the real-programs tier (tests/real_programs.rs) runs, from the
+# package registries only: PostgreSQL 15 (server, psql, pg_dump, pg_restore) from Debian, and
+# pgAdmin 4 at the default image's version from PyPI, in a venv of Debian's python3 so that the
+# pgAdmin uid (5050) can run it (pyenv's interpreter lives under /root). Idempotent: a second
+# run finds everything in place and takes a second.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+# pgAdmin 4's version in the default image (docker.io/dpage/pgadmin4:9.10), and the gunicorn
+# the image's Dockerfile installs next to it.
+PGADMIN_VERSION=9.10
+GUNICORN_VERSION=23.0.0
+VENV=target/real-programs/venv
+
+if [ ! -x /usr/lib/postgresql/15/bin/postgres ] || ! command -v unshare >/dev/null \
+   || ! /usr/bin/python3 -m venv --help >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq postgresql-15 postgresql-client-15 python3-venv util-linux >/dev/null
+fi
+
+stamp="$VENV/.pgtoolbox-installed-$PGADMIN_VERSION-$GUNICORN_VERSION"
+if [ ! -e "$stamp" ]; then
+  rm -rf "$VENV"
+  /usr/bin/python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check \
+    "pgadmin4==$PGADMIN_VERSION" "gunicorn==$GUNICORN_VERSION"
+  # The image's venv is /venv: its scripts (gunicorn) must name /venv's interpreter, as the
+  # venv is mounted there in the emulated containers.
+  abs="$(cd "$VENV" && pwd)"
+  for f in "$VENV"/bin/*; do
+    if [ -f "$f" ] && head -c 2 "$f" | grep -q '#!'; then
+      sed -i "1s|^#!$abs/bin/python[0-9.]*\$|#!/venv/bin/python3|" "$f"
+    fi
+  done
+  touch "$stamp"
+fi
+echo "real programs ready: $("$VENV/bin/python3" -c 'import importlib.metadata as m; print("pgadmin4", m.version("pgadmin4"))'), $(/usr/lib/postgresql/15/bin/postgres --version)"
