@@ -185,7 +185,12 @@ impl PassFacts {
                 reason: verdict.reason,
             });
         }
-        if verdict.reason == common::HOSTNAME_NOT_ALLOWED {
+        // The hostname fact decides HostnameNotAllowed; the exposure's own verdict may carry it
+        // once that fact is stated, for the sentences it appends (a Route that may remain).
+        let refused = matches!(self.hostname, Some(Hostname::Refused { .. }));
+        if verdict.reason == common::HOSTNAME_NOT_ALLOWED
+            && !(refused && condition == ConditionType::ExposureReady)
+        {
             return Err(FactsError::HostnameIsAFact { condition });
         }
         if verdict.subject.is_some() && !self.kind.has_subjects() {
@@ -328,6 +333,12 @@ impl PassFacts {
                 )
             }
             (ConditionType::ConfigurationValid, _) => refusal,
+            // The exposure's own refusal: the hostname's words and what it appended.
+            (ConditionType::ExposureReady, Some(other))
+                if other.reason == common::HOSTNAME_NOT_ALLOWED =>
+            {
+                other.clone()
+            }
             (ConditionType::ExposureReady, Some(other)) => {
                 other.restated(common::HOSTNAME_NOT_ALLOWED, message)
             }

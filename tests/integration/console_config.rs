@@ -260,3 +260,98 @@ async fn console_exposure_policy_invalid_is_retried() {
     // Nothing the operator watches changes: the (shortened) five-minute recheck applies it.
     env.wait("ops", "ConfigurationValid", "AsExpected").await;
 }
+
+/// The console's Events of a reason.
+async fn warnings(env: &super::console_support::Env, name: &str, reason: &str) -> usize {
+    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client.clone(), NS);
+    let list = api
+        .list(&kube::api::ListParams::default())
+        .await
+        .expect("events");
+    list.items
+        .iter()
+        .filter(|e| {
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
+                && e.reason.as_deref() == Some(reason)
+        })
+        .map(|e| e.deprecated_count.unwrap_or(1).max(1) as usize)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_with_an_allowed_image_and_a_refused_hostname_stalls_and_withdraws() {
+    let env = start(
+        super::console_support::with_controllers(),
+        OperatorSettings {
+            exposure_allowed_host_suffixes: vec!["apps.example.com".into()],
+            ..settings()
+        },
+        true,
+    )
+    .await;
+    env.console(
+        "web",
+        json!({"image": IMAGE, "exposure": {"type": "ingress", "hostname": "web.apps.example.com"}}),
+    )
+    .await;
+    let obj = env.ready("web").await;
+    assert!(obj.status.and_then(|s| s.url).is_some(), "served first");
+
+    // Changed to a refused hostname: a stall with the hostname's words, the URL gone.
+    env.merge(
+        "web",
+        json!({"spec": {"exposure": {"hostname": "web.evil.io"}}}),
+    )
+    .await;
+    stalled(
+        &env,
+        "web",
+        "HostnameNotAllowed",
+        &["web.evil.io", "apps.example.com"],
+    )
+    .await;
+    let obj = env.wait("web", "ExposureReady", "HostnameNotAllowed").await;
+    assert_eq!(state(&obj, "ExposureReady").0, "False");
+    let status = obj.status.expect("status");
+    assert_eq!(status.url, None);
+    assert!(status.published_exposure_kinds.is_empty());
+    assert_eq!(warnings(&env, "web", "HostnameNotAllowed").await, 1);
+    assert_eq!(warnings(&env, "web", "ReconciliationFailed").await, 0);
+
+    // Allowed again, then paused, then refused while paused: nothing stale stays on show.
+    env.merge(
+        "web",
+        json!({"spec": {"exposure": {"hostname": "web.apps.example.com"}}}),
+    )
+    .await;
+    let obj = env.ready("web").await;
+    assert!(obj.status.and_then(|s| s.url).is_some(), "served again");
+    env.merge(
+        "web",
+        json!({"metadata": {"annotations": {"pgtoolbox.fyannk.dev/reconcile": "skip"}}}),
+    )
+    .await;
+    env.merge(
+        "web",
+        json!({"spec": {"exposure": {"hostname": "web.evil.io"}}}),
+    )
+    .await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let obj = env.consoles().get("web").await.expect("console");
+        let status = obj.status.clone().unwrap_or_default();
+        let refused = state(&obj, "ExposureReady").1 == "HostnameNotAllowed";
+        if refused && status.url.is_none() && status.published_exposure_kinds.is_empty() {
+            assert!(
+                super::console_support::condition_of(&obj, "ExposureConfined").is_none(),
+                "a stale ExposureConfined: {status:?}"
+            );
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "paused with a refused hostname, still shown: {status:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -391,3 +391,42 @@ async fn a_seed_reproduces_the_clusters_choices() {
     spread.dedup();
     assert_eq!(spread.len(), 3, "{:?}", first.0);
 }
+
+#[tokio::test]
+async fn the_pgadmin_image_refuses_what_the_real_one_refuses() {
+    let (_sim, client) = cluster("img").await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "img");
+    // The real image's entrypoint refuses a special-use e-mail domain (tests/real found it).
+    let refused = pod(
+        "refused",
+        json!({"containers": [{"name": "pgadmin", "image": "docker.io/dpage/pgadmin4:9.10",
+            "env": [{"name": "PGADMIN_DEFAULT_EMAIL", "value": "admin@p.team-a.pgadmin.local"}]}]}),
+    );
+    pods.create(&PostParams::default(), &refused).await.unwrap();
+    until(&pods, "refused", "CrashLoopBackOff", |p: &Pod| {
+        waiting(p).is_some_and(|w| w.0 == "CrashLoopBackOff")
+    })
+    .await;
+    // Allowed, it runs; and a probe on a port the container does not declare never passes.
+    let allowed = pod(
+        "allowed",
+        json!({"containers": [{"name": "pgadmin", "image": "docker.io/dpage/pgadmin4:9.10",
+            "readinessProbe": {"httpGet": {"path": "/misc/ping", "port": "http"}},
+            "env": [{"name": "PGADMIN_DEFAULT_EMAIL", "value": "admin@p.team-a.pgadmin.local"},
+                {"name": "PGADMIN_CONFIG_ALLOW_SPECIAL_EMAIL_DOMAINS", "value": "'local'"}]}]}),
+    );
+    pods.create(&PostParams::default(), &allowed).await.unwrap();
+    assert_eq!(
+        until_event(&client, "img", "allowed", "Unhealthy").await,
+        "Readiness probe errored: couldn't find port: http"
+    );
+    let p = pods.get("allowed").await.unwrap();
+    assert_eq!(
+        p.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Running")
+    );
+    assert_eq!(
+        pod_condition(&p, "Ready").map(|c| c.0).as_deref(),
+        Some("False")
+    );
+}

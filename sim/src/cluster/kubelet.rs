@@ -8,7 +8,8 @@
 //! image is `InvalidImageName`; `optional: true` is honoured. Containers of Pods with
 //! `restartPolicy: Never/OnFailure` run for `pod_start` and exit. Deleted Pods go after a short
 //! grace. Workload faults: ImagePullBackOff, CrashLoopBackOff, NotReady, StuckTerminating (Pods),
-//! JobFailed (the Job owning the Pod).
+//! JobFailed (the Job owning the Pod). What the images refuse as the real programs do (a pgAdmin
+//! configuration the real one cannot load, a probe on an undeclared port) is in `image_rules`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -17,6 +18,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+use super::image_rules;
 use super::nodes::node_ip;
 use super::util::{self, fnv64, hex64, is_deleting, is_terminal, str_at};
 use super::{
@@ -281,16 +283,15 @@ fn qos_class(pod: &Value) -> &'static str {
 }
 
 /// What the containers of a started Pod are doing.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 enum Run {
     Running {
         ready: bool,
+        /// Why the readiness probe cannot even be run, when it cannot.
+        probe_error: Option<String>,
     },
     /// Exited; `restarting` when the restart policy brings it back (after a back-off).
-    Exited {
-        code: i64,
-        restarting: bool,
-    },
+    Exited { code: i64, restarting: bool },
 }
 
 impl Kubelet {
@@ -689,7 +690,12 @@ impl Kubelet {
         let policy = str_at(pod, "/spec/restartPolicy").unwrap_or("Always");
         let job_fails =
             owning_job(tx, pod, ns).is_some_and(|j| ctx.fault(WorkloadFault::JobFailed, &j));
-        if ctx.fault(WorkloadFault::CrashLoopBackOff, pod) || (job_fails && policy != "Always") {
+        // A program the image refuses its configuration exits at every start (image_rules).
+        let refused = image_rules::start_refusal(pod).is_some();
+        if refused
+            || ctx.fault(WorkloadFault::CrashLoopBackOff, pod)
+            || (job_fails && policy != "Always")
+        {
             return Run::Exited {
                 code: 1,
                 restarting: policy != "Never",
@@ -701,8 +707,10 @@ impl Kubelet {
                 restarting: false,
             };
         }
+        let probe_error = image_rules::probe_error(pod);
         Run::Running {
-            ready: !ctx.fault(WorkloadFault::NotReady, pod),
+            ready: !ctx.fault(WorkloadFault::NotReady, pod) && probe_error.is_none(),
+            probe_error,
         }
     }
 
@@ -758,7 +766,7 @@ impl Kubelet {
             return Ok(self.after_start(ctx, tx, &stored));
         }
         match self.run_outcome(ctx, tx, pod) {
-            Run::Running { ready } => {
+            Run::Running { ready, probe_error } => {
                 let stored = self.start_containers(
                     ctx,
                     tx,
@@ -773,7 +781,9 @@ impl Kubelet {
                         &stored,
                         EventKind::Warning,
                         "Unhealthy",
-                        "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                        probe_error.as_deref().unwrap_or(
+                            "Readiness probe failed: HTTP probe failed with statuscode: 503",
+                        ),
                         Some(node),
                     )?;
                     return Ok(Next::After(RECHECK));

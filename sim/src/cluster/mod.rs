@@ -31,6 +31,7 @@ pub mod cnpg;
 mod deployment;
 mod endpoints;
 pub mod faults;
+mod image_rules;
 mod job;
 mod kubelet;
 pub mod net;

@@ -160,10 +160,26 @@ impl ConsoleReconciler {
                         .await?;
                 converged = report.converged();
             }
-            let facts = facts
+            let mut facts = facts
                 .with_hostname(hostname)
-                .map_err(ReconcileError::other)?
-                .with_children_converged(converged);
+                .map_err(ReconcileError::other)?;
+            if host_refusal.is_some() {
+                // Withdrawn while paused too: nothing is served, nothing confines it.
+                let stored = obj.status.clone().unwrap_or_default();
+                let none: Option<String> = None;
+                facts = facts
+                    .with_status_field(StatusField::Url, &none, &stored.url)
+                    .and_then(|f| {
+                        f.with_status_field(
+                            StatusField::PublishedExposureKinds,
+                            &Vec::new(),
+                            &stored.published_exposure_kinds,
+                        )
+                    })
+                    .and_then(|f| f.without_advisory(ConditionType::ExposureConfined))
+                    .map_err(ReconcileError::other)?;
+            }
+            let facts = facts.with_children_converged(converged);
             return self.finish(obj, facts, cx).await;
         }
 
@@ -478,7 +494,9 @@ impl ConsoleReconciler {
                 .with_aspect(ConditionType::WorkloadReady, verdict)
                 .map_err(ReconcileError::other)?;
         }
-        if config.valid() {
+        // A refused hostname's verdict is the exposure's too (HostnameNotAllowed, with what it
+        // appended), whatever the configuration says.
+        if config.valid() || host_refusal.is_some() {
             facts = facts
                 .with_aspect(ConditionType::ExposureReady, decision.verdict.clone())
                 .map_err(ReconcileError::other)?;

@@ -191,6 +191,10 @@ impl PgAdminReconciler {
                 self.apply_exposure(obj, cx, &owner, &names, &exposure)
                     .await?,
             );
+            // The exposure's verdict keeps what it appended (an exposure that may remain).
+            facts = facts
+                .with_aspect(ConditionType::ExposureReady, exposure.verdict.clone())
+                .map_err(PgAdminError::from)?;
         }
         if facts.paused {
             if refusal.is_some() {

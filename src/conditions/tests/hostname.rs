@@ -269,3 +269,40 @@ fn the_hostname_is_a_fact_only_of_kinds_that_publish() {
     );
     assert!(agent.hostname().is_none());
 }
+
+#[test]
+fn the_exposures_own_refusal_keeps_what_it_appended() {
+    // The exposure decision words a refused hostname itself and appends the fixed sentence of
+    // an exposure that may remain; stated after the hostname fact, it is kept whole.
+    let sentence = "the operator may not read Routes in team-b: a Route orders-console published \
+                    before may remain; delete it by hand";
+    let exposure = Verdict::fails(
+        common::HOSTNAME_NOT_ALLOWED,
+        format!("{REFUSAL}; {sentence}"),
+    );
+    for kind in exposure_kinds() {
+        let facts = PassFacts::new(kind, 1)
+            .with_hostname(refused())
+            .and_then(|f| f.with_aspect(C::ExposureReady, exposure.clone()))
+            .expect("stated after the hostname");
+        let update = derive(&facts, &[], t(0));
+        let c = get(&update.conditions, C::ExposureReady);
+        assert_eq!(c.reason, "HostnameNotAllowed", "{kind:?}");
+        assert!(c.message.ends_with(sentence), "{kind:?}: {}", c.message);
+        let config = get(&update.conditions, C::ConfigurationValid);
+        assert_eq!(
+            (config.status.as_str(), config.reason.as_str()),
+            ("False", "HostnameNotAllowed")
+        );
+        assert_eq!(hostname_warnings(&update), 1, "{kind:?}");
+        // Never for ConfigurationValid, and never without the fact.
+        assert_eq!(
+            PassFacts::new(kind, 1)
+                .with_hostname(refused())
+                .and_then(|f| f.with_aspect(C::ConfigurationValid, exposure.clone())),
+            Err(FactsError::HostnameIsAFact {
+                condition: C::ConfigurationValid
+            })
+        );
+    }
+}

@@ -455,7 +455,9 @@ fn the_servers_file_is_what_pgadmin_imports_and_its_hash_follows_credentials() {
     assert_eq!(server["Port"], 5432);
     assert_eq!(server["Username"], "app");
     assert_eq!(server["Group"], "team-a");
-    assert_eq!(server["PassFile"], "/pgadmin-servers/server-1.pgpass");
+    // Resolved by pgAdmin in the shared storage holding the Pod's 0600 copies.
+    assert_eq!(server["PassFile"], "pgtoolbox-credentials:/server-1.pgpass");
+    assert_eq!(server["SharedUsername"], "app");
     assert_eq!(
         file.data["server-1.pgpass"],
         "orders-rw.team-a.svc:5432:*:app:s3cr\\:et\n"
@@ -725,7 +727,25 @@ fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
     let command = serde_json::to_value(&job).unwrap()["spec"]["template"]["spec"]["containers"][0]
         ["command"]
         .clone();
-    assert_eq!(command[2], "load-servers");
-    assert_eq!(command[3], "/pgadmin-servers/servers.json");
+    assert_eq!(command[0], "/bin/sh");
+    let script = command[2].as_str().unwrap();
+    assert!(
+        script.contains(
+            "/venv/bin/python3 /pgadmin4/setup.py load-servers '/pgadmin-servers/servers.json' \
+             --user 'admin@team-pgadmin.team-a.pgadmin.local' --replace"
+        ),
+        "{script}"
+    );
+    // Built as the entrypoint builds it, before setup.py reads it; checked afterwards.
+    assert!(script.find("config_distro.py") < script.find("load-servers"));
+    assert!(script.contains("dump-servers"), "{script}");
+    // pgAdmin reads the copies, never the Secret volume itself (libpq refuses its modes).
+    let d = serde_json::to_value(deployment(&input).unwrap().0).unwrap();
+    let pod = &d["spec"]["template"]["spec"];
+    assert_eq!(pod["initContainers"][0]["name"], "credentials");
+    let mounts = pod["containers"][0]["volumeMounts"].to_string();
+    assert!(!mounts.contains("/pgadmin-servers"), "{mounts}");
+    assert!(mounts.contains("/pgtoolbox-credentials"), "{mounts}");
+    assert!(pod["volumes"].to_string().contains("\"medium\":\"Memory\""));
     assert_eq!(names.servers_secret, "team-pgadmin-pgadmin-servers");
 }
