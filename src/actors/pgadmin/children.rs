@@ -236,11 +236,13 @@ impl PgAdminReconciler {
             .apply(&self.caches.jobs, owner, jobs)
             .await
             .map_err(PgAdminError::from)?;
+        // Only the registration Job's own creation starts a registration (the backup Job of an
+        // image change is applied in the same call).
         if existing.is_none()
             && job_report
                 .verdicts
                 .iter()
-                .any(|v| matches!(v, ChildVerdict::Applied { .. }))
+                .any(|v| matches!(v, ChildVerdict::Applied { name } if *name == job_name))
         {
             facts = facts
                 .with_event(
