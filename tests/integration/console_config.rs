@@ -256,6 +256,27 @@ async fn console_exposure_policy_invalid_is_retried() {
         &["ops-ingress", "422"],
     )
     .await;
+    // Nothing is published while the policy is refused: no Route, no URL, no confinement.
+    let routes = super::sim_net_support::api(
+        &env.client,
+        Some(NS),
+        "route.openshift.io",
+        "Route",
+        "routes",
+    );
+    assert!(
+        routes
+            .get_opt("ops-console")
+            .await
+            .expect("readable")
+            .is_none(),
+        "a Route published without its policy"
+    );
+    let obj = env.consoles().get("ops").await.expect("console");
+    let status = obj.status.clone().expect("status");
+    assert_eq!(status.url, None);
+    assert!(status.published_exposure_kinds.is_empty(), "{status:?}");
+    assert!(super::console_support::condition_of(&obj, "ExposureConfined").is_none());
     env.sim.admin().clear_faults();
     // Nothing the operator watches changes: the (shortened) five-minute recheck applies it.
     env.wait("ops", "ConfigurationValid", "AsExpected").await;

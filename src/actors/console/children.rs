@@ -152,8 +152,15 @@ pub async fn apply_all(
             .await
             .map_err(e)?;
     }
+    // A refused ingress policy publishes nothing until it is accepted: an exposure applied
+    // meanwhile would serve the console unconfined.
+    let exposure = if refusal(&applied.policy).is_some() {
+        None
+    } else {
+        plan.exposure
+    };
     applied.exposure =
-        apply_exposure(caches, applier, owner, input, plan.exposure, plan.readable).await?;
+        apply_exposure(caches, applier, owner, input, exposure, plan.readable).await?;
     Ok(applied)
 }
 

@@ -501,7 +501,22 @@ impl ConsoleReconciler {
                 .with_aspect(ConditionType::ExposureReady, decision.verdict.clone())
                 .map_err(ReconcileError::other)?;
         }
-        if proceeds {
+        if policy_refused.is_some() && host_refusal.is_none() {
+            // Nothing is published while the policy is refused (or remembered refused): no URL,
+            // no published kind, no confinement to speak of.
+            let none: Option<String> = None;
+            facts = facts
+                .without_advisory(ConditionType::ExposureConfined)
+                .and_then(|f| f.with_status_field(StatusField::Url, &none, &stored.url))
+                .and_then(|f| {
+                    f.with_status_field(
+                        StatusField::PublishedExposureKinds,
+                        &Vec::new(),
+                        &stored.published_exposure_kinds,
+                    )
+                })
+                .map_err(ReconcileError::other)?;
+        } else if proceeds {
             facts = match &confinement.verdict {
                 Some(v) => facts.with_advisory(ConditionType::ExposureConfined, v.clone()),
                 None => facts.without_advisory(ConditionType::ExposureConfined),
