@@ -167,17 +167,22 @@ fn qualified(t: &Target) -> String {
 
 fn injected_error(code: u16) -> ApiError {
     let reason = match code {
+        403 => "Forbidden",
+        422 => "Invalid",
         429 => "TooManyRequests",
         500 => "InternalError",
         503 => "ServiceUnavailable",
         504 => "Timeout",
         _ => "InternalError",
     };
-    let mut e = ApiError::new(
-        code,
-        reason,
-        format!("injected fault: the server answered {code}"),
-    );
+    // A 403 on a write is what a denying admission webhook answers, in its words.
+    let message = match code {
+        403 => format!(
+            "admission webhook \"deny.sim.local\" denied the request: injected fault: the server answered {code}"
+        ),
+        _ => format!("injected fault: the server answered {code}"),
+    };
+    let mut e = ApiError::new(code, reason, message);
     if code == 429 || code == 503 {
         e.details = Some(Box::new(crate::error::Details {
             retry_after_seconds: Some(1),

@@ -129,6 +129,9 @@ impl Outcome {
 pub enum ReconcileError {
     #[error("kubernetes API: {0}")]
     Kube(#[from] kube::Error),
+    /// A child write the server refused: classified by its answer.
+    #[error(transparent)]
+    Refused(#[from] crate::children::ChildRefusal),
     #[error("{0}")]
     Other(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// A pass that failed after it had decided: the timers of its decision (an expiry, the
@@ -202,6 +205,10 @@ impl PassFailure<'_> {
         match self {
             Self::Error(err) => match err.cause() {
                 ReconcileError::Kube(err) => ClassifiedError::from_kube(err),
+                ReconcileError::Refused(refusal) => {
+                    ClassifiedError::new(refusal.class(), &refusal.to_string())
+                }
+                ReconcileError::Other(boxed) => classify_chain(boxed.as_ref()),
                 other => ClassifiedError::new(ErrorClass::ReconciliationFailed, &other.to_string()),
             },
             Self::Panicked(_) => {
@@ -209,6 +216,25 @@ impl PassFailure<'_> {
             }
         }
     }
+}
+
+/// A kind's own error classified by the first API answer in its chain of causes (a kind wraps
+/// kube's errors and the applier's refusals), else ReconciliationFailed.
+fn classify_chain(error: &(dyn std::error::Error + 'static)) -> ClassifiedError {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        let class = if let Some(kube) = e.downcast_ref::<kube::Error>() {
+            Some(ClassifiedError::from_kube(kube).class)
+        } else {
+            e.downcast_ref::<crate::children::ChildRefusal>()
+                .map(crate::children::ChildRefusal::class)
+        };
+        if let Some(class) = class {
+            return ClassifiedError::new(class, &error.to_string());
+        }
+        cause = e.source();
+    }
+    ClassifiedError::new(ErrorClass::ReconciliationFailed, &error.to_string())
 }
 
 impl From<crate::status::StatusError> for ReconcileError {

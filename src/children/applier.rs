@@ -106,6 +106,41 @@ impl ApplyReport {
             .iter()
             .find(|v| matches!(v, ChildVerdict::NotOwned { .. }))
     }
+
+    /// The first child the server refused, with its answer.
+    pub fn refusal(&self) -> Option<ChildRefusal> {
+        self.verdicts.iter().find_map(|v| match v {
+            ChildVerdict::Refused {
+                name,
+                code,
+                reason,
+                message,
+            } => Some(ChildRefusal {
+                name: name.clone(),
+                code: *code,
+                reason: reason.clone(),
+                message: message.clone(),
+            }),
+            _ => None,
+        })
+    }
+}
+
+/// A child write the API server refused (an admission webhook or policy, a 422): the pass
+/// ends as an error of the class the answer shows (AdmissionDenied, QuotaExceeded, ...).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the API server refused {name} ({code}): {message}")]
+pub struct ChildRefusal {
+    pub name: String,
+    pub code: u16,
+    pub reason: String,
+    pub message: String,
+}
+
+impl ChildRefusal {
+    pub fn class(&self) -> crate::conditions::ErrorClass {
+        crate::conditions::classify(self.code, &self.reason, &self.message)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -14,8 +14,8 @@ mod synced;
 
 pub use crate::reconcile::children::{Component, MANAGED_BY, MANAGED_BY_LABEL};
 pub use applier::{
-    APPLIED_HASH_ANNOTATION, Applier, ApplyError, ApplyReport, ChildOwner, ChildVerdict, Desired,
-    FIELD_MANAGER, unchanged,
+    APPLIED_HASH_ANNOTATION, Applier, ApplyError, ApplyReport, ChildOwner, ChildRefusal,
+    ChildVerdict, Desired, FIELD_MANAGER, unchanged,
 };
 pub use caches::{CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
 pub use contents::Contents;

@@ -462,3 +462,49 @@ async fn pgadmin_paused_with_a_refused_hostname_withdraws_its_exposure() {
     }
     panic!("the Ingress under the refused hostname was not withdrawn");
 }
+
+#[tokio::test]
+async fn pgadmin_child_refused_by_admission_is_an_admission_denied_error() {
+    let env = start(cluster_config(), OperatorSettings::default()).await;
+    env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    // A webhook denies every write of a Deployment in the namespace.
+    for verb in ["create", "patch"] {
+        env.sim
+            .admin()
+            .inject_errors(&format!("{verb}:apps/deployments:{NS}"), 403, 10_000)
+            .expect("fault");
+    }
+    env.pgadmin(
+        "p",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}}}),
+    )
+    .await;
+    let obj = env.wait_reason("p", "Ready", "ReconcileError").await;
+    let ready = condition_of(&obj, "Ready").expect("Ready");
+    assert!(
+        ready.message.starts_with("AdmissionDenied: "),
+        "{}",
+        ready.message
+    );
+    assert!(
+        ready.message.contains("denied the request"),
+        "{}",
+        ready.message
+    );
+    env.wait_event("p", "AdmissionDenied").await;
+    // Once per class, not per retry.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let events = env.events("p").await;
+    assert_eq!(
+        events.iter().filter(|e| e.1 == "AdmissionDenied").count(),
+        1,
+        "{events:?}"
+    );
+    assert!(
+        !events.iter().any(|e| e.1 == "ReconciliationFailed"),
+        "{events:?}"
+    );
+    env.sim.admin().clear_faults();
+    env.wait("p", "Ready", |o| state(o, "Ready").0 == "True")
+        .await;
+}

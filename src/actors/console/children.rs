@@ -6,8 +6,7 @@ use k8s_openapi::api::networking::v1::NetworkPolicy;
 use crate::actors::ReconcileError;
 use crate::api::{ExposureKind, PgToolBoxConsole};
 use crate::children::{
-    Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, HttpRoute, OperatorCaches,
-    Route,
+    Applier, ApplyReport, ChildOwner, Component, Desired, HttpRoute, OperatorCaches, Route,
 };
 use crate::reconcile::console::{
     CONSOLE_PORT, ChildNames, PolicyAction, RenderInput, deployment, instance_ca, network_policy,
@@ -49,15 +48,7 @@ fn merge(into: &mut ApplyReport, report: ApplyReport) {
 
 /// The server's refusal of one child (422, admission 403): `(name, code, message)`.
 pub fn refusal(report: &ApplyReport) -> Option<(String, u16, String)> {
-    report.verdicts.iter().find_map(|v| match v {
-        ChildVerdict::Refused {
-            name,
-            code,
-            message,
-            ..
-        } => Some((name.clone(), *code, message.clone())),
-        _ => None,
-    })
+    report.refusal().map(|r| (r.name, r.code, r.message))
 }
 
 /// Which exposure stores this namespace can read: a kind refused here has no store to apply

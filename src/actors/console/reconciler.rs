@@ -21,7 +21,6 @@ use super::trust::other_policies;
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
 use crate::api::{PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions};
 use crate::children::{Applier, ChildOwner, ChildVerdict, OperatorCaches, Track, wait_synced};
-use crate::conditions::reasons::common;
 use crate::conditions::{ConditionType, Hostname, PassFacts, StatusField, Verdict};
 use crate::k8s::EventSink;
 use crate::messages::{KindKey, ObjectKey, TimerPurpose};
@@ -473,13 +472,13 @@ impl ConsoleReconciler {
             }
             if foreign.is_some() || policy_refused.is_some() {
                 config = decide_config(foreign.as_ref(), policy_refused.as_ref());
-            } else if let Some((name, code, message)) =
-                refusal(&applied.workload).or_else(|| refusal(&applied.exposure))
+            } else if let Some(refusal) = applied
+                .workload
+                .refusal()
+                .or_else(|| applied.exposure.refusal())
             {
-                workload = Some(Verdict::fails(
-                    common::RECONCILIATION_FAILED,
-                    format!("the API server refused {name} ({code}): {message}"),
-                ));
+                // Ends the pass as an error of its class (AdmissionDenied, ...).
+                return Err(refusal.into());
             } else {
                 workload = Some(self.workload(&owner, &names.workload, &pods));
             }

@@ -251,10 +251,9 @@ impl EvidenceAgentReconciler {
                     };
                     agent.foreign_child = Some(&foreign);
                     outcome = decide(&agent);
-                } else if let Some(refused) = refused(&report) {
-                    facts = facts
-                        .with_aspect(ConditionType::WorkloadReady, refused)
-                        .map_err(ReconcileError::other)?;
+                } else if let Some(refusal) = report.refusal() {
+                    // Ends the pass as an error of its class (AdmissionDenied, ...).
+                    return Err(refusal.into());
                 } else {
                     facts = self.judge_children(
                         facts,
@@ -533,22 +532,6 @@ fn desired<C>(object: C) -> Desired<C> {
         component: Component::EvidenceAgent,
         object,
     }
-}
-
-/// A child the server refused: the workload cannot be rendered as asked.
-fn refused(report: &ApplyReport) -> Option<Verdict> {
-    report.verdicts.iter().find_map(|v| match v {
-        ChildVerdict::Refused {
-            name,
-            code,
-            message,
-            ..
-        } => Some(Verdict::fails(
-            common::RECONCILIATION_FAILED,
-            format!("the API server refused {name} ({code}): {message}"),
-        )),
-        _ => None,
-    })
 }
 
 impl Reconciler for EvidenceAgentReconciler {

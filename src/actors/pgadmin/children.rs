@@ -9,7 +9,7 @@ use super::secrets::{ServersOutcome, ensure_login_secret};
 use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::PgAdmin;
 use crate::children::{Applier, ApplyReport, ChildOwner, ChildVerdict, Component};
-use crate::conditions::reasons::{common, pgadmin};
+use crate::conditions::reasons::pgadmin;
 use crate::conditions::{ConditionStatus, ConditionType, PassFacts, Verdict, find_condition};
 use crate::messages::ObjectKey;
 use crate::reconcile::pgadmin::{
@@ -272,10 +272,13 @@ impl PgAdminReconciler {
             .caches
             .deployments
             .get(&ObjectKey::new(ns, names.workload.as_str()));
-        let workload = match (refused(&report), &gate.pending, gate.upgrade) {
-            (Some(v), _, _) => v,
-            (None, Some(pending), _) => pending.clone(),
-            (None, None, UpgradeGate::BackingUp { job, .. }) => Verdict::fails(
+        // A refused child ends the pass as an error of its class (AdmissionDenied, ...).
+        if let Some(refusal) = report.refusal() {
+            return Err(refusal.into());
+        }
+        let workload = match (&gate.pending, gate.upgrade) {
+            (Some(pending), _) => pending.clone(),
+            (None, UpgradeGate::BackingUp { job, .. }) => Verdict::fails(
                 pgadmin::UPGRADE_BACKUP_RUNNING,
                 format!(
                     "Job {job} backs up the settings database before {} replaces {}; the old image keeps running",
@@ -283,7 +286,7 @@ impl PgAdminReconciler {
                     input.image
                 ),
             ),
-            (None, None, UpgradeGate::Failed { job, fact, .. }) => Verdict::fails(
+            (None, UpgradeGate::Failed { job, fact, .. }) => Verdict::fails(
                 pgadmin::UPGRADE_BACKUP_FAILED,
                 format!(
                     "Job {job} failed to back up the settings database ({fact}): {} keeps running; fix it and delete the Job, or set {SKIP_UPGRADE_BACKUP_ANNOTATION}: {}",
@@ -291,7 +294,7 @@ impl PgAdminReconciler {
                     decided_target(obj, input)
                 ),
             ),
-            (None, None, _) => {
+            (None, _) => {
                 workload_verdict(&names.workload, deployment.as_deref(), &replica_sets, &pods)
             }
         };
@@ -348,20 +351,4 @@ fn pgadmin_image(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<
         .find(|c| c.name == "pgadmin")?
         .image
         .as_deref()
-}
-
-/// A child the server refused: the workload cannot be rendered as asked.
-fn refused(report: &ApplyReport) -> Option<Verdict> {
-    report.verdicts.iter().find_map(|v| match v {
-        ChildVerdict::Refused {
-            name,
-            code,
-            message,
-            ..
-        } => Some(Verdict::fails(
-            common::RECONCILIATION_FAILED,
-            format!("the API server refused {name} ({code}): {message}"),
-        )),
-        _ => None,
-    })
 }
