@@ -1,0 +1,206 @@
+//! Rules a real API server applies to every write whatever the kind: nulls read as absent in
+//! non-nullable CRD fields.
+
+use kube::api::{
+    Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams, ValidationDirective,
+};
+use kube::core::GroupVersionKind;
+use pgtoolbox_sim::SimConfig;
+use serde_json::{Value, json};
+
+use crate::sim_support::{cnpg_clusters, refusal, start_with};
+
+/// A Cluster CRD with a structural status in the shape of CloudNativePG's own (the embedded
+/// one keeps status as sent): `status.certificates.serverAltDNSNames` is a plain string list,
+/// not nullable, as upstream declares it. Plus a kind with a nullable field.
+const STRUCTURAL_CRDS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: clusters.postgresql.cnpg.io
+spec:
+  group: postgresql.cnpg.io
+  scope: Namespaced
+  names: {kind: Cluster, listKind: ClusterList, plural: clusters, singular: cluster}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      subresources: {status: {}}
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                instances: {type: integer, minimum: 1}
+                description: {type: string}
+            status:
+              type: object
+              properties:
+                phase: {type: string}
+                certificates:
+                  type: object
+                  properties:
+                    serverAltDNSNames: {type: array, items: {type: string}}
+                    serverCASecret: {type: string}
+                    expirations: {type: object, additionalProperties: {type: string}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec:
+              type: object
+              properties:
+                note: {type: string, nullable: true}
+                size: {type: integer}
+                mode: {type: string, default: fast}
+"#;
+
+fn widgets(client: &kube::Client) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    Api::default_namespaced_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(&gvk, "widgets"),
+    )
+}
+
+fn dynamic(value: Value) -> DynamicObject {
+    serde_json::from_value(value).expect("object")
+}
+
+#[tokio::test]
+async fn nulls_in_non_nullable_fields_read_as_absent_on_every_write() {
+    let (_sim, client) = start_with(SimConfig {
+        external_crds: false,
+        extra_crds: vec![STRUCTURAL_CRDS.to_string()],
+        ..SimConfig::default()
+    })
+    .await;
+    let clusters = cnpg_clusters(&client, "default");
+    let pp = PostParams::default();
+    let created = clusters
+        .create(
+            &pp,
+            &dynamic(json!({
+                "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+                "metadata": {"name": "pg"}, "spec": {"instances": 1, "description": null},
+            })),
+        )
+        .await
+        .expect("a null in a non-nullable field is dropped on create");
+    assert_eq!(created.data["spec"], json!({"instances": 1}));
+
+    // Update (PUT), with a null in spec.
+    let mut fresh = clusters.get("pg").await.expect("get");
+    fresh.data["spec"]["description"] = Value::Null;
+    fresh.data["spec"]["instances"] = json!(2);
+    let updated = clusters
+        .replace("pg", &pp, &fresh)
+        .await
+        .expect("update with a null");
+    assert_eq!(updated.data["spec"], json!({"instances": 2}));
+
+    // JSON patch adding a null, under Strict field validation (kubectl's default): a null is
+    // not an unknown field.
+    let strict = PatchParams {
+        field_validation: Some(ValidationDirective::Strict),
+        ..PatchParams::default()
+    };
+    let patched = clusters
+        .patch(
+            "pg",
+            &strict,
+            &Patch::<Value>::Json(
+                serde_json::from_value(
+                    json!([{"op": "add", "path": "/spec/description", "value": null}]),
+                )
+                .expect("json patch"),
+            ),
+        )
+        .await
+        .expect("json patch with a null");
+    assert_eq!(patched.data["spec"], json!({"instances": 2}));
+
+    // Status write (PUT /status), what CloudNativePG's status updates send.
+    let mut with_status = clusters.get("pg").await.expect("get");
+    with_status.data["status"] = json!({
+        "phase": "Cluster in healthy state",
+        "certificates": {"serverAltDNSNames": null, "serverCASecret": "pg-ca", "expirations": null},
+    });
+    let written = clusters
+        .replace_status("pg", &pp, &with_status)
+        .await
+        .expect("a status write with serverAltDNSNames: null");
+    assert_eq!(
+        written.data["status"]["certificates"],
+        json!({"serverCASecret": "pg-ca"})
+    );
+    let stored = clusters.get("pg").await.expect("get");
+    assert!(
+        stored.data["status"]["certificates"]
+            .get("serverAltDNSNames")
+            .is_none(),
+        "{stored:?}"
+    );
+
+    // Status patch (JSON patch through /status) with a null.
+    let patched = clusters
+        .patch_status(
+            "pg",
+            &PatchParams::default(),
+            &Patch::<Value>::Json(
+                serde_json::from_value(json!([
+                    {"op": "add", "path": "/status/certificates/serverAltDNSNames", "value": null},
+                    {"op": "add", "path": "/status/phase", "value": null},
+                ]))
+                .expect("json patch"),
+            ),
+        )
+        .await
+        .expect("a status patch with nulls");
+    assert_eq!(
+        patched.data["status"],
+        json!({"certificates": {"serverCASecret": "pg-ca"}})
+    );
+
+    // A nullable field keeps its null; a defaulted one is defaulted; a wrong type is still
+    // refused.
+    let w = widgets(&client)
+        .create(
+            &pp,
+            &dynamic(json!({
+                "apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": {"note": null, "size": null, "mode": null},
+            })),
+        )
+        .await
+        .expect("widget");
+    assert_eq!(w.data["spec"], json!({"note": null, "mode": "fast"}));
+    let (code, reason, message) = refusal(
+        widgets(&client)
+            .create(
+                &pp,
+                &dynamic(json!({
+                    "apiVersion": "example.com/v1", "kind": "Widget",
+                    "metadata": {"name": "bad"}, "spec": {"size": "big"},
+                })),
+            )
+            .await,
+    );
+    assert_eq!((code, reason.as_str()), (422, "Invalid"), "{message}");
+}
