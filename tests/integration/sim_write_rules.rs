@@ -1,6 +1,7 @@
 //! Rules a real API server applies to every write whatever the kind: nulls read as absent in
-//! non-nullable CRD fields.
+//! non-nullable CRD fields, one controller among the owner references.
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
     Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams, ValidationDirective,
 };
@@ -8,7 +9,7 @@ use kube::core::GroupVersionKind;
 use pgtoolbox_sim::SimConfig;
 use serde_json::{Value, json};
 
-use crate::sim_support::{cnpg_clusters, refusal, start_with};
+use crate::sim_support::{cnpg_clusters, raw, refusal, start, start_with};
 
 /// A Cluster CRD with a structural status in the shape of CloudNativePG's own (the embedded
 /// one keeps status as sent): `status.certificates.serverAltDNSNames` is a plain string list,
@@ -203,4 +204,105 @@ async fn nulls_in_non_nullable_fields_read_as_absent_on_every_write() {
             .await,
     );
     assert_eq!((code, reason.as_str()), (422, "Invalid"), "{message}");
+}
+
+fn owned_cm(name: &str, owners: Value) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "ownerReferences": owners}, "data": {"k": "v"},
+    }))
+    .expect("configmap")
+}
+
+fn owner(o: &ConfigMap, controller: bool) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "name": o.metadata.name, "uid": o.metadata.uid,
+        "controller": controller, "blockOwnerDeletion": true})
+}
+
+#[tokio::test]
+async fn only_one_owner_reference_may_be_the_controller() {
+    let (_sim, client) = start().await;
+    let pp = PostParams::default();
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    // Owners that exist, so their dependents are not collected as orphans.
+    let mut owners = Vec::new();
+    for name in ["a", "b", "c"] {
+        owners.push(
+            cms.create(&pp, &owned_cm(name, json!([])))
+                .await
+                .expect("owner"),
+        );
+    }
+    let uid = |i: usize| owners[i].metadata.uid.clone().unwrap_or_default();
+    let (a, b, c) = (&owners[0], &owners[1], &owners[2]);
+    let (code, reason, message) = refusal(
+        cms.create(
+            &pp,
+            &owned_cm("two", json!([owner(a, true), owner(b, true)])),
+        )
+        .await,
+    );
+    assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        message,
+        format!(
+            r#"ConfigMap "two" is invalid: metadata.ownerReferences: Invalid value: [{{"apiVersion":"v1","kind":"ConfigMap","name":"a","uid":"{}","controller":true,"blockOwnerDeletion":true}},{{"apiVersion":"v1","kind":"ConfigMap","name":"b","uid":"{}","controller":true,"blockOwnerDeletion":true}}]: Only one reference can have Controller set to true. Found "true" in references for ConfigMap/a and ConfigMap/b"#,
+            uid(0),
+            uid(1)
+        )
+    );
+    let (code, body) = raw(
+        &client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        "application/json",
+        serde_json::to_vec(&owned_cm("two", json!([owner(a, true), owner(b, true)])))
+            .expect("body"),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        body["details"]["causes"][0]["field"],
+        "metadata.ownerReferences"
+    );
+    assert_eq!(body["details"]["causes"][0]["reason"], "FieldValueInvalid");
+
+    // One controller among other owners is fine; a patch adding a second one is refused,
+    // on a custom resource too.
+    cms.create(
+        &pp,
+        &owned_cm("one", json!([owner(a, true), owner(b, false)])),
+    )
+    .await
+    .expect("one controller");
+    let second = Patch::Merge(json!({"metadata": {"ownerReferences": [
+        owner(a, true), owner(b, false), owner(c, true),
+    ]}}));
+    let (code, _, message) = refusal(cms.patch("one", &PatchParams::default(), &second).await);
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with(
+            r#"Only one reference can have Controller set to true. Found "true" in references for ConfigMap/a and ConfigMap/c"#
+        ),
+        "{message}"
+    );
+    let clusters = cnpg_clusters(&client, "default");
+    let (code, _, message) = refusal(
+        clusters
+            .create(
+                &pp,
+                &dynamic(json!({
+                    "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+                    "metadata": {"name": "pg", "ownerReferences": [owner(a, true), owner(c, true)]},
+                    "spec": {"instances": 1},
+                })),
+            )
+            .await,
+    );
+    assert_eq!(code, 422);
+    assert!(
+        message.starts_with(
+            r#"Cluster.postgresql.cnpg.io "pg" is invalid: metadata.ownerReferences: Invalid value: "#
+        ),
+        "{message}"
+    );
 }
