@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::faults::Verdict;
-use crate::filter::{Filter, decode_continue, encode_continue};
+use crate::filter::{Filter, decode_continue, encode_continue, validate_list_options};
 use crate::ops::{self, DeleteOpts, PatchKind, Subresource};
 use crate::resources::ResourceInfo;
 use crate::server::Server;
@@ -696,6 +696,7 @@ impl Ctx<'_> {
     }
 
     fn list(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
+        validate_list_options(query)?;
         let filter = Filter::from_query(query, self.info)?;
         let limit = match query.get("limit") {
             Some(l) => l
@@ -746,6 +747,7 @@ impl Ctx<'_> {
     }
 
     fn delete_collection(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
+        validate_list_options(query)?;
         let filter = Filter::from_query(query, self.info)?;
         let res = ops::res_key(self.info);
         // DeleteOptions from the query apply to every object (propagationPolicy, dryRun).

@@ -1,11 +1,16 @@
-//! Rules a real API server applies to every write whatever the kind: nulls read as absent in
-//! non-nullable CRD fields, one controller among the owner references.
+//! Rules a real API server applies to every write and list whatever the kind: nulls read as
+//! absent in non-nullable CRD fields, one controller among the owner references, the
+//! `resourceVersionMatch` rules of ListOptions.
 
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
     Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams, ValidationDirective,
 };
 use kube::core::GroupVersionKind;
+use kube::runtime::watcher;
 use pgtoolbox_sim::SimConfig;
 use serde_json::{Value, json};
 
@@ -305,4 +310,96 @@ async fn only_one_owner_reference_may_be_the_controller() {
         ),
         "{message}"
     );
+}
+
+#[tokio::test]
+async fn list_options_follow_the_resource_version_match_rules() {
+    let (_sim, client) = start().await;
+    let base = "/api/v1/namespaces/default/configmaps";
+    let (code, body) = raw(
+        &client,
+        "GET",
+        &format!("{base}?resourceVersionMatch=NotOlderThan"),
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(body["reason"], "Invalid");
+    assert_eq!(
+        body["message"],
+        r#"ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"#
+    );
+    assert_eq!(body["details"]["group"], "meta.k8s.io");
+    assert_eq!(body["details"]["kind"], "ListOptions");
+    assert_eq!(
+        body["details"]["causes"][0],
+        json!({"reason": "FieldValueForbidden", "field": "resourceVersionMatch",
+            "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"})
+    );
+
+    let (code, body) = raw(
+        &client,
+        "GET",
+        &format!("{base}?resourceVersion=0&resourceVersionMatch=Exact"),
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["message"],
+        r#"ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0""#
+    );
+
+    let (code, body) = raw(
+        &client,
+        "GET",
+        &format!("{base}?resourceVersion=1&resourceVersionMatch=Newest"),
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["message"],
+        r#"ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", """#
+    );
+
+    // What clients do send still works: kube's watcher lists with resourceVersion=0 and
+    // NotOlderThan, page after page.
+    let (code, _) = raw(
+        &client,
+        "GET",
+        &format!("{base}?resourceVersion=0&resourceVersionMatch=NotOlderThan"),
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(code, 200);
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    for i in 0..5 {
+        cms.create(
+            &PostParams::default(),
+            &owned_cm(&format!("c{i}"), json!([])),
+        )
+        .await
+        .expect("create");
+    }
+    let config = watcher::Config::default().any_semantic().page_size(2);
+    let mut events = watcher(cms.clone(), config).boxed();
+    let mut seen = 0;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(5), events.try_next())
+            .await
+            .expect("event in time")
+            .expect("no watcher error")
+            .expect("stream open");
+        match event {
+            watcher::Event::InitApply(_) => seen += 1,
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(seen, 5);
 }
