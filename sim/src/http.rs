@@ -464,6 +464,9 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         }
         "patch" => {
             let (kind, patch) = read_patch(body, &parts.headers).await?;
+            if kind == PatchKind::Apply && query.get("fieldManager").is_none_or(String::is_empty) {
+                return Err(crate::apply::field_manager_required());
+            }
             // An apply that creates the object needs `create` too, as on a real server.
             if kind == PatchKind::Apply && !identity.is_admin() {
                 let missing = server

@@ -1,6 +1,6 @@
 //! Rules a real API server applies to every write and list whatever the kind: nulls read as
 //! absent in non-nullable CRD fields, one controller among the owner references, the
-//! `resourceVersionMatch` rules of ListOptions.
+//! `resourceVersionMatch` rules of ListOptions, `fieldManager` required by apply.
 
 use std::time::Duration;
 
@@ -402,4 +402,43 @@ async fn list_options_follow_the_resource_version_match_rules() {
         }
     }
     assert_eq!(seen, 5);
+}
+
+#[tokio::test]
+async fn server_side_apply_requires_a_field_manager() {
+    let (_sim, client) = start().await;
+    let config = serde_json::to_vec(&json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"},
+    }))
+    .expect("body");
+    for query in ["", "?fieldManager=", "?force=true"] {
+        let (code, body) = raw(
+            &client,
+            "PATCH",
+            &format!("/api/v1/namespaces/default/configmaps/a{query}"),
+            "application/apply-patch+yaml",
+            config.clone(),
+        )
+        .await;
+        assert_eq!(code, 422, "{query}: {body}");
+        assert_eq!(body["reason"], "Invalid");
+        assert_eq!(
+            body["message"],
+            r#"PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch"#
+        );
+        assert_eq!(
+            body["details"]["causes"][0],
+            json!({"reason": "FieldValueRequired", "field": "fieldManager",
+                "message": "Required value: is required for apply patch"})
+        );
+    }
+    let (code, _) = raw(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/a?fieldManager=me",
+        "application/apply-patch+yaml",
+        config,
+    )
+    .await;
+    assert_eq!(code, 201);
 }
