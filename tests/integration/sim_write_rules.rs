@@ -1,6 +1,7 @@
 //! Rules a real API server applies to every write and list whatever the kind: nulls read as
 //! absent in non-nullable CRD fields, one controller among the owner references, the
-//! `resourceVersionMatch` rules of ListOptions, `fieldManager` required by apply.
+//! `resourceVersionMatch` rules of ListOptions, `fieldManager` required by apply, and no-op
+//! writes that change nothing.
 
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{
     Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams, ValidationDirective,
+    WatchEvent, WatchParams,
 };
 use kube::core::GroupVersionKind;
 use kube::runtime::watcher;
@@ -441,4 +443,111 @@ async fn server_side_apply_requires_a_field_manager() {
     )
     .await;
     assert_eq!(code, 201);
+}
+
+#[tokio::test]
+async fn no_op_writes_keep_the_resource_version_and_notify_nobody() {
+    let (_sim, client) = start().await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(client.clone());
+    let apply = PatchParams::apply("owner");
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "same", "labels": {"a": "1"}}, "data": {"k": "v"}});
+    let created = cms
+        .patch("same", &apply, &Patch::Apply(&body))
+        .await
+        .expect("apply creates");
+    let rv = created.metadata.resource_version.clone().expect("rv");
+    let mut stream = cms
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .expect("watch")
+        .boxed();
+
+    let same_rv = |o: ConfigMap, what: &str| {
+        assert_eq!(
+            o.metadata.resource_version.as_deref(),
+            Some(rv.as_str()),
+            "{what}"
+        );
+    };
+    same_rv(
+        cms.replace("same", &PostParams::default(), &created)
+            .await
+            .expect("put"),
+        "an update with the stored object",
+    );
+    same_rv(
+        cms.patch(
+            "same",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "v"}})),
+        )
+        .await
+        .expect("merge"),
+        "a merge patch setting the same value",
+    );
+    same_rv(
+        cms.patch(
+            "same",
+            &PatchParams::default(),
+            &Patch::<Value>::Json(
+                serde_json::from_value(
+                    json!([{"op": "replace", "path": "/metadata/labels/a", "value": "1"}]),
+                )
+                .expect("json patch"),
+            ),
+        )
+        .await
+        .expect("json"),
+        "a JSON patch setting the same value",
+    );
+    same_rv(
+        cms.patch(
+            "same",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"data": {"k": "v"}})),
+        )
+        .await
+        .expect("strategic"),
+        "a strategic merge patch setting the same value",
+    );
+    same_rv(
+        cms.patch("same", &apply, &Patch::Apply(&body))
+            .await
+            .expect("apply"),
+        "the same apply again",
+    );
+    same_rv(
+        cms.patch(
+            "same",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"resourceVersion": rv}})),
+        )
+        .await
+        .expect("precondition only"),
+        "a patch carrying only the current resourceVersion",
+    );
+
+    // The first event the watch sees is the first real change.
+    let changed = cms
+        .patch(
+            "same",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"k": "w"}})),
+        )
+        .await
+        .expect("a real change");
+    let changed_rv = changed.metadata.resource_version.expect("rv");
+    assert_ne!(changed_rv, rv);
+    let event = tokio::time::timeout(Duration::from_secs(5), stream.try_next())
+        .await
+        .expect("event in time")
+        .expect("no error")
+        .expect("stream open");
+    match event {
+        WatchEvent::Modified(o) => {
+            assert_eq!(o.metadata.resource_version, Some(changed_rv));
+        }
+        other => panic!("the no-op writes were reported: {other:?}"),
+    }
 }
