@@ -422,6 +422,21 @@ fn entry_for(manager: &str, api_version: &str, fields: &BTreeSet<Path>) -> Value
 }
 
 /// Apply `config` as `manager`; creates the object when it does not exist (201).
+/// An apply without `fieldManager`, refused as `ValidatePatchOptions` refuses it (422 on
+/// `PatchOptions.meta.k8s.io`, before the body is looked at).
+pub fn field_manager_required() -> ApiError {
+    ApiError::invalid(
+        "meta.k8s.io",
+        "PatchOptions",
+        "",
+        vec![Cause {
+            field: "fieldManager".into(),
+            message: "Required value: is required for apply patch".into(),
+            reason: "FieldValueRequired".into(),
+        }],
+    )
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn server_side_apply(
     server: &Server,
@@ -435,9 +450,7 @@ pub fn server_side_apply(
     force: bool,
 ) -> Result<(StatusCode, Arc<Value>), ApiError> {
     if manager.is_empty() {
-        return Err(ApiError::bad_request(
-            "fieldManager is required for apply requests",
-        ));
+        return Err(field_manager_required());
     }
     if config.get("metadata").is_some_and(|m| !m.is_object()) {
         return Err(ApiError::bad_request(

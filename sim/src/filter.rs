@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, Cause};
 use crate::ops;
 use crate::resources::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -122,6 +122,49 @@ pub fn decode_continue(token: &str) -> Result<ContinueToken, ApiError> {
         None => (String::new(), key.to_string()),
     };
     Ok(ContinueToken { after, rv })
+}
+
+/// `ValidateListOptions` for a list (not a watch): the `resourceVersionMatch` rules, refused
+/// as the real server refuses them (422 on `ListOptions.meta.k8s.io`). The rule against
+/// `resourceVersionMatch` with `continue` is left out: this server pages lists from
+/// `resourceVersion=0` too, where a real one answers in one page, and kube's watcher keeps
+/// its `NotOlderThan` on the next page.
+pub fn validate_list_options(query: &HashMap<String, String>) -> Result<(), ApiError> {
+    let get = |k: &str| query.get(k).map(String::as_str).unwrap_or("");
+    let (matching, rv) = (get("resourceVersionMatch"), get("resourceVersion"));
+    if matching.is_empty() {
+        return Ok(());
+    }
+    let forbidden = |message: &str| Cause {
+        field: "resourceVersionMatch".into(),
+        message: format!("Forbidden: {message}"),
+        reason: "FieldValueForbidden".into(),
+    };
+    let mut causes = Vec::new();
+    if rv.is_empty() {
+        causes.push(forbidden(
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ));
+    }
+    if matching != "Exact" && matching != "NotOlderThan" {
+        causes.push(Cause {
+            field: "resourceVersionMatch".into(),
+            message: format!(
+                "Unsupported value: {matching:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
+            ),
+            reason: "FieldValueNotSupported".into(),
+        });
+    }
+    if matching == "Exact" && rv == "0" {
+        causes.push(forbidden(
+            "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ));
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", causes))
+    }
 }
 
 #[cfg(test)]

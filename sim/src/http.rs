@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::faults::Verdict;
-use crate::filter::{Filter, decode_continue, encode_continue};
+use crate::filter::{Filter, decode_continue, encode_continue, validate_list_options};
 use crate::ops::{self, DeleteOpts, PatchKind, Subresource};
 use crate::resources::ResourceInfo;
 use crate::server::Server;
@@ -469,6 +469,9 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         }
         "patch" => {
             let (kind, patch) = read_patch(body, &parts.headers).await?;
+            if kind == PatchKind::Apply && query.get("fieldManager").is_none_or(String::is_empty) {
+                return Err(crate::apply::field_manager_required());
+            }
             // An apply that creates the object needs `create` too, as on a real server.
             if kind == PatchKind::Apply && !identity.is_admin() {
                 let missing = server
@@ -701,6 +704,7 @@ impl Ctx<'_> {
     }
 
     fn list(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
+        validate_list_options(query)?;
         let filter = Filter::from_query(query, self.info)?;
         let limit = match query.get("limit") {
             Some(l) => l
@@ -751,6 +755,7 @@ impl Ctx<'_> {
     }
 
     fn delete_collection(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
+        validate_list_options(query)?;
         let filter = Filter::from_query(query, self.info)?;
         let res = ops::res_key(self.info);
         // DeleteOptions from the query apply to every object (propagationPolicy, dryRun).

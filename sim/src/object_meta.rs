@@ -1,6 +1,7 @@
 //! The ObjectMeta rules every kind shares (apimachinery's `ValidateObjectMeta`): label keys are
 //! qualified names and values label values, annotation keys are qualified names, and all
-//! annotations together hold at most 256 KiB. Messages as the real server words them.
+//! annotations together hold at most 256 KiB, and at most one owner reference is the
+//! controller. Messages as the real server words them.
 
 use serde_json::Value;
 
@@ -43,7 +44,67 @@ pub fn check(obj: &Value) -> Vec<Cause> {
             reason: "FieldValueTooLong".into(),
         });
     }
+    causes.extend(owner_reference_problems(
+        obj.pointer("/metadata/ownerReferences"),
+    ));
     causes
+}
+
+/// `ValidateOwnerReferences`: at most one reference may be the controller. Each further
+/// controller is one error naming the first and itself.
+fn owner_reference_problems(refs: Option<&Value>) -> Vec<Cause> {
+    let Some(list) = refs.and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let field = |r: &Value, key: &str| r.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+    let mut first: Option<String> = None;
+    let mut causes = Vec::new();
+    for r in list {
+        if r.get("controller").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        let current = format!("{}/{}", field(r, "kind"), field(r, "name"));
+        match &first {
+            None => first = Some(current),
+            Some(first) => causes.push(Cause {
+                field: "metadata.ownerReferences".into(),
+                message: format!(
+                    "Invalid value: {}: Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}",
+                    owner_references_json(list)
+                ),
+                reason: "FieldValueInvalid".into(),
+            }),
+        }
+    }
+    causes
+}
+
+/// The references as Go's `json.Marshal` writes `[]metav1.OwnerReference`: fields in struct
+/// order, the two optional booleans only when set.
+fn owner_references_json(list: &[Value]) -> String {
+    let quoted = |v: Option<&Value>| {
+        Value::String(v.and_then(Value::as_str).unwrap_or("").to_owned()).to_string()
+    };
+    let entries: Vec<String> = list
+        .iter()
+        .map(|r| {
+            let mut out = format!(
+                "{{\"apiVersion\":{},\"kind\":{},\"name\":{},\"uid\":{}",
+                quoted(r.get("apiVersion")),
+                quoted(r.get("kind")),
+                quoted(r.get("name")),
+                quoted(r.get("uid")),
+            );
+            for key in ["controller", "blockOwnerDeletion"] {
+                if let Some(b) = r.get(key).and_then(Value::as_bool) {
+                    out.push_str(&format!(",\"{key}\":{b}"));
+                }
+            }
+            out.push('}');
+            out
+        })
+        .collect();
+    format!("[{}]", entries.join(","))
 }
 
 fn strings(map: Option<&Value>) -> Vec<(&str, &str)> {
@@ -167,6 +228,32 @@ mod tests {
                 "{labels}: {got:?}"
             );
         }
+    }
+
+    #[test]
+    fn only_one_owner_reference_may_be_the_controller() {
+        let owner = |name: &str, controller: Option<bool>| {
+            let mut r = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": format!("u-{name}")});
+            if let Some(c) = controller {
+                r["controller"] = json!(c);
+            }
+            r
+        };
+        let one = json!({"metadata": {"ownerReferences": [owner("a", Some(true)), owner("b", Some(false)), owner("c", None)]}});
+        assert!(messages(one).is_empty());
+        let three = json!({"metadata": {"ownerReferences": [owner("a", Some(true)), owner("b", None), owner("c", Some(true)), owner("d", Some(true))]}});
+        let listed = r#"[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"a","uid":"u-a","controller":true},{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"b","uid":"u-b"},{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"c","uid":"u-c","controller":true},{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"d","uid":"u-d","controller":true}]"#;
+        assert_eq!(
+            messages(three),
+            [
+                format!(
+                    "metadata.ownerReferences: Invalid value: {listed}: Only one reference can have Controller set to true. Found \"true\" in references for ReplicaSet/a and ReplicaSet/c"
+                ),
+                format!(
+                    "metadata.ownerReferences: Invalid value: {listed}: Only one reference can have Controller set to true. Found \"true\" in references for ReplicaSet/a and ReplicaSet/d"
+                ),
+            ]
+        );
     }
 
     #[test]

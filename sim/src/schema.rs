@@ -129,6 +129,14 @@ impl CrdSchema {
         &self.root
     }
 
+    /// Drops `null` from fields that are neither `nullable` nor defaulted, as the API server
+    /// does before defaulting (`PruneNonNullableNullsWithoutDefaults`): such a null reads as
+    /// absent. Nullable fields keep their null; defaulted ones are filled by
+    /// [`apply_defaults`](Self::apply_defaults).
+    pub fn prune_nulls(&self, object: &mut Value) {
+        prune_nulls(&self.root, object, true);
+    }
+
     /// Fills missing fields (and `null` in non-nullable ones) that declare a `default`.
     pub fn apply_defaults(&self, object: &mut Value) {
         apply_defaults(&self.root, object, true);
@@ -219,6 +227,44 @@ fn properties(schema: &Value) -> Option<&Map<String, Value>> {
 /// The schema for map values, when `additionalProperties` is a schema (`true` means any).
 fn additional_schema(schema: &Value) -> Option<&Value> {
     schema.get("additionalProperties").filter(|a| a.is_object())
+}
+
+/// The schema of a map's entry: its property, else `additionalProperties` when that is a schema.
+fn field_schema<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
+    properties(schema)
+        .and_then(|p| p.get(key))
+        .or_else(|| additional_schema(schema))
+}
+
+fn prune_nulls(schema: &Value, value: &mut Value, at_root: bool) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|key, child| {
+                if !child.is_null() || (at_root && OBJECT_ENVELOPE.contains(&key.as_str())) {
+                    return true;
+                }
+                // A field without a schema of its own (preserved unknown fields) keeps its null.
+                field_schema(schema, key)
+                    .is_none_or(|s| flag(s, "nullable") || s.get("default").is_some())
+            });
+            for (key, child) in map.iter_mut() {
+                if at_root && OBJECT_ENVELOPE.contains(&key.as_str()) {
+                    continue;
+                }
+                if let Some(child_schema) = field_schema(schema, key) {
+                    prune_nulls(child_schema, child, false);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    prune_nulls(item_schema, item, false);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 fn apply_defaults(schema: &Value, value: &mut Value, at_root: bool) {
@@ -895,6 +941,34 @@ mod tests {
         explicit["spec"]["replicas"] = json!(3);
         schema.apply_defaults(&mut explicit);
         assert_eq!(explicit["spec"]["replicas"], json!(3));
+    }
+
+    #[test]
+    fn nulls_of_non_nullable_fields_are_dropped_nullable_and_defaulted_ones_kept() {
+        let schema = access_request_schema();
+        let mut object = valid_object();
+        object["spec"]["reason"] = Value::Null;
+        object["spec"]["note"] = Value::Null;
+        object["spec"]["enabled"] = Value::Null;
+        object["spec"]["labels"] = json!({"a": null});
+        object["spec"]["subject"]["name"] = Value::Null;
+        object["spec"]["extra"] = json!({"free": null});
+        object["spec"]["tags"] = json!([null]);
+        object["status"] = Value::Null;
+        schema.prune_nulls(&mut object);
+        let spec = &object["spec"];
+        assert_eq!(spec.get("reason"), None, "non-nullable: dropped");
+        assert_eq!(spec.get("note"), Some(&Value::Null), "nullable: kept");
+        assert_eq!(spec.get("enabled"), Some(&Value::Null), "defaulted later");
+        assert_eq!(spec["labels"], json!({}), "map values have a schema");
+        assert_eq!(spec["subject"], json!({"kind": "User"}));
+        assert_eq!(spec["extra"], json!({"free": null}), "no schema: kept");
+        assert_eq!(spec["tags"], json!([null]), "list items are not dropped");
+        assert_eq!(object.get("status"), None);
+        schema.apply_defaults(&mut object);
+        assert_eq!(object["spec"]["enabled"], json!(true));
+        object["spec"]["tags"] = json!(["a"]);
+        assert_eq!(schema.validate(&object, None), Ok(()));
     }
 
     #[test]

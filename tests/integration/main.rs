@@ -72,6 +72,7 @@ mod sim_scale;
 mod sim_support;
 mod sim_watch;
 mod sim_workload_faults;
+mod sim_write_rules;
 mod status_write;
 mod testkind_exposure;
 mod testkind_support;

@@ -114,6 +114,9 @@ pub(crate) fn apply_schema(
     let Some(schema) = &info.schema else {
         return Ok(());
     };
+    // A null in a field that is neither nullable nor defaulted is read as absent, before
+    // defaulting and before strict decoding could take it for an unknown field.
+    schema.prune_nulls(obj);
     let before = strict.then(|| obj.clone());
     // The server never prunes the type and object metadata, whatever the schema says.
     let keep: Vec<(String, Value)> = ["apiVersion", "kind", "metadata"]
