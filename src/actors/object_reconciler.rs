@@ -18,7 +18,7 @@ use crate::k8s::WriteBudget;
 use crate::messages::{ObjectKey, TimerPurpose};
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::optional_api::ProbeResult;
-use crate::runtime::{OperatorSettings, RuntimeMetrics};
+use crate::runtime::{OperatorSettings, Reported, RuntimeMetrics};
 
 /// One kind's behaviour. The object actor, the supervisor, the watches, the timers and the
 /// restarts are shared; a kind only says how one pass goes.
@@ -39,6 +39,13 @@ pub trait Reconciler: Send + Sync + 'static {
         obj: Arc<Self::Object>,
         cx: &ObjectContext,
     ) -> impl Future<Output = Result<Outcome, ReconcileError>> + Send;
+
+    /// What the object's stored status reports, read by the supervisor from each watched copy
+    /// for the object gauges (`pgtoolbox_objects`, `pgtoolbox_stalled_objects`, the earliest
+    /// certificate expiry). The default reports nothing.
+    fn reported(_obj: &Self::Object) -> Reported {
+        Reported::default()
+    }
 
     /// The object's actor is stopping (the object was deleted, or the operator shuts down).
     fn on_stop(&self, _key: &ObjectKey, _cx: &ObjectContext) -> impl Future<Output = ()> + Send {

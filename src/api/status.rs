@@ -3,7 +3,8 @@
 use kube::ResourceExt;
 
 use super::{CommonStatus, EvidenceAgent, PgAccessRequest, PgAdmin, PgToolBoxConsole};
-use crate::conditions::{Kind, PassFacts, StoredStatus};
+use crate::conditions::{ConditionStatus, ConditionType, Kind, PassFacts, Reason, StoredStatus};
+use crate::runtime::Reported;
 
 impl<'a> From<&'a CommonStatus> for StoredStatus<'a> {
     fn from(status: &'a CommonStatus) -> Self {
@@ -33,6 +34,33 @@ pub trait ReportsConditions: ResourceExt {
         PassFacts::new(Self::KIND, self.meta().generation.unwrap_or_default())
             .with_paused(super::is_paused(self.meta().annotations.as_ref()))
     }
+
+    /// What the stored status reports for the object gauges: Ready's status and reason, and
+    /// the reason of a `Stalled=True`.
+    fn reported(&self) -> Reported {
+        let conditions = self.stored_status().conditions;
+        let find = |type_: ConditionType| conditions.iter().find(|c| c.type_ == type_.as_str());
+        let ready = find(ConditionType::Ready).map(|c| {
+            (
+                ConditionStatus::parse(&c.status).as_str(),
+                reason_label(&c.reason),
+            )
+        });
+        let stalled = find(ConditionType::Stalled)
+            .filter(|c| ConditionStatus::parse(&c.status) == ConditionStatus::True)
+            .map(|c| reason_label(&c.reason));
+        Reported {
+            ready,
+            stalled,
+            certificate_not_after: None,
+        }
+    }
+}
+
+/// A stored reason as a label value: its registered name, or `Other` for one the registry does
+/// not hold (written by someone else), so the values stay a bounded set.
+fn reason_label(reason: &str) -> &'static str {
+    Reason::parse(reason).map_or("Other", Reason::as_str)
 }
 
 impl ReportsConditions for PgAdmin {
@@ -60,5 +88,61 @@ impl ReportsConditions for PgAccessRequest {
     const KIND: Kind = Kind::PgAccessRequest;
     fn common_status(&self) -> Option<&CommonStatus> {
         self.status.as_ref().map(|s| &s.common)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::actors::Reconciler;
+    use crate::actors::evidence_agent::EvidenceAgentReconciler;
+
+    fn agent(status: serde_json::Value) -> EvidenceAgent {
+        serde_json::from_value(json!({
+            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
+            "kind": "EvidenceAgent",
+            "metadata": {"name": "a", "namespace": "ns"},
+            "spec": {"cluster": {"name": "orders"}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn condition(type_: &str, status: &str, reason: &str) -> serde_json::Value {
+        json!({"type": type_, "status": status, "reason": reason, "message": "m",
+               "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1})
+    }
+
+    #[test]
+    fn the_stored_conditions_and_certificate_are_reported() {
+        let stalled = agent(json!({
+            "conditions": [
+                condition("Ready", "False", "ObjectStoreNotFound"),
+                condition("Stalled", "True", "ObjectStoreNotFound"),
+            ],
+            "certificate": {"secret": "a-tls", "notAfter": "2027-01-01T00:00:00Z"},
+        }));
+        let reported = EvidenceAgentReconciler::reported(&stalled);
+        assert_eq!(reported.ready, Some(("False", "ObjectStoreNotFound")));
+        assert_eq!(reported.stalled, Some("ObjectStoreNotFound"));
+        assert_eq!(reported.certificate_not_after, Some(1_798_761_600));
+
+        // Stalled=False is no stall; a reason nobody registered is `Other`; no status, nothing.
+        let other = agent(json!({
+            "conditions": [
+                condition("Ready", "Unknown", "SomeoneElses"),
+                condition("Stalled", "False", "AsExpected"),
+            ],
+        }));
+        let reported = other.reported();
+        assert_eq!(reported.ready, Some(("Unknown", "Other")));
+        assert_eq!(reported.stalled, None);
+        assert_eq!(
+            EvidenceAgentReconciler::reported(&other).certificate_not_after,
+            None
+        );
+        assert_eq!(agent(json!(null)).reported(), Reported::default());
     }
 }

@@ -99,6 +99,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // One listener for the whole run: a SIGTERM while waiting for the lease or while starting
     // is kept for the select below instead of falling between two short-lived listeners.
     let mut stop = Stop::listen();
+    // `pgtoolbox_leader`: 0 while waiting for the lease, 1 from taking it (or at once without
+    // leader election) until it is lost or the replica stops.
+    metrics.set_leader(false);
     let mut leadership = if args.leader_elect {
         readiness.set_standby(true);
         let config = LeaderConfig::new(&args.leader_election_namespace, identity());
@@ -110,6 +113,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         None
     };
     readiness.set_standby(false);
+    metrics.set_leader(true);
     // Before any watch: which namespaces to watch, which optional APIs to use (a probe that
     // fails ends the start, non-zero, and the restart retries), the secret router.
     let settings = OperatorSettings {
@@ -131,7 +135,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             &client,
             &kind_names(&client),
             settings,
-            metrics,
+            metrics.clone(),
             readiness.clone(),
         )
         .await?;
@@ -145,7 +149,10 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     };
     let (shared_actors, mut operator) = tokio::select! {
         started = start => started?,
-        _ = &mut lost => return Err(CliError::LeadershipLost),
+        _ = &mut lost => {
+            metrics.set_leader(false);
+            return Err(CliError::LeadershipLost);
+        }
     };
     readiness.mark_lists_expected();
     tracing::info!(kinds = ?operator.kinds().collect::<Vec<_>>(), "operator running");
@@ -155,6 +162,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         kind = operator.failed() => Err(CliError::KindFailed(kind)),
     };
     tracing::info!("shutting down");
+    metrics.set_leader(false);
     readiness.mark_stopping();
     // A replica that lost the lease gets only the time left before a standby may take over,
     // not the graceful bound: its in-flight passes must not write beside the new leader's.

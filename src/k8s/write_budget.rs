@@ -2,6 +2,8 @@ use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::metrics::OperatorMetrics;
+
 /// A global cap on in-flight API writes, shared by every actor.
 ///
 /// kube has no client-side rate limit; without a cap a restart with many objects would send
@@ -10,6 +12,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub struct WriteBudget {
     permits: Arc<Semaphore>,
     capacity: usize,
+    /// Where waits for a slot are counted (`pgtoolbox_write_budget_wait_seconds_total`).
+    metrics: Option<OperatorMetrics>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -23,7 +27,15 @@ impl WriteBudget {
         Self {
             permits: Arc::new(Semaphore::new(capacity)),
             capacity,
+            metrics: None,
         }
+    }
+
+    /// The same budget, publishing its capacity and the time writes wait for a slot.
+    pub fn counted_in(mut self, metrics: &OperatorMetrics) -> Self {
+        metrics.set_write_capacity(self.capacity);
+        self.metrics = Some(metrics.clone());
+        self
     }
 
     pub fn capacity(&self) -> usize {
@@ -37,11 +49,21 @@ impl WriteBudget {
 
     /// Wait for a write slot.
     pub async fn acquire(&self) -> Result<OwnedSemaphorePermit, WriteBudgetClosed> {
-        self.permits
+        // A free slot is taken without reading the clock; only a wait is timed.
+        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            return Ok(permit);
+        }
+        let started = tokio::time::Instant::now();
+        let permit = self
+            .permits
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| WriteBudgetClosed)
+            .map_err(|_| WriteBudgetClosed)?;
+        if let Some(metrics) = &self.metrics {
+            metrics.write_waited(started.elapsed());
+        }
+        Ok(permit)
     }
 
     /// Run one write under the budget.
@@ -84,5 +106,28 @@ mod tests {
         let peak = peak.load(Ordering::SeqCst);
         assert!((1..=3).contains(&peak), "peak {peak}");
         assert_eq!(budget.in_flight(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waits_for_a_slot_are_counted_and_free_slots_are_not() {
+        let metrics = OperatorMetrics::new();
+        let budget = WriteBudget::new(1).counted_in(&metrics);
+        let held = budget.acquire().await.unwrap();
+        let waiter = {
+            let budget = budget.clone();
+            tokio::spawn(async move { budget.acquire().await.map(drop) })
+        };
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        drop(held);
+        assert!(waiter.await.is_ok_and(|r| r.is_ok()));
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains("pgtoolbox_write_budget_capacity 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pgtoolbox_write_budget_wait_seconds_total 3.0\n"),
+            "{text}"
+        );
     }
 }

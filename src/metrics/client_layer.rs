@@ -1,9 +1,12 @@
 //! A tower layer for the kube `Client` that counts every API request (and every write) by
-//! Kubernetes verb, so no call site has to remember to.
+//! Kubernetes verb, and every error answer by verb, resource and code, so no call site has to
+//! remember to.
 
 use std::task::{Context, Poll};
 
-use axum::http::{Method, Request};
+use axum::http::{Method, Request, Response, Uri};
+use futures::FutureExt;
+use futures::future::BoxFuture;
 use tower_layer::Layer;
 use tower_service::Service;
 
@@ -49,6 +52,26 @@ fn names_an_object(path: &str) -> bool {
     rest.len() >= 2
 }
 
+/// The resource a path names, as its plural: `deployments` for
+/// `/apis/apps/v1/namespaces/a/deployments/d`, `namespaces` for `/api/v1/namespaces/a`,
+/// `discovery` for a group's or version's own path.
+pub fn kube_resource(path: &str) -> &str {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let rest = match segments.first() {
+        Some(&"api") => segments.get(2..),
+        Some(&"apis") => segments.get(3..),
+        _ => None,
+    };
+    let rest = match rest.unwrap_or_default() {
+        ["namespaces", _, tail @ ..] if !tail.is_empty() => tail,
+        other => other,
+    };
+    rest.first()
+        .copied()
+        .filter(|r| !r.is_empty())
+        .unwrap_or("discovery")
+}
+
 /// Wraps the client's HTTP service; see [`OperatorMetrics::client_layer`].
 #[derive(Clone, Debug)]
 pub struct CountRequestsLayer {
@@ -72,13 +95,14 @@ pub struct CountRequests<S> {
     metrics: OperatorMetrics,
 }
 
-impl<S, B> Service<Request<B>> for CountRequests<S>
+impl<S, B, RB> Service<Request<B>> for CountRequests<S>
 where
-    S: Service<Request<B>>,
+    S: Service<Request<B>, Response = Response<RB>>,
+    S::Future: Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = S::Future;
+    type Future = BoxFuture<'static, Result<S::Response, S::Error>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -91,8 +115,28 @@ where
         if !matches!(verb, "get" | "list" | "watch") {
             self.metrics.api_write(verb);
         }
-        self.inner.call(request)
+        // Only an error answer reads the path again; the `Uri` clone shares its bytes.
+        let uri = uri.clone();
+        let metrics = self.metrics.clone();
+        self.inner
+            .call(request)
+            .map(move |result| {
+                let code = match &result {
+                    Ok(response) if response.status().as_u16() < 400 => None,
+                    Ok(response) => Some(response.status().as_u16().to_string()),
+                    Err(_) => Some("transport".to_owned()),
+                };
+                if let Some(code) = code {
+                    count_error(&metrics, verb, &uri, &code);
+                }
+                result
+            })
+            .boxed()
     }
+}
+
+fn count_error(metrics: &OperatorMetrics, verb: &str, uri: &Uri, code: &str) {
+    metrics.api_error(verb, kube_resource(uri.path()), code);
 }
 
 impl OperatorMetrics {
@@ -167,6 +211,85 @@ mod tests {
         ];
         for (method, path, query, verb) in cases {
             assert_eq!(kube_verb(&method, path, query), verb, "{method} {path}");
+        }
+    }
+
+    #[test]
+    fn resources_are_the_plural_the_path_names() {
+        let cases = [
+            ("/api/v1/namespaces/a/secrets/s", "secrets"),
+            ("/api/v1/namespaces/a", "namespaces"),
+            ("/api/v1/namespaces", "namespaces"),
+            ("/apis/apps/v1/deployments", "deployments"),
+            ("/apis/route.openshift.io/v1/namespaces/a/routes", "routes"),
+            (
+                "/apis/pgtoolbox.fyannk.dev/v1alpha1/namespaces/a/pgadmins/x/status",
+                "pgadmins",
+            ),
+            ("/apis/route.openshift.io/v1", "discovery"),
+            ("/version", "discovery"),
+        ];
+        for (path, resource) in cases {
+            assert_eq!(kube_resource(path), resource, "{path}");
+        }
+    }
+
+    #[tokio::test]
+    async fn error_answers_are_counted_by_verb_resource_and_code() {
+        let metrics = OperatorMetrics::new();
+        let answer = |code: u16| {
+            tower_service_fn(move |_request: Request<()>| async move {
+                Ok::<_, std::convert::Infallible>(
+                    Response::builder().status(code).body(()).unwrap(),
+                )
+            })
+        };
+        let list = || {
+            Request::get("/apis/route.openshift.io/v1/namespaces/a/routes")
+                .body(())
+                .unwrap()
+        };
+        let mut refused = metrics.client_layer().layer(answer(403));
+        refused.call(list()).await.unwrap();
+        refused.call(list()).await.unwrap();
+        let mut fine = metrics.client_layer().layer(answer(200));
+        fine.call(list()).await.unwrap();
+        let text = metrics.encode().unwrap();
+        assert!(
+            text.contains(
+                r#"pgtoolbox_api_errors_total{verb="list",resource="routes",code="403"} 2"#
+            ),
+            "{text}"
+        );
+        assert!(!text.contains(r#"code="200""#), "{text}");
+    }
+
+    /// A service from a closure (tower's `service_fn`, without the dependency).
+    fn tower_service_fn<F, Fut, Req, Res, E>(f: F) -> FnService<F>
+    where
+        F: FnMut(Req) -> Fut,
+        Fut: std::future::Future<Output = Result<Res, E>>,
+    {
+        FnService(f)
+    }
+
+    struct FnService<F>(F);
+
+    impl<F, Fut, Req, Res, E> Service<Req> for FnService<F>
+    where
+        F: FnMut(Req) -> Fut,
+        Fut: std::future::Future<Output = Result<Res, E>>,
+    {
+        type Response = Res;
+        type Error = E;
+        type Future = Fut;
+
+        fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), E>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, request: Req) -> Fut {
+            (self.0)(request)
         }
     }
 }

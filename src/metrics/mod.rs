@@ -5,6 +5,7 @@
 
 mod client_layer;
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-pub use client_layer::{CountRequests, CountRequestsLayer, kube_verb};
+pub use client_layer::{CountRequests, CountRequestsLayer, kube_resource, kube_verb};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
@@ -25,6 +26,13 @@ struct KindLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VerbLabels {
     verb: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ErrorLabels {
+    verb: String,
+    resource: String,
+    code: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -41,6 +49,10 @@ struct Series {
     reconcile_duration: Family<KindLabels, Histogram, fn() -> Histogram>,
     api_requests: Family<VerbLabels, Counter>,
     api_writes: Family<VerbLabels, Counter>,
+    api_errors: Family<ErrorLabels, Counter>,
+    leader: Gauge,
+    write_capacity: Gauge,
+    write_wait: Counter<f64, AtomicU64>,
     dropped_namespaces: Gauge,
     refused_namespaces: Family<ApiLabels, Gauge>,
     optional_api_unavailable: Family<ApiLabels, Gauge>,
@@ -75,6 +87,10 @@ impl OperatorMetrics {
             reconcile_duration: Family::new_with_constructor(duration_histogram),
             api_requests: Family::default(),
             api_writes: Family::default(),
+            api_errors: Family::default(),
+            leader: Gauge::default(),
+            write_capacity: Gauge::default(),
+            write_wait: Counter::default(),
             dropped_namespaces: Gauge::default(),
             refused_namespaces: Family::default(),
             optional_api_unavailable: Family::default(),
@@ -95,6 +111,27 @@ impl OperatorMetrics {
             "pgtoolbox_api_writes",
             "Writes sent to the Kubernetes API server, by verb",
             series.api_writes.clone(),
+        );
+        registry.register(
+            "pgtoolbox_api_errors",
+            "Requests the API server answered with an error status (code=transport: no answer), by verb, resource and code",
+            series.api_errors.clone(),
+        );
+        registry.register(
+            "pgtoolbox_leader",
+            "1 while this replica holds the leader lease, or runs without leader election",
+            series.leader.clone(),
+        );
+        registry.register(
+            "pgtoolbox_write_budget_capacity",
+            "API writes allowed in flight at once (--max-inflight-writes)",
+            series.write_capacity.clone(),
+        );
+        registry.register_with_unit(
+            "pgtoolbox_write_budget_wait",
+            "Time writes spent waiting for a slot of the write budget, summed over writes",
+            Unit::Seconds,
+            series.write_wait.clone(),
         );
         registry.register(
             "pgtoolbox_dropped_namespaces",
@@ -141,6 +178,34 @@ impl OperatorMetrics {
             .api_writes
             .get_or_create(&verb_labels(verb))
             .inc();
+    }
+
+    /// A request the API server answered with an error status, or not at all (`code` is then
+    /// `transport`). `resource` is the plural the path names (`deployments`, `routes`, ...).
+    pub fn api_error(&self, verb: &str, resource: &str, code: &str) {
+        self.series
+            .api_errors
+            .get_or_create(&ErrorLabels {
+                verb: verb.to_owned(),
+                resource: resource.to_owned(),
+                code: code.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Whether this replica leads (holds the lease, or runs without leader election).
+    pub fn set_leader(&self, leads: bool) {
+        self.series.leader.set(i64::from(leads));
+    }
+
+    /// The write budget's capacity, published once when the budget is made.
+    pub fn set_write_capacity(&self, capacity: usize) {
+        self.series.write_capacity.set(gauge_value(capacity));
+    }
+
+    /// A write waited this long for a slot of the write budget.
+    pub fn write_waited(&self, waited: Duration) {
+        self.series.write_wait.inc_by(waited.as_secs_f64());
     }
 
     pub fn set_dropped_namespaces(&self, count: usize) {
@@ -205,6 +270,10 @@ mod tests {
         m.api_request("list");
         m.api_write("patch");
         m.set_dropped_namespaces(2);
+        m.api_error("list", "routes", "403");
+        m.set_leader(true);
+        m.set_write_capacity(32);
+        m.write_waited(Duration::from_millis(250));
         m.set_optional_api("routes", 1, false);
         m.set_optional_api("gateways", 0, true);
         let extra = m.register_more(|r| {
@@ -228,6 +297,13 @@ mod tests {
             Some(1.0)
         );
         assert_eq!(get("pgtoolbox_dropped_namespaces"), Some(2.0));
+        assert_eq!(
+            get(r#"pgtoolbox_api_errors_total{verb="list",resource="routes",code="403"}"#),
+            Some(1.0)
+        );
+        assert_eq!(get("pgtoolbox_leader"), Some(1.0));
+        assert_eq!(get("pgtoolbox_write_budget_capacity"), Some(32.0));
+        assert_eq!(get("pgtoolbox_write_budget_wait_seconds_total"), Some(0.25));
         assert_eq!(
             get(r#"pgtoolbox_optional_api_refused_namespaces{api="routes"}"#),
             Some(1.0)

@@ -1,5 +1,6 @@
 //! Runtime metrics: passes by result, actor restarts, live and hibernated objects, armed
-//! timers, per kind.
+//! timers, per kind; and what the objects' stored statuses report (Ready and Stalled by reason,
+//! the earliest certificate expiry), counted by the kind's supervisor from its watch.
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
@@ -25,6 +26,33 @@ struct KindLabels {
     kind: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReadyLabels {
+    kind: String,
+    ready: &'static str,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    kind: String,
+    reason: &'static str,
+}
+
+/// What an object's stored status says, as the object gauges count it. Reasons are the
+/// registry's names (or `Other` for one the registry does not hold), so the label values stay
+/// a bounded set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reported {
+    /// The Ready condition's status (`True`, `False`, `Unknown`) and reason; `None` before the
+    /// first status is written.
+    pub ready: Option<(&'static str, &'static str)>,
+    /// The reason of a `Stalled=True` condition.
+    pub stalled: Option<&'static str>,
+    /// The `notAfter` (Unix seconds) of a certificate the operator issued for the object.
+    pub certificate_not_after: Option<i64>,
+}
+
 #[derive(Debug, Default)]
 pub struct RuntimeMetrics {
     passes: Family<PassLabels, Counter>,
@@ -32,6 +60,9 @@ pub struct RuntimeMetrics {
     actors: Family<KindLabels, Gauge>,
     hibernated: Family<KindLabels, Gauge>,
     timers: Family<KindLabels, Gauge>,
+    by_ready: Family<ReadyLabels, Gauge>,
+    stalled: Family<ReasonLabels, Gauge>,
+    certificate_expiry: Family<KindLabels, Gauge>,
 }
 
 impl RuntimeMetrics {
@@ -62,7 +93,68 @@ impl RuntimeMetrics {
             "Timers armed in the kind's timer wheel",
             metrics.timers.clone(),
         );
+        registry.register(
+            "pgtoolbox_objects",
+            "Objects by kind and the status and reason of their Ready condition, as stored",
+            metrics.by_ready.clone(),
+        );
+        registry.register(
+            "pgtoolbox_stalled_objects",
+            "Objects whose stored Stalled condition is True, by kind and reason",
+            metrics.stalled.clone(),
+        );
+        registry.register_with_unit(
+            "pgtoolbox_certificate_earliest_expiry_timestamp",
+            "The earliest notAfter among the certificates the operator issued, by kind",
+            prometheus_client::registry::Unit::Seconds,
+            metrics.certificate_expiry.clone(),
+        );
         metrics
+    }
+
+    /// An object of `kind` went from reporting `before` to reporting `after` (`Reported::default()`
+    /// for an object that appears or goes). The certificate expiry is not counted here: the
+    /// supervisor publishes the earliest one with [`RuntimeMetrics::set_certificate_expiry`].
+    pub fn reported(&self, kind: &str, before: &Reported, after: &Reported) {
+        if before.ready != after.ready {
+            if let Some((ready, reason)) = before.ready {
+                self.by_ready
+                    .get_or_create(&ready_labels(kind, ready, reason))
+                    .dec();
+            }
+            if let Some((ready, reason)) = after.ready {
+                self.by_ready
+                    .get_or_create(&ready_labels(kind, ready, reason))
+                    .inc();
+            }
+        }
+        if before.stalled != after.stalled {
+            if let Some(reason) = before.stalled {
+                self.stalled
+                    .get_or_create(&reason_labels(kind, reason))
+                    .dec();
+            }
+            if let Some(reason) = after.stalled {
+                self.stalled
+                    .get_or_create(&reason_labels(kind, reason))
+                    .inc();
+            }
+        }
+    }
+
+    /// The earliest certificate expiry of `kind` (Unix seconds), or none: the series goes.
+    pub fn set_certificate_expiry(&self, kind: &str, not_after: Option<i64>) {
+        let labels = KindLabels {
+            kind: kind.to_string(),
+        };
+        match not_after {
+            Some(at) => {
+                self.certificate_expiry.get_or_create(&labels).set(at);
+            }
+            None => {
+                self.certificate_expiry.remove(&labels);
+            }
+        }
     }
 
     pub fn pass(&self, kind: &str, result: PassResult) {
@@ -107,6 +199,21 @@ impl RuntimeMetrics {
     }
 }
 
+fn ready_labels(kind: &str, ready: &'static str, reason: &'static str) -> ReadyLabels {
+    ReadyLabels {
+        kind: kind.to_string(),
+        ready,
+        reason,
+    }
+}
+
+fn reason_labels(kind: &str, reason: &'static str) -> ReasonLabels {
+    ReasonLabels {
+        kind: kind.to_string(),
+        reason,
+    }
+}
+
 fn set(family: &Family<KindLabels, Gauge>, kind: &str, count: usize) {
     family
         .get_or_create(&KindLabels {
@@ -136,5 +243,50 @@ mod tests {
             text.contains(r#"pgtoolbox_object_actors{kind="PgAdmin"} 3"#),
             "{text}"
         );
+    }
+
+    #[test]
+    fn reported_statuses_move_between_series_and_the_expiry_goes_with_the_last_certificate() {
+        let mut registry = Registry::default();
+        let metrics = RuntimeMetrics::register(&mut registry);
+        let stalled = Reported {
+            ready: Some(("False", "SecretNotFound")),
+            stalled: Some("SecretNotFound"),
+            certificate_not_after: None,
+        };
+        let ready = Reported {
+            ready: Some(("True", "AsExpected")),
+            ..Reported::default()
+        };
+        metrics.reported("PgAdmin", &Reported::default(), &stalled);
+        metrics.reported("PgAdmin", &Reported::default(), &stalled);
+        metrics.reported("PgAdmin", &stalled, &ready);
+        metrics.set_certificate_expiry("EvidenceAgent", Some(1_800_000_000));
+        let text = encode(&registry);
+        for line in [
+            r#"pgtoolbox_objects{kind="PgAdmin",ready="False",reason="SecretNotFound"} 1"#,
+            r#"pgtoolbox_objects{kind="PgAdmin",ready="True",reason="AsExpected"} 1"#,
+            r#"pgtoolbox_stalled_objects{kind="PgAdmin",reason="SecretNotFound"} 1"#,
+            r#"pgtoolbox_certificate_earliest_expiry_timestamp_seconds{kind="EvidenceAgent"} 1800000000"#,
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        metrics.reported("PgAdmin", &stalled, &Reported::default());
+        metrics.set_certificate_expiry("EvidenceAgent", None);
+        let text = encode(&registry);
+        assert!(
+            text.contains(r#"pgtoolbox_stalled_objects{kind="PgAdmin",reason="SecretNotFound"} 0"#),
+            "{text}"
+        );
+        assert!(
+            !text.contains("pgtoolbox_certificate_earliest_expiry_timestamp_seconds{"),
+            "{text}"
+        );
+    }
+
+    fn encode(registry: &Registry) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+        text
     }
 }

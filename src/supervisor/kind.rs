@@ -1,7 +1,7 @@
 //! The per-kind supervisor: owns the watches, the registry, the timer wheel and the lifecycle
 //! of object actors, hibernation included (see `kind_life.rs`).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ use crate::actors::{PassEnv, Reconciler, Registry, Shared};
 use crate::children::Relist;
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
-use crate::runtime::TimerWheel;
+use crate::runtime::{Reported, TimerWheel};
 
 /// Tuning of one kind's supervision.
 #[derive(Clone, Copy, Debug)]
@@ -105,6 +105,8 @@ pub(super) struct Tracked<K> {
     /// Index of the watch that reported it (one watch per namespace).
     pub(super) source: usize,
     pub(super) life: Life,
+    /// What its latest copy's status reports, as counted in the object gauges.
+    pub(super) reported: Reported,
 }
 
 /// An idle report waiting for the linger to elapse.
@@ -146,6 +148,8 @@ pub struct KindState<R: Reconciler> {
     /// missing from `objects` does not exist.
     pub(super) sources: usize,
     pub(super) listed: HashSet<usize>,
+    /// The certificate expiries the objects report, earliest first.
+    pub(super) expiries: BTreeSet<(i64, ObjectKey)>,
 }
 
 impl<R: Reconciler> KindState<R> {
@@ -172,6 +176,31 @@ impl<R: Reconciler> KindState<R> {
         let runtime = &self.env.shared.runtime;
         runtime.set_actors(&kind_of::<R>(), self.registry.len());
         runtime.set_hibernated(&kind_of::<R>(), self.hibernated);
+    }
+
+    /// `key` now reports `after` (`Reported::default()` when it goes): moves it between the
+    /// series of the object gauges and republishes the earliest certificate expiry.
+    pub(super) fn report(&mut self, key: &ObjectKey, after: Reported) {
+        let Some(tracked) = self.objects.get_mut(key) else {
+            return;
+        };
+        let before = std::mem::replace(&mut tracked.reported, after);
+        if before == after {
+            return;
+        }
+        let runtime = &self.env.shared.runtime;
+        let kind = kind_of::<R>();
+        runtime.reported(&kind, &before, &after);
+        if before.certificate_not_after != after.certificate_not_after {
+            if let Some(at) = before.certificate_not_after {
+                self.expiries.remove(&(at, key.clone()));
+            }
+            if let Some(at) = after.certificate_not_after {
+                self.expiries.insert((at, key.clone()));
+            }
+            let earliest = self.expiries.first().map(|(at, _)| *at);
+            runtime.set_certificate_expiry(&kind, earliest);
+        }
     }
 
     /// Moves `key` to `life`, keeping the hibernated count.
@@ -308,6 +337,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             watches,
             sources,
             listed: HashSet::new(),
+            expiries: BTreeSet::new(),
         })
     }
 
@@ -481,6 +511,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         first_pass_delay: Duration,
     ) {
         let latest = Arc::new(obj);
+        let reported = R::reported(&latest);
         let Some(tracked) = state.objects.get_mut(&key) else {
             state.objects.insert(
                 key.clone(),
@@ -488,8 +519,10 @@ impl<R: Reconciler> KindSupervisor<R> {
                     latest: Latest::Decoded(latest.clone()),
                     source,
                     life: Life::Restarting,
+                    reported: Reported::default(),
                 },
             );
+            state.report(&key, reported);
             if state.take_slot(&key) {
                 self.spawn_actor(myself, state, key, latest, first_pass_delay)
                     .await;
@@ -505,6 +538,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         let unchanged = stored.is_some() && stored == latest.resource_version();
         tracked.latest = Latest::Decoded(latest.clone());
         tracked.source = source;
+        state.report(&key, reported);
         if !unchanged {
             self.wake(myself, state, &key, ObjectMsg::Delta(latest))
                 .await;

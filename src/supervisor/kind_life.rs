@@ -20,6 +20,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::kind::{IdleSince, KindState, KindSupervisor, Life, kind_of};
 use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler};
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
+use crate::runtime::Reported;
 
 impl<R: Reconciler> KindSupervisor<R> {
     /// Something for `key` arrived: hand it to its live actor, or respawn a hibernated one
@@ -148,8 +149,9 @@ impl<R: Reconciler> KindSupervisor<R> {
         let Some(life) = state.objects.get(key).map(|t| t.life) else {
             return;
         };
-        // Out of the hibernated count before the entry goes.
+        // Out of the hibernated count and the object gauges before the entry goes.
         state.set_life(key, Life::Restarting);
+        state.report(key, Reported::default());
         state.objects.remove(key);
         state.restarts.remove(key);
         state.pending_restarts.remove(key);

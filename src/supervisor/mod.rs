@@ -11,7 +11,8 @@ mod watch;
 
 pub use crate::actors::Registry;
 pub use crate::runtime::{
-    BackoffPolicy, Clock, DefaultImages, OperatorSettings, PassResult, RuntimeMetrics, random,
+    BackoffPolicy, Clock, DefaultImages, OperatorSettings, PassResult, Reported, RuntimeMetrics,
+    random,
 };
 pub use kind::{KindArgs, KindOptions, KindState, KindSupervisor};
 pub use operator::{Kind, Operator, OperatorBuilder};

@@ -201,7 +201,8 @@ impl OperatorBuilder {
         let env = Env {
             client: self.client,
             scope: WatchScope::from_namespaces(&self.shared.settings.watch_namespaces),
-            writes: WriteBudget::new(self.shared.settings.max_inflight_writes),
+            writes: WriteBudget::new(self.shared.settings.max_inflight_writes)
+                .counted_in(&self.shared.metrics),
             shared: self.shared,
             root: root.get_cell(),
         };

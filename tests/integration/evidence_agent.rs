@@ -24,6 +24,8 @@ pub(super) const IMAGE: &str = "ghcr.io/pgtoolbox/evidence-agent:0.1.0";
 pub(super) struct Env {
     pub(super) _sim: Sim,
     pub(super) client: kube::Client,
+    /// The operator's shared state: its metrics.
+    pub(super) shared: Arc<Shared>,
     operator: Option<Operator>,
 }
 
@@ -61,13 +63,14 @@ pub(super) async fn start_with(
         startup_jitter: Duration::ZERO,
         ..settings
     }));
-    let operator = register_all(OperatorBuilder::new(client.clone(), shared))
+    let operator = register_all(OperatorBuilder::new(client.clone(), shared.clone()))
         .start()
         .await
         .expect("operator starts");
     Env {
         _sim: sim,
         client,
+        shared,
         operator: Some(operator),
     }
 }
@@ -542,6 +545,7 @@ async fn driven(provider: &str) -> Driven {
     let env = Env {
         _sim: sim,
         client: client.clone(),
+        shared: Arc::new(Shared::default()),
         operator: None,
     };
     env.credentials("orders-s3").await;

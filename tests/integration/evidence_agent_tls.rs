@@ -260,6 +260,36 @@ async fn evidence_operator_certificate_is_issued_verified_and_renewed() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // The kind's supervisor counts the agent by its stored Ready and publishes the notAfter it
+    // stores (`pgtoolbox_certificate_earliest_expiry_timestamp_seconds`), renewal after renewal.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let text = env.shared.metrics.encode().expect("metrics");
+        let value = |series: &str| {
+            text.lines().find_map(|l| {
+                l.strip_prefix(series)?
+                    .strip_prefix(' ')?
+                    .parse::<f64>()
+                    .ok()
+            })
+        };
+        let expiry = value(
+            r#"pgtoolbox_certificate_earliest_expiry_timestamp_seconds{kind="EvidenceAgent"}"#,
+        );
+        let counted: f64 = text
+            .lines()
+            .filter(|l| l.starts_with(r#"pgtoolbox_objects{kind="EvidenceAgent","#))
+            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum();
+        if expiry.is_some_and(|at| at >= renewed_end as f64) && counted == 1.0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the agent's status is not in the gauges:\n{text}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let (_, ca_after) = operator_ca_pem(&env).await;
     assert_eq!(
         ca_after.metadata.uid, ca_secret.metadata.uid,

@@ -32,6 +32,7 @@ mod pgar_namespaces;
 mod pgar_orphans;
 mod pgar_support;
 mod real_programs;
+mod runtime_alerts;
 mod runtime_cli;
 mod runtime_crash;
 mod runtime_dashboard;

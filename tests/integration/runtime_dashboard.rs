@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use pgtoolbox_operator::actors::Shared;
 use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::PassResult;
+use pgtoolbox_operator::supervisor::{PassResult, Reported};
 use serde_json::Value;
 
 fn dashboard() -> Value {
@@ -30,7 +30,7 @@ fn panels(dashboard: &Value) -> Vec<&Value> {
 
 /// The sample names the registry serves, each with its family: `# TYPE` lines give each family
 /// and its type; a counter is sampled as `_total`, a histogram as `_bucket`, `_sum` and `_count`.
-fn exported(text: &str) -> BTreeMap<String, String> {
+pub(crate) fn exported(text: &str) -> BTreeMap<String, String> {
     let mut samples = BTreeMap::new();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("# TYPE ") else {
@@ -49,25 +49,45 @@ fn exported(text: &str) -> BTreeMap<String, String> {
     samples
 }
 
-#[test]
-fn the_dashboard_queries_every_exported_metric_and_nothing_else() {
+/// Every sample name the operator's registry serves (with its family), each family fed once:
+/// a family is encoded once it has a series.
+pub(crate) fn exported_samples() -> BTreeMap<String, String> {
     let metrics = OperatorMetrics::new();
     // Registers the runtime's series (passes, actors, timers) beside the shared ones, as the
     // operator does at start.
     let shared = Shared::with_metrics(Default::default(), metrics.clone());
-    // A family is encoded once it has a series: one of each.
     metrics.reconcile_took("PgAdmin", std::time::Duration::from_millis(3));
     metrics.api_request("get");
     metrics.api_write("patch");
+    metrics.api_error("list", "routes", "403");
+    metrics.set_leader(true);
+    metrics.set_write_capacity(32);
+    metrics.write_waited(std::time::Duration::from_millis(5));
     metrics.set_optional_api("routes", 0, false);
     shared.runtime.pass("PgAdmin", PassResult::Converged);
     shared.runtime.restart("PgAdmin");
     shared.runtime.set_actors("PgAdmin", 1);
     shared.runtime.set_hibernated("PgAdmin", 1);
     shared.runtime.set_timers("PgAdmin", 1);
-    let samples = exported(&metrics.encode().expect("encoded"));
+    let stalled = Reported {
+        ready: Some(("False", "SecretNotFound")),
+        stalled: Some("SecretNotFound"),
+        certificate_not_after: None,
+    };
+    shared
+        .runtime
+        .reported("PgAdmin", &Reported::default(), &stalled);
+    shared
+        .runtime
+        .set_certificate_expiry("EvidenceAgent", Some(1_800_000_000));
+    exported(&metrics.encode().expect("encoded"))
+}
+
+#[test]
+fn the_dashboard_queries_every_exported_metric_and_nothing_else() {
+    let samples = exported_samples();
     let families: BTreeSet<&String> = samples.values().collect();
-    assert!(families.len() >= 10, "{families:?}");
+    assert!(families.len() >= 17, "{families:?}");
 
     let dashboard = dashboard();
     let metric_name = regex::Regex::new(r"\bpgtoolbox_[a-z0-9_]+").expect("regex");

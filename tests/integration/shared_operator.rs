@@ -463,4 +463,13 @@ async fn the_binary_becomes_ready_and_serves_its_metrics() {
         Some(0.0)
     );
     assert_eq!(value("pgtoolbox_dropped_namespaces"), Some(0.0));
+    // Without --leader-elect the one replica leads; the write budget is the default one.
+    assert_eq!(value("pgtoolbox_leader"), Some(1.0), "{body}");
+    assert_eq!(value("pgtoolbox_write_budget_capacity"), Some(32.0));
+    // The Route watch's lists of an API the server does not serve are answered 404.
+    assert!(
+        value(r#"pgtoolbox_api_errors_total{verb="list",resource="routes",code="404"}"#)
+            .is_some_and(|n| n >= 1.0),
+        "the unserved Routes' lists are counted as errors:\n{body}"
+    );
 }

@@ -222,6 +222,10 @@ fn schedule(decision: &Decision, now: Timestamp) -> Outcome {
 impl Reconciler for AccessRequestReconciler {
     type Object = PgAccessRequest;
 
+    fn reported(obj: &PgAccessRequest) -> crate::runtime::Reported {
+        obj.reported()
+    }
+
     async fn reconcile(
         &self,
         obj: Arc<PgAccessRequest>,

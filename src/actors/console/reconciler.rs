@@ -635,6 +635,10 @@ fn not_owned(applied: &Applied) -> Option<ForeignChild> {
 impl Reconciler for ConsoleReconciler {
     type Object = PgToolBoxConsole;
 
+    fn reported(obj: &PgToolBoxConsole) -> crate::runtime::Reported {
+        obj.reported()
+    }
+
     async fn reconcile(
         &self,
         obj: Arc<PgToolBoxConsole>,

@@ -537,6 +537,21 @@ fn desired<C>(object: C) -> Desired<C> {
 impl Reconciler for EvidenceAgentReconciler {
     type Object = EvidenceAgent;
 
+    /// Besides the conditions, the `notAfter` of the serving certificate the operator issued
+    /// (the status holds one only for the `operator` provider).
+    fn reported(obj: &EvidenceAgent) -> crate::runtime::Reported {
+        let not_after = obj
+            .status
+            .as_ref()
+            .and_then(|s| s.certificate.as_ref())
+            .and_then(|c| c.not_after.as_ref())
+            .map(|t| t.0.as_second());
+        crate::runtime::Reported {
+            certificate_not_after: not_after,
+            ..obj.reported()
+        }
+    }
+
     async fn reconcile(
         &self,
         obj: Arc<EvidenceAgent>,

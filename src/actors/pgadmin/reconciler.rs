@@ -480,6 +480,10 @@ fn status_fields(
 impl Reconciler for PgAdminReconciler {
     type Object = PgAdmin;
 
+    fn reported(obj: &PgAdmin) -> crate::runtime::Reported {
+        obj.reported()
+    }
+
     async fn reconcile(
         &self,
         obj: Arc<PgAdmin>,

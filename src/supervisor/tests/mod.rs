@@ -2,6 +2,7 @@
 //! ConfigMaps records every pass; time-heavy tests run on tokio's paused clock.
 
 mod cold_start;
+mod gauges;
 mod hibernation;
 mod lifecycle;
 mod passes;
@@ -87,6 +88,24 @@ pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Reconciler for Probe {
     type Object = ConfigMap;
+
+    /// A probe object states what it reports in its data: `ready` (`True`, `False`), `reason`
+    /// and `stalled` (registered reasons), `notAfter` (Unix seconds).
+    fn reported(obj: &ConfigMap) -> crate::runtime::Reported {
+        let get = |k: &str| obj.data.as_ref().and_then(|d| d.get(k));
+        let reason =
+            |k: &str| get(k).and_then(|r| crate::conditions::Reason::parse(r).map(|r| r.as_str()));
+        let ready = get("ready").map(|r| match r.as_str() {
+            "True" => "True",
+            "False" => "False",
+            _ => "Unknown",
+        });
+        crate::runtime::Reported {
+            ready: ready.zip(reason("reason")),
+            stalled: reason("stalled"),
+            certificate_not_after: get("notAfter").and_then(|v| v.parse().ok()),
+        }
+    }
 
     async fn reconcile(
         &self,
