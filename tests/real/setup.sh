@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the real programs the real-programs tier (tests/real_programs.rs) runs, from the
-# package registries only: PostgreSQL 15 (server, psql, pg_dump, pg_restore) from Debian, and
+# Installs the real programs the tests run, from the package registries only: for the
+# real-programs tier (tests/integration/real_programs.rs) PostgreSQL 15 (server, psql, pg_dump,
+# pg_restore) from Debian, and
 # pgAdmin 4 at the default image's version from PyPI, in a venv of Debian's python3 so that the
 # pgAdmin uid (5050) can run it (pyenv's interpreter lives under /root). Idempotent: a second
-# run finds everything in place and takes a second.
+# run finds everything in place and takes a second. Also promtool, for the alert rule tests.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -13,11 +14,14 @@ PGADMIN_VERSION=9.10
 GUNICORN_VERSION=23.0.0
 VENV=target/real-programs/venv
 
+# promtool (Debian's prometheus) for the alert rule tests of deploy/monitoring
+# (tests/integration/runtime_alerts.rs).
 if [ ! -x /usr/lib/postgresql/15/bin/postgres ] || ! command -v unshare >/dev/null \
-   || ! /usr/bin/python3 -m venv --help >/dev/null 2>&1; then
+   || ! /usr/bin/python3 -m venv --help >/dev/null 2>&1 || ! command -v promtool >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq postgresql-15 postgresql-client-15 python3-venv util-linux >/dev/null
+  apt-get install -y -qq postgresql-15 postgresql-client-15 python3-venv util-linux prometheus \
+    >/dev/null
 fi
 
 stamp="$VENV/.pgtoolbox-installed-$PGADMIN_VERSION-$GUNICORN_VERSION"
