@@ -328,6 +328,44 @@ fn pod(obj: &mut Value) {
             requests_from_limits(c);
         }
     }
+    // The registry's create strategy: a new Pod is Pending with its QoS class.
+    let qos = qos_class(obj);
+    if !obj.get("status").is_some_and(Value::is_object) {
+        obj["status"] = json!({});
+    }
+    default(obj, "/status/phase", json!("Pending"));
+    default(obj, "/status/qosClass", json!(qos));
+}
+
+/// The QoS class of a Pod, as `qos.GetPodQOS` derives it from requests and limits.
+pub fn qos_class(pod: &Value) -> &'static str {
+    let cs: Vec<&Value> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().collect())
+        .unwrap_or_default();
+    let has =
+        |c: &Value, kind: &str, r: &str| c.pointer(&format!("/resources/{kind}/{r}")).is_some();
+    if cs.iter().all(|c| {
+        !has(c, "requests", "cpu")
+            && !has(c, "requests", "memory")
+            && !has(c, "limits", "cpu")
+            && !has(c, "limits", "memory")
+    }) {
+        return "BestEffort";
+    }
+    let guaranteed = cs.iter().all(|c| {
+        ["cpu", "memory"].iter().all(|r| {
+            let limit = c.pointer(&format!("/resources/limits/{r}"));
+            let request = c.pointer(&format!("/resources/requests/{r}")).or(limit);
+            limit.is_some() && request == limit
+        })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
 }
 
 /// A container with limits but no requests for a resource requests its limit.
@@ -577,6 +615,20 @@ mod tests {
         assert_eq!(s["spec"]["ipFamilyPolicy"], "SingleStack");
         assert_eq!(s["spec"]["internalTrafficPolicy"], "Cluster");
         assert!(s["spec"].get("externalTrafficPolicy").is_none());
+    }
+
+    #[test]
+    fn a_new_pod_is_pending_with_its_qos_class() {
+        let mut p = json!({"spec": {"containers": [{"name": "c", "image": "nginx",
+            "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}});
+        apply(&info("", "Pod"), &mut p);
+        assert_eq!(p["status"]["phase"], "Pending");
+        assert_eq!(p["status"]["qosClass"], "Guaranteed");
+        // What the kubelet wrote stays.
+        let mut running = json!({"spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            "status": {"phase": "Running", "qosClass": "BestEffort"}});
+        apply(&info("", "Pod"), &mut running);
+        assert_eq!(running["status"]["phase"], "Running");
     }
 
     #[test]

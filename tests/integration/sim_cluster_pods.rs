@@ -80,9 +80,14 @@ async fn without_controllers_nothing_happens() {
             .is_empty()
     );
     let pods: Api<Pod> = Api::namespaced(client, "default");
-    pods.create(&PostParams::default(), &simple("idle"))
+    let created = pods
+        .create(&PostParams::default(), &simple("idle"))
         .await
         .unwrap();
+    // As the registry's create strategy answers: Pending, with the QoS class.
+    let status = created.status.expect("a status on create");
+    assert_eq!(status.phase.as_deref(), Some("Pending"));
+    assert_eq!(status.qos_class.as_deref(), Some("BestEffort"));
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let p = pods.get("idle").await.unwrap();
     assert!(p.spec.unwrap().node_name.is_none());

@@ -25,6 +25,7 @@ use super::{
     CONFIGMAPS, Component, Ctx, EventKind, JOBS, Kind, NODES, Next, PODS, SECRETS, Tx,
     WorkloadFault, key_of,
 };
+use crate::defaults::qos_class;
 use crate::error::ApiError;
 use crate::store::{Event, ObjKey};
 
@@ -250,36 +251,6 @@ fn container_names(pod: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_string))
         .collect()
-}
-
-fn qos_class(pod: &Value) -> &'static str {
-    let cs: Vec<&Value> = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().collect())
-        .unwrap_or_default();
-    let has =
-        |c: &Value, kind: &str, r: &str| c.pointer(&format!("/resources/{kind}/{r}")).is_some();
-    if cs.iter().all(|c| {
-        !has(c, "requests", "cpu")
-            && !has(c, "requests", "memory")
-            && !has(c, "limits", "cpu")
-            && !has(c, "limits", "memory")
-    }) {
-        return "BestEffort";
-    }
-    let guaranteed = cs.iter().all(|c| {
-        ["cpu", "memory"].iter().all(|r| {
-            let limit = c.pointer(&format!("/resources/limits/{r}"));
-            let request = c.pointer(&format!("/resources/requests/{r}")).or(limit);
-            limit.is_some() && request == limit
-        })
-    });
-    if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
 }
 
 /// What the containers of a started Pod are doing.
