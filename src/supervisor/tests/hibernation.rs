@@ -208,7 +208,9 @@ async fn a_failing_object_keeps_its_actor_and_its_retry_backoff() {
     assert_eq!(passes.len(), 4);
     for (i, gap) in passes.windows(2).map(|w| w[1].at - w[0].at).enumerate() {
         let base = Duration::from_millis(500) * 2u32.pow(i as u32);
-        assert!(gap >= base && gap < base * 2, "gap {i}: {gap:?}");
+        // The delay is below 2 * base, but tokio's timer rounds a deadline up to the next
+        // millisecond: a jitter close to 1 lands on 2 * base exactly.
+        assert!(gap >= base && gap <= base * 2, "gap {i}: {gap:?}");
     }
     assert_eq!(h.objects(), (0, 1), "hibernated once it succeeded");
     h.operator.shutdown(SEC).await;

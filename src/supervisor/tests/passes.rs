@@ -108,7 +108,8 @@ async fn failures_retry_with_growing_delays_and_reset_on_success() {
     // RETRY policy: 0.5 s doubling, each delay jittered within [d, 2d).
     for (i, gap) in passes.windows(2).map(|w| w[1].at - w[0].at).enumerate() {
         let base = Duration::from_millis(500) * 2u32.pow(i as u32);
-        assert!(gap >= base && gap < base * 2, "gap {i}: {gap:?}");
+        // Below 2 * base, but tokio's timer rounds a deadline up to the next millisecond.
+        assert!(gap >= base && gap <= base * 2, "gap {i}: {gap:?}");
     }
     let errors = lock(&probe.errors).clone();
     assert_eq!(errors.len(), 4, "each failure is reported");
