@@ -46,11 +46,6 @@ fn merge(into: &mut ApplyReport, report: ApplyReport) {
     into.deleted.extend(report.deleted);
 }
 
-/// The server's refusal of one child (422, admission 403): `(name, code, message)`.
-pub fn refusal(report: &ApplyReport) -> Option<(String, u16, String)> {
-    report.refusal().map(|r| (r.name, r.code, r.message))
-}
-
 /// Which exposure stores this namespace can read: a kind refused here has no store to apply
 /// through (its objects are read past the cache instead).
 #[derive(Clone, Copy, Debug)]
@@ -145,7 +140,7 @@ pub async fn apply_all(
     }
     // A refused ingress policy publishes nothing until it is accepted: an exposure applied
     // meanwhile would serve the console unconfined.
-    let exposure = if refusal(&applied.policy).is_some() {
+    let exposure = if applied.policy.refusal().is_some() {
         None
     } else {
         plan.exposure

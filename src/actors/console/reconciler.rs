@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::bundle::{bundle_facts, mirror, selected_clusters};
-use super::children::{Applied, ChildPlan, Readable, apply_all, apply_exposure, refusal};
+use super::children::{Applied, ChildPlan, Readable, apply_all, apply_exposure};
 use super::past_exposure::{delete_past_cache, read_past_cache};
 use super::reads::PastCache;
 use super::trust::other_policies;
@@ -458,11 +458,11 @@ impl ConsoleReconciler {
             converged = applied.converged();
             bundle_foreign = applied.bundle.not_owned().is_some();
             let foreign = not_owned(&applied);
-            if let Some((name, code, message)) = refusal(&applied.policy) {
+            if let Some(refused) = applied.policy.refusal() {
                 let refusal = PolicyRefusal {
-                    name,
-                    code,
-                    message,
+                    name: refused.name,
+                    code: refused.code,
+                    message: refused.message,
                 };
                 self.refused.insert(
                     cx.key.clone(),
