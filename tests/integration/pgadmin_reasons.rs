@@ -325,10 +325,13 @@ async fn pgadmin_oauth2_sidecar_pooler_endpoint_and_egress_statement() {
 
     // A rotated OAuth2 client secret rolls the workload (its digest is in the workload hash).
     // The pooler's credential file may have rolled the Pod once already (a new credential file
-    // does), so the rollout looked for is the one away from the hash the offered set rendered.
+    // does), so the rollout looked for is the one away from the hash the offered set rendered,
+    // and its Event one more occurrence of RolloutStarted (kube's recorder may fold it into the
+    // pooler's Event as a series).
     let before = pgtoolbox_operator::reconcile::workload::current_workload_hash(&deployment)
         .expect("workload hash")
         .to_owned();
+    let rolled = env.occurrences("o", "RolloutStarted").await;
     Api::<Secret>::namespaced(env.client.clone(), NS)
         .patch(
             "oidc-client",
@@ -337,25 +340,9 @@ async fn pgadmin_oauth2_sidecar_pooler_endpoint_and_egress_statement() {
         )
         .await
         .expect("rotated");
-    // The rollout itself: the pod template's hash moves away from `before`. (Its RolloutStarted
-    // Event may be folded into the pooler's earlier one: kube's recorder keys a series without
-    // the note, unlike client-go.)
-    let deployments = Api::<Deployment>::namespaced(env.client.clone(), NS);
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let now = deployments.get("o-pgadmin").await.expect("deployment");
-        let hash =
-            pgtoolbox_operator::reconcile::workload::current_workload_hash(&now).map(str::to_owned);
-        if hash.as_deref().is_some_and(|h| h != before) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the rotated client secret never rolled the workload (hash {hash:?})"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    env.wait_rollout_from("o", &before).await;
     assert_eq!(env.wait_event("o", "RolloutStarted").await.0, "Normal");
+    env.wait_occurrences("o", "RolloutStarted", rolled).await;
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
@@ -14,6 +15,7 @@ use pgtoolbox_operator::api::{PgAdmin, render_crds_yaml};
 use pgtoolbox_operator::cli::register_all;
 use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::metrics::OperatorMetrics;
+use pgtoolbox_operator::reconcile::workload::current_workload_hash;
 use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
@@ -227,6 +229,54 @@ impl Env {
                 tokio::time::Instant::now() < deadline,
                 "{name}: no {reason} Event; events: {:#?}",
                 self.events(name).await
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// How often `reason` was recorded on the PgAdmin: an Event counts once, or its series' count
+    /// (kube's recorder folds a repeat of a reason into the first Event's series).
+    pub async fn occurrences(&self, name: &str, reason: &str) -> i32 {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), NS);
+        let list = api.list(&ListParams::default()).await.expect("events");
+        list.items
+            .iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+            .sum()
+    }
+
+    /// Waits until `reason` was recorded more than `seen` times on the PgAdmin.
+    pub async fn wait_occurrences(&self, name: &str, reason: &str, seen: i32) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while self.occurrences(name, reason).await <= seen {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name}: {reason} never recorded again after {seen} times; events: {:#?}",
+                self.events(name).await
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits until the pgAdmin Deployment's pod template carries a workload hash other than
+    /// `before`, and returns it.
+    pub async fn wait_rollout_from(&self, name: &str, before: &str) -> String {
+        let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), NS);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let deployment = deployments
+                .get(&format!("{name}-pgadmin"))
+                .await
+                .expect("Deployment readable");
+            let hash = current_workload_hash(&deployment).map(str::to_owned);
+            if let Some(hash) = hash.as_ref().filter(|h| h.as_str() != before) {
+                return hash.clone();
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name}: the workload never rolled away from {before} (hash {hash:?})"
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
