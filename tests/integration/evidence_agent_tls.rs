@@ -98,7 +98,7 @@ fn not_after(obj: &EvidenceAgent) -> Option<i64> {
 }
 
 /// `(reason, note, times recorded)` of the Events recorded on the agent. Repeats of an Event
-/// (same reason) are folded into a series that keeps the first note and counts the others.
+/// (same reason and note) are folded into a series that counts them.
 pub(super) async fn events(env: &Env, agent: &str) -> Vec<(String, String, i32)> {
     let api: Api<Event> = Api::namespaced(env.client.clone(), NS);
     let list = api.list(&ListParams::default()).await.expect("events");
@@ -115,16 +115,18 @@ pub(super) async fn events(env: &Env, agent: &str) -> Vec<(String, String, i32)>
         .collect()
 }
 
-/// Polls until an Event of the agent with `reason` has a note containing `needle` and was
-/// recorded at least `times`.
+/// Polls until the agent's Events with `reason` and a note containing `needle` were recorded
+/// at least `times` in all; answers the newest such note.
 async fn wait_event(env: &Env, agent: &str, reason: &str, needle: &str, times: i32) -> String {
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
         let all = events(env, agent).await;
-        if let Some((_, note, _)) = all
+        let matching: Vec<_> = all
             .iter()
-            .find(|(r, n, count)| r == reason && n.contains(needle) && *count >= times)
-        {
+            .filter(|(r, n, _)| r == reason && n.contains(needle))
+            .collect();
+        let recorded: i32 = matching.iter().map(|(_, _, count)| count).sum();
+        if let Some((_, note, _)) = matching.last().filter(|_| recorded >= times) {
             return note.clone();
         }
         assert!(

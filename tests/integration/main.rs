@@ -44,6 +44,7 @@ mod runtime_namespaced;
 mod runtime_support;
 mod runtime_traces;
 mod runtime_watch;
+mod shared_events;
 mod shared_least_privilege;
 mod shared_metrics;
 mod shared_operator;
