@@ -1,7 +1,8 @@
 //! The validations that controllers and clients trip on, with the messages of kubernetes'
 //! `pkg/apis/*/validation`: labels and annotations of every kind (`object_meta`); of built-in
 //! kinds, workload selectors must match their pod template,
-//! apps/v1 selectors are immutable, `immutable` ConfigMaps and Secrets keep their data.
+//! apps/v1 selectors are immutable, `immutable` ConfigMaps and Secrets keep their data,
+//! NetworkPolicy address blocks are CIDRs with their exceptions inside them.
 
 use std::collections::BTreeMap;
 
@@ -43,6 +44,7 @@ pub fn check(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause
                 ));
             }
         }
+        ("networking.k8s.io", "NetworkPolicy") => network_policy_blocks(obj, &mut causes),
         ("", "ConfigMap") => {
             if let Some(old) = old {
                 immutable_data(old, obj, &["data", "binaryData"], &mut causes);
@@ -64,6 +66,107 @@ pub fn check(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Cause
         _ => {}
     }
     causes
+}
+
+/// `ValidateIPBlock` of every peer: `cidr` a CIDR, each `except` a CIDR strictly inside it.
+fn network_policy_blocks(obj: &Value, causes: &mut Vec<Cause>) {
+    for (direction, peers) in [("ingress", "from"), ("egress", "to")] {
+        let rules = obj.pointer(&format!("/spec/{direction}"));
+        for (r, rule) in rules
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let peers_of = rule.get(peers).and_then(Value::as_array);
+            for (p, peer) in peers_of.into_iter().flatten().enumerate() {
+                let Some(block) = peer.get("ipBlock") else {
+                    continue;
+                };
+                let path = format!("spec.{direction}[{r}].{peers}[{p}].ipBlock");
+                ip_block(block, &path, causes);
+            }
+        }
+    }
+}
+
+fn ip_block(block: &Value, path: &str, causes: &mut Vec<Cause>) {
+    const NOT_A_CIDR: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+    let invalid = |field: String, value: &str, why: &str| Cause {
+        field,
+        message: format!("Invalid value: \"{value}\": {why}"),
+        reason: "FieldValueInvalid".into(),
+    };
+    let cidr = block
+        .get("cidr")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if cidr.is_empty() {
+        causes.push(Cause {
+            field: format!("{path}.cidr"),
+            message: "Required value".into(),
+            reason: "FieldValueRequired".into(),
+        });
+        return;
+    }
+    let Some(outer) = Cidr::parse(cidr) else {
+        causes.push(invalid(format!("{path}.cidr"), cidr, NOT_A_CIDR));
+        return;
+    };
+    let excepts = block.get("except").and_then(Value::as_array);
+    for (i, except) in excepts.into_iter().flatten().enumerate() {
+        let text = except.as_str().unwrap_or_default();
+        let field = format!("{path}.except[{i}]");
+        match Cidr::parse(text) {
+            None => causes.push(invalid(field, text, NOT_A_CIDR)),
+            Some(inner) if !outer.strictly_holds(&inner) => {
+                causes.push(invalid(field, text, "must be a strict subset of `cidr`"));
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// An address block as Go's `net.ParseCIDR` reads one: the network (host bits cleared) and
+/// its prefix length.
+struct Cidr {
+    network: u128,
+    prefix: u32,
+    v6: bool,
+}
+
+impl Cidr {
+    fn parse(text: &str) -> Option<Self> {
+        let (address, prefix) = text.split_once('/')?;
+        let prefix: u32 = prefix.parse().ok()?;
+        let (bits, width, v6) = match address.parse::<std::net::IpAddr>().ok()? {
+            std::net::IpAddr::V4(a) => (u128::from(u32::from(a)), 32, false),
+            std::net::IpAddr::V6(a) => (u128::from(a), 128, true),
+        };
+        if prefix > width {
+            return None;
+        }
+        let host_bits = width - prefix;
+        let network = if host_bits >= 128 {
+            0
+        } else {
+            (bits >> host_bits) << host_bits
+        };
+        Some(Cidr {
+            network,
+            prefix,
+            v6,
+        })
+    }
+
+    /// Whether `inner` lies inside this block with a longer prefix.
+    fn strictly_holds(&self, inner: &Cidr) -> bool {
+        let width = if self.v6 { 128 } else { 32 };
+        let host_bits = width - self.prefix;
+        let inside =
+            host_bits >= 128 || (inner.network >> host_bits) == (self.network >> host_bits);
+        self.v6 == inner.v6 && inside && self.prefix < inner.prefix
+    }
 }
 
 fn forbidden_change(field: &str, value: &str) -> Cause {
@@ -296,6 +399,52 @@ mod tests {
         assert_eq!(check(&cm, &unset, Some(&old))[0].field, "immutable");
         let mutable = json!({"data": {"a": "1"}});
         assert!(check(&cm, &changed, Some(&mutable)).is_empty());
+    }
+
+    #[test]
+    fn a_network_policy_block_must_be_a_cidr_and_its_exceptions_inside_it() {
+        let np = info("networking.k8s.io", "NetworkPolicy");
+        let policy = |block: Value| {
+            json!({"spec": {"podSelector": {}, "ingress": [{"from": [
+            {"podSelector": {}}, {"ipBlock": block}]}]}})
+        };
+        let fine = json!({"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16", "10.0.0.1/32"]});
+        assert!(check(&np, &policy(fine), None).is_empty());
+        let causes = check(
+            &np,
+            &policy(
+                json!({"cidr": "192.0.2.0/24", "except": ["198.51.100.0/24", "192.0.2.0/24", "x"]}),
+            ),
+            None,
+        );
+        let said: Vec<(&str, &str)> = causes
+            .iter()
+            .map(|c| (c.field.as_str(), c.message.as_str()))
+            .collect();
+        assert_eq!(
+            said,
+            vec![
+                (
+                    "spec.ingress[0].from[1].ipBlock.except[0]",
+                    "Invalid value: \"198.51.100.0/24\": must be a strict subset of `cidr`"
+                ),
+                (
+                    "spec.ingress[0].from[1].ipBlock.except[1]",
+                    "Invalid value: \"192.0.2.0/24\": must be a strict subset of `cidr`"
+                ),
+                (
+                    "spec.ingress[0].from[1].ipBlock.except[2]",
+                    "Invalid value: \"x\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"
+                ),
+            ]
+        );
+        let egress = json!({"spec": {"egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/33"}}]}]}});
+        assert_eq!(
+            check(&np, &egress, None)[0].field,
+            "spec.egress[0].to[0].ipBlock.cidr"
+        );
+        let v6 = json!({"cidr": "2001:db8::/32", "except": ["2001:db8:1::/48"]});
+        assert!(check(&np, &policy(v6), None).is_empty());
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use pgtoolbox_sim::cluster::WorkloadFault;
 
 use crate::kinds::Workload;
-use crate::schedule::{CA_FAULTS, Cnpg, EgressTo, Peers, Step, WORKLOADS};
+use crate::schedule::{CA_FAULTS, Cnpg, EgressTo, ImageState, Peers, Step, WORKLOADS};
 
 /// A PgAdmin's image changed while it has a settings database: backed up first.
 const UPGRADE_WITH_BACKUP: &str = "SetImage(PgAdmin with a settings database)";
@@ -37,6 +37,14 @@ fn counted(seeds: impl Iterator<Item = u64>, steps: usize) -> BTreeMap<String, u
         .chain(Peers::ALL.map(|from| format!("ConsolePeers(Some({from:?}))")))
         .chain(["AllowAll(true)".to_string()])
         .chain(Cnpg::OLDER.map(|c| format!("ConfigDatabase(true) on Cnpg({c:?})")))
+        .chain(
+            [Workload::Console, Workload::PgAdmin]
+                .into_iter()
+                .flat_map(|kind| ImageState::ALL.map(move |image| (kind, image)))
+                .flat_map(|(kind, image)| {
+                    [false, true].map(move |pause| refused_hostname(kind, image, pause))
+                }),
+        )
         .map(|label| (label, 0))
         .collect();
     for seed in seeds {
@@ -56,6 +64,9 @@ fn counted(seeds: impl Iterator<Item = u64>, steps: usize) -> BTreeMap<String, u
                     format!("ConfigDatabase({on})")
                 }
                 Step::SkipBackup { .. } => "SkipBackup".into(),
+                Step::RefusedHostname {
+                    kind, image, pause, ..
+                } => refused_hostname(kind, image, pause),
                 Step::ConsolePeers { from, .. } => format!("ConsolePeers({from:?})"),
                 Step::AllowAll { present: true } => "AllowAll(true)".into(),
                 Step::ClusterCa {
@@ -119,6 +130,10 @@ fn counted(seeds: impl Iterator<Item = u64>, steps: usize) -> BTreeMap<String, u
     wanted
 }
 
+fn refused_hostname(kind: Workload, image: ImageState, pause: bool) -> String {
+    format!("RefusedHostname({kind:?}, image {image:?}, paused {pause})")
+}
+
 /// True when every step with a verdict is drawn by the workload seeds `seeds`.
 pub fn every_step_reached(seeds: impl Iterator<Item = u64>, steps: usize) -> bool {
     let counts = counted(seeds, steps);
@@ -137,7 +152,10 @@ pub fn every_step_reached(seeds: impl Iterator<Item = u64>, steps: usize) -> boo
 /// Reasons the oracle has verdicts for that a budget's schedules must settle on at least once
 /// (`condition/reason`): drawing a step is not enough when its effect can be undone later in
 /// the same schedule.
-const SETTLED: [&str; 8] = [
+const SETTLED: [&str; 11] = [
+    "ConfigurationValid/HostnameNotAllowed",
+    "ConfigurationValid/ExposurePolicyInvalid",
+    "Ready/ReconciliationPaused",
     "ConfigurationValid/DatabaseAPIUnavailable",
     "ConfigurationValid/DatabaseRoleAPIUnavailable",
     "ConfigurationValid/PasswordGenerationUnavailable",

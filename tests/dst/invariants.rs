@@ -332,6 +332,10 @@ pub fn ready_agrees_with_aspects(snap: &Snapshot) -> Vec<Violation> {
         let state = |c: &Value| (c["status"].clone(), c["reason"].clone());
         let wrong = if ready["reason"] == "ReconcileError" {
             (ready["status"] != "False").then(|| "ReconcileError must be False".to_string())
+        } else if ready["reason"] == "ReconciliationPaused" {
+            // A pause stands for the aspects (the oracle checks it is one at the end).
+            (ready["status"] != "Unknown")
+                .then(|| "ReconciliationPaused must be Unknown".to_string())
         } else if ready["status"] == "True" {
             aspects
                 .iter()

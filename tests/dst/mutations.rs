@@ -46,6 +46,7 @@ fn snapshot(at_ms: u64, requests: Vec<Arc<Value>>, bindings: Vec<Arc<Value>>) ->
         inputs: Vec::new(),
         pods: Vec::new(),
         jobs: Vec::new(),
+        exposures: Vec::new(),
     }
 }
 
@@ -286,6 +287,49 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
     out.push((
         "converges-to-oracle",
         "a console without an image settled Ready",
+        h,
+    ));
+
+    // A console whose hostname is refused still served at its URL (the refusal stated).
+    let mut h = real.clone();
+    let mut served = (*workload(
+        "PgToolBoxConsole",
+        "kx",
+        json!({"image": "docker.io/library/app:1.0",
+               "exposure": {"type": "route", "hostname": "kx.apps.example.org"}}),
+        vec![
+            condition("Ready", "False", "HostnameNotAllowed"),
+            condition("ConfigurationValid", "False", "HostnameNotAllowed"),
+            condition("ExposureReady", "False", "HostnameNotAllowed"),
+            condition("Stalled", "True", "HostnameNotAllowed"),
+        ],
+    ))
+    .clone();
+    served["status"]["url"] = json!("https://kx.apps.example.org");
+    if let Some(i) = last(&mut h) {
+        h.snapshots[i].workloads.push(Arc::new(served));
+    }
+    out.push((
+        "exposure-withdrawn",
+        "a console with a refused hostname kept its URL",
+        h,
+    ));
+
+    // A paused PgAdmin whose Ready still says what a pass judged.
+    let mut h = real.clone();
+    let mut paused = (*workload(
+        "PgAdmin",
+        "p0",
+        json!({"exposure": {"type": "clusterIP"}, "clusterSelector": {"matchLabels": {"team": "a"}}}),
+        pgadmin_all_true(),
+    ))
+    .clone();
+    paused["metadata"]["annotations"] =
+        json!({pgtoolbox_operator::api::RECONCILE_ANNOTATION: "skip"});
+    settle_p0(&mut h, Arc::new(paused), None);
+    out.push((
+        "converges-to-oracle",
+        "a paused PgAdmin said Ready=True, not ReconciliationPaused",
         h,
     ));
 

@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use crate::invariants::{Violation, condition, name, violation};
 use crate::kinds::{Exposure, Workload};
-use crate::schedule::CA_FAULTS;
+use crate::schedule::{ALLOWED_REPOSITORIES, CA_FAULTS};
 use crate::workloads::{
-    ALLOW_ALL, BACKUP_JOBS, CLUSTER_LABEL, CREDENTIALS, GRANT, SETTINGS_CLUSTER, STORE,
-    target_image,
+    ALLOW_ALL, ALLOWED_HOST_SUFFIX, BACKUP_JOBS, CLUSTER_LABEL, CREDENTIALS, GRANT,
+    SETTINGS_CLUSTER, STORE, target_image,
 };
 use crate::world::{History, Snapshot, epoch};
 use k8s_openapi::jiff::Timestamp;
@@ -44,6 +44,57 @@ fn input<'a>(snap: &'a Snapshot, kind: &str, input_name: &str) -> Option<&'a Val
         .iter()
         .find(|o| o["kind"] == kind && o["metadata"]["name"] == input_name)
         .map(|o| o.as_ref())
+}
+
+/// Whether the workload is published (an Ingress, a Route, a Gateway) under a hostname outside
+/// the operator's allowed suffix.
+fn hostname_refused(obj: &Value) -> bool {
+    let exposure = &obj["spec"]["exposure"];
+    let published = matches!(
+        exposure["type"].as_str(),
+        Some("ingress" | "route" | "gateway")
+    );
+    let host = exposure["hostname"].as_str().unwrap_or_default();
+    published
+        && !host.is_empty()
+        && host != ALLOWED_HOST_SUFFIX
+        && !host.ends_with(&format!(".{ALLOWED_HOST_SUFFIX}"))
+}
+
+/// Whether `image`'s repository is outside the operator's allow-list.
+fn image_refused(image: &str) -> bool {
+    !ALLOWED_REPOSITORIES.iter().any(|r| {
+        image
+            .strip_prefix(r)
+            .is_some_and(|rest| rest.starts_with('/'))
+    })
+}
+
+/// Whether the console's ingress NetworkPolicy, rendered from `spec.exposure.networkPolicy`
+/// (for a Route, or an Ingress given peers), has a block whose exception lies outside it,
+/// which the API server refuses. The schedules' blocks are /24s: outside is another /24.
+fn policy_refused(obj: &Value) -> bool {
+    let spec = &obj["spec"];
+    let from = spec["exposure"]["networkPolicy"]["from"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let network = |cidr: &str| cidr.rsplit_once('.').map(|(net, _)| net.to_string());
+    let outside = from.iter().any(|peer| {
+        let block = &peer["ipBlock"];
+        let cidr = network(block["cidr"].as_str().unwrap_or_default());
+        block["except"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|e| network(e.as_str().unwrap_or_default()) != cidr)
+    });
+    Exposure::of_spec(spec) != Exposure::ClusterIp && outside
+}
+
+/// Whether the workload carries `pgtoolbox.fyannk.dev/reconcile: skip`.
+pub fn paused(obj: &Value) -> bool {
+    obj["metadata"]["annotations"][pgtoolbox_operator::api::RECONCILE_ANNOTATION] == "skip"
 }
 
 /// The credential Secret's state: missing, without the secret key, or complete.
@@ -326,11 +377,18 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
     let image = spec["image"].is_string();
     let has_cluster = |c: &str| snap.clusters.iter().any(|x| x == c);
     match kind {
+        // The hostname is judged first, then the image, then the ingress policy it renders.
         Workload::Console => vec![
-            if image {
-                Holds
-            } else {
+            if hostname_refused(obj) {
+                Hard(vec!["HostnameNotAllowed"])
+            } else if !image {
                 Hard(vec!["ConsoleImageRequired"])
+            } else if spec["image"].as_str().is_some_and(image_refused) {
+                Hard(vec!["ImageNotAllowed"])
+            } else if policy_refused(obj) {
+                Hard(vec!["ExposurePolicyInvalid"])
+            } else {
+                Holds
             },
             pods(h, snap, instance),
             exposure(h, obj, instance),
@@ -356,6 +414,16 @@ pub fn verdicts(h: &History, snap: &Snapshot, kind: Workload, obj: &Value) -> Ve
                 }
                 (_, Some(b)) => Hard(b),
                 (config, None) => config,
+            };
+            let config = match config {
+                // The hostname is judged first; the settings database once it is fixed.
+                _ if hostname_refused(obj) => Hard(vec!["HostnameNotAllowed"]),
+                Hard(mut a) if image_refused(&target_image(obj)) => {
+                    a.push("ImageNotAllowed");
+                    Hard(a)
+                }
+                _ if image_refused(&target_image(obj)) => Hard(vec!["ImageNotAllowed"]),
+                config => config,
             };
             let pods = match (database.not_applied, database.backup) {
                 // Unapplied settings objects hold pgAdmin back whatever its Pods do.
@@ -469,6 +537,22 @@ fn advisories(
     let instance = name(obj);
     let spec = &obj["spec"];
     let pods_hold = verdicts.get(1) == Some(&Holds);
+    // The refusals the pass stops at before it judges the advisories (the hostname, the
+    // image, the console's ingress policy): they keep what the last judging pass said, which
+    // describes the children as then applied. A refused policy published nothing to confine.
+    if let Some(Hard(config)) = verdicts.first() {
+        if kind == Workload::Console && config == &["ExposurePolicyInvalid"] {
+            return vec![("ExposureConfined", vec![None])];
+        }
+        let stops = [
+            "HostnameNotAllowed",
+            "ImageNotAllowed",
+            "ExposurePolicyInvalid",
+        ];
+        if config.iter().any(|r| stops.contains(r)) {
+            return Vec::new();
+        }
+    }
     match kind {
         // Running (Pods untouched by a fault), the egress policy is judged: open when an extra
         // rule reaches an unnamed destination. Not running, it waits (Unknown).
@@ -529,6 +613,7 @@ fn advisories(
             {
                 confined.push(None);
             }
+
             // The console mirrors the CAs of every Cluster of its namespace (no selector, no
             // instanceCABundleRef): a CA Secret the sim's CloudNativePG left without `ca.crt`
             // or with no certificate in it leaves that Cluster out.
@@ -546,6 +631,104 @@ fn advisories(
     }
 }
 
+/// `(status, reason)` of a condition, `None` when absent.
+fn said<'a>(obj: &'a Value, type_: &str) -> Option<(&'a str, &'a str)> {
+    condition(obj, type_).map(|c| {
+        (
+            c["status"].as_str().unwrap_or_default(),
+            c["reason"].as_str().unwrap_or_default(),
+        )
+    })
+}
+
+/// A refused hostname or a refused ingress policy withdraws what published the workload: no
+/// Ingress, Route or HTTPRoute of it, no URL, no published kinds; a refused hostname is stated
+/// by ConfigurationValid, ExposureReady and Stalled, paused or not.
+fn withdrawn(snap: &Snapshot, kind: Workload, obj: &Value, out: &mut Vec<Violation>) {
+    let refused_host = hostname_refused(obj);
+    if !refused_host && !(kind == Workload::Console && policy_refused(obj)) {
+        return;
+    }
+    let mut wrong = Vec::new();
+    let owned = snap.exposures.iter().filter(|e| {
+        e["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|o| o["kind"] == kind.kind() && o["name"] == name(obj))
+    });
+    for e in owned {
+        wrong.push(format!("{} {} still published", e["kind"], name(e)));
+    }
+    let status = &obj["status"];
+    if !status["url"].is_null() {
+        wrong.push(format!("status.url {}", status["url"]));
+    }
+    if status["publishedExposureKinds"]
+        .as_array()
+        .is_some_and(|k| !k.is_empty())
+    {
+        wrong.push(format!(
+            "publishedExposureKinds {}",
+            status["publishedExposureKinds"]
+        ));
+    }
+    if refused_host {
+        for type_ in ["ConfigurationValid", "ExposureReady"] {
+            if said(obj, type_) != Some(("False", "HostnameNotAllowed")) {
+                wrong.push(format!("{type_} {:?}", said(obj, type_)));
+            }
+        }
+        if said(obj, "Stalled") != Some(("True", "HostnameNotAllowed")) {
+            wrong.push(format!("Stalled {:?}", said(obj, "Stalled")));
+        }
+    }
+    for detail in wrong {
+        out.push(violation(
+            "exposure-withdrawn",
+            format!(
+                "{} {} (hostname refused: {refused_host}): {detail}",
+                kind.kind(),
+                name(obj)
+            ),
+        ));
+    }
+}
+
+/// A paused workload says so (`Ready=Unknown`, `Progressing=False`, both
+/// `ReconciliationPaused`; `Progressing` says `HostnameNotAllowed` while its hostname is
+/// refused), and nothing else of its status is judged: the operator does not act on it.
+fn paused_says_so(kind: Workload, obj: &Value, out: &mut Vec<Violation>) {
+    let progressing = if hostname_refused(obj) {
+        ("False", "HostnameNotAllowed")
+    } else {
+        ("False", "ReconciliationPaused")
+    };
+    let mut wrong = Vec::new();
+    if said(obj, "Ready") != Some(("Unknown", "ReconciliationPaused")) {
+        wrong.push(format!("Ready {:?}", said(obj, "Ready")));
+    }
+    if said(obj, "Progressing") != Some(progressing) {
+        wrong.push(format!(
+            "Progressing {:?}, expected {progressing:?}",
+            said(obj, "Progressing")
+        ));
+    }
+    if kind == Workload::Console && hostname_refused(obj) && said(obj, "ExposureConfined").is_some()
+    {
+        wrong.push(format!(
+            "ExposureConfined {:?} while withdrawn",
+            said(obj, "ExposureConfined")
+        ));
+    }
+    for detail in wrong {
+        out.push(violation(
+            "converges-to-oracle",
+            format!("paused {} {}: {detail}", kind.kind(), name(obj)),
+        ));
+    }
+}
+
 /// Every workload converges: Ready says what its final inputs and faults allow, the first
 /// failing aspect says it too, and the status is of the current generation.
 pub fn workloads_converge(h: &History, snap: &Snapshot) -> Vec<Violation> {
@@ -554,6 +737,11 @@ pub fn workloads_converge(h: &History, snap: &Snapshot) -> Vec<Violation> {
         let Some(kind) = Workload::of_kind(obj["kind"].as_str().unwrap_or_default()) else {
             continue;
         };
+        withdrawn(snap, kind, obj, &mut out);
+        if paused(obj) {
+            paused_says_so(kind, obj, &mut out);
+            continue;
+        }
         let verdicts = verdicts(h, snap, kind, obj);
         let allowed = allowed_ready(&verdicts);
         let ready = condition(obj, "Ready");

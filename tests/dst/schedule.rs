@@ -164,6 +164,37 @@ pub enum Step {
     /// The simulated cluster runs an older CloudNativePG (read before the sim starts: its
     /// CRDs are what is installed).
     Cnpg(Cnpg),
+    /// Workload `n` (a console or a PgAdmin) given an image in state `image`, then published
+    /// under a hostname outside the operator's allowed suffixes, then paused when `pause`.
+    RefusedHostname {
+        kind: Workload,
+        n: usize,
+        exposure: Exposure,
+        image: ImageState,
+        pause: bool,
+    },
+}
+
+/// What `spec.image` of a workload says, against the operator's allow-list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImageState {
+    /// Not set: the operator's default (a PgAdmin's), or none (a console's: required).
+    Missing,
+    Allowed,
+    /// From a repository outside `ALLOWED_IMAGE_REPOSITORIES`.
+    Refused,
+}
+
+impl ImageState {
+    pub const ALL: [ImageState; 3] = [Self::Missing, Self::Allowed, Self::Refused];
+
+    pub fn image(self) -> Option<&'static str> {
+        match self {
+            Self::Missing => None,
+            Self::Allowed => Some(IMAGES[0]),
+            Self::Refused => Some(REFUSED_IMAGE),
+        }
+    }
 }
 
 /// The CloudNativePG release of a workload schedule's cluster, by what its CRDs serve.
@@ -222,14 +253,17 @@ pub enum Peers {
     PodNetwork,
     /// Every namespace (a namespaceSelector that pins nothing): broad.
     AnyNamespace,
+    /// A block whose exception lies outside it: the API server refuses the policy.
+    ExceptOutside,
 }
 
 impl Peers {
-    pub const ALL: [Peers; 4] = [
+    pub const ALL: [Peers; 5] = [
         Self::ControllerNamespace,
         Self::NarrowBlock,
         Self::PodNetwork,
         Self::AnyNamespace,
+        Self::ExceptOutside,
     ];
 
     /// Whether a peer list of this admits (nearly) everyone.
@@ -341,6 +375,11 @@ const WORKLOAD_PATTERNS: &[&str] = &[
     "patch:services:*",
 ];
 
+/// The repositories the operator allows in workload schedules (`ALLOWED_IMAGE_REPOSITORIES`):
+/// every image of [`IMAGES`] and the PgAdmin default, not [`REFUSED_IMAGE`].
+pub const ALLOWED_REPOSITORIES: [&str; 2] = ["docker.io", "ghcr.io/pgtoolbox"];
+pub const REFUSED_IMAGE: &str = "quay.io/elsewhere/app:1.0";
+
 const IMAGES: [&str; 3] = [
     "docker.io/library/app:1.0",
     "docker.io/library/app:1.1",
@@ -366,6 +405,10 @@ const BYPASS_PERCENT: u32 = 20;
 const FAILING_UPGRADE_PERCENT: u32 = 20;
 /// Workload schedules on a CloudNativePG older than the settings database's APIs.
 const OLDER_CNPG_PERCENT: u32 = 24;
+/// Workload schedules given a late refused hostname (with an image state, paused or not) on a
+/// console or a PgAdmin, and a late console ingress policy the API server refuses.
+const REFUSED_HOSTNAME_PERCENT: u32 = 70;
+const REFUSED_POLICY_PERCENT: u32 = 25;
 
 pub struct Generator {
     rng: StdRng,
@@ -487,6 +530,40 @@ impl Generator {
             let at = self.late_index(&out);
             out.insert(at, Step::ConfigDatabase { n, on: true });
             out.insert(0, Step::Cnpg(release));
+        }
+        // Refusals (drawn last, for the same reason): a hostname with every image state, paused
+        // or not, and an ingress policy the server refuses.
+        if self.chance(REFUSED_HOSTNAME_PERCENT) {
+            let step = Step::RefusedHostname {
+                kind: [Workload::Console, Workload::PgAdmin][self.below(2)],
+                n: self.below(WORKLOADS),
+                exposure: [Exposure::Ingress, Exposure::Route][self.below(2)],
+                image: ImageState::ALL[self.below(ImageState::ALL.len())],
+                pause: self.chance(50),
+            };
+            let at = self.late_index(&out);
+            out.insert(at, step);
+        }
+        if self.chance(REFUSED_POLICY_PERCENT) {
+            let n = self.below(WORKLOADS);
+            let scene = [
+                Step::SetImage {
+                    kind: Workload::Console,
+                    n,
+                    image: Some(IMAGES[0]),
+                },
+                Step::SetExposure {
+                    kind: Workload::Console,
+                    n,
+                    exposure: [Exposure::Ingress, Exposure::Route][self.below(2)],
+                },
+                Step::ConsolePeers {
+                    n,
+                    from: Some(Peers::ExceptOutside),
+                },
+            ];
+            let at = self.late_index(&out);
+            out.splice(at..at, scene);
         }
         out
     }

@@ -17,7 +17,7 @@ use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::{Value, json};
 
 use crate::kinds::{Exposure, GROUP, Workload};
-use crate::schedule::{Cnpg, EgressTo, Peers, SecretChange, Step};
+use crate::schedule::{ALLOWED_REPOSITORIES, Cnpg, EgressTo, Peers, SecretChange, Step};
 use crate::world::{NS, World};
 
 /// The namespace granting PgAdmin `p1` its Cluster `x0`.
@@ -40,6 +40,18 @@ pub const CLUSTER_LABEL: &str = "dst.example/cluster";
 /// The Cluster a PgAdmin's settings database lives in.
 pub const SETTINGS_CLUSTER: &str = "c0";
 pub const PGADMIN_IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
+/// The one hostname suffix the operator allows (`EXPOSURE_ALLOWED_HOST_SUFFIXES`).
+pub const ALLOWED_HOST_SUFFIX: &str = "apps.example.com";
+
+/// The hostname workload `n` of `kind` is published under: allowed, or refused.
+pub fn host_of(kind: Workload, n: usize, refused: bool) -> String {
+    let domain = if refused {
+        "apps.example.org"
+    } else {
+        ALLOWED_HOST_SUFFIX
+    };
+    format!("{}.{domain}", kind.name(n))
+}
 /// Short, so schedules meet renewals: renewed after two thirds (20 min).
 pub const CERTIFICATE_VALIDITY: Duration = Duration::from_secs(30 * 60);
 const CONSOLE_ROLES: &str = include_str!("../../deploy/05-console-clusterroles.yaml");
@@ -73,6 +85,8 @@ pub fn settings(base: OperatorSettings) -> OperatorSettings {
         },
         evidence_certificate_validity: CERTIFICATE_VALIDITY,
         operator_namespace: OPERATOR_NS.into(),
+        exposure_allowed_host_suffixes: vec![ALLOWED_HOST_SUFFIX.into()],
+        allowed_image_repositories: ALLOWED_REPOSITORIES.map(String::from).to_vec(),
         ..base
     }
 }
@@ -243,7 +257,7 @@ impl World {
         cluster: usize,
         openshift: bool,
     ) -> Value {
-        let host = format!("{}.apps.example.com", kind.name(n));
+        let host = host_of(kind, n, false);
         let mut spec = match kind {
             Workload::Console => json!({"exposure": exposure.spec(&host)}),
             // p0 offers the namespace's Clusters, p1 the Cluster team-b grants it.
@@ -264,6 +278,14 @@ impl World {
             spec["image"] = json!(image);
         }
         spec
+    }
+
+    /// `spec.exposure` replaced whole (a merge patch would keep fields of the old one).
+    async fn expose(&self, kind: Workload, n: usize, exposure: Exposure, host: &str) {
+        self.patch_workload(kind, n, json!({"spec": {"exposure": null}}))
+            .await;
+        self.patch_workload(kind, n, json!({"spec": {"exposure": exposure.spec(host)}}))
+            .await;
     }
 
     async fn patch_workload(&self, kind: Workload, n: usize, patch: Value) {
@@ -340,16 +362,25 @@ impl World {
                     .await
             }
             Step::SetExposure { kind, n, exposure } => {
-                let host = format!("{}.apps.example.com", kind.name(*n));
-                // A merge patch keeps fields of the old exposure: replace it whole.
-                self.patch_workload(*kind, *n, json!({"spec": {"exposure": null}}))
+                self.expose(*kind, *n, *exposure, &host_of(*kind, *n, false))
                     .await;
-                self.patch_workload(
-                    *kind,
-                    *n,
-                    json!({"spec": {"exposure": exposure.spec(&host)}}),
-                )
-                .await;
+            }
+            Step::RefusedHostname {
+                kind,
+                n,
+                exposure,
+                image,
+                pause,
+            } => {
+                self.patch_workload(*kind, *n, json!({"spec": {"image": image.image()}}))
+                    .await;
+                self.expose(*kind, *n, *exposure, &host_of(*kind, *n, true))
+                    .await;
+                if *pause {
+                    let annotation = pgtoolbox_operator::api::RECONCILE_ANNOTATION;
+                    let patch = json!({"metadata": {"annotations": {annotation: "skip"}}});
+                    self.patch_workload(*kind, *n, patch).await;
+                }
             }
             Step::WorkloadFault { fault, target, on } => {
                 let selector = target
@@ -522,6 +553,9 @@ fn peer(peers: Peers) -> Value {
         Peers::NarrowBlock => json!({"ipBlock": {"cidr": "192.0.2.0/24"}}),
         Peers::PodNetwork => json!({"ipBlock": {"cidr": "10.244.0.0/16"}}),
         Peers::AnyNamespace => json!({"namespaceSelector": {}}),
+        Peers::ExceptOutside => {
+            json!({"ipBlock": {"cidr": "192.0.2.0/24", "except": ["198.51.100.0/24"]}})
+        }
     }
 }
 
@@ -539,6 +573,19 @@ fn egress_rule(to: EgressTo) -> Value {
         EgressTo::WideBlock => json!({"ports": ldap, "to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}),
         EgressTo::Anywhere => json!({"ports": ldap}),
     }
+}
+
+/// What publishes the workloads: their Ingresses, Routes and HTTPRoutes, as stored.
+pub fn exposures(sim: &pgtoolbox_sim::InProcessSim) -> Vec<Arc<Value>> {
+    [
+        ("networking.k8s.io", "ingresses"),
+        ("route.openshift.io", "routes"),
+        ("gateway.networking.k8s.io", "httproutes"),
+    ]
+    .into_iter()
+    .flat_map(|(group, plural)| sim.objects(group, plural))
+    .filter(|o| o["metadata"]["namespace"] == NS)
+    .collect()
 }
 
 /// The inputs the workload oracle reads, as stored.

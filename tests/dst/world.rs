@@ -49,6 +49,8 @@ pub struct Snapshot {
     pub pods: Vec<Arc<Value>>,
     /// The PgAdmins' upgrade backup Jobs, as the sim's Job controller left them.
     pub jobs: Vec<Arc<Value>>,
+    /// The Ingresses, Routes and HTTPRoutes of the workloads' namespace.
+    pub exposures: Vec<Arc<Value>>,
 }
 
 /// What a finished schedule leaves for the checkers.
@@ -782,8 +784,8 @@ async fn observe(
 
 pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
     let in_ns = |o: &Arc<Value>| o["metadata"]["namespace"] == NS;
-    let (workloads, inputs, pods, jobs) = match mix {
-        Mix::Access => (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
+    let (workloads, inputs, pods, jobs, exposures) = match mix {
+        Mix::Access => (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()),
         Mix::Workloads => (
             crate::kinds::Workload::ALL
                 .iter()
@@ -797,6 +799,7 @@ pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
                 .filter(in_ns)
                 .filter(crate::workloads::is_backup_job)
                 .collect(),
+            crate::workloads::exposures(sim),
         ),
     };
     Snapshot {
@@ -804,6 +807,7 @@ pub fn snapshot_of(sim: &InProcessSim, mix: Mix, at_ms: u64) -> Snapshot {
         inputs,
         pods,
         jobs,
+        exposures,
         at_ms,
         requests: sim
             .objects("pgtoolbox.fyannk.dev", "pgaccessrequests")

@@ -1,7 +1,8 @@
 //! Rules a real API server applies to every write and list whatever the kind: nulls read as
 //! absent in non-nullable CRD fields, one controller among the owner references, the
 //! `resourceVersionMatch` rules of ListOptions, `fieldManager` required by apply, and no-op
-//! writes that change nothing.
+//! writes that change nothing; and the per-kind rule a NetworkPolicy trips (an address block's
+//! exceptions inside it).
 
 use std::time::Duration;
 
@@ -550,4 +551,42 @@ async fn no_op_writes_keep_the_resource_version_and_notify_nobody() {
         }
         other => panic!("the no-op writes were reported: {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_network_policy_exception_outside_its_block_is_refused_on_create_and_apply() {
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    let (_sim, client) = start().await;
+    let policies: Api<NetworkPolicy> = Api::default_namespaced(client);
+    let policy = |except: &str| {
+        serde_json::from_value::<NetworkPolicy>(json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "ingress"},
+            "spec": {"podSelector": {}, "ingress": [{"from": [
+                {"ipBlock": {"cidr": "192.0.2.0/24", "except": [except]}}]}]},
+        }))
+        .expect("policy")
+    };
+    let (code, reason, message) = refusal(
+        policies
+            .create(&PostParams::default(), &policy("198.51.100.0/24"))
+            .await,
+    );
+    assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        message,
+        r#"NetworkPolicy.networking.k8s.io "ingress" is invalid: spec.ingress[0].from[0].ipBlock.except[0]: Invalid value: "198.51.100.0/24": must be a strict subset of `cidr`"#
+    );
+    // Server-side apply (how the operator writes its policies) is judged the same.
+    let apply = PatchParams::apply("test");
+    let (code, _, _) = refusal(
+        policies
+            .patch("ingress", &apply, &Patch::Apply(&policy("198.51.100.0/24")))
+            .await,
+    );
+    assert_eq!(code, 422);
+    policies
+        .patch("ingress", &apply, &Patch::Apply(&policy("192.0.2.128/25")))
+        .await
+        .expect("an exception inside the block is fine");
 }
