@@ -113,6 +113,7 @@ async fn pgadmin_settings_database_and_upgrade_backup() {
     env.wait_event("p", "RolloutStarted").await;
 
     // A failing backup keeps the old image and stalls.
+    let registrations = env.occurrences("p", "RegistrationStarted").await;
     env.sim
         .admin()
         .add_workload_fault(
@@ -143,6 +144,13 @@ async fn pgadmin_settings_database_and_upgrade_backup() {
     );
     assert_eq!(obj.status.and_then(|s| s.image).as_deref(), Some(NEW));
     assert_eq!(deployed_image(&env.client).await.as_deref(), Some(NEW));
+    // The backup Job is not a registration: the old image's servers stay registered.
+    assert_eq!(
+        env.occurrences("p", "RegistrationStarted").await,
+        registrations,
+        "{:?}",
+        env.events("p").await
+    );
 
     // The skip annotation names the target: released without a backup, with a Warning.
     env.pgadmins()
