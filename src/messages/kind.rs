@@ -11,9 +11,6 @@ pub enum KindMsg<K> {
         source: usize,
         event: watcher::Event<K>,
     },
-    /// An owned child changed; route to the owner's actor (children watched by the kind
-    /// itself; the shared caches wake owners directly).
-    ChildChanged(ObjectKey),
     /// A notice (or, with `None`, a child or reference change) for an object that had no live
     /// actor when it was sent: a hibernated object is woken by it.
     Wake(ObjectKey, Option<Notice>),

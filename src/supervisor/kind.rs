@@ -15,7 +15,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
 use super::packed::Latest;
-use super::watch::{EventSource, OwnerSource};
+use super::watch::EventSource;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{PassEnv, Reconciler, Registry, Shared};
 use crate::children::Relist;
@@ -75,7 +75,6 @@ pub struct KindArgs<R: Reconciler> {
     pub writes: WriteBudget,
     pub shared: Arc<Shared>,
     pub sources: Vec<EventSource<R::Object>>,
-    pub children: Vec<OwnerSource>,
     pub options: KindOptions,
     pub registry: Registry<R::Object>,
     /// Notices and wake-ups for objects that had no live actor when they were sent.
@@ -294,9 +293,6 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
                 event,
             }));
         }
-        for owners in args.children {
-            watches.push(forward(&myself, owners, KindMsg::ChildChanged));
-        }
         let wakeups = tokio_stream_of(args.wakeups);
         watches.push(forward(&myself, wakeups, |(key, notice)| {
             KindMsg::Wake(key, notice)
@@ -350,7 +346,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
         match message {
             KindMsg::Watch { source, event } => self.on_watch(&myself, state, source, event).await,
             // Unknown owner: nothing to keep. A restart pending: its pass reads the children.
-            KindMsg::ChildChanged(owner) | KindMsg::Wake(owner, None) => {
+            KindMsg::Wake(owner, None) => {
                 self.wake(&myself, state, &owner, ObjectMsg::ChildChanged)
                     .await;
             }

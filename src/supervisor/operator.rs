@@ -20,7 +20,7 @@ use crate::actors::notice_routes::Wakeup;
 use crate::actors::{Reconciler, Shared};
 use crate::children::Wakeups;
 use crate::k8s::WriteBudget;
-use crate::messages::{KindCensus, KindMsg, RootMsg};
+use crate::messages::{KindCensus, KindKey, KindMsg, RootMsg};
 
 /// One kind to run: its reconciler, its watch, its child watches.
 pub struct Kind<R: Reconciler> {
@@ -62,7 +62,8 @@ impl<R: Reconciler> Kind<R> {
         self
     }
 
-    /// Also watch an owned child kind; its changes wake the owner's actor.
+    /// Also watch an owned child kind; its changes wake the owner as a shared cache's do
+    /// (through the notice routes: its live actor, or the kind supervisor when asleep).
     pub fn child(mut self, watch: ChildWatch) -> Self {
         self.children.push(watch);
         self
@@ -143,6 +144,23 @@ impl OperatorBuilder {
         let name = <R::Object as kube::Resource>::kind(&()).to_string();
         // Shared actors (the secret router) reach this kind's actors through the registry.
         let (asleep, wakeups) = kind.wakeups;
+        let children = kind.children;
+        if !children.is_empty() {
+            let owner_kind = name.clone();
+            self.caches
+                .push(Box::new(move |client: &Client, scope: &WatchScope| {
+                    children
+                        .into_iter()
+                        .flat_map(|c| c.start(client, scope))
+                        .map(|owners| {
+                            let kind = owner_kind.clone();
+                            owners
+                                .map(move |key| KindKey::new(&kind, &key.namespace, &key.name))
+                                .boxed()
+                        })
+                        .collect()
+                }));
+        }
         self.shared
             .notices
             .add_kind(&name, kind.registry.clone(), asleep);
@@ -154,17 +172,11 @@ impl OperatorBuilder {
                     .map(|api| watch_events(api, kind.watch_config.clone()))
                     .collect()
             });
-            let children = kind
-                .children
-                .into_iter()
-                .flat_map(|c| c.start(&env.client, &env.scope))
-                .collect();
             let args = KindArgs::<R> {
                 client: env.client.clone(),
                 writes: env.writes.clone(),
                 shared: env.shared.clone(),
                 sources,
-                children,
                 options: kind.options,
                 registry: kind.registry,
                 wakeups,

@@ -646,7 +646,8 @@ fn said<'a>(obj: &'a Value, type_: &str) -> Option<(&'a str, &'a str)> {
 /// by ConfigurationValid, ExposureReady and Stalled, paused or not.
 fn withdrawn(snap: &Snapshot, kind: Workload, obj: &Value, out: &mut Vec<Violation>) {
     let refused_host = hostname_refused(obj);
-    if !refused_host && !(kind == Workload::Console && policy_refused(obj)) {
+    let refused_policy = kind == Workload::Console && policy_refused(obj);
+    if !(refused_host || refused_policy) {
         return;
     }
     let mut wrong = Vec::new();
