@@ -8,6 +8,7 @@ mod object;
 mod object_reconciler;
 mod object_timers;
 pub mod pgadmin;
+mod status_pass;
 
 pub(crate) mod not_watched;
 pub(crate) mod notice_routes;
@@ -24,6 +25,7 @@ pub use object_reconciler::{
     ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler, Shared,
 };
 pub use object_timers::Timers;
+pub use status_pass::{StatusPass, user_of};
 
 /// Live object actors of one kind, by object key. Readable from outside (tests, the sim table).
 pub type Registry<K> = std::sync::Arc<

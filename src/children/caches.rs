@@ -133,10 +133,9 @@ fn start_index(index: &Arc<ReferenceIndex>) -> CacheStart {
 }
 
 impl OperatorCaches {
-    /// Every user registered with a reference index, with the index's name (a test checks
-    /// that none outlives its object).
-    pub fn registered_users(&self) -> Vec<(&'static str, crate::messages::KindKey)> {
-        let indexes: [(&'static str, &Arc<ReferenceIndex>); 9] = [
+    /// Every reference index, by name.
+    fn indexes(&self) -> [(&'static str, &Arc<ReferenceIndex>); 9] {
+        [
             ("clusters", self.clusters.index()),
             ("poolers", self.poolers.index()),
             ("objectstores", self.object_stores.index()),
@@ -146,8 +145,21 @@ impl OperatorCaches {
             ("secrets", &self.secrets),
             ("configmaps", &self.referenced_config_maps),
             ("networkpolicies", self.namespace_network_policies.index()),
-        ];
-        indexes
+        ]
+    }
+
+    /// `user` stops (its object was deleted, or its actor stops): it names nothing any more,
+    /// in every index, whatever its kind read.
+    pub fn forget_user(&self, user: &crate::messages::KindKey) {
+        for (_, index) in self.indexes() {
+            index.forget(user);
+        }
+    }
+
+    /// Every user registered with a reference index, with the index's name (a test checks
+    /// that none outlives its object).
+    pub fn registered_users(&self) -> Vec<(&'static str, crate::messages::KindKey)> {
+        self.indexes()
             .into_iter()
             .flat_map(|(name, index)| index.users_registered().into_iter().map(move |u| (name, u)))
             .collect()

@@ -10,12 +10,12 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
 
-use crate::actors::{ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler};
+use crate::actors::{ObjectContext, Outcome, PassEnv, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAccessRequest, PgAccessRequestStatus, ReportsConditions};
 use crate::children::{OperatorCaches, Track, wait_synced};
 use crate::conditions::{ConditionType, PassFacts, find_condition};
 use crate::k8s::{EventSink, Pinned, add_owner_pinned, delete_pinned};
-use crate::messages::{KindKey, ObjectKey, TimerPurpose};
+use crate::messages::{ObjectKey, TimerPurpose};
 use crate::reconcile::pgaccessrequest::{
     Decision, RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
 };
@@ -33,10 +33,6 @@ pub const KIND: &str = "PgAccessRequest";
 pub struct AccessRequestReconciler {
     caches: OperatorCaches,
     status: StatusWriter<PgAccessRequest>,
-}
-
-fn owner_key(key: &ObjectKey) -> KindKey {
-    KindKey::new(KIND, &key.namespace, &key.name)
 }
 
 impl AccessRequestReconciler {
@@ -66,7 +62,7 @@ impl AccessRequestReconciler {
 
         // Registered before the Cluster is looked up, so a Cluster that appears meanwhile
         // still wakes this request.
-        let owner = owner_key(&cx.key);
+        let owner = user_of::<PgAccessRequest>(&cx.key);
         let cluster = obj
             .spec
             .cluster
@@ -219,26 +215,24 @@ fn schedule(decision: &Decision, now: Timestamp) -> Outcome {
     outcome
 }
 
-impl Reconciler for AccessRequestReconciler {
+impl StatusPass for AccessRequestReconciler {
     type Object = PgAccessRequest;
 
-    fn reported(obj: &PgAccessRequest) -> crate::runtime::Reported {
-        obj.reported()
+    fn status(&self) -> &StatusWriter<PgAccessRequest> {
+        &self.status
     }
 
-    async fn reconcile(
+    fn caches(&self) -> &OperatorCaches {
+        &self.caches
+    }
+
+    async fn run(
         &self,
-        obj: Arc<PgAccessRequest>,
+        obj: &PgAccessRequest,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
         // The runtime already opened this pass's span.
-        let obj = self.status.freshest(&cx.key, obj);
-        self.pass(&obj, cx).await
-    }
-
-    async fn on_stop(&self, key: &crate::messages::ObjectKey, _cx: &ObjectContext) {
-        self.caches.clusters.index().forget(&owner_key(key));
-        self.status.forget(key);
+        self.pass(obj, cx).await
     }
 
     /// RoleBindings labelled for a request that does not exist grant what nobody approved:
@@ -248,7 +242,7 @@ impl Reconciler for AccessRequestReconciler {
         if bindings.wait_synced(CACHE_WAIT).await.is_err() {
             return;
         }
-        let orphans = bindings.children_of(&owner_key(key));
+        let orphans = bindings.children_of(&user_of::<PgAccessRequest>(key));
         if orphans.is_empty() {
             return;
         }
@@ -304,16 +298,5 @@ impl Reconciler for AccessRequestReconciler {
                 self.on_orphan(&key, &cx).await;
             }
         }
-    }
-
-    async fn report_error(
-        &self,
-        obj: Arc<PgAccessRequest>,
-        failure: PassFailure<'_>,
-        cx: &ObjectContext,
-    ) {
-        self.status
-            .report_error(obj, failure.classify(), cx.target())
-            .await;
     }
 }

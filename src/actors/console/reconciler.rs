@@ -18,7 +18,7 @@ use super::children::{Applied, ChildPlan, Readable, apply_all, apply_exposure};
 use super::past_exposure::{delete_past_cache, read_past_cache};
 use super::reads::PastCache;
 use super::trust::other_policies;
-use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
+use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
 use crate::api::{PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions};
 use crate::children::{Applier, ChildOwner, ChildVerdict, OperatorCaches, Track, wait_synced};
 use crate::conditions::{ConditionType, Hostname, PassFacts, StatusField, Verdict};
@@ -51,10 +51,6 @@ pub enum ConsoleError {
     NoUid(String),
     #[error("the operator cannot read Clusters in namespace {0}")]
     ClustersUnreadable(String),
-}
-
-fn owner_key(key: &ObjectKey) -> KindKey {
-    KindKey::new(KIND, &key.namespace, &key.name)
 }
 
 pub struct ConsoleReconciler {
@@ -133,7 +129,7 @@ impl ConsoleReconciler {
             http_routes: !matches!(http_routes_api, Availability::Refused { .. }),
         };
         self.wait_synced(readable).await?;
-        let owner = owner_key(&cx.key);
+        let owner = user_of::<PgToolBoxConsole>(&cx.key);
         let names = ChildNames::of(&cx.key.name);
         let generation = obj.metadata.generation.unwrap_or_default();
         let hosts = HostAllowList::new(&settings.exposure_allowed_host_suffixes);
@@ -632,44 +628,27 @@ fn not_owned(applied: &Applied) -> Option<ForeignChild> {
         })
 }
 
-impl Reconciler for ConsoleReconciler {
+impl StatusPass for ConsoleReconciler {
     type Object = PgToolBoxConsole;
 
-    fn reported(obj: &PgToolBoxConsole) -> crate::runtime::Reported {
-        obj.reported()
+    fn status(&self) -> &StatusWriter<PgToolBoxConsole> {
+        &self.status
     }
 
-    async fn reconcile(
+    fn caches(&self) -> &OperatorCaches {
+        &self.caches
+    }
+
+    async fn run(
         &self,
-        obj: Arc<PgToolBoxConsole>,
+        obj: &PgToolBoxConsole,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        let obj = self.status.freshest(&cx.key, obj);
-        self.pass(&obj, cx).await
+        self.pass(obj, cx).await
     }
 
-    async fn on_stop(&self, key: &ObjectKey, _cx: &ObjectContext) {
-        let owner = owner_key(key);
-        self.caches.clusters.index().forget(&owner);
-        self.caches.secrets.forget(&owner);
-        self.caches.referenced_config_maps.forget(&owner);
-        self.caches
-            .namespace_network_policies
-            .index()
-            .forget(&owner);
+    fn forget(&self, key: &ObjectKey) {
         self.refused.remove(key);
         self.verified.remove(key);
-        self.status.forget(key);
-    }
-
-    async fn report_error(
-        &self,
-        obj: Arc<PgToolBoxConsole>,
-        failure: PassFailure<'_>,
-        cx: &ObjectContext,
-    ) {
-        self.status
-            .report_error(obj, failure.classify(), cx.target())
-            .await;
     }
 }

@@ -5,7 +5,6 @@
 //! certificate and the workload from the caches, and write the status once, with the
 //! certificate's renewal in the engine's schedule.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -14,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::ca::CaStore;
 use super::certificate::{OperatorCertificate, certificate_facts};
-use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
+use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
 use crate::api::{
     CertificateProvider, CertificateStatus, EvidenceAgent, ObjectStoreStatus, ReportsConditions,
 };
@@ -25,7 +24,7 @@ use crate::children::{
 use crate::conditions::reasons::common;
 use crate::conditions::{ConditionType, PassFacts, StatusField, Verdict};
 use crate::k8s::EventSink;
-use crate::messages::{KindKey, ObjectKey};
+use crate::messages::ObjectKey;
 use crate::reconcile::evidenceagent::{
     AgentFacts, CABUNDLE_KEY, CertificatePlan, ChildNames, ConfigOutcome, ForeignChild,
     RenderInput, ServiceCaFacts, ValidConfig, Validity, barman_object_name, ca_config_map, decide,
@@ -61,10 +60,6 @@ pub struct EvidenceAgentReconciler {
     status: StatusWriter<EvidenceAgent>,
     /// The operator's CA (`operator` provider), read or created once.
     pub(super) ca: CaStore,
-}
-
-fn owner_key(key: &ObjectKey) -> KindKey {
-    KindKey::new(KIND, &key.namespace, &key.name)
 }
 
 impl EvidenceAgentReconciler {
@@ -110,7 +105,7 @@ impl EvidenceAgentReconciler {
             return Ok(Outcome::done().with_status(written));
         }
         let ns = cx.key.namespace.as_str();
-        let owner = owner_key(&cx.key);
+        let owner = user_of::<EvidenceAgent>(&cx.key);
         let names = ChildNames::of(&cx.key.name);
 
         // Registered before anything is read, so a change meanwhile still wakes this agent.
@@ -381,7 +376,7 @@ impl EvidenceAgentReconciler {
         certificate: Option<&OperatorCertificate>,
     ) -> Result<PassFacts, ReconcileError> {
         let ns = key.namespace.as_str();
-        let owner = owner_key(key);
+        let owner = user_of::<EvidenceAgent>(key);
         let mut facts = facts;
         if let Some(cert) = certificate {
             facts = facts
@@ -534,8 +529,16 @@ fn desired<C>(object: C) -> Desired<C> {
     }
 }
 
-impl Reconciler for EvidenceAgentReconciler {
+impl StatusPass for EvidenceAgentReconciler {
     type Object = EvidenceAgent;
+
+    fn status(&self) -> &StatusWriter<EvidenceAgent> {
+        &self.status
+    }
+
+    fn caches(&self) -> &OperatorCaches {
+        &self.caches
+    }
 
     /// Besides the conditions, the `notAfter` of the serving certificate the operator issued
     /// (the status holds one only for the `operator` provider).
@@ -552,31 +555,11 @@ impl Reconciler for EvidenceAgentReconciler {
         }
     }
 
-    async fn reconcile(
+    async fn run(
         &self,
-        obj: Arc<EvidenceAgent>,
+        obj: &EvidenceAgent,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        let obj = self.status.freshest(&cx.key, obj);
-        self.pass(&obj, cx).await
-    }
-
-    async fn on_stop(&self, key: &ObjectKey, _cx: &ObjectContext) {
-        let owner = owner_key(key);
-        self.caches.clusters.index().forget(&owner);
-        self.caches.object_stores.index().forget(&owner);
-        self.caches.secrets.forget(&owner);
-        self.status.forget(key);
-    }
-
-    async fn report_error(
-        &self,
-        obj: Arc<EvidenceAgent>,
-        failure: PassFailure<'_>,
-        cx: &ObjectContext,
-    ) {
-        self.status
-            .report_error(obj, failure.classify(), cx.target())
-            .await;
+        self.pass(obj, cx).await
     }
 }

@@ -20,7 +20,8 @@ use crate::reconcile::pgadmin::{
 };
 use crate::reconcile::workload::{SecretDigest, rollout_started, workload_verdict};
 
-use super::reconciler::{Decided, PgAdminError, PgAdminReconciler, desired, merge, owner_key};
+use super::reconciler::{Decided, PgAdminError, PgAdminReconciler, desired, merge};
+use crate::actors::user_of;
 
 /// What besides the rollout decides WorkloadReady: the settings database and the upgrade gate.
 pub(super) struct WorkloadGate<'a> {
@@ -48,7 +49,7 @@ impl PgAdminReconciler {
         facts: PassFacts,
     ) -> Result<(PassFacts, bool, Option<(String, String)>), ReconcileError> {
         let ns = cx.key.namespace.as_str();
-        let key = owner_key(&cx.key);
+        let key = user_of::<PgAdmin>(&cx.key);
         let applier = Applier {
             client: &cx.client,
             writes: &cx.writes,

@@ -14,7 +14,8 @@ use crate::reconcile::exposure::{
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::pgadmin::{ChildNames, HTTP_PORT_NAME, SERVICE_PORT};
 
-use super::reconciler::{PgAdminError, PgAdminReconciler, desired, merge, owner_key};
+use super::reconciler::{PgAdminError, PgAdminReconciler, desired, merge};
+use crate::actors::user_of;
 
 const PORT: BackendPort<'static> = BackendPort {
     name: HTTP_PORT_NAME,
@@ -34,7 +35,7 @@ impl PgAdminReconciler {
         hostname: Result<(), &crate::reconcile::exposure::HostnameRefusal>,
     ) -> Result<ExposureDecision, ReconcileError> {
         let ns = cx.key.namespace.as_str();
-        let key = owner_key(&cx.key);
+        let key = user_of::<PgAdmin>(&cx.key);
         let apis = &cx.shared.optional_apis;
         let routes = apis.availability(OptionalApi::Routes, ns);
         let http_routes = apis.availability(OptionalApi::HttpRoutes, ns);

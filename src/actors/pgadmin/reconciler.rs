@@ -4,7 +4,6 @@
 //! Ready, judge the workload, exposure, registration and egress from the caches, and write the
 //! status once.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -14,14 +13,14 @@ use super::children::WorkloadGate;
 use super::inputs::{read_referenced, read_roles};
 use super::secrets::{ConsumedDigests, ServersSecrets, credential_secrets};
 use super::settings_db::{SettingsDb, SettingsDbInput, ensure_settings_db};
-use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler};
+use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAdmin, PgAdminStatus, RegistrationStatus, ReportsConditions};
 use crate::children::{
     ApplyReport, ChildOwner, Component, Desired, OperatorCaches, Track, wait_synced,
 };
 use crate::conditions::{ConditionType, Hostname, PassFacts, StatusField};
 use crate::k8s::EventSink;
-use crate::messages::{KindKey, ObjectKey};
+use crate::messages::ObjectKey;
 use crate::reconcile::exposure::{ExposureDecision, HostAllowList};
 use crate::reconcile::images::{ImageAllowList, ImageRole, resolve_image};
 use crate::reconcile::optional_api::{Availability, OptionalApi};
@@ -69,10 +68,6 @@ pub struct PgAdminReconciler {
     pub(super) servers: ServersSecrets,
     pub(super) consumed: ConsumedDigests,
     pub(super) password_generation: tokio::sync::OnceCell<bool>,
-}
-
-pub(super) fn owner_key(key: &ObjectKey) -> KindKey {
-    KindKey::new(KIND, &key.namespace, &key.name)
 }
 
 pub(super) fn desired<C>(component: Component, object: C) -> Desired<C> {
@@ -161,7 +156,7 @@ impl PgAdminReconciler {
         self.wait_synced(cx).await?;
         let ns = cx.key.namespace.as_str();
         let name = cx.key.name.as_str();
-        let key = owner_key(&cx.key);
+        let key = user_of::<PgAdmin>(&cx.key);
         let names = ChildNames::of(name);
         let owner = ChildOwner::of(obj).ok_or_else(|| PgAdminError::NoUid(name.to_owned()))?;
         let settings = &cx.shared.settings;
@@ -477,40 +472,23 @@ fn status_fields(
     Ok(facts)
 }
 
-impl Reconciler for PgAdminReconciler {
+impl StatusPass for PgAdminReconciler {
     type Object = PgAdmin;
 
-    fn reported(obj: &PgAdmin) -> crate::runtime::Reported {
-        obj.reported()
+    fn status(&self) -> &StatusWriter<PgAdmin> {
+        &self.status
     }
 
-    async fn reconcile(
-        &self,
-        obj: Arc<PgAdmin>,
-        cx: &ObjectContext,
-    ) -> Result<Outcome, ReconcileError> {
-        let obj = self.status.freshest(&cx.key, obj);
-        self.pass(&obj, cx).await
+    fn caches(&self) -> &OperatorCaches {
+        &self.caches
     }
 
-    async fn on_stop(&self, key: &ObjectKey, _cx: &ObjectContext) {
-        let owner = owner_key(key);
-        let c = &self.caches;
-        c.clusters.index().forget(&owner);
-        c.poolers.index().forget(&owner);
-        c.pgadmin_accesses.index().forget(&owner);
-        c.database_roles.index().forget(&owner);
-        // The settings database's Database (registered only while spec.configDatabase is set).
-        c.databases.index().forget(&owner);
-        c.secrets.forget(&owner);
+    async fn run(&self, obj: &PgAdmin, cx: &ObjectContext) -> Result<Outcome, ReconcileError> {
+        self.pass(obj, cx).await
+    }
+
+    fn forget(&self, key: &ObjectKey) {
         self.servers
             .forget(&key.namespace, &ChildNames::of(&key.name));
-        self.status.forget(key);
-    }
-
-    async fn report_error(&self, obj: Arc<PgAdmin>, failure: PassFailure<'_>, cx: &ObjectContext) {
-        self.status
-            .report_error(obj, failure.classify(), cx.target())
-            .await;
     }
 }
