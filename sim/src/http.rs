@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
@@ -346,7 +346,9 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             )));
         }
     };
-    let strict = query.get("fieldValidation").is_some_and(|v| v == "Strict");
+    let validation =
+        crate::store::FieldValidation::from_query(query.get("fieldValidation").map(String::as_str));
+    let warnings: crate::store::Warnings = Default::default();
     // Without `fieldManager` a real server names the writer after its User-Agent's product.
     let field_manager = query
         .get("fieldManager")
@@ -359,7 +361,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         } else {
             server.store.lock()
         };
-        l.set_strict_fields(strict);
+        l.set_field_validation(validation, warnings.clone());
         l.set_field_manager(field_manager.clone());
         l
     };
@@ -398,183 +400,214 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         };
         return crate::subresource::handle(&call, &mut write_lock(), s, req);
     }
-    match verb {
-        "get" => ctx.get(&name),
-        "list" => ctx.list(&query),
-        "watch" => watch::start(
-            server.clone(),
-            info.clone(),
-            target.namespace.clone(),
-            &query,
-            shape,
-        ),
-        "create" => {
-            let body = read_body(body, &parts.headers).await?;
-            if info.create_only
-                && let Some(answer) =
-                    crate::reviews::answer(&server, &identity, &info, body.clone())
-            {
-                return Ok(json_response(StatusCode::CREATED, &answer));
-            }
-            if rbac_kind(&info) && !identity.is_admin() {
-                let mut dry = server.store.lock_dry_run();
-                let would = ops::create(&server, &mut dry, &info, &namespace, body.clone())?;
-                drop(dry);
-                crate::auth::escalation::check(
-                    &server,
-                    &identity,
-                    &info.plural,
-                    &namespace,
-                    &would,
-                    None,
-                )?;
-            }
-            let created = ops::create(&server, &mut write_lock(), &info, &namespace, body)?;
-            Ok(ctx.object(StatusCode::CREATED, &created))
-        }
-        "update" => {
-            let body = read_body(body, &parts.headers).await?;
-            if rbac_kind(&info) && !identity.is_admin() {
-                let mut dry = server.store.lock_dry_run();
-                let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
-                let would = ops::update(
-                    &server,
-                    &mut dry,
-                    &info,
-                    &namespace,
-                    &name,
-                    body.clone(),
-                    sub,
-                )?;
-                drop(dry);
-                crate::auth::escalation::check(
-                    &server,
-                    &identity,
-                    &info.plural,
-                    &namespace,
-                    &would,
-                    old.as_deref(),
-                )?;
-            }
-            let updated = ops::update(
-                &server,
-                &mut write_lock(),
-                &info,
-                &namespace,
-                &name,
-                body,
-                sub,
-            )?;
-            Ok(ctx.object(StatusCode::OK, &updated))
-        }
-        "patch" => {
-            let (kind, patch) = read_patch(body, &parts.headers).await?;
-            if kind == PatchKind::Apply && query.get("fieldManager").is_none_or(String::is_empty) {
-                return Err(crate::apply::field_manager_required());
-            }
-            // An apply that creates the object needs `create` too, as on a real server.
-            if kind == PatchKind::Apply && !identity.is_admin() {
-                let missing = server
-                    .store
-                    .lock()
-                    .get(&ops::res_key(&info), &(namespace.clone(), name.clone()))
-                    .is_none();
-                let a = crate::auth::Attributes {
-                    verb: "create".into(),
-                    path: None,
-                    group: target.group.clone(),
-                    resource: target.plural.clone(),
-                    subresource: target.sub.clone().unwrap_or_default(),
-                    name: name.clone(),
-                    namespace: namespace.clone(),
-                };
-                if missing && !crate::auth::authorize(&server, &identity, &a) {
-                    return Err(crate::auth::forbidden(&identity, &a, Some(&name)));
+    let answer: Result<Response, ApiError> = async {
+        match verb {
+            "get" => ctx.get(&name),
+            "list" => ctx.list(&query),
+            "watch" => watch::start(
+                server.clone(),
+                info.clone(),
+                target.namespace.clone(),
+                &query,
+                shape,
+            ),
+            "create" => {
+                let body = read_body(body, &parts.headers).await?;
+                if info.create_only
+                    && let Some(answer) =
+                        crate::reviews::answer(&server, &identity, &info, body.clone())
+                {
+                    return Ok(json_response(StatusCode::CREATED, &answer));
                 }
+                if rbac_kind(&info) && !identity.is_admin() {
+                    let mut dry = server.store.lock_dry_run();
+                    let would = ops::create(&server, &mut dry, &info, &namespace, body.clone())?;
+                    drop(dry);
+                    crate::auth::escalation::check(
+                        &server,
+                        &identity,
+                        &info.plural,
+                        &namespace,
+                        &would,
+                        None,
+                    )?;
+                }
+                let created = ops::create(&server, &mut write_lock(), &info, &namespace, body)?;
+                Ok(ctx.object(StatusCode::CREATED, &created))
             }
-            if rbac_kind(&info) && !identity.is_admin() {
-                let mut dry = server.store.lock_dry_run();
-                let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
-                let would = if kind == PatchKind::Apply {
-                    let manager = query.get("fieldManager").cloned().unwrap_or_default();
-                    dry.set_field_manager(None);
-                    crate::apply::server_side_apply(
+            "update" => {
+                let body = read_body(body, &parts.headers).await?;
+                if rbac_kind(&info) && !identity.is_admin() {
+                    let mut dry = server.store.lock_dry_run();
+                    let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
+                    let would = ops::update(
                         &server,
                         &mut dry,
                         &info,
                         &namespace,
                         &name,
-                        patch.clone(),
+                        body.clone(),
                         sub,
-                        &manager,
-                        query_bool(&query, "force"),
-                    )?
-                    .1
-                } else {
-                    ops::patch(
-                        &server, &mut dry, &info, &namespace, &name, kind, &patch, sub,
-                    )?
-                };
-                drop(dry);
-                crate::auth::escalation::check(
+                    )?;
+                    drop(dry);
+                    crate::auth::escalation::check(
+                        &server,
+                        &identity,
+                        &info.plural,
+                        &namespace,
+                        &would,
+                        old.as_deref(),
+                    )?;
+                }
+                let updated = ops::update(
                     &server,
-                    &identity,
-                    &info.plural,
+                    &mut write_lock(),
+                    &info,
                     &namespace,
-                    &would,
-                    old.as_deref(),
+                    &name,
+                    body,
+                    sub,
                 )?;
+                Ok(ctx.object(StatusCode::OK, &updated))
             }
-            if kind == PatchKind::Apply {
-                let manager = query.get("fieldManager").cloned().unwrap_or_default();
-                let force = query_bool(&query, "force");
-                // Apply keeps its own ownership records; it is not an Update.
-                let mut lock = write_lock();
-                lock.set_field_manager(None);
-                let (code, applied) = crate::apply::server_side_apply(
-                    &server, &mut lock, &info, &namespace, &name, patch, sub, &manager, force,
+            "patch" => {
+                let (kind, patch) = read_patch(body, &parts.headers).await?;
+                if kind == PatchKind::Apply
+                    && query.get("fieldManager").is_none_or(String::is_empty)
+                {
+                    return Err(crate::apply::field_manager_required());
+                }
+                // An apply that creates the object needs `create` too, as on a real server.
+                if kind == PatchKind::Apply && !identity.is_admin() {
+                    let missing = server
+                        .store
+                        .lock()
+                        .get(&ops::res_key(&info), &(namespace.clone(), name.clone()))
+                        .is_none();
+                    let a = crate::auth::Attributes {
+                        verb: "create".into(),
+                        path: None,
+                        group: target.group.clone(),
+                        resource: target.plural.clone(),
+                        subresource: target.sub.clone().unwrap_or_default(),
+                        name: name.clone(),
+                        namespace: namespace.clone(),
+                    };
+                    if missing && !crate::auth::authorize(&server, &identity, &a) {
+                        return Err(crate::auth::forbidden(&identity, &a, Some(&name)));
+                    }
+                }
+                if rbac_kind(&info) && !identity.is_admin() {
+                    let mut dry = server.store.lock_dry_run();
+                    let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
+                    let would = if kind == PatchKind::Apply {
+                        let manager = query.get("fieldManager").cloned().unwrap_or_default();
+                        dry.set_field_manager(None);
+                        crate::apply::server_side_apply(
+                            &server,
+                            &mut dry,
+                            &info,
+                            &namespace,
+                            &name,
+                            patch.clone(),
+                            sub,
+                            &manager,
+                            query_bool(&query, "force"),
+                        )?
+                        .1
+                    } else {
+                        ops::patch(
+                            &server, &mut dry, &info, &namespace, &name, kind, &patch, sub,
+                        )?
+                    };
+                    drop(dry);
+                    crate::auth::escalation::check(
+                        &server,
+                        &identity,
+                        &info.plural,
+                        &namespace,
+                        &would,
+                        old.as_deref(),
+                    )?;
+                }
+                if kind == PatchKind::Apply {
+                    let manager = query.get("fieldManager").cloned().unwrap_or_default();
+                    let force = query_bool(&query, "force");
+                    // Apply keeps its own ownership records; it is not an Update.
+                    let mut lock = write_lock();
+                    lock.set_field_manager(None);
+                    let (code, applied) = crate::apply::server_side_apply(
+                        &server, &mut lock, &info, &namespace, &name, patch, sub, &manager, force,
+                    )?;
+                    return Ok(ctx.object(code, &applied));
+                }
+                let patched = ops::patch(
+                    &server,
+                    &mut write_lock(),
+                    &info,
+                    &namespace,
+                    &name,
+                    kind,
+                    &patch,
+                    sub,
                 )?;
-                return Ok(ctx.object(code, &applied));
+                Ok(ctx.object(StatusCode::OK, &patched))
             }
-            let patched = ops::patch(
-                &server,
-                &mut write_lock(),
-                &info,
-                &namespace,
-                &name,
-                kind,
-                &patch,
-                sub,
-            )?;
-            Ok(ctx.object(StatusCode::OK, &patched))
-        }
-        "delete" => {
-            let bytes = read_bytes(body).await?;
-            let opts = if bytes.iter().all(u8::is_ascii_whitespace) {
-                DeleteOpts::from_query(&query)
-            } else {
-                DeleteOpts::from_body(&decode_any(&bytes, &parts.headers)?)
-            };
-            let mut lock = if opts.dry_run {
-                server.store.lock_dry_run()
-            } else {
-                write_lock()
-            };
-            let gone = ops::delete(&server, &mut lock, &info, &namespace, &name, &opts)?;
-            let pending = gone.pointer("/metadata/deletionTimestamp").is_some()
-                || (info.group.is_empty() && info.plural == "namespaces")
-                || info.plural == "customresourcedefinitions";
-            if pending || ops::returns_deleted_object(&info) {
-                return Ok(ctx.object(StatusCode::OK, &gone));
+            "delete" => {
+                let bytes = read_bytes(body).await?;
+                let opts = if bytes.iter().all(u8::is_ascii_whitespace) {
+                    DeleteOpts::from_query(&query)
+                } else {
+                    DeleteOpts::from_body(&decode_any(&bytes, &parts.headers)?)
+                };
+                let mut lock = if opts.dry_run {
+                    server.store.lock_dry_run()
+                } else {
+                    write_lock()
+                };
+                let gone = ops::delete(&server, &mut lock, &info, &namespace, &name, &opts)?;
+                let pending = gone.pointer("/metadata/deletionTimestamp").is_some()
+                    || (info.group.is_empty() && info.plural == "namespaces")
+                    || info.plural == "customresourcedefinitions";
+                if pending || ops::returns_deleted_object(&info) {
+                    return Ok(ctx.object(StatusCode::OK, &gone));
+                }
+                Ok(json_response(
+                    StatusCode::OK,
+                    &ops::deleted_status(&info, &gone),
+                ))
             }
-            Ok(json_response(
-                StatusCode::OK,
-                &ops::deleted_status(&info, &gone),
-            ))
+            "deletecollection" => ctx.delete_collection(&query),
+            _ => Err(ApiError::method_not_allowed(verb.to_string())),
         }
-        "deletecollection" => ctx.delete_collection(&query),
-        _ => Err(ApiError::method_not_allowed(verb.to_string())),
     }
+    .await;
+    let warned = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
+    if warned.is_empty() {
+        return answer;
+    }
+    // The answer carries the warnings whatever it is, as a real server's warning recorder adds
+    // them to any response.
+    let mut response = answer.unwrap_or_else(IntoResponse::into_response);
+    for text in warned {
+        if let Ok(v) = HeaderValue::from_bytes(warning_header(&text).as_bytes()) {
+            response.headers_mut().append(header::WARNING, v);
+        }
+    }
+    Ok(response)
+}
+
+/// A `Warning` header as a real server writes one: code 299, agent `-`, and the text quoted
+/// with `"` and `\` escaped (`299 - "unknown field \"spec.foo\""`).
+fn warning_header(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    for c in text.chars() {
+        if c == '"' || c == '\\' {
+            quoted.push('\\');
+        }
+        quoted.push(c);
+    }
+    format!("299 - \"{quoted}\"")
 }
 
 /// `prefixFromUserAgent` of the apiserver: the User-Agent up to its first `/`.
@@ -591,6 +624,32 @@ fn manager_from_user_agent(headers: &HeaderMap) -> Option<String> {
 /// mid-upload makes the connection reset under the client instead of delivering the 413.
 /// A real server's answer (410 `Expired`) to a continue token whose snapshot has been compacted.
 const CONTINUE_TOO_OLD: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// A real server's answer (410 `Expired`) to an exact list of a version etcd has compacted.
+const LIST_TOO_OLD: &str = "The resourceVersion for the provided list is too old.";
+
+/// The version a list asks for with `resourceVersionMatch=Exact` (the other rules of the
+/// pair are `validate_list_options`'), or `None` for every other list.
+fn exact_version(query: &HashMap<String, String>) -> Result<Option<u64>, ApiError> {
+    if query.get("resourceVersionMatch").map(String::as_str) != Some("Exact") {
+        return Ok(None);
+    }
+    let rv = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
+    rv.parse::<u64>()
+        .map(Some)
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
+}
+
+/// What an exact list of a version the store has not reached gets: etcd's refusal, passed
+/// through as an internal error (the watch cache is not consulted for exact lists).
+fn future_revision() -> ApiError {
+    ApiError::internal(
+        "Internal error occurred: etcdserver: mvcc: required revision is a future revision",
+    )
+}
 
 const DRAIN_CAP: usize = 64 * 1024 * 1024;
 
@@ -725,7 +784,19 @@ impl Ctx<'_> {
                         .map_err(|_| ApiError::gone(CONTINUE_TOO_OLD))?;
                     (token.rv, objs)
                 }
-                None => (l.current_rv(), l.list(&res, self.scope())),
+                None => match exact_version(query)? {
+                    // `resourceVersionMatch=Exact`: the collection as it was at that version,
+                    // rebuilt from the kept history as a continued page is.
+                    Some(at) if at > l.current_rv() => return Err(future_revision()),
+                    Some(at) => {
+                        let start = (self.scope().unwrap_or("").to_string(), String::new());
+                        let objs = l
+                            .list_after_at(&res, self.scope(), &start, at)
+                            .map_err(|_| ApiError::gone(LIST_TOO_OLD))?;
+                        (at, objs)
+                    }
+                    None => (l.current_rv(), l.list(&res, self.scope())),
+                },
             }
         };
         let mut items = Vec::new();
