@@ -202,16 +202,30 @@ pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
     } else if server.faults.unauthorized() {
         ApiError::unauthorized().into_response()
     } else {
-        match api(server.clone(), req).await {
+        let warnings = crate::store::Warnings::default();
+        let mut response = match api(server.clone(), req, &warnings).await {
             Ok(r) => r,
             Err(e) => e.into_response(),
+        };
+        // Whatever the answer, as a real server's warning recorder adds them to any response.
+        let warned = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
+        for text in warned {
+            if let Ok(v) = HeaderValue::from_bytes(warning_header(&text).as_bytes()) {
+                response.headers_mut().append(header::WARNING, v);
+            }
         }
+        response
     };
     server.stats.count_code(response.status().as_u16());
     response
 }
 
-async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiError> {
+/// The Kubernetes API; the warnings of a write (pruned unknown fields) go to `warnings`.
+async fn api(
+    server: Arc<Server>,
+    req: Request<Body>,
+    warnings: &crate::store::Warnings,
+) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
     let query: HashMap<String, String> =
         axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
@@ -348,7 +362,6 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
     };
     let validation =
         crate::store::FieldValidation::from_query(query.get("fieldValidation").map(String::as_str));
-    let warnings: crate::store::Warnings = Default::default();
     // Without `fieldManager` a real server names the writer after its User-Agent's product.
     let field_manager = query
         .get("fieldManager")
@@ -400,201 +413,183 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         };
         return crate::subresource::handle(&call, &mut write_lock(), s, req);
     }
-    let answer: Result<Response, ApiError> = async {
-        match verb {
-            "get" => ctx.get(&name),
-            "list" => ctx.list(&query),
-            "watch" => watch::start(
-                server.clone(),
-                info.clone(),
-                target.namespace.clone(),
-                &query,
-                shape,
-            ),
-            "create" => {
-                let body = read_body(body, &parts.headers).await?;
-                if info.create_only
-                    && let Some(answer) =
-                        crate::reviews::answer(&server, &identity, &info, body.clone())
-                {
-                    return Ok(json_response(StatusCode::CREATED, &answer));
-                }
-                if rbac_kind(&info) && !identity.is_admin() {
-                    let mut dry = server.store.lock_dry_run();
-                    let would = ops::create(&server, &mut dry, &info, &namespace, body.clone())?;
-                    drop(dry);
-                    crate::auth::escalation::check(
-                        &server,
-                        &identity,
-                        &info.plural,
-                        &namespace,
-                        &would,
-                        None,
-                    )?;
-                }
-                let created = ops::create(&server, &mut write_lock(), &info, &namespace, body)?;
-                Ok(ctx.object(StatusCode::CREATED, &created))
+    match verb {
+        "get" => ctx.get(&name),
+        "list" => ctx.list(&query),
+        "watch" => watch::start(
+            server.clone(),
+            info.clone(),
+            target.namespace.clone(),
+            &query,
+            shape,
+        ),
+        "create" => {
+            let body = read_body(body, &parts.headers).await?;
+            if info.create_only
+                && let Some(answer) =
+                    crate::reviews::answer(&server, &identity, &info, body.clone())
+            {
+                return Ok(json_response(StatusCode::CREATED, &answer));
             }
-            "update" => {
-                let body = read_body(body, &parts.headers).await?;
-                if rbac_kind(&info) && !identity.is_admin() {
-                    let mut dry = server.store.lock_dry_run();
-                    let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
-                    let would = ops::update(
+            if rbac_kind(&info) && !identity.is_admin() {
+                let mut dry = server.store.lock_dry_run();
+                let would = ops::create(&server, &mut dry, &info, &namespace, body.clone())?;
+                drop(dry);
+                crate::auth::escalation::check(
+                    &server,
+                    &identity,
+                    &info.plural,
+                    &namespace,
+                    &would,
+                    None,
+                )?;
+            }
+            let created = ops::create(&server, &mut write_lock(), &info, &namespace, body)?;
+            Ok(ctx.object(StatusCode::CREATED, &created))
+        }
+        "update" => {
+            let body = read_body(body, &parts.headers).await?;
+            if rbac_kind(&info) && !identity.is_admin() {
+                let mut dry = server.store.lock_dry_run();
+                let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
+                let would = ops::update(
+                    &server,
+                    &mut dry,
+                    &info,
+                    &namespace,
+                    &name,
+                    body.clone(),
+                    sub,
+                )?;
+                drop(dry);
+                crate::auth::escalation::check(
+                    &server,
+                    &identity,
+                    &info.plural,
+                    &namespace,
+                    &would,
+                    old.as_deref(),
+                )?;
+            }
+            let updated = ops::update(
+                &server,
+                &mut write_lock(),
+                &info,
+                &namespace,
+                &name,
+                body,
+                sub,
+            )?;
+            Ok(ctx.object(StatusCode::OK, &updated))
+        }
+        "patch" => {
+            let (kind, patch) = read_patch(body, &parts.headers).await?;
+            if kind == PatchKind::Apply && query.get("fieldManager").is_none_or(String::is_empty) {
+                return Err(crate::apply::field_manager_required());
+            }
+            // An apply that creates the object needs `create` too, as on a real server.
+            if kind == PatchKind::Apply && !identity.is_admin() {
+                let missing = server
+                    .store
+                    .lock()
+                    .get(&ops::res_key(&info), &(namespace.clone(), name.clone()))
+                    .is_none();
+                let a = crate::auth::Attributes {
+                    verb: "create".into(),
+                    path: None,
+                    group: target.group.clone(),
+                    resource: target.plural.clone(),
+                    subresource: target.sub.clone().unwrap_or_default(),
+                    name: name.clone(),
+                    namespace: namespace.clone(),
+                };
+                if missing && !crate::auth::authorize(&server, &identity, &a) {
+                    return Err(crate::auth::forbidden(&identity, &a, Some(&name)));
+                }
+            }
+            if rbac_kind(&info) && !identity.is_admin() {
+                let mut dry = server.store.lock_dry_run();
+                let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
+                let would = if kind == PatchKind::Apply {
+                    let manager = query.get("fieldManager").cloned().unwrap_or_default();
+                    dry.set_field_manager(None);
+                    crate::apply::server_side_apply(
                         &server,
                         &mut dry,
                         &info,
                         &namespace,
                         &name,
-                        body.clone(),
+                        patch.clone(),
                         sub,
-                    )?;
-                    drop(dry);
-                    crate::auth::escalation::check(
-                        &server,
-                        &identity,
-                        &info.plural,
-                        &namespace,
-                        &would,
-                        old.as_deref(),
-                    )?;
-                }
-                let updated = ops::update(
-                    &server,
-                    &mut write_lock(),
-                    &info,
-                    &namespace,
-                    &name,
-                    body,
-                    sub,
-                )?;
-                Ok(ctx.object(StatusCode::OK, &updated))
-            }
-            "patch" => {
-                let (kind, patch) = read_patch(body, &parts.headers).await?;
-                if kind == PatchKind::Apply
-                    && query.get("fieldManager").is_none_or(String::is_empty)
-                {
-                    return Err(crate::apply::field_manager_required());
-                }
-                // An apply that creates the object needs `create` too, as on a real server.
-                if kind == PatchKind::Apply && !identity.is_admin() {
-                    let missing = server
-                        .store
-                        .lock()
-                        .get(&ops::res_key(&info), &(namespace.clone(), name.clone()))
-                        .is_none();
-                    let a = crate::auth::Attributes {
-                        verb: "create".into(),
-                        path: None,
-                        group: target.group.clone(),
-                        resource: target.plural.clone(),
-                        subresource: target.sub.clone().unwrap_or_default(),
-                        name: name.clone(),
-                        namespace: namespace.clone(),
-                    };
-                    if missing && !crate::auth::authorize(&server, &identity, &a) {
-                        return Err(crate::auth::forbidden(&identity, &a, Some(&name)));
-                    }
-                }
-                if rbac_kind(&info) && !identity.is_admin() {
-                    let mut dry = server.store.lock_dry_run();
-                    let old = dry.get(&ops::res_key(&info), &(namespace.clone(), name.clone()));
-                    let would = if kind == PatchKind::Apply {
-                        let manager = query.get("fieldManager").cloned().unwrap_or_default();
-                        dry.set_field_manager(None);
-                        crate::apply::server_side_apply(
-                            &server,
-                            &mut dry,
-                            &info,
-                            &namespace,
-                            &name,
-                            patch.clone(),
-                            sub,
-                            &manager,
-                            query_bool(&query, "force"),
-                        )?
-                        .1
-                    } else {
-                        ops::patch(
-                            &server, &mut dry, &info, &namespace, &name, kind, &patch, sub,
-                        )?
-                    };
-                    drop(dry);
-                    crate::auth::escalation::check(
-                        &server,
-                        &identity,
-                        &info.plural,
-                        &namespace,
-                        &would,
-                        old.as_deref(),
-                    )?;
-                }
-                if kind == PatchKind::Apply {
-                    let manager = query.get("fieldManager").cloned().unwrap_or_default();
-                    let force = query_bool(&query, "force");
-                    // Apply keeps its own ownership records; it is not an Update.
-                    let mut lock = write_lock();
-                    lock.set_field_manager(None);
-                    let (code, applied) = crate::apply::server_side_apply(
-                        &server, &mut lock, &info, &namespace, &name, patch, sub, &manager, force,
-                    )?;
-                    return Ok(ctx.object(code, &applied));
-                }
-                let patched = ops::patch(
-                    &server,
-                    &mut write_lock(),
-                    &info,
-                    &namespace,
-                    &name,
-                    kind,
-                    &patch,
-                    sub,
-                )?;
-                Ok(ctx.object(StatusCode::OK, &patched))
-            }
-            "delete" => {
-                let bytes = read_bytes(body).await?;
-                let opts = if bytes.iter().all(u8::is_ascii_whitespace) {
-                    DeleteOpts::from_query(&query)
+                        &manager,
+                        query_bool(&query, "force"),
+                    )?
+                    .1
                 } else {
-                    DeleteOpts::from_body(&decode_any(&bytes, &parts.headers)?)
+                    ops::patch(
+                        &server, &mut dry, &info, &namespace, &name, kind, &patch, sub,
+                    )?
                 };
-                let mut lock = if opts.dry_run {
-                    server.store.lock_dry_run()
-                } else {
-                    write_lock()
-                };
-                let gone = ops::delete(&server, &mut lock, &info, &namespace, &name, &opts)?;
-                let pending = gone.pointer("/metadata/deletionTimestamp").is_some()
-                    || (info.group.is_empty() && info.plural == "namespaces")
-                    || info.plural == "customresourcedefinitions";
-                if pending || ops::returns_deleted_object(&info) {
-                    return Ok(ctx.object(StatusCode::OK, &gone));
-                }
-                Ok(json_response(
-                    StatusCode::OK,
-                    &ops::deleted_status(&info, &gone),
-                ))
+                drop(dry);
+                crate::auth::escalation::check(
+                    &server,
+                    &identity,
+                    &info.plural,
+                    &namespace,
+                    &would,
+                    old.as_deref(),
+                )?;
             }
-            "deletecollection" => ctx.delete_collection(&query),
-            _ => Err(ApiError::method_not_allowed(verb.to_string())),
+            if kind == PatchKind::Apply {
+                let manager = query.get("fieldManager").cloned().unwrap_or_default();
+                let force = query_bool(&query, "force");
+                // Apply keeps its own ownership records; it is not an Update.
+                let mut lock = write_lock();
+                lock.set_field_manager(None);
+                let (code, applied) = crate::apply::server_side_apply(
+                    &server, &mut lock, &info, &namespace, &name, patch, sub, &manager, force,
+                )?;
+                return Ok(ctx.object(code, &applied));
+            }
+            let patched = ops::patch(
+                &server,
+                &mut write_lock(),
+                &info,
+                &namespace,
+                &name,
+                kind,
+                &patch,
+                sub,
+            )?;
+            Ok(ctx.object(StatusCode::OK, &patched))
         }
-    }
-    .await;
-    let warned = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
-    if warned.is_empty() {
-        return answer;
-    }
-    // The answer carries the warnings whatever it is, as a real server's warning recorder adds
-    // them to any response.
-    let mut response = answer.unwrap_or_else(IntoResponse::into_response);
-    for text in warned {
-        if let Ok(v) = HeaderValue::from_bytes(warning_header(&text).as_bytes()) {
-            response.headers_mut().append(header::WARNING, v);
+        "delete" => {
+            let bytes = read_bytes(body).await?;
+            let opts = if bytes.iter().all(u8::is_ascii_whitespace) {
+                DeleteOpts::from_query(&query)
+            } else {
+                DeleteOpts::from_body(&decode_any(&bytes, &parts.headers)?)
+            };
+            let mut lock = if opts.dry_run {
+                server.store.lock_dry_run()
+            } else {
+                write_lock()
+            };
+            let gone = ops::delete(&server, &mut lock, &info, &namespace, &name, &opts)?;
+            let pending = gone.pointer("/metadata/deletionTimestamp").is_some()
+                || (info.group.is_empty() && info.plural == "namespaces")
+                || info.plural == "customresourcedefinitions";
+            if pending || ops::returns_deleted_object(&info) {
+                return Ok(ctx.object(StatusCode::OK, &gone));
+            }
+            Ok(json_response(
+                StatusCode::OK,
+                &ops::deleted_status(&info, &gone),
+            ))
         }
+        "deletecollection" => ctx.delete_collection(&query),
+        _ => Err(ApiError::method_not_allowed(verb.to_string())),
     }
-    Ok(response)
 }
 
 /// A `Warning` header as a real server writes one: code 299, agent `-`, and the text quoted
