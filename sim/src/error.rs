@@ -117,6 +117,28 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// NamespaceLifecycle's refusal of a create in a terminating namespace.
+    pub fn namespace_terminating(group: &str, resource: &str, name: &str, namespace: &str) -> Self {
+        let target = qualified(group, resource);
+        let subject = if name.is_empty() {
+            target
+        } else {
+            format!("{target} \"{name}\"")
+        };
+        let mut e = Self::forbidden(format!(
+            "{subject} is forbidden: unable to create new content in namespace {namespace} because it is being terminated"
+        ))
+        .with_target(group, resource, name);
+        if let Some(d) = e.details.as_mut() {
+            d.causes.push(Cause {
+                field: "metadata.namespace".into(),
+                message: format!("namespace {namespace} is being terminated"),
+                reason: "NamespaceTerminating".into(),
+            });
+        }
+        e
+    }
+
     pub fn unauthorized() -> Self {
         Self::new(401, "Unauthorized", "Unauthorized")
     }

@@ -29,8 +29,15 @@ impl Filter {
             };
         let fields = match query.get("fieldSelector").filter(|s| !s.is_empty()) {
             Some(s) => Some(
-                FieldSelector::parse_for(s, &info.group, &info.kind)
-                    .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?,
+                FieldSelector::parse_for(s, &info.group, &info.kind).map_err(|e| {
+                    // A label the kind does not offer is refused in the words of the kind's
+                    // field label conversion, as they are (`field label not supported: F`).
+                    if e.starts_with("field label not supported: ") {
+                        ApiError::bad_request(e)
+                    } else {
+                        ApiError::bad_request(format!("invalid field selector: {e}"))
+                    }
+                })?,
             ),
             None => None,
         };

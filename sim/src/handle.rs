@@ -187,9 +187,13 @@ impl Sim {
             .expect("a plain HTTP loopback client always builds")
     }
 
+    /// The kubeconfig of this server. The cluster entry says `insecure-skip-tls-verify: true`
+    /// although nothing here speaks TLS: the JavaScript client (`@kubernetes/client-node`)
+    /// refuses an `http://` server unless it is set, and kubectl, kube and the Python client
+    /// ignore it for plain HTTP.
     pub fn kubeconfig_yaml(&self) -> String {
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sim\n    namespace: default\ncurrent-context: sim\nusers:\n- name: sim\n  user: {{}}\npreferences: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {}\n    insecure-skip-tls-verify: true\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sim\n    namespace: default\ncurrent-context: sim\nusers:\n- name: sim\n  user: {{}}\npreferences: {{}}\n",
             self.url()
         )
     }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 
@@ -202,16 +202,30 @@ pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
     } else if server.faults.unauthorized() {
         ApiError::unauthorized().into_response()
     } else {
-        match api(server.clone(), req).await {
+        let warnings = crate::store::Warnings::default();
+        let mut response = match api(server.clone(), req, &warnings).await {
             Ok(r) => r,
             Err(e) => e.into_response(),
+        };
+        // Whatever the answer, as a real server's warning recorder adds them to any response.
+        let warned = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
+        for text in warned {
+            if let Ok(v) = HeaderValue::from_bytes(warning_header(&text).as_bytes()) {
+                response.headers_mut().append(header::WARNING, v);
+            }
         }
+        response
     };
     server.stats.count_code(response.status().as_u16());
     response
 }
 
-async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiError> {
+/// The Kubernetes API; the warnings of a write (pruned unknown fields) go to `warnings`.
+async fn api(
+    server: Arc<Server>,
+    req: Request<Body>,
+    warnings: &crate::store::Warnings,
+) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
     let query: HashMap<String, String> =
         axum::extract::Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
@@ -346,7 +360,8 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
             )));
         }
     };
-    let strict = query.get("fieldValidation").is_some_and(|v| v == "Strict");
+    let validation =
+        crate::store::FieldValidation::from_query(query.get("fieldValidation").map(String::as_str));
     // Without `fieldManager` a real server names the writer after its User-Agent's product.
     let field_manager = query
         .get("fieldManager")
@@ -359,7 +374,7 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
         } else {
             server.store.lock()
         };
-        l.set_strict_fields(strict);
+        l.set_field_validation(validation, warnings.clone());
         l.set_field_manager(field_manager.clone());
         l
     };
@@ -577,6 +592,19 @@ async fn api(server: Arc<Server>, req: Request<Body>) -> Result<Response, ApiErr
     }
 }
 
+/// A `Warning` header as a real server writes one: code 299, agent `-`, and the text quoted
+/// with `"` and `\` escaped (`299 - "unknown field \"spec.foo\""`).
+fn warning_header(text: &str) -> String {
+    let mut quoted = String::with_capacity(text.len() + 2);
+    for c in text.chars() {
+        if c == '"' || c == '\\' {
+            quoted.push('\\');
+        }
+        quoted.push(c);
+    }
+    format!("299 - \"{quoted}\"")
+}
+
 /// `prefixFromUserAgent` of the apiserver: the User-Agent up to its first `/`.
 fn manager_from_user_agent(headers: &HeaderMap) -> Option<String> {
     headers
@@ -591,6 +619,32 @@ fn manager_from_user_agent(headers: &HeaderMap) -> Option<String> {
 /// mid-upload makes the connection reset under the client instead of delivering the 413.
 /// A real server's answer (410 `Expired`) to a continue token whose snapshot has been compacted.
 const CONTINUE_TOO_OLD: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// A real server's answer (410 `Expired`) to an exact list of a version etcd has compacted.
+const LIST_TOO_OLD: &str = "The resourceVersion for the provided list is too old.";
+
+/// The version a list asks for with `resourceVersionMatch=Exact` (the other rules of the
+/// pair are `validate_list_options`'), or `None` for every other list.
+fn exact_version(query: &HashMap<String, String>) -> Result<Option<u64>, ApiError> {
+    if query.get("resourceVersionMatch").map(String::as_str) != Some("Exact") {
+        return Ok(None);
+    }
+    let rv = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .unwrap_or("");
+    rv.parse::<u64>()
+        .map(Some)
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
+}
+
+/// What an exact list of a version the store has not reached gets: etcd's refusal, passed
+/// through as an internal error (the watch cache is not consulted for exact lists).
+fn future_revision() -> ApiError {
+    ApiError::internal(
+        "Internal error occurred: etcdserver: mvcc: required revision is a future revision",
+    )
+}
 
 const DRAIN_CAP: usize = 64 * 1024 * 1024;
 
@@ -725,7 +779,19 @@ impl Ctx<'_> {
                         .map_err(|_| ApiError::gone(CONTINUE_TOO_OLD))?;
                     (token.rv, objs)
                 }
-                None => (l.current_rv(), l.list(&res, self.scope())),
+                None => match exact_version(query)? {
+                    // `resourceVersionMatch=Exact`: the collection as it was at that version,
+                    // rebuilt from the kept history as a continued page is.
+                    Some(at) if at > l.current_rv() => return Err(future_revision()),
+                    Some(at) => {
+                        let start = (self.scope().unwrap_or("").to_string(), String::new());
+                        let objs = l
+                            .list_after_at(&res, self.scope(), &start, at)
+                            .map_err(|_| ApiError::gone(LIST_TOO_OLD))?;
+                        (at, objs)
+                    }
+                    None => (l.current_rv(), l.list(&res, self.scope())),
+                },
             }
         };
         let mut items = Vec::new();

@@ -125,7 +125,8 @@ impl Store {
             guard,
             tx: &self.tx,
             dry_run: false,
-            strict_fields: false,
+            field_validation: FieldValidation::Ignore,
+            warnings: None,
             field_manager: None,
         }
     }
@@ -142,13 +143,42 @@ impl Store {
     }
 }
 
+/// The `fieldValidation` of a write: what becomes of fields the kind's schema does not know.
+/// A real server's default (no parameter) is `Warn`; kubectl sends `Strict`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Pruned silently.
+    Ignore,
+    /// Pruned, each named in a `Warning` header of the answer.
+    Warn,
+    /// Refused (400 `strict decoding error`).
+    Strict,
+}
+
+impl FieldValidation {
+    /// The query parameter's value; anything but `Strict` and `Ignore` warns.
+    pub fn from_query(value: Option<&str>) -> Self {
+        match value {
+            Some("Strict") => Self::Strict,
+            Some("Ignore") => Self::Ignore,
+            _ => Self::Warn,
+        }
+    }
+}
+
+/// The warnings of one request, shared between its store lock and its answer.
+pub type Warnings = Arc<Mutex<Vec<String>>>;
+
 /// A held store lock with the write operations that keep history and watchers in step.
 pub struct Locked<'a> {
     guard: MutexGuard<'a, Inner>,
     tx: &'a broadcast::Sender<Arc<Event>>,
     dry_run: bool,
-    /// `fieldValidation=Strict`: unknown fields are refused rather than pruned.
-    strict_fields: bool,
+    /// `fieldValidation` of the request: unknown fields pruned silently, pruned with a
+    /// warning, or refused.
+    field_validation: FieldValidation,
+    /// Where the warnings of the request go (its `Warning` headers).
+    warnings: Option<Warnings>,
     /// `fieldManager` of a non-apply write, recorded in managedFields as an Update.
     field_manager: Option<String>,
 }
@@ -158,13 +188,30 @@ impl Locked<'_> {
         self.dry_run
     }
 
-    /// Per-request write option carried with the lock (see `strict_fields`).
-    pub fn set_strict_fields(&mut self, strict: bool) {
-        self.strict_fields = strict;
+    /// Per-request write options carried with the lock: how unknown fields are treated, and
+    /// where the warnings go.
+    pub fn set_field_validation(&mut self, mode: FieldValidation, warnings: Warnings) {
+        self.field_validation = mode;
+        self.warnings = Some(warnings);
     }
 
+    pub fn field_validation(&self) -> FieldValidation {
+        self.field_validation
+    }
+
+    /// `fieldValidation=Strict`: unknown fields are refused rather than pruned.
     pub fn strict_fields(&self) -> bool {
-        self.strict_fields
+        self.field_validation == FieldValidation::Strict
+    }
+
+    /// Record a warning for the request's answer (nothing for the components' own writes).
+    pub fn warn(&self, message: String) {
+        if let Some(w) = &self.warnings {
+            let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
+            if !w.contains(&message) {
+                w.push(message);
+            }
+        }
     }
 
     pub fn set_field_manager(&mut self, manager: Option<String>) {

@@ -117,6 +117,49 @@ async fn router_admits_generates_hosts_and_refuses_a_claimed_host_until_it_is_fr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_route_asking_for_a_subdomain_is_admitted_under_the_router_domain_with_no_host() {
+    let (_sim, client) = start_cluster().await;
+    namespace(&client, "team-a").await;
+    namespace(&client, "team-b").await;
+    let a = api(&client, Some("team-a"), ROUTE.0, ROUTE.1, ROUTE.2);
+    let b = api(&client, Some("team-b"), ROUTE.0, ROUTE.1, ROUTE.2);
+    create(
+        &a,
+        json!({"apiVersion": "route.openshift.io/v1", "kind": "Route",
+            "metadata": {"name": "shop"},
+            "spec": {"subdomain": "shop", "to": {"kind": "Service", "name": "web"}}}),
+    )
+    .await;
+    let shop = wait_for(&a, "shop", "shop admitted", |r| admitted_is(r, "True")).await;
+    let host = "shop.apps.sim.local";
+    assert_eq!(admitted(&shop).unwrap()["host"], host, "{shop}");
+    assert!(
+        shop["spec"].get("host").is_none_or(|h| h == ""),
+        "spec.host stays empty: {shop}"
+    );
+    assert!(
+        shop.pointer("/metadata/annotations/openshift.io~1host.generated")
+            .is_none(),
+        "{shop}"
+    );
+    // The admitted host is a claim like any other: a younger Route of another namespace naming
+    // it outright is refused.
+    tokio::time::sleep(std::time::Duration::from_millis(1050)).await;
+    create(
+        &b,
+        json!({"apiVersion": "route.openshift.io/v1", "kind": "Route",
+            "metadata": {"name": "copy"},
+            "spec": {"host": host, "to": {"kind": "Service", "name": "web"}}}),
+    )
+    .await;
+    let copy = wait_for(&b, "copy", "copy refused", |r| admitted_is(r, "False")).await;
+    assert_eq!(
+        admitted(&copy).unwrap()["conditions"][0]["message"],
+        format!("a route in another namespace holds host {host}")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn not_admitted_refuses_routes_and_ingresses_and_clearing_it_recovers() {
     let (sim, client) = start_cluster().await;
     namespace(&client, "team-a").await;

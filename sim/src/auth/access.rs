@@ -17,7 +17,11 @@ impl Admin {
     pub fn kubeconfig_for(&self, user: &str, groups: &[String]) -> Value {
         json!({
             "apiVersion": "v1", "kind": "Config",
-            "clusters": [{"name": "sim", "cluster": {"server": format!("http://{}", self.server.address)}}],
+            "clusters": [{"name": "sim", "cluster": {
+                "server": format!("http://{}", self.server.address),
+                // As in `Sim::kubeconfig_yaml`: the JavaScript client needs it for `http://`.
+                "insecure-skip-tls-verify": true,
+            }}],
             "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": user, "namespace": "default"}}],
             "current-context": "sim",
             "users": [{"name": user, "user": {"as": user, "as-groups": groups}}],

@@ -7,7 +7,7 @@ use super::meta::{ensure_metadata, meta_str, now_rfc3339};
 use crate::error::{ApiError, Cause};
 use crate::resources::{self, ResourceInfo};
 use crate::server::Server;
-use crate::store::Locked;
+use crate::store::{FieldValidation, Locked};
 
 pub(crate) fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
@@ -106,18 +106,19 @@ pub(crate) fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), Api
 
 /// Defaults, pruning and validation of a custom resource against its CRD schema.
 pub(crate) fn apply_schema(
+    l: &Locked<'_>,
     info: &ResourceInfo,
     obj: &mut Value,
     old: Option<&Value>,
-    strict: bool,
 ) -> Result<(), ApiError> {
     let Some(schema) = &info.schema else {
         return Ok(());
     };
+    let validation = l.field_validation();
     // A null in a field that is neither nullable nor defaulted is read as absent, before
     // defaulting and before strict decoding could take it for an unknown field.
     schema.prune_nulls(obj);
-    let before = strict.then(|| obj.clone());
+    let before = (validation != FieldValidation::Ignore).then(|| obj.clone());
     // The server never prunes the type and object metadata, whatever the schema says.
     let keep: Vec<(String, Value)> = ["apiVersion", "kind", "metadata"]
         .iter()
@@ -131,7 +132,11 @@ pub(crate) fn apply_schema(
     if let Some(before) = before {
         let mut unknown = Vec::new();
         pruned_paths(&before, obj, &mut String::new(), &mut unknown);
-        if !unknown.is_empty() {
+        if validation == FieldValidation::Warn {
+            for p in &unknown {
+                l.warn(format!("unknown field \"{p}\""));
+            }
+        } else if !unknown.is_empty() {
             let listed: Vec<String> = unknown
                 .iter()
                 .map(|p| format!("unknown field \"{p}\""))
@@ -165,12 +170,17 @@ pub(crate) fn apply_schema(
 /// A built-in kind as the server's decoder reads it: unknown fields dropped, or refused with 400
 /// under `fieldValidation=Strict`.
 pub(crate) fn decode_builtin(
+    l: &Locked<'_>,
     info: &ResourceInfo,
     obj: &mut Value,
-    strict: bool,
 ) -> Result<(), ApiError> {
     let unknown = crate::openapi_schemas::prune_builtin(info, obj);
-    if strict && !unknown.is_empty() {
+    if l.field_validation() == FieldValidation::Warn {
+        for p in &unknown {
+            l.warn(format!("unknown field \"{p}\""));
+        }
+    }
+    if l.strict_fields() && !unknown.is_empty() {
         let listed: Vec<String> = unknown
             .iter()
             .map(|p| format!("unknown field \"{p}\""))
@@ -209,10 +219,14 @@ pub(crate) fn pruned_paths(
     }
 }
 
+/// The namespace of a create must exist (404) and not be terminating: the NamespaceLifecycle
+/// admission plugin's 403, naming the object being created, with a `NamespaceTerminating`
+/// cause on `metadata.namespace`.
 pub(crate) fn check_namespace(
     l: &Locked<'_>,
     info: &ResourceInfo,
     namespace: &str,
+    name: &str,
 ) -> Result<(), ApiError> {
     if !info.namespaced {
         return Ok(());
@@ -220,13 +234,9 @@ pub(crate) fn check_namespace(
     let ns_key = (String::new(), "namespaces".to_string());
     match l.get(&ns_key, &(String::new(), namespace.to_string())) {
         None => Err(ApiError::not_found("", "namespaces", namespace)),
-        Some(ns) if ns.pointer("/metadata/deletionTimestamp").is_some() => {
-            Err(ApiError::forbidden(format!(
-                "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
-                info.plural,
-                meta_str(&ns, "name").unwrap_or("")
-            )))
-        }
+        Some(ns) if ns.pointer("/metadata/deletionTimestamp").is_some() => Err(
+            ApiError::namespace_terminating(&info.group, &info.plural, name, namespace),
+        ),
         Some(_) => Ok(()),
     }
 }

@@ -281,7 +281,10 @@ pub(crate) fn delete_namespace(
     if marked.pointer("/metadata/deletionTimestamp").is_none() {
         set_meta(&mut marked, "deletionTimestamp", json!(now_rfc3339()));
     }
-    marked["status"] = json!({"phase": "Terminating"});
+    if !marked["status"].is_object() {
+        marked["status"] = json!({});
+    }
+    marked["status"]["phase"] = json!("Terminating");
     let rv = l.next_rv();
     set_meta(&mut marked, "resourceVersion", json!(rv.to_string()));
     let marked = l.put(res, key.clone(), marked, rv, EventType::Modified);
@@ -297,8 +300,136 @@ pub(crate) fn delete_namespace(
             set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
             l.remove(res, key, last, rv)
         }
-        _ => marked,
+        // Content remains (finalizers, Pods terminating): the namespace controller reports it.
+        Some(still) => report_namespace_content(l, res, key, still),
+        None => marked,
     }
+}
+
+/// The condition types the namespace controller maintains on a terminating namespace, in its
+/// order, each with the reason and message it writes while nothing is wrong.
+const NAMESPACE_CONDITIONS: [(&str, &str, &str); 5] = [
+    (
+        "NamespaceDeletionDiscoveryFailure",
+        "ResourcesDiscovered",
+        "All resources successfully discovered",
+    ),
+    (
+        "NamespaceDeletionGroupVersionParsingFailure",
+        "ParsedGroupVersions",
+        "All legacy kube types successfully parsed",
+    ),
+    (
+        "NamespaceDeletionContentFailure",
+        "ContentDeleted",
+        "All content successfully deleted, may be waiting on finalization",
+    ),
+    (
+        "NamespaceContentRemaining",
+        "ContentRemoved",
+        "All content successfully removed",
+    ),
+    (
+        "NamespaceFinalizersRemaining",
+        "ContentRemoved",
+        "All content successfully removed",
+    ),
+];
+
+/// The status conditions of a terminating namespace as the namespace controller's deleter
+/// writes them after a pass: what remains per resource (`configmaps. has 2 resource
+/// instances`, `<resource>.<group>`, sorted) and per finalizer, the other three conditions
+/// False. A condition keeps its `lastTransitionTime` while its status is unchanged.
+fn namespace_conditions(l: &Locked<'_>, namespace: &str, previous: &Value) -> Value {
+    use std::collections::BTreeMap;
+    let mut per_resource: BTreeMap<String, usize> = BTreeMap::new();
+    let mut per_finalizer: BTreeMap<String, usize> = BTreeMap::new();
+    for (res, key) in l.keys_in_namespace(namespace) {
+        let Some(obj) = l.get(&res, &key) else {
+            continue;
+        };
+        *per_resource
+            .entry(format!("{}.{}", res.1, res.0))
+            .or_default() += 1;
+        for f in obj
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+        {
+            *per_finalizer.entry(f.to_string()).or_default() += 1;
+        }
+    }
+    let remaining = |counts: &BTreeMap<String, usize>, words: &str| {
+        let mut parts: Vec<String> = counts
+            .iter()
+            .map(|(what, n)| format!("{what}{words}{n} resource instances"))
+            .collect();
+        parts.sort();
+        parts.join(", ")
+    };
+    let now = now_rfc3339();
+    NAMESPACE_CONDITIONS
+        .iter()
+        .map(|(kind, ok_reason, ok_message)| {
+            let (status, reason, message) = match *kind {
+                "NamespaceContentRemaining" if !per_resource.is_empty() => (
+                    "True",
+                    "SomeResourcesRemain".to_string(),
+                    format!(
+                        "Some resources are remaining: {}",
+                        remaining(&per_resource, " has ")
+                    ),
+                ),
+                "NamespaceFinalizersRemaining" if !per_finalizer.is_empty() => (
+                    "True",
+                    // Sic: the controller writes this reason without the plural's s.
+                    "SomeFinalizerRemain".to_string(),
+                    format!(
+                        "Some finalizers are remaining: {}",
+                        remaining(&per_finalizer, " in ")
+                    ),
+                ),
+                _ => ("False", ok_reason.to_string(), ok_message.to_string()),
+            };
+            let since = previous
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+                .filter(|c| c.get("status").and_then(Value::as_str) == Some(status))
+                .and_then(|c| c.get("lastTransitionTime").cloned())
+                .unwrap_or_else(|| json!(now));
+            json!({
+                "type": kind, "status": status, "lastTransitionTime": since,
+                "reason": reason, "message": message,
+            })
+        })
+        .collect()
+}
+
+/// Write the deleter's conditions on a terminating namespace whose content remains (once its
+/// first pass is over: later removals refresh them); nothing when they are unchanged.
+fn report_namespace_content(
+    l: &mut Locked<'_>,
+    res: &ResKey,
+    key: &ObjKey,
+    ns: Arc<Value>,
+) -> Arc<Value> {
+    let previous = ns
+        .pointer("/status/conditions")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let conditions = namespace_conditions(l, &key.1, &previous);
+    if previous == conditions {
+        return ns;
+    }
+    let mut next = (*ns).clone();
+    next["status"]["conditions"] = conditions;
+    let rv = l.next_rv();
+    set_meta(&mut next, "resourceVersion", json!(rv.to_string()));
+    l.put(res, key.clone(), next, rv, EventType::Modified)
 }
 
 /// Follow-ups of an object leaving the store: background collection of dependents whose
@@ -330,12 +461,16 @@ pub(crate) fn after_removal(server: &Server, l: &mut Locked<'_>, gone: &Value, k
         let ns_key = (String::new(), key.0.clone());
         if let Some(ns) = l.get(&ns_res, &ns_key)
             && ns.pointer("/metadata/deletionTimestamp").is_some()
-            && l.keys_in_namespace(&key.0).is_empty()
         {
-            let mut last = (*ns).clone();
-            let rv = l.next_rv();
-            set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
-            l.remove(&ns_res, &ns_key, last, rv);
+            if l.keys_in_namespace(&key.0).is_empty() {
+                let mut last = (*ns).clone();
+                let rv = l.next_rv();
+                set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
+                l.remove(&ns_res, &ns_key, last, rv);
+            } else if ns.pointer("/status/conditions").is_some() {
+                // Not during the namespace's own first pass, which reports once at its end.
+                report_namespace_content(l, &ns_res, &ns_key, ns);
+            }
         }
     }
     if gone.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")

@@ -30,7 +30,7 @@ pub fn create(
     mut body: Value,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
-    decode_builtin(info, &mut body, l.strict_fields())?;
+    decode_builtin(l, info, &mut body)?;
     let mut body = stored_shape(info, body);
     match (info.namespaced, meta_str(&body, "namespace")) {
         (true, Some(ns)) if !ns.is_empty() && ns != namespace => {
@@ -76,7 +76,7 @@ pub fn create(
             }],
         ));
     }
-    check_namespace(l, info, namespace)?;
+    check_namespace(l, info, namespace, &name)?;
     let res = res_key(info);
     let key: ObjKey = (
         if info.namespaced {
@@ -95,7 +95,7 @@ pub fn create(
             m.remove("status");
         }
     }
-    apply_schema(info, &mut body, None, l.strict_fields())?;
+    apply_schema(l, info, &mut body, None)?;
     let crd = if info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions"
     {
         Some(crd_resources(&body)?)
@@ -149,7 +149,7 @@ pub fn update(
     sub: Subresource,
 ) -> Result<Arc<Value>, ApiError> {
     check_type(info, &mut body)?;
-    decode_builtin(info, &mut body, l.strict_fields())?;
+    decode_builtin(l, info, &mut body)?;
     let mut body = stored_shape(info, body);
     let res = res_key(info);
     let key: ObjKey = (
@@ -266,7 +266,7 @@ pub fn update(
             }],
         ));
     }
-    apply_schema(info, &mut new, Some(&old), l.strict_fields())?;
+    apply_schema(l, info, &mut new, Some(&old))?;
     crate::defaults::apply(info, &mut new);
     if sub == Subresource::Main {
         let problems = crate::validate::check(info, &new, Some(&old));

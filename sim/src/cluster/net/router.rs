@@ -27,9 +27,10 @@ pub fn generated_host(name: &str, namespace: &str) -> String {
 }
 
 /// OpenShift's route host allocation at create: a Route without `spec.host` gets the generated
-/// one (and the annotation saying so) before it is stored.
+/// one (and the annotation saying so) before it is stored. A Route that asks for a
+/// `spec.subdomain` keeps an empty host: the router serves it under its own domain.
 pub fn allocate_host(namespace: &str, body: &mut Value) {
-    if !host_of(body).is_empty() {
+    if !host_of(body).is_empty() || !s(body, "/spec/subdomain").is_empty() {
         return;
     }
     let name = s(body, "/metadata/name").to_string();
@@ -57,6 +58,17 @@ pub fn host_of(route: &Value) -> &str {
     s(route, "/spec/host")
 }
 
+/// The host the router admits a Route under: `spec.host`, or else `<spec.subdomain>.<router
+/// domain>` (what the router reports in `status.ingress[].host` while `spec.host` stays
+/// empty); empty when the Route names neither.
+pub fn admitted_host(route: &Value) -> String {
+    match (host_of(route), s(route, "/spec/subdomain")) {
+        ("", "") => String::new(),
+        ("", sub) => format!("{sub}.{ROUTER_DOMAIN}"),
+        (host, _) => host.to_string(),
+    }
+}
+
 /// The router's ordering of Routes: the older one wins, ties go to the smaller uid.
 fn older(a: &Value, b: &Value) -> bool {
     let key = |r: &Value| {
@@ -79,12 +91,12 @@ pub fn decide(route: &Value, others: &[&Value]) -> Admission {
             message: "wildcard routes are not allowed".into(),
         };
     }
-    let host = host_of(route);
+    let host = admitted_host(route);
     let ns = s(route, "/metadata/namespace");
     let uid = s(route, "/metadata/uid");
     let blocker = others
         .iter()
-        .filter(|o| host_of(o) == host && s(o, "/metadata/uid") != uid)
+        .filter(|o| admitted_host(o) == host && s(o, "/metadata/uid") != uid)
         .filter(|o| {
             s(o, "/metadata/namespace") != ns || s(o, "/spec/path") == s(route, "/spec/path")
         })
@@ -158,7 +170,7 @@ pub fn status_with(route: &Value, admission: &Admission, now: &str) -> Value {
         p => p,
     };
     let entry = json!({
-        "host": host_of(route),
+        "host": admitted_host(route),
         "routerName": ROUTER_NAME,
         "routerCanonicalHostname": CANONICAL_HOSTNAME,
         "wildcardPolicy": policy,
@@ -185,15 +197,15 @@ impl Component for OpenShiftRouter {
 
     /// A change to one Route can move the claim of every Route with the same host.
     fn map(&self, ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
-        let mut hosts = vec![host_of(&event.object).to_string()];
+        let mut hosts = vec![admitted_host(&event.object)];
         if let Some(prev) = &event.previous {
-            hosts.push(host_of(prev).to_string());
+            hosts.push(admitted_host(prev));
         }
         let mut keys = vec![key_of(&event.object)];
         let l = ctx.server.store.lock();
         for r in l.list(&ROUTES.res(), None) {
-            let h = host_of(&r);
-            if !h.is_empty() && hosts.iter().any(|x| x == h) {
+            let h = admitted_host(&r);
+            if !h.is_empty() && hosts.contains(&h) {
                 keys.push(key_of(&r));
             }
         }
@@ -208,8 +220,9 @@ impl Component for OpenShiftRouter {
         if route.pointer("/metadata/deletionTimestamp").is_some() {
             return Ok(Next::Done);
         }
-        // A host cleared by an update is allocated again, as the route strategy does.
-        let route = if host_of(&route).is_empty() {
+        // A host cleared by an update is allocated again, as the route strategy does (not
+        // for a Route asking for a subdomain).
+        let route = if admitted_host(&route).is_empty() {
             let mut next = (*route).clone();
             allocate_host(&key.0, &mut next);
             tx.update(ROUTES, next)?
@@ -226,7 +239,7 @@ impl Component for OpenShiftRouter {
             let holders: Vec<&Value> = all
                 .iter()
                 .map(|r| r.as_ref())
-                .filter(|r| host_of(r) == host_of(&route))
+                .filter(|r| admitted_host(r) == admitted_host(&route))
                 .filter(|r| r.pointer("/metadata/deletionTimestamp").is_none())
                 .filter(|r| !ctx.fault(WorkloadFault::NotAdmitted, r))
                 .collect();
@@ -334,6 +347,33 @@ mod tests {
             "HostAlreadyClaimed"
         );
         assert_eq!(generated_host("web", "team-a"), "web-team-a.apps.sim.local");
+    }
+
+    #[test]
+    fn a_route_asking_for_a_subdomain_keeps_an_empty_host_and_is_admitted_under_the_domain() {
+        let mut r = json!({"metadata": {"name": "web", "namespace": "a", "uid": "u1",
+            "creationTimestamp": "2026-01-01T00:00:00Z"}, "spec": {"subdomain": "shop"}});
+        allocate_host("a", &mut r);
+        assert!(r["spec"].get("host").is_none(), "{r}");
+        assert!(r["metadata"].get("annotations").is_none());
+        assert_eq!(admitted_host(&r), "shop.apps.sim.local");
+        let status = status_with(&r, &decide(&r, &[&r]), "t");
+        assert_eq!(status["ingress"][0]["host"], "shop.apps.sim.local");
+        // A younger Route naming that host outright is refused: the claim is the same host.
+        let other = route(
+            "a",
+            "w2",
+            "shop.apps.sim.local",
+            "2026-01-02T00:00:00Z",
+            "u2",
+        );
+        assert!(matches!(
+            decide(&other, &[&r, &other]),
+            Admission::Rejected {
+                reason: "HostAlreadyClaimed",
+                ..
+            }
+        ));
     }
 
     #[test]
