@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::actors::Shared;
 use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
@@ -200,19 +199,15 @@ impl Env {
 
     /// Polls until `condition` of the console has `reason` (and `status` when given).
     pub async fn wait(&self, name: &str, condition: &str, reason: &str) -> PgToolBoxConsole {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
+        wait_for(&format!("{name}: {condition} {reason}"), || async {
             let obj = self.consoles().get(name).await.expect("console readable");
             if condition_of(&obj, condition).is_some_and(|c| c.reason == reason) {
-                return obj;
+                Ok(obj)
+            } else {
+                Err(format!("conditions: {:#?}", conditions(&obj)))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{name}: {condition} never became {reason}; conditions: {:#?}",
-                obj.status.map(|s| s.common.conditions)
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 
     /// Waits for Ready=True.
@@ -223,21 +218,8 @@ impl Env {
     }
 }
 
-pub fn condition_of(obj: &PgToolBoxConsole, type_: &str) -> Option<Condition> {
-    obj.status
-        .as_ref()?
-        .common
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .cloned()
-}
-
-pub fn state(obj: &PgToolBoxConsole, type_: &str) -> (String, String) {
-    condition_of(obj, type_)
-        .map(|c| (c.status, c.reason))
-        .unwrap_or_default()
-}
+pub use super::wait_support::{condition_of, state};
+use super::wait_support::{conditions, wait_for};
 
 pub fn message(obj: &PgToolBoxConsole, type_: &str) -> String {
     condition_of(obj, type_)

@@ -81,3 +81,4 @@ mod status_write;
 mod testkind_exposure;
 mod testkind_support;
 mod testkind_workload;
+mod wait_support;

@@ -544,7 +544,7 @@ async fn wait_all(env: &support::Env, n: usize, reason: &str) {
         let done = list
             .items
             .iter()
-            .filter(|o| state(o, "RoleBindingSynced").1 == reason)
+            .filter(|o| state(*o, "RoleBindingSynced").1 == reason)
             .count();
         if done == n {
             return;

@@ -7,8 +7,6 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
 use pgtoolbox_operator::api::{PgAdmin, render_crds_yaml};
@@ -21,6 +19,7 @@ use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
 use super::sim_net_support::api;
+use super::wait_support::{events_of, occurrences_of, wait_event_of, wait_for};
 
 pub const NS: &str = "team-a";
 pub const OTHER: &str = "team-b";
@@ -94,21 +93,7 @@ pub async fn start_operator(sim: Sim, settings: OperatorSettings) -> Env {
     }
 }
 
-pub fn condition_of(obj: &PgAdmin, type_: &str) -> Option<Condition> {
-    obj.status
-        .as_ref()?
-        .common
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .cloned()
-}
-
-pub fn state(obj: &PgAdmin, type_: &str) -> (String, String) {
-    condition_of(obj, type_)
-        .map(|c| (c.status, c.reason))
-        .unwrap_or_default()
-}
+pub use super::wait_support::{condition_of, state};
 
 impl Env {
     pub fn pgadmins(&self) -> Api<PgAdmin> {
@@ -187,77 +172,44 @@ impl Env {
     }
 
     pub async fn wait(&self, name: &str, what: &str, check: impl Fn(&PgAdmin) -> bool) -> PgAdmin {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
+        wait_for(&format!("{name}: {what}"), || async {
             let obj = self.pgadmins().get(name).await.expect("PgAdmin readable");
             if check(&obj) {
-                return obj;
+                Ok(obj)
+            } else {
+                Err(format!("status: {:#?}", obj.status))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{name}: never {what}; status: {:#?}",
-                obj.status
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 
     /// `(type, reason, note)` of the Events recorded on the PgAdmin.
     pub async fn events(&self, name: &str) -> Vec<(String, String, String)> {
-        let api: Api<Event> = Api::namespaced(self.client.clone(), NS);
-        let list = api.list(&ListParams::default()).await.expect("events");
-        list.items
-            .into_iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-            .map(|e| {
-                (
-                    e.type_.unwrap_or_default(),
-                    e.reason.unwrap_or_default(),
-                    e.note.unwrap_or_default(),
-                )
-            })
-            .collect()
+        events_of(&self.client, NS, name).await
     }
 
     pub async fn wait_event(&self, name: &str, reason: &str) -> (String, String, String) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(e) = self.events(name).await.into_iter().find(|e| e.1 == reason) {
-                return e;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{name}: no {reason} Event; events: {:#?}",
-                self.events(name).await
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_event_of(&self.client, NS, name, reason).await
     }
 
-    /// How often `reason` was recorded on the PgAdmin: an Event counts once, or its series' count
-    /// (kube's recorder folds a repeat of a reason into the first Event's series).
+    /// How often `reason` was recorded on the PgAdmin (a series counts its repeats).
     pub async fn occurrences(&self, name: &str, reason: &str) -> i32 {
-        let api: Api<Event> = Api::namespaced(self.client.clone(), NS);
-        let list = api.list(&ListParams::default()).await.expect("events");
-        list.items
-            .iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
-            .filter(|e| e.reason.as_deref() == Some(reason))
-            .map(|e| e.series.as_ref().map_or(1, |s| s.count))
-            .sum()
+        occurrences_of(&self.client, NS, name, reason).await
     }
 
     /// Waits until `reason` was recorded more than `seen` times on the PgAdmin.
     pub async fn wait_occurrences(&self, name: &str, reason: &str, seen: i32) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while self.occurrences(name, reason).await <= seen {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{name}: {reason} never recorded again after {seen} times; events: {:#?}",
-                self.events(name).await
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_for(
+            &format!("{name}: {reason} recorded again after {seen} times"),
+            || async {
+                if self.occurrences(name, reason).await > seen {
+                    Ok(())
+                } else {
+                    Err(format!("events: {:#?}", self.events(name).await))
+                }
+            },
+        )
+        .await
     }
 
     /// Waits until the pgAdmin Deployment's pod template carries a workload hash other than

@@ -4,11 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::actors::Shared;
 use pgtoolbox_operator::actors::access_request::REQUEST_LABEL;
 use pgtoolbox_operator::api::{PgAccessRequest, render_crds_yaml};
@@ -150,78 +149,40 @@ impl Env {
         condition: &str,
         reason: &str,
     ) -> PgAccessRequest {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
+        wait_for(&format!("{request}: {condition} {reason}"), || async {
             let obj = self
                 .requests()
                 .get(request)
                 .await
                 .expect("request readable");
             if condition_of(&obj, condition).is_some_and(|c| c.reason == reason) {
-                return obj;
+                Ok(obj)
+            } else {
+                Err(format!("conditions: {:#?}", conditions(&obj)))
             }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{request}: {condition} never became {reason}; conditions: {:#?}",
-                obj.status.map(|s| s.common.conditions)
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 
     /// Polls until the named RoleBinding is gone.
     pub async fn wait_binding_gone(&self, name: &str) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        while self
-            .bindings()
-            .get_opt(name)
-            .await
-            .expect("readable")
-            .is_some()
-        {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{name} was never deleted"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_for(&format!("{name} deleted"), || async {
+            match self.bindings().get_opt(name).await.expect("readable") {
+                None => Ok(()),
+                Some(_) => Err("it is still there".into()),
+            }
+        })
+        .await
     }
 
     /// `(type, reason, note)` of the Events recorded on the request.
     pub async fn events(&self, request: &str) -> Vec<(String, String, String)> {
-        let api: Api<Event> = Api::namespaced(self.client.clone(), NS);
-        let list = api.list(&ListParams::default()).await.expect("events");
-        list.items
-            .into_iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(request))
-            .map(|e| {
-                (
-                    e.type_.unwrap_or_default(),
-                    e.reason.unwrap_or_default(),
-                    e.note.unwrap_or_default(),
-                )
-            })
-            .collect()
+        events_of(&self.client, NS, request).await
     }
 
     /// Polls until an Event with `reason` was recorded on the request.
     pub async fn wait_event(&self, request: &str, reason: &str) -> (String, String, String) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(e) = self
-                .events(request)
-                .await
-                .into_iter()
-                .find(|e| e.1 == reason)
-            {
-                return e;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no {reason} Event on {request}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_event_of(&self.client, NS, request, reason).await
     }
 }
 
@@ -234,18 +195,5 @@ pub fn user(name: &str) -> Subject {
     }
 }
 
-pub fn condition_of<'a>(obj: &'a PgAccessRequest, type_: &str) -> Option<&'a Condition> {
-    obj.status
-        .as_ref()?
-        .common
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-}
-
-/// `(status, reason)` of a condition.
-pub fn state(obj: &PgAccessRequest, type_: &str) -> (String, String) {
-    condition_of(obj, type_)
-        .map(|c| (c.status.clone(), c.reason.clone()))
-        .unwrap_or_default()
-}
+pub use super::wait_support::{condition_of, state};
+use super::wait_support::{conditions, events_of, wait_event_of, wait_for};

@@ -140,18 +140,7 @@ pub async fn create(api: &Api<ConfigMap>, name: &str, value: &str) {
         .expect("config map created");
 }
 
-/// Poll `check` until it holds or `within` elapses.
-pub async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = Instant::now() + within;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+pub use super::wait_support::eventually;
 
 /// The value the operator mirrored into the annotation, if any.
 pub async fn seen(api: &Api<ConfigMap>, name: &str) -> Option<String> {

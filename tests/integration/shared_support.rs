@@ -1,7 +1,5 @@
 //! Helpers of the shared-actor tests.
 
-use std::future::Future;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
@@ -31,18 +29,4 @@ pub async fn create_namespaces(client: &kube::Client, names: &[&str]) {
     }
 }
 
-/// Polls `check` every 20 ms until it holds; panics after `limit`.
-pub async fn eventually<F, Fut>(limit: Duration, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+pub use super::wait_support::eventually;

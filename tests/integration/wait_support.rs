@@ -1,0 +1,140 @@
+//! What every integration test waits for and reads the same way, once: a poll with one
+//! deadline, an object's conditions, the Events recorded on an object.
+
+use std::time::Duration;
+
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::api::{Api, ListParams};
+use pgtoolbox_operator::api::ReportsConditions;
+
+/// How long a wait may take before the test fails: far above what any wait needs (a second
+/// or two), so a slow CI machine is not a failure.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+const POLL: Duration = Duration::from_millis(50);
+
+/// Polls `probe` until it answers `Ok`; after [`DEADLINE`], fails saying `what` and the last
+/// `Err` (what was seen instead).
+pub async fn wait_for<T, F, Fut>(what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        match probe().await {
+            Ok(found) => return found,
+            Err(seen) => assert!(
+                tokio::time::Instant::now() < deadline,
+                "never {what}; {seen}"
+            ),
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Polls `check` until it holds; fails saying `what` after `within` (a test's own bound, for
+/// the waits that a shorter one keeps honest).
+pub async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The object's condition of `type_`, if it has one.
+pub fn condition_of<K: ReportsConditions>(obj: &K, type_: &str) -> Option<Condition> {
+    obj.common_status()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .cloned()
+}
+
+/// `(status, reason)` of the object's condition of `type_` (empty strings when absent).
+pub fn state<K: ReportsConditions>(obj: &K, type_: &str) -> (String, String) {
+    condition_of(obj, type_)
+        .map(|c| (c.status, c.reason))
+        .unwrap_or_default()
+}
+
+/// The object's conditions, for a failure message.
+pub fn conditions<K: ReportsConditions>(obj: &K) -> Vec<(String, String, String)> {
+    obj.common_status()
+        .map(|s| {
+            s.conditions
+                .iter()
+                .map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn events_regarding(client: &kube::Client, namespace: &str, name: &str) -> Vec<Event> {
+    let api: Api<Event> = Api::namespaced(client.clone(), namespace);
+    let list = api.list(&ListParams::default()).await.expect("events");
+    list.items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .collect()
+}
+
+/// `(type, reason, note)` of the Events recorded on the object `namespace/name`.
+pub async fn events_of(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Vec<(String, String, String)> {
+    events_regarding(client, namespace, name)
+        .await
+        .into_iter()
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// How often `reason` was recorded on the object: once per Event, or its series' count (a
+/// repeat of the same Event is counted in the first one's series).
+pub async fn occurrences_of(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    reason: &str,
+) -> i32 {
+    events_regarding(client, namespace, name)
+        .await
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+        .sum()
+}
+
+/// Waits for an Event with `reason` on the object and returns the first one found.
+pub async fn wait_event_of(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    reason: &str,
+) -> (String, String, String) {
+    wait_for(&format!("a {reason} Event on {name}"), || async {
+        let events = events_of(client, namespace, name).await;
+        match events.iter().find(|e| e.1 == reason) {
+            Some(e) => Ok(e.clone()),
+            None => Err(format!("events: {events:#?}")),
+        }
+    })
+    .await
+}
