@@ -53,6 +53,38 @@ async fn approved_request_with_its_binding_is_granted() {
     );
 }
 
+/// The console writes the RoleBinding, then the approval; the approval's watch event may
+/// arrive first. The request must not say (or warn) that its binding is missing meanwhile.
+#[tokio::test]
+async fn an_approval_seen_before_its_binding_is_granted_without_a_missing_warning() {
+    let env = support::start().await;
+    env.request("overtaken", HOUR).await;
+    env.wait_reason("overtaken", "RoleBindingSynced", "AwaitingDecision")
+        .await;
+    // The operator's RoleBinding watch is cut and comes back late: its cache lags the API.
+    let admin = env.sim.admin();
+    admin
+        .inject_latency(
+            "watch:rbac.authorization.k8s.io/rolebindings:*",
+            Duration::from_secs(3),
+            None,
+        )
+        .expect("latency");
+    admin.drop_watches();
+    env.approve("overtaken", "bob").await;
+    let obj = env
+        .wait_reason("overtaken", "RoleBindingSynced", "AccessGranted")
+        .await;
+    assert_eq!(state(&obj, "Ready").0, "True");
+    admin.clear_faults();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let events = env.events("overtaken").await;
+    assert!(
+        !events.iter().any(|e| e.1 == "RoleBindingMissing"),
+        "{events:?}"
+    );
+}
+
 #[tokio::test]
 async fn approved_request_without_binding_is_missing_and_never_recreated() {
     let env = support::start().await;

@@ -1,6 +1,5 @@
 //! Helpers of the shared-actor tests.
 
-
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};

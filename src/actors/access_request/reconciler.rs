@@ -7,17 +7,19 @@ use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::Api;
+use kube::api::{Api, ListParams};
 use kube::{Resource, ResourceExt};
 
 use crate::actors::{ObjectContext, Outcome, PassEnv, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAccessRequest, PgAccessRequestStatus, ReportsConditions};
-use crate::children::{OperatorCaches, Track, wait_synced};
+use crate::children::{OperatorCaches, REQUEST_LABEL, Track, wait_synced};
+use crate::conditions::reasons::pgaccessrequest;
 use crate::conditions::{ConditionType, PassFacts, find_condition};
 use crate::k8s::{EventSink, Pinned, add_owner_pinned, delete_pinned};
 use crate::messages::{ObjectKey, TimerPurpose};
 use crate::reconcile::pgaccessrequest::{
-    Decision, RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
+    BindingVerdict, Decision, RequestFacts, decide, deletion_event, pass_facts, request_events,
+    status_fields,
 };
 use crate::status::{Extras, StatusWriter};
 
@@ -96,7 +98,21 @@ impl AccessRequestReconciler {
             )
             .map(|c| c.reason.as_str()),
         };
-        let decision = decide(&request, &binding_refs, now);
+        let mut decision = decide(&request, &binding_refs, now);
+        // The console writes the RoleBinding, then the approval: their watch events may arrive
+        // the other way round. Before stating that an approved request has no RoleBinding (a
+        // Warning), the API is asked rather than the cache.
+        let live;
+        if decision.binding == BindingVerdict::RoleBindingMissing
+            && request.previous_binding_reason
+                != Some(pgaccessrequest::ROLE_BINDING_MISSING.as_str())
+        {
+            live = self.live_bindings(cx).await?;
+            if !live.is_empty() {
+                let refs: Vec<&RoleBinding> = live.iter().collect();
+                decision = decide(&request, &refs, now);
+            }
+        }
         // A refused write fails the pass so that it is retried (an adoption left undone would
         // leave the grant to outlive its request's deletion if the operator were down then),
         // but the instants the decision waits for are known already: their timers are kept
@@ -120,6 +136,18 @@ impl AccessRequestReconciler {
             .await
             .map_err(keep)?;
         Ok(decided.with_status(written))
+    }
+
+    /// The request's RoleBindings as the API server has them now (not being deleted).
+    async fn live_bindings(&self, cx: &ObjectContext) -> Result<Vec<RoleBinding>, ReconcileError> {
+        let api: Api<RoleBinding> = Api::namespaced(cx.client.clone(), &cx.key.namespace);
+        let selector = format!("{REQUEST_LABEL}={}", cx.key.name);
+        let list = api.list(&ListParams::default().labels(&selector)).await?;
+        Ok(list
+            .items
+            .into_iter()
+            .filter(|rb| rb.metadata.deletion_timestamp.is_none())
+            .collect())
     }
 
     async fn delete_bindings(
