@@ -41,24 +41,5 @@ async fn the_python_client_passes_every_check() {
     })
     .await
     .expect("joined");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let summary: serde_json::Value = stdout
-        .lines()
-        .last()
-        .and_then(|l| serde_json::from_str(l).ok())
-        .unwrap_or_else(|| {
-            panic!("no summary from the script\nstdout: {stdout}\nstderr: {stderr}")
-        });
-    let passed = summary["passed"].as_array().map_or(0, Vec::len);
-    let failed = summary["failed"].as_object().cloned().unwrap_or_default();
-    eprintln!(
-        "python client: {passed} checks passed, {} failed",
-        failed.len()
-    );
-    assert!(passed > 0, "{summary}");
-    assert!(
-        failed.is_empty(),
-        "failed checks: {failed:#?}\nstderr: {stderr}"
-    );
+    crate::sim_support::client_checks_passed("python", &output);
 }

@@ -100,3 +100,28 @@ pub fn refusal<T: std::fmt::Debug>(r: Result<T, kube::Error>) -> (u16, String, S
         other => panic!("expected an API error, got {other:?}"),
     }
 }
+
+/// A client script's run (tests/python, tests/js) passed: its last line is a JSON summary of
+/// the checks (`passed`: names, `failed`: name -> why), none failed and some passed.
+pub fn client_checks_passed(client: &str, output: &std::process::Output) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let summary: serde_json::Value = stdout
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!("no summary from the {client} script\nstdout: {stdout}\nstderr: {stderr}")
+        });
+    let passed = summary["passed"].as_array().map_or(0, Vec::len);
+    let failed = summary["failed"].as_object().cloned().unwrap_or_default();
+    eprintln!(
+        "{client} client: {passed} checks passed, {} failed",
+        failed.len()
+    );
+    assert!(passed > 0, "{summary}\nstderr: {stderr}");
+    assert!(
+        failed.is_empty(),
+        "failed checks: {failed:#?}\nstderr: {stderr}"
+    );
+}
