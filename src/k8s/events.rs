@@ -9,7 +9,7 @@
 //! objects, see BENCHMARKS.md).
 
 use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -82,7 +82,10 @@ pub struct EventSink {
     client: Client,
     instance: String,
     series: Arc<DashMap<SeriesKey, Series>>,
-    last_sweep: Arc<Mutex<Instant>>,
+    /// When the sink was made, and the last sweep as milliseconds since then: every publish
+    /// reads it, so it is an atomic rather than a lock all the actors would queue on.
+    born: Instant,
+    last_sweep_ms: Arc<AtomicU64>,
 }
 
 impl EventSink {
@@ -91,7 +94,8 @@ impl EventSink {
             client,
             instance: std::env::var("POD_NAME").unwrap_or_else(|_| REPORTER.to_string()),
             series: Arc::default(),
-            last_sweep: Arc::new(Mutex::new(Instant::now())),
+            born: Instant::now(),
+            last_sweep_ms: Arc::default(),
         }
     }
 
@@ -247,16 +251,18 @@ impl EventSink {
     /// Drops the series no repeat can join any more, at most once per [`SWEEP_EVERY`].
     fn sweep(&self) {
         let now = Instant::now();
+        let now_ms = u64::try_from(now.duration_since(self.born).as_millis()).unwrap_or(u64::MAX);
+        let last = self.last_sweep_ms.load(Ordering::Relaxed);
+        let due = now_ms.saturating_sub(last) >= SWEEP_EVERY.as_millis() as u64;
+        // One publisher sweeps; the others, seeing the new mark, go on.
+        if due
+            && self
+                .last_sweep_ms
+                .compare_exchange(last, now_ms, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
         {
-            let Ok(mut last) = self.last_sweep.lock() else {
-                return;
-            };
-            if now.duration_since(*last) < SWEEP_EVERY {
-                return;
-            }
-            *last = now;
+            self.series.retain(|_, series| !series.expired(now));
         }
-        self.series.retain(|_, series| !series.expired(now));
     }
 
     /// Series held now (tests and the memory figures).

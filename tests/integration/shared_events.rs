@@ -85,3 +85,40 @@ async fn a_repeat_joins_its_series_and_a_new_note_is_an_event_of_its_own() {
         vec![("was aaa".to_string(), 1), ("was bbb".to_string(), 1)],
     );
 }
+
+/// A repeat later than the series' six minutes is an Event of its own (the cache's expiry).
+#[tokio::test]
+async fn a_repeat_after_six_minutes_starts_a_new_event() {
+    let (_sim, client) = super::sim_support::start().await;
+    super::sim_support::namespace(&client, NS).await;
+    let object = Api::<ConfigMap>::namespaced(client.clone(), NS)
+        .create(
+            &PostParams::default(),
+            &ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some("late".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let regarding = object.object_ref(&());
+    let sink = EventSink::new(client.clone());
+    let budget = WriteBudget::new(4);
+    let rollout = [EventDecision::normal(pgadmin::ROLLOUT_STARTED, "was aaa")];
+
+    sink.publish(&budget, &regarding, &rollout).await;
+    // The sim keeps its own clock; only the recorder's (tokio's) jumps.
+    tokio::time::pause();
+    tokio::time::advance(std::time::Duration::from_secs(7 * 60)).await;
+    tokio::time::resume();
+    sink.publish(&budget, &regarding, &rollout).await;
+    assert_eq!(
+        events_of(&client, "RolloutStarted").await,
+        vec![("was aaa".to_string(), 1), ("was aaa".to_string(), 1)],
+        "an expired series is not joined"
+    );
+    assert_eq!(sink.series_held(), 1, "the expired series was swept");
+}
