@@ -186,29 +186,8 @@ async fn send(
     content_type: &str,
     body: Value,
 ) -> (u16, Vec<String>, Value) {
-    let req = axum::http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", content_type)
-        .body(serde_json::to_vec(&body).expect("body"))
-        .expect("request");
-    let resp = client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .expect("answer");
-    let status = resp.status().as_u16();
-    let warnings = resp
-        .headers()
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().expect("ascii").to_string())
-        .collect();
-    let bytes = resp.into_body().collect_bytes().await.expect("body");
-    (
-        status,
-        warnings,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    let bytes = serde_json::to_vec(&body).expect("body");
+    crate::sim_support::raw_with_warnings(client, method, path, content_type, bytes).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,6 +69,18 @@ pub async fn raw(
     content_type: &str,
     body: Vec<u8>,
 ) -> (u16, Value) {
+    let (status, _, body) = raw_with_warnings(client, method, path, content_type, body).await;
+    (status, body)
+}
+
+/// As [`raw`], with the answer's `Warning` headers too.
+pub async fn raw_with_warnings(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: Vec<u8>,
+) -> (u16, Vec<String>, Value) {
     let req = axum::http::Request::builder()
         .method(method)
         .uri(path)
@@ -80,9 +92,16 @@ pub async fn raw(
         .await
         .expect("answer");
     let status = resp.status().as_u16();
+    let warnings = resp
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().expect("ascii").to_string())
+        .collect();
     let bytes = resp.into_body().collect_bytes().await.expect("body");
     (
         status,
+        warnings,
         serde_json::from_slice(&bytes).unwrap_or(Value::Null),
     )
 }
