@@ -118,23 +118,20 @@ pub(super) async fn events(env: &Env, agent: &str) -> Vec<(String, String, i32)>
 /// Polls until the agent's Events with `reason` and a note containing `needle` were recorded
 /// at least `times` in all; answers the newest such note.
 async fn wait_event(env: &Env, agent: &str, reason: &str, needle: &str, times: i32) -> String {
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
+    let what = format!("{agent}: a {reason} Event saying {needle:?} {times} times");
+    crate::wait_support::wait_for(&what, || async {
         let all = events(env, agent).await;
         let matching: Vec<_> = all
             .iter()
             .filter(|(r, n, _)| r == reason && n.contains(needle))
             .collect();
         let recorded: i32 = matching.iter().map(|(_, _, count)| count).sum();
-        if let Some((_, note, _)) = matching.last().filter(|_| recorded >= times) {
-            return note.clone();
+        match matching.last().filter(|_| recorded >= times) {
+            Some((_, note, _)) => Ok(note.clone()),
+            None => Err(format!("events: {all:?}")),
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{agent}: no {reason} Event saying {needle:?}: {all:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 async fn workload_hash(env: &Env, agent: &str) -> Option<String> {
