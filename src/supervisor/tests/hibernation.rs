@@ -265,14 +265,19 @@ async fn storm(options: KindOptions, after_list: Duration) {
     });
     let mut last_value: HashMap<String, (String, Instant)> = HashMap::new();
     let mut most_asleep = 0;
-    for round in 1..=300u64 {
-        for i in (0..N).filter(|i| (i + round) % 3 == 0) {
+    // At least 300 rounds, and on until some object has been seen asleep mid-storm: on a
+    // loaded machine the first rounds can keep every object awake.
+    let storm_deadline = Instant::now() + 20 * SEC;
+    let mut round = 0u64;
+    while round < 300 || (most_asleep == 0 && Instant::now() < storm_deadline) {
+        round += 1;
+        for i in (0..N).filter(|i| (i + round).is_multiple_of(3)) {
             let value = round.to_string();
             last_value.insert(name(i), (value.clone(), Instant::now()));
             h.send(Event::Apply(cm(&name(i), &value, round + 1)));
         }
         most_asleep = most_asleep.max(h.objects().1);
-        if round % 10 == 0 {
+        if round.is_multiple_of(10) {
             tokio::time::sleep(MS).await;
         } else {
             tokio::task::yield_now().await;
