@@ -5,8 +5,8 @@
 use std::sync::OnceLock;
 
 use k8s_openapi::api::{
-    apps::v1 as apps, authorization::v1 as authz, batch::v1 as batch,
-    coordination::v1 as coordination, core::v1 as core, events::v1 as events,
+    admissionregistration::v1 as admission, apps::v1 as apps, authorization::v1 as authz,
+    batch::v1 as batch, coordination::v1 as coordination, core::v1 as core, events::v1 as events,
     networking::v1 as networking, rbac::v1 as rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
@@ -116,6 +116,18 @@ const KINDS: &[(&str, &str, &str, &str)] = &[
         "SelfSubjectAccessReview",
     ),
     (
+        "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+    ),
+    (
+        "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    (
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
         "apiextensions.k8s.io",
         "v1",
@@ -156,6 +168,8 @@ pub fn builtin() -> &'static Map<String, Value> {
         generator.subschema_for::<coordination::Lease>();
         generator.subschema_for::<events::Event>();
         generator.subschema_for::<authz::SelfSubjectAccessReview>();
+        generator.subschema_for::<admission::ValidatingAdmissionPolicy>();
+        generator.subschema_for::<admission::ValidatingAdmissionPolicyBinding>();
         generator.subschema_for::<apiextensions::CustomResourceDefinition>();
         let mut defs = generator.take_definitions(true);
         for (name, group, version, kind) in KINDS {

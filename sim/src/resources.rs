@@ -321,6 +321,25 @@ const BUILTINS: &[Builtin] = &[
         false,
         &["ev"],
     ),
+    // Stored and served as objects; their CEL validations are not enforced.
+    b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        false,
+        true,
+        &[],
+    ),
+    b(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        false,
+        false,
+        &[],
+    ),
     b(
         "apiextensions.k8s.io",
         "v1",

@@ -81,4 +81,5 @@ mod status_write;
 mod testkind_exposure;
 mod testkind_support;
 mod testkind_workload;
+mod upstream_crds;
 mod wait_support;

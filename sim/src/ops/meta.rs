@@ -101,7 +101,8 @@ pub(crate) fn finalizers(obj: &Value) -> usize {
 /// Kinds whose strategy maintains `metadata.generation` (custom resources and the workload,
 /// networking and extension kinds); ConfigMaps, Secrets and the like carry none.
 pub(crate) fn tracks_generation(info: &ResourceInfo) -> bool {
-    const GROUPS: [&str; 6] = [
+    const GROUPS: [&str; 7] = [
+        "admissionregistration.k8s.io",
         "apps",
         "batch",
         "networking.k8s.io",

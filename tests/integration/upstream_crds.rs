@@ -1,0 +1,372 @@
+//! The operator on a sim that serves the upstream CRD manifests of `tests/fixtures/upstream-crds/`
+//! (CloudNativePG, barman-cloud, Gateway API standard channel, OpenShift Route) instead of its
+//! built-in permissive copies: the simulated controllers' status writes and the operator's
+//! children must pass the real schemas, and the Gateway API standard install applies with kubectl.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::core::GroupVersionKind;
+use pgtoolbox_operator::actors::Shared;
+use pgtoolbox_operator::actors::shared::start_shared_actors;
+use pgtoolbox_operator::api::render_crds_yaml;
+use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::health::Readiness;
+use pgtoolbox_operator::k8s::apply_manifests;
+use pgtoolbox_operator::metrics::OperatorMetrics;
+use pgtoolbox_operator::supervisor::{OperatorBuilder, OperatorSettings};
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::kubectl_support::{Kubectl, kubectl_present};
+
+const NS: &str = "team-a";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upstream-crds")
+}
+
+fn fixture(path: &str) -> String {
+    let p = fixtures().join(path);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The CustomResourceDefinition documents of a manifest stream (the Gateway API install file
+/// also holds a ValidatingAdmissionPolicy and its binding, which are not CRDs).
+fn crd_documents(text: &str) -> Vec<String> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .filter_map(|doc| {
+            let v = Value::deserialize(doc).expect("fixture parses");
+            (v.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+                .then(|| serde_json::to_string(&v).expect("json"))
+        })
+        .collect()
+}
+
+/// Every upstream CRD of the fixtures, as `extra_crds`.
+fn upstream_crds() -> Vec<String> {
+    [
+        "cloudnative-pg/postgresql.cnpg.io_clusters.yaml",
+        "cloudnative-pg/postgresql.cnpg.io_poolers.yaml",
+        "cloudnative-pg/postgresql.cnpg.io_databases.yaml",
+        "cloudnative-pg/postgresql.cnpg.io_databaseroles.yaml",
+        "cloudnative-pg/postgresql.cnpg.io_backups.yaml",
+        "plugin-barman-cloud/barmancloud.cnpg.io_objectstores.yaml",
+        "gateway-api/standard-install.yaml",
+        "openshift-api/routes.crd.yaml",
+    ]
+    .iter()
+    .flat_map(|f| crd_documents(&fixture(f)))
+    .collect()
+}
+
+fn dynamic(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(group, "v1", kind);
+    Api::namespaced_with(
+        client.clone(),
+        NS,
+        &ApiResource::from_gvk_with_plural(&gvk, plural),
+    )
+}
+
+fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == kind)
+}
+
+fn ready(obj: &Value) -> bool {
+    condition(obj, "Ready").is_some_and(|c| c["status"] == "True")
+}
+
+/// Polls `get` until `check` holds (30 s); panics with the last object otherwise.
+async fn wait_for(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..600 {
+        if let Ok(obj) = api.get(name).await {
+            last = serde_json::to_value(&obj).expect("json");
+            if check(&last) {
+                return last;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{name}: {what} never held; last seen: {last:#}");
+}
+
+const SCENARIO: &str = r#"
+apiVersion: v1
+kind: Secret
+metadata: {name: orders-s3, namespace: team-a}
+type: Opaque
+stringData: {ACCESS_KEY_ID: example-access-key, ACCESS_SECRET_KEY: example-secret-key}
+---
+apiVersion: barmancloud.cnpg.io/v1
+kind: ObjectStore
+metadata: {name: orders-store, namespace: team-a}
+spec:
+  configuration:
+    destinationPath: s3://orders-backups/team-a
+    s3Credentials:
+      accessKeyId: {name: orders-s3, key: ACCESS_KEY_ID}
+      secretAccessKey: {name: orders-s3, key: ACCESS_SECRET_KEY}
+---
+apiVersion: postgresql.cnpg.io/v1
+kind: Cluster
+metadata: {name: orders, namespace: team-a, labels: {team: a}}
+spec:
+  instances: 2
+  storage: {size: 1Gi}
+  plugins:
+    - name: barman-cloud.cloudnative-pg.io
+      isWALArchiver: true
+      parameters: {barmanObjectName: orders-store}
+---
+apiVersion: postgresql.cnpg.io/v1
+kind: Pooler
+metadata: {name: orders-pooler-rw, namespace: team-a}
+spec:
+  cluster: {name: orders}
+  instances: 1
+  type: rw
+  pgbouncer: {poolMode: session}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: team-a}
+spec:
+  gatewayClassName: sim
+  listeners: [{name: http, protocol: HTTP, port: 80}]
+---
+apiVersion: pgtoolbox.fyannk.dev/v1alpha1
+kind: PgAdmin
+metadata: {name: team-pgadmin, namespace: team-a}
+spec:
+  image: docker.io/dpage/pgadmin4:9.10
+  clusterSelector: {matchLabels: {team: a}}
+  endpoints: ["rw", "ro"]
+  exposure: {type: route, hostname: pgadmin.team-a.apps.example.com}
+---
+apiVersion: pgtoolbox.fyannk.dev/v1alpha1
+kind: PgToolBoxConsole
+metadata: {name: ops, namespace: team-a}
+spec:
+  image: ghcr.io/pgtoolbox/console:0.1.0
+  exposure:
+    type: gateway
+    hostname: console.team-a.apps.example.com
+    gateway: {parentRef: {name: gw}}
+---
+apiVersion: pgtoolbox.fyannk.dev/v1alpha1
+kind: EvidenceAgent
+metadata: {name: orders-evidence, namespace: team-a}
+spec:
+  cluster: {name: orders}
+  image: ghcr.io/pgtoolbox/evidence-agent:0.1.0
+  servingCertificate: {provider: openshift}
+---
+apiVersion: pgtoolbox.fyannk.dev/v1alpha1
+kind: PgAccessRequest
+metadata: {name: alice-orders, namespace: team-a}
+spec:
+  subject: {kind: User, name: alice}
+  cluster: orders
+  clusterRole: view
+  expiresAt: "2099-01-01T00:00:00Z"
+  reason: "Investigate slow order queries (INC-1234)"
+"#;
+
+/// Every workload kind reaches Ready on a sim serving the upstream schemas, and the simulated
+/// CloudNativePG, router and Gateway controller get their status writes accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_workload_kind_is_ready_on_the_upstream_crds() {
+    let mut extra = upstream_crds();
+    extra.push(render_crds_yaml().expect("our CRDs"));
+    let sim = Sim::start(SimConfig {
+        external_crds: false,
+        extra_crds: extra,
+        controllers: true,
+        pod_start: Duration::from_millis(50),
+        seed: Some(11),
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim starts on the upstream CRDs");
+    let client = sim.client();
+    let settings = OperatorSettings {
+        startup_jitter: Duration::ZERO,
+        ..OperatorSettings::default()
+    };
+    crate::sim_support::namespace(&client, NS).await;
+    crate::sim_support::namespace(&client, &settings.operator_namespace).await;
+    for result in apply_manifests(
+        &client,
+        include_str!("../../deploy/05-console-clusterroles.yaml"),
+        "test",
+    )
+    .await
+    {
+        result.expect("console roles");
+    }
+    let kinds = register_all(OperatorBuilder::new(
+        client.clone(),
+        Arc::new(Shared::default()),
+    ))
+    .kind_names();
+    let shared = start_shared_actors(
+        &client,
+        &kinds,
+        settings,
+        OperatorMetrics::new(),
+        Readiness::new(),
+    )
+    .await
+    .expect("shared actors start");
+    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
+        .start()
+        .await
+        .expect("operator starts");
+    for result in apply_manifests(&client, SCENARIO, "test").await {
+        result.expect("scenario object accepted by the upstream schemas");
+    }
+
+    // The simulated CloudNativePG's status writes pass the upstream Cluster and Pooler schemas.
+    let clusters = dynamic(&client, "postgresql.cnpg.io", "Cluster", "clusters");
+    let cluster = wait_for(&clusters, "orders", "Cluster Ready", ready).await;
+    assert_eq!(cluster["status"]["phase"], "Cluster in healthy state");
+    assert_eq!(cluster["status"]["readyInstances"], 2);
+    assert!(
+        cluster
+            .pointer("/status/certificates/serverCASecret")
+            .is_some(),
+        "{cluster:#}"
+    );
+    let poolers = dynamic(&client, "postgresql.cnpg.io", "Pooler", "poolers");
+    wait_for(&poolers, "orders-pooler-rw", "Pooler status", |p| {
+        p.pointer("/status/instances").is_some()
+    })
+    .await;
+
+    let workloads = [
+        ("PgAdmin", "pgadmins", "team-pgadmin"),
+        ("PgToolBoxConsole", "pgtoolboxconsoles", "ops"),
+        ("EvidenceAgent", "evidenceagents", "orders-evidence"),
+        ("PgAccessRequest", "pgaccessrequests", "alice-orders"),
+    ];
+    for (kind, plural, name) in workloads {
+        let api = Api::namespaced_with(
+            client.clone(),
+            NS,
+            &ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("pgtoolbox.fyannk.dev", "v1alpha1", kind),
+                plural,
+            ),
+        );
+        wait_for(&api, name, &format!("{kind} Ready=True"), ready).await;
+    }
+
+    // The operator's Route and HTTPRoute passed the upstream schemas, and their controllers'
+    // status writes too.
+    let routes = dynamic(&client, "route.openshift.io", "Route", "routes");
+    let route = wait_for(&routes, "team-pgadmin-pgadmin", "Route admitted", |r| {
+        r.pointer("/status/ingress/0/conditions/0/status") == Some(&Value::from("True"))
+    })
+    .await;
+    assert_eq!(route["spec"]["host"], "pgadmin.team-a.apps.example.com");
+    let http_routes = dynamic(
+        &client,
+        "gateway.networking.k8s.io",
+        "HTTPRoute",
+        "httproutes",
+    );
+    let accepted = wait_for(&http_routes, "ops-console", "HTTPRoute accepted", |r| {
+        r.pointer("/status/parents/0/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c["type"] == "Accepted" && c["status"] == "True")
+            })
+    })
+    .await;
+    assert_eq!(
+        accepted["spec"]["hostnames"][0],
+        "console.team-a.apps.example.com"
+    );
+    let gateways = dynamic(&client, "gateway.networking.k8s.io", "Gateway", "gateways");
+    wait_for(&gateways, "gw", "Gateway programmed", |g| {
+        condition(g, "Programmed").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+
+    operator.shutdown(Duration::from_secs(5)).await;
+    shared.stop().await;
+}
+
+/// The Gateway API standard install (CRDs, ValidatingAdmissionPolicy and binding) applies
+/// with kubectl, server-side as the Gateway API documentation installs it; a client-side apply
+/// is refused for the largest CRD's last-applied annotation, as on a real server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_the_gateway_api_standard_install() {
+    if !kubectl_present() {
+        eprintln!("kubectl not found: skipping the kubectl test");
+        return;
+    }
+    let sim = Sim::start(SimConfig {
+        external_crds: false,
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim starts");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+    let k = Kubectl { kubeconfig, dir };
+    let install = fixtures().join("gateway-api/standard-install.yaml");
+    tokio::task::spawn_blocking(move || {
+        let install = install.display().to_string();
+        let out = k.ok(&["apply", "--server-side", "-f", &install]);
+        for created in [
+            "customresourcedefinition.apiextensions.k8s.io/httproutes.gateway.networking.k8s.io serverside-applied",
+            "validatingadmissionpolicy.admissionregistration.k8s.io/safe-upgrades.gateway.networking.k8s.io serverside-applied",
+            "validatingadmissionpolicybinding.admissionregistration.k8s.io/safe-upgrades.gateway.networking.k8s.io serverside-applied",
+        ] {
+            assert!(out.contains(created), "{created} missing: {out}");
+        }
+        // Applied again: nothing to change.
+        k.ok(&["apply", "--server-side", "-f", &install]);
+        let policies = k.ok(&["get", "validatingadmissionpolicies", "-o", "name"]);
+        assert!(
+            policies.contains("safe-upgrades.gateway.networking.k8s.io"),
+            "{policies}"
+        );
+        let binding = k.ok(&[
+            "get",
+            "validatingadmissionpolicybinding",
+            "safe-upgrades.gateway.networking.k8s.io",
+            "-o",
+            "jsonpath={.spec.policyName}",
+        ]);
+        assert_eq!(binding.trim(), "safe-upgrades.gateway.networking.k8s.io");
+        let kinds = k.ok(&["api-resources", "--api-group=gateway.networking.k8s.io", "-o", "name"]);
+        for kind in ["gatewayclasses", "gateways", "httproutes", "referencegrants", "grpcroutes"] {
+            assert!(kinds.contains(kind), "{kind} not served: {kinds}");
+        }
+        // A Gateway API object is served by the CRDs just installed.
+        let gc = k.file(
+            "gc.yaml",
+            "apiVersion: gateway.networking.k8s.io/v1\nkind: GatewayClass\nmetadata:\n  name: example\nspec:\n  controllerName: example.com/gateway-controller\n",
+        );
+        k.ok(&["apply", "--server-side", "-f", &gc]);
+    })
+    .await
+    .expect("kubectl steps");
+}
