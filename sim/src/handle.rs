@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::config::SimConfig;
 use crate::faults::{Admin, Stats};
 use crate::kubeconfig::KubeconfigFile;
+use crate::resources::ResourceInfo;
 use crate::server::Server;
 use crate::{external, http, ops};
 
@@ -52,20 +53,39 @@ pub struct Sim {
 const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// Serve every CRD of a YAML (multi-document) or JSON manifest.
+/// Creates every document of a manifest stream: CRDs, and the cluster-scoped objects a CRD
+/// bundle carries beside them (Gateway API's install holds a ValidatingAdmissionPolicy), each
+/// at its own kind and in stream order, so a CRD is served before a later document uses it.
 fn load_crd(server: &Server, text: &str) -> Result<(), SimError> {
-    let info = server
-        .registry()
-        .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        .ok_or_else(|| SimError::Crd("CRDs are not served".into()))?;
     for doc in serde_yaml_ng::Deserializer::from_str(text) {
-        let crd = Value::deserialize(doc).map_err(|e| SimError::Crd(e.to_string()))?;
-        if crd.is_null() {
+        let obj = Value::deserialize(doc).map_err(|e| SimError::Crd(e.to_string()))?;
+        if obj.is_null() {
             continue; // an empty document between `---` separators
         }
-        ops::create(server, &mut server.store.lock(), &info, "", crd)
+        let info = served_kind(server, &obj)?;
+        ops::create(server, &mut server.store.lock(), &info, "", obj)
             .map_err(|e| SimError::Crd(e.message))?;
     }
     Ok(())
+}
+
+/// The cluster-scoped kind a seeded document names by `apiVersion` and `kind`.
+fn served_kind(server: &Server, obj: &Value) -> Result<Arc<ResourceInfo>, SimError> {
+    let api_version = obj["apiVersion"].as_str().unwrap_or_default();
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let info = server
+        .registry()
+        .resources(group, version)
+        .into_iter()
+        .find(|info| info.kind == kind)
+        .ok_or_else(|| SimError::Crd(format!("{api_version} {kind} is not served")))?;
+    if info.namespaced {
+        return Err(SimError::Crd(format!(
+            "{api_version} {kind} is namespaced: only CRDs and cluster-scoped objects are seeded"
+        )));
+    }
+    Ok(info)
 }
 
 fn seed(server: &Server) -> Result<(), SimError> {
@@ -337,5 +357,55 @@ impl InProcessSim {
             &(group.to_string(), plural.to_string()),
             &(namespace.to_string(), name.to_string()),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seeded(manifest: &str) -> Result<Sim, SimError> {
+        Sim::start_blocking(SimConfig {
+            external_crds: false,
+            extra_crds: vec![manifest.to_string()],
+            ..SimConfig::default()
+        })
+    }
+
+    #[test]
+    fn a_manifest_stream_seeds_cluster_scoped_objects_beside_its_crds() {
+        let sim = seeded(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
+             metadata: {name: p}\nspec: {validations: [{expression: 'true'}]}\n---\n---\n\
+             apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+             metadata: {name: p}\nspec: {policyName: p, validationActions: [Deny]}\n",
+        )
+        .expect("seeded");
+        let store = sim.server.store.lock();
+        let stored = |plural: &str| {
+            let res = (
+                "admissionregistration.k8s.io".to_string(),
+                plural.to_string(),
+            );
+            store.list(&res, None).len()
+        };
+        assert_eq!(stored("validatingadmissionpolicies"), 1);
+        assert_eq!(stored("validatingadmissionpolicybindings"), 1);
+    }
+
+    #[test]
+    fn a_namespaced_or_unserved_document_is_refused_at_start() {
+        let namespaced = seeded("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+        assert!(
+            matches!(&namespaced, Err(SimError::Crd(m)) if m.contains("namespaced")),
+            "{:?}",
+            namespaced.err()
+        );
+        let unserved = seeded("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n");
+        assert!(
+            matches!(&unserved, Err(SimError::Crd(m)) if m == "example.com/v1 Widget is not served"),
+            "{:?}",
+            unserved.err()
+        );
     }
 }

@@ -64,6 +64,11 @@ pub struct SimArgs {
     /// Directory of CRD manifests to serve instead of the operator's own (built in).
     #[arg(long)]
     pub crds: Option<PathBuf>,
+    /// Directory of third-party CRD manifests (CloudNativePG, barman-cloud, Gateway API,
+    /// OpenShift Route; its subdirectories too) served instead of the built-in permissive
+    /// copies, e.g. the upstream ones of `tests/fixtures/upstream-crds`.
+    #[arg(long)]
+    pub third_party_crds: Option<PathBuf>,
     /// Directory of manifests applied once the operator runs (default: the built-in examples).
     #[arg(long)]
     pub examples: Option<PathBuf>,
@@ -72,8 +77,11 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
-    fn sim_config(&self, extra_crds: Vec<String>) -> SimConfig {
-        SimConfig {
+    fn sim_config(&self, mut extra_crds: Vec<String>) -> Result<SimConfig, CliError> {
+        if let Some(dir) = &self.third_party_crds {
+            extra_crds.extend(third_party_crd_texts(dir)?);
+        }
+        Ok(SimConfig {
             listen: self.listen,
             deny: self.deny.clone(),
             unserve: self.unserve.clone(),
@@ -83,9 +91,34 @@ impl SimArgs {
             nodes: self.nodes,
             pod_start: Duration::from_millis(self.pod_start_ms),
             seed: self.seed,
+            external_crds: self.third_party_crds.is_none(),
             ..SimConfig::default()
-        }
+        })
     }
+}
+
+/// Every manifest under `dir`, its subdirectories included (one per upstream project), in
+/// path order; a directory without any is an error rather than a sim serving no CloudNativePG.
+fn third_party_crd_texts(dir: &Path) -> Result<Vec<String>, CliError> {
+    let mut dirs = vec![dir.to_path_buf()];
+    let mut texts = Vec::new();
+    while let Some(next) = dirs.pop() {
+        texts.extend(examples::yaml_files(&next)?);
+        dirs.extend(
+            std::fs::read_dir(&next)
+                .map_err(|e| CliError::Crd(format!("{}: {e}", next.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_dir()),
+        );
+    }
+    if texts.is_empty() {
+        return Err(CliError::Crd(format!(
+            "{}: no CRD manifests (*.yaml) found",
+            dir.display()
+        )));
+    }
+    texts.sort();
+    Ok(texts.into_iter().map(|(_, text)| text).collect())
 }
 
 /// The CRDs to serve: the files of `--crds`, else the operator's own.
@@ -105,7 +138,7 @@ fn crd_texts(dir: Option<&Path>) -> Result<Vec<String>, CliError> {
 pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     if args.api_only {
         let _telemetry = telemetry::init(None, args.settings.log_format)?;
-        let config = args.sim_config(crd_texts(args.crds.as_deref())?);
+        let config = args.sim_config(crd_texts(args.crds.as_deref())?)?;
         return Ok(run_api_only(config, args.kubeconfig_out.as_deref()).await?);
     }
     // Logs go to stderr at `warn` unless RUST_LOG says otherwise: stdout holds the table.
@@ -116,7 +149,7 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     )?;
     // Listen before anything is written: a Ctrl-C during start-up still cleans up.
     let mut stop = Stop::listen();
-    let sim = Sim::start(args.sim_config(crd_texts(args.crds.as_deref())?)).await?;
+    let sim = Sim::start(args.sim_config(crd_texts(args.crds.as_deref())?)?).await?;
     let kubeconfig = KubeconfigFile::write(&sim, args.kubeconfig_out.as_deref())?;
     let banner = format!(
         "embedded API server: {}\nkubeconfig: {}\ntry: KUBECONFIG={} kubectl get pgaccessrequests,pgadmins -A\nCtrl-C stops.\n",

@@ -18,7 +18,6 @@ use pgtoolbox_operator::k8s::apply_manifests;
 use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::supervisor::{OperatorBuilder, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::kubectl_support::{Kubectl, kubectl_present};
@@ -34,19 +33,8 @@ fn fixture(path: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// The CustomResourceDefinition documents of a manifest stream (the Gateway API install file
-/// also holds a ValidatingAdmissionPolicy and its binding, which are not CRDs).
-fn crd_documents(text: &str) -> Vec<String> {
-    serde_yaml_ng::Deserializer::from_str(text)
-        .filter_map(|doc| {
-            let v = Value::deserialize(doc).expect("fixture parses");
-            (v.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
-                .then(|| serde_json::to_string(&v).expect("json"))
-        })
-        .collect()
-}
-
-/// Every upstream CRD of the fixtures, as `extra_crds`.
+/// Every upstream manifest of the fixtures, whole, as `extra_crds` (the Gateway API install
+/// also holds a ValidatingAdmissionPolicy and its binding, which the sim seeds beside the CRDs).
 fn upstream_crds() -> Vec<String> {
     [
         "cloudnative-pg/postgresql.cnpg.io_clusters.yaml",
@@ -59,7 +47,7 @@ fn upstream_crds() -> Vec<String> {
         "openshift-api/routes.crd.yaml",
     ]
     .iter()
-    .flat_map(|f| crd_documents(&fixture(f)))
+    .map(|f| fixture(f))
     .collect()
 }
 
@@ -83,24 +71,23 @@ fn ready(obj: &Value) -> bool {
     condition(obj, "Ready").is_some_and(|c| c["status"] == "True")
 }
 
-/// Polls `get` until `check` holds (30 s); panics with the last object otherwise.
+/// The object once `check` holds on it (the shared deadline); fails with the last one seen.
 async fn wait_for(
     api: &Api<DynamicObject>,
     name: &str,
     what: &str,
     check: impl Fn(&Value) -> bool,
 ) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..600 {
-        if let Ok(obj) = api.get(name).await {
-            last = serde_json::to_value(&obj).expect("json");
-            if check(&last) {
-                return last;
-            }
+    crate::wait_support::wait_for(&format!("{name}: {what}"), || async {
+        let obj = api.get(name).await.map_err(|e| e.to_string())?;
+        let obj = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
+        if check(&obj) {
+            Ok(obj)
+        } else {
+            Err(format!("last seen: {obj:#}"))
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{name}: {what} never held; last seen: {last:#}");
+    })
+    .await
 }
 
 const SCENARIO: &str = r#"
@@ -155,6 +142,14 @@ spec:
   clusterSelector: {matchLabels: {team: a}}
   endpoints: ["rw", "ro"]
   exposure: {type: route, hostname: pgadmin.team-a.apps.example.com}
+---
+apiVersion: pgtoolbox.fyannk.dev/v1alpha1
+kind: PgAdmin
+metadata: {name: settings-pgadmin, namespace: team-a}
+spec:
+  image: docker.io/dpage/pgadmin4:9.10
+  clusterSelector: {matchLabels: {team: a}}
+  configDatabase: {cluster: orders}
 ---
 apiVersion: pgtoolbox.fyannk.dev/v1alpha1
 kind: PgToolBoxConsole
@@ -239,6 +234,20 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
         result.expect("scenario object accepted by the upstream schemas");
     }
 
+    // The upstream schema is the one in force: its `minimum: 1` on instances refuses a Cluster
+    // the sim's built-in copy would take.
+    let refused = apply_manifests(
+        &client,
+        "apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata: {name: empty, namespace: team-a}\nspec: {instances: 0, storage: {size: 1Gi}}\n",
+        "test",
+    )
+    .await;
+    let error = format!("{:?}", refused[0].as_ref().err());
+    assert!(
+        error.contains("spec.instances") && error.contains("422"),
+        "{error}"
+    );
+
     // The simulated CloudNativePG's status writes pass the upstream Cluster and Pooler schemas.
     let clusters = dynamic(&client, "postgresql.cnpg.io", "Cluster", "clusters");
     let cluster = wait_for(&clusters, "orders", "Cluster Ready", ready).await;
@@ -273,6 +282,43 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
         );
         wait_for(&api, name, &format!("{kind} Ready=True"), ready).await;
     }
+
+    // Upstream v1.30.0's DatabaseRole cannot generate a password (no `spec.password.mode`), so a
+    // settings database stalls there rather than writing a role CloudNativePG would not fill.
+    let pgadmins = Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        NS,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("pgtoolbox.fyannk.dev", "v1alpha1", "PgAdmin"),
+            "pgadmins",
+        ),
+    );
+    let stalled = wait_for(&pgadmins, "settings-pgadmin", "stalled", |p| {
+        condition(p, "Stalled").is_some_and(|c| c["status"] == "True")
+    })
+    .await;
+    for type_ in ["Stalled", "ConfigurationValid"] {
+        assert_eq!(
+            condition(&stalled, type_).map(|c| c["reason"].clone()),
+            Some(Value::from("PasswordGenerationUnavailable")),
+            "{type_}: {stalled:#}"
+        );
+    }
+    let roles = dynamic(
+        &client,
+        "postgresql.cnpg.io",
+        "DatabaseRole",
+        "databaseroles",
+    );
+    assert!(
+        roles
+            .list(&Default::default())
+            .await
+            .expect("DatabaseRoles")
+            .items
+            .is_empty(),
+        "no role is written that CloudNativePG cannot give a password"
+    );
 
     // The operator's Route and HTTPRoute passed the upstream schemas, and their controllers'
     // status writes too.
@@ -369,4 +415,125 @@ async fn kubectl_applies_the_gateway_api_standard_install() {
     })
     .await
     .expect("kubectl steps");
+}
+
+/// A ValidatingAdmissionPolicy and its binding are cluster-scoped objects a typed client
+/// creates, reads back whole and deletes.
+#[tokio::test]
+async fn validating_admission_policies_are_stored_and_served() {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    use kube::api::{DeleteParams, PostParams};
+
+    let (_sim, client) = crate::sim_support::start().await;
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    let policy: ValidatingAdmissionPolicy = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "replicas-limit"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "object.spec.replicas <= 5"}]
+        }
+    }))
+    .expect("policy");
+    let created = policies
+        .create(&PostParams::default(), &policy)
+        .await
+        .expect("policy created");
+    assert_eq!(created.metadata.generation, Some(1));
+    let spec = created.spec.expect("spec kept");
+    assert_eq!(
+        spec.validations.expect("validations")[0].expression,
+        "object.spec.replicas <= 5"
+    );
+
+    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "replicas-limit"},
+        "spec": {"policyName": "replicas-limit", "validationActions": ["Deny"]}
+    }))
+    .expect("binding");
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("binding created");
+    let read = bindings.get("replicas-limit").await.expect("binding read");
+    assert_eq!(read.spec.policy_name, "replicas-limit");
+    policies
+        .delete("replicas-limit", &DeleteParams::default())
+        .await
+        .expect("policy deleted");
+    assert!(
+        policies
+            .get_opt("replicas-limit")
+            .await
+            .expect("get")
+            .is_none()
+    );
+}
+
+/// `sim --third-party-crds DIR` serves the upstream manifests of a directory tree in place of
+/// the built-in copies (the Gateway API install's policy included); a directory without any
+/// manifest is refused at start rather than serving no CloudNativePG.
+#[tokio::test]
+async fn the_sim_command_serves_third_party_crds_from_a_directory() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let kubeconfig = dir.path().join("kc.yaml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
+        .args(["sim", "--api-only", "--third-party-crds"])
+        .arg(fixtures())
+        .arg("--kubeconfig-out")
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("binary starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let url = lines.next().expect("a line").expect("utf-8");
+    assert!(url.starts_with("http://"), "{url}");
+    let _ = lines.next(); // "kubeconfig written to ..."
+    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("config");
+    let client = kube::Client::try_from(config).expect("client");
+
+    let clusters = dynamic(&client, "postgresql.cnpg.io", "Cluster", "clusters");
+    let empty: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "empty", "namespace": NS},
+        "spec": {"instances": 0}
+    }))
+    .expect("cluster");
+    crate::sim_support::namespace(&client, NS).await;
+    match clusters.create(&Default::default(), &empty).await {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 422, "{e:?}"),
+        other => panic!("the upstream schema's minimum refuses 0 instances: {other:?}"),
+    }
+    let policies: Api<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy> =
+        Api::all(client.clone());
+    assert!(
+        policies
+            .get_opt("safe-upgrades.gateway.networking.k8s.io")
+            .await
+            .expect("get")
+            .is_some()
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let empty_dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
+        .args(["sim", "--api-only", "--third-party-crds"])
+        .arg(empty_dir.path())
+        .output()
+        .expect("binary runs");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no CRD manifests"), "{stderr}");
 }
