@@ -3,6 +3,7 @@
 
 mod applier;
 mod caches;
+mod child_set;
 mod contents;
 mod create;
 mod external;
@@ -18,6 +19,7 @@ pub use applier::{
     ChildVerdict, Desired, FIELD_MANAGER, unchanged,
 };
 pub use caches::{CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
+pub use child_set::ChildSet;
 pub use contents::Contents;
 pub use create::CreateError;
 pub use external::{HttpRoute, Route};

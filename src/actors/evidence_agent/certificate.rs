@@ -1,6 +1,5 @@
-//! The `operator` provider's part of an EvidenceAgent pass: the certificate planned from the
-//! Secret the agent controls and the operator's CA, and what an applied certificate adds to
-//! the pass's facts (its renewal timer, its `CertificateIssued` Event).
+//! The `operator` provider's read of an EvidenceAgent pass: the certificate planned from the
+//! Secret the agent controls and the operator's CA (read, or created, once).
 
 use k8s_openapi::api::core::v1::Secret;
 
@@ -9,20 +8,8 @@ use super::reconciler::{EvidenceAgentReconciler, EvidenceError};
 use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::EvidenceAgent;
 use crate::children::{ChildOwner, Component};
-use crate::conditions::PassFacts;
-use crate::conditions::reasons::evidenceagent as r;
-use crate::messages::{ObjectKey, TimerPurpose};
-use crate::reconcile::evidenceagent::{
-    CertificatePlan, ChildNames, IssueReason, Validity, issued_note, plan_certificate,
-};
-
-/// The serving certificate of the `operator` provider this pass applies.
-pub(super) struct OperatorCertificate {
-    pub secret: Secret,
-    pub validity: Validity,
-    /// Why a new certificate was issued this pass (its Event, once applied).
-    pub issued: Option<IssueReason>,
-}
+use crate::messages::ObjectKey;
+use crate::reconcile::evidenceagent::{CertificatePlan, ChildNames, plan_certificate};
 
 /// Whether `secret` is controlled by the agent of `uid`.
 fn controlled_by(secret: &Secret, uid: Option<&str>) -> bool {
@@ -88,27 +75,4 @@ impl EvidenceAgentReconciler {
         )
         .map_err(|e| ReconcileError::other(EvidenceError::Certificate(cx.key.name.clone(), e)))
     }
-}
-
-/// An applied certificate's renewal (a timer in the engine's schedule) and, when it is new,
-/// its `CertificateIssued` Event.
-pub(super) fn certificate_facts(
-    facts: PassFacts,
-    cert: &OperatorCertificate,
-    secret: &str,
-    now: jiff::Timestamp,
-) -> Result<PassFacts, ReconcileError> {
-    let delay = cert.validity.renewal_delay(now);
-    let mut facts = facts
-        .with_timer(TimerPurpose::Expiry, delay)
-        .map_err(ReconcileError::other)?;
-    if let Some(why) = &cert.issued {
-        facts = facts
-            .with_event(
-                r::CERTIFICATE_ISSUED,
-                &issued_note(secret, &cert.validity, why),
-            )
-            .map_err(ReconcileError::other)?;
-    }
-    Ok(facts)
 }

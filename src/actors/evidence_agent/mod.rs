@@ -3,6 +3,7 @@
 
 mod ca;
 mod certificate;
+mod observe;
 mod reconciler;
 
 pub use ca::{CA_SECRET_NAME, CaError, CaStore};

@@ -2,6 +2,7 @@
 mod bucket;
 mod certificate;
 mod config;
+mod pass;
 pub mod pki;
 mod plan;
 mod render;
@@ -17,6 +18,10 @@ pub use config::{
     AgentFacts, BARMAN_PLUGIN, ConfigOutcome, ForeignChild, StoreProfile, ValidConfig,
     barman_object_name, decide,
 };
+pub use pass::{
+    AgentChildren, Applied, ApplyPlan, ChildrenSeen, Conclusion, Observed, OperatorCertificate,
+    Plan, conclude, credential_secrets, needs_certificate, plan, watched_secrets,
+};
 pub use plan::{CertificatePlan, plan_certificate};
 pub use render::{
     AGENT_PORT, CABUNDLE_KEY, ChildNames, INJECT_CABUNDLE_ANNOTATION, RenderInput,
@@ -28,5 +33,7 @@ pub use render::{
 mod certificate_tests;
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod pass_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,54 @@
+//! One pass's children of every kind for one owner, applied kind by kind through the one
+//! applier and reported together: what `ApplyReport::converged`, `not_owned` and `refusal`
+//! judge is the whole set, not the last kind applied.
+
+use super::applier::{Applier, ApplyError, ApplyReport, ChildOwner, Desired};
+use super::store::ChildStore;
+use crate::reconcile::children::Component;
+
+pub struct ChildSet<'a> {
+    applier: Applier<'a>,
+    owner: &'a ChildOwner,
+    component: Component,
+    report: ApplyReport,
+}
+
+impl<'a> ChildSet<'a> {
+    /// Children of `owner`, each labelled as part of `component`.
+    pub fn new(applier: Applier<'a>, owner: &'a ChildOwner, component: Component) -> Self {
+        Self {
+            applier,
+            owner,
+            component,
+            report: ApplyReport::default(),
+        }
+    }
+
+    /// Applies `objects` as the owner's complete set of children of kind `C` (so the owner's
+    /// other children of that kind are deleted), and adds what became of them to the report.
+    pub async fn apply<C>(
+        &mut self,
+        store: &ChildStore<C>,
+        objects: impl IntoIterator<Item = C>,
+    ) -> Result<&mut Self, ApplyError>
+    where
+        C: super::ChildKind,
+    {
+        let desired = objects
+            .into_iter()
+            .map(|object| Desired {
+                component: self.component,
+                object,
+            })
+            .collect();
+        let report = self.applier.apply(store, self.owner, desired).await?;
+        self.report.verdicts.extend(report.verdicts);
+        self.report.deleted.extend(report.deleted);
+        Ok(self)
+    }
+
+    /// Every verdict and deletion so far, in the order applied.
+    pub fn report(self) -> ApplyReport {
+        self.report
+    }
+}
