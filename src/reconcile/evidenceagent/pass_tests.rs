@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Secret;
 use serde_json::{Value, json};
 
+use super::tests::cluster;
 use super::*;
 use crate::api::EvidenceAgentSpec;
 use crate::conditions::reasons::{common, evidenceagent as r};
@@ -16,22 +17,13 @@ use crate::messages::TimerPurpose;
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::Availability;
 
-fn cluster() -> Value {
-    json!({"spec": {"plugins": [{
-        "name": "barman-cloud.cloudnative-pg.io",
-        "parameters": {"barmanObjectName": "orders-store"}
-    }]}})
-}
-
+/// The tests' valid ObjectStore, with a region from a second Secret.
 fn store() -> Value {
-    json!({"spec": {"configuration": {
-        "destinationPath": "s3://orders-backups/team-a",
-        "s3Credentials": {
-            "accessKeyId": {"name": "orders-s3", "key": "ACCESS_KEY_ID"},
-            "secretAccessKey": {"name": "orders-s3", "key": "ACCESS_SECRET_KEY"},
-            "region": {"name": "orders-region", "key": "REGION"}
-        }
-    }}})
+    super::tests::store_with(
+        "/spec/configuration/s3Credentials/region",
+        json!({"name": "orders-region", "key": "REGION"}),
+    )
+    .expect("store")
 }
 
 fn spec(provider: &str) -> EvidenceAgentSpec {

@@ -7,7 +7,7 @@ use crate::conditions::reasons::{common, evidenceagent as r};
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::Availability;
 
-fn cluster() -> Value {
+pub(super) fn cluster() -> Value {
     json!({"spec": {"plugins": [{
         "name": "barman-cloud.cloudnative-pg.io",
         "parameters": {"barmanObjectName": "orders-store"}
@@ -77,7 +77,7 @@ fn with(mut v: Value, pointer: &str, value: Value) -> Value {
     v
 }
 
-fn store_with(pointer: &str, value: Value) -> Option<Value> {
+pub(super) fn store_with(pointer: &str, value: Value) -> Option<Value> {
     Some(with(store(), pointer, value))
 }
 
