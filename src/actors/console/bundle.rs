@@ -1,6 +1,6 @@
 //! The instance CA bundle a console mirrors: which Clusters it selects (the Clusters index, by
-//! labels), the `ca.crt` of each one's CA Secret (read once per resourceVersion), the pure
-//! bundle, and `InstanceCABundleComplete` with `status.instanceCABundle`.
+//! labels) and the `ca.crt` of each one's CA Secret (read once per resourceVersion), from which
+//! the pure bundle is made.
 
 use kube::core::{Selector, SelectorExt};
 use serde_json::Value;
@@ -8,10 +8,8 @@ use serde_json::Value;
 use super::reads::PastCache;
 use super::reconciler::ConsoleError;
 use crate::actors::{ObjectContext, ReconcileError};
-use crate::api::{PgToolBoxConsole, PgToolBoxConsoleStatus};
+use crate::api::PgToolBoxConsole;
 use crate::children::{OperatorCaches, Track};
-use crate::conditions::reasons::common;
-use crate::conditions::{ConditionType, PassFacts, StatusField, Verdict};
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::console::{
     BUNDLE_LIMIT_BYTES, BundleOutcome, CaSource, ChildNames, ClusterCa, mirror_bundle,
@@ -79,54 +77,6 @@ pub async fn selected_clusters(
         selected.push((name, secret));
     }
     Ok(selected)
-}
-
-/// InstanceCABundleComplete and status.instanceCABundle: present only while mirroring.
-pub fn bundle_facts(
-    facts: PassFacts,
-    bundle: Option<&BundleOutcome>,
-    foreign: bool,
-    names: &ChildNames,
-    valid: bool,
-    stored: &PgToolBoxConsoleStatus,
-) -> Result<PassFacts, ReconcileError> {
-    let e = ReconcileError::other;
-    let Some(bundle) = bundle else {
-        return facts
-            .without_advisory(ConditionType::InstanceCABundleComplete)
-            .and_then(|f| {
-                f.with_status_field(
-                    StatusField::InstanceCaBundle,
-                    &None::<crate::api::InstanceCaBundleStatus>,
-                    &stored.instance_ca_bundle,
-                )
-            })
-            .map_err(e);
-    };
-    if !valid {
-        return Ok(facts);
-    }
-    let verdict = if foreign {
-        Verdict::fails(
-            common::RESOURCE_NOT_OWNED,
-            format!(
-                "ConfigMap {} exists and is not controlled by this PgToolBoxConsole: the instance CA bundle is not mirrored into it",
-                names.instance_ca
-            ),
-        )
-    } else {
-        bundle.verdict.clone()
-    };
-    facts
-        .with_advisory(ConditionType::InstanceCABundleComplete, verdict)
-        .and_then(|f| {
-            f.with_status_field(
-                StatusField::InstanceCaBundle,
-                &Some(bundle.status.clone()),
-                &stored.instance_ca_bundle,
-            )
-        })
-        .map_err(e)
 }
 
 fn server_ca_secret(cluster: &Value) -> Option<String> {

@@ -13,7 +13,7 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use super::bundle::{bundle_facts, mirror, selected_clusters};
+use super::bundle::{mirror, selected_clusters};
 use super::children::{Applied, ChildPlan, Readable, apply_all, apply_exposure};
 use super::past_exposure::{delete_past_cache, read_past_cache};
 use super::reads::PastCache;
@@ -21,15 +21,15 @@ use super::trust::other_policies;
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
 use crate::api::{PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions};
 use crate::children::{Applier, ChildOwner, ChildVerdict, OperatorCaches, Track, wait_synced};
-use crate::conditions::{ConditionType, Hostname, PassFacts, StatusField, Verdict};
+use crate::conditions::{Hostname, PassFacts, Verdict};
 use crate::k8s::EventSink;
 use crate::messages::{KindKey, ObjectKey, TimerPurpose};
 use crate::reconcile::children::{Component, pod_template_labels};
 use crate::reconcile::console::{
-    ChildNames, ConfinementInput, ConsoleConfigFacts, ConsolePod, ForeignChild, NodeCidrs,
-    ObservedPolicy, PEERS_ANNOTATION, PolicyRefusal, RenderInput, RenderedPolicy, TRUST_ANNOTATION,
-    config_map_refs, decide, decide_confinement, peers_digest, policy_peers, role_grants,
-    secret_refs,
+    ChildNames, ConfinementInput, ConsoleConclusion, ConsoleConfigFacts, ConsolePod, ForeignChild,
+    NodeCidrs, ObservedPolicy, PEERS_ANNOTATION, PolicyRefusal, RenderInput, RenderedPolicy,
+    TRUST_ANNOTATION, conclude, config_map_refs, decide, decide_confinement, peers_digest,
+    policy_peers, role_grants, secret_refs, withdrawn,
 };
 use crate::reconcile::exposure::{
     ExposureInputs, ExposureView, HostAllowList, ObservedExposure, PastCacheCheck, decide_exposure,
@@ -161,18 +161,7 @@ impl ConsoleReconciler {
             if host_refusal.is_some() {
                 // Withdrawn while paused too: nothing is served, nothing confines it.
                 let stored = obj.status.clone().unwrap_or_default();
-                let none: Option<String> = None;
-                facts = facts
-                    .with_status_field(StatusField::Url, &none, &stored.url)
-                    .and_then(|f| {
-                        f.with_status_field(
-                            StatusField::PublishedExposureKinds,
-                            &Vec::new(),
-                            &stored.published_exposure_kinds,
-                        )
-                    })
-                    .and_then(|f| f.without_advisory(ConditionType::ExposureConfined))
-                    .map_err(ReconcileError::other)?;
+                facts = withdrawn(facts, &stored).map_err(ReconcileError::other)?;
             }
             let facts = facts.with_children_converged(converged);
             return self.finish(obj, facts, cx).await;
@@ -416,7 +405,7 @@ impl ConsoleReconciler {
             None
         };
 
-        let mut facts = facts
+        let facts = facts
             .with_hostname(hostname)
             .map_err(ReconcileError::other)?;
         let mut converged = true;
@@ -480,63 +469,21 @@ impl ConsoleReconciler {
             }
         }
 
-        facts = facts
-            .with_aspect(ConditionType::ConfigurationValid, config.verdict.clone())
-            .map_err(ReconcileError::other)?;
-        let proceeds = config.valid() || host_refusal.is_some();
-        if let Some(verdict) = workload {
-            facts = facts
-                .with_aspect(ConditionType::WorkloadReady, verdict)
-                .map_err(ReconcileError::other)?;
-        }
-        // A refused hostname's verdict is the exposure's too (HostnameNotAllowed, with what it
-        // appended), whatever the configuration says.
-        if config.valid() || host_refusal.is_some() {
-            facts = facts
-                .with_aspect(ConditionType::ExposureReady, decision.verdict.clone())
-                .map_err(ReconcileError::other)?;
-        }
-        if policy_refused.is_some() && host_refusal.is_none() {
-            // Nothing is published while the policy is refused (or remembered refused): no URL,
-            // no published kind, no confinement to speak of.
-            let none: Option<String> = None;
-            facts = facts
-                .without_advisory(ConditionType::ExposureConfined)
-                .and_then(|f| f.with_status_field(StatusField::Url, &none, &stored.url))
-                .and_then(|f| {
-                    f.with_status_field(
-                        StatusField::PublishedExposureKinds,
-                        &Vec::new(),
-                        &stored.published_exposure_kinds,
-                    )
-                })
-                .map_err(ReconcileError::other)?;
-        } else if proceeds {
-            facts = match &confinement.verdict {
-                Some(v) => facts.with_advisory(ConditionType::ExposureConfined, v.clone()),
-                None => facts.without_advisory(ConditionType::ExposureConfined),
-            }
-            .map_err(ReconcileError::other)?;
-            facts = facts
-                .with_status_field(StatusField::Url, &decision.url, &stored.url)
-                .and_then(|f| {
-                    f.with_status_field(
-                        StatusField::PublishedExposureKinds,
-                        &decision.published,
-                        &stored.published_exposure_kinds,
-                    )
-                })
-                .map_err(ReconcileError::other)?;
-        }
-        facts = bundle_facts(
+        let facts = conclude(ConsoleConclusion {
             facts,
-            bundle.as_ref(),
+            config: &config,
+            hostname_refused: host_refusal.is_some(),
+            policy_refused: policy_refused.is_some(),
+            workload,
+            exposure: &decision,
+            confinement: confinement.verdict.as_ref(),
+            bundle: bundle.as_ref(),
             bundle_foreign,
-            &names,
-            config.valid(),
+            names: &names,
             stored,
-        )?;
-        let facts = facts.with_children_converged(converged);
+            converged,
+        })
+        .map_err(ReconcileError::other)?;
         self.finish(obj, facts, cx).await
     }
 

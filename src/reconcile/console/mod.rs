@@ -7,6 +7,7 @@ mod cidr;
 mod config;
 mod confined;
 mod names;
+mod pass;
 mod peers;
 mod render;
 
@@ -23,6 +24,7 @@ pub use names::{
     CONSOLE_ROLE, ChildNames, NamedRef, POD_LOGS_ROLE, RESTORE_DRILLS_ROLE, RoleGrant,
     config_map_refs, role_grants, secret_refs,
 };
+pub use pass::{ConsoleConclusion, conclude, withdrawn};
 pub use peers::{
     MAX_NODES, NodeCidrs, PodAddress, broad_block, broad_peer, node_check_note, node_cidrs_of,
     pins_value, pod_address,
@@ -35,5 +37,7 @@ pub use render::{
 
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod pass_tests;
 #[cfg(test)]
 mod tests;
