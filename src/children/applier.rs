@@ -91,6 +91,12 @@ pub struct ApplyReport {
 }
 
 impl ApplyReport {
+    /// Adds what a later apply of the same pass did.
+    pub fn merge(&mut self, more: ApplyReport) {
+        self.verdicts.extend(more.verdicts);
+        self.deleted.extend(more.deleted);
+    }
+
     /// Nothing written, nothing deleted, nothing refused or taken.
     pub fn converged(&self) -> bool {
         self.deleted.is_empty()

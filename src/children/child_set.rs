@@ -42,8 +42,7 @@ impl<'a> ChildSet<'a> {
             })
             .collect();
         let report = self.applier.apply(store, self.owner, desired).await?;
-        self.report.verdicts.extend(report.verdicts);
-        self.report.deleted.extend(report.deleted);
+        self.report.merge(report);
         Ok(self)
     }
 

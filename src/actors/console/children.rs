@@ -41,11 +41,6 @@ impl Applied {
     }
 }
 
-fn merge(into: &mut ApplyReport, report: ApplyReport) {
-    into.verdicts.extend(report.verdicts);
-    into.deleted.extend(report.deleted);
-}
-
 /// Which exposure stores this namespace can read: a kind refused here has no store to apply
 /// through (its objects are read past the cache instead).
 #[derive(Clone, Copy, Debug)]
@@ -76,8 +71,7 @@ pub async fn apply_all(
     let e = ReconcileError::other;
     let input = &plan.input;
     let mut applied = Applied::default();
-    merge(
-        &mut applied.workload,
+    applied.workload.merge(
         applier
             .apply(
                 &caches.service_accounts,
@@ -91,8 +85,7 @@ pub async fn apply_all(
         .iter()
         .map(|g| desired(role_binding(input, g)))
         .collect();
-    merge(
-        &mut applied.workload,
+    applied.workload.merge(
         applier
             .apply(&caches.role_bindings, owner, bindings)
             .await
@@ -109,15 +102,13 @@ pub async fn apply_all(
         )
         .await
         .map_err(e)?;
-    merge(
-        &mut applied.workload,
+    applied.workload.merge(
         applier
             .apply(&caches.services, owner, vec![desired(service(input))])
             .await
             .map_err(e)?,
     );
-    merge(
-        &mut applied.workload,
+    applied.workload.merge(
         applier
             .apply(
                 &caches.deployments,
@@ -179,8 +170,7 @@ pub async fn apply_exposure(
         })
         .into_iter()
         .collect();
-    merge(
-        &mut report,
+    report.merge(
         applier
             .apply(&caches.ingresses, owner, ingresses)
             .await
@@ -194,8 +184,7 @@ pub async fn apply_exposure(
         ));
     }
     if readable.routes {
-        merge(
-            &mut report,
+        report.merge(
             applier
                 .apply(&caches.routes, owner, routes)
                 .await
@@ -210,8 +199,7 @@ pub async fn apply_exposure(
         ));
     }
     if readable.http_routes {
-        merge(
-            &mut report,
+        report.merge(
             applier
                 .apply(&caches.http_routes, owner, http_routes)
                 .await

@@ -20,7 +20,7 @@ use crate::reconcile::pgadmin::{
 };
 use crate::reconcile::workload::{SecretDigest, rollout_started, workload_verdict};
 
-use super::reconciler::{Decided, PgAdminError, PgAdminReconciler, desired, merge};
+use super::reconciler::{Decided, PgAdminError, PgAdminReconciler, desired};
 use crate::actors::user_of;
 
 /// What besides the rollout decides WorkloadReady: the settings database and the upgrade gate.
@@ -84,8 +84,7 @@ impl PgAdminReconciler {
         };
         let mut report = ApplyReport::default();
         let pg = Component::PgAdmin;
-        merge(
-            &mut report,
+        report.merge(
             applier
                 .apply(
                     &self.caches.service_accounts,
@@ -98,8 +97,7 @@ impl PgAdminReconciler {
                 .await
                 .map_err(PgAdminError::from)?,
         );
-        merge(
-            &mut report,
+        report.merge(
             applier
                 .apply(
                     &self.caches.persistent_volume_claims,
@@ -146,16 +144,14 @@ impl PgAdminReconciler {
                     .with_event(*reason, note)
                     .map_err(PgAdminError::from)?;
             }
-            merge(
-                &mut report,
+            report.merge(
                 applier
                     .apply(&self.caches.deployments, owner, vec![desired(pg, workload)])
                     .await
                     .map_err(PgAdminError::from)?,
             );
         }
-        merge(
-            &mut report,
+        report.merge(
             applier
                 .apply(
                     &self.caches.services,
@@ -165,8 +161,7 @@ impl PgAdminReconciler {
                 .await
                 .map_err(PgAdminError::from)?,
         );
-        merge(
-            &mut report,
+        report.merge(
             self.apply_exposure(obj, cx, owner, names, &decided.exposure)
                 .await?,
         );
@@ -187,8 +182,7 @@ impl PgAdminReconciler {
             .map_err(PgAdminError::from)?;
         let policy =
             egress_policy(input.owner, &names.egress_policy, &rules).map_err(PgAdminError::from)?;
-        merge(
-            &mut report,
+        report.merge(
             applier
                 .apply(
                     &self.caches.network_policies,
@@ -255,7 +249,7 @@ impl PgAdminReconciler {
                 )
                 .map_err(PgAdminError::from)?;
         }
-        merge(&mut report, job_report);
+        report.merge(job_report);
 
         if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
             return Ok((facts, false, Some((kind.clone(), name.clone()))));

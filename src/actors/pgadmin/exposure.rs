@@ -14,7 +14,7 @@ use crate::reconcile::exposure::{
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::pgadmin::{ChildNames, HTTP_PORT_NAME, SERVICE_PORT};
 
-use super::reconciler::{PgAdminError, PgAdminReconciler, desired, merge};
+use super::reconciler::{PgAdminError, PgAdminReconciler, desired};
 use crate::actors::user_of;
 
 const PORT: BackendPort<'static> = BackendPort {
@@ -112,8 +112,7 @@ impl PgAdminReconciler {
             .then(|| desired(c, desired_ingress(w, ns, &labels, &view, w, PORT)))
             .into_iter()
             .collect();
-        merge(
-            &mut report,
+        report.merge(
             applier
                 .apply(&self.caches.ingresses, owner, ingress)
                 .await?,
@@ -126,10 +125,7 @@ impl PgAdminReconciler {
                 let value = desired_route(w, ns, &labels, &view, w, PORT);
                 routes.push(desired(c, Route::from_value(value).map_err(render_error)?));
             }
-            merge(
-                &mut report,
-                applier.apply(&self.caches.routes, owner, routes).await?,
-            );
+            report.merge(applier.apply(&self.caches.routes, owner, routes).await?);
         }
         if on(OptionalApi::HttpRoutes) {
             let mut http_routes = Vec::new();
@@ -140,8 +136,7 @@ impl PgAdminReconciler {
                     HttpRoute::from_value(value).map_err(render_error)?,
                 ));
             }
-            merge(
-                &mut report,
+            report.merge(
                 applier
                     .apply(&self.caches.http_routes, owner, http_routes)
                     .await?,

@@ -428,11 +428,6 @@ impl PgAdminReconciler {
     }
 }
 
-pub(super) fn merge(report: &mut ApplyReport, more: ApplyReport) {
-    report.verdicts.extend(more.verdicts);
-    report.deleted.extend(more.deleted);
-}
-
 /// The kind's status fields as this pass decided them. A stalled pass states only the servers
 /// (what would be offered) and leaves the rest as it was.
 fn status_fields(
