@@ -17,8 +17,8 @@ use crate::conditions::PassFacts;
 use crate::k8s::EventSink;
 use crate::messages::ObjectKey;
 use crate::reconcile::evidenceagent::{
-    AgentChildren, AgentFacts, Applied, ChildNames, Conclusion, Observed, Plan, conclude, decide,
-    needs_certificate, plan, watched_secrets,
+    AgentChildren, AgentFacts, Applied, ApplyPlan, ChildNames, Conclusion, Observed, Plan,
+    conclude, decide, needs_certificate, plan, watched_secrets,
 };
 use crate::reconcile::images::ImageAllowList;
 use crate::status::{Extras, StatusWriter, Written};
@@ -109,8 +109,8 @@ impl EvidenceAgentReconciler {
         };
         // Registered before the certificate is planned and the children applied, so a change
         // meanwhile still wakes this agent.
-        let first = decide(&agent);
-        let secrets = watched_secrets(&first, &names);
+        let outcome = decide(&agent);
+        let secrets = watched_secrets(&outcome, &names);
         self.caches.secrets.register(
             &user_of::<EvidenceAgent>(&cx.key),
             secrets
@@ -119,30 +119,36 @@ impl EvidenceAgentReconciler {
                 .collect(),
             Track::Version,
         );
-        let certificate = if needs_certificate(&first, provider) {
+        let certificate = if needs_certificate(&outcome, provider) {
             Some(self.plan_certificate(obj, cx, &names).await?)
         } else {
             None
         };
         let secret_version = |name: &str| self.caches.secrets.version(&ObjectKey::new(ns, name));
-        let plan = plan(&Observed {
+        let plan = plan(Observed {
             agent: &cx.key.name,
             spec: &obj.spec,
             names: &names,
             facts: agent.clone(),
+            outcome,
             certificate,
             secret_version: &secret_version,
         });
 
         let secret_exists = |name: &str| self.caches.secrets.exists(&ObjectKey::new(ns, name));
-        let read;
-        let applied = match &plan {
+        let (read, judged);
+        let applied = match plan {
             Plan::Hold { outcome } => Applied::Held(outcome),
             Plan::Apply(apply) => {
-                let report = self.apply_children(obj, &apply.children, cx).await?;
+                let ApplyPlan {
+                    judged: j,
+                    children,
+                } = *apply;
+                judged = j;
+                let report = self.apply_children(obj, children, cx).await?;
                 if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
                     Applied::NameTaken {
-                        plan: apply,
+                        plan: &judged,
                         kind: kind.clone(),
                         name: name.clone(),
                     }
@@ -152,7 +158,7 @@ impl EvidenceAgentReconciler {
                 } else {
                     read = self.read_children(&cx.key, &names);
                     Applied::Children {
-                        plan: apply,
+                        plan: &judged,
                         converged: report.converged(),
                         seen: read.seen(provider, &names, &secret_exists),
                     }
@@ -177,7 +183,7 @@ impl EvidenceAgentReconciler {
     async fn apply_children(
         &self,
         obj: &EvidenceAgent,
-        children: &AgentChildren,
+        children: AgentChildren,
         cx: &ObjectContext,
     ) -> Result<ApplyReport, ReconcileError> {
         let owner = ChildOwner::of(obj)
@@ -187,7 +193,6 @@ impl EvidenceAgentReconciler {
             writes: &cx.writes,
         };
         let c = &self.caches;
-        let children = children.clone();
         let mut set = ChildSet::new(applier, &owner, Component::EvidenceAgent);
         let applied = async {
             set.apply(&c.owned_secrets, children.certificate)

@@ -19,8 +19,9 @@ pub use config::{
     barman_object_name, decide,
 };
 pub use pass::{
-    AgentChildren, Applied, ApplyPlan, ChildrenSeen, Conclusion, Observed, OperatorCertificate,
-    Plan, conclude, credential_secrets, needs_certificate, plan, watched_secrets,
+    AgentChildren, Applied, ApplyPlan, ChildrenSeen, Conclusion, Judged, Observed,
+    OperatorCertificate, Plan, conclude, credential_secrets, needs_certificate, plan,
+    watched_secrets,
 };
 pub use plan::{CertificatePlan, plan_certificate};
 pub use render::{

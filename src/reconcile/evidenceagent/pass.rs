@@ -31,29 +31,21 @@ pub struct Observed<'a> {
     pub names: &'a ChildNames,
     /// ConfigurationValid's inputs (no foreign child known yet).
     pub facts: AgentFacts<'a>,
+    /// ConfigurationValid as decided from `facts` (the pass decided it to know what to read).
+    pub outcome: ConfigOutcome,
     /// The `operator` provider's certificate plan, made when [`needs_certificate`] said so.
     pub certificate: Option<CertificatePlan>,
     /// The resourceVersion the Secret index holds for a Secret of the namespace.
     pub secret_version: &'a dyn Fn(&str) -> Option<String>,
 }
 
-/// The serving certificate of the `operator` provider a pass applies. Its `Debug` leaves the
-/// Secret out (it carries a private key).
-#[derive(Clone, PartialEq)]
+/// The serving certificate of the `operator` provider a pass applies (its Secret is one of
+/// the children): what the status shows of it, its renewal and its Event.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OperatorCertificate {
-    pub secret: Secret,
     pub validity: Validity,
     /// Why a new certificate was issued this pass (its Event, once applied).
     pub issued: Option<IssueReason>,
-}
-
-impl std::fmt::Debug for OperatorCertificate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OperatorCertificate")
-            .field("validity", &self.validity)
-            .field("issued", &self.issued)
-            .finish_non_exhaustive()
-    }
 }
 
 /// The agent's children, in the order they are applied: the certificate first, so the Pods
@@ -80,10 +72,17 @@ pub enum Plan {
 
 #[derive(Clone, Debug)]
 pub struct ApplyPlan {
+    pub judged: Judged,
+    /// Moved out to the applier; what the conclusion needs is in `judged`.
+    pub children: AgentChildren,
+}
+
+/// What the conclusion of an applied plan judges from besides the children.
+#[derive(Clone, Debug)]
+pub struct Judged {
     pub outcome: ConfigOutcome,
     pub valid: ValidConfig,
     pub certificate: Option<OperatorCertificate>,
-    pub children: AgentChildren,
 }
 
 /// Whether the pass must plan the `operator` provider's certificate (reading, or creating,
@@ -115,15 +114,15 @@ pub fn credential_secrets(valid: &ValidConfig) -> Vec<String> {
 }
 
 /// The pass's plan from what it observed.
-pub fn plan(observed: &Observed<'_>) -> Plan {
-    let outcome = decide(&observed.facts);
+pub fn plan(observed: Observed<'_>) -> Plan {
+    let outcome = observed.outcome;
     let Some(valid) = outcome.valid.clone() else {
         return Plan::Hold {
             outcome: Box::new(outcome),
         };
     };
     let provider = observed.spec.serving_certificate.provider;
-    let certificate = match &observed.certificate {
+    let (certificate, secret) = match observed.certificate {
         Some(CertificatePlan::Tampered) => {
             let foreign = ForeignChild {
                 kind: "Secret".into(),
@@ -138,12 +137,11 @@ pub fn plan(observed: &Observed<'_>) -> Plan {
             secret,
             validity,
             issued,
-        }) => Some(OperatorCertificate {
-            secret: secret.as_ref().clone(),
-            validity: *validity,
-            issued: issued.clone(),
-        }),
-        None => None,
+        }) => (
+            Some(OperatorCertificate { validity, issued }),
+            Some(*secret),
+        ),
+        None => (None, None),
     };
     let mut digests: Vec<SecretDigest> = credential_secrets(&valid)
         .iter()
@@ -152,10 +150,10 @@ pub fn plan(observed: &Observed<'_>) -> Plan {
         })
         .collect();
     let tls = &observed.names.tls_secret;
-    digests.push(match &certificate {
+    digests.push(match &secret {
         // The certificate as the cache keeps it (its key by digest): the same whether issued
         // this pass or kept, and new with every key.
-        Some(cert) => SecretDigest::of_secret(tls, Some(&redact_secret(cert.secret.clone()))),
+        Some(secret) => SecretDigest::of_secret(tls, Some(&redact_secret(secret.clone()))),
         // The service CA's: its version.
         None => SecretDigest::of_version(tls, (observed.secret_version)(tls).as_deref()),
     });
@@ -168,16 +166,18 @@ pub fn plan(observed: &Observed<'_>) -> Plan {
         secrets: &digests,
     };
     let children = AgentChildren {
-        certificate: certificate.as_ref().map(|c| c.secret.clone()),
+        certificate: secret,
         service_account: service_account(&input),
         ca_config_map: ca_config_map(&input),
         service: service(&input),
         deployment: deployment(&input),
     };
     Plan::Apply(Box::new(ApplyPlan {
-        outcome,
-        valid,
-        certificate,
+        judged: Judged {
+            outcome,
+            valid,
+            certificate,
+        },
         children,
     }))
 }
@@ -204,16 +204,16 @@ pub struct ChildrenSeen<'a> {
 /// What became of the plan.
 pub enum Applied<'a> {
     /// The plan held: nothing was applied.
-    Held(&'a ConfigOutcome),
+    Held(Box<ConfigOutcome>),
     /// A child name is taken by an object the agent does not control: nothing is judged.
     NameTaken {
-        plan: &'a ApplyPlan,
+        plan: &'a Judged,
         kind: String,
         name: String,
     },
     /// Every child was applied (`converged`: nothing had to be written).
     Children {
-        plan: &'a ApplyPlan,
+        plan: &'a Judged,
         converged: bool,
         seen: ChildrenSeen<'a>,
     },
@@ -235,7 +235,7 @@ pub struct Conclusion<'a> {
 pub fn conclude(c: Conclusion<'_>) -> Result<PassFacts, FactsError> {
     let mut facts = c.facts;
     let (outcome, converged, certificate) = match c.applied {
-        Applied::Held(outcome) => (outcome.clone(), true, None),
+        Applied::Held(outcome) => (*outcome, true, None),
         Applied::NameTaken { kind, name, .. } => {
             let foreign = ForeignChild {
                 kind,
@@ -276,7 +276,7 @@ fn judge_children(
     facts: PassFacts,
     namespace: &str,
     names: &ChildNames,
-    plan: &ApplyPlan,
+    plan: &Judged,
     seen: &ChildrenSeen<'_>,
 ) -> Result<PassFacts, FactsError> {
     let mut facts = facts;

@@ -85,10 +85,11 @@ impl Case {
 
     fn plan(&self, names: &ChildNames, spec: &EvidenceAgentSpec, facts: AgentFacts<'_>) -> Plan {
         let version = |name: &str| self.versions.get(name).map(|v| v.to_string());
-        plan(&Observed {
+        plan(Observed {
             agent: "orders-evidence",
             spec,
             names,
+            outcome: decide(&facts),
             facts,
             certificate: self.certificate.clone(),
             secret_version: &version,
@@ -116,15 +117,15 @@ impl Case {
         let plan = self.plan(&names, &spec, facts.clone());
         let exists = |name: &str| Some(self.existing.contains(&name));
         let applied = match &plan {
-            Plan::Hold { outcome } => Applied::Held(outcome),
+            Plan::Hold { outcome } => Applied::Held(outcome.clone()),
             Plan::Apply(apply) => match self.taken {
                 Some((kind, name)) => Applied::NameTaken {
-                    plan: apply,
+                    plan: &apply.judged,
                     kind: kind.into(),
                     name: name.into(),
                 },
                 None => Applied::Children {
-                    plan: apply,
+                    plan: &apply.judged,
                     converged: self.converged,
                     seen: ChildrenSeen {
                         service_ca: (self.provider == "openshift").then(|| ServiceCaFacts {
@@ -365,7 +366,7 @@ fn the_watched_secrets_are_the_certificate_and_each_credential_once() {
         panic!("valid");
     };
     assert_eq!(
-        watched_secrets(&apply.outcome, &names),
+        watched_secrets(&apply.judged.outcome, &names),
         vec![
             names.tls_secret.clone(),
             "orders-region".to_string(),
@@ -373,11 +374,11 @@ fn the_watched_secrets_are_the_certificate_and_each_credential_once() {
         ]
     );
     assert!(needs_certificate(
-        &apply.outcome,
+        &apply.judged.outcome,
         crate::api::CertificateProvider::Operator
     ));
     assert!(!needs_certificate(
-        &apply.outcome,
+        &apply.judged.outcome,
         crate::api::CertificateProvider::Openshift
     ));
 }
