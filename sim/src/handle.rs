@@ -56,7 +56,7 @@ const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", 
 /// Creates every document of a manifest stream: CRDs, and the cluster-scoped objects a CRD
 /// bundle carries beside them (Gateway API's install holds a ValidatingAdmissionPolicy), each
 /// at its own kind and in stream order, so a CRD is served before a later document uses it.
-fn load_crd(server: &Server, text: &str) -> Result<(), SimError> {
+fn load_manifest(server: &Server, text: &str) -> Result<(), SimError> {
     for doc in serde_yaml_ng::Deserializer::from_str(text) {
         let obj = Value::deserialize(doc).map_err(|e| SimError::Crd(e.to_string()))?;
         if obj.is_null() {
@@ -100,11 +100,11 @@ fn seed(server: &Server) -> Result<(), SimError> {
     }
     if server.config.external_crds {
         for (_, text) in external::EXTERNAL_CRDS {
-            load_crd(server, text)?;
+            load_manifest(server, text)?;
         }
     }
     for text in &server.config.extra_crds {
-        load_crd(server, text)?;
+        load_manifest(server, text)?;
     }
     Ok(())
 }

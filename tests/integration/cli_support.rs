@@ -27,6 +27,15 @@ pub fn operator_run(kubeconfig: &Path) -> tokio::process::Command {
     command
 }
 
+/// A client of the server a kubeconfig file written by `sim` names.
+pub async fn client_for(kubeconfig: &Path) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("config");
+    kube::Client::try_from(config).expect("client")
+}
+
 pub struct Running {
     child: Child,
     lines: mpsc::Receiver<String>,

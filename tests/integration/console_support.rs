@@ -8,12 +8,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::actors::Shared;
-use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::actors::shared::SharedActors;
 use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
 use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::k8s::apply_manifests;
-use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
@@ -115,20 +113,7 @@ pub async fn run_operator(
     client: &kube::Client,
     settings: OperatorSettings,
 ) -> (Operator, SharedActors) {
-    let shared = start_shared_actors(
-        client,
-        &["PgToolBoxConsole".to_owned()],
-        settings,
-        OperatorMetrics::new(),
-        Readiness::new(),
-    )
-    .await
-    .expect("shared actors start");
-    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
-        .start()
-        .await
-        .expect("operator starts");
-    (operator, shared)
+    crate::operator_support::run_operator(client, &["PgToolBoxConsole".to_owned()], settings).await
 }
 
 impl Env {

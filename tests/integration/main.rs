@@ -21,6 +21,7 @@ mod explain_cli;
 mod explain_golden;
 mod explain_support;
 mod kubectl_support;
+mod operator_support;
 mod pgaccessrequest;
 mod pgadmin_reasons;
 mod pgadmin_servers;

@@ -8,13 +8,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
-use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::actors::shared::SharedActors;
 use pgtoolbox_operator::api::{PgAdmin, render_crds_yaml};
-use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::metrics::OperatorMetrics;
 use pgtoolbox_operator::reconcile::workload::current_workload_hash;
-use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
@@ -72,19 +69,7 @@ pub async fn start_operator(sim: Sim, settings: OperatorSettings) -> Env {
         ..settings
     };
     let kinds = ["PgAdmin".to_owned(), "EvidenceAgent".to_owned()];
-    let shared = start_shared_actors(
-        &client,
-        &kinds,
-        settings,
-        OperatorMetrics::new(),
-        Readiness::new(),
-    )
-    .await
-    .expect("shared actors start");
-    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
-        .start()
-        .await
-        .expect("operator starts");
+    let (operator, shared) = crate::operator_support::run_operator(&client, &kinds, settings).await;
     Env {
         sim,
         client,

@@ -12,13 +12,9 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
-use pgtoolbox_operator::actors::shared::start_shared_actors;
 use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::k8s::apply_manifests;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -222,19 +218,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
         ..OperatorSettings::default()
     };
     let kinds: Vec<String> = KINDS.iter().map(|k| k.to_string()).collect();
-    let shared = start_shared_actors(
-        &client,
-        &kinds,
-        settings,
-        OperatorMetrics::new(),
-        Readiness::new(),
-    )
-    .await
-    .expect("shared actors start");
-    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
-        .start()
-        .await
-        .expect("operator starts");
+    let (operator, shared) = crate::operator_support::run_operator(&client, &kinds, settings).await;
 
     // PgToolBoxConsole: one exposed over a Route with restore drills, one plain; the plain one
     // is deleted afterwards.

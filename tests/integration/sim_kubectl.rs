@@ -81,11 +81,7 @@ async fn sim_api_only_binary_serves_until_sigterm() {
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let _ = lines.next(); // "kubeconfig written to ..."
 
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig parses");
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .expect("config");
-    let client = kube::Client::try_from(config).expect("client");
+    let client = crate::cli_support::client_for(&kubeconfig).await;
     let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
         kube::Api::default_namespaced(client.clone());
     let s = serde_json::from_value(serde_json::json!({"metadata": {"name": "s"}})).expect("secret");

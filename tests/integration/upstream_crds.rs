@@ -4,19 +4,13 @@
 //! children must pass the real schemas, and the Gateway API standard install applies with kubectl.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
-use pgtoolbox_operator::actors::Shared;
-use pgtoolbox_operator::actors::shared::start_shared_actors;
 use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::health::Readiness;
 use pgtoolbox_operator::k8s::apply_manifests;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::Value;
 
@@ -212,24 +206,8 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
     {
         result.expect("console roles");
     }
-    let kinds = register_all(OperatorBuilder::new(
-        client.clone(),
-        Arc::new(Shared::default()),
-    ))
-    .kind_names();
-    let shared = start_shared_actors(
-        &client,
-        &kinds,
-        settings,
-        OperatorMetrics::new(),
-        Readiness::new(),
-    )
-    .await
-    .expect("shared actors start");
-    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
-        .start()
-        .await
-        .expect("operator starts");
+    let kinds = crate::operator_support::all_kinds(&client);
+    let (operator, shared) = crate::operator_support::run_operator(&client, &kinds, settings).await;
     for result in apply_manifests(&client, SCENARIO, "test").await {
         result.expect("scenario object accepted by the upstream schemas");
     }
@@ -480,28 +458,17 @@ async fn validating_admission_policies_are_stored_and_served() {
 /// manifest is refused at start rather than serving no CloudNativePG.
 #[tokio::test]
 async fn the_sim_command_serves_third_party_crds_from_a_directory() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use crate::cli_support::{Running, binary, client_for};
+    use std::process::Stdio;
 
     let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kc.yaml");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
-        .args(["sim", "--api-only", "--third-party-crds"])
-        .arg(fixtures())
-        .arg("--kubeconfig-out")
-        .arg(&kubeconfig)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("binary starts");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let url = lines.next().expect("a line").expect("utf-8");
-    assert!(url.starts_with("http://"), "{url}");
-    let _ = lines.next(); // "kubeconfig written to ..."
-    let kc = kube::config::Kubeconfig::read_from(&kubeconfig).expect("kubeconfig parses");
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
-        .await
-        .expect("config");
-    let client = kube::Client::try_from(config).expect("client");
+    let crds = fixtures().display().to_string();
+    let mut sim = Running::start(
+        &["sim", "--api-only", "--third-party-crds", &crds],
+        dir.path(),
+        Stdio::null(),
+    );
+    let client = client_for(Path::new(&sim.kubeconfig())).await;
 
     let clusters = dynamic(&client, "postgresql.cnpg.io", "Cluster", "clusters");
     let empty: DynamicObject = serde_json::from_value(serde_json::json!({
@@ -524,11 +491,10 @@ async fn the_sim_command_serves_third_party_crds_from_a_directory() {
             .expect("get")
             .is_some()
     );
-    let _ = child.kill();
-    let _ = child.wait();
+    assert!(sim.interrupt().success());
 
     let empty_dir = tempfile::tempdir().expect("tempdir");
-    let out = Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))
+    let out = binary()
         .args(["sim", "--api-only", "--third-party-crds"])
         .arg(empty_dir.path())
         .output()

@@ -1,0 +1,42 @@
+//! The operator as `run` starts it, for tests that drive it in-process: the shared actors
+//! (the optional APIs probed for the kinds it serves), then every kind registered.
+
+use std::sync::Arc;
+
+use pgtoolbox_operator::actors::Shared;
+use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::health::Readiness;
+use pgtoolbox_operator::metrics::OperatorMetrics;
+use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+
+/// Every kind the operator registers.
+pub fn all_kinds(client: &kube::Client) -> Vec<String> {
+    register_all(OperatorBuilder::new(
+        client.clone(),
+        Arc::new(Shared::default()),
+    ))
+    .kind_names()
+}
+
+/// The shared actors, probing for `kinds`, and the operator on them.
+pub async fn run_operator(
+    client: &kube::Client,
+    kinds: &[String],
+    settings: OperatorSettings,
+) -> (Operator, SharedActors) {
+    let shared = start_shared_actors(
+        client,
+        kinds,
+        settings,
+        OperatorMetrics::new(),
+        Readiness::new(),
+    )
+    .await
+    .expect("shared actors start");
+    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
+        .start()
+        .await
+        .expect("operator starts");
+    (operator, shared)
+}
