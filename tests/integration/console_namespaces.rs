@@ -5,12 +5,8 @@
 use std::time::Duration;
 
 use kube::api::{Api, PostParams};
-use pgtoolbox_operator::actors::shared::start_shared_actors;
 use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
-use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 
@@ -50,22 +46,14 @@ async fn console_in_a_dropped_namespace_is_marked_namespace_not_watched() {
     }
     console(&client, "team-a", "kept").await;
     console(&client, "team-b", "left-out").await;
-    let shared = start_shared_actors(
+    let (operator, shared) = crate::console_support::run_operator(
         &client,
-        &["PgToolBoxConsole".to_owned()],
         OperatorSettings {
             watch_namespaces: vec!["team-a".into(), "team-b".into()],
             ..settings()
         },
-        OperatorMetrics::new(),
-        Readiness::new(),
     )
-    .await
-    .expect("shared actors start");
-    let operator = register_all(OperatorBuilder::new(client.clone(), shared.shared.clone()))
-        .start()
-        .await
-        .expect("operator starts");
+    .await;
     let env = Env {
         sim,
         client: client.clone(),

@@ -172,10 +172,7 @@ async fn every_invalid_input_is_refused_or_gets_a_clear_condition_and_nothing_cr
     let mut env = start_probed(with_controllers(), settings()).await;
     // The operator keeps its EvidenceAgent CA in its own namespace, as an installation has it.
     namespace(&env.client, &settings().operator_namespace).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    env.sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let k = Arc::new(Kubectl { kubeconfig, dir });
+    let k = Arc::new(Kubectl::for_sim(&env.sim));
     let index = std::fs::read_to_string(corpus_dir().join("index.yaml")).expect("index");
     let cases: Vec<Case> = serde_yaml_ng::from_str(&index).expect("index entries");
     let read = |file: &str| std::fs::read_to_string(corpus_dir().join(file)).expect(file);

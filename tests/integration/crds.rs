@@ -45,10 +45,7 @@ async fn generated_crds_apply_and_print_their_columns() {
         return;
     }
     let (sim, _client) = start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let k = Kubectl { kubeconfig, dir };
+    let k = Kubectl::for_sim(&sim);
     tokio::task::spawn_blocking(move || {
         for file in ["pgadmins", "pgadminaccesses", "evidenceagents", "pgtoolboxconsoles", "pgaccessrequests"] {
             k.ok(&["apply", "--validate=false", "-f", &repo(&format!("crds/{file}.yaml"))]);

@@ -17,6 +17,14 @@ pub struct Kubectl {
 }
 
 impl Kubectl {
+    /// kubectl against `sim`, with its kubeconfig in a fresh scratch directory.
+    pub fn for_sim(sim: &pgtoolbox_sim::Sim) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
+        Kubectl { kubeconfig, dir }
+    }
+
     /// Runs kubectl; success and the combined output.
     pub fn run(&self, args: &[&str]) -> (bool, String) {
         let out = Command::new("kubectl")

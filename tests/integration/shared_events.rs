@@ -3,7 +3,7 @@
 //! Event of its own (kube-runtime's recorder folded it and kept the first note), and an Event
 //! deleted on the server is written again rather than patched.
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event;
 use kube::Resource;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
@@ -28,24 +28,27 @@ async fn events_of(client: &kube::Client, reason: &str) -> Vec<(String, i32)> {
     found
 }
 
+/// A ConfigMap of [`NS`] for Events to be about.
+async fn config_map(client: &kube::Client, name: &str) -> ObjectReference {
+    super::sim_support::namespace(client, NS).await;
+    let object = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    Api::<ConfigMap>::namespaced(client.clone(), NS)
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("ConfigMap created")
+        .object_ref(&())
+}
+
 #[tokio::test]
 async fn a_repeat_joins_its_series_and_a_new_note_is_an_event_of_its_own() {
     let (_sim, client) = super::sim_support::start().await;
-    super::sim_support::namespace(&client, NS).await;
-    let object = Api::<ConfigMap>::namespaced(client.clone(), NS)
-        .create(
-            &PostParams::default(),
-            &ConfigMap {
-                metadata: ObjectMeta {
-                    name: Some("web".into()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    let regarding = object.object_ref(&());
+    let regarding = config_map(&client, "web").await;
     let sink = EventSink::new(client.clone());
     let budget = WriteBudget::new(4);
     let rollout = |note: &str| EventDecision::normal(pgadmin::ROLLOUT_STARTED, note);
@@ -90,21 +93,7 @@ async fn a_repeat_joins_its_series_and_a_new_note_is_an_event_of_its_own() {
 #[tokio::test]
 async fn a_repeat_after_six_minutes_starts_a_new_event() {
     let (_sim, client) = super::sim_support::start().await;
-    super::sim_support::namespace(&client, NS).await;
-    let object = Api::<ConfigMap>::namespaced(client.clone(), NS)
-        .create(
-            &PostParams::default(),
-            &ConfigMap {
-                metadata: ObjectMeta {
-                    name: Some("late".into()),
-                    ..Default::default()
-                },
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    let regarding = object.object_ref(&());
+    let regarding = config_map(&client, "late").await;
     let sink = EventSink::new(client.clone());
     let budget = WriteBudget::new(4);
     let rollout = [EventDecision::normal(pgadmin::ROLLOUT_STARTED, "was aaa")];

@@ -251,10 +251,7 @@ async fn progress_deadline_exceeded_by_fault_and_by_deadline() {
     )
     .await;
     if kubectl_present() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = dir.path().join("kubeconfig");
-        sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-        let k = Kubectl { kubeconfig, dir };
+        let k = Kubectl::for_sim(&sim);
         tokio::task::spawn_blocking(move || {
             k.refused(
                 &[

@@ -156,10 +156,7 @@ async fn kubectl_rollout_status_and_wait_return_for_a_deployment() {
         return;
     }
     let (sim, _client) = cluster("kc").await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let k = Kubectl { kubeconfig, dir };
+    let k = Kubectl::for_sim(&sim);
     tokio::task::spawn_blocking(move || {
         let manifest = k.file("d.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: kc\nspec:\n  replicas: 3\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: app\n        image: nginx:1.27\n");
         k.ok(&["apply", "--validate=false", "-f", &manifest]);

@@ -150,10 +150,7 @@ async fn kubectl_drain_evicts_the_pods_of_a_node() {
     pods.create(&PostParams::default(), &pod("b", "b"))
         .await
         .expect("pod");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let k = Kubectl { kubeconfig, dir };
+    let k = Kubectl::for_sim(&sim);
     let out =
         tokio::task::spawn_blocking(move || k.ok(&["drain", "n1", "--force", "--timeout=10s"]))
             .await

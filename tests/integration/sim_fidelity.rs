@@ -382,10 +382,7 @@ async fn kubectl_explains_every_kind_and_prints_built_in_columns() {
         ..Default::default()
     };
     let (sim, _client) = crate::sim_support::start_with(config).await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let k = Kubectl { kubeconfig, dir };
+    let k = Kubectl::for_sim(&sim);
     tokio::task::spawn_blocking(move || {
         let spec = k.ok(&["explain", "deployment.spec"]);
         assert!(spec.contains("KIND:       Deployment") && spec.contains("revisionHistoryLimit"), "{spec}");

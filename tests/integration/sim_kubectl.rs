@@ -12,10 +12,7 @@ async fn kubectl_create_apply_get_patch_wait_delete() {
         return;
     }
     let (sim, _client) = start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let k = Kubectl { kubeconfig, dir };
+    let k = Kubectl::for_sim(&sim);
     tokio::task::spawn_blocking(move || {
         let cm = k.file("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\ndata:\n  a: \"1\"\n");
         assert!(k.ok(&["create", "-f", &cm]).contains("configmap/demo created"));

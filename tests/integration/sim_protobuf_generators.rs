@@ -265,10 +265,7 @@ async fn kubectl_generators_store_what_they_print() {
         return;
     }
     let (sim, _client) = start().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let k = Kubectl { kubeconfig, dir };
+    let k = Kubectl::for_sim(&sim);
     tokio::task::spawn_blocking(move || {
         // Bytes that are not UTF-8 travel in Secret `data` and ConfigMap `binaryData`.
         let bin = k.dir.path().join("bin");

@@ -350,10 +350,7 @@ async fn kubectl_applies_the_gateway_api_standard_install() {
     })
     .await
     .expect("sim starts");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let k = Kubectl { kubeconfig, dir };
+    let k = Kubectl::for_sim(&sim);
     let install = fixtures().join("gateway-api/standard-install.yaml");
     tokio::task::spawn_blocking(move || {
         let install = install.display().to_string();
