@@ -37,8 +37,11 @@ impl Sim {
             kubectl: Kubectl { kubeconfig, dir },
         };
         let deadline = Instant::now() + Duration::from_secs(30);
+        // The API answers before the built-in examples are applied; the walkthrough's
+        // namespace comes with them.
         while !sim.kubectl.kubeconfig.exists()
             || !sim.kubectl.run(&["get", "pgaccessrequests", "-A"]).0
+            || !sim.kubectl.run(&["get", "namespace", "team-a"]).0
         {
             assert!(Instant::now() < deadline, "sim never answered");
             std::thread::sleep(Duration::from_millis(100));
