@@ -5,14 +5,13 @@
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
-};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::Map;
 use tracing::{info, warn};
 
 use crate::api::VERSION;
+use crate::children::Applier;
 use crate::conditions::{StoredStatus, namespace_not_watched, status_patch};
 use crate::k8s::{EventSink, WriteBudget};
 use crate::reconcile::namespace_permissions::{DroppedNamespace, NOT_WATCHED_KINDS, OWN_GROUP};
@@ -97,18 +96,10 @@ pub async fn mark_dropped_namespace<S: AsRef<str>>(
             }
             let patch = status_patch(&update, Map::new(), object.resource_version().as_deref())
                 .map_err(kube::Error::SerdeError)?;
-            // Held for the write only; the Events take their own permits.
-            let permit = writes
-                .acquire()
-                .await
-                .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
-            api.patch_status(
-                &object.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await?;
-            drop(permit);
+            // The permit is held for the write only; the Events take their own.
+            Applier { client, writes }
+                .merge_status(&api, &object.name_any(), &patch)
+                .await?;
             report.written += 1;
             let reference = reference_of(&object, &resource);
             events.publish(writes, &reference, &update.events).await;

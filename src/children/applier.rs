@@ -7,6 +7,8 @@
 //! A name taken by an object the owner does not control is a verdict, never an error, and that
 //! object is never written. A child the server refuses (422, an admission 403) is a verdict
 //! too, carrying the server's answer for the kind's conditions.
+//!
+//! Its single-object writes for objects no store caches are in `writes.rs`.
 
 use std::fmt::Debug;
 use std::time::Duration;
@@ -300,7 +302,7 @@ impl Applier<'_> {
         }
     }
 
-    async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, kube::Error> {
+    pub(super) async fn permit(&self) -> Result<tokio::sync::OwnedSemaphorePermit, kube::Error> {
         self.writes
             .acquire()
             .await

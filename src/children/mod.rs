@@ -12,6 +12,7 @@ mod registrations;
 mod relist;
 mod store;
 mod synced;
+mod writes;
 
 pub use crate::reconcile::children::{Component, MANAGED_BY, MANAGED_BY_LABEL};
 pub use applier::{
@@ -29,6 +30,7 @@ pub use references::{
 pub use relist::Relist;
 pub use store::{ChildStore, Ingest, OwnerOf, Wakeups, controller_owner, our_owner, owner_label};
 pub use synced::{NotSynced, Synced};
+pub use writes::{WritableKind, budget_closed};
 
 /// What the stores and the applier ask of a child kind: a namespaced Kubernetes object that can
 /// be cloned, printed, (de)serialised and shared between tasks (every k8s-openapi kind is one).

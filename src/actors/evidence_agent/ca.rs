@@ -10,9 +10,10 @@ use jiff::Timestamp;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta};
 use tokio::sync::OnceCell;
 
+use crate::children::{Applier, budget_closed};
 use crate::k8s::WriteBudget;
 use crate::reconcile::evidenceagent::CA_VALIDITY;
 use crate::reconcile::evidenceagent::pki::{
@@ -129,12 +130,11 @@ async fn load_or_create(
         ])),
         ..Secret::default()
     };
-    let created = {
-        let _permit = writes.acquire().await.map_err(|_| CaError::Stopping)?;
-        api.create(&PostParams::default(), &secret).await
-    };
-    match created {
-        Ok(_) => {
+    match (Applier { client, writes })
+        .create_once(&api, &secret)
+        .await
+    {
+        Ok(true) => {
             tracing::info!(
                 namespace,
                 secret = CA_SECRET_NAME,
@@ -142,14 +142,15 @@ async fn load_or_create(
             );
             Ok(Arc::new(ca))
         }
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            Err(CaError::NamespaceMissing(namespace.to_owned()))
-        }
-        // Another replica created it meanwhile: theirs is the CA.
-        Err(kube::Error::Api(status)) if status.code == 409 => {
+        // Another replica created it meanwhile (409): theirs is the CA.
+        Ok(false) => {
             let secret = api.get(CA_SECRET_NAME).await?;
             Ok(Arc::new(from_secret(&secret, namespace)?))
         }
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            Err(CaError::NamespaceMissing(namespace.to_owned()))
+        }
+        Err(err) if budget_closed(&err) => Err(CaError::Stopping),
         Err(err) => Err(err.into()),
     }
 }

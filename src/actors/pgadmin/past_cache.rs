@@ -4,13 +4,13 @@
 
 use std::fmt::Debug;
 
-use kube::api::{Api, DeleteParams, Preconditions};
+use kube::api::Api;
 use kube::core::NamespaceResourceScope;
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use crate::api::ExposureKind;
-use crate::children::{ChildOwner, HttpRoute, Route};
+use crate::children::{Applier, ChildOwner, HttpRoute, Route};
 use crate::k8s::WriteBudget;
 use crate::reconcile::exposure::{PastCacheCheck, PastCacheRead};
 
@@ -76,33 +76,17 @@ pub async fn delete_past_cache(
     kind: ExposureKind,
     uid: &str,
 ) -> Result<bool, kube::Error> {
-    let params = DeleteParams {
-        preconditions: Some(Preconditions {
-            uid: Some(uid.to_owned()),
-            resource_version: None,
-        }),
-        ..DeleteParams::default()
-    };
     let ns = owner.key.namespace.as_str();
-    let _permit = writes
-        .acquire()
-        .await
-        .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
-    let result = match kind {
-        ExposureKind::Route => Api::<Route>::namespaced(client.clone(), ns)
-            .delete(name, &params)
-            .await
-            .map(|_| ()),
-        ExposureKind::HttpRoute => Api::<HttpRoute>::namespaced(client.clone(), ns)
-            .delete(name, &params)
-            .await
-            .map(|_| ()),
-        ExposureKind::Ingress => Ok(()),
-    };
-    match result {
-        Ok(()) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 403 => Ok(false),
-        Err(err) => Err(err),
+    let applier = Applier { client, writes };
+    match kind {
+        ExposureKind::Route => {
+            let api = Api::<Route>::namespaced(client.clone(), ns);
+            applier.delete_uncached(&api, name, uid).await
+        }
+        ExposureKind::HttpRoute => {
+            let api = Api::<HttpRoute>::namespaced(client.clone(), ns);
+            applier.delete_uncached(&api, name, uid).await
+        }
+        ExposureKind::Ingress => Ok(true),
     }
 }

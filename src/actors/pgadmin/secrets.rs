@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use dashmap::DashMap;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::Api;
 use kube::{Client, Resource};
 use sha2::{Digest, Sha256};
 
-use crate::children::{ChildOwner, FIELD_MANAGER, ReferenceIndex};
+use crate::children::{Applier, ChildOwner, ReferenceIndex};
 use crate::k8s::WriteBudget;
 use crate::messages::ObjectKey;
 use crate::reconcile::children::{Component, child_labels};
@@ -157,13 +157,8 @@ impl ServersSecrets {
         let mut secret =
             servers_secret(names, &file.data).map_err(|e| kube::Error::Service(Box::new(e)))?;
         stamp(&mut secret, owner);
-        let _permit = writes
-            .acquire()
-            .await
-            .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
-        let params = PatchParams::apply(FIELD_MANAGER).force();
-        let written = api
-            .patch(&names.servers_secret, &params, &Patch::Apply(&secret))
+        let written = Applier { client, writes }
+            .apply_object(&api, &names.servers_secret, &secret)
             .await?;
         self.written.insert(
             key,
@@ -225,15 +220,8 @@ pub async fn ensure_login_secret(
     secret.metadata.name = Some(names.login_secret.clone());
     stamp(&mut secret, owner);
     let api: Api<Secret> = Api::namespaced(client.clone(), &owner.key.namespace);
-    let _permit = writes
-        .acquire()
-        .await
-        .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
-    match api.create(&PostParams::default(), &secret).await {
-        Ok(_) => Ok(true),
-        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
-        Err(err) => Err(err),
-    }
+    // Someone else's Secret under the name (409) is theirs: never merged into.
+    Applier { client, writes }.create_once(&api, &secret).await
 }
 
 /// The digests of the Secrets a pgAdmin Pod consumes, for its workload hash: a Secret is read

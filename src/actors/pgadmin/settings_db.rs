@@ -4,11 +4,11 @@
 //! what CloudNativePG applied of them.
 
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject};
 use serde_json::{Value, json};
 
 use crate::api::ConfigDatabase;
-use crate::children::{ChildOwner, Contents, FIELD_MANAGER, OperatorCaches, Track};
+use crate::children::{Applier, ChildOwner, Contents, OperatorCaches, Track};
 use crate::conditions::Verdict;
 use crate::k8s::WriteBudget;
 use crate::messages::ObjectKey;
@@ -74,18 +74,11 @@ async fn apply_one(
     let dynamic: DynamicObject = serde_json::from_value(object).map_err(kube::Error::SerdeError)?;
     let resource = api.resource();
     let client: Api<DynamicObject> = Api::namespaced_with(input.client.clone(), ns, &resource);
-    let _permit = input
-        .writes
-        .acquire()
-        .await
-        .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
-    let written = client
-        .patch(
-            &name,
-            &PatchParams::apply(FIELD_MANAGER).force(),
-            &Patch::Apply(&dynamic),
-        )
-        .await?;
+    let applier = Applier {
+        client: input.client,
+        writes: input.writes,
+    };
+    let written = applier.apply_object(&client, &name, &dynamic).await?;
     let value = serde_json::to_value(&written).map_err(kube::Error::SerdeError)?;
     Ok(Ok(Some(std::sync::Arc::new(value))))
 }
