@@ -1,6 +1,7 @@
 //! The one integration test binary; each topic is a module beside this file.
 
 mod children_applier;
+mod children_applier_writes;
 mod cli_support;
 mod console_ca_bundle;
 mod console_config;
