@@ -2,7 +2,8 @@
 //! contents are never kept; CloudNativePG objects read as `DynamicObject`; a Route or HTTPRoute
 //! published before its API was refused; the status of our own objects in a namespace no
 //! longer watched): each takes its write-budget permit for the one request it makes, as every
-//! other write of the operator does.
+//! other write of the operator does. Each is given the `Api` to write through (made from the
+//! applier's client): it names the namespace and, for a `DynamicObject`, the resource.
 
 use std::fmt::Debug;
 
@@ -14,8 +15,7 @@ use serde::de::DeserializeOwned;
 use super::applier::{Applier, FIELD_MANAGER};
 use crate::k8s::WriteBudgetClosed;
 
-/// What the single-object writes ask of a kind (typed or `DynamicObject`; the `Api` given
-/// already names the namespace).
+/// What the single-object writes ask of a kind (typed or `DynamicObject`).
 pub trait WritableKind: Resource + Clone + Debug + Serialize + DeserializeOwned {}
 
 impl<K> WritableKind for K where K: Resource + Clone + Debug + Serialize + DeserializeOwned {}
