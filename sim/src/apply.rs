@@ -438,6 +438,36 @@ pub fn field_manager_required() -> ApiError {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// The storage layer's answer to a uid precondition on an object that does not exist.
+fn uid_precondition_failed(
+    info: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+) -> ApiError {
+    let group = if info.group.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", info.group)
+    };
+    let scope = if info.namespaced {
+        format!("{namespace}/")
+    } else {
+        String::new()
+    };
+    ApiError::conflict(
+        &info.group,
+        &info.plural,
+        name,
+        &format!(
+            "StorageError: invalid object, Code: 4, Key: /registry/{group}{}/{scope}{name}, \
+             ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: \
+             {uid}, UID in object meta: ",
+            info.plural
+        ),
+    )
+}
+
 pub fn server_side_apply(
     server: &Server,
     l: &mut Locked<'_>,
@@ -483,6 +513,11 @@ pub fn server_side_apply(
     let Some(old) = l.get(&res, &key) else {
         if sub == Subresource::Status {
             return Err(ApiError::not_found(&info.group, &info.plural, name));
+        }
+        // A uid in the configuration is a precondition on the live object, so with none there
+        // it fails rather than creating (the API server's storage answers 409).
+        if let Some(uid) = ops::meta_str(&config, "uid").filter(|uid| !uid.is_empty()) {
+            return Err(uid_precondition_failed(info, namespace, name, uid));
         }
         let mut body = config;
         if body.get("metadata").is_none() {

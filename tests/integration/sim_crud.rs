@@ -1033,6 +1033,54 @@ async fn apply_conflicts_with_fields_an_update_manager_wrote() {
     );
 }
 
+/// A uid in an apply configuration is a precondition on the live object (kube-apiserver's
+/// `TestCreateOnApplyFailsWithUID`): with no object under the name it fails with 409 and creates
+/// nothing, so it cannot serve as a create-only guard; on the object of that uid it applies.
+#[tokio::test]
+async fn an_apply_naming_a_uid_never_creates() {
+    let (_sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let with_uid = |uid: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "guarded", "uid": uid}, "data": {"k": "v"}})
+    };
+    let params = PatchParams::apply("applier");
+    let refused = code_of(
+        api.patch(
+            "guarded",
+            &params,
+            &Patch::Apply(&with_uid("88e00824-0000-4000-8000-000000000001")),
+        )
+        .await,
+    );
+    assert_eq!(refused.0, 409, "{refused:?}");
+    assert!(
+        api.get_opt("guarded").await.unwrap().is_none(),
+        "nothing created"
+    );
+
+    let plain = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "guarded"}, "data": {"k": "v"}});
+    let created = api
+        .patch("guarded", &params, &Patch::Apply(&plain))
+        .await
+        .unwrap();
+    let uid = created.metadata.uid.unwrap();
+    assert!(
+        api.patch("guarded", &params, &Patch::Apply(&with_uid(&uid)))
+            .await
+            .is_ok()
+    );
+    let other = code_of(
+        api.patch(
+            "guarded",
+            &params,
+            &Patch::Apply(&with_uid("88e00824-0000-4000-8000-000000000002")),
+        )
+        .await,
+    );
+    assert_eq!(other.0, 409, "{other:?}");
+}
+
 /// Ownership is keyed by manager and operation: the same manager's creation (an `Update`) still
 /// owns a field its later apply drops, until that entry is rewritten as an `Apply` one (what the
 /// operator's applier does after a POST). A forced apply takes only the contested fields.
