@@ -421,7 +421,6 @@ fn entry_for(manager: &str, api_version: &str, fields: &BTreeSet<Path>) -> Value
     })
 }
 
-/// Apply `config` as `manager`; creates the object when it does not exist (201).
 /// An apply without `fieldManager`, refused as `ValidatePatchOptions` refuses it (422 on
 /// `PatchOptions.meta.k8s.io`, before the body is looked at).
 pub fn field_manager_required() -> ApiError {
@@ -437,7 +436,6 @@ pub fn field_manager_required() -> ApiError {
     )
 }
 
-#[allow(clippy::too_many_arguments)]
 /// The storage layer's answer to a uid precondition on an object that does not exist.
 fn uid_precondition_failed(
     info: &ResourceInfo,
@@ -468,6 +466,8 @@ fn uid_precondition_failed(
     )
 }
 
+/// Apply `config` as `manager`; creates the object when it does not exist (201).
+#[allow(clippy::too_many_arguments)]
 pub fn server_side_apply(
     server: &Server,
     l: &mut Locked<'_>,

@@ -17,10 +17,7 @@ pub use crate::runtime::{
 pub use kind::{KindArgs, KindOptions, KindState, KindSupervisor};
 pub use operator::{Kind, Operator, OperatorBuilder};
 pub use root::RootSupervisor;
-pub use watch::{
-    ChildWatch, EventSource, OwnerSource, WatchScope, owner_from_controller, owner_from_label,
-    watch_events,
-};
+pub use watch::{EventSource, WatchScope, watch_events};
 
 #[cfg(test)]
 mod tests;

@@ -14,20 +14,19 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::kind::{KindArgs, KindOptions, KindSupervisor};
 use super::root::RootSupervisor;
-use super::watch::{ChildWatch, EventSource, WatchScope, watch_events};
+use super::watch::{EventSource, WatchScope, watch_events};
 use crate::actors::Registry;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{Reconciler, Shared};
 use crate::children::Wakeups;
 use crate::k8s::WriteBudget;
-use crate::messages::{KindCensus, KindKey, KindMsg, RootMsg};
+use crate::messages::{KindCensus, KindMsg, RootMsg};
 
-/// One kind to run: its reconciler, its watch, its child watches.
+/// One kind to run: its reconciler and its watch (children wake it through the shared caches).
 pub struct Kind<R: Reconciler> {
     reconciler: Arc<R>,
     watch_config: watcher::Config,
     sources: Option<Vec<EventSource<R::Object>>>,
-    children: Vec<ChildWatch>,
     options: KindOptions,
     registry: Registry<R::Object>,
     /// Notices for objects without a live actor, to the kind supervisor.
@@ -43,7 +42,6 @@ impl<R: Reconciler> Kind<R> {
             reconciler: Arc::new(reconciler),
             watch_config: watcher::Config::default(),
             sources: None,
-            children: Vec::new(),
             options: KindOptions::default(),
             registry: Registry::default(),
             wakeups: mpsc::unbounded_channel(),
@@ -59,13 +57,6 @@ impl<R: Reconciler> Kind<R> {
     /// Feed the kind from these streams instead of watching the API (tests, replays).
     pub fn sources(mut self, sources: Vec<EventSource<R::Object>>) -> Self {
         self.sources = Some(sources);
-        self
-    }
-
-    /// Also watch an owned child kind; its changes wake the owner as a shared cache's do
-    /// (through the notice routes: its live actor, or the kind supervisor when asleep).
-    pub fn child(mut self, watch: ChildWatch) -> Self {
-        self.children.push(watch);
         self
     }
 
@@ -144,23 +135,6 @@ impl OperatorBuilder {
         let name = <R::Object as kube::Resource>::kind(&()).to_string();
         // Shared actors (the secret router) reach this kind's actors through the registry.
         let (asleep, wakeups) = kind.wakeups;
-        let children = kind.children;
-        if !children.is_empty() {
-            let owner_kind = name.clone();
-            self.caches
-                .push(Box::new(move |client: &Client, scope: &WatchScope| {
-                    children
-                        .into_iter()
-                        .flat_map(|c| c.start(client, scope))
-                        .map(|owners| {
-                            let kind = owner_kind.clone();
-                            owners
-                                .map(move |key| KindKey::new(&kind, &key.namespace, &key.name))
-                                .boxed()
-                        })
-                        .collect()
-                }));
-        }
         self.shared
             .notices
             .add_kind(&name, kind.registry.clone(), asleep);

@@ -7,9 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::watcher;
 use pgtoolbox_operator::actors::Shared;
-use pgtoolbox_operator::supervisor::{ChildWatch, owner_from_label};
 use serde_json::json;
 
 use crate::runtime_support::{Mirror, create, eventually, seen, start_hibernating};
@@ -38,11 +36,7 @@ async fn converged_objects_hibernate_and_updates_children_and_deletions_still_re
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
     let mirror = Mirror::default();
-    let children = ChildWatch::metadata_only::<Secret, _>(
-        watcher::Config::default().labels("runtime.test/owner"),
-        owner_from_label("runtime.test/owner"),
-    );
-    let (operator, shared) = start_hibernating(&client, &mirror, LINGER, Some(children)).await;
+    let (operator, shared) = start_hibernating(&client, &mirror, LINGER, true).await;
     for i in 0..100 {
         create(&api, &format!("o{i}"), "1").await;
     }
@@ -109,7 +103,7 @@ async fn a_relist_wakes_only_what_changed_while_the_watch_was_down() {
     let (sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let mirror = Mirror::default();
-    let (operator, shared) = start_hibernating(&client, &mirror, LINGER, None).await;
+    let (operator, shared) = start_hibernating(&client, &mirror, LINGER, false).await;
     for name in ["a", "b", "c"] {
         create(&api, name, "1").await;
     }
@@ -144,7 +138,7 @@ async fn a_panic_right_after_a_wake_up_is_isolated_restarted_and_recovers() {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let mirror = Mirror::default();
     *mirror.panic_for.lock().unwrap() = Some("o7".into());
-    let (operator, shared) = start_hibernating(&client, &mirror, LINGER, None).await;
+    let (operator, shared) = start_hibernating(&client, &mirror, LINGER, false).await;
     for i in 0..20 {
         create(&api, &format!("o{i}"), "1").await;
     }

@@ -6,12 +6,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::watcher;
 use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
+use pgtoolbox_operator::children::{ChildStore, Wakeups, owner_label};
 use pgtoolbox_operator::messages::ObjectKey;
 use pgtoolbox_operator::supervisor::{
-    BackoffPolicy, Kind, KindOptions, Operator, OperatorBuilder, Registry,
+    BackoffPolicy, Kind, KindOptions, Operator, OperatorBuilder, Registry, WatchScope,
 };
 use serde_json::json;
 use tokio::time::Instant;
@@ -100,22 +102,41 @@ pub async fn start_operator(
     (operator, registry)
 }
 
-/// The operator with idle actors hibernating after `linger`, optionally with a child watch.
+/// The label that files a test Secret under the Mirror object it names.
+pub const OWNER_LABEL: &str = "runtime.test/owner";
+
+/// Secrets labelled [`OWNER_LABEL`], held in a shared child store: a change to one wakes the
+/// object it names, as the operator's own caches wake the owners of changed children.
+pub fn labelled_secrets() -> impl FnOnce(&kube::Client, &WatchScope) -> Vec<Wakeups> + Send + 'static
+{
+    let store = ChildStore::<Secret>::new("test Secrets", owner_label("ConfigMap", OWNER_LABEL));
+    move |client, scope| {
+        store.watch(
+            client,
+            scope,
+            watcher::Config::default().labels(OWNER_LABEL),
+        )
+    }
+}
+
+/// The operator with idle actors hibernating after `linger`, optionally waking objects on
+/// changes to their [`labelled_secrets`].
 pub async fn start_hibernating(
     client: &kube::Client,
     mirror: &Mirror,
     linger: Duration,
-    child: Option<pgtoolbox_operator::supervisor::ChildWatch>,
+    with_secrets: bool,
 ) -> (Operator, Arc<Shared>) {
-    let mut kind = Kind::new(mirror.clone()).options(KindOptions {
+    let kind = Kind::new(mirror.clone()).options(KindOptions {
         hibernate_after: Some(linger),
         ..options()
     });
-    if let Some(child) = child {
-        kind = kind.child(child);
-    }
     let shared = Arc::new(Shared::default());
-    let operator = OperatorBuilder::new(client.clone(), shared.clone())
+    let mut builder = OperatorBuilder::new(client.clone(), shared.clone());
+    if with_secrets {
+        builder = builder.cache(labelled_secrets());
+    }
+    let operator = builder
         .register(kind)
         .start()
         .await

@@ -114,26 +114,20 @@ async fn a_dropped_watch_and_a_410_relist_neither_lose_nor_duplicate_actors() {
 }
 
 #[tokio::test]
-async fn a_labelled_child_change_wakes_its_owner_through_a_metadata_only_watch() {
+async fn a_labelled_child_change_wakes_its_owner_through_a_shared_child_store() {
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::PostParams;
-    use kube::runtime::watcher;
     use pgtoolbox_operator::actors::Shared;
-    use pgtoolbox_operator::supervisor::{ChildWatch, Kind, OperatorBuilder, owner_from_label};
+    use pgtoolbox_operator::supervisor::{Kind, OperatorBuilder};
     use std::sync::Arc;
 
     let (_sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
     let mirror = Mirror::default();
-    let children = ChildWatch::metadata_only::<Secret, _>(
-        watcher::Config::default().labels("runtime.test/owner"),
-        owner_from_label("runtime.test/owner"),
-    );
-    let kind = Kind::new(mirror.clone())
-        .options(crate::runtime_support::options())
-        .child(children);
+    let kind = Kind::new(mirror.clone()).options(crate::runtime_support::options());
     let operator = OperatorBuilder::new(client.clone(), Arc::new(Shared::default()))
+        .cache(crate::runtime_support::labelled_secrets())
         .register(kind)
         .start()
         .await

@@ -20,9 +20,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
 use tokio::time::Instant;
 
-use super::{ChildWatch, Kind, KindOptions, Operator, OperatorBuilder, Registry};
+use super::{Kind, KindOptions, Operator, OperatorBuilder, Registry};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared};
-use crate::messages::ObjectKey;
+use crate::messages::{KindKey, ObjectKey};
 
 /// One recorded pass.
 #[derive(Clone, Debug)]
@@ -217,13 +217,15 @@ impl Harness {
             })
             .unzip();
         let (children, child_rx) = mpsc::unbounded();
-        let kind = Kind::new(probe.clone())
-            .sources(sources)
-            .child(ChildWatch::from_stream(child_rx.boxed()))
-            .options(options);
+        let kind = Kind::new(probe.clone()).sources(sources).options(options);
         let registry = kind.registry();
         let shared = Arc::new(Shared::default());
+        // Child changes reach the kind as a shared cache's wakeups do.
+        let wakeups = child_rx
+            .map(|key: ObjectKey| KindKey::new("ConfigMap", &key.namespace, &key.name))
+            .boxed();
         let operator = OperatorBuilder::new(offline_client(), shared.clone())
+            .cache(move |_, _| vec![wakeups])
             .register(kind)
             .start()
             .await
