@@ -279,7 +279,7 @@ async fn pruned_unknown_fields_answer_warning_headers_unless_ignored() {
 
     // kubectl shows the server's warning.
     if kubectl_present() {
-        let k = crate::sim_net_support::kubectl(&sim);
+        let k = crate::kubectl_support::Kubectl::for_sim(&sim);
         let file = k.file(
             "w.yaml",
             "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: from-kubectl\nspec:\n  size: 2\n  foo: x\n",

@@ -8,9 +8,10 @@ use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 
 use crate::kubectl_support::{Kubectl, kubectl_present};
-use crate::sim_cluster_support::{cluster, json, pod_condition, until, until_event, waiting};
+use crate::sim_cluster_support::{cluster, json, pod_condition, waiting};
 use crate::sim_cluster_workloads::{available, deployment};
 use crate::sim_support::raw;
+use crate::wait_support::{until, wait_core_event};
 
 fn pod(name: &str) -> Pod {
     json(json!({"metadata": {"name": name, "labels": {"app": name}},
@@ -73,14 +74,14 @@ async fn image_pull_back_off_then_recovery() {
     );
     assert_eq!(p.status.unwrap().phase.as_deref(), Some("Pending"));
     assert_eq!(
-        until_event(&client, "ipb", "web", "BackOff").await,
+        wait_core_event(&client, "ipb", "web", "BackOff").await,
         "Back-off pulling image \"nginx:1.27\""
     );
     assert_eq!(
-        until_event(&client, "ipb", "web", "Pulling").await,
+        wait_core_event(&client, "ipb", "web", "Pulling").await,
         "Pulling image \"nginx:1.27\""
     );
-    let events = crate::sim_cluster_support::events_of(&client, "ipb", "web").await;
+    let events = crate::wait_support::core_events_of(&client, "ipb", "web").await;
     assert!(
         events
             .iter()
@@ -131,7 +132,7 @@ async fn crash_loop_back_off_then_recovery() {
     assert!(last.finished_at.is_some());
     assert_eq!(pod_condition(&p, "Ready").unwrap().1, "ContainersNotReady");
     assert_eq!(
-        until_event(&client, "clb", "web", "BackOff").await,
+        wait_core_event(&client, "clb", "web", "BackOff").await,
         format!("Back-off restarting failed container app in pod web_clb({uid})")
     );
     sim.admin().clear_workload_faults(None);
@@ -174,7 +175,7 @@ async fn not_ready_makes_a_deployment_unavailable_until_cleared() {
     );
     assert_eq!(d.status.as_ref().unwrap().unavailable_replicas, Some(3));
     let pods: Api<Pod> = Api::namespaced(client.clone(), "nr");
-    let list = crate::sim_cluster_support::until_list(
+    let list = crate::wait_support::until_list(
         &pods,
         &Default::default(),
         "pods running",
@@ -311,7 +312,7 @@ async fn job_failed_exceeds_the_backoff_limit_and_a_new_job_succeeds_after_clear
     assert_eq!(j.status.as_ref().unwrap().failed, Some(1));
     assert!(j.status.unwrap().completion_time.is_none());
     assert_eq!(
-        until_event(&client, "jf", "bad", "BackoffLimitExceeded").await,
+        wait_core_event(&client, "jf", "bad", "BackoffLimitExceeded").await,
         "Job has reached the specified backoff limit"
     );
     let pods: Api<Pod> = Api::namespaced(client.clone(), "jf");

@@ -5,10 +5,9 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use pgtoolbox_sim::SimConfig;
 use serde_json::json;
 
-use crate::sim_cluster_support::{
-    cluster, cluster_with, json, pod_condition, until, until_event, waiting,
-};
+use crate::sim_cluster_support::{cluster, cluster_with, json, pod_condition, waiting};
 use crate::sim_support::{code_of, start};
+use crate::wait_support::{until, wait_core_event};
 
 fn pod(name: &str, spec: serde_json::Value) -> Pod {
     json(json!({"metadata": {"name": name, "labels": {"app": name}}, "spec": spec}))
@@ -131,17 +130,17 @@ async fn a_pod_is_scheduled_started_and_ready() {
     ] {
         assert_eq!(pod_condition(&p, c).unwrap().0, "True", "{c}");
     }
-    let scheduled = until_event(&client, "run", "web", "Scheduled").await;
+    let scheduled = wait_core_event(&client, "run", "web", "Scheduled").await;
     assert_eq!(
         scheduled,
         format!("Successfully assigned run/web to {node}")
     );
     assert_eq!(
-        until_event(&client, "run", "web", "Pulling").await,
+        wait_core_event(&client, "run", "web", "Pulling").await,
         "Pulling image \"nginx:1.27\""
     );
     assert_eq!(
-        until_event(&client, "run", "web", "Started").await,
+        wait_core_event(&client, "run", "web", "Started").await,
         "Started container app"
     );
 }
@@ -169,7 +168,7 @@ async fn a_pod_that_fits_nowhere_is_unschedulable_until_room_appears() {
     assert_eq!(message, "0/3 nodes are available: 3 Insufficient cpu.");
     assert_eq!(p.status.unwrap().phase.as_deref(), Some("Pending"));
     assert_eq!(
-        until_event(&client, "big", "huge", "FailedScheduling").await,
+        wait_core_event(&client, "big", "huge", "FailedScheduling").await,
         "0/3 nodes are available: 3 Insufficient cpu."
     );
     let selective = pod(
@@ -223,7 +222,7 @@ async fn missing_config_is_reported_as_the_kubelet_reports_it() {
     .await;
     assert_eq!(waiting(&p).unwrap().1, "secret \"db\" not found");
     assert_eq!(
-        until_event(&client, "cfg", "env", "Failed").await,
+        wait_core_event(&client, "cfg", "env", "Failed").await,
         "Error: secret \"db\" not found"
     );
 
@@ -259,7 +258,7 @@ async fn missing_config_is_reported_as_the_kubelet_reports_it() {
     );
     pods.create(&PostParams::default(), &vol_pod).await.unwrap();
     assert_eq!(
-        until_event(&client, "cfg", "vol", "FailedMount").await,
+        wait_core_event(&client, "cfg", "vol", "FailedMount").await,
         "MountVolume.SetUp failed for volume \"certs\" : secret \"tls\" not found"
     );
     let p = pods.get("vol").await.unwrap();
@@ -422,7 +421,7 @@ async fn the_pgadmin_image_refuses_what_the_real_one_refuses() {
     );
     pods.create(&PostParams::default(), &allowed).await.unwrap();
     assert_eq!(
-        until_event(&client, "img", "allowed", "Unhealthy").await,
+        wait_core_event(&client, "img", "allowed", "Unhealthy").await,
         "Readiness probe errored: couldn't find port: http"
     );
     let p = pods.get("allowed").await.unwrap();

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::DynamicObject;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::Value;
 
@@ -23,85 +23,6 @@ pub async fn cluster_with(ns: &str, config: SimConfig) -> (Sim, kube::Client) {
     .await;
     namespace(&client, ns).await;
     (sim, client)
-}
-
-/// Poll `get` until `check` holds (10 s at most); returns the last value seen.
-pub async fn until<K, F>(api: &Api<K>, name: &str, what: &str, check: F) -> K
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    F: Fn(&K) -> bool,
-{
-    let mut last = None;
-    for _ in 0..200 {
-        if let Ok(obj) = api.get(name).await {
-            if check(&obj) {
-                return obj;
-            }
-            last = Some(obj);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{name}: {what} never happened; last seen: {last:#?}");
-}
-
-/// Poll a list until `check` holds on it.
-pub async fn until_list<K, F>(api: &Api<K>, lp: &ListParams, what: &str, check: F) -> Vec<K>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-    F: Fn(&[K]) -> bool,
-{
-    let mut last = Vec::new();
-    for _ in 0..200 {
-        if let Ok(list) = api.list(lp).await {
-            if check(&list.items) {
-                return list.items;
-            }
-            last = list.items;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{what} never happened; last seen: {last:#?}");
-}
-
-/// Events about `name` in `ns` as `(type, reason, message)`.
-pub async fn events_of(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-) -> Vec<(String, String, String)> {
-    let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
-    let lp = ListParams::default().fields(&format!("involvedObject.name={name}"));
-    api.list(&lp)
-        .await
-        .expect("events")
-        .items
-        .into_iter()
-        .map(|e| {
-            (
-                e.type_.unwrap_or_default(),
-                e.reason.unwrap_or_default(),
-                e.message.unwrap_or_default(),
-            )
-        })
-        .collect()
-}
-
-/// Wait until an Event with `reason` about `name` exists; returns its message.
-pub async fn until_event(client: &kube::Client, ns: &str, name: &str, reason: &str) -> String {
-    for _ in 0..200 {
-        if let Some((_, _, m)) = events_of(client, ns, name)
-            .await
-            .into_iter()
-            .find(|(_, r, _)| r == reason)
-        {
-            return m;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "no {reason} Event about {name}: {:#?}",
-        events_of(client, ns, name).await
-    );
 }
 
 /// A pod's condition `(status, reason, message)`.

@@ -10,7 +10,8 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::kubectl_support::{Kubectl, kubectl_present};
-use crate::sim_cluster_support::{cluster, json, pod_condition, until, until_event, until_list};
+use crate::sim_cluster_support::{cluster, json, pod_condition};
+use crate::wait_support::{until, until_list, wait_core_event};
 
 pub fn deployment(name: &str, replicas: i32, image: &str) -> Deployment {
     json(json!({
@@ -113,13 +114,13 @@ async fn a_deployment_of_three_replicas_becomes_available() {
             .unwrap()
             .starts_with(&format!("{rs_name}-"))
     }));
-    let scaled = until_event(&client, "dep", "web", "ScalingReplicaSet").await;
+    let scaled = wait_core_event(&client, "dep", "web", "ScalingReplicaSet").await;
     assert_eq!(
         scaled,
         format!("Scaled up replica set {rs_name} from 0 to 3")
     );
     assert!(
-        until_event(&client, "dep", &rs_name, "SuccessfulCreate")
+        wait_core_event(&client, "dep", &rs_name, "SuccessfulCreate")
             .await
             .starts_with("Created pod: ")
     );
@@ -194,7 +195,7 @@ async fn recreate_scales_the_old_replica_set_down_first() {
     })
     .await;
     assert_eq!(d.status.unwrap().replicas, Some(2));
-    let scaled: Vec<String> = crate::sim_cluster_support::events_of(&client, "rec", "db")
+    let scaled: Vec<String> = crate::wait_support::core_events_of(&client, "rec", "db")
         .await
         .into_iter()
         .filter(|e| e.1 == "ScalingReplicaSet")
@@ -236,7 +237,7 @@ async fn a_quota_refuses_pods_and_the_replica_set_reports_failed_create() {
         .unwrap()
         .items
         .remove(0);
-    let failed = until_event(
+    let failed = wait_core_event(
         &client,
         "q",
         rs.metadata.name.as_ref().unwrap(),
@@ -371,10 +372,10 @@ async fn a_job_runs_to_completion() {
         Some("Reached expected number of succeeded pods")
     );
     assert_eq!(
-        until_event(&client, "jobs", "migrate", "Completed").await,
+        wait_core_event(&client, "jobs", "migrate", "Completed").await,
         "Job completed"
     );
-    let created = until_event(&client, "jobs", "migrate", "SuccessfulCreate").await;
+    let created = wait_core_event(&client, "jobs", "migrate", "SuccessfulCreate").await;
     assert!(created.starts_with("Created pod: migrate-"), "{created}");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "jobs");
     let done = pods
@@ -485,7 +486,7 @@ async fn services_get_a_cluster_ip_and_endpoints_of_ready_pods() {
         .unwrap()
         .items
         .remove(0);
-    let deleted = until_event(
+    let deleted = wait_core_event(
         &client,
         "svc",
         rs.metadata.name.as_ref().unwrap(),
@@ -539,7 +540,7 @@ async fn claims_of_the_default_class_bind_and_unknown_classes_block_their_pods()
         .await
         .unwrap();
     assert_eq!(
-        until_event(&client, "st", "lost", "ProvisioningFailed").await,
+        wait_core_event(&client, "st", "lost", "ProvisioningFailed").await,
         "storageclass.storage.k8s.io \"fancy\" not found"
     );
     let pods: Api<Pod> = Api::namespaced(client.clone(), "st");

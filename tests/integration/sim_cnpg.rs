@@ -8,9 +8,10 @@ use x509_parser::prelude::*;
 
 use crate::kubectl_support::kubectl_present;
 use crate::sim_net_support::{
-    api, certificates, condition, create, dns_names, kubectl, secret_bytes, start_cluster, wait_for,
+    api, certificates, condition, create, dns_names, secret_bytes, start_cluster,
 };
 use crate::sim_support::raw;
+use crate::wait_support::until_json;
 
 const CNPG: &str = "postgresql.cnpg.io";
 
@@ -29,7 +30,7 @@ async fn a_cluster_applied_with_kubectl_gets_its_ca_services_pods_and_healthy_st
         return;
     }
     let (sim, client) = start_cluster().await;
-    let k = kubectl(&sim);
+    let k = crate::kubectl_support::Kubectl::for_sim(&sim);
     let k = tokio::task::spawn_blocking(move || {
         let f = k.file("pg.yaml", "apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata:\n  name: pg\nspec:\n  instances: 3\n  storage:\n    size: 1Gi\n---\napiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata:\n  name: other\nspec:\n  instances: 1\n");
         k.ok(&["apply", "--validate=false", "-f", &f]);
@@ -42,19 +43,19 @@ async fn a_cluster_applied_with_kubectl_gets_its_ca_services_pods_and_healthy_st
     let services = api(&client, Some("default"), "", "Service", "services");
     let pods = api(&client, Some("default"), "", "Pod", "pods");
 
-    let ca = wait_for(&secrets, "pg-ca", "the CA secret", |_| true).await;
+    let ca = until_json(&secrets, "pg-ca", "the CA secret", |_| true).await;
     let ca_der = certificates(&secret_bytes(&ca, "ca.crt")).remove(0);
     let (_, ca_cert) = X509Certificate::from_der(&ca_der).unwrap();
     assert!(ca_cert.is_ca(), "pg-ca holds a CA");
     assert_eq!(ca_cert.subject().to_string(), "CN=pg, OU=default");
     assert!(secret_bytes(&ca, "ca.key").starts_with(b"-----BEGIN EC PRIVATE KEY-----"));
-    let other_ca = wait_for(&secrets, "other-ca", "the other CA", |_| true).await;
+    let other_ca = until_json(&secrets, "other-ca", "the other CA", |_| true).await;
     assert_ne!(
         other_ca["data"]["ca.crt"], ca["data"]["ca.crt"],
         "a distinct CA per Cluster"
     );
 
-    let server = wait_for(&secrets, "pg-server", "the server secret", |_| true).await;
+    let server = until_json(&secrets, "pg-server", "the server secret", |_| true).await;
     assert_eq!(server["type"], "kubernetes.io/tls");
     let leaf_der = certificates(&secret_bytes(&server, "tls.crt")).remove(0);
     let (_, leaf) = X509Certificate::from_der(&leaf_der).unwrap();
@@ -68,7 +69,7 @@ async fn a_cluster_applied_with_kubectl_gets_its_ca_services_pods_and_healthy_st
     ] {
         assert!(names.iter().any(|x| x == n), "{n} in {names:?}");
     }
-    let repl = wait_for(&secrets, "pg-replication", "the replication secret", |_| {
+    let repl = until_json(&secrets, "pg-replication", "the replication secret", |_| {
         true
     })
     .await;
@@ -76,7 +77,7 @@ async fn a_cluster_applied_with_kubectl_gets_its_ca_services_pods_and_healthy_st
     let (_, repl_cert) = X509Certificate::from_der(&repl_der).unwrap();
     assert_eq!(repl_cert.subject().to_string(), "CN=streaming_replica");
 
-    let app = wait_for(&secrets, "pg-app", "the app secret", |_| true).await;
+    let app = until_json(&secrets, "pg-app", "the app secret", |_| true).await;
     assert_eq!(app["type"], "kubernetes.io/basic-auth");
     let password = text(&app, "password");
     assert_eq!(password.len(), 64);
@@ -111,12 +112,12 @@ async fn a_cluster_applied_with_kubectl_gets_its_ca_services_pods_and_healthy_st
             json!({"cnpg.io/cluster": "pg", "cnpg.io/podRole": "instance"}),
         ),
     ] {
-        let s = wait_for(&services, svc, "a cluster service", |_| true).await;
+        let s = until_json(&services, svc, "a cluster service", |_| true).await;
         assert_eq!(s["spec"]["selector"], selector, "{svc}");
         assert_eq!(s["spec"]["ports"][0]["port"], 5432);
     }
 
-    let c = wait_for(&clusters, "pg", "a healthy cluster", healthy).await;
+    let c = until_json(&clusters, "pg", "a healthy cluster", healthy).await;
     let st = &c["status"];
     assert_eq!(st["instances"], 3);
     assert_eq!(st["readyInstances"], 3);
@@ -211,7 +212,7 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
         "metadata": {"name": "db"}, "spec": {"instances": 3}}),
     )
     .await;
-    wait_for(&clusters, "db", "a healthy cluster", healthy).await;
+    until_json(&clusters, "db", "a healthy cluster", healthy).await;
 
     let body = json!({"namespace": "default", "cluster": "db"})
         .to_string()
@@ -226,7 +227,7 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
     .await;
     assert_eq!(code, 200, "{answer}");
     assert_eq!(answer["targetPrimary"], "db-2");
-    let c = wait_for(&clusters, "db", "db-2 primary", |c| {
+    let c = until_json(&clusters, "db", "db-2 primary", |c| {
         c["status"]["currentPrimary"] == "db-2" && healthy(c)
     })
     .await;
@@ -260,7 +261,7 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
             .as_deref(),
         Ok("db-1")
     );
-    wait_for(&clusters, "db", "db-1 primary again", |c| {
+    until_json(&clusters, "db", "db-1 primary again", |c| {
         c["status"]["currentPrimary"] == "db-1" && healthy(c)
     })
     .await;
@@ -280,7 +281,7 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
         (200, Some("db-3")),
         "{answer}"
     );
-    wait_for(&clusters, "db", "db-3 primary", |c| {
+    until_json(&clusters, "db", "db-3 primary", |c| {
         c["status"]["currentPrimary"] == "db-3" && healthy(c)
     })
     .await;
@@ -307,7 +308,7 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
             WorkloadFault::NotReady,
         )
         .unwrap();
-    let c = wait_for(&clusters, "db", "waiting for db-2", |c| {
+    let c = until_json(&clusters, "db", "waiting for db-2", |c| {
         c["status"]["readyInstances"] == 2
     })
     .await;
@@ -328,7 +329,7 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
         json!(["db-2"])
     );
     sim.admin().clear_workload_faults(None);
-    wait_for(&clusters, "db", "healthy again", healthy).await;
+    until_json(&clusters, "db", "healthy again", healthy).await;
 
     let missing = json!({"namespace": "default", "cluster": "nope"})
         .to_string()
@@ -348,7 +349,7 @@ async fn a_switchover_moves_the_primary_labels_and_status() {
         "metadata": {"name": "single"}, "spec": {"instances": 1}}),
     )
     .await;
-    wait_for(&clusters, "single", "a healthy single", healthy).await;
+    until_json(&clusters, "single", "a healthy single", healthy).await;
     let err = sim
         .admin()
         .cnpg_switchover("default", "single", None)
@@ -367,7 +368,7 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
         "metadata": {"name": "db"}, "spec": {"instances": 1}}),
     )
     .await;
-    wait_for(&clusters, "db", "a healthy cluster", healthy).await;
+    until_json(&clusters, "db", "a healthy cluster", healthy).await;
 
     let poolers = api(&client, ns, CNPG, "Pooler", "poolers");
     create(
@@ -378,7 +379,7 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
     )
     .await;
     // `instances` follows the Deployment the simulated controllers roll out.
-    let p = wait_for(&poolers, "db-pooler", "pooler status", |p| {
+    let p = until_json(&poolers, "db-pooler", "pooler status", |p| {
         p["status"]["phase"] == "active" && p["status"]["instances"] == 2
     })
     .await;
@@ -409,7 +410,7 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
     create(&poolers, json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Pooler",
         "metadata": {"name": "later-pooler"}, "spec": {"cluster": {"name": "later"}, "instances": 1}}))
     .await;
-    let waiting = wait_for(&poolers, "later-pooler", "inactive", |p| {
+    let waiting = until_json(&poolers, "later-pooler", "inactive", |p| {
         p["status"]["phase"] == "inactive"
     })
     .await;
@@ -423,7 +424,7 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
         "metadata": {"name": "later"}, "spec": {"instances": 1}}),
     )
     .await;
-    let active = wait_for(&poolers, "later-pooler", "active", |p| {
+    let active = until_json(&poolers, "later-pooler", "active", |p| {
         p["status"]["phase"] == "active"
     })
     .await;
@@ -433,7 +434,7 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
     create(&dbs, json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Database",
         "metadata": {"name": "app-db"}, "spec": {"cluster": {"name": "db"}, "name": "shop", "owner": "app"}}))
     .await;
-    let d = wait_for(&dbs, "app-db", "applied", |d| {
+    let d = until_json(&dbs, "app-db", "applied", |d| {
         d["status"]["applied"] == true
     })
     .await;
@@ -445,7 +446,7 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
         "metadata": {"name": "angus"}, "spec": {"cluster": {"name": "db"}, "name": "angus", "login": true,
         "password": {"mode": "generate", "duration": "2160h"}}}))
     .await;
-    let r = wait_for(&roles, "angus", "role applied", |r| {
+    let r = until_json(&roles, "angus", "role applied", |r| {
         r["status"]["applied"] == true
     })
     .await;
@@ -471,7 +472,7 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
     create(&dbs, json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Database",
         "metadata": {"name": "stuck", "labels": {"apply": "no"}}, "spec": {"cluster": {"name": "db"}, "name": "stuck", "owner": "app"}}))
     .await;
-    let s = wait_for(&dbs, "stuck", "marked failed", |d| {
+    let s = until_json(&dbs, "stuck", "marked failed", |d| {
         d["status"]["applied"] == false
     })
     .await;
@@ -489,7 +490,7 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
         "spec": {"cluster": {"name": "db"}, "name": "stuck_role", "login": true}}),
     )
     .await;
-    let r = wait_for(&roles, "stuck-role", "role marked failed", |r| {
+    let r = until_json(&roles, "stuck-role", "role marked failed", |r| {
         r["status"]["applied"] == false
     })
     .await;
@@ -500,11 +501,11 @@ async fn poolers_databases_and_roles_get_what_cnpg_writes_and_not_applied_recove
         "{r}"
     );
     sim.admin().clear_workload_faults(None);
-    wait_for(&roles, "stuck-role", "role applied after clearing", |r| {
+    until_json(&roles, "stuck-role", "role applied after clearing", |r| {
         r["status"]["applied"] == true
     })
     .await;
-    let s = wait_for(&dbs, "stuck", "applied after clearing", |d| {
+    let s = until_json(&dbs, "stuck", "applied after clearing", |d| {
         d["status"]["applied"] == true
     })
     .await;
@@ -528,15 +529,15 @@ async fn a_ca_fault_withholds_or_spoils_ca_crt_and_clearing_restores_the_same_ca
         "metadata": {"name": "fine"}, "spec": {"instances": 1}}),
     )
     .await;
-    let before = wait_for(&secrets, "ca-ca", "the CA secret", |_| true).await;
+    let before = until_json(&secrets, "ca-ca", "the CA secret", |_| true).await;
     let cert = text(&before, "ca.crt");
     let key = text(&before, "ca.key");
-    let fine = wait_for(&secrets, "fine-ca", "the other CA secret", |_| true).await;
+    let fine = until_json(&secrets, "fine-ca", "the other CA secret", |_| true).await;
 
     sim.admin()
         .add_workload_fault("default", "ca=broken", WorkloadFault::CaKeyMissing)
         .unwrap();
-    let s = wait_for(&secrets, "ca-ca", "ca.crt withheld", |s| {
+    let s = until_json(&secrets, "ca-ca", "ca.crt withheld", |s| {
         s["data"].get("ca.crt").is_none()
     })
     .await;
@@ -545,13 +546,13 @@ async fn a_ca_fault_withholds_or_spoils_ca_crt_and_clearing_restores_the_same_ca
     sim.admin()
         .add_workload_fault("default", "ca=broken", WorkloadFault::CaInvalid)
         .unwrap();
-    let s = wait_for(&secrets, "ca-ca", "ca.crt spoilt", |s| {
+    let s = until_json(&secrets, "ca-ca", "ca.crt spoilt", |s| {
         s["data"].get("ca.crt").is_some() && s["data"]["ca.crt"] != before["data"]["ca.crt"]
     })
     .await;
     assert!(!text(&s, "ca.crt").contains("BEGIN CERTIFICATE"), "{s}");
     sim.admin().clear_workload_faults(None);
-    let s = wait_for(&secrets, "ca-ca", "ca.crt restored", |s| {
+    let s = until_json(&secrets, "ca-ca", "ca.crt restored", |s| {
         s["data"]["ca.crt"] == before["data"]["ca.crt"]
     })
     .await;

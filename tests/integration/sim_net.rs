@@ -8,9 +8,10 @@ use x509_parser::prelude::*;
 
 use crate::kubectl_support::kubectl_present;
 use crate::sim_net_support::{
-    api, certificates, condition, create, dns_names, kubectl, secret_bytes, start_cluster, wait_for,
+    api, certificates, condition, create, dns_names, secret_bytes, start_cluster,
 };
 use crate::sim_support::namespace;
+use crate::wait_support::until_json;
 
 const ROUTE: (&str, &str, &str) = ("route.openshift.io", "Route", "routes");
 
@@ -42,7 +43,7 @@ async fn router_admits_generates_hosts_and_refuses_a_claimed_host_until_it_is_fr
         r
     };
     create(&a, route("web", None)).await;
-    let web = wait_for(&a, "web", "web admitted", |r| admitted_is(r, "True")).await;
+    let web = until_json(&a, "web", "web admitted", |r| admitted_is(r, "True")).await;
     let host = "web-team-a.apps.sim.local";
     assert_eq!(web["spec"]["host"], host, "a generated host");
     assert_eq!(
@@ -64,13 +65,13 @@ async fn router_admits_generates_hosts_and_refuses_a_claimed_host_until_it_is_fr
     let next_second = || tokio::time::sleep(std::time::Duration::from_millis(1050));
     next_second().await;
     create(&a, route("dup", Some(host))).await;
-    let dup = wait_for(&a, "dup", "dup refused", |r| admitted_is(r, "False")).await;
+    let dup = until_json(&a, "dup", "dup refused", |r| admitted_is(r, "False")).await;
     let cond = &admitted(&dup).unwrap()["conditions"][0];
     assert_eq!(cond["reason"], "HostAlreadyClaimed");
     assert_eq!(cond["message"], format!("route team-a/web has host {host}"));
     next_second().await;
     create(&b, route("other", Some(host))).await;
-    let other = wait_for(&b, "other", "other refused", |r| admitted_is(r, "False")).await;
+    let other = until_json(&b, "other", "other refused", |r| admitted_is(r, "False")).await;
     assert_eq!(
         admitted(&other).unwrap()["conditions"][0]["message"],
         format!("a route in another namespace holds host {host}")
@@ -78,7 +79,7 @@ async fn router_admits_generates_hosts_and_refuses_a_claimed_host_until_it_is_fr
 
     // The holder goes: the next oldest Route takes the host, the other namespace still waits.
     a.delete("web", &DeleteParams::default()).await.unwrap();
-    wait_for(&a, "dup", "dup admitted", |r| admitted_is(r, "True")).await;
+    until_json(&a, "dup", "dup admitted", |r| admitted_is(r, "True")).await;
     let other = b.get("other").await.unwrap();
     let other = serde_json::to_value(&other).unwrap();
     assert!(admitted_is(&other, "False"), "{other}");
@@ -88,7 +89,7 @@ async fn router_admits_generates_hosts_and_refuses_a_claimed_host_until_it_is_fr
     tls["spec"]["tls"] =
         json!({"termination": "reencrypt", "destinationCACertificate": "not a certificate"});
     create(&a, tls).await;
-    let refused = wait_for(&a, "tls", "tls refused", |r| admitted_is(r, "False")).await;
+    let refused = until_json(&a, "tls", "tls refused", |r| admitted_is(r, "False")).await;
     let cond = &admitted(&refused).unwrap()["conditions"][0];
     assert_eq!(cond["reason"], "ExtendedValidationFailed");
     assert_eq!(
@@ -110,7 +111,7 @@ async fn router_admits_generates_hosts_and_refuses_a_claimed_host_until_it_is_fr
     a.patch("tls", &PatchParams::default(), &Patch::Merge(fix))
         .await
         .unwrap();
-    wait_for(&a, "tls", "tls admitted once fixed", |r| {
+    until_json(&a, "tls", "tls admitted once fixed", |r| {
         admitted_is(r, "True")
     })
     .await;
@@ -130,7 +131,7 @@ async fn a_route_asking_for_a_subdomain_is_admitted_under_the_router_domain_with
             "spec": {"subdomain": "shop", "to": {"kind": "Service", "name": "web"}}}),
     )
     .await;
-    let shop = wait_for(&a, "shop", "shop admitted", |r| admitted_is(r, "True")).await;
+    let shop = until_json(&a, "shop", "shop admitted", |r| admitted_is(r, "True")).await;
     let host = "shop.apps.sim.local";
     assert_eq!(admitted(&shop).unwrap()["host"], host, "{shop}");
     assert!(
@@ -152,7 +153,7 @@ async fn a_route_asking_for_a_subdomain_is_admitted_under_the_router_domain_with
             "spec": {"host": host, "to": {"kind": "Service", "name": "web"}}}),
     )
     .await;
-    let copy = wait_for(&b, "copy", "copy refused", |r| admitted_is(r, "False")).await;
+    let copy = until_json(&b, "copy", "copy refused", |r| admitted_is(r, "False")).await;
     assert_eq!(
         admitted(&copy).unwrap()["conditions"][0]["message"],
         format!("a route in another namespace holds host {host}")
@@ -173,7 +174,7 @@ async fn not_admitted_refuses_routes_and_ingresses_and_clearing_it_recovers() {
         "metadata": {"name": "r", "labels": {"expose": "broken"}}, "spec": {"host": "r.example"}}),
     )
     .await;
-    let r = wait_for(&routes, "r", "refused", |r| admitted_is(r, "False")).await;
+    let r = until_json(&routes, "r", "refused", |r| admitted_is(r, "False")).await;
     assert_eq!(
         admitted(&r).unwrap()["conditions"][0]["reason"],
         "RouteNotAdmitted"
@@ -189,7 +190,7 @@ async fn not_admitted_refuses_routes_and_ingresses_and_clearing_it_recovers() {
     create(&ings, json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
         "metadata": {"name": "i", "labels": {"expose": "broken"}}, "spec": {"rules": [{"host": "i.example"}]}}))
     .await;
-    let i = wait_for(&ings, "i", "reconciled", |i| {
+    let i = until_json(&ings, "i", "reconciled", |i| {
         i.pointer("/status/loadBalancer").is_some()
     })
     .await;
@@ -200,11 +201,11 @@ async fn not_admitted_refuses_routes_and_ingresses_and_clearing_it_recovers() {
     );
 
     sim.admin().clear_workload_faults(None);
-    wait_for(&routes, "r", "admitted after clearing", |r| {
+    until_json(&routes, "r", "admitted after clearing", |r| {
         admitted_is(r, "True")
     })
     .await;
-    let i = wait_for(&ings, "i", "address after clearing", |i| {
+    let i = until_json(&ings, "i", "address after clearing", |i| {
         i.pointer("/status/loadBalancer/ingress/0/ip").is_some()
     })
     .await;
@@ -251,7 +252,7 @@ async fn ingresses_of_the_default_or_named_nginx_class_get_an_address_others_non
     create(&ings, ingress("b-default", None)).await;
     create(&ings, ingress("c-named", Some("nginx"))).await;
     for name in ["b-default", "c-named"] {
-        let i = wait_for(&ings, name, "an address", |i| {
+        let i = until_json(&ings, name, "an address", |i| {
             i.pointer("/status/loadBalancer/ingress/0/ip").is_some()
         })
         .await;
@@ -274,7 +275,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
     namespace(&client, "team-a").await;
     const G: &str = "gateway.networking.k8s.io";
     let classes = api(&client, None, G, "GatewayClass", "gatewayclasses");
-    let gc = wait_for(&classes, "sim", "class accepted", |c| {
+    let gc = until_json(&classes, "sim", "class accepted", |c| {
         condition(c, "/status/conditions", "Accepted").is_some_and(|a| a["status"] == "True")
     })
     .await;
@@ -288,7 +289,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
              "tls": {"certificateRefs": [{"name": "gw-tls"}]}},
         ]}}))
     .await;
-    let gw = wait_for(&gws, "gw", "gateway programmed", |g| {
+    let gw = until_json(&gws, "gw", "gateway programmed", |g| {
         condition(g, "/status/conditions", "Programmed").is_some_and(|c| c["status"] == "True")
     })
     .await;
@@ -319,7 +320,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
         "metadata": {"name": "gw-tls"}, "data": {"tls.crt": "", "tls.key": ""}}),
     )
     .await;
-    let gw = wait_for(&gws, "gw", "certificate resolved", |g| {
+    let gw = until_json(&gws, "gw", "certificate resolved", |g| {
         https_refs(g).is_some_and(|c| c["status"] == "True")
     })
     .await;
@@ -336,7 +337,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
     )
     .await;
     let parent = |r: &Value| r.pointer("/status/parents/0").cloned();
-    let r = wait_for(&routes, "web", "route status", |r| parent(r).is_some()).await;
+    let r = until_json(&routes, "web", "route status", |r| parent(r).is_some()).await;
     let p = parent(&r).unwrap();
     assert_eq!(p["controllerName"], "sim.local/gateway-controller");
     assert_eq!(
@@ -355,7 +356,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
         (Some("False"), Some("BackendNotFound"))
     );
     assert_eq!(res["message"], "Service infra/web not found");
-    wait_for(&gws, "gw", "one attached route", |g| {
+    until_json(&gws, "gw", "one attached route", |g| {
         g["status"]["listeners"][0]["attachedRoutes"] == 1
     })
     .await;
@@ -367,7 +368,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
         "spec": {"ports": [{"port": 80}]}}),
     )
     .await;
-    wait_for(&routes, "web", "refs resolved", |r| {
+    until_json(&routes, "web", "refs resolved", |r| {
         parent(r).is_some_and(|p| {
             condition(&p, "/conditions", "ResolvedRefs").is_some_and(|c| c["status"] == "True")
         })
@@ -383,7 +384,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
         )
         .await
         .unwrap();
-    wait_for(&routes, "web", "generation 2 observed", |r| {
+    until_json(&routes, "web", "generation 2 observed", |r| {
         parent(r).is_some_and(|p| {
             condition(&p, "/conditions", "Accepted").is_some_and(|c| c["observedGeneration"] == 2)
         })
@@ -401,7 +402,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
             {"name": "gw", "namespace": "infra", "sectionName": "https"}]}}),
     )
     .await;
-    let t = wait_for(&team, "t", "three parents", |r| {
+    let t = until_json(&team, "t", "three parents", |r| {
         r.pointer("/status/parents")
             .and_then(Value::as_array)
             .is_some_and(|p| p.len() == 3)
@@ -425,7 +426,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
                 .is_some_and(|c| c["status"] == want)
         }
     };
-    wait_for(
+    until_json(
         &routes,
         "web",
         "not accepted under the fault",
@@ -433,7 +434,7 @@ async fn gateway_class_gateways_and_httproute_parents_follow_the_gateway_api() {
     )
     .await;
     sim.admin().clear_workload_faults(None);
-    wait_for(&routes, "web", "accepted again", accepted_is("True")).await;
+    until_json(&routes, "web", "accepted again", accepted_is("True")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -443,7 +444,7 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
         return;
     }
     let (sim, client) = start_cluster().await;
-    let k = kubectl(&sim);
+    let k = crate::kubectl_support::Kubectl::for_sim(&sim);
     let secrets = api(&client, Some("default"), "", "Secret", "secrets");
     let cms = api(&client, Some("default"), "", "ConfigMap", "configmaps");
     let svcs = api(&client, Some("default"), "", "Service", "services");
@@ -456,7 +457,7 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
     })
     .await
     .unwrap();
-    let tls = wait_for(&secrets, "console-tls", "serving secret", |_| true).await;
+    let tls = until_json(&secrets, "console-tls", "serving secret", |_| true).await;
     assert_eq!(tls["type"], "kubernetes.io/tls");
     let ann = &tls["metadata"]["annotations"];
     assert_eq!(
@@ -491,7 +492,7 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
         signer_cn.starts_with("openshift-service-serving-signer@"),
         "{signer_cn}"
     );
-    let svc = wait_for(&svcs, "console", "signed-by annotation", |s| {
+    let svc = until_json(&svcs, "console", "signed-by annotation", |s| {
         s.pointer("/metadata/annotations/service.beta.openshift.io~1serving-cert-signed-by")
             .is_some()
     })
@@ -501,7 +502,7 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
         signer_cn
     );
 
-    let trust = wait_for(&cms, "trust", "bundle injected", |c| {
+    let trust = until_json(&cms, "trust", "bundle injected", |c| {
         c.pointer("/data/service-ca.crt").is_some()
     })
     .await;
@@ -513,7 +514,7 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
         .delete("console-tls", &DeleteParams::default())
         .await
         .unwrap();
-    let again = wait_for(&secrets, "console-tls", "secret issued again", |s| {
+    let again = until_json(&secrets, "console-tls", "secret issued again", |s| {
         s["metadata"]["uid"] != tls["metadata"]["uid"]
     })
     .await;
@@ -530,7 +531,7 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
         "spec": {"ports": [{"port": 443}]}}),
     )
     .await;
-    let clash = wait_for(&svcs, "clash", "generation error", |s| {
+    let clash = until_json(&svcs, "clash", "generation error", |s| {
         s.pointer("/metadata/annotations/service.beta.openshift.io~1serving-cert-generation-error")
             .is_some()
     })
@@ -559,7 +560,7 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
     create(&cms, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "paused-trust",
         "labels": {"ca": "paused"}, "annotations": {"service.beta.openshift.io/inject-cabundle": "true"}}}))
     .await;
-    wait_for(
+    until_json(
         &secrets,
         "zz-other-tls",
         "an unpaused Service's secret",
@@ -576,7 +577,7 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
         "annotations": {"service.beta.openshift.io/inject-cabundle": "true"}}}),
     )
     .await;
-    wait_for(&cms, "zz-trust", "an unpaused bundle", |c| {
+    until_json(&cms, "zz-trust", "an unpaused bundle", |c| {
         c.pointer("/data/service-ca.crt").is_some()
     })
     .await;
@@ -586,11 +587,11 @@ async fn service_ca_issues_serving_certificates_and_injects_its_bundle() {
         "paused: no bundle"
     );
     sim.admin().clear_workload_faults(None);
-    wait_for(&cms, "paused-trust", "bundle after clearing", |c| {
+    until_json(&cms, "paused-trust", "bundle after clearing", |c| {
         c.pointer("/data/service-ca.crt").is_some()
     })
     .await;
-    wait_for(&secrets, "paused-tls", "secret after clearing", |_| true).await;
+    until_json(&secrets, "paused-tls", "secret after clearing", |_| true).await;
     let text = tokio::task::spawn_blocking(move || {
         k.ok(&["get", "secret", "paused-tls", "-o", "jsonpath={.type}"])
     })

@@ -1,15 +1,12 @@
 //! Helpers of the simulated-cluster component tests: a sim with controllers, dynamic APIs,
 //! polling until a component has written what a test waits for, certificates from Secrets.
 
-use std::future::Future;
 use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::Value;
-
-use crate::kubectl_support::Kubectl;
 
 /// A sim with the simulated cluster components running (and a short pod start).
 pub async fn start_cluster() -> (Sim, kube::Client) {
@@ -48,51 +45,12 @@ pub async fn create(api: &Api<DynamicObject>, obj: Value) -> DynamicObject {
         .expect("created")
 }
 
-/// Poll `probe` until it answers `Some` (every 20 ms, at most 15 s: a component lagging that
-/// long is a failure, not slowness).
-pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    for _ in 0..750 {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-/// The object once `pred` holds for it (as JSON).
-pub async fn wait_for(
-    api: &Api<DynamicObject>,
-    name: &str,
-    what: &str,
-    pred: impl Fn(&Value) -> bool,
-) -> Value {
-    eventually(what, || async {
-        let obj = api.get_opt(name).await.ok().flatten()?;
-        let v = serde_json::to_value(&obj).ok()?;
-        pred(&v).then_some(v)
-    })
-    .await
-}
-
 /// The condition of `type_` in `obj[pointer]`.
 pub fn condition<'a>(obj: &'a Value, pointer: &str, type_: &str) -> Option<&'a Value> {
     obj.pointer(pointer)?
         .as_array()?
         .iter()
         .find(|c| c["type"] == type_)
-}
-
-/// kubectl against this sim, in a scratch directory.
-pub fn kubectl(sim: &Sim) -> Kubectl {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let kubeconfig = dir.path().join("kubeconfig");
-    sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    Kubectl { kubeconfig, dir }
 }
 
 /// The DER of every certificate of a PEM text.

@@ -15,6 +15,7 @@ use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::Value;
 
 use crate::kubectl_support::{Kubectl, kubectl_present};
+use crate::wait_support::until_json;
 
 const NS: &str = "team-a";
 
@@ -63,25 +64,6 @@ fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
 
 fn ready(obj: &Value) -> bool {
     condition(obj, "Ready").is_some_and(|c| c["status"] == "True")
-}
-
-/// The object once `check` holds on it (the shared deadline); fails with the last one seen.
-async fn wait_for(
-    api: &Api<DynamicObject>,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Value) -> bool,
-) -> Value {
-    crate::wait_support::wait_for(&format!("{name}: {what}"), || async {
-        let obj = api.get(name).await.map_err(|e| e.to_string())?;
-        let obj = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
-        if check(&obj) {
-            Ok(obj)
-        } else {
-            Err(format!("last seen: {obj:#}"))
-        }
-    })
-    .await
 }
 
 const SCENARIO: &str = r#"
@@ -228,7 +210,7 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
 
     // The simulated CloudNativePG's status writes pass the upstream Cluster and Pooler schemas.
     let clusters = dynamic(&client, "postgresql.cnpg.io", "Cluster", "clusters");
-    let cluster = wait_for(&clusters, "orders", "Cluster Ready", ready).await;
+    let cluster = until_json(&clusters, "orders", "Cluster Ready", ready).await;
     assert_eq!(cluster["status"]["phase"], "Cluster in healthy state");
     assert_eq!(cluster["status"]["readyInstances"], 2);
     assert!(
@@ -238,7 +220,7 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
         "{cluster:#}"
     );
     let poolers = dynamic(&client, "postgresql.cnpg.io", "Pooler", "poolers");
-    wait_for(&poolers, "orders-pooler-rw", "Pooler status", |p| {
+    until_json(&poolers, "orders-pooler-rw", "Pooler status", |p| {
         p.pointer("/status/instances").is_some()
     })
     .await;
@@ -258,7 +240,7 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
                 plural,
             ),
         );
-        wait_for(&api, name, &format!("{kind} Ready=True"), ready).await;
+        until_json(&api, name, &format!("{kind} Ready=True"), ready).await;
     }
 
     // Upstream v1.30.0's DatabaseRole cannot generate a password (no `spec.password.mode`), so a
@@ -271,7 +253,7 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
             "pgadmins",
         ),
     );
-    let stalled = wait_for(&pgadmins, "settings-pgadmin", "stalled", |p| {
+    let stalled = until_json(&pgadmins, "settings-pgadmin", "stalled", |p| {
         condition(p, "Stalled").is_some_and(|c| c["status"] == "True")
     })
     .await;
@@ -301,7 +283,7 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
     // The operator's Route and HTTPRoute passed the upstream schemas, and their controllers'
     // status writes too.
     let routes = dynamic(&client, "route.openshift.io", "Route", "routes");
-    let route = wait_for(&routes, "team-pgadmin-pgadmin", "Route admitted", |r| {
+    let route = until_json(&routes, "team-pgadmin-pgadmin", "Route admitted", |r| {
         r.pointer("/status/ingress/0/conditions/0/status") == Some(&Value::from("True"))
     })
     .await;
@@ -312,7 +294,7 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
         "HTTPRoute",
         "httproutes",
     );
-    let accepted = wait_for(&http_routes, "ops-console", "HTTPRoute accepted", |r| {
+    let accepted = until_json(&http_routes, "ops-console", "HTTPRoute accepted", |r| {
         r.pointer("/status/parents/0/conditions")
             .and_then(Value::as_array)
             .is_some_and(|cs| {
@@ -326,7 +308,7 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
         "console.team-a.apps.example.com"
     );
     let gateways = dynamic(&client, "gateway.networking.k8s.io", "Gateway", "gateways");
-    wait_for(&gateways, "gw", "Gateway programmed", |g| {
+    until_json(&gateways, "gw", "Gateway programmed", |g| {
         condition(g, "Programmed").is_some_and(|c| c["status"] == "True")
     })
     .await;

@@ -1,12 +1,16 @@
 //! What every integration test waits for and reads the same way, once: a poll with one
-//! deadline, an object's conditions, the Events recorded on an object.
+//! deadline, an object (typed or as JSON) or a list until a check holds, an object's
+//! conditions, the Events recorded on an object (events.k8s.io, or core/v1 for the simulated
+//! cluster's components, which write those).
 
 use std::time::Duration;
 
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kube::api::{Api, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use pgtoolbox_operator::api::ReportsConditions;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// How long a wait may take before the test fails: far above what any wait needs (a second
 /// or two), so a slow CI machine is not a failure.
@@ -133,6 +137,99 @@ pub async fn wait_event_of(
         let events = events_of(client, namespace, name).await;
         match events.iter().find(|e| e.1 == reason) {
             Some(e) => Ok(e.clone()),
+            None => Err(format!("events: {events:#?}")),
+        }
+    })
+    .await
+}
+
+/// The object `name` once `check` holds on it; fails with the last one seen.
+pub async fn until<K, F>(api: &Api<K>, name: &str, what: &str, check: F) -> K
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+    F: Fn(&K) -> bool,
+{
+    wait_for(&format!("{name}: {what}"), || async {
+        let obj = api.get(name).await.map_err(|e| e.to_string())?;
+        if check(&obj) {
+            Ok(obj)
+        } else {
+            Err(format!("last seen: {obj:#?}"))
+        }
+    })
+    .await
+}
+
+/// As [`until`], for an object read as JSON.
+pub async fn until_json(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
+    wait_for(&format!("{name}: {what}"), || async {
+        let obj = api.get(name).await.map_err(|e| e.to_string())?;
+        let obj = serde_json::to_value(&obj).map_err(|e| e.to_string())?;
+        if check(&obj) {
+            Ok(obj)
+        } else {
+            Err(format!("last seen: {obj:#}"))
+        }
+    })
+    .await
+}
+
+/// The items of a list once `check` holds on them; fails with the last ones seen.
+pub async fn until_list<K, F>(api: &Api<K>, lp: &ListParams, what: &str, check: F) -> Vec<K>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+    F: Fn(&[K]) -> bool,
+{
+    wait_for(what, || async {
+        let items = api.list(lp).await.map_err(|e| e.to_string())?.items;
+        if check(&items) {
+            Ok(items)
+        } else {
+            Err(format!("last seen: {items:#?}"))
+        }
+    })
+    .await
+}
+
+/// `(type, reason, message)` of the core/v1 Events about `namespace/name`.
+pub async fn core_events_of(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Vec<(String, String, String)> {
+    let api: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), namespace);
+    let lp = ListParams::default().fields(&format!("involvedObject.name={name}"));
+    api.list(&lp)
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .map(|e| {
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.message.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Waits for a core/v1 Event with `reason` about `namespace/name`; returns its message.
+pub async fn wait_core_event(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    reason: &str,
+) -> String {
+    wait_for(&format!("a {reason} Event about {name}"), || async {
+        let events = core_events_of(client, namespace, name).await;
+        match events.iter().find(|(_, r, _)| r == reason) {
+            Some((_, _, message)) => Ok(message.clone()),
             None => Err(format!("events: {events:#?}")),
         }
     })
