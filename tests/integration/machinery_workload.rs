@@ -1,4 +1,4 @@
-//! The test kind's `WorkloadReady` against the simulated cluster: every reason of the shared
+//! The shared child machinery's `WorkloadReady` against the simulated cluster: every reason of the shared
 //! workload facts from its real trigger, and the recovery after each is cleared.
 
 use k8s_openapi::api::core::v1::{ResourceQuota, Secret};
@@ -7,7 +7,7 @@ use pgtoolbox_operator::conditions::ConditionType;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 
-use super::testkind_support::{DEADLINE, ENV_SECRET, NS, start};
+use super::machinery_support::{DEADLINE, ENV_SECRET, NS, start};
 
 const W: ConditionType = ConditionType::WorkloadReady;
 const SELECTOR: &str = "app.kubernetes.io/instance=web";

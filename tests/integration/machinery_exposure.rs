@@ -1,4 +1,4 @@
-//! The test kind's `ExposureReady` against the simulated cluster's router, Ingress and Gateway
+//! The shared child machinery's `ExposureReady` against the simulated cluster's router, Ingress and Gateway
 //! controllers and their faults, `ResourceNotOwned` on a foreign object left byte-identical,
 //! and a pass of a converged object that makes no API request.
 
@@ -11,7 +11,7 @@ use pgtoolbox_operator::conditions::ConditionType;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 
-use super::testkind_support::{NS, start};
+use super::machinery_support::{NS, start};
 
 const E: ConditionType = ConditionType::ExposureReady;
 const SELECTOR: &str = "app.kubernetes.io/instance=pub";

@@ -1,8 +1,9 @@
-//! A test kind built only from the shared machinery: PgToolBoxConsole objects (no production
-//! controller reconciles them yet) owning a Deployment, a Service and a Route, an Ingress or an
-//! HTTPRoute. Caches through the owned-children store, children through the applier, verdicts
-//! from `workload_verdict` and `decide_exposure`, status through the status writer. The pass
-//! is the "mostly pure decisions on that machinery" a real kind is.
+//! A minimal kind assembled from the shared child machinery alone, to test that machinery
+//! against the simulated cluster apart from any production kind's own rules: the owned-children
+//! store, the applier, `workload_verdict`, `decide_exposure` and the status writer. It
+//! reconciles PgToolBoxConsole objects only because that CRD has a status with the workload and
+//! exposure conditions; the production console controller is not started beside it. Each object
+//! owns a Deployment, a Service and a Route, an Ingress or an HTTPRoute.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -72,7 +73,7 @@ async fn wait_synced(caches: &OperatorCaches) -> Result<(), ReconcileError> {
         .map_err(ReconcileError::other)
 }
 
-pub struct Consoles {
+pub struct MachineryPasses {
     caches: OperatorCaches,
     status: StatusWriter<PgToolBoxConsole>,
     pub passes: AtomicUsize,
@@ -144,7 +145,7 @@ fn not_owned(reports: &[&ApplyReport]) -> Option<String> {
     })
 }
 
-impl Consoles {
+impl MachineryPasses {
     async fn pass(
         &self,
         obj: Arc<PgToolBoxConsole>,
@@ -324,9 +325,9 @@ impl Consoles {
 }
 
 /// The reconciler registered with the operator; the test keeps the other handle.
-struct ConsoleKind(Arc<Consoles>);
+struct MachineryKind(Arc<MachineryPasses>);
 
-impl Reconciler for ConsoleKind {
+impl Reconciler for MachineryKind {
     type Object = PgToolBoxConsole;
 
     async fn reconcile(
@@ -350,7 +351,7 @@ pub type Seen = (String, String, String, String, String);
 pub struct Env {
     pub sim: Sim,
     pub client: Client,
-    pub consoles: Arc<Consoles>,
+    pub consoles: Arc<MachineryPasses>,
     seen: Arc<Mutex<Vec<Seen>>>,
     _recorder: AbortOnDropHandle<()>,
     _shared: SharedActors,
@@ -386,7 +387,7 @@ fn record(client: &Client) -> (Arc<Mutex<Vec<Seen>>>, AbortOnDropHandle<()>) {
 }
 
 /// The simulated cluster (Nodes, scheduler, kubelet, controllers, router, Ingress and Gateway
-/// controllers) with `unserve`d groups, the shared actors and the test kind.
+/// controllers) with `unserve`d groups, the shared actors and the machinery kind.
 pub async fn start(unserve: &[&str]) -> Env {
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
@@ -414,7 +415,7 @@ pub async fn start(unserve: &[&str]) -> Env {
     .await
     .expect("shared actors start");
     let caches = OperatorCaches::new().sharing_secrets(shared.shared.secrets.routed_index());
-    let consoles = Arc::new(Consoles {
+    let consoles = Arc::new(MachineryPasses {
         caches: caches.clone(),
         status: StatusWriter::new(EventSink::new(client.clone())),
         passes: AtomicUsize::new(0),
@@ -430,7 +431,7 @@ pub async fn start(unserve: &[&str]) -> Env {
         ..KindOptions::default()
     };
     let operator = builder
-        .register(Kind::new(ConsoleKind(consoles.clone())).options(options))
+        .register(Kind::new(MachineryKind(consoles.clone())).options(options))
         .start()
         .await
         .expect("operator starts");
