@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::config::SimConfig;
 use crate::faults::{Admin, Stats};
-use crate::kubeconfig::KubeconfigFile;
+use crate::kubeconfig::{KubeconfigError, KubeconfigFile};
 use crate::resources::ResourceInfo;
 use crate::server::Server;
 use crate::{external, http, ops};
@@ -27,13 +27,8 @@ pub enum SimError {
     Runtime(std::io::Error),
     #[error("CRD manifest refused: {0}")]
     Crd(String),
-    #[error("cannot write the kubeconfig: {0}")]
-    Kubeconfig(std::io::Error),
-    #[error(
-        "{0} exists and was not written by `sim`: refusing to replace it (name another file, \
-         or leave out --kubeconfig-out for a temporary one)"
-    )]
-    KubeconfigNotOurs(std::path::PathBuf),
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
     #[error("cannot build a client: {0}")]
     Client(String),
     #[error("the simulated cluster cannot start: {0}")]
@@ -218,8 +213,19 @@ impl Sim {
         )
     }
 
+    /// Writes this server's kubeconfig to `requested` (kept on drop, never replacing a file
+    /// `sim` did not write), or to a temporary file removed on drop when `None`.
+    pub fn kubeconfig_file(&self, requested: Option<&Path>) -> Result<KubeconfigFile, SimError> {
+        Ok(KubeconfigFile::write(
+            &self.kubeconfig_yaml(),
+            self.addr().port(),
+            requested,
+        )?)
+    }
+
     pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> Result<(), SimError> {
-        std::fs::write(path, self.kubeconfig_yaml()).map_err(SimError::Kubeconfig)
+        std::fs::write(path, self.kubeconfig_yaml())
+            .map_err(|e| SimError::Kubeconfig(KubeconfigError::Io(e)))
     }
 
     pub fn admin(&self) -> Admin {
@@ -279,7 +285,7 @@ pub async fn run_api_only(
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(SimError::Signal)?;
     let sim = Sim::start(config).await?;
-    let kubeconfig = KubeconfigFile::write(&sim, kubeconfig_out)?;
+    let kubeconfig = sim.kubeconfig_file(kubeconfig_out)?;
     // stdout may be a pipe its reader already closed: a failed line is not worth a panic.
     let mut out = std::io::stdout();
     let _ = writeln!(out, "{}", sim.url());

@@ -5,10 +5,20 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::handle::{Sim, SimError};
-
 /// First line of every kubeconfig `sim` writes; how a later run recognises its own file.
 pub const MARKER: &str = "# Written by pgtoolbox-operator sim; safe to delete.";
+
+/// Why a kubeconfig file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    #[error("cannot write the kubeconfig: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(
+        "{0} exists and was not written by `sim`: refusing to replace it (name another file, \
+         or leave out --kubeconfig-out for a temporary one)"
+    )]
+    NotOurs(PathBuf),
+}
 
 /// A written kubeconfig; dropping it removes the file when `sim` chose the path.
 #[derive(Debug)]
@@ -18,14 +28,14 @@ pub struct KubeconfigFile {
 }
 
 impl KubeconfigFile {
-    /// Write the kubeconfig of `sim` to `requested`, or to a temporary file when `None`.
-    pub fn write(sim: &Sim, requested: Option<&Path>) -> Result<Self, SimError> {
-        let text = format!("{MARKER}\n{}", sim.kubeconfig_yaml());
+    /// Writes `yaml`, the kubeconfig of the server on `port`, to `requested`, or to a
+    /// temporary file named after the port when `None`.
+    pub fn write(yaml: &str, port: u16, requested: Option<&Path>) -> Result<Self, KubeconfigError> {
+        let text = format!("{MARKER}\n{yaml}");
         let (path, temporary) = match requested {
             Some(path) => (path.to_path_buf(), false),
             None => (
-                std::env::temp_dir()
-                    .join(format!("pgtoolbox-sim-{}.kubeconfig", sim.addr().port())),
+                std::env::temp_dir().join(format!("pgtoolbox-sim-{port}.kubeconfig")),
                 true,
             ),
         };
@@ -47,24 +57,22 @@ impl Drop for KubeconfigFile {
 }
 
 /// Create `path` with `text`; replace an existing file only if an earlier `sim` wrote it.
-fn write_unless_foreign(path: &Path, text: &str) -> Result<(), SimError> {
+fn write_unless_foreign(path: &Path, text: &str) -> Result<(), KubeconfigError> {
     match std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
     {
-        Ok(mut file) => file
-            .write_all(text.as_bytes())
-            .map_err(SimError::Kubeconfig),
+        Ok(mut file) => file.write_all(text.as_bytes()).map_err(KubeconfigError::Io),
         Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
             let existing = std::fs::read_to_string(path).unwrap_or_default();
             if existing.starts_with(MARKER) {
-                std::fs::write(path, text).map_err(SimError::Kubeconfig)
+                std::fs::write(path, text).map_err(KubeconfigError::Io)
             } else {
-                Err(SimError::KubeconfigNotOurs(path.to_path_buf()))
+                Err(KubeconfigError::NotOurs(path.to_path_buf()))
             }
         }
-        Err(err) => Err(SimError::Kubeconfig(err)),
+        Err(err) => Err(KubeconfigError::Io(err)),
     }
 }
 
@@ -79,7 +87,7 @@ mod tests {
         std::fs::write(&foreign, "apiVersion: v1\nkind: Config\n# mine\n").unwrap();
         let refused = write_unless_foreign(&foreign, "new");
         assert!(
-            matches!(refused, Err(SimError::KubeconfigNotOurs(_))),
+            matches!(refused, Err(KubeconfigError::NotOurs(_))),
             "{refused:?}"
         );
         assert_eq!(

@@ -52,4 +52,4 @@ mod fuzz_tests;
 pub use config::{DenyRule, SimConfig};
 pub use faults::{Admin, Stats};
 pub use handle::{InProcessSim, Sim, SimError, run_api_only};
-pub use kubeconfig::KubeconfigFile;
+pub use kubeconfig::{KubeconfigError, KubeconfigFile};

@@ -21,7 +21,7 @@ use crate::health::Readiness;
 use crate::k8s::apply_manifests;
 use crate::metrics::OperatorMetrics;
 use crate::supervisor::OperatorBuilder;
-use pgtoolbox_sim::{DenyRule, KubeconfigFile, Sim, SimConfig, run_api_only};
+use pgtoolbox_sim::{DenyRule, Sim, SimConfig, run_api_only};
 
 /// Our API group: the table shows every kind of it.
 use crate::api::GROUP;
@@ -150,7 +150,7 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     // Listen before anything is written: a Ctrl-C during start-up still cleans up.
     let mut stop = Stop::listen();
     let sim = Sim::start(args.sim_config(crd_texts(args.crds.as_deref())?)?).await?;
-    let kubeconfig = KubeconfigFile::write(&sim, args.kubeconfig_out.as_deref())?;
+    let kubeconfig = sim.kubeconfig_file(args.kubeconfig_out.as_deref())?;
     let banner = format!(
         "embedded API server: {}\nkubeconfig: {}\ntry: KUBECONFIG={} kubectl get pgaccessrequests,pgadmins -A\nCtrl-C stops.\n",
         sim.url(),

@@ -31,7 +31,7 @@ async fn the_javascript_client_passes_every_check() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     // The file `sim` writes itself (`--kubeconfig-out`), marker line included.
-    pgtoolbox_sim::KubeconfigFile::write(&sim, Some(&kubeconfig)).expect("kubeconfig");
+    sim.kubeconfig_file(Some(&kubeconfig)).expect("kubeconfig");
     let script = Path::new(JS_DIR).join("sim_client.mjs");
     let output = tokio::task::spawn_blocking(move || {
         Command::new("node")
