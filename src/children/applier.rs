@@ -18,7 +18,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
 
-use super::create::{CreateError, Creation, create_or_find, release_creation_entry};
+use super::create::{CreateError, Creation, adopt_creation, create_or_find};
 use super::store::ChildStore;
 use crate::k8s::{Pinned, WriteBudget, delete_pinned};
 use crate::messages::{KindKey, ObjectKey};
@@ -234,8 +234,8 @@ impl Applier<'_> {
         let key = ObjectKey::new(owner.key.namespace.as_str(), name.as_str());
         let complete = store.complete(&object);
         let Prepared { desired, kept } = prepare(store, object)?;
-        let (current, created) = match store.get(&key) {
-            Some(cached) => (cached.as_ref().clone(), false),
+        let current = match store.get(&key) {
+            Some(cached) => cached.as_ref().clone(),
             None if !complete => return Err(ApplyError::Incomplete { name }),
             // Not ours as far as the cache knows: create it with POST, which cannot merge into
             // a foreign object holding the name (server-side apply would).
@@ -245,15 +245,27 @@ impl Applier<'_> {
                 // What the server answered is remembered until the watch reports it, so a pass
                 // that runs before that does not POST again (409) or judge a stale copy.
                 match create_or_find(api, &name, &object).await {
+                    // Created with the desired content: adopting it as applied finishes it.
                     Ok(Creation::Created(created)) => {
                         store.wrote(created.clone());
-                        (created, true)
+                        return match adopt_creation(api, &name, created, &desired).await {
+                            Ok(adopted) => {
+                                store.wrote(adopted);
+                                Ok(ChildVerdict::Applied { name })
+                            }
+                            Err(kube::Error::Api(status))
+                                if refused(status.code, &status.message) =>
+                            {
+                                Ok(refusal(name, *status))
+                            }
+                            Err(err) => Err(err.into()),
+                        };
                     }
                     Ok(Creation::Taken(current)) => {
                         if owner.controls(&current) {
                             store.wrote(current.clone());
                         }
-                        (current, false)
+                        current
                     }
                     Err(CreateError::Kube(kube::Error::Api(status)))
                         if refused(status.code, &status.message) =>
@@ -272,7 +284,7 @@ impl Applier<'_> {
             });
         }
         // In the store's form: an object found by a refused create is read whole.
-        if !created && contains(&serde_json::to_value(store.kept_form(current))?, &kept) {
+        if contains(&serde_json::to_value(store.kept_form(current))?, &kept) {
             return Ok(ChildVerdict::Unchanged { name });
         }
         // Rebuilt from a kept copy that has changed since: writing it would write placeholders
@@ -281,16 +293,11 @@ impl Applier<'_> {
         if !complete {
             return Err(ApplyError::Incomplete { name });
         }
-        // One Apply manager owns exactly the desired fields (a creation is applied at once and
-        // its own claim released), so a field later dropped from the desired object is removed.
+        // One Apply manager owns exactly the desired fields (a creation's claim was adopted as
+        // that manager's), so a field later dropped from the desired object is removed.
         let _permit = self.permit().await?;
         let params = PatchParams::apply(FIELD_MANAGER).force();
         match api.patch(&name, &params, &Patch::Apply(&desired)).await {
-            Ok(applied) if created => {
-                store.wrote(applied.clone());
-                release_creation_entry(api, &name, applied).await?;
-                Ok(ChildVerdict::Applied { name })
-            }
             Ok(applied) => {
                 store.wrote(applied);
                 Ok(ChildVerdict::Applied { name })

@@ -4,7 +4,7 @@
 //! no create-only precondition (kubernetes/kubernetes#116156). Reading first leaves a window: a
 //! foreign object created between the read and the apply would be taken over. So a child the
 //! cache does not hold is created with POST, which fails with 409 AlreadyExists when the name is
-//! taken; it is then applied, and the creation's own claim on its fields released.
+//! taken; the creation's claim on its fields is then turned into the apply manager's.
 
 use std::fmt::Debug;
 
@@ -13,12 +13,12 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::applier::FIELD_MANAGER;
 
-/// How many times the release is retried when another writer changed the object in between.
-const RELEASE_ATTEMPTS: usize = 3;
+/// How many times the adoption is retried when another writer changed the object in between.
+const ADOPT_ATTEMPTS: usize = 3;
 
 /// What a create attempt found.
 pub(super) enum Creation<C> {
@@ -63,21 +63,28 @@ where
 }
 
 /// A POST is recorded as an `Update` entry of our manager owning every field it set, server
-/// defaults included. Server-side apply keeps a field dropped from the desired object while any
-/// other entry owns it, and that entry counts as another. Once the child has been applied (our
-/// `Apply` entry owns exactly the desired fields), the creation's entry is removed (guarded by
-/// the resourceVersion), leaving the child as an apply would have created it.
-pub(super) async fn release_creation_entry<C>(
+/// defaults included, and server-side apply counts that entry as another owner (it would keep a
+/// field later dropped from the desired object). So the creation is adopted in one more write:
+/// that entry becomes our `Apply` entry, owning only the fields of `desired` (what an apply of
+/// it would own), guarded by the resourceVersion. The child is then as server-side apply would
+/// have created it, in two writes instead of POST, apply and release.
+///
+/// A create-only apply would need one: there is no such precondition. A uid in an apply
+/// configuration fails on an absent object (kube-apiserver's `TestCreateOnApplyFailsWithUID`),
+/// and a resourceVersion on one is answered differently per resource
+/// (kubernetes/kubernetes#106745).
+pub(super) async fn adopt_creation<C>(
     api: &Api<C>,
     name: &str,
     mut current: C,
-) -> Result<(), kube::Error>
+    desired: &Value,
+) -> Result<C, kube::Error>
 where
     C: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {
-    for _ in 0..RELEASE_ATTEMPTS {
-        let Some(entries) = without_creation_entry(current.managed_fields()) else {
-            return Ok(());
+    for _ in 0..ADOPT_ATTEMPTS {
+        let Some(entries) = adopted_entries(current.managed_fields(), desired) else {
+            return Ok(current);
         };
         let patch = json!({
             "metadata": {
@@ -89,12 +96,12 @@ where
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => return Ok(()),
+            Ok(adopted) => return Ok(adopted),
             Err(kube::Error::Api(status)) if status.code == 409 => {
                 match api.get_opt(name).await? {
                     Some(fresh) => current = fresh,
-                    // Deleted meanwhile: nothing left to release.
-                    None => return Ok(()),
+                    // Deleted meanwhile: the next pass creates it again.
+                    None => return Ok(current),
                 }
             }
             Err(err) => return Err(err),
@@ -102,23 +109,73 @@ where
     }
     // Another writer kept winning: the child stays ours; only a field later dropped from the
     // desired object would linger. Not worth failing the pass for.
-    tracing::warn!(
-        name,
-        "the creation's field ownership of a child was not released"
-    );
-    Ok(())
+    tracing::warn!(name, "the creation of a child was not adopted as applied");
+    Ok(current)
 }
 
-/// The entries without our creation's `Update` entry; `None` when there is none, or when it is
-/// the only one (an apply always leaves its own entry beside it).
-fn without_creation_entry(entries: &[ManagedFieldsEntry]) -> Option<Vec<ManagedFieldsEntry>> {
+/// The entries with our creation's `Update` entry turned into our `Apply` entry over the fields
+/// of `desired`; `None` when there is no creation entry to turn.
+fn adopted_entries(
+    entries: &[ManagedFieldsEntry],
+    desired: &Value,
+) -> Option<Vec<ManagedFieldsEntry>> {
     let creation = |e: &ManagedFieldsEntry| {
         e.manager.as_deref() == Some(FIELD_MANAGER)
             && e.operation.as_deref() == Some("Update")
             && e.subresource.as_deref().unwrap_or("").is_empty()
     };
-    let kept: Vec<_> = entries.iter().filter(|e| !creation(e)).cloned().collect();
-    (kept.len() < entries.len() && !kept.is_empty()).then_some(kept)
+    let position = entries.iter().position(creation)?;
+    let mut adopted = entries.to_vec();
+    let entry = &mut adopted[position];
+    entry.operation = Some("Apply".into());
+    if let Some(fields) = entry.fields_v1.as_mut() {
+        fields.0 = owned_within(&fields.0, desired);
+    }
+    Some(adopted)
+}
+
+/// The part of a `FieldsV1` set that names fields present in `object`: `f:` a field, `k:` a list
+/// element matched on the key fields `object`'s element has (a server-defaulted key field is
+/// absent there), `v:` a set value, `i:` a list index, `.` the node itself.
+fn owned_within(fields: &Value, object: &Value) -> Value {
+    let Some(fields) = fields.as_object() else {
+        return fields.clone();
+    };
+    let mut kept = serde_json::Map::new();
+    for (key, sub) in fields {
+        let within = if key == "." {
+            Some(sub.clone())
+        } else if let Some(field) = key.strip_prefix("f:") {
+            object.get(field).map(|value| owned_within(sub, value))
+        } else if let Some(element_key) = key.strip_prefix("k:") {
+            element_by_key(object, element_key).map(|element| owned_within(sub, element))
+        } else if let Some(value) = key.strip_prefix("v:") {
+            let value: Option<Value> = serde_json::from_str(value).ok();
+            let present = value.is_some_and(|v| object.as_array().is_some_and(|a| a.contains(&v)));
+            present.then(|| sub.clone())
+        } else if let Some(index) = key.strip_prefix("i:") {
+            let element = index.parse::<usize>().ok().and_then(|i| object.get(i));
+            element.map(|element| owned_within(sub, element))
+        } else {
+            None
+        };
+        if let Some(within) = within {
+            kept.insert(key.clone(), within);
+        }
+    }
+    Value::Object(kept)
+}
+
+/// The element of the list `object` whose key fields, where it has them, equal `key`'s.
+fn element_by_key<'a>(object: &'a Value, key: &str) -> Option<&'a Value> {
+    let key: serde_json::Map<String, Value> = serde_json::from_str(key).ok()?;
+    object.as_array()?.iter().find(|element| {
+        let mut shared = key
+            .iter()
+            .filter_map(|(k, v)| element.get(k).map(|e| e == v));
+        let first = shared.next();
+        first == Some(true) && shared.all(|same| same)
+    })
 }
 
 #[cfg(test)]
@@ -149,33 +206,74 @@ mod tests {
     }
 
     #[test]
-    fn only_our_creation_entry_is_released() {
+    fn only_our_creation_entry_becomes_the_apply_entry() {
         let entries = vec![
             entry("kube-controller-manager", "Update", None),
             entry(FIELD_MANAGER, "Update", Some("status")),
             entry(FIELD_MANAGER, "Update", None),
-            entry(FIELD_MANAGER, "Apply", None),
         ];
-        let kept = without_creation_entry(&entries).expect("our creation entry goes");
+        let adopted = adopted_entries(&entries, &json!({})).expect("our creation entry turns");
         assert_eq!(
-            operations(&kept),
+            operations(&adopted),
             vec![
                 ("kube-controller-manager", "Update"),
                 (FIELD_MANAGER, "Update"),
                 (FIELD_MANAGER, "Apply"),
             ]
         );
-        assert_eq!(kept[1].subresource.as_deref(), Some("status"));
+        assert_eq!(adopted[1].subresource.as_deref(), Some("status"));
+        assert!(adopted_entries(&[entry("kubectl", "Update", None)], &json!({})).is_none());
+        assert!(adopted_entries(&[entry(FIELD_MANAGER, "Apply", None)], &json!({})).is_none());
     }
 
     #[test]
-    fn nothing_to_release_without_our_creation_entry_or_beside_no_other() {
-        assert!(without_creation_entry(&[]).is_none());
-        assert!(without_creation_entry(&[entry(FIELD_MANAGER, "Apply", None)]).is_none());
-        assert!(without_creation_entry(&[entry("kubectl", "Update", None)]).is_none());
-        assert!(
-            without_creation_entry(&[entry(FIELD_MANAGER, "Update", None)]).is_none(),
-            "an empty list would not clear managedFields on a real server"
+    fn the_adopted_entry_owns_what_was_desired_not_the_server_defaults() {
+        let created = json!({
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {
+                "f:progressDeadlineSeconds": {},
+                "f:replicas": {},
+                "f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"web\"}": {
+                        ".": {}, "f:image": {}, "f:name": {}, "f:terminationMessagePath": {},
+                        "f:ports": {"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {
+                            ".": {}, "f:containerPort": {}, "f:protocol": {}
+                        }},
+                        "f:args": {}
+                    },
+                    "k:{\"name\":\"gone\"}": {".": {}, "f:name": {}}
+                }}},
+                "f:finalizers": {"v:\"a\"": {}, "v:\"b\"": {}}
+            }
+        });
+        let desired = json!({
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {
+                "replicas": 1,
+                "template": {"spec": {"containers": [
+                    {"name": "web", "image": "i", "ports": [{"containerPort": 8080}], "args": ["x"]}
+                ]}},
+                "finalizers": ["a"]
+            }
+        });
+        assert_eq!(
+            owned_within(&created, &desired),
+            json!({
+                "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                "f:spec": {
+                    "f:replicas": {},
+                    "f:template": {"f:spec": {"f:containers": {
+                        "k:{\"name\":\"web\"}": {
+                            ".": {}, "f:image": {}, "f:name": {},
+                            "f:ports": {"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {
+                                ".": {}, "f:containerPort": {}
+                            }},
+                            "f:args": {}
+                        }
+                    }}},
+                    "f:finalizers": {"v:\"a\"": {}}
+                }
+            })
         );
     }
 }

@@ -530,3 +530,102 @@ async fn a_child_rebuilt_from_its_kept_copy_is_never_written_nor_taken_for_an_or
     assert_eq!(after.resource_version(), written.resource_version());
     assert_eq!(after.data.as_ref().unwrap()["key"], "s3cret-value");
 }
+
+/// A child the cache does not hold costs two writes, POST and the adoption of its fields, and
+/// ends as server-side apply would have created it: one `Apply` entry of our manager owning the
+/// same fields as an apply of the same content does, so a value later dropped from the desired
+/// object is removed (no creation entry left to keep it).
+#[tokio::test]
+async fn a_created_child_costs_two_writes_and_is_owned_as_if_applied() {
+    use kube::api::{Patch, PatchParams};
+    let (sim, client, api, owner_object) = started().await;
+    let Watched { store, _drain, .. } = watched(&client);
+    store
+        .wait_synced(Duration::from_secs(10))
+        .await
+        .expect("the store lists first");
+    let owner = ChildOwner::of(&owner_object).expect("owner has a uid");
+    let writes = WriteBudget::new(4);
+    let applier = Applier {
+        client: &client,
+        writes: &writes,
+    };
+    let mut two_keys = desired("web-adopted", "1");
+    two_keys
+        .object
+        .data
+        .get_or_insert_default()
+        .insert("extra".into(), "x".into());
+
+    sim.admin().reset_stats();
+    let report = applier.apply(&store, &owner, vec![two_keys]).await.unwrap();
+    assert_eq!(
+        report.verdicts,
+        vec![ChildVerdict::Applied {
+            name: "web-adopted".into()
+        }]
+    );
+    let stats = sim.stats();
+    assert_eq!(
+        (
+            stats.writes(),
+            stats.by_verb.get("create"),
+            stats.by_verb.get("patch")
+        ),
+        (2, Some(&1), Some(&1)),
+        "{:#?}",
+        stats.by_verb_resource
+    );
+
+    let created = api.get("web-adopted").await.unwrap();
+    let entries = created.managed_fields();
+    assert_eq!(
+        entries
+            .iter()
+            .map(|e| (e.manager.as_deref(), e.operation.as_deref()))
+            .collect::<Vec<_>>(),
+        vec![(Some(FIELD_MANAGER), Some("Apply"))]
+    );
+    // The same content applied under another name: the fields an apply owns.
+    let mut control = serde_json::to_value(&created).unwrap();
+    let meta = control["metadata"].as_object_mut().unwrap();
+    meta.retain(|k, _| ["labels", "annotations", "ownerReferences"].contains(&k.as_str()));
+    meta.insert("name".into(), "web-control".into());
+    control["apiVersion"] = "v1".into();
+    control["kind"] = "ConfigMap".into();
+    let applied = api
+        .patch(
+            "web-control",
+            &PatchParams::apply(FIELD_MANAGER),
+            &Patch::Apply(&control),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        entries[0].fields_v1,
+        applied.managed_fields()[0].fields_v1,
+        "adopted as an apply would own it"
+    );
+
+    let report = applier
+        .apply(&store, &owner, vec![desired("web-adopted", "1")])
+        .await
+        .unwrap();
+    assert_eq!(
+        report.verdicts,
+        vec![ChildVerdict::Applied {
+            name: "web-adopted".into()
+        }]
+    );
+    let data = api
+        .get("web-adopted")
+        .await
+        .unwrap()
+        .data
+        .unwrap_or_default();
+    assert_eq!(
+        data.keys().collect::<Vec<_>>(),
+        vec!["key"],
+        "the dropped value is removed"
+    );
+}
