@@ -1,0 +1,83 @@
+//! Every read of a PgAccessRequest pass: the request's RoleBindings and whether its Cluster
+//! exists, from the shared caches, and the RoleBindings as the API server has them now, for the
+//! one case the cache's word is checked.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::api::{Api, ListParams};
+
+use crate::actors::{ObjectContext, ReconcileError, user_of};
+use crate::api::{PgAccessRequest, PgAccessRequestStatus};
+use crate::children::{OperatorCaches, REQUEST_LABEL, Track};
+use crate::conditions::{ConditionType, find_condition};
+use crate::messages::ObjectKey;
+use crate::reconcile::pgaccessrequest::RequestFacts;
+
+/// What a pass read of one request.
+pub struct Observed<'a> {
+    pub request: RequestFacts<'a>,
+    /// The RoleBindings labelled for the request, as the cache holds them.
+    pub bindings: Vec<Arc<RoleBinding>>,
+}
+
+/// Reads the request's facts and RoleBindings. The request is registered as a user of its
+/// Cluster before the Cluster is looked up, so one that appears meanwhile still wakes it.
+pub fn observe<'a>(
+    caches: &OperatorCaches,
+    obj: &'a PgAccessRequest,
+    cx: &'a ObjectContext,
+) -> Observed<'a> {
+    static NO_STATUS: std::sync::OnceLock<PgAccessRequestStatus> = std::sync::OnceLock::new();
+    let clusters = caches.clusters.index();
+    let owner = user_of::<PgAccessRequest>(&cx.key);
+    let cluster = obj
+        .spec
+        .cluster
+        .as_deref()
+        .map(|name| ObjectKey::new(cx.key.namespace.as_str(), name));
+    clusters.register(&owner, cluster.iter().cloned().collect(), Track::Existence);
+    // Borrowed: a pass runs for every object, a clone of its status is not needed.
+    let status = obj
+        .status
+        .as_ref()
+        .unwrap_or_else(|| NO_STATUS.get_or_init(PgAccessRequestStatus::default));
+    let request = RequestFacts {
+        name: &cx.key.name,
+        uid: obj.metadata.uid.as_deref(),
+        namespace: &cx.key.namespace,
+        subject: &obj.spec.subject,
+        cluster_role: &obj.spec.cluster_role,
+        expires_at: obj.spec.expires_at.0,
+        phase: status.phase.clone(),
+        approver: status.approver.as_deref(),
+        cluster: obj
+            .spec
+            .cluster
+            .as_deref()
+            .zip(cluster.as_ref())
+            .map(|(name, key)| (name, clusters.exists(key))),
+        orphan_grace: cx.shared.settings.access_request_orphan_grace,
+        previous_binding_reason: find_condition(
+            &status.common.conditions,
+            ConditionType::RoleBindingSynced,
+        )
+        .map(|c| c.reason.as_str()),
+    };
+    Observed {
+        request,
+        bindings: caches.access_bindings.children_of(&owner),
+    }
+}
+
+/// The request's RoleBindings as the API server has them now (not being deleted).
+pub async fn live_bindings(cx: &ObjectContext) -> Result<Vec<RoleBinding>, ReconcileError> {
+    let api: Api<RoleBinding> = Api::namespaced(cx.client.clone(), &cx.key.namespace);
+    let selector = format!("{REQUEST_LABEL}={}", cx.key.name);
+    let list = api.list(&ListParams::default().labels(&selector)).await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|rb| rb.metadata.deletion_timestamp.is_none())
+        .collect())
+}

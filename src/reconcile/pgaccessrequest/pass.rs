@@ -1,0 +1,124 @@
+//! The rules that combine a PgAccessRequest's decision with what the actor does around it:
+//! when the cache's word on a missing RoleBinding is checked against the API, and which timers
+//! the pass leaves armed.
+
+use std::time::Duration;
+
+use k8s_openapi::jiff::Timestamp;
+
+use super::{BindingVerdict, Decision, RequestFacts};
+use crate::conditions::reasons::pgaccessrequest;
+use crate::messages::TimerPurpose;
+
+/// Timers fire this much after the instant they aim at, so the pass they start sees it passed.
+pub const TIMER_SLACK: Duration = Duration::from_millis(20);
+
+/// The console writes the RoleBinding, then the approval, and their watch events may arrive the
+/// other way round: before an approved request is first said to have no RoleBinding (a
+/// Warning), the API is asked rather than the cache. Once said, the cache's word stands.
+pub fn needs_live_read(decision: &Decision, request: &RequestFacts<'_>) -> bool {
+    decision.binding == BindingVerdict::RoleBindingMissing
+        && request.previous_binding_reason != Some(pgaccessrequest::ROLE_BINDING_MISSING.as_str())
+}
+
+/// The timers for the instants the decision waits for (expiry, the end of an orphan grace),
+/// each a little after its instant; one already passed fires at once.
+pub fn timers(decision: &Decision, now: Timestamp) -> Vec<(TimerPurpose, Duration)> {
+    let delay = |at: Timestamp| {
+        Duration::try_from(at.duration_since(now))
+            .unwrap_or(Duration::ZERO)
+            .saturating_add(TIMER_SLACK)
+    };
+    [
+        (TimerPurpose::Expiry, decision.expiry_at),
+        (TimerPurpose::Grace, decision.grace_ends),
+    ]
+    .into_iter()
+    .filter_map(|(purpose, at)| at.map(|at| (purpose, delay(at))))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::jiff::SignedDuration;
+
+    use super::*;
+    use crate::api::{AccessPhase, AccessSubject, SubjectKind};
+    use crate::reconcile::pgaccessrequest::{ConfigVerdict, Decision};
+
+    fn decision(binding: BindingVerdict) -> Decision {
+        Decision {
+            deletions: Vec::new(),
+            adoptions: Vec::new(),
+            new_phase: None,
+            config: ConfigVerdict::Valid {
+                message: String::new(),
+            },
+            binding,
+            binding_message: String::new(),
+            events: Vec::new(),
+            expiry_at: None,
+            grace_ends: None,
+        }
+    }
+
+    fn request<'a>(subject: &'a AccessSubject, previous: Option<&'a str>) -> RequestFacts<'a> {
+        RequestFacts {
+            name: "orders",
+            uid: Some("uid"),
+            namespace: "team-a",
+            subject,
+            cluster_role: "view",
+            expires_at: Timestamp::UNIX_EPOCH,
+            phase: AccessPhase::Approved,
+            approver: Some("bob"),
+            cluster: None,
+            orphan_grace: Duration::from_secs(120),
+            previous_binding_reason: previous,
+        }
+    }
+
+    #[test]
+    fn a_missing_binding_is_checked_against_the_api_until_it_has_been_said() {
+        let alice = AccessSubject {
+            kind: SubjectKind::User,
+            name: "alice".into(),
+            namespace: None,
+        };
+        let missing = pgaccessrequest::ROLE_BINDING_MISSING.as_str();
+        let rows = [
+            (BindingVerdict::RoleBindingMissing, None, true),
+            (
+                BindingVerdict::RoleBindingMissing,
+                Some("AccessGranted"),
+                true,
+            ),
+            (BindingVerdict::RoleBindingMissing, Some(missing), false),
+            (BindingVerdict::AccessGranted, None, false),
+            (BindingVerdict::AwaitingDecision, Some(missing), false),
+        ];
+        for (binding, previous, live) in rows {
+            assert_eq!(
+                needs_live_read(&decision(binding), &request(&alice, previous)),
+                live,
+                "{binding:?} after {previous:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn timers_aim_just_after_their_instants_and_a_passed_one_fires_at_once() {
+        let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let mut d = decision(BindingVerdict::AccessGranted);
+        assert!(timers(&d, now).is_empty());
+        d.expiry_at = Some(now + SignedDuration::from_secs(60));
+        d.grace_ends = Some(now - SignedDuration::from_secs(5));
+        assert_eq!(
+            timers(&d, now),
+            vec![
+                (TimerPurpose::Expiry, Duration::from_secs(60) + TIMER_SLACK),
+                (TimerPurpose::Grace, TIMER_SLACK),
+            ]
+        );
+    }
+}
