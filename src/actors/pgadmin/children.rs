@@ -13,14 +13,15 @@ use crate::conditions::reasons::pgadmin;
 use crate::conditions::{ConditionStatus, ConditionType, PassFacts, Verdict, find_condition};
 use crate::messages::ObjectKey;
 use crate::reconcile::pgadmin::{
-    ChildNames, JobState, Offered, RegistrationFacts, RenderInput, SKIP_UPGRADE_BACKUP_ANNOTATION,
-    UpgradeGate, data_claim, deployment, egress_confined, egress_policy, egress_rules, job_state,
-    job_wanted, pgadmin_pod_ready, registration_job, registration_job_name,
-    servers_registered_event, servers_synced, service, service_account, upgrade_backup_job,
+    ChildNames, Decided, ForeignChild, JobState, Offered, RegistrationFacts, RenderInput, Settled,
+    UpgradeGate, applies_deployment, children_converged, data_claim, deployment, egress_confined,
+    egress_policy, egress_rules, job_state, job_wanted, pgadmin_pod_ready, registration_job,
+    registration_job_name, registration_started, servers_registered_event, servers_synced, service,
+    service_account, upgrade_backup_job, workload_ready,
 };
 use crate::reconcile::workload::{SecretDigest, rollout_started, workload_verdict};
 
-use super::reconciler::{Decided, PgAdminError, PgAdminReconciler, desired};
+use super::reconciler::{PgAdminError, PgAdminReconciler, desired};
 use crate::actors::user_of;
 
 /// What besides the rollout decides WorkloadReady: the settings database and the upgrade gate.
@@ -32,9 +33,31 @@ pub(super) struct WorkloadGate<'a> {
     pub(super) pending: Option<Verdict>,
 }
 
+/// What rendering and applying the children left for the status write.
+pub(super) struct Rendered {
+    /// The facts with the aspects judged from the caches.
+    pub(super) facts: PassFacts,
+    /// Everything was already in place.
+    pub(super) converged: bool,
+    /// A name taken by an object of someone else.
+    pub(super) foreign: Option<ForeignChild>,
+}
+
+impl Rendered {
+    fn foreign(facts: PassFacts, kind: &str, name: &str) -> Self {
+        Self {
+            facts,
+            converged: false,
+            foreign: Some(ForeignChild {
+                kind: kind.to_owned(),
+                name: name.to_owned(),
+            }),
+        }
+    }
+}
+
 impl PgAdminReconciler {
-    /// Renders and applies every child; returns the facts with the aspects judged from the
-    /// caches, whether everything was already in place, and a name taken by a foreign object.
+    /// Renders and applies every child, then judges the aspects from the caches.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn render(
         &self,
@@ -47,7 +70,7 @@ impl PgAdminReconciler {
         gate: &WorkloadGate<'_>,
         decided: &mut Decided,
         facts: PassFacts,
-    ) -> Result<(PassFacts, bool, Option<(String, String)>), ReconcileError> {
+    ) -> Result<Rendered, ReconcileError> {
         let ns = cx.key.namespace.as_str();
         let key = user_of::<PgAdmin>(&cx.key);
         let applier = Applier {
@@ -75,11 +98,7 @@ impl PgAdminReconciler {
                 wrote,
             } => (hash, credentials, wrote),
             ServersOutcome::NotOwned => {
-                return Ok((
-                    facts,
-                    false,
-                    Some(("Secret".to_owned(), names.servers_secret.clone())),
-                ));
+                return Ok(Rendered::foreign(facts, "Secret", &names.servers_secret));
             }
         };
         let mut report = ApplyReport::default();
@@ -126,8 +145,7 @@ impl PgAdminReconciler {
             .caches
             .deployments
             .get(&ObjectKey::new(ns, names.workload.as_str()));
-        // No pgAdmin Pod until CloudNativePG applied the settings database.
-        if gate.pending.is_none() || current.is_some() {
+        if applies_deployment(gate.pending.is_some(), current.is_some()) {
             if let Some(note) = rollout_started(current.as_deref(), &workload_hash) {
                 facts = facts
                     .with_event(pgadmin::ROLLOUT_STARTED, &note)
@@ -231,28 +249,24 @@ impl PgAdminReconciler {
             .apply(&self.caches.jobs, owner, jobs)
             .await
             .map_err(PgAdminError::from)?;
-        // Only the registration Job's own creation starts a registration (the backup Job of an
-        // image change is applied in the same call).
-        if existing.is_none()
-            && job_report
-                .verdicts
-                .iter()
-                .any(|v| matches!(v, ChildVerdict::Applied { name } if *name == job_name))
-        {
+        let created = job_report
+            .verdicts
+            .iter()
+            .any(|v| matches!(v, ChildVerdict::Applied { name } if *name == job_name));
+        if let Some(note) = registration_started(
+            existing.is_some(),
+            created,
+            &job_name,
+            offered.servers.len(),
+        ) {
             facts = facts
-                .with_event(
-                    pgadmin::REGISTRATION_STARTED,
-                    &format!(
-                        "Job {job_name} registers the offered set ({} servers)",
-                        offered.servers.len()
-                    ),
-                )
+                .with_event(pgadmin::REGISTRATION_STARTED, &note)
                 .map_err(PgAdminError::from)?;
         }
         report.merge(job_report);
 
         if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
-            return Ok((facts, false, Some((kind.clone(), name.clone()))));
+            return Ok(Rendered::foreign(facts, kind, name));
         }
 
         // Verdicts from the caches.
@@ -271,28 +285,14 @@ impl PgAdminReconciler {
         if let Some(refusal) = report.refusal() {
             return Err(refusal.into());
         }
-        let workload = match (&gate.pending, gate.upgrade) {
-            (Some(pending), _) => pending.clone(),
-            (None, UpgradeGate::BackingUp { job, .. }) => Verdict::fails(
-                pgadmin::UPGRADE_BACKUP_RUNNING,
-                format!(
-                    "Job {job} backs up the settings database before {} replaces {}; the old image keeps running",
-                    decided_target(obj, input),
-                    input.image
-                ),
-            ),
-            (None, UpgradeGate::Failed { job, fact, .. }) => Verdict::fails(
-                pgadmin::UPGRADE_BACKUP_FAILED,
-                format!(
-                    "Job {job} failed to back up the settings database ({fact}): {} keeps running; fix it and delete the Job, or set {SKIP_UPGRADE_BACKUP_ANNOTATION}: {}",
-                    input.image,
-                    decided_target(obj, input)
-                ),
-            ),
-            (None, _) => {
-                workload_verdict(&names.workload, deployment.as_deref(), &replica_sets, &pods)
-            }
-        };
+        let target = decided_target(obj, input);
+        let workload = workload_ready(
+            gate.pending.as_ref(),
+            gate.upgrade,
+            &target,
+            input.image,
+            || workload_verdict(&names.workload, deployment.as_deref(), &replica_sets, &pods),
+        );
         let running = workload.status == ConditionStatus::True;
         let synced = servers_synced(&registration);
         let stored = obj
@@ -321,8 +321,18 @@ impl PgAdminReconciler {
         let done = matches!(registration.job, Some(JobState::Complete));
         decided.job = wanted.then(|| job_name.clone());
         decided.image = running.then(|| input.image.to_owned());
-        let converged = report.converged() && !wrote && !login_created && (done || !pod_ready);
-        Ok((facts, converged, None))
+        let converged = children_converged(&Settled {
+            applied_converged: report.converged(),
+            wrote_servers: wrote,
+            created_login: login_created,
+            registration_done: done,
+            pod_ready,
+        });
+        Ok(Rendered {
+            facts,
+            converged,
+            foreign: None,
+        })
     }
 }
 

@@ -14,20 +14,20 @@ use super::inputs::{read_referenced, read_roles};
 use super::secrets::{ConsumedDigests, ServersSecrets, credential_secrets};
 use super::settings_db::{SettingsDb, SettingsDbInput, ensure_settings_db};
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
-use crate::api::{PgAdmin, PgAdminStatus, RegistrationStatus, ReportsConditions};
+use crate::api::{PgAdmin, ReportsConditions};
 use crate::children::{
     ApplyReport, ChildOwner, Component, Desired, OperatorCaches, Track, wait_synced,
 };
-use crate::conditions::{ConditionType, Hostname, PassFacts, StatusField};
+use crate::conditions::{ConditionType, Hostname, PassFacts};
 use crate::k8s::EventSink;
 use crate::messages::ObjectKey;
-use crate::reconcile::exposure::{ExposureDecision, HostAllowList};
+use crate::reconcile::exposure::HostAllowList;
 use crate::reconcile::images::{ImageAllowList, ImageRole, resolve_image};
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::pgadmin::{
-    ChildNames, ConfigFacts, Offered, OfferedInputs, RenderInput, SKIP_UPGRADE_BACKUP_ANNOTATION,
-    UpgradeFacts, configuration_valid, job_state, offered_set, password_generation_served,
-    upgrade_backup_job_name, upgrade_gate,
+    ChildNames, ConfigFacts, Decided, ForeignChild, Gates, OfferedInputs, RenderInput,
+    SKIP_UPGRADE_BACKUP_ANNOTATION, UpgradeFacts, configuration_valid, exposure_fields, job_state,
+    offered_set, password_generation_served, status_fields, upgrade_backup_job_name, upgrade_gate,
 };
 use crate::status::{Extras, StatusWriter, Written};
 
@@ -72,15 +72,6 @@ pub struct PgAdminReconciler {
 
 pub(super) fn desired<C>(component: Component, object: C) -> Desired<C> {
     Desired { component, object }
-}
-
-/// Everything one pass decided, for the status write.
-pub(super) struct Decided {
-    pub(super) offered: Offered,
-    pub(super) exposure: ExposureDecision,
-    pub(super) hash: Option<String>,
-    pub(super) job: Option<String>,
-    pub(super) image: Option<String>,
 }
 
 impl PgAdminReconciler {
@@ -194,17 +185,7 @@ impl PgAdminReconciler {
         if facts.paused {
             if refusal.is_some() {
                 // Withdrawn even while paused: the URL and the published kinds say so.
-                let none = PgAdminStatus::default();
-                let stored = obj.status.as_ref().unwrap_or(&none);
-                facts = facts
-                    .with_status_field(StatusField::Url, &exposure.url, &stored.url)
-                    .and_then(|f| {
-                        f.with_status_field(
-                            StatusField::PublishedExposureKinds,
-                            &exposure.published,
-                            &stored.published_exposure_kinds,
-                        )
-                    })
+                facts = exposure_fields(facts, &exposure, obj.status.as_ref())
                     .map_err(PgAdminError::from)?;
             }
             let written = self.write(obj, facts, Extras::default(), cx).await?;
@@ -266,9 +247,13 @@ impl PgAdminReconciler {
             .map(|k| k.name.as_str());
         // The settings database, once the hostname is allowed and nothing else stalls.
         let mut settings = None;
-        if refusal.is_none()
-            && image_refusal.is_none()
-            && missing_oauth2.is_none()
+        let mut gates = Gates {
+            hostname_refused: refusal.is_some(),
+            image_refused: image_refusal.is_some(),
+            settings_problem: false,
+            missing_oauth2_secret: missing_oauth2.is_some(),
+        };
+        if gates.ensures_settings_db()
             && let Some(spec) = &obj.spec.config_database
         {
             let roles_on = apis.availability(OptionalApi::DatabaseRoles, ns) == Availability::On;
@@ -300,11 +285,12 @@ impl PgAdminReconciler {
             offered: offered.servers.len(),
             ..ConfigFacts::default()
         };
-        let stalled = config.image_refusal.is_some()
-            || config.settings_problem.is_some()
-            || missing_oauth2.is_some();
-        let mut foreign: Option<(String, String)> = match &settings {
-            Some(SettingsDb::NotOwned { kind, name }) => Some((kind.clone(), name.clone())),
+        gates.settings_problem = config.settings_problem.is_some();
+        let mut foreign = match &settings {
+            Some(SettingsDb::NotOwned { kind, name }) => Some(ForeignChild {
+                kind: kind.clone(),
+                name: name.clone(),
+            }),
             _ => None,
         };
         let config_db = match &settings {
@@ -364,7 +350,7 @@ impl PgAdminReconciler {
             image: None,
         };
         let mut converged = true;
-        if refusal.is_none() && !stalled && foreign.is_none() {
+        if gates.renders(foreign.is_some()) {
             let consumed = self
                 .consumed
                 .digests(&cx.client, &self.caches.secrets, &consumed_keys)
@@ -385,7 +371,7 @@ impl PgAdminReconciler {
                 running: running.as_deref(),
                 pending: pending.clone(),
             };
-            let outcome = self
+            let rendered = self
                 .render(
                     obj,
                     cx,
@@ -398,17 +384,18 @@ impl PgAdminReconciler {
                     facts,
                 )
                 .await?;
-            facts = outcome.0;
-            converged = outcome.1;
-            foreign = outcome.2;
+            facts = rendered.facts;
+            converged = rendered.converged;
+            foreign = rendered.foreign;
         }
-        config.foreign_child = foreign.as_ref().map(|(k, n)| (k.as_str(), n.as_str()));
+        config.foreign_child = foreign.as_ref().map(|f| (f.kind.as_str(), f.name.as_str()));
         let configuration = configuration_valid(&config, ns);
         facts = facts
             .with_aspect(ConditionType::ConfigurationValid, configuration)
             .map_err(PgAdminError::from)?
             .with_children_converged(converged && reports.iter().all(ApplyReport::converged));
-        facts = status_fields(obj, facts, &decided, refusal.is_some() || stalled)?;
+        facts = status_fields(facts, &decided, obj.status.as_ref(), gates.keeps_status())
+            .map_err(PgAdminError::from)?;
         let written = self.write(obj, facts, Extras::default(), cx).await?;
         Ok(Outcome::done().with_status(written))
     }
@@ -426,45 +413,6 @@ impl PgAdminReconciler {
             .await
             .map_err(|e| ReconcileError::other(e).keeping_timers(&facts.timers))
     }
-}
-
-/// The kind's status fields as this pass decided them. A stalled pass states only the servers
-/// (what would be offered) and leaves the rest as it was.
-fn status_fields(
-    obj: &PgAdmin,
-    facts: PassFacts,
-    decided: &Decided,
-    stalled: bool,
-) -> Result<PassFacts, PgAdminError> {
-    let none = PgAdminStatus::default();
-    let stored = obj.status.as_ref().unwrap_or(&none);
-    let mut facts =
-        facts.with_status_field(StatusField::Servers, &decided.offered.rows, &stored.servers)?;
-    facts = facts
-        .with_status_field(StatusField::Url, &decided.exposure.url, &stored.url)?
-        .with_status_field(
-            StatusField::PublishedExposureKinds,
-            &decided.exposure.published,
-            &stored.published_exposure_kinds,
-        )?;
-    if stalled {
-        return Ok(facts);
-    }
-    if let Some(hash) = &decided.hash {
-        let registration = Some(RegistrationStatus {
-            offered_hash: Some(hash.clone()),
-            job: decided.job.clone(),
-        });
-        facts = facts.with_status_field(
-            StatusField::Registration,
-            &registration,
-            &stored.registration,
-        )?;
-    }
-    if decided.image.is_some() {
-        facts = facts.with_status_field(StatusField::Image, &decided.image, &stored.image)?;
-    }
-    Ok(facts)
 }
 
 impl StatusPass for PgAdminReconciler {

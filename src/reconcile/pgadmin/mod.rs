@@ -7,6 +7,7 @@ mod egress;
 mod facts;
 mod image;
 mod offered;
+mod pass;
 mod registration;
 mod render;
 mod selector;
@@ -24,6 +25,10 @@ pub use facts::{cluster_facts, grant_facts, pooler_facts, role_facts};
 pub use offered::{
     ClusterFacts, Credentials, GrantFacts, MAX_SERVERS, Offered, OfferedInputs, OfferedServer,
     POSTGRES_PORT, PoolerFacts, Problem, RoleFacts, offered_set,
+};
+pub use pass::{
+    Decided, ForeignChild, Gates, Settled, applies_deployment, children_converged, exposure_fields,
+    registration_started, status_fields, workload_ready,
 };
 pub use registration::{
     JobState, RegistrationFacts, job_state, job_wanted, pgadmin_pod_ready, registration_job_name,

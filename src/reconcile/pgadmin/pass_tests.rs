@@ -1,0 +1,253 @@
+//! Table tests of the combining rules of a PgAdmin pass.
+
+use super::*;
+use crate::conditions::ConditionStatus;
+use crate::conditions::reasons::common;
+
+fn gates(hostname: bool, image: bool, settings: bool, oauth2: bool) -> Gates {
+    Gates {
+        hostname_refused: hostname,
+        image_refused: image,
+        settings_problem: settings,
+        missing_oauth2_secret: oauth2,
+    }
+}
+
+#[test]
+fn gates_decide_stall_settings_db_render_and_kept_status() {
+    // (situation, gates, foreign child, stalled, ensures settings db, renders, keeps status)
+    let cases = [
+        (
+            "nothing holds",
+            gates(false, false, false, false),
+            false,
+            false,
+            true,
+            true,
+            false,
+        ),
+        (
+            "hostname refused",
+            gates(true, false, false, false),
+            false,
+            false,
+            false,
+            false,
+            true,
+        ),
+        (
+            "image refused",
+            gates(false, true, false, false),
+            false,
+            true,
+            false,
+            false,
+            true,
+        ),
+        (
+            "settings problem",
+            gates(false, false, true, false),
+            false,
+            true,
+            true,
+            false,
+            true,
+        ),
+        (
+            "oauth2 secret missing",
+            gates(false, false, false, true),
+            false,
+            true,
+            false,
+            false,
+            true,
+        ),
+        (
+            "foreign child only",
+            gates(false, false, false, false),
+            true,
+            false,
+            true,
+            false,
+            false,
+        ),
+        (
+            "refused and stalled",
+            gates(true, true, false, false),
+            false,
+            true,
+            false,
+            false,
+            true,
+        ),
+    ];
+    for (situation, g, foreign, stalled, settings_db, renders, keeps) in cases {
+        assert_eq!(g.stalled(), stalled, "{situation}: stalled");
+        assert_eq!(
+            g.ensures_settings_db(),
+            settings_db,
+            "{situation}: settings db"
+        );
+        assert_eq!(g.renders(foreign), renders, "{situation}: renders");
+        assert_eq!(g.keeps_status(), keeps, "{situation}: keeps status");
+    }
+}
+
+#[test]
+fn deployment_waits_for_the_settings_database_unless_it_exists() {
+    // (situation, settings pending, deployment exists, applied)
+    let cases = [
+        ("no wait", false, false, true),
+        ("no wait, existing", false, true, true),
+        ("pending, none yet", true, false, false),
+        ("pending, existing kept current", true, true, true),
+    ];
+    for (situation, pending, exists, applied) in cases {
+        assert_eq!(applies_deployment(pending, exists), applied, "{situation}");
+    }
+}
+
+#[test]
+fn only_the_registration_jobs_own_creation_starts_a_registration() {
+    // (situation, existed, created, note)
+    let note = "Job j registers the offered set (2 servers)";
+    let cases = [
+        ("created now", false, true, Some(note)),
+        ("already there", true, true, None),
+        (
+            "not applied (no Pod Ready, or only the backup Job)",
+            false,
+            false,
+            None,
+        ),
+        ("there and unchanged", true, false, None),
+    ];
+    for (situation, existed, created, expected) in cases {
+        assert_eq!(
+            registration_started(existed, created, "j", 2).as_deref(),
+            expected,
+            "{situation}"
+        );
+    }
+}
+
+#[test]
+fn workload_ready_prefers_the_settings_wait_then_the_upgrade_gate_then_the_rollout() {
+    let pending = Verdict::unknown(pgadmin::CONFIG_DATABASE_NOT_READY, "waiting");
+    let rollout = Verdict::unknown(common::RECONCILING, "rolling out");
+    let roll = UpgradeGate::Roll {
+        image: "new".into(),
+        event: None,
+        backup: None,
+    };
+    let backing_up = UpgradeGate::BackingUp {
+        image: "old".into(),
+        job: "b".into(),
+    };
+    let failed = UpgradeGate::Failed {
+        image: "old".into(),
+        job: "b".into(),
+        fact: "BackoffLimitExceeded".into(),
+    };
+    // (situation, pending, gate, reason, status)
+    let cases = [
+        (
+            "settings pending wins over a backup",
+            Some(&pending),
+            &backing_up,
+            pgadmin::CONFIG_DATABASE_NOT_READY,
+            ConditionStatus::Unknown,
+        ),
+        (
+            "backup running",
+            None,
+            &backing_up,
+            pgadmin::UPGRADE_BACKUP_RUNNING,
+            ConditionStatus::False,
+        ),
+        (
+            "backup failed",
+            None,
+            &failed,
+            pgadmin::UPGRADE_BACKUP_FAILED,
+            ConditionStatus::False,
+        ),
+        (
+            "rolling: the rollout decides",
+            None,
+            &roll,
+            common::RECONCILING,
+            ConditionStatus::Unknown,
+        ),
+    ];
+    for (situation, pending, gate, reason, status) in cases {
+        let verdict = workload_ready(pending, gate, "new", "old", || rollout.clone());
+        assert_eq!(verdict.reason, reason, "{situation}");
+        assert_eq!(verdict.status, status, "{situation}");
+    }
+    let failed = workload_ready(None, &failed, "new", "old", || rollout.clone());
+    assert!(
+        failed.message.contains(SKIP_UPGRADE_BACKUP_ANNOTATION),
+        "the failure names the way out: {}",
+        failed.message
+    );
+}
+
+#[test]
+fn converged_needs_nothing_written_and_the_registration_done_once_a_pod_is_ready() {
+    let settled = Settled {
+        applied_converged: true,
+        wrote_servers: false,
+        created_login: false,
+        registration_done: true,
+        pod_ready: true,
+    };
+    // (situation, settled, converged)
+    let cases = [
+        ("all in place", settled, true),
+        (
+            "a child applied",
+            Settled {
+                applied_converged: false,
+                ..settled
+            },
+            false,
+        ),
+        (
+            "servers Secret written",
+            Settled {
+                wrote_servers: true,
+                ..settled
+            },
+            false,
+        ),
+        (
+            "login Secret created",
+            Settled {
+                created_login: true,
+                ..settled
+            },
+            false,
+        ),
+        (
+            "registration due",
+            Settled {
+                registration_done: false,
+                ..settled
+            },
+            false,
+        ),
+        (
+            "no Pod Ready: registration not yet due",
+            Settled {
+                registration_done: false,
+                pod_ready: false,
+                ..settled
+            },
+            true,
+        ),
+    ];
+    for (situation, s, converged) in cases {
+        assert_eq!(children_converged(&s), converged, "{situation}");
+    }
+}
