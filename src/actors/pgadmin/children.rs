@@ -14,10 +14,11 @@ use crate::conditions::{ConditionStatus, ConditionType, PassFacts, Verdict, find
 use crate::messages::ObjectKey;
 use crate::reconcile::pgadmin::{
     ChildNames, Decided, ForeignChild, JobState, Offered, RegistrationFacts, RenderInput, Settled,
-    UpgradeGate, applies_deployment, children_converged, data_claim, deployment, egress_confined,
-    egress_policy, egress_rules, job_state, job_wanted, pgadmin_pod_ready, registration_job,
-    registration_job_name, registration_started, servers_registered_event, servers_synced, service,
-    service_account, upgrade_backup_job, workload_ready,
+    UpgradeGate, applies_deployment, children_converged, data_claim, deployment, egress_clusters,
+    egress_confined, egress_policy, egress_rules, job_state, job_wanted, pgadmin_image,
+    pgadmin_pod_ready, registration_job, registration_job_name, registration_started,
+    servers_registered_event, servers_synced, service, service_account, target_image,
+    upgrade_backup_job, upgrade_event, workload_ready,
 };
 use crate::reconcile::workload::{SecretDigest, rollout_started, workload_verdict};
 
@@ -151,16 +152,10 @@ impl PgAdminReconciler {
                     .with_event(pgadmin::ROLLOUT_STARTED, &note)
                     .map_err(PgAdminError::from)?;
             }
-            if let UpgradeGate::Roll {
-                image,
-                event: Some((reason, note)),
-                ..
-            } = gate.upgrade
-                && current.as_deref().and_then(pgadmin_image) != Some(image.as_str())
+            if let Some((reason, note)) =
+                upgrade_event(gate.upgrade, current.as_deref().and_then(pgadmin_image))
             {
-                facts = facts
-                    .with_event(*reason, note)
-                    .map_err(PgAdminError::from)?;
+                facts = facts.with_event(reason, note).map_err(PgAdminError::from)?;
             }
             report.merge(
                 applier
@@ -189,13 +184,12 @@ impl PgAdminReconciler {
             .as_ref()
             .map(|e| e.extra_rules.clone())
             .unwrap_or_default();
-        // The registered Clusters, and the settings database's Cluster.
-        let mut clusters = offered.clusters.clone();
-        if let Some(settings) = &obj.spec.config_database {
-            clusters.push((ns.to_owned(), settings.cluster.clone()));
-            clusters.sort();
-            clusters.dedup();
-        }
+        let settings_cluster = obj
+            .spec
+            .config_database
+            .as_ref()
+            .map(|c| c.cluster.as_str());
+        let clusters = egress_clusters(offered, ns, settings_cluster);
         let rules = egress_rules(&clusters, &offered.poolers, input.oauth2.is_some(), &extra)
             .map_err(PgAdminError::from)?;
         let policy =
@@ -285,11 +279,11 @@ impl PgAdminReconciler {
         if let Some(refusal) = report.refusal() {
             return Err(refusal.into());
         }
-        let target = decided_target(obj, input);
+        let target = target_image(obj.spec.image.as_deref(), input.image);
         let workload = workload_ready(
             gate.pending.as_ref(),
             gate.upgrade,
-            &target,
+            target,
             input.image,
             || workload_verdict(&names.workload, deployment.as_deref(), &replica_sets, &pods),
         );
@@ -334,26 +328,4 @@ impl PgAdminReconciler {
             foreign: None,
         })
     }
-}
-
-/// The image the spec asks for (the gate may render the running one meanwhile).
-fn decided_target(obj: &PgAdmin, input: &RenderInput<'_>) -> String {
-    obj.spec
-        .image
-        .clone()
-        .unwrap_or_else(|| input.image.to_owned())
-}
-
-/// The pgAdmin container's image of a Deployment.
-fn pgadmin_image(deployment: &k8s_openapi::api::apps::v1::Deployment) -> Option<&str> {
-    deployment
-        .spec
-        .template
-        .spec
-        .as_ref()?
-        .containers
-        .iter()
-        .find(|c| c.name == "pgadmin")?
-        .image
-        .as_deref()
 }

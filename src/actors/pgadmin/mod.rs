@@ -4,6 +4,7 @@
 mod children;
 mod exposure;
 mod inputs;
+mod observe;
 mod past_cache;
 mod reconciler;
 mod secrets;

@@ -3,11 +3,13 @@
 //! and asks these functions which WorkloadReady verdict wins, what it announces, whether the
 //! pass converged and which status fields it states.
 
+use k8s_openapi::api::apps::v1::Deployment;
+
 use super::offered::Offered;
 use super::upgrade::{SKIP_UPGRADE_BACKUP_ANNOTATION, UpgradeGate};
 use crate::api::{PgAdminStatus, RegistrationStatus};
 use crate::conditions::reasons::pgadmin;
-use crate::conditions::{FactsError, PassFacts, StatusField, Verdict};
+use crate::conditions::{FactsError, PassFacts, Reason, StatusField, Verdict};
 use crate::reconcile::exposure::ExposureDecision;
 
 /// What stops a pass before it renders its children.
@@ -100,6 +102,56 @@ pub fn workload_ready(
         ),
         (None, _) => rollout(),
     }
+}
+
+/// The image the spec asks for (the gate may render the running one meanwhile).
+pub fn target_image<'a>(spec_image: Option<&'a str>, rendered: &'a str) -> &'a str {
+    spec_image.unwrap_or(rendered)
+}
+
+/// The Event of an image change the gate releases this pass, unless the Deployment already
+/// runs that image (the release was announced when it was applied).
+pub fn upgrade_event<'a>(
+    gate: &'a UpgradeGate,
+    deployed_image: Option<&str>,
+) -> Option<(Reason, &'a str)> {
+    match gate {
+        UpgradeGate::Roll {
+            image,
+            event: Some((reason, note)),
+            ..
+        } if deployed_image != Some(image.as_str()) => Some((*reason, note.as_str())),
+        _ => None,
+    }
+}
+
+/// The pgAdmin container's image of a Deployment.
+pub fn pgadmin_image(deployment: &Deployment) -> Option<&str> {
+    deployment
+        .spec
+        .template
+        .spec
+        .as_ref()?
+        .containers
+        .iter()
+        .find(|c| c.name == "pgadmin")?
+        .image
+        .as_deref()
+}
+
+/// The Clusters the egress policy reaches: the registered ones and the settings database's.
+pub fn egress_clusters(
+    offered: &Offered,
+    namespace: &str,
+    settings_cluster: Option<&str>,
+) -> Vec<(String, String)> {
+    let mut clusters = offered.clusters.clone();
+    if let Some(cluster) = settings_cluster {
+        clusters.push((namespace.to_owned(), cluster.to_owned()));
+        clusters.sort();
+        clusters.dedup();
+    }
+    clusters
 }
 
 /// What a rendered pass found settled.

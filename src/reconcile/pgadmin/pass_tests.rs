@@ -4,6 +4,21 @@ use super::*;
 use crate::conditions::ConditionStatus;
 use crate::conditions::reasons::common;
 
+fn roll(event: Option<(Reason, String)>) -> UpgradeGate {
+    UpgradeGate::Roll {
+        image: "new".into(),
+        event,
+        backup: None,
+    }
+}
+
+fn backing_up() -> UpgradeGate {
+    UpgradeGate::BackingUp {
+        image: "old".into(),
+        job: "b".into(),
+    }
+}
+
 fn gates(hostname: bool, image: bool, settings: bool, oauth2: bool) -> Gates {
     Gates {
         hostname_refused: hostname,
@@ -13,83 +28,71 @@ fn gates(hostname: bool, image: bool, settings: bool, oauth2: bool) -> Gates {
     }
 }
 
+/// The decisions of `g` that hold, by name.
+fn decisions(g: &Gates, foreign_child: bool) -> String {
+    [
+        ("stall", g.stalled()),
+        ("settings_db", g.ensures_settings_db()),
+        ("render", g.renders(foreign_child)),
+        ("keep", g.keeps_status()),
+    ]
+    .iter()
+    .filter(|(_, holds)| *holds)
+    .map(|(name, _)| *name)
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
 #[test]
 fn gates_decide_stall_settings_db_render_and_kept_status() {
-    // (situation, gates, foreign child, stalled, ensures settings db, renders, keeps status)
+    // (situation, gates: hostname, image, settings problem, oauth2; foreign child, decisions)
+    // stall: nothing rendered; keep: registration and image kept as stored.
     let cases = [
         (
             "nothing holds",
             gates(false, false, false, false),
             false,
-            false,
-            true,
-            true,
-            false,
+            "settings_db render",
         ),
         (
             "hostname refused",
             gates(true, false, false, false),
             false,
-            false,
-            false,
-            false,
-            true,
+            "keep",
         ),
         (
             "image refused",
             gates(false, true, false, false),
             false,
-            true,
-            false,
-            false,
-            true,
+            "stall keep",
         ),
         (
             "settings problem",
             gates(false, false, true, false),
             false,
-            true,
-            true,
-            false,
-            true,
+            "stall settings_db keep",
         ),
         (
             "oauth2 secret missing",
             gates(false, false, false, true),
             false,
-            true,
-            false,
-            false,
-            true,
+            "stall keep",
         ),
         (
             "foreign child only",
             gates(false, false, false, false),
             true,
-            false,
-            true,
-            false,
-            false,
+            "settings_db",
         ),
         (
             "refused and stalled",
             gates(true, true, false, false),
             false,
-            true,
-            false,
-            false,
-            true,
+            "stall keep",
         ),
     ];
-    for (situation, g, foreign, stalled, settings_db, renders, keeps) in cases {
-        assert_eq!(g.stalled(), stalled, "{situation}: stalled");
-        assert_eq!(
-            g.ensures_settings_db(),
-            settings_db,
-            "{situation}: settings db"
-        );
-        assert_eq!(g.renders(foreign), renders, "{situation}: renders");
-        assert_eq!(g.keeps_status(), keeps, "{situation}: keeps status");
+    for (situation, g, foreign, expected) in cases {
+        assert_eq!(decisions(&g, foreign), expected, "{situation}");
     }
 }
 
@@ -135,15 +138,8 @@ fn only_the_registration_jobs_own_creation_starts_a_registration() {
 fn workload_ready_prefers_the_settings_wait_then_the_upgrade_gate_then_the_rollout() {
     let pending = Verdict::unknown(pgadmin::CONFIG_DATABASE_NOT_READY, "waiting");
     let rollout = Verdict::unknown(common::RECONCILING, "rolling out");
-    let roll = UpgradeGate::Roll {
-        image: "new".into(),
-        event: None,
-        backup: None,
-    };
-    let backing_up = UpgradeGate::BackingUp {
-        image: "old".into(),
-        job: "b".into(),
-    };
+    let roll = roll(None);
+    let backing_up = backing_up();
     let failed = UpgradeGate::Failed {
         image: "old".into(),
         job: "b".into(),
@@ -249,5 +245,70 @@ fn converged_needs_nothing_written_and_the_registration_done_once_a_pod_is_ready
     ];
     for (situation, s, converged) in cases {
         assert_eq!(children_converged(&s), converged, "{situation}");
+    }
+}
+
+#[test]
+fn the_target_image_is_the_specs_or_the_rendered_one() {
+    assert_eq!(target_image(Some("spec:2"), "run:1"), "spec:2");
+    assert_eq!(target_image(None, "run:1"), "run:1");
+}
+
+#[test]
+fn a_released_upgrade_is_announced_until_the_deployment_runs_it() {
+    let released = roll(Some((pgadmin::UPGRADE_BACKUP_RUNNING, "released".into())));
+    let quiet = roll(None);
+    let backing_up = backing_up();
+    // (situation, gate, deployed image, announced)
+    let cases = [
+        ("released, old image deployed", &released, Some("old"), true),
+        ("released, no Deployment yet", &released, None, true),
+        ("released, already deployed", &released, Some("new"), false),
+        ("no release this pass", &quiet, Some("old"), false),
+        ("still backing up", &backing_up, Some("old"), false),
+    ];
+    for (situation, gate, deployed, announced) in cases {
+        assert_eq!(
+            upgrade_event(gate, deployed).is_some(),
+            announced,
+            "{situation}"
+        );
+    }
+}
+
+#[test]
+fn egress_reaches_the_registered_clusters_and_the_settings_cluster_once() {
+    let offered = Offered {
+        clusters: vec![
+            ("a".into(), "orders".into()),
+            ("b".into(), "billing".into()),
+        ],
+        ..Offered::default()
+    };
+    let pair = |n: &str, c: &str| (n.to_owned(), c.to_owned());
+    // (situation, settings cluster, clusters)
+    let cases = [
+        (
+            "no settings database",
+            None,
+            vec![pair("a", "orders"), pair("b", "billing")],
+        ),
+        (
+            "settings on a registered Cluster",
+            Some("orders"),
+            vec![pair("a", "orders"), pair("b", "billing")],
+        ),
+        (
+            "settings on its own Cluster",
+            Some("cfg"),
+            vec![pair("a", "cfg"), pair("a", "orders"), pair("b", "billing")],
+        ),
+    ];
+    for (situation, settings, expected) in cases {
+        assert_eq!(
+            egress_clusters(&offered, "a", settings),
+            expected,
+            "{situation}"
+        );
     }
 }
