@@ -10,4 +10,5 @@ mod reconciler;
 mod secrets;
 mod settings_db;
 
-pub use reconciler::{BUILTIN_OAUTH2_PROXY_IMAGE, BUILTIN_PGADMIN_IMAGE, KIND, PgAdminReconciler};
+pub use crate::reconcile::pgadmin::{BUILTIN_OAUTH2_PROXY_IMAGE, BUILTIN_PGADMIN_IMAGE};
+pub use reconciler::{KIND, PgAdminReconciler};

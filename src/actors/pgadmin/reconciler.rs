@@ -15,10 +15,10 @@ use crate::conditions::{ConditionType, Hostname, PassFacts};
 use crate::k8s::EventSink;
 use crate::messages::ObjectKey;
 use crate::reconcile::exposure::HostAllowList;
-use crate::reconcile::images::{ImageAllowList, ImageRole, resolve_image};
+use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::pgadmin::{
-    ChildNames, ConfigFacts, Decided, ForeignChild, Gates, OfferedInputs, RenderInput,
+    ChildNames, ConfigFacts, Decided, ForeignChild, Gates, OfferedInputs, PassImages, RenderInput,
     SKIP_UPGRADE_BACKUP_ANNOTATION, UpgradeFacts, configuration_valid, exposure_fields, job_state,
     offered_set, status_fields, upgrade_backup_job_name, upgrade_gate,
 };
@@ -26,10 +26,6 @@ use crate::status::{Extras, StatusWriter, Written};
 
 /// The kind the children and references are filed under.
 pub const KIND: &str = "PgAdmin";
-
-/// Images used when neither the spec nor the operator's flags name one.
-pub const BUILTIN_PGADMIN_IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
-pub const BUILTIN_OAUTH2_PROXY_IMAGE: &str = "quay.io/oauth2-proxy/oauth2-proxy:v7.12.0";
 
 #[derive(Debug, thiserror::Error)]
 pub enum PgAdminError {
@@ -123,23 +119,22 @@ impl PgAdminReconciler {
 
         // Images and the OAuth2 client Secret.
         let defaults = &settings.default_images;
-        let image = resolve_image(obj.spec.image.as_deref(), defaults.pgadmin.as_deref())
-            .unwrap_or_else(|| BUILTIN_PGADMIN_IMAGE.to_owned());
+        let images = PassImages::of(
+            &obj.spec,
+            defaults.pgadmin.as_deref(),
+            defaults.oauth2_proxy.as_deref(),
+        );
+        let allow = ImageAllowList::new(&settings.allowed_image_repositories);
+        let image_refusal = allow.verdict(&images.by_role());
+        let PassImages {
+            pgadmin: image,
+            oauth2_proxy: proxy_image,
+        } = images;
         let oauth2 = obj
             .spec
             .authentication
             .as_ref()
             .and_then(|a| a.oauth2.as_ref());
-        let proxy_image = oauth2.map(|o| {
-            resolve_image(o.proxy_image.as_deref(), defaults.oauth2_proxy.as_deref())
-                .unwrap_or_else(|| BUILTIN_OAUTH2_PROXY_IMAGE.to_owned())
-        });
-        let mut images = vec![(ImageRole::PgAdmin, image.as_str())];
-        if let Some(proxy) = &proxy_image {
-            images.push((ImageRole::OAuth2Proxy, proxy.as_str()));
-        }
-        let allow = ImageAllowList::new(&settings.allowed_image_repositories);
-        let image_refusal = allow.verdict(&images);
 
         // The offered set, from the caches (registered as a user of each read).
         let apis = cx.shared.optional_apis.clone();

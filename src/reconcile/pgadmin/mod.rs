@@ -27,9 +27,10 @@ pub use offered::{
     POSTGRES_PORT, PoolerFacts, Problem, RoleFacts, offered_set,
 };
 pub use pass::{
-    Decided, ForeignChild, Gates, Settled, applies_deployment, children_converged, egress_clusters,
-    exposure_fields, pgadmin_image, registration_started, status_fields, target_image,
-    upgrade_event, workload_ready,
+    BUILTIN_OAUTH2_PROXY_IMAGE, BUILTIN_PGADMIN_IMAGE, Decided, ForeignChild, Gates, PassImages,
+    Settled, applies_deployment, children_converged, egress_clusters, exposure_fields,
+    pgadmin_image, registration_started, status_fields, target_image, upgrade_event,
+    workload_ready,
 };
 pub use registration::{
     JobState, RegistrationFacts, job_state, job_wanted, pgadmin_pod_ready, registration_job_name,

@@ -7,10 +7,46 @@ use k8s_openapi::api::apps::v1::Deployment;
 
 use super::offered::Offered;
 use super::upgrade::{SKIP_UPGRADE_BACKUP_ANNOTATION, UpgradeGate};
-use crate::api::{PgAdminStatus, RegistrationStatus};
+use crate::api::{PgAdminSpec, PgAdminStatus, RegistrationStatus};
 use crate::conditions::reasons::pgadmin;
 use crate::conditions::{FactsError, PassFacts, Reason, StatusField, Verdict};
 use crate::reconcile::exposure::ExposureDecision;
+use crate::reconcile::images::{ImageRole, resolve_image};
+
+/// Images used when neither the spec nor the operator's flags name one.
+pub const BUILTIN_PGADMIN_IMAGE: &str = "docker.io/dpage/pgadmin4:9.10";
+pub const BUILTIN_OAUTH2_PROXY_IMAGE: &str = "quay.io/oauth2-proxy/oauth2-proxy:v7.12.0";
+
+/// The images a pass renders: pgAdmin's, and the OAuth2 proxy's when OAuth2 is on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassImages {
+    pub pgadmin: String,
+    pub oauth2_proxy: Option<String>,
+}
+
+impl PassImages {
+    /// The spec's images, else the operator's defaults, else the built-in ones.
+    pub fn of(spec: &PgAdminSpec, pgadmin: Option<&str>, oauth2_proxy: Option<&str>) -> Self {
+        let oauth2 = spec.authentication.as_ref().and_then(|a| a.oauth2.as_ref());
+        Self {
+            pgadmin: resolve_image(spec.image.as_deref(), pgadmin)
+                .unwrap_or_else(|| BUILTIN_PGADMIN_IMAGE.to_owned()),
+            oauth2_proxy: oauth2.map(|o| {
+                resolve_image(o.proxy_image.as_deref(), oauth2_proxy)
+                    .unwrap_or_else(|| BUILTIN_OAUTH2_PROXY_IMAGE.to_owned())
+            }),
+        }
+    }
+
+    /// Each image with its role, for the allow-list.
+    pub fn by_role(&self) -> Vec<(ImageRole, &str)> {
+        let mut images = vec![(ImageRole::PgAdmin, self.pgadmin.as_str())];
+        if let Some(proxy) = &self.oauth2_proxy {
+            images.push((ImageRole::OAuth2Proxy, proxy.as_str()));
+        }
+        images
+    }
+}
 
 /// What stops a pass before it renders its children.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

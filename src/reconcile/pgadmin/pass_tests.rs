@@ -312,3 +312,60 @@ fn egress_reaches_the_registered_clusters_and_the_settings_cluster_once() {
         );
     }
 }
+
+#[test]
+fn images_come_from_the_spec_then_the_flags_then_the_built_in_ones() {
+    use crate::api::{OAuth2, PgAdminAuthentication};
+    let with = |image: Option<&str>, proxy: Option<Option<&str>>| PgAdminSpec {
+        image: image.map(str::to_owned),
+        authentication: proxy.map(|p| PgAdminAuthentication {
+            oauth2: Some(OAuth2 {
+                proxy_image: p.map(str::to_owned),
+                ..OAuth2::default()
+            }),
+        }),
+        ..PgAdminSpec::default()
+    };
+    let flags = (Some("flag/pgadmin:1"), Some("flag/proxy:1"));
+    // (situation, spec, operator flags, pgAdmin image, proxy image)
+    let cases = [
+        (
+            "spec wins",
+            with(Some("spec/pgadmin:2"), Some(Some("spec/proxy:2"))),
+            flags,
+            "spec/pgadmin:2",
+            Some("spec/proxy:2"),
+        ),
+        (
+            "flags next",
+            with(None, Some(None)),
+            flags,
+            "flag/pgadmin:1",
+            Some("flag/proxy:1"),
+        ),
+        (
+            "built in last",
+            with(None, Some(None)),
+            (None, None),
+            BUILTIN_PGADMIN_IMAGE,
+            Some(BUILTIN_OAUTH2_PROXY_IMAGE),
+        ),
+        (
+            "no OAuth2, no proxy",
+            with(None, None),
+            flags,
+            "flag/pgadmin:1",
+            None,
+        ),
+    ];
+    for (situation, spec, (pgadmin, proxy), want_pgadmin, want_proxy) in cases {
+        let images = PassImages::of(&spec, pgadmin, proxy);
+        assert_eq!(images.pgadmin, want_pgadmin, "{situation}");
+        assert_eq!(images.oauth2_proxy.as_deref(), want_proxy, "{situation}");
+        assert_eq!(
+            images.by_role().len(),
+            1 + usize::from(want_proxy.is_some()),
+            "{situation}"
+        );
+    }
+}
