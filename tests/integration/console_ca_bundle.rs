@@ -12,6 +12,7 @@ use serde_json::json;
 
 use super::console_support::{Env, IMAGE, NS, message, settings, start, state};
 use super::sim_support::{cluster, cnpg_clusters};
+use super::wait_support::{until, wait_for};
 
 fn pem(body: &str) -> String {
     format!("-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n")
@@ -61,22 +62,27 @@ async fn ca_secret(env: &Env, name: &str, data: serde_json::Value) {
     }
 }
 
+/// Waits until the ConfigMap `name` holds `want` as its `ca.crt`; fails with what it held and
+/// the console's status (which says what the last pass saw).
 async fn bundle_is(env: &Env, name: &str, want: &str) {
     let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NS);
-    let mut last = None;
-    for _ in 0..400 {
-        last = maps
+    wait_for(&format!("{name} holds {want:?}"), || async {
+        let held = maps
             .get_opt(name)
             .await
-            .expect("get")
+            .map_err(|e| e.to_string())?
             .and_then(|cm| cm.data)
             .and_then(|d| d.get("ca.crt").cloned());
-        if last.as_deref() == Some(want) {
-            return;
+        if held.as_deref() == Some(want) {
+            return Ok(());
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{name} holds {last:?}, not {want:?}");
+        let console = env.consoles().get("ops").await.map_err(|e| e.to_string())?;
+        Err(format!(
+            "it holds {held:?}; the console's status: {:#?}",
+            console.status
+        ))
+    })
+    .await
 }
 
 /// Polls until the console's bundle status satisfies `done`; returns the console then.
@@ -84,35 +90,29 @@ async fn bundle_when(
     env: &Env,
     done: impl Fn(&pgtoolbox_operator::api::InstanceCaBundleStatus) -> bool,
 ) -> pgtoolbox_operator::api::PgToolBoxConsole {
-    let mut last = None;
-    for _ in 0..400 {
-        let obj = env.consoles().get("ops").await.expect("console");
-        let status = obj
-            .status
+    until(&env.consoles(), "ops", "the bundle status settles", |obj| {
+        obj.status
             .as_ref()
-            .and_then(|s| s.instance_ca_bundle.as_ref());
-        if status.is_some_and(&done) {
-            return obj;
-        }
-        last = status.cloned();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the bundle status never settled: {last:?}");
+            .and_then(|s| s.instance_ca_bundle.as_ref())
+            .is_some_and(&done)
+    })
+    .await
 }
 
 async fn first_missing_becomes(env: &Env, reason: &str) {
-    for _ in 0..400 {
-        let obj = env.consoles().get("ops").await.expect("console");
-        let first = obj
-            .status
-            .and_then(|s| s.instance_ca_bundle)
-            .and_then(|b| b.missing.first().map(|m| m.reason.clone()));
-        if first.as_deref() == Some(reason) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("status.instanceCABundle.missing never said {reason}");
+    until(
+        &env.consoles(),
+        "ops",
+        &format!("status.instanceCABundle.missing says {reason} first"),
+        |obj| {
+            obj.status
+                .as_ref()
+                .and_then(|s| s.instance_ca_bundle.as_ref())
+                .and_then(|b| b.missing.first())
+                .is_some_and(|m| m.reason == reason)
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
