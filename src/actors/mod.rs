@@ -3,10 +3,13 @@
 
 pub mod access_request;
 pub mod console;
+mod context;
 pub mod evidence_agent;
 mod object;
 mod object_reconciler;
+mod object_state;
 mod object_timers;
+mod pass_error;
 pub mod pgadmin;
 mod status_pass;
 
@@ -19,12 +22,13 @@ pub(crate) mod runtime_refusals;
 pub mod secret_router;
 pub mod shared;
 
+pub use context::{ObjectContext, PassEnv, Shared};
 pub use notice_routes::SecretRoutes;
-pub use object::{ObjectActor, ObjectArgs, ObjectState};
-pub use object_reconciler::{
-    ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler, Shared,
-};
+pub use object::ObjectActor;
+pub use object_reconciler::{Outcome, Reconciler};
+pub use object_state::{ObjectArgs, ObjectState};
 pub use object_timers::Timers;
+pub use pass_error::{PassFailure, ReconcileError};
 pub use status_pass::{StatusPass, user_of};
 
 /// Live object actors of one kind, by object key. Readable from outside (tests, the sim table).

@@ -7,15 +7,15 @@
 //! in the kind's wheel, its references in the caches).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
-use super::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Timers};
-use crate::messages::{KindMsg, ObjectMsg, TimerPurpose};
-use crate::runtime::{BackoffPolicy, PassResult, TimerWheel};
+use super::object_state::{ObjectArgs, ObjectState};
+use super::{Outcome, PassFailure, ReconcileError, Reconciler, Timers};
+use crate::messages::{KindMsg, ObjectMsg};
+use crate::runtime::PassResult;
 
 fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
     <R::Object as kube::Resource>::kind(&())
@@ -29,66 +29,6 @@ pub struct ObjectActor<R: Reconciler> {
 impl<R: Reconciler> ObjectActor<R> {
     pub fn new(reconciler: Arc<R>) -> Self {
         Self { reconciler }
-    }
-}
-
-/// Start-up arguments of one object actor.
-pub struct ObjectArgs<R: Reconciler> {
-    pub object: Arc<R::Object>,
-    pub cx: ObjectContext,
-    /// Delay of the first pass (start-up jitter, so a restart with many objects does not herd).
-    pub first_pass_delay: Duration,
-    /// Backoff of retries after failed passes.
-    pub retry: BackoffPolicy,
-    /// Told when a restarted actor completes a pass, so its restart count resets, and when
-    /// the actor is idle (it may hibernate).
-    pub supervisor: Option<ActorRef<KindMsg<R::Object>>>,
-    /// The kind's timer wheel.
-    pub wheel: TimerWheel,
-    /// Report idleness to the supervisor (the kind hibernates idle actors).
-    pub hibernate: bool,
-    /// Tell the supervisor when the first pass ends (it holds a cold-start slot).
-    pub report_first_pass: bool,
-}
-
-pub struct ObjectState<R: Reconciler> {
-    latest: Arc<R::Object>,
-    /// A `Reconcile` message is queued (or the first pass is deferred): do not queue another.
-    pass_queued: bool,
-    failures: u32,
-    timers: Timers,
-    deferred_first_pass: Option<AbortOnDropHandle<()>>,
-    cx: ObjectContext,
-    retry: BackoffPolicy,
-    supervisor: Option<ActorRef<KindMsg<R::Object>>>,
-    wheel: TimerWheel,
-    hibernate: bool,
-    /// Number of passes started; names the pass an `Idle` report is about.
-    epoch: u64,
-    /// Stopping to hibernate: the object lives on, `on_stop` is not for this stop.
-    hibernating: bool,
-    /// The first pass holds a cold-start slot until it ends.
-    report_first_pass: bool,
-}
-
-impl<R: Reconciler> ObjectState<R> {
-    fn request_pass(
-        &mut self,
-        myself: &ActorRef<ObjectMsg<R::Object>>,
-    ) -> Result<(), ActorProcessingErr> {
-        if !self.pass_queued {
-            self.pass_queued = true;
-            myself.send_message(ObjectMsg::Reconcile)?;
-        }
-        Ok(())
-    }
-
-    /// Nothing left to do until something changes: no pass queued or deferred, no retry.
-    fn idle(&self) -> bool {
-        !self.pass_queued
-            && self.deferred_first_pass.is_none()
-            && self.failures == 0
-            && !self.timers.retrying()
     }
 }
 
@@ -226,7 +166,7 @@ impl<R: Reconciler> ObjectActor<R> {
             .reconcile_took(&kind_of::<R>(), started.elapsed());
         let _entered = span.enter();
         let verdict = match &result {
-            Ok(outcome) => pass_result(outcome),
+            Ok(outcome) => outcome.result(),
             Err(_) => PassResult::Failed,
         };
         span.record("result", tracing::field::debug(&verdict));
@@ -252,22 +192,16 @@ impl<R: Reconciler> ObjectActor<R> {
             .cx
             .shared
             .runtime
-            .pass(&kind_of::<R>(), pass_result(&outcome));
+            .pass(&kind_of::<R>(), outcome.result());
         if state.cx.restarts > 0 {
             state.cx.restarts = 0;
             if let Some(supervisor) = &state.supervisor {
                 let _ = supervisor.send_message(KindMsg::Recovered(state.cx.key.clone()));
             }
         }
-        for (purpose, delay) in TimerPurpose::ALL.iter().zip(outcome.earliest_per_purpose()) {
-            match delay {
-                Some(delay) => state
-                    .timers
-                    .arm(&state.wheel, &state.cx.key, *purpose, delay),
-                None => state.timers.cancel(&state.wheel, &state.cx.key, *purpose),
-            }
-        }
-        state.timers.synced();
+        state
+            .timers
+            .schedule(&state.wheel, &state.cx.key, outcome.earliest_per_purpose());
         tracing::debug!(
             stalled = outcome.stalled,
             timers = state.timers.armed_count(),
@@ -303,23 +237,6 @@ impl<R: Reconciler> ObjectActor<R> {
         .await;
         state
             .timers
-            .arm(&state.wheel, &state.cx.key, TimerPurpose::Retry, delay);
-        // What the pass had decided before it failed; the other timers stay as they were
-        // (a failed pass does not know they are no longer needed; a spare pass is harmless).
-        for (purpose, delay) in TimerPurpose::ALL.iter().zip(err.decided_timers()) {
-            if let Some(delay) = delay {
-                state
-                    .timers
-                    .arm(&state.wheel, &state.cx.key, *purpose, delay);
-            }
-        }
-    }
-}
-
-fn pass_result(outcome: &Outcome) -> PassResult {
-    if outcome.stalled {
-        PassResult::Stalled
-    } else {
-        PassResult::Converged
+            .after_failure(&state.wheel, &state.cx.key, delay, err.decided_timers());
     }
 }

@@ -35,6 +35,36 @@ impl Timers {
         }
     }
 
+    /// A successful pass's schedule, one delay (or none) per purpose: each named purpose is
+    /// armed, every other one cancelled.
+    pub fn schedule(&mut self, wheel: &TimerWheel, key: &ObjectKey, delays: [Option<Duration>; 5]) {
+        for (purpose, delay) in TimerPurpose::ALL.iter().zip(delays) {
+            match delay {
+                Some(delay) => self.arm(wheel, key, *purpose, delay),
+                None => self.cancel(wheel, key, *purpose),
+            }
+        }
+        self.synced();
+    }
+
+    /// A failed pass: the retry after `retry`, and what the pass had decided before it failed;
+    /// the other timers stay as they were (a failed pass does not know they are no longer
+    /// needed; a spare pass is harmless).
+    pub fn after_failure(
+        &mut self,
+        wheel: &TimerWheel,
+        key: &ObjectKey,
+        retry: Duration,
+        decided: [Option<Duration>; 5],
+    ) {
+        self.arm(wheel, key, TimerPurpose::Retry, retry);
+        for (purpose, delay) in TimerPurpose::ALL.iter().zip(decided) {
+            if let Some(delay) = delay {
+                self.arm(wheel, key, *purpose, delay);
+            }
+        }
+    }
+
     /// A whole schedule was applied: from now on the slots know every armed timer.
     pub fn synced(&mut self) {
         self.synced = true;

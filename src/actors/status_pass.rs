@@ -13,9 +13,7 @@ use kube::core::NamespaceResourceScope;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::object_reconciler::{
-    ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler,
-};
+use super::{ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler};
 use crate::api::ReportsConditions;
 use crate::children::OperatorCaches;
 use crate::messages::{KindKey, ObjectKey};
