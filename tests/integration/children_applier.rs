@@ -19,6 +19,8 @@ use pgtoolbox_operator::children::{
 use pgtoolbox_operator::k8s::{WatchScope, WriteBudget};
 use pgtoolbox_operator::messages::{KindKey, ObjectKey};
 
+use super::wait_support::{DEADLINE, eventually};
+
 const NS: &str = "apps";
 
 fn config_map(name: &str, value: &str) -> ConfigMap {
@@ -110,13 +112,7 @@ async fn started() -> (pgtoolbox_sim::Sim, kube::Client, Api<ConfigMap>, ConfigM
 }
 
 async fn until(what: &str, check: impl Fn() -> bool) {
-    for _ in 0..500 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}");
+    eventually(DEADLINE, what, || std::future::ready(check())).await;
 }
 
 #[tokio::test]

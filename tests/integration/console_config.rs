@@ -10,6 +10,7 @@ use pgtoolbox_sim::SimConfig;
 use serde_json::json;
 
 use super::console_support::{IMAGE, NS, message, settings, start, state};
+use super::wait_support::wait_for;
 
 async fn stalled(env: &super::console_support::Env, name: &str, reason: &str, needles: &[&str]) {
     let obj = env.wait(name, "ConfigurationValid", reason).await;
@@ -163,15 +164,10 @@ async fn console_secret_not_found_resolves_when_the_secret_appears() {
             .and_then(|m| m.annotations)
             .and_then(|a| a.get("pgtoolbox.fyannk.dev/workload-hash").cloned())
     };
-    let mut before = None;
-    for _ in 0..200 {
-        before = hash().await;
-        if before.is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(before.is_some(), "the Deployment carries a workload hash");
+    let before = wait_for("the Deployment carries a workload hash", || async {
+        hash().await.ok_or_else(|| "no hash yet".to_owned())
+    })
+    .await;
     Api::<Secret>::namespaced(env.client.clone(), NS)
         .patch(
             "extra",
@@ -180,14 +176,13 @@ async fn console_secret_not_found_resolves_when_the_secret_appears() {
         )
         .await
         .expect("secret changed");
-    for _ in 0..200 {
-        let now = hash().await;
-        if now.is_some() && now != before {
-            return;
+    wait_for("the workload hash changes with the Secret", || async {
+        match hash().await {
+            Some(now) if now != before => Ok(()),
+            now => Err(format!("the hash is {now:?}")),
         }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("the workload hash did not change with the Secret");
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,7 +2,6 @@
 //! counted by the embedded server. The caches and the reconciler are driven pass by pass.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use pgtoolbox_operator::actors::console::ConsoleReconciler;
@@ -15,6 +14,7 @@ use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 
 use super::console_support::{Env, IMAGE, NS, settings, state, with_controllers};
+use super::wait_support::wait_for;
 
 async fn converges_without_requests(name: &str, spec: serde_json::Value) {
     let crds = render_crds_yaml().expect("CRDs render");
@@ -53,27 +53,29 @@ async fn converges_without_requests(name: &str, spec: serde_json::Value) {
         shared: Arc::new(Shared::new(settings())),
     });
     let cx = ObjectContext::new(ObjectKey::new(NS, name), pass_env, 0);
-    let mut last = Default::default();
-    for _ in 0..300 {
-        let current = env.consoles().get(name).await.expect("console");
-        env.sim.admin().reset_stats();
-        reconciler
-            .reconcile(Arc::new(current), &cx)
-            .await
-            .expect("pass");
-        let stats = env.sim.stats();
-        last = stats.by_verb_resource;
-        let now = env.consoles().get(name).await.expect("console");
-        let confined = state(&now, "ExposureConfined").1;
-        if stats.total == 0
-            && state(&now, "Ready") == ("True".into(), "AsExpected".into())
-            && (confined.is_empty() || confined == "AsExpected")
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{name} never converged to a pass without requests; the last pass made {last:?}");
+    wait_for(
+        &format!("{name} converged to a pass without requests"),
+        || async {
+            let current = env.consoles().get(name).await.map_err(|e| e.to_string())?;
+            env.sim.admin().reset_stats();
+            reconciler
+                .reconcile(Arc::new(current), &cx)
+                .await
+                .map_err(|e| e.to_string())?;
+            let stats = env.sim.stats();
+            let now = env.consoles().get(name).await.map_err(|e| e.to_string())?;
+            let confined = state(&now, "ExposureConfined").1;
+            if stats.total == 0
+                && state(&now, "Ready") == ("True".into(), "AsExpected".into())
+                && (confined.is_empty() || confined == "AsExpected")
+            {
+                Ok(())
+            } else {
+                Err(format!("the last pass made {:?}", stats.by_verb_resource))
+            }
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

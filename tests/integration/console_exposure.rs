@@ -20,6 +20,7 @@ use serde_json::json;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::console_support::{Env, IMAGE, NS, message, settings, start, state, with_controllers};
+use super::wait_support::{until, until_gone, wait_for};
 
 const HOST: &str = "ops.apps.sim.local";
 
@@ -41,13 +42,7 @@ async fn template_grant(env: &Env) -> Option<String> {
 
 async fn policy_gone(env: &Env) {
     let api: Api<NetworkPolicy> = Api::namespaced(env.client.clone(), NS);
-    for _ in 0..600 {
-        if api.get_opt("ops-ingress").await.expect("get").is_none() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("ops-ingress was never deleted");
+    until_gone(&api, "ops-ingress", "the ingress policy is deleted").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -73,17 +68,15 @@ async fn console_exposure_ready_and_confined_over_route_ingress_and_http_route()
         .expect("policy");
     let digest = policy.annotations().get(PEERS_ANNOTATION).cloned();
     assert!(digest.is_some());
-    for _ in 0..400 {
-        if template_grant(&env).await == digest {
-            break;
+    wait_for("the pod template carries the grant", || async {
+        let grant = template_grant(&env).await;
+        if grant == digest {
+            Ok(())
+        } else {
+            Err(format!("it carries {grant:?}, not {digest:?}"))
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(
-        template_grant(&env).await,
-        digest,
-        "the pod template carries the grant"
-    );
+    })
+    .await;
 
     // The router refuses the Route: NotAdmitted, no URL; admitted again once it accepts.
     env.sim
@@ -127,13 +120,13 @@ async fn console_exposure_ready_and_confined_over_route_ingress_and_http_route()
         .wait("ops", "ExposureConfined", "ExposurePeersBroad")
         .await;
     assert!(message(&obj, "ExposureConfined").contains("10.0.0.0/8"));
-    for _ in 0..400 {
-        if template_grant(&env).await.is_none() {
-            break;
+    wait_for("the pod template carries no grant", || async {
+        match template_grant(&env).await {
+            None => Ok(()),
+            Some(grant) => Err(format!("it carries {grant}")),
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(template_grant(&env).await, None);
+    })
+    .await;
 
     // An Ingress without from: no policy, open (once no Pod trusts the old peers).
     env.merge(
@@ -174,39 +167,37 @@ async fn console_exposure_ready_and_confined_over_route_ingress_and_http_route()
         json!({"spec": {"exposure": {"type": "gateway", "ingressClassName": null, "gateway": {"parentRef": {"name": "gw"}}}}}),
     )
     .await;
-    for _ in 0..400 {
-        let obj = env.consoles().get("ops").await.expect("c");
-        if message(&obj, "ExposureReady").contains("HTTPRoute ops-console is accepted") {
-            assert_eq!(state(&obj, "ExposureConfined").1, "ExposureOpen");
-            // The gateway refuses it: NotAccepted.
-            env.sim
-                .admin()
-                .add_workload_fault(
-                    NS,
-                    "app.kubernetes.io/instance=ops",
-                    pgtoolbox_sim::cluster::WorkloadFault::NotAdmitted,
-                )
-                .expect("fault");
-            env.wait("ops", "ExposureReady", "NotAccepted").await;
-            env.sim.admin().clear_workload_faults(None);
-            env.wait("ops", "ExposureReady", "AsExpected").await;
-            // Back to the Service alone: nothing published, no advisory.
-            env.merge("ops", json!({"spec": {"exposure": {"type": "clusterIP", "hostname": null, "gateway": null}}}))
-                .await;
-            let obj = env.wait("ops", "ExposureReady", "NotRequested").await;
-            let _ = obj;
-            for _ in 0..400 {
-                let obj = env.consoles().get("ops").await.expect("c");
-                if state(&obj, "ExposureConfined").1.is_empty() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-            panic!("ExposureConfined stayed with nothing published");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the HTTPRoute was never accepted");
+    let obj = until(&env.consoles(), "ops", "the HTTPRoute accepted", |obj| {
+        message(obj, "ExposureReady").contains("HTTPRoute ops-console is accepted")
+    })
+    .await;
+    assert_eq!(state(&obj, "ExposureConfined").1, "ExposureOpen");
+    // The gateway refuses it: NotAccepted.
+    env.sim
+        .admin()
+        .add_workload_fault(
+            NS,
+            "app.kubernetes.io/instance=ops",
+            pgtoolbox_sim::cluster::WorkloadFault::NotAdmitted,
+        )
+        .expect("fault");
+    env.wait("ops", "ExposureReady", "NotAccepted").await;
+    env.sim.admin().clear_workload_faults(None);
+    env.wait("ops", "ExposureReady", "AsExpected").await;
+    // Back to the Service alone: nothing published, no advisory.
+    env.merge(
+        "ops",
+        json!({"spec": {"exposure": {"type": "clusterIP", "hostname": null, "gateway": null}}}),
+    )
+    .await;
+    env.wait("ops", "ExposureReady", "NotRequested").await;
+    until(
+        &env.consoles(),
+        "ops",
+        "no ExposureConfined with nothing published",
+        |obj| state(obj, "ExposureConfined").1.is_empty(),
+    )
+    .await;
 }
 
 /// One change seen through a watch: (resourceVersion, what).
@@ -293,17 +284,16 @@ async fn console_pods_never_trust_peers_the_policy_does_not_confine() {
         json!({"spec": {"exposure": {"networkPolicy": {"from": [{"ipBlock": {"cidr": "198.51.100.0/24"}}]}}}}),
     )
     .await;
-    let mut second = None;
-    for _ in 0..600 {
-        let obj = env.consoles().get("ops").await.expect("c");
+    wait_for("the widened from granted", || async {
+        let obj = env.consoles().get("ops").await.map_err(|e| e.to_string())?;
         let grant = template_grant(&env).await;
-        if state(&obj, "ExposureConfined").1 == "AsExpected" && grant.is_some() && grant != first {
-            second = grant;
-            break;
+        let confined = state(&obj, "ExposureConfined").1;
+        match grant {
+            Some(grant) if confined == "AsExpected" && Some(&grant) != first.as_ref() => Ok(()),
+            grant => Err(format!("ExposureConfined {confined}, grant {grant:?}")),
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(second.is_some(), "the widened from was never granted");
+    })
+    .await;
     env.merge(
         "ops",
         json!({"spec": {"exposure": {"type": "clusterIP", "hostname": null}}}),

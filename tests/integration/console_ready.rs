@@ -7,6 +7,7 @@ use kube::api::Api;
 use serde_json::json;
 
 use super::console_support::{IMAGE, NS, message, settings, start, state, with_controllers};
+use super::wait_support::until_gone;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_cluster_ip_becomes_ready_with_its_children() {
@@ -71,16 +72,5 @@ async fn console_cluster_ip_becomes_ready_with_its_children() {
 
     // podLogs: false takes the pod-logs binding away.
     env.merge("ops", json!({"spec": {"podLogs": false}})).await;
-    for _ in 0..200 {
-        if bindings
-            .get_opt("ops-console-pod-logs")
-            .await
-            .expect("get")
-            .is_none()
-        {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("the pod-logs RoleBinding stayed");
+    until_gone(&bindings, "ops-console-pod-logs", "podLogs: false").await;
 }

@@ -2,13 +2,12 @@
 //! message says the podCIDR check was not made), and a changed `from` held back while a Pod
 //! stuck terminating still trusts the old peers (named).
 
-use std::time::Duration;
-
 use pgtoolbox_sim::cluster::WorkloadFault;
 use pgtoolbox_sim::{DenyRule, SimConfig};
 use serde_json::json;
 
 use super::console_support::{IMAGE, NS, message, settings, start, with_controllers};
+use super::wait_support::until;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_without_a_node_grant_says_the_pod_cidr_check_was_not_made() {
@@ -55,19 +54,17 @@ async fn console_changed_from_is_held_back_while_a_stuck_pod_trusts_the_old_peer
         json!({"spec": {"exposure": {"networkPolicy": {"from": [{"ipBlock": {"cidr": "198.51.100.0/24"}}]}}}}),
     )
     .await;
-    let mut text = String::new();
-    for _ in 0..600 {
-        let obj = env.consoles().get("ops").await.expect("console");
-        text = message(&obj, "ExposureConfined");
-        if text.contains("held back") && text.contains("stuck terminating") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(
-        text.contains("held back") && text.contains("stuck terminating"),
-        "{text}"
-    );
+    let obj = until(
+        &env.consoles(),
+        "ops",
+        "ExposureConfined says the change is held back by a stuck Pod",
+        |obj| {
+            let text = message(obj, "ExposureConfined");
+            text.contains("held back") && text.contains("stuck terminating")
+        },
+    )
+    .await;
+    let text = message(&obj, "ExposureConfined");
     assert!(
         text.contains("trusts no peer with X-Forwarded-For"),
         "{text}"

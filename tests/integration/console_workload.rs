@@ -2,8 +2,6 @@
 //! cluster's faults; a refused hostname while paused; a Pod stuck terminating that still holds
 //! the trust grant keeps the ingress policy (ExposurePolicyKept, naming it).
 
-use std::time::Duration;
-
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use pgtoolbox_operator::supervisor::OperatorSettings;
@@ -13,6 +11,7 @@ use serde_json::json;
 use super::console_support::{
     IMAGE, NS, message, settings, start, start_probed, state, with_controllers,
 };
+use super::wait_support::{until, until_gone};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_workload_ready_copies_the_workload_facts() {
@@ -137,13 +136,7 @@ async fn console_paused_with_a_refused_hostname_still_withdraws_the_exposure() {
     let obj = env.wait("ops", "Stalled", "HostnameNotAllowed").await;
     assert_eq!(state(&obj, "Stalled").0, "True");
     assert_eq!(state(&obj, "Progressing").1, "HostnameNotAllowed");
-    for _ in 0..400 {
-        if routes.get_opt("ops-console").await.expect("get").is_none() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the Route stayed published under a refused hostname");
+    until_gone(&routes, "ops-console", "withdrawn under a refused hostname").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,17 +164,11 @@ async fn console_policy_kept_while_a_pod_stuck_terminating_trusts_its_peers() {
     .await;
     env.wait("ops", "ExposureConfined", "ExposurePolicyKept")
         .await;
-    let mut text = String::new();
-    for _ in 0..600 {
-        text = message(
-            &env.consoles().get("ops").await.expect("c"),
-            "ExposureConfined",
-        );
-        if text.contains("stuck terminating") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let obj = until(&env.consoles(), "ops", "a stuck Pod named", |obj| {
+        message(obj, "ExposureConfined").contains("stuck terminating")
+    })
+    .await;
+    let text = message(&obj, "ExposureConfined");
     assert!(
         text.contains("stuck terminating") && text.contains("ops-console-"),
         "{text}"
@@ -210,20 +197,11 @@ async fn console_policy_kept_while_a_pod_stuck_terminating_trusts_its_peers() {
                 .await;
         }
     }
-    for _ in 0..600 {
-        let obj = env.consoles().get("ops").await.expect("c");
-        if state(&obj, "ExposureConfined").1.is_empty()
-            && policies
-                .get_opt("ops-ingress")
-                .await
-                .expect("get")
-                .is_none()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the kept policy was never removed");
+    until_gone(&policies, "ops-ingress", "the kept policy removed").await;
+    until(&env.consoles(), "ops", "no ExposureConfined", |obj| {
+        state(obj, "ExposureConfined").1.is_empty()
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -336,11 +314,10 @@ async fn console_route_published_before_its_kind_was_refused() {
             "routes",
         ),
     );
-    for _ in 0..400 {
-        if routes.get_opt("ops-console").await.expect("get").is_none() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the Route published before the refusal was never deleted");
+    until_gone(
+        &routes,
+        "ops-console",
+        "published before the refusal, deleted",
+    )
+    .await;
 }

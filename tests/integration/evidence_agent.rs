@@ -17,6 +17,7 @@ use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
 use super::sim_net_support::api;
+use super::wait_support::wait_for;
 
 pub(super) const NS: &str = "team-a";
 pub(super) const IMAGE: &str = "ghcr.io/pgtoolbox/evidence-agent:0.1.0";
@@ -617,8 +618,12 @@ async fn evidence_a_failed_status_write_keeps_the_certificate_renewal_timer() {
         )
         .expect("fault rule");
     let cx = context_of(&env.client, OperatorSettings::default());
-    for _ in 0..100 {
-        let agent = env.agents().get("steady").await.expect("agent");
+    let err = wait_for("a pass reaches its status write", || async {
+        let agent = env
+            .agents()
+            .get("steady")
+            .await
+            .map_err(|e| e.to_string())?;
         match reconciler.reconcile(Arc::new(agent), &cx).await {
             Err(err)
                 if matches!(
@@ -626,20 +631,19 @@ async fn evidence_a_failed_status_write_keeps_the_certificate_renewal_timer() {
                     ReconcileError::Kube(kube::Error::Api(status)) if status.code == 500
                 ) =>
             {
-                let renewal = err.decided_timers()[TimerPurpose::Expiry.index()];
-                assert!(
-                    renewal.is_some_and(|d| d > Duration::from_secs(24 * 3600)),
-                    "the failed pass dropped the certificate's renewal: {err} {:?}",
-                    err.decided_timers()
-                );
-                return;
+                Ok(err)
             }
             // Caches still syncing, or the certificate not yet issued: try again.
-            // Caches still syncing, or the certificate not yet issued: try again.
-            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+            other => Err(format!("the pass ended {other:?}")),
         }
-    }
-    panic!("no pass reached its status write");
+    })
+    .await;
+    let renewal = err.decided_timers()[TimerPurpose::Expiry.index()];
+    assert!(
+        renewal.is_some_and(|d| d > Duration::from_secs(24 * 3600)),
+        "the failed pass dropped the certificate's renewal: {err} {:?}",
+        err.decided_timers()
+    );
 }
 
 async fn converged_pass_makes_no_request(provider: &str) {
@@ -655,26 +659,31 @@ async fn converged_pass_makes_no_request(provider: &str) {
     let settings = OperatorSettings::default();
     let context = |settings: OperatorSettings| context_of(&client, settings);
     let converge = async |cx: &ObjectContext| {
-        let mut last = Default::default();
-        for _ in 0..200 {
-            let current = env.agents().get("steady").await.expect("agent");
+        let what = format!("{provider}: converged to a pass without requests");
+        wait_for(&what, || async {
+            let current = env
+                .agents()
+                .get("steady")
+                .await
+                .map_err(|e| e.to_string())?;
             env._sim.admin().reset_stats();
             reconciler
                 .reconcile(Arc::new(current), cx)
                 .await
-                .expect("pass");
+                .map_err(|e| e.to_string())?;
             let stats = env._sim.stats();
-            let requests = stats.total;
-            last = stats.by_verb_resource;
-            let now = env.agents().get("steady").await.expect("agent");
-            if requests == 0 && state(&now, "Ready") == ("True".into(), "AsExpected".into()) {
-                return;
+            let now = env
+                .agents()
+                .get("steady")
+                .await
+                .map_err(|e| e.to_string())?;
+            if stats.total == 0 && state(&now, "Ready") == ("True".into(), "AsExpected".into()) {
+                Ok(())
+            } else {
+                Err(format!("the last pass made {:?}", stats.by_verb_resource))
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!(
-            "{provider}: never converged to a pass without requests; the last pass made {last:?}"
-        );
+        })
+        .await;
     };
     converge(&context(settings.clone())).await;
     if provider != "operator" {

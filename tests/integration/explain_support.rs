@@ -66,7 +66,7 @@ pub async fn assert_golden(client: &kube::Client, namespace: &str, target: &str,
     }
     let expected = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{path}: {e} (UPDATE_GOLDEN=1 writes it)"));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let deadline = tokio::time::Instant::now() + super::wait_support::DEADLINE;
     loop {
         let text = explain_text(client, namespace, target).await;
         if text == expected {

@@ -11,6 +11,7 @@ use pgtoolbox_sim::{DenyRule, SimConfig};
 use serde_json::json;
 
 use super::pgadmin_support::{IMAGE, NS, OTHER, cluster_config, condition_of, start, state};
+use super::wait_support::until_gone;
 
 #[tokio::test]
 async fn pgadmin_stalling_reasons_stall_and_the_others_keep_pgadmin_serving() {
@@ -457,18 +458,12 @@ async fn pgadmin_paused_with_a_refused_hostname_withdraws_its_exposure() {
         .await;
     assert_eq!(state(&obj, "Progressing").1, "HostnameNotAllowed");
     assert_eq!(obj.status.as_ref().and_then(|s| s.url.clone()), None);
-    for _ in 0..200 {
-        if ingresses
-            .get_opt("p-pgadmin")
-            .await
-            .expect("readable")
-            .is_none()
-        {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("the Ingress under the refused hostname was not withdrawn");
+    until_gone(
+        &ingresses,
+        "p-pgadmin",
+        "withdrawn under the refused hostname",
+    )
+    .await;
 }
 
 #[tokio::test]

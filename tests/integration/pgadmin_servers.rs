@@ -16,6 +16,7 @@ use serde_json::json;
 use super::pgadmin_support::{
     Env, IMAGE, NS, OTHER, cluster_config, condition_of, start, start_operator, start_sim, state,
 };
+use super::wait_support::until;
 
 fn registration_jobs(jobs: &[Job], name: &str) -> Vec<String> {
     let prefix = format!("{name}-pgadmin-register-");
@@ -155,18 +156,16 @@ async fn pgadmin_example_is_ready_with_its_servers_registered_and_a_switchover_c
         .cnpg_switchover(NS, "orders", None)
         .expect("switchover");
     let clusters = env.dynamic(NS, "Cluster", "clusters");
-    let mut switched = false;
-    for _ in 0..300 {
-        let c = clusters.get("orders").await.expect("cluster");
-        if c.data["status"]["currentPrimary"] == primary.as_str()
-            && c.data["status"]["phase"] == "Cluster in healthy state"
-        {
-            switched = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(switched, "the switchover to {primary} never completed");
+    until(
+        &clusters,
+        "orders",
+        &format!("the switchover to {primary} completed"),
+        |c| {
+            c.data["status"]["currentPrimary"] == primary.as_str()
+                && c.data["status"]["phase"] == "Cluster in healthy state"
+        },
+    )
+    .await;
     // Let any pass the switchover woke run before looking.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = env.pgadmins().get("team-pgadmin").await.expect("PgAdmin");

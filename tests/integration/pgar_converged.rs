@@ -2,7 +2,6 @@
 //! requests, counted by the embedded server.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::{ObjectMeta, PostParams};
@@ -14,6 +13,7 @@ use pgtoolbox_operator::messages::ObjectKey;
 use serde_json::json;
 
 use super::pgar_support::{self as support, NS, state};
+use super::wait_support::wait_for;
 
 #[tokio::test]
 async fn a_pass_over_a_converged_request_makes_no_api_request() {
@@ -67,15 +67,15 @@ async fn a_pass_over_a_converged_request_makes_no_api_request() {
 
     // Converge: the first passes write the status and adopt the RoleBinding; a pass that finds
     // nothing to do makes no request.
-    let mut converged = false;
-    for _ in 0..50 {
-        if pass_requests().await.total == 0 {
-            converged = true;
-            break;
+    wait_for("a pass that makes no request", || async {
+        let stats = pass_requests().await;
+        if stats.total == 0 {
+            Ok(())
+        } else {
+            Err(format!("the last pass made {:#?}", stats.by_verb_resource))
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(converged, "never converged");
+    })
+    .await;
     let granted = env.requests().get("steady").await.unwrap();
     assert_eq!(state(&granted, "RoleBindingSynced").1, "AccessGranted");
     assert_eq!(state(&granted, "Ready").0, "True");

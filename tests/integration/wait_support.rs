@@ -160,6 +160,20 @@ where
     .await
 }
 
+/// Waits until the object `name` no longer exists; fails with the last one seen.
+pub async fn until_gone<K>(api: &Api<K>, name: &str, what: &str)
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    wait_for(&format!("{name} gone: {what}"), || async {
+        match api.get_opt(name).await.map_err(|e| e.to_string())? {
+            None => Ok(()),
+            Some(obj) => Err(format!("still there: {obj:#?}")),
+        }
+    })
+    .await
+}
+
 /// As [`until`], for an object read as JSON.
 pub async fn until_json(
     api: &Api<DynamicObject>,
