@@ -12,6 +12,7 @@ use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 
 use super::machinery_support::{NS, start};
+use super::wait_support::{self, DEADLINE, eventually};
 
 const E: ConditionType = ConditionType::ExposureReady;
 const SELECTOR: &str = "app.kubernetes.io/instance=pub";
@@ -25,13 +26,7 @@ async fn until_gone<K>(api: &Api<K>, name: &str)
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    for _ in 0..600 {
-        if api.get_opt(name).await.expect("get").is_none() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("{name} was never deleted");
+    wait_support::until_gone(api, name, "withdrawn").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,13 +144,10 @@ async fn exposure_ready_follows_route_ingress_and_http_route_admission() {
         json!({"metadata": {"annotations": {"touched": "yes"}}}),
     )
     .await;
-    for _ in 0..600 {
-        if settled() > before {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(settled() > before, "the touch made a pass");
+    eventually(DEADLINE, "the touch made a pass", || {
+        std::future::ready(settled() > before)
+    })
+    .await;
     let stats = env.sim.stats();
     assert_eq!(
         stats.by_verb_resource.keys().collect::<Vec<_>>(),
@@ -218,21 +210,15 @@ async fn a_name_taken_by_a_foreign_object_is_resource_not_owned_and_left_untouch
     .unwrap();
     routes.create(&PostParams::default(), &older).await.unwrap();
     // The router admits it first: the claim is the admitted Route's.
-    let mut admitted = false;
-    for _ in 0..600 {
-        let route = routes.get("older").await.unwrap();
-        admitted = route.data["status"]["ingress"][0]["conditions"]
+    wait_support::until(&routes, "older", "the older Route is admitted", |route| {
+        route.data["status"]["ingress"][0]["conditions"]
             .as_array()
             .is_some_and(|cs| {
                 cs.iter()
                     .any(|c| c["type"] == "Admitted" && c["status"] == "True")
-            });
-        if admitted {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(admitted, "the older Route is admitted");
+            })
+    })
+    .await;
     // The router orders claims by creationTimestamp (seconds), then uid: ours must be created
     // in a later second to be the younger one.
     let created = routes

@@ -507,7 +507,8 @@ impl Env {
         status: &str,
         reason: &str,
     ) -> String {
-        for _ in 0..1200 {
+        let deadline = tokio::time::Instant::now() + super::wait_support::DEADLINE;
+        while tokio::time::Instant::now() < deadline {
             let found = self.seen.lock().expect("not poisoned")[since..]
                 .iter()
                 .find(|(n, t, s, r, _)| {
