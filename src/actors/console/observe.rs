@@ -21,7 +21,8 @@ use crate::conditions::Verdict;
 use crate::messages::ObjectKey;
 use crate::reconcile::console::{
     ChildNames, NodeCidrs, Observed, ObservedPolicy, PEERS_ANNOTATION, TRUST_ANNOTATION,
-    config_map_refs, exposed, reads_other_policies, refusal_remembered, role_grants, secret_refs,
+    config_map_refs, exposed, missing_refs, reads_other_policies, refusal_remembered, role_grants,
+    secret_refs,
 };
 use crate::reconcile::exposure::{HostAllowList, past_cache_reads};
 use crate::reconcile::images::ImageAllowList;
@@ -143,15 +144,9 @@ impl ConsoleReconciler {
             .past
             .missing_roles(&cx.client, &wanted_roles, recheck)
             .await?;
-        let missing = |refs: &[crate::reconcile::console::NamedRef],
-                       exists: &dyn Fn(&ObjectKey) -> Option<bool>| {
-            refs.iter()
-                .filter(|r| exists(&key(&r.name)) == Some(false))
-                .cloned()
-                .collect()
-        };
-        let missing_secrets = missing(&secrets, &|k| c.secrets.exists(k));
-        let missing_config_maps = missing(&maps, &|k| c.referenced_config_maps.exists(k));
+        let missing_secrets = missing_refs(&secrets, |name| c.secrets.exists(&key(name)));
+        let missing_config_maps =
+            missing_refs(&maps, |name| c.referenced_config_maps.exists(&key(name)));
         let generation = obj.metadata.generation.unwrap_or_default();
         let remembered_refusal = self.refused.get(&cx.key).and_then(|entry| {
             let (at_generation, at, refusal) = entry.value();

@@ -9,7 +9,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use tokio::time::Instant;
 
-use super::children::{Readable, Target};
+use super::children::Target;
 use super::error::ConsoleError;
 use super::observe::ExposureApis;
 use super::reads::PastCache;
@@ -53,7 +53,7 @@ impl ConsoleReconciler {
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
         let apis = ExposureApis::of(cx);
-        let readable: Readable = apis.readable();
+        let readable = apis.readable();
         self.wait_synced(readable).await?;
         let owner = ChildOwner::of(obj)
             .ok_or_else(|| ReconcileError::other(ConsoleError::NoUid(cx.key.name.clone())))?;
@@ -74,10 +74,12 @@ impl ConsoleReconciler {
         // policy, the grant) must know in this pass.
         self.withdraw_past_cache(cx, &mut observed).await?;
         let plan = plan(&observed);
-        match &plan.confinement.verified {
-            Some(v) => self.verified.insert(cx.key.clone(), v.clone()),
-            None => self.verified.remove(&cx.key).map(|(_, v)| v),
-        };
+        // What the confinement verified is not verified again by the next passes.
+        if let Some(v) = &plan.confinement.verified {
+            self.verified.insert(cx.key.clone(), v.clone());
+        } else {
+            self.verified.remove(&cx.key);
+        }
         let applied = self.apply(cx, to, &observed, &plan).await?;
         // A refused child ends the pass as an error of its class (AdmissionDenied, ...).
         let settled = settle(&observed, &plan, applied).map_err(ReconcileError::from)?;

@@ -32,7 +32,8 @@ pub use peers::{
 };
 pub use plan::{
     ApplyFacts, Children, ChildrenApplied, Observed, Plan, Settled, conclude_pass, conclude_paused,
-    exposed, exposure_to_apply, plan, reads_other_policies, refusal_remembered, settle,
+    exposed, exposure_to_apply, missing_refs, plan, reads_other_policies, refusal_remembered,
+    settle,
 };
 pub use render::{
     CONSOLE_PORT, PEERS_ANNOTATION, POLICY_GROUP_LABEL, RenderInput, TRUST_ANNOTATION, TRUST_ENV,

@@ -79,6 +79,14 @@ pub fn refusal_remembered(
     at_generation == generation && elapsed < recheck_long
 }
 
+/// The references the index knows do not exist; one it cannot tell yet is not said missing.
+pub fn missing_refs(refs: &[NamedRef], exists: impl Fn(&str) -> Option<bool>) -> Vec<NamedRef> {
+    refs.iter()
+        .filter(|r| exists(&r.name) == Some(false))
+        .cloned()
+        .collect()
+}
+
 /// Whether the console is exposed beyond its Service.
 pub fn exposed(console: &PgToolBoxConsole) -> bool {
     console.spec.exposure.type_ != ExposureType::ClusterIp
@@ -223,6 +231,14 @@ pub(super) fn published_seen(exposure: &ExposureDecision) -> (Vec<ExposureKind>,
     (published, !unread.is_empty())
 }
 
+/// The engine's hostname fact from the allow-list's answer.
+fn hostname(refusal: Option<&HostnameRefusal>) -> Hostname {
+    match refusal {
+        Some(r) => Hostname::refused(r.message()),
+        None => Hostname::Allowed,
+    }
+}
+
 /// The pass's plan from what it observed (after the withdrawal past the cache).
 pub fn plan(observed: &Observed<'_>) -> Plan {
     let host_refusal = observed.host_refusal();
@@ -250,10 +266,7 @@ pub fn plan(observed: &Observed<'_>) -> Plan {
         (None, None) => Children::Hold,
     };
     Plan {
-        hostname: match &host_refusal {
-            Some(r) => Hostname::refused(r.message()),
-            None => Hostname::Allowed,
-        },
+        hostname: hostname(host_refusal.as_ref()),
         hostname_refused: host_refusal.is_some(),
         config: observed.config(None, observed.remembered_refusal.as_ref()),
         exposure,
@@ -382,11 +395,7 @@ pub fn conclude_paused(
     stored: &PgToolBoxConsoleStatus,
     converged: bool,
 ) -> Result<PassFacts, FactsError> {
-    let hostname = match refusal {
-        Some(r) => Hostname::refused(r.message()),
-        None => Hostname::Allowed,
-    };
-    let mut facts = facts.with_hostname(hostname)?;
+    let mut facts = facts.with_hostname(hostname(refusal))?;
     if refusal.is_some() {
         // Withdrawn while paused too: nothing is served, nothing confines it.
         facts = withdrawn(facts, stored)?;

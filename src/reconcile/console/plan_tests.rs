@@ -443,3 +443,20 @@ fn a_paused_console_withdraws_only_under_a_refused_hostname() {
         assert_eq!(facts.children_converged, converged, "{name}");
     }
 }
+
+#[test]
+fn a_reference_is_missing_only_when_the_index_says_so() {
+    let named = |name: &str| NamedRef {
+        name: name.into(),
+        field: format!("spec.extraSecrets[{name}]"),
+        mounted: true,
+    };
+    let refs = [named("there"), named("gone"), named("unknown")];
+    let exists = |name: &str| match name {
+        "there" => Some(true),
+        "gone" => Some(false),
+        _ => None,
+    };
+    assert_eq!(missing_refs(&refs, exists), vec![named("gone")]);
+    assert!(missing_refs(&[], exists).is_empty());
+}
