@@ -5,8 +5,8 @@
 use kube::core::{Selector, SelectorExt};
 use serde_json::Value;
 
+use super::error::ConsoleError;
 use super::reads::PastCache;
-use super::reconciler::ConsoleError;
 use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::PgToolBoxConsole;
 use crate::children::{OperatorCaches, Track};

@@ -1,30 +1,33 @@
 //! Applying a console's children through the shared applier, one kind at a time, each as the
-//! console's complete set of that kind (what is no longer desired is deleted).
+//! console's complete set of that kind (what is no longer desired is deleted). One `ChildSet` per
+//! part that decides a condition, so each part's answer is read on its own.
 
-use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 
-use crate::actors::ReconcileError;
 use crate::api::{ExposureKind, PgToolBoxConsole};
 use crate::children::{
-    Applier, ApplyReport, ChildOwner, Component, Desired, HttpRoute, OperatorCaches, Route,
+    Applier, ApplyError, ApplyReport, ChildOwner, ChildSet, Component, HttpRoute, OperatorCaches,
+    Route,
 };
+use crate::k8s::WriteBudget;
 use crate::reconcile::console::{
-    CONSOLE_PORT, ChildNames, PolicyAction, RenderInput, deployment, instance_ca, network_policy,
-    role_binding, role_grants, service, service_account,
+    CONSOLE_PORT, ChildNames, PolicyAction, RenderInput, deployment, exposure_to_apply,
+    instance_ca, network_policy, role_binding, role_grants, service, service_account,
 };
 use crate::reconcile::exposure::{
     ExposureView, desired_http_route, desired_ingress, desired_route,
 };
 
-fn desired<C>(object: C) -> Desired<C> {
-    Desired {
-        component: Component::Console,
-        object,
-    }
+/// Why the children could not be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildrenError {
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    #[error(transparent)]
+    Render(#[from] serde_json::Error),
 }
 
 /// What the applier did, per part that decides a condition.
-#[derive(Default)]
 pub struct Applied {
     /// Everything but the policy and the CA bundle.
     pub workload: ApplyReport,
@@ -49,162 +52,126 @@ pub struct Readable {
     pub http_routes: bool,
 }
 
+/// Where the writes go: each part's `ChildSet` gets its own `Applier` over these.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    pub caches: &'a OperatorCaches,
+    pub client: &'a kube::Client,
+    pub writes: &'a WriteBudget,
+    pub owner: &'a ChildOwner,
+    pub readable: Readable,
+}
+
+impl<'a> Target<'a> {
+    fn set(&self) -> ChildSet<'a> {
+        let applier = Applier {
+            client: self.client,
+            writes: self.writes,
+        };
+        ChildSet::new(applier, self.owner, Component::Console)
+    }
+}
+
 pub struct ChildPlan<'a> {
     pub input: RenderInput<'a>,
     pub obj: &'a PgToolBoxConsole,
     /// The mirrored bundle's text; `None` when the user names a bundle ConfigMap.
     pub bundle: Option<&'a str>,
     pub policy: PolicyAction,
-    pub peers: Option<&'a [k8s_openapi::api::networking::v1::NetworkPolicyPeer]>,
+    pub peers: Option<&'a [NetworkPolicyPeer]>,
     pub exposure: Option<ExposureKind>,
-    pub readable: Readable,
 }
 
 /// Pods first, policy second: the Deployment (with or without the trust grant) is applied
 /// before the ingress NetworkPolicy changes.
-pub async fn apply_all(
-    caches: &OperatorCaches,
-    applier: &Applier<'_>,
-    owner: &ChildOwner,
-    plan: &ChildPlan<'_>,
-) -> Result<Applied, ReconcileError> {
-    let e = ReconcileError::other;
+pub async fn apply_all(to: Target<'_>, plan: &ChildPlan<'_>) -> Result<Applied, ChildrenError> {
+    let c = to.caches;
     let input = &plan.input;
-    let mut applied = Applied::default();
-    applied.workload.merge(
-        applier
-            .apply(
-                &caches.service_accounts,
-                owner,
-                vec![desired(service_account(input))],
-            )
-            .await
-            .map_err(e)?,
-    );
-    let bindings = role_grants(input.console, input.spec)
+    let bindings: Vec<_> = role_grants(input.console, input.spec)
         .iter()
-        .map(|g| desired(role_binding(input, g)))
+        .map(|g| role_binding(input, g))
         .collect();
-    applied.workload.merge(
-        applier
-            .apply(&caches.role_bindings, owner, bindings)
-            .await
-            .map_err(e)?,
-    );
-    applied.bundle = applier
+    let mut workload = to.set();
+    workload
+        .apply(&c.service_accounts, [service_account(input)])
+        .await?
+        .apply(&c.role_bindings, bindings)
+        .await?;
+    let mut bundle = to.set();
+    bundle
+        .apply(&c.config_maps, plan.bundle.map(|b| instance_ca(input, b)))
+        .await?;
+    workload
+        .apply(&c.services, [service(input)])
+        .await?
         .apply(
-            &caches.config_maps,
-            owner,
-            plan.bundle
-                .map(|b| desired(instance_ca(input, b)))
-                .into_iter()
-                .collect(),
+            &c.deployments,
+            [deployment(input, plan.obj.spec.resources.as_ref())],
         )
-        .await
-        .map_err(e)?;
-    applied.workload.merge(
-        applier
-            .apply(&caches.services, owner, vec![desired(service(input))])
-            .await
-            .map_err(e)?,
-    );
-    applied.workload.merge(
-        applier
-            .apply(
-                &caches.deployments,
-                owner,
-                vec![desired(deployment(input, plan.obj.spec.resources.as_ref()))],
-            )
-            .await
-            .map_err(e)?,
-    );
-    let policies: Option<Vec<Desired<NetworkPolicy>>> = match (plan.policy, plan.peers) {
-        (PolicyAction::Apply, Some(peers)) => Some(vec![desired(network_policy(input, peers))]),
+        .await?;
+    let policies = match (plan.policy, plan.peers) {
+        (PolicyAction::Apply, Some(peers)) => Some(vec![network_policy(input, peers)]),
         (PolicyAction::Apply | PolicyAction::Remove, _) => Some(Vec::new()),
         (PolicyAction::Keep, _) => None,
     };
+    let mut policy = to.set();
     if let Some(policies) = policies {
-        applied.policy = applier
-            .apply(&caches.network_policies, owner, policies)
-            .await
-            .map_err(e)?;
+        policy.apply(&c.network_policies, policies).await?;
     }
-    // A refused ingress policy publishes nothing until it is accepted: an exposure applied
-    // meanwhile would serve the console unconfined.
-    let exposure = if applied.policy.refusal().is_some() {
-        None
-    } else {
-        plan.exposure
-    };
-    applied.exposure =
-        apply_exposure(caches, applier, owner, input, exposure, plan.readable).await?;
-    Ok(applied)
+    let policy = policy.report();
+    let kind = exposure_to_apply(plan.exposure, policy.refusal().is_some());
+    let exposure = apply_exposure(to, input, kind).await?;
+    Ok(Applied {
+        workload: workload.report(),
+        policy,
+        bundle: bundle.report(),
+        exposure,
+    })
 }
 
 /// The exposure object of `kind` (none: every published one is withdrawn).
 pub async fn apply_exposure(
-    caches: &OperatorCaches,
-    applier: &Applier<'_>,
-    owner: &ChildOwner,
+    to: Target<'_>,
     input: &RenderInput<'_>,
     kind: Option<ExposureKind>,
-    readable: Readable,
-) -> Result<ApplyReport, ReconcileError> {
-    let e = ReconcileError::other;
+) -> Result<ApplyReport, ChildrenError> {
+    let c = to.caches;
     let names = ChildNames::of(input.console);
     let view = ExposureView::from(&input.spec.exposure);
     let labels = Default::default();
     let ns = input.namespace;
     let name = names.workload.as_str();
-    let mut report = ApplyReport::default();
-    let ingresses = (kind == Some(ExposureKind::Ingress))
-        .then(|| {
-            desired(desired_ingress(
+    let mut set = to.set();
+    let ingress = (kind == Some(ExposureKind::Ingress))
+        .then(|| desired_ingress(name, ns, &labels, &view, name, CONSOLE_PORT));
+    set.apply(&c.ingresses, ingress).await?;
+    if to.readable.routes {
+        let route = match kind {
+            Some(ExposureKind::Route) => Some(Route::from_value(desired_route(
                 name,
                 ns,
                 &labels,
                 &view,
                 name,
                 CONSOLE_PORT,
-            ))
-        })
-        .into_iter()
-        .collect();
-    report.merge(
-        applier
-            .apply(&caches.ingresses, owner, ingresses)
-            .await
-            .map_err(e)?,
-    );
-    let mut routes = Vec::new();
-    if readable.routes && kind == Some(ExposureKind::Route) {
-        let value = desired_route(name, ns, &labels, &view, name, CONSOLE_PORT);
-        routes.push(desired(
-            Route::from_value(value).map_err(ReconcileError::other)?,
-        ));
+            ))?),
+            _ => None,
+        };
+        set.apply(&c.routes, route).await?;
     }
-    if readable.routes {
-        report.merge(
-            applier
-                .apply(&caches.routes, owner, routes)
-                .await
-                .map_err(e)?,
-        );
+    if to.readable.http_routes {
+        let route = match kind {
+            Some(ExposureKind::HttpRoute) => Some(HttpRoute::from_value(desired_http_route(
+                name,
+                ns,
+                &labels,
+                &view,
+                name,
+                CONSOLE_PORT,
+            ))?),
+            _ => None,
+        };
+        set.apply(&c.http_routes, route).await?;
     }
-    let mut http_routes = Vec::new();
-    if readable.http_routes && kind == Some(ExposureKind::HttpRoute) {
-        let value = desired_http_route(name, ns, &labels, &view, name, CONSOLE_PORT);
-        http_routes.push(desired(
-            HttpRoute::from_value(value).map_err(ReconcileError::other)?,
-        ));
-    }
-    if readable.http_routes {
-        report.merge(
-            applier
-                .apply(&caches.http_routes, owner, http_routes)
-                .await
-                .map_err(e)?,
-        );
-    }
-    Ok(report)
+    Ok(set.report())
 }

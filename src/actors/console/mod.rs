@@ -1,10 +1,14 @@
 //! The PgToolBoxConsole kind on the shared runtime and caches.
 
+mod apply;
 mod bundle;
 mod children;
+mod error;
+mod observe;
 mod past_exposure;
 mod reads;
 mod reconciler;
 mod trust;
 
-pub use reconciler::{ConsoleError, ConsoleReconciler, KIND};
+pub use error::ConsoleError;
+pub use reconciler::{ConsoleReconciler, KIND};

@@ -9,6 +9,7 @@ mod confined;
 mod names;
 mod pass;
 mod peers;
+mod plan;
 mod render;
 
 pub use ca_bundle::{
@@ -29,6 +30,11 @@ pub use peers::{
     MAX_NODES, NodeCidrs, PodAddress, broad_block, broad_peer, node_check_note, node_cidrs_of,
     pins_value, pod_address,
 };
+pub use plan::{
+    ApplyFacts, Children, ChildrenApplied, Observed, Plan, Settled, conclude_pass, conclude_paused,
+    exposed, exposure_to_apply, missing_refs, plan, reads_other_policies, refusal_remembered,
+    settle,
+};
 pub use render::{
     CONSOLE_PORT, PEERS_ANNOTATION, POLICY_GROUP_LABEL, RenderInput, TRUST_ANNOTATION, TRUST_ENV,
     deployment, instance_ca, network_policy, peers_digest, policy_peers, role_binding, service,
@@ -39,5 +45,7 @@ pub use render::{
 mod fuzz_tests;
 #[cfg(test)]
 mod pass_tests;
+#[cfg(test)]
+mod plan_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,142 @@
+//! The writes of a console pass, as its plan says: the paused pass's withdrawal under a refused
+//! hostname, the pinned deletes of what is published past the cache, and the children through
+//! the applier (`children.rs`), reduced to the facts `reconcile::console::settle` judges.
+
+use tokio::time::Instant;
+
+use super::children::{Applied, ChildPlan, Target, apply_all, apply_exposure};
+use super::past_exposure::delete_past_cache;
+use super::reconciler::ConsoleReconciler;
+use crate::actors::{ObjectContext, ReconcileError};
+use crate::api::PgToolBoxConsole;
+use crate::children::{ChildRefusal, ChildVerdict};
+use crate::conditions::PassFacts;
+use crate::reconcile::console::{
+    ApplyFacts, ChildNames, Children, ChildrenApplied, ForeignChild, Observed, Plan, PolicyRefusal,
+    RenderInput, conclude_paused,
+};
+use crate::reconcile::exposure::HostAllowList;
+
+impl ConsoleReconciler {
+    /// A paused console: only a refused hostname acts, withdrawing what was published.
+    pub(super) async fn paused(
+        &self,
+        obj: &PgToolBoxConsole,
+        cx: &ObjectContext,
+        to: Target<'_>,
+        facts: PassFacts,
+    ) -> Result<PassFacts, ReconcileError> {
+        let hosts = HostAllowList::new(&cx.shared.settings.exposure_allowed_host_suffixes);
+        let refusal = hosts.check(obj.spec.exposure.hostname.as_deref()).err();
+        let mut converged = true;
+        if refusal.is_some() {
+            let input = render_input(cx, obj, "", None);
+            let report = apply_exposure(to, &input, None).await;
+            converged = report.map_err(ReconcileError::other)?.converged();
+        }
+        let stored = obj.status.clone().unwrap_or_default();
+        conclude_paused(facts, refusal.as_ref(), &stored, converged).map_err(ReconcileError::other)
+    }
+
+    /// Deletes, pinned, what the exposure decision finds ours past the cache and unwanted; a
+    /// refused delete is told to the decision.
+    pub(super) async fn withdraw_past_cache(
+        &self,
+        cx: &ObjectContext,
+        observed: &mut Observed<'_>,
+    ) -> Result<(), ReconcileError> {
+        let deletes = observed.exposure().delete_past_cache;
+        if deletes.is_empty() {
+            return Ok(());
+        }
+        let name = ChildNames::of(&cx.key.name).workload;
+        let refused = delete_past_cache(&cx.client, &cx.key.namespace, &name, &deletes).await?;
+        if !refused.is_empty() {
+            observed.refuse_deletes(&refused);
+        }
+        Ok(())
+    }
+
+    /// The plan's children; a refused policy is remembered for the next passes.
+    pub(super) async fn apply(
+        &self,
+        cx: &ObjectContext,
+        to: Target<'_>,
+        observed: &Observed<'_>,
+        plan: &Plan,
+    ) -> Result<ChildrenApplied<ChildRefusal>, ReconcileError> {
+        let obj = observed.obj;
+        let image = match &plan.children {
+            Children::Hold => return Ok(ChildrenApplied::Held),
+            Children::WithdrawExposure => {
+                let input = render_input(cx, obj, "", None);
+                let report = apply_exposure(to, &input, None).await;
+                let converged = report.map_err(ReconcileError::other)?.converged();
+                return Ok(ChildrenApplied::Withdrawn { converged });
+            }
+            Children::Apply { image } => image,
+        };
+        let mut input = render_input(cx, obj, image, plan.confinement.grant.as_deref());
+        input.secrets = &observed.digests;
+        let children = ChildPlan {
+            input,
+            obj,
+            bundle: observed.bundle.as_ref().map(|b| b.bundle.as_str()),
+            policy: plan.confinement.policy,
+            peers: plan.rendered.as_ref().map(|r| r.peers.as_slice()),
+            exposure: plan.exposure.apply,
+        };
+        let applied = apply_all(to, &children)
+            .await
+            .map_err(ReconcileError::other)?;
+        let policy_refusal = applied.policy.refusal().map(|refused| PolicyRefusal {
+            name: refused.name,
+            code: refused.code,
+            message: refused.message,
+        });
+        if let Some(refusal) = &policy_refusal {
+            let generation = obj.metadata.generation.unwrap_or_default();
+            let entry = (generation, Instant::now(), refusal.clone());
+            self.refused.insert(cx.key.clone(), entry);
+        }
+        Ok(ChildrenApplied::Children(ApplyFacts {
+            converged: applied.converged(),
+            bundle_foreign: applied.bundle.not_owned().is_some(),
+            foreign: not_owned(&applied),
+            policy_refusal,
+            refused: applied
+                .workload
+                .refusal()
+                .or_else(|| applied.exposure.refusal()),
+        }))
+    }
+}
+
+fn render_input<'a>(
+    cx: &'a ObjectContext,
+    obj: &'a PgToolBoxConsole,
+    image: &'a str,
+    grant: Option<&'a str>,
+) -> RenderInput<'a> {
+    RenderInput {
+        console: &cx.key.name,
+        namespace: &cx.key.namespace,
+        spec: &obj.spec,
+        image,
+        grant,
+        secrets: &[],
+    }
+}
+
+/// A child name taken by a foreign object (the CA bundle's is its advisory's business).
+fn not_owned(applied: &Applied) -> Option<ForeignChild> {
+    [&applied.workload, &applied.policy, &applied.exposure]
+        .iter()
+        .find_map(|r| match r.not_owned() {
+            Some(ChildVerdict::NotOwned { kind, name }) => Some(ForeignChild {
+                kind: kind.clone(),
+                name: name.clone(),
+            }),
+            _ => None,
+        })
+}
