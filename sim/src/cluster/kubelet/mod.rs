@@ -18,14 +18,14 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+mod stages;
+
 use super::image_rules;
-use super::nodes::node_ip;
 use super::util::{self, fnv64, hex64, is_deleting, is_terminal, str_at};
 use super::{
     CONFIGMAPS, Component, Ctx, EventKind, JOBS, Kind, NODES, Next, PODS, SECRETS, Tx,
     WorkloadFault, key_of,
 };
-use crate::defaults::qos_class;
 use crate::error::ApiError;
 use crate::store::{Event, ObjKey};
 
@@ -423,218 +423,6 @@ impl Kubelet {
         };
         tx.delete_with(PODS, &key.0, &key.1, &now)?;
         Ok(Next::Done)
-    }
-
-    fn sync(
-        &self,
-        ctx: &Ctx,
-        tx: &mut Tx<'_>,
-        pod: &Value,
-        key: &ObjKey,
-        node: &str,
-        track: Track,
-    ) -> Result<Next, ApiError> {
-        let stamp = ctx.clock.rfc3339();
-        let names = container_names(pod);
-        let mut next = pod.clone();
-        let status = &mut next["status"];
-        if !status.is_object() {
-            *status = json!({});
-        }
-        let first_sync = status.get("startTime").is_none();
-        let node_no: u32 = node
-            .rsplit('-')
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        let host_ip = node_ip(node_no);
-        if first_sync {
-            status["phase"] = json!("Pending");
-            status["hostIP"] = json!(host_ip);
-            status["hostIPs"] = json!([{"ip": host_ip}]);
-            status["startTime"] = json!(stamp);
-            status["qosClass"] = json!(qos_class(pod));
-        }
-        let unready = format!("containers with unready status: [{}]", names.join(" "));
-        let pull = |tx: &mut Tx<'_>, image: &str| -> Result<(), ApiError> {
-            tx.event(
-                pod,
-                EventKind::Normal,
-                "Pulling",
-                &format!("Pulling image \"{image}\""),
-                Some(node),
-            )
-        };
-
-        // 1. Volumes.
-        let mounts = mount_problems(tx, &key.0, pod);
-        self.set_blocked(key, !mounts.is_empty());
-        if !mounts.is_empty() {
-            self.write_waiting(
-                ctx,
-                tx,
-                next,
-                &names,
-                "ContainerCreating",
-                None,
-                &unready,
-                false,
-            )?;
-            let stored = tx
-                .get_key(PODS, key)
-                .unwrap_or_else(|| std::sync::Arc::new(pod.clone()));
-            for (_, message) in mounts {
-                tx.event(
-                    &stored,
-                    EventKind::Warning,
-                    "FailedMount",
-                    &message,
-                    Some(node),
-                )?;
-            }
-            return Ok(Next::After(RECHECK));
-        }
-        let containers: Vec<Value> = pod
-            .pointer("/spec/containers")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-
-        // 2. Images.
-        for c in &containers {
-            let image = str_at(c, "/image").unwrap_or("");
-            if !image_valid(image) {
-                let msg = format!(
-                    "Failed to apply default image tag \"{image}\": couldn't parse image name \"{image}\": invalid reference format"
-                );
-                self.write_waiting(
-                    ctx,
-                    tx,
-                    next,
-                    &names,
-                    "InvalidImageName",
-                    Some(&msg),
-                    &unready,
-                    true,
-                )?;
-                tx.event(pod, EventKind::Warning, "InspectFailed", &msg, Some(node))?;
-                tx.event(
-                    pod,
-                    EventKind::Warning,
-                    "Failed",
-                    "Error: InvalidImageName",
-                    Some(node),
-                )?;
-                return Ok(Next::Done);
-            }
-        }
-        let pull_fault = ctx.fault(WorkloadFault::ImagePullBackOff, pod);
-        if pull_fault {
-            let image = containers
-                .first()
-                .and_then(|c| str_at(c, "/image"))
-                .unwrap_or("")
-                .to_string();
-            return self.pull_failure(ctx, tx, next, key, &names, &image, &unready, track, node);
-        }
-        if track.pull_failures > 0 {
-            self.set_track(key, |t| {
-                t.pull_failures = 0;
-                t.pull_failed_at = None;
-                t.backoff_until = None;
-            });
-        }
-
-        // 3. Start delay (pull, create).
-        let start = ctx.server.config.pod_start;
-        if track.running_since.is_none() {
-            let waited = track.seen.elapsed();
-            if first_sync {
-                self.write_waiting(
-                    ctx,
-                    tx,
-                    next.clone(),
-                    &names,
-                    "ContainerCreating",
-                    None,
-                    &unready,
-                    false,
-                )?;
-                for c in &containers {
-                    pull(tx, str_at(c, "/image").unwrap_or(""))?;
-                }
-            }
-            if waited < start {
-                return Ok(Next::After(start - waited));
-            }
-            // 4. Config (env) is resolved at container creation.
-            let env = containers.iter().find_map(|c| env_problem(tx, &key.0, c));
-            self.set_blocked(key, env.is_some());
-            if let Some(msg) = env {
-                let cur = tx
-                    .get_key(PODS, key)
-                    .map(|p| (*p).clone())
-                    .unwrap_or(next.clone());
-                let stored = self.write_waiting(
-                    ctx,
-                    tx,
-                    cur,
-                    &names,
-                    "CreateContainerConfigError",
-                    Some(&msg),
-                    &unready,
-                    true,
-                )?;
-                tx.event(
-                    &stored,
-                    EventKind::Warning,
-                    "Failed",
-                    &format!("Error: {msg}"),
-                    Some(node),
-                )?;
-                return Ok(Next::After(RECHECK));
-            }
-            let Some(ip) = self.ip_for(tx, key, node).or_else(|| {
-                // Address leaked by a missed deletion: rebuild from the store and retry once.
-                self.rebuild_ips(tx);
-                self.ip_for(tx, key, node)
-            }) else {
-                return Ok(Next::After(RECHECK));
-            };
-            let host_net = pod.pointer("/spec/hostNetwork") == Some(&json!(true));
-            let ip = if host_net { host_ip.clone() } else { ip };
-            let cur = tx
-                .get_key(PODS, key)
-                .map(|p| (*p).clone())
-                .unwrap_or(next.clone());
-            let stored = self.start_containers(ctx, tx, cur, &containers, &ip, 0, None)?;
-            for c in &containers {
-                let image = str_at(c, "/image").unwrap_or("");
-                let cname = str_at(c, "/name").unwrap_or("");
-                tx.event(&stored, EventKind::Normal, "Pulled", &format!("Successfully pulled image \"{image}\" in 1.2s (1.2s including waiting). Image size: 48000000 bytes."), Some(node))?;
-                tx.event(
-                    &stored,
-                    EventKind::Normal,
-                    "Created",
-                    &format!("Created container: {cname}"),
-                    Some(node),
-                )?;
-                tx.event(
-                    &stored,
-                    EventKind::Normal,
-                    "Started",
-                    &format!("Started container {cname}"),
-                    Some(node),
-                )?;
-            }
-            let now = Instant::now();
-            self.set_track(key, |t| {
-                t.running_since = Some(now);
-                t.backoff_until = None;
-            });
-            return Ok(self.after_start(ctx, tx, &stored));
-        }
-        self.running(ctx, tx, pod, key, &containers, track, node)
     }
 
     fn rebuild_ips(&self, tx: &Tx<'_>) {
@@ -1171,6 +959,7 @@ fn order_conditions(st: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::defaults::qos_class;
 
     #[test]
     fn images_parse_like_references() {
