@@ -33,6 +33,7 @@ pub mod ops;
 pub mod patch;
 pub mod printers;
 pub mod proto;
+pub mod rbac_audit;
 pub mod render;
 pub mod resources;
 pub mod reviews;

@@ -5,10 +5,10 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use crate::auth::audit::Audit;
 use crate::config::SimConfig;
 use crate::error::ApiError;
 use crate::faults::{Faults, StatsCell};
+use crate::rbac_audit::Audit;
 use crate::resources::{self, ResourceInfo};
 use crate::store::{Locked, ObjKey, ResKey, Store};
 use crate::workload_faults::WorkloadFaults;

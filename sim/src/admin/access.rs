@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use super::Admin;
-use crate::auth::audit::RuleRef;
 use crate::auth::identity::token_for;
+use crate::rbac_audit::RuleRef;
 
 impl Admin {
     /// A kubeconfig (JSON, which kubectl reads like YAML) acting as `user` in `groups` (plus

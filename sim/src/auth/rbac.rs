@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::audit::RuleRef;
 use super::identity::{Identity, service_account};
+use crate::rbac_audit::RuleRef;
 use crate::server::Server;
 use crate::store::Locked;
 
