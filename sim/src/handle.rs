@@ -9,8 +9,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::admin::Admin;
 use crate::config::SimConfig;
-use crate::faults::{Admin, Stats};
+use crate::faults::Stats;
 use crate::kubeconfig::{KubeconfigError, KubeconfigFile};
 use crate::resources::ResourceInfo;
 use crate::server::Server;

@@ -196,7 +196,7 @@ fn injected_error(code: u16) -> ApiError {
 pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
     let path = req.uri().path().to_string();
     let response = if path.starts_with("/_sim") {
-        admin::handle(server.clone(), req).await
+        admin::endpoint::handle(server.clone(), req).await
     } else if matches!(path.as_str(), "/healthz" | "/readyz" | "/livez") {
         (StatusCode::OK, "ok").into_response()
     } else if server.faults.unauthorized() {

@@ -24,6 +24,8 @@ pub mod hpa;
 pub mod http;
 pub mod kubeconfig;
 pub mod list_keys;
+pub mod managed_fields;
+pub mod meta;
 pub mod object_meta;
 pub mod openapi;
 pub mod openapi_schemas;
@@ -31,6 +33,7 @@ pub mod ops;
 pub mod patch;
 pub mod printers;
 pub mod proto;
+pub mod rbac_audit;
 pub mod render;
 pub mod resources;
 pub mod reviews;
@@ -43,13 +46,15 @@ pub mod table;
 pub mod validate;
 pub mod watch;
 pub mod wire;
+pub mod workload_faults;
 
 mod handle;
 
 #[cfg(test)]
 mod fuzz_tests;
 
+pub use admin::Admin;
 pub use config::{DenyRule, SimConfig};
-pub use faults::{Admin, Stats};
+pub use faults::Stats;
 pub use handle::{InProcessSim, Sim, SimError, run_api_only};
 pub use kubeconfig::{KubeconfigError, KubeconfigFile};

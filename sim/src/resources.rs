@@ -425,8 +425,48 @@ pub fn builtins() -> Vec<ResourceInfo> {
         printer_columns: Vec::new(),
         create_only: true,
     });
-    out.extend(crate::reviews::kinds());
+    out.extend(review_kinds());
     out
+}
+
+fn review(group: &str, kind: &str, plural: &str) -> ResourceInfo {
+    ResourceInfo {
+        group: group.into(),
+        version: "v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        namespaced: false,
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        status_subresource: false,
+        verbs: vec!["create"],
+        custom: false,
+        schema: None,
+        printer_columns: Vec::new(),
+        create_only: true,
+    }
+}
+
+/// The review kinds (`crate::reviews` answers them), registered with the built-ins.
+pub fn review_kinds() -> Vec<ResourceInfo> {
+    vec![
+        review(
+            "authorization.k8s.io",
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+        ),
+        review(
+            "authentication.k8s.io",
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+        ),
+        review(
+            "authorization.k8s.io",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+        ),
+    ]
 }
 
 /// Kind and plural resource names served for one CRD version.

@@ -13,46 +13,6 @@ use crate::server::Server;
 /// The admin user, whom the sim's own kubeconfig authenticates as.
 pub const USER: &str = ADMIN_USER;
 
-fn review(group: &str, kind: &str, plural: &str) -> ResourceInfo {
-    ResourceInfo {
-        group: group.into(),
-        version: "v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-        singular: kind.to_lowercase(),
-        namespaced: false,
-        short_names: Vec::new(),
-        categories: Vec::new(),
-        status_subresource: false,
-        verbs: vec!["create"],
-        custom: false,
-        schema: None,
-        printer_columns: Vec::new(),
-        create_only: true,
-    }
-}
-
-/// The review kinds served here, to register with the built-ins.
-pub fn kinds() -> Vec<ResourceInfo> {
-    vec![
-        review(
-            "authorization.k8s.io",
-            "SelfSubjectRulesReview",
-            "selfsubjectrulesreviews",
-        ),
-        review(
-            "authentication.k8s.io",
-            "SelfSubjectReview",
-            "selfsubjectreviews",
-        ),
-        review(
-            "authorization.k8s.io",
-            "SubjectAccessReview",
-            "subjectaccessreviews",
-        ),
-    ]
-}
-
 /// The answer to a review of `info`, or `None` when `info` is not one of these.
 pub fn answer(
     server: &Server,
@@ -199,13 +159,13 @@ mod tests {
     #[test]
     fn rules_are_incomplete_only_under_deny_rules() {
         let server = std::sync::Arc::new(Server::new(SimConfig::default(), "127.0.0.1:0".into()));
-        let info = &kinds()[0];
+        let info = &crate::resources::review_kinds()[0];
         let req = json!({"spec": {"namespace": "team"}});
         let admin_id = Identity::admin();
         let open = answer(&server, &admin_id, info, req.clone()).unwrap();
         assert_eq!(open["status"]["incomplete"], false);
         assert_eq!(open["kind"], "SelfSubjectRulesReview");
-        let admin = crate::faults::Admin {
+        let admin = crate::admin::Admin {
             server: server.clone(),
         };
         admin.deny("create:pods:team").unwrap();
@@ -222,7 +182,13 @@ mod tests {
     #[test]
     fn whoami_names_the_sim_user() {
         let server = Server::new(SimConfig::default(), "127.0.0.1:0".into());
-        let v = answer(&server, &Identity::admin(), &kinds()[1], json!({})).unwrap();
+        let v = answer(
+            &server,
+            &Identity::admin(),
+            &crate::resources::review_kinds()[1],
+            json!({}),
+        )
+        .unwrap();
         assert_eq!(v["status"]["userInfo"]["username"], USER);
         assert_eq!(v["apiVersion"], "authentication.k8s.io/v1");
     }

@@ -3,10 +3,41 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
+use serde_json::Value;
+
 use crate::config::SimConfig;
+use crate::error::ApiError;
 use crate::faults::{Faults, StatsCell};
+use crate::rbac_audit::Audit;
 use crate::resources::{self, ResourceInfo};
-use crate::store::Store;
+use crate::store::{Locked, ObjKey, ResKey, Store};
+use crate::workload_faults::WorkloadFaults;
+
+/// What the simulated cluster adds to create and delete (its admission plugins and registry
+/// strategies). The cluster registers itself when its controllers start; the server asks
+/// through this trait so that it need not know the cluster's types.
+pub trait ClusterAdmission: Send + Sync {
+    /// Mutate and admit `body` (already named, with uid) before it is stored.
+    fn admit_create(
+        &self,
+        l: &Locked<'_>,
+        info: &ResourceInfo,
+        namespace: &str,
+        body: &mut Value,
+    ) -> Result<(), ApiError>;
+
+    /// Graceful deletion: the object as marked for deletion, or `None` when the ordinary
+    /// deletion applies. `grace_period_seconds` is the one the delete request asked for.
+    fn graceful_delete(
+        &self,
+        l: &mut Locked<'_>,
+        info: &ResourceInfo,
+        res: &ResKey,
+        key: &ObjKey,
+        old: &Arc<Value>,
+        grace_period_seconds: Option<i64>,
+    ) -> Option<Arc<Value>>;
+}
 
 /// Every served resource by `(group, version, plural)`, in registration order per group.
 #[derive(Default)]
@@ -111,13 +142,13 @@ pub struct Server {
     pub stats: StatsCell,
     pub config: SimConfig,
     /// Faults the simulated components act out (`/_sim/workloads/faults`).
-    pub workload_faults: crate::cluster::WorkloadFaults,
+    pub workload_faults: WorkloadFaults,
     /// The simulated cluster, when controllers run (admission and graceful Pod deletion use it).
-    pub cluster: std::sync::OnceLock<Arc<crate::cluster::Ctx>>,
+    pub cluster: std::sync::OnceLock<Arc<dyn ClusterAdmission>>,
     /// `host:port` the server listens on, for discovery answers.
     pub address: String,
     /// The RBAC rules that allowed a request, per user (least-privilege audits).
-    pub rbac_audit: crate::auth::Audit,
+    pub rbac_audit: Audit,
 }
 
 impl Server {
@@ -133,7 +164,7 @@ impl Server {
             cluster: std::sync::OnceLock::new(),
             config,
             address,
-            rbac_audit: crate::auth::Audit::default(),
+            rbac_audit: Audit::default(),
         }
     }
 

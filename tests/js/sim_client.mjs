@@ -5,7 +5,7 @@
 //
 // Each check is an async function; the last line printed is a JSON summary
 // {"passed": [...], "failed": {"name": "error", ...}} that the Rust test
-// (tests/integration/sim_js.rs) reads.
+// (sim/tests/integration/sim_js.rs) reads.
 
 import * as k8s from '@kubernetes/client-node';
 

@@ -1,14 +1,14 @@
 //! Authentication, RBAC authorization, impersonation and the escalation checks of the
 //! embedded API server. Admin requests (`system:masters`) skip the store entirely.
 
-pub mod access;
 pub mod escalation;
 pub mod identity;
 pub mod impersonate;
 pub mod rbac;
 
+pub use crate::rbac_audit::{Audit, RuleRef};
 pub use identity::{Identity, authenticate, token_for};
-pub use rbac::{Attributes, Audit, RuleRef, authorize};
+pub use rbac::{Attributes, authorize};
 
 use crate::error::ApiError;
 

@@ -18,9 +18,9 @@ use super::Ctx;
 use super::quota;
 use super::util::{is_terminal, str_at};
 use crate::error::ApiError;
-use crate::ops::{DeleteOpts, meta_str, now_rfc3339};
+use crate::ops::{meta_str, now_rfc3339};
 use crate::resources::ResourceInfo;
-use crate::server::Server;
+use crate::server::ClusterAdmission;
 use crate::store::{EventType, Locked, ObjKey, ResKey};
 
 /// Allocated Service IPs (never released: the /12 holds a million).
@@ -29,21 +29,40 @@ pub struct State {
     service_ips: Mutex<HashSet<String>>,
 }
 
-fn ctx(server: &Server) -> Option<&Arc<Ctx>> {
-    server.cluster.get()
+/// Registered on the server once the controllers run (`Cluster::setup`); without it the
+/// server admits everything unchanged.
+impl ClusterAdmission for Ctx {
+    fn admit_create(
+        &self,
+        l: &Locked<'_>,
+        info: &ResourceInfo,
+        namespace: &str,
+        body: &mut Value,
+    ) -> Result<(), ApiError> {
+        admit_create(self, l, info, namespace, body)
+    }
+
+    fn graceful_delete(
+        &self,
+        l: &mut Locked<'_>,
+        info: &ResourceInfo,
+        res: &ResKey,
+        key: &ObjKey,
+        old: &Arc<Value>,
+        grace_period_seconds: Option<i64>,
+    ) -> Option<Arc<Value>> {
+        graceful_pod_delete(l, info, res, key, old, grace_period_seconds)
+    }
 }
 
 /// Mutate and admit `body` (already named, with uid) before it is stored.
-pub fn admit_create(
-    server: &Server,
+fn admit_create(
+    ctx: &Ctx,
     l: &Locked<'_>,
     info: &ResourceInfo,
     namespace: &str,
     body: &mut Value,
 ) -> Result<(), ApiError> {
-    let Some(ctx) = ctx(server) else {
-        return Ok(());
-    };
     match (info.group.as_str(), info.plural.as_str()) {
         ("", "services") => allocate_cluster_ip(ctx, body),
         ("", "persistentvolumeclaims") => default_storage_class(l, body),
@@ -167,26 +186,23 @@ fn job_selector(body: &mut Value) {
 
 /// Graceful deletion of a Pod on a Node: mark it (deletionTimestamp = now + grace) and let the
 /// kubelet remove it. `None` when the ordinary deletion applies (not running anywhere, already
-/// terminal, grace 0, or controllers off). A repeated delete of a terminating Pod changes
-/// nothing unless it asks for grace 0.
-pub fn graceful_pod_delete(
-    server: &Server,
+/// terminal, grace 0; with controllers off the server never asks). A repeated delete of a
+/// terminating Pod changes nothing unless it asks for grace 0.
+fn graceful_pod_delete(
     l: &mut Locked<'_>,
     info: &ResourceInfo,
     res: &ResKey,
     key: &ObjKey,
     old: &Arc<Value>,
-    opts: &DeleteOpts,
+    grace_period_seconds: Option<i64>,
 ) -> Option<Arc<Value>> {
-    ctx(server)?;
     if !(info.group.is_empty() && info.plural == "pods") {
         return None;
     }
     if str_at(old, "/spec/nodeName").is_none() || is_terminal(old) {
         return None;
     }
-    let grace = opts
-        .grace_period_seconds
+    let grace = grace_period_seconds
         .or_else(|| {
             old.pointer("/spec/terminationGracePeriodSeconds")
                 .and_then(Value::as_i64)

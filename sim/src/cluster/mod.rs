@@ -30,7 +30,6 @@ pub mod admission;
 pub mod cnpg;
 mod deployment;
 mod endpoints;
-pub mod faults;
 mod image_rules;
 mod job;
 mod kubelet;
@@ -60,7 +59,7 @@ use crate::error::ApiError;
 use crate::server::Server;
 use crate::store::{Event, ObjKey, ResKey};
 
-pub use faults::{WorkloadFault, WorkloadFaultRule, WorkloadFaults};
+pub use crate::workload_faults::{WorkloadFault, WorkloadFaultRule, WorkloadFaults};
 pub use tx::{EventKind, Tx};
 
 /// A kind a component reads or writes, at the version it uses.

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::meta::{ensure_metadata, meta_str, now_rfc3339};
 use crate::error::{ApiError, Cause};
+use crate::meta::{ensure_metadata, meta_str, now_rfc3339};
 use crate::resources::{self, ResourceInfo};
 use crate::server::Server;
 use crate::store::{FieldValidation, Locked};

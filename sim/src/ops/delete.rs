@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::meta::{finalizers, generation, meta_str, now_rfc3339, res_key, set_meta};
 use crate::error::ApiError;
+use crate::meta::{finalizers, generation, meta_str, now_rfc3339, res_key, set_meta};
 use crate::resources::ResourceInfo;
 use crate::server::Server;
 use crate::store::{EventType, Locked, ObjKey, ResKey};
@@ -137,9 +137,9 @@ pub fn delete(
     if info.group.is_empty() && info.plural == "namespaces" {
         return Ok(delete_namespace(server, l, &res, &key, old));
     }
-    if let Some(marked) =
-        crate::cluster::admission::graceful_pod_delete(server, l, info, &res, &key, &old, opts)
-    {
+    if let Some(marked) = server.cluster.get().and_then(|cluster| {
+        cluster.graceful_delete(l, info, &res, &key, &old, opts.grace_period_seconds)
+    }) {
         return Ok(marked);
     }
     if opts.foreground && !l.dependents_of(&uid).is_empty() {

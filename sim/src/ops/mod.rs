@@ -3,7 +3,6 @@
 
 mod checks;
 mod delete;
-mod meta;
 
 use std::sync::Arc;
 
@@ -15,11 +14,11 @@ use crate::resources::ResourceInfo;
 use crate::server::Server;
 use crate::store::{EventType, Locked, ObjKey};
 
+use crate::meta::*;
+pub use crate::meta::{Subresource, follow_tokio_clock, meta_str, now, now_rfc3339, res_key, view};
 use checks::*;
 pub(crate) use delete::after_removal;
 pub use delete::{DeleteOpts, delete, deleted_status, returns_deleted_object};
-use meta::*;
-pub use meta::{Subresource, follow_tokio_clock, meta_str, now, now_rfc3339, res_key, view};
 
 /// Create `body` in `namespace` (empty for cluster-scoped kinds).
 pub fn create(
@@ -127,9 +126,11 @@ pub fn create(
         remove_meta(&mut body, f);
     }
     if let Some(manager) = l.field_manager().map(str::to_string) {
-        crate::apply::record_update(info, &mut body, None, &manager, "");
+        crate::managed_fields::record_update(info, &mut body, None, &manager, "");
     }
-    crate::cluster::admission::admit_create(server, l, info, namespace, &mut body)?;
+    if let Some(cluster) = server.cluster.get() {
+        cluster.admit_create(l, info, namespace, &mut body)?;
+    }
     let stored = l.put(&res, key.clone(), body, rv, EventType::Added);
     delete::collect_if_orphaned(server, l, &res, &key, &stored);
     if let Some(infos) = crd {
@@ -296,7 +297,7 @@ pub fn update(
         } else {
             ""
         };
-        crate::apply::record_update(info, &mut new, Some(&old), &manager, sub_name);
+        crate::managed_fields::record_update(info, &mut new, Some(&old), &manager, sub_name);
     }
     let rv = l.next_rv();
     set_meta(&mut new, "resourceVersion", json!(rv.to_string()));

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::ProtoError;
 use super::json::{Conv, Obj, object_meta};
 use super::pod::pod_spec;
+use super::refs::local_object_reference;
 
 pub fn typed<M: Message + Default>(raw: &[u8], conv: Conv<M>) -> Result<Option<Value>, ProtoError> {
     Ok(Some(conv(M::decode(raw)?)?))
@@ -89,12 +90,6 @@ pub fn object_reference(mut m: core::ObjectReference) -> Result<Value, ProtoErro
     o.str("resourceVersion", m.resource_version.take());
     o.str("fieldPath", m.field_path.take());
     o.done(m, "ObjectReference")
-}
-
-pub fn local_object_reference(mut m: core::LocalObjectReference) -> Result<Value, ProtoError> {
-    let mut o = Obj::new();
-    o.str("name", m.name.take());
-    o.done(m, "LocalObjectReference")
 }
 
 fn resource_quota(mut m: core::ResourceQuota) -> Result<Value, ProtoError> {

@@ -11,6 +11,7 @@ mod json;
 mod networking;
 mod pod;
 mod policy;
+mod refs;
 mod scheduling;
 mod volumes;
 mod workloads;

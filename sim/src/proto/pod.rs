@@ -6,8 +6,8 @@ use k8s_pb::api::core::v1 as core;
 use serde_json::Value;
 
 use super::ProtoError;
-use super::core::local_object_reference;
 use super::json::{Obj, object_meta};
+use super::refs::{local_object_reference, object_field_selector, resource_field_selector};
 use super::scheduling::{affinity, scheduling_fields};
 use super::volumes::volume;
 
@@ -302,21 +302,6 @@ fn resource_requirements(mut r: core::ResourceRequirements) -> Result<Value, Pro
     o.quantities("limits", take(&mut r.limits));
     o.quantities("requests", take(&mut r.requests));
     o.done(r, "ResourceRequirements")
-}
-
-pub fn object_field_selector(mut f: core::ObjectFieldSelector) -> Result<Value, ProtoError> {
-    let mut o = Obj::new();
-    o.str("apiVersion", f.api_version.take());
-    o.ptr_str("fieldPath", f.field_path.take());
-    o.done(f, "ObjectFieldSelector")
-}
-
-pub fn resource_field_selector(mut f: core::ResourceFieldSelector) -> Result<Value, ProtoError> {
-    let mut o = Obj::new();
-    o.str("containerName", f.container_name.take());
-    o.ptr_str("resource", f.resource.take());
-    o.quantity("divisor", f.divisor.take());
-    o.done(f, "ResourceFieldSelector")
 }
 
 fn env_var(mut e: core::EnvVar) -> Result<Value, ProtoError> {

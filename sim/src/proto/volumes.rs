@@ -6,9 +6,8 @@ use k8s_pb::api::core::v1 as core;
 use serde_json::Value;
 
 use super::ProtoError;
-use super::core::local_object_reference;
 use super::json::Obj;
-use super::pod::{object_field_selector, resource_field_selector};
+use super::refs::{local_object_reference, object_field_selector, resource_field_selector};
 
 fn key_to_path(mut k: core::KeyToPath) -> Result<Value, ProtoError> {
     let mut o = Obj::new();

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::conditions::{self, Cond};
+pub use super::gateway_rules::{CONTROLLER_NAME, GROUP};
 use super::gateway_rules::{
     accept, listener_conditions, parent_gateway, parent_status, resolve_refs, s, same_parent,
 };
@@ -20,12 +21,10 @@ use crate::cluster::{
 use crate::error::ApiError;
 use crate::store::{Event, ObjKey};
 
-pub const GROUP: &str = "gateway.networking.k8s.io";
 pub const GATEWAYCLASSES: Kind = Kind::new(GROUP, "v1", "GatewayClass", "gatewayclasses");
 pub const GATEWAYS: Kind = Kind::new(GROUP, "v1", "Gateway", "gateways");
 pub const HTTPROUTES: Kind = Kind::new(GROUP, "v1", "HTTPRoute", "httproutes");
 pub const CLASS_NAME: &str = "sim";
-pub const CONTROLLER_NAME: &str = "sim.local/gateway-controller";
 /// The address every Gateway of the class gets (TEST-NET-1, never routable).
 pub const GATEWAY_IP: &str = "192.0.2.20";
 

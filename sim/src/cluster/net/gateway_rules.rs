@@ -6,9 +6,12 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::conditions::{self, Cond};
-use super::gateway::{CONTROLLER_NAME, GROUP};
 pub(super) use crate::cluster::net::text as s;
 use crate::cluster::util::selector_matches;
+
+pub const GROUP: &str = "gateway.networking.k8s.io";
+/// The controller the GatewayClass `sim` names.
+pub const CONTROLLER_NAME: &str = "sim.local/gateway-controller";
 
 /// May a route of `route_ns` (labels `ns_labels`) attach to `listener` of a Gateway in `gw_ns`?
 pub fn listener_allows(

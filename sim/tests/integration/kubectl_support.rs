@@ -1,5 +1,10 @@
 //! kubectl as an independent client: runs it against a kubeconfig, in a scratch directory.
 
+#![allow(
+    dead_code,
+    reason = "two test binaries include this file (the sim's and the operator's); each uses part of it"
+)]
+
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -1,4 +1,4 @@
-//! `/_sim/` admin endpoint: the HTTP face of [`Admin`](crate::faults::Admin).
+//! `/_sim/` admin endpoint: the HTTP face of [`Admin`](super::Admin).
 //!
 //! | method + path                | body                                          |
 //! |------------------------------|-----------------------------------------------|
@@ -31,11 +31,12 @@ use axum::http::{Method, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use crate::cluster::WorkloadFaultRule;
 use crate::error::ApiError;
-use crate::faults::Admin;
 use crate::server::Server;
 use crate::wire::{MAX_BODY, json_response};
+use crate::workload_faults::WorkloadFaultRule;
+
+use super::Admin;
 
 pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
     match run(server, req).await {

@@ -29,7 +29,7 @@ async fn the_python_client_passes_every_check() {
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/sim_client.py");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/python/sim_client.py");
     let output = tokio::task::spawn_blocking(move || {
         Command::new("python3")
             .arg(script)

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use super::RuleRef;
-use super::identity::token_for;
-use crate::faults::Admin;
+use super::Admin;
+use crate::auth::identity::token_for;
+use crate::rbac_audit::RuleRef;
 
 impl Admin {
     /// A kubeconfig (JSON, which kubectl reads like YAML) acting as `user` in `groups` (plus

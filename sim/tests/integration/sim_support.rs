@@ -1,5 +1,10 @@
 //! Helpers shared by the sim tests.
 
+#![allow(
+    dead_code,
+    reason = "two test binaries include this file (the sim's and the operator's); each uses part of it"
+)]
+
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
 use pgtoolbox_sim::{Sim, SimConfig};

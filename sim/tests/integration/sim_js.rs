@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::Command;
 
-const JS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/js");
+const JS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/js");
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_javascript_client_passes_every_check() {

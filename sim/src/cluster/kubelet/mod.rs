@@ -18,16 +18,18 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
+mod images;
+mod stages;
+
 use super::image_rules;
-use super::nodes::node_ip;
-use super::util::{self, fnv64, hex64, is_deleting, is_terminal, str_at};
+use super::util::{self, hex64, is_deleting, is_terminal, str_at};
 use super::{
     CONFIGMAPS, Component, Ctx, EventKind, JOBS, Kind, NODES, Next, PODS, SECRETS, Tx,
     WorkloadFault, key_of,
 };
-use crate::defaults::qos_class;
 use crate::error::ApiError;
 use crate::store::{Event, ObjKey};
+use images::{image_id, image_valid, normalized};
 
 const NAME: &str = "kubelet";
 /// Base and cap of the kubelet's container restart and image pull back-off.
@@ -71,54 +73,6 @@ fn backoff(n: u32) -> Duration {
     BACKOFF
         .saturating_mul(1 << n.saturating_sub(1).min(5))
         .min(BACKOFF_CAP)
-}
-
-/// Docker reference grammar, enough to refuse what the kubelet refuses (`InvalidImageName`).
-pub fn image_valid(image: &str) -> bool {
-    static PATTERN: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-    let re = PATTERN.get_or_init(|| {
-        regex::Regex::new(concat!(
-            // A first component is a registry only with a dot, a port, or as `localhost`.
-            r"^(?:(?:localhost(?::[0-9]+)?|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+(?::[0-9]+)?|[a-zA-Z0-9-]+:[0-9]+)/)?",
-            r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*",
-            r"(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$"
-        ))
-        .ok()
-    });
-    !image.is_empty() && re.as_ref().is_some_and(|r| r.is_match(image))
-}
-
-/// `nginx` -> `docker.io/library/nginx:latest`, as the runtime reports an image.
-fn normalized(image: &str) -> String {
-    let (name, tagged) = match image.rsplit_once('@') {
-        Some((n, _)) => (n, true),
-        None => (
-            image,
-            image.rsplit('/').next().is_some_and(|l| l.contains(':')),
-        ),
-    };
-    let first = name.split('/').next().unwrap_or("");
-    let with_domain = if !name.contains('/') {
-        format!("docker.io/library/{name}")
-    } else if first.contains('.') || first.contains(':') || first == "localhost" {
-        name.to_string()
-    } else {
-        format!("docker.io/{name}")
-    };
-    if tagged {
-        with_domain
-    } else {
-        format!("{with_domain}:latest")
-    }
-}
-
-fn image_id(image: &str) -> String {
-    let base = normalized(image);
-    let repo = match base.rsplit_once(':') {
-        Some((r, t)) if !t.contains('/') => r.to_string(),
-        _ => base.clone(),
-    };
-    format!("{repo}@sha256:{}", hex64(fnv64(image.as_bytes())))
 }
 
 fn optional(v: &Value) -> bool {
@@ -423,218 +377,6 @@ impl Kubelet {
         };
         tx.delete_with(PODS, &key.0, &key.1, &now)?;
         Ok(Next::Done)
-    }
-
-    fn sync(
-        &self,
-        ctx: &Ctx,
-        tx: &mut Tx<'_>,
-        pod: &Value,
-        key: &ObjKey,
-        node: &str,
-        track: Track,
-    ) -> Result<Next, ApiError> {
-        let stamp = ctx.clock.rfc3339();
-        let names = container_names(pod);
-        let mut next = pod.clone();
-        let status = &mut next["status"];
-        if !status.is_object() {
-            *status = json!({});
-        }
-        let first_sync = status.get("startTime").is_none();
-        let node_no: u32 = node
-            .rsplit('-')
-            .next()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        let host_ip = node_ip(node_no);
-        if first_sync {
-            status["phase"] = json!("Pending");
-            status["hostIP"] = json!(host_ip);
-            status["hostIPs"] = json!([{"ip": host_ip}]);
-            status["startTime"] = json!(stamp);
-            status["qosClass"] = json!(qos_class(pod));
-        }
-        let unready = format!("containers with unready status: [{}]", names.join(" "));
-        let pull = |tx: &mut Tx<'_>, image: &str| -> Result<(), ApiError> {
-            tx.event(
-                pod,
-                EventKind::Normal,
-                "Pulling",
-                &format!("Pulling image \"{image}\""),
-                Some(node),
-            )
-        };
-
-        // 1. Volumes.
-        let mounts = mount_problems(tx, &key.0, pod);
-        self.set_blocked(key, !mounts.is_empty());
-        if !mounts.is_empty() {
-            self.write_waiting(
-                ctx,
-                tx,
-                next,
-                &names,
-                "ContainerCreating",
-                None,
-                &unready,
-                false,
-            )?;
-            let stored = tx
-                .get_key(PODS, key)
-                .unwrap_or_else(|| std::sync::Arc::new(pod.clone()));
-            for (_, message) in mounts {
-                tx.event(
-                    &stored,
-                    EventKind::Warning,
-                    "FailedMount",
-                    &message,
-                    Some(node),
-                )?;
-            }
-            return Ok(Next::After(RECHECK));
-        }
-        let containers: Vec<Value> = pod
-            .pointer("/spec/containers")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-
-        // 2. Images.
-        for c in &containers {
-            let image = str_at(c, "/image").unwrap_or("");
-            if !image_valid(image) {
-                let msg = format!(
-                    "Failed to apply default image tag \"{image}\": couldn't parse image name \"{image}\": invalid reference format"
-                );
-                self.write_waiting(
-                    ctx,
-                    tx,
-                    next,
-                    &names,
-                    "InvalidImageName",
-                    Some(&msg),
-                    &unready,
-                    true,
-                )?;
-                tx.event(pod, EventKind::Warning, "InspectFailed", &msg, Some(node))?;
-                tx.event(
-                    pod,
-                    EventKind::Warning,
-                    "Failed",
-                    "Error: InvalidImageName",
-                    Some(node),
-                )?;
-                return Ok(Next::Done);
-            }
-        }
-        let pull_fault = ctx.fault(WorkloadFault::ImagePullBackOff, pod);
-        if pull_fault {
-            let image = containers
-                .first()
-                .and_then(|c| str_at(c, "/image"))
-                .unwrap_or("")
-                .to_string();
-            return self.pull_failure(ctx, tx, next, key, &names, &image, &unready, track, node);
-        }
-        if track.pull_failures > 0 {
-            self.set_track(key, |t| {
-                t.pull_failures = 0;
-                t.pull_failed_at = None;
-                t.backoff_until = None;
-            });
-        }
-
-        // 3. Start delay (pull, create).
-        let start = ctx.server.config.pod_start;
-        if track.running_since.is_none() {
-            let waited = track.seen.elapsed();
-            if first_sync {
-                self.write_waiting(
-                    ctx,
-                    tx,
-                    next.clone(),
-                    &names,
-                    "ContainerCreating",
-                    None,
-                    &unready,
-                    false,
-                )?;
-                for c in &containers {
-                    pull(tx, str_at(c, "/image").unwrap_or(""))?;
-                }
-            }
-            if waited < start {
-                return Ok(Next::After(start - waited));
-            }
-            // 4. Config (env) is resolved at container creation.
-            let env = containers.iter().find_map(|c| env_problem(tx, &key.0, c));
-            self.set_blocked(key, env.is_some());
-            if let Some(msg) = env {
-                let cur = tx
-                    .get_key(PODS, key)
-                    .map(|p| (*p).clone())
-                    .unwrap_or(next.clone());
-                let stored = self.write_waiting(
-                    ctx,
-                    tx,
-                    cur,
-                    &names,
-                    "CreateContainerConfigError",
-                    Some(&msg),
-                    &unready,
-                    true,
-                )?;
-                tx.event(
-                    &stored,
-                    EventKind::Warning,
-                    "Failed",
-                    &format!("Error: {msg}"),
-                    Some(node),
-                )?;
-                return Ok(Next::After(RECHECK));
-            }
-            let Some(ip) = self.ip_for(tx, key, node).or_else(|| {
-                // Address leaked by a missed deletion: rebuild from the store and retry once.
-                self.rebuild_ips(tx);
-                self.ip_for(tx, key, node)
-            }) else {
-                return Ok(Next::After(RECHECK));
-            };
-            let host_net = pod.pointer("/spec/hostNetwork") == Some(&json!(true));
-            let ip = if host_net { host_ip.clone() } else { ip };
-            let cur = tx
-                .get_key(PODS, key)
-                .map(|p| (*p).clone())
-                .unwrap_or(next.clone());
-            let stored = self.start_containers(ctx, tx, cur, &containers, &ip, 0, None)?;
-            for c in &containers {
-                let image = str_at(c, "/image").unwrap_or("");
-                let cname = str_at(c, "/name").unwrap_or("");
-                tx.event(&stored, EventKind::Normal, "Pulled", &format!("Successfully pulled image \"{image}\" in 1.2s (1.2s including waiting). Image size: 48000000 bytes."), Some(node))?;
-                tx.event(
-                    &stored,
-                    EventKind::Normal,
-                    "Created",
-                    &format!("Created container: {cname}"),
-                    Some(node),
-                )?;
-                tx.event(
-                    &stored,
-                    EventKind::Normal,
-                    "Started",
-                    &format!("Started container {cname}"),
-                    Some(node),
-                )?;
-            }
-            let now = Instant::now();
-            self.set_track(key, |t| {
-                t.running_since = Some(now);
-                t.backoff_until = None;
-            });
-            return Ok(self.after_start(ctx, tx, &stored));
-        }
-        self.running(ctx, tx, pod, key, &containers, track, node)
     }
 
     fn rebuild_ips(&self, tx: &Tx<'_>) {
@@ -1171,37 +913,7 @@ fn order_conditions(st: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn images_parse_like_references() {
-        for ok in [
-            "nginx",
-            "nginx:1.27",
-            "ghcr.io/org/app:v1",
-            "localhost:5000/a/b",
-            "docker.io/library/postgres@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-        ] {
-            assert!(image_valid(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "Nginx",
-            "nginx:",
-            "a//b",
-            "UPPER/case",
-            "nginx:tag with space",
-        ] {
-            assert!(!image_valid(bad), "{bad}");
-        }
-    }
-
-    #[test]
-    fn images_are_normalized_as_the_runtime_reports_them() {
-        assert_eq!(normalized("nginx"), "docker.io/library/nginx:latest");
-        assert_eq!(normalized("org/app:1"), "docker.io/org/app:1");
-        assert_eq!(normalized("ghcr.io/a/b"), "ghcr.io/a/b:latest");
-        assert!(image_id("nginx").starts_with("docker.io/library/nginx@sha256:"));
-    }
+    use crate::defaults::qos_class;
 
     #[test]
     fn back_off_doubles_to_a_cap() {
