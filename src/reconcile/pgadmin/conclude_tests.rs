@@ -69,6 +69,19 @@ fn fields(facts: &PassFacts) -> Vec<StatusField> {
     facts.fields.iter().map(|f| f.field).collect()
 }
 
+/// (situation, settings outcome, applied, exposure converged, ConfigurationValid reason,
+/// converged, events, status fields)
+type Row<'a> = (
+    &'a str,
+    Option<SettingsDb>,
+    Applied<'a>,
+    bool,
+    &'a str,
+    bool,
+    Vec<&'a str>,
+    Vec<StatusField>,
+);
+
 #[test]
 fn what_became_of_the_children_decides_configuration_convergence_events_and_fields() {
     let spec = PgAdminSpec::default();
@@ -92,19 +105,8 @@ fn what_became_of_the_children_decides_configuration_convergence_events_and_fiel
         pods: &no_pods,
     };
     use StatusField::{PublishedExposureKinds as Kinds, Registration as Reg, Servers, Url};
-    // (situation, settings outcome, applied, exposure converged,
-    //  ConfigurationValid reason, converged, events, status fields); the spec selects no
-    //  Cluster, a problem that does not stall.
-    let cases: Vec<(
-        &str,
-        Option<SettingsDb>,
-        Applied<'_>,
-        bool,
-        &str,
-        bool,
-        Vec<&str>,
-        Vec<_>,
-    )> = vec![
+    // The spec selects no Cluster: a problem that does not stall.
+    let cases: Vec<Row<'_>> = vec![
         (
             "held by a settings database's name taken: nothing written",
             Some(SettingsDb::NotOwned {

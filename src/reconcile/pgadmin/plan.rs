@@ -54,6 +54,12 @@ impl Referenced {
     }
 }
 
+/// The prober's answer for an optional API in a namespace.
+pub type ApiAnswers<'a> = Box<dyn Fn(OptionalApi, &str) -> Availability + Send + Sync + 'a>;
+
+/// A cache consulted by name in the PgAdmin's namespace, when a decision needs it.
+pub type Lookup<'a, T> = Box<dyn Fn(&str) -> T + Send + Sync + 'a>;
+
 /// What a pass read (and was told by the operator's settings) before it writes anything but
 /// the exposure.
 pub struct Observed<'a> {
@@ -71,11 +77,11 @@ pub struct Observed<'a> {
     pub referenced: Referenced,
     /// The DatabaseRoles of the registered Clusters' namespaces.
     pub roles: Vec<RoleFacts>,
-    pub apis: Box<dyn Fn(OptionalApi, &str) -> Availability + Send + Sync + 'a>,
+    pub apis: ApiAnswers<'a>,
     /// Whether a Secret of the namespace exists, as the Secret index says (`None`: unknown).
-    pub secret_exists: Box<dyn Fn(&str) -> Option<bool> + Send + Sync + 'a>,
+    pub secret_exists: Lookup<'a, Option<bool>>,
     /// A Job of the namespace as the cache shows it.
-    pub job: Box<dyn Fn(&str) -> Option<JobState> + Send + Sync + 'a>,
+    pub job: Lookup<'a, Option<JobState>>,
 }
 
 /// What the pass decided before the settings database is ensured.
