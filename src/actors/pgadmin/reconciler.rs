@@ -80,12 +80,11 @@ impl PgAdminReconciler {
         self.caches
             .secrets
             .register(&user, plan.watched.clone(), Track::Version);
-        let applied = match plan.renders {
-            true => Some(
-                self.apply_children(obj, cx, &owner, &observed, &plan, &exposure)
-                    .await?,
-            ),
-            false => None,
+        let applied = if plan.renders {
+            let children = self.apply_children(obj, cx, &owner, &observed, &plan, &exposure);
+            Some(children.await?)
+        } else {
+            None
         };
         let facts = conclude(Conclusion {
             facts,
