@@ -4,9 +4,7 @@
 //! through the applier, read them back from the caches, `conclude` (pure), and write the status
 //! once. The rules live in `reconcile::pgadmin` (`plan.rs`, `children.rs`, `conclude.rs`).
 
-use super::children::ChildrenApplied;
 use super::error::PgAdminError;
-use super::observe::observe;
 use super::secrets::{ConsumedDigests, ServersSecrets};
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAdmin, ReportsConditions};
@@ -70,7 +68,7 @@ impl PgAdminReconciler {
             return Ok(Outcome::done().with_status(written));
         }
 
-        let observed = observe(&self.caches, obj, cx, refusal.is_some()).await?;
+        let observed = self.observe(obj, cx, refusal.is_some()).await?;
         let decision = decide(&observed);
         let settings = self.settings_db(obj, cx, &owner, &decision.gates).await?;
         let plan = plan(&observed, decision, settings);
@@ -94,9 +92,7 @@ impl PgAdminReconciler {
             plan: &plan,
             exposure,
             exposure_converged,
-            applied: applied
-                .as_ref()
-                .map_or(Applied::Held, ChildrenApplied::applied),
+            applied: applied.as_ref().map_or(Applied::Held, |a| a.applied()),
             stored: obj.status.as_ref(),
         })
         .map_err(PgAdminError::from)?;
