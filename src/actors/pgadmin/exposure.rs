@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::past_cache::{delete_past_cache, read_past_cache};
 use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::PgAdmin;
-use crate::children::{Applier, ApplyReport, ChildOwner, Component, HttpRoute, Route};
+use crate::children::{Applier, ChildOwner, ChildSet, Component, HttpRoute, Route};
 use crate::reconcile::exposure::{
     BackendPort, ExposureDecision, ExposureInputs, ExposureView, ObservedExposure, PastCacheCheck,
     decide_exposure, desired_http_route, desired_ingress, desired_route, past_cache_reads,
@@ -14,7 +14,8 @@ use crate::reconcile::exposure::{
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::pgadmin::{ChildNames, HTTP_PORT_NAME, SERVICE_PORT};
 
-use super::reconciler::{PgAdminError, PgAdminReconciler, desired};
+use super::error::{PgAdminError, render_error};
+use super::reconciler::PgAdminReconciler;
 use crate::actors::user_of;
 
 const PORT: BackendPort<'static> = BackendPort {
@@ -88,66 +89,63 @@ impl PgAdminReconciler {
         })
     }
 
-    /// Applies the exposure children the decision wants (none: withdrawn).
+    /// Applies the exposure children the decision wants (none: withdrawn) into `set`.
     pub(super) async fn apply_exposure(
+        &self,
+        obj: &PgAdmin,
+        cx: &ObjectContext,
+        set: &mut ChildSet<'_>,
+        names: &ChildNames,
+        decision: &ExposureDecision,
+    ) -> Result<(), PgAdminError> {
+        use crate::api::ExposureKind as K;
+        let view = ExposureView::from(&obj.spec.exposure);
+        let ns = cx.key.namespace.as_str();
+        let labels = Default::default();
+        let w = &names.workload;
+        let ingress = (decision.apply == Some(K::Ingress))
+            .then(|| desired_ingress(w, ns, &labels, &view, w, PORT));
+        set.apply(&self.caches.ingresses, ingress).await?;
+        // Routes and HTTPRoutes through their stores only where their API is readable here.
+        let on = |api| cx.shared.optional_apis.availability(api, ns) == Availability::On;
+        if on(OptionalApi::Routes) {
+            let route = (decision.apply == Some(K::Route))
+                .then(|| Route::from_value(desired_route(w, ns, &labels, &view, w, PORT)))
+                .transpose()
+                .map_err(render_error)?;
+            set.apply(&self.caches.routes, route).await?;
+        }
+        if on(OptionalApi::HttpRoutes) {
+            let value = (decision.apply == Some(K::HttpRoute))
+                .then(|| desired_http_route(w, ns, &labels, &view, w, PORT));
+            let http_route = value
+                .map(HttpRoute::from_value)
+                .transpose()
+                .map_err(render_error)?;
+            set.apply(&self.caches.http_routes, http_route).await?;
+        }
+        Ok(())
+    }
+
+    /// The exposure applied on its own (the hostname is refused, nothing else is applied);
+    /// whether it wrote nothing.
+    pub(super) async fn withdraw_exposure(
         &self,
         obj: &PgAdmin,
         cx: &ObjectContext,
         owner: &ChildOwner,
         names: &ChildNames,
         decision: &ExposureDecision,
-    ) -> Result<ApplyReport, PgAdminError> {
-        use crate::api::ExposureKind as K;
+    ) -> Result<bool, PgAdminError> {
         let applier = Applier {
             client: &cx.client,
             writes: &cx.writes,
         };
-        let view = ExposureView::from(&obj.spec.exposure);
-        let ns = cx.key.namespace.as_str();
-        let labels = Default::default();
-        let c = Component::PgAdmin;
-        let w = &names.workload;
-        let mut report = ApplyReport::default();
-        let ingress: Vec<_> = (decision.apply == Some(K::Ingress))
-            .then(|| desired(c, desired_ingress(w, ns, &labels, &view, w, PORT)))
-            .into_iter()
-            .collect();
-        report.merge(
-            applier
-                .apply(&self.caches.ingresses, owner, ingress)
-                .await?,
-        );
-        // Routes and HTTPRoutes through their stores only where their API is readable here.
-        let on = |api| cx.shared.optional_apis.availability(api, ns) == Availability::On;
-        if on(OptionalApi::Routes) {
-            let mut routes = Vec::new();
-            if decision.apply == Some(K::Route) {
-                let value = desired_route(w, ns, &labels, &view, w, PORT);
-                routes.push(desired(c, Route::from_value(value).map_err(render_error)?));
-            }
-            report.merge(applier.apply(&self.caches.routes, owner, routes).await?);
-        }
-        if on(OptionalApi::HttpRoutes) {
-            let mut http_routes = Vec::new();
-            if decision.apply == Some(K::HttpRoute) {
-                let value = desired_http_route(w, ns, &labels, &view, w, PORT);
-                http_routes.push(desired(
-                    c,
-                    HttpRoute::from_value(value).map_err(render_error)?,
-                ));
-            }
-            report.merge(
-                applier
-                    .apply(&self.caches.http_routes, owner, http_routes)
-                    .await?,
-            );
-        }
-        Ok(report)
+        let mut set = ChildSet::new(applier, owner, Component::PgAdmin);
+        self.apply_exposure(obj, cx, &mut set, names, decision)
+            .await?;
+        Ok(set.report().converged())
     }
-}
-
-pub(super) fn render_error(e: serde_json::Error) -> PgAdminError {
-    PgAdminError::Apply(crate::children::ApplyError::Render(e))
 }
 
 fn first<C>(children: Vec<Arc<C>>) -> Option<Arc<C>> {

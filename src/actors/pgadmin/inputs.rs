@@ -11,17 +11,8 @@ use crate::children::{OperatorCaches, Track};
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
 use crate::reconcile::pgadmin::{
-    ClusterFacts, GrantFacts, PoolerFacts, RoleFacts, grant_facts, pooler_facts, role_facts,
+    ClusterFacts, Referenced, RoleFacts, grant_facts, pooler_facts, role_facts,
 };
-
-/// The referenced objects of one pass.
-#[derive(Default)]
-pub struct Referenced {
-    pub clusters: Vec<ClusterFacts>,
-    pub clusters_unreadable: Vec<String>,
-    pub grants: Vec<GrantFacts>,
-    pub poolers: Vec<PoolerFacts>,
-}
 
 /// The namespaces whose Clusters and grants the spec reads.
 fn namespaces(namespace: &str, spec: &PgAdminSpec) -> (Vec<String>, Vec<String>) {

@@ -2,6 +2,7 @@
 //! and the two Secrets no child store caches.
 
 mod children;
+mod error;
 mod exposure;
 mod inputs;
 mod observe;

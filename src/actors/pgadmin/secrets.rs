@@ -21,7 +21,8 @@ use crate::messages::ObjectKey;
 use crate::reconcile::children::{Component, child_labels};
 use crate::reconcile::pgadmin::ChildNames;
 use crate::reconcile::pgadmin::{
-    COOKIE_SECRET_KEY, Credential, LOGIN_PASSWORD_KEY, OfferedServer, servers_file, servers_secret,
+    COOKIE_SECRET_KEY, Credential, LOGIN_PASSWORD_KEY, OfferedServer, credential_secrets,
+    servers_file, servers_secret,
 };
 use crate::reconcile::workload::SecretDigest;
 
@@ -50,21 +51,6 @@ pub enum ServersOutcome {
     },
     /// The name is taken by a Secret this PgAdmin does not control.
     NotOwned,
-}
-
-/// The Secrets whose contents enter the servers file.
-pub fn credential_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
-    let mut keys: Vec<ObjectKey> = servers
-        .iter()
-        .filter_map(|s| {
-            s.credentials
-                .secret()
-                .map(|name| ObjectKey::new(s.namespace.as_str(), name))
-        })
-        .collect();
-    keys.sort();
-    keys.dedup();
-    keys
 }
 
 fn fingerprint(servers: &[OfferedServer], index: &ReferenceIndex) -> String {

@@ -7,33 +7,56 @@ use kube::Client;
 use kube::api::{Api, DynamicObject};
 use serde_json::{Value, json};
 
-use crate::api::ConfigDatabase;
+use super::reconciler::PgAdminReconciler;
+use crate::actors::{ObjectContext, ReconcileError, user_of};
+use crate::api::{ConfigDatabase, PgAdmin};
 use crate::children::{Applier, ChildOwner, Contents, OperatorCaches, Track};
-use crate::conditions::Verdict;
 use crate::k8s::WriteBudget;
 use crate::messages::ObjectKey;
 use crate::reconcile::children::{Component, child_labels};
-use crate::reconcile::optional_api::{OptionalApi, ProbeResult};
+use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
 use crate::reconcile::pgadmin::{
-    ConfigConnection, ConfigDatabaseFacts, applied_facts, config_database_name,
+    ConfigConnection, ConfigDatabaseFacts, Gates, SettingsDb, applied_facts, config_database_name,
     config_database_pending, config_database_problem, controlled_by, desired_settings_objects,
     spec_matches,
 };
 
-pub enum SettingsDb {
-    /// A configuration problem: a stall.
-    Problem(Verdict),
-    /// A name taken by an object this PgAdmin does not control.
-    NotOwned {
-        kind: String,
-        name: String,
-    },
-    /// Applied; CloudNativePG has not applied everything yet (`ConfigDatabaseNotReady`).
-    Pending(Verdict),
-    Ready(ConfigConnection),
+impl PgAdminReconciler {
+    /// The settings database, ensured once the hostname is allowed and nothing else stalls
+    /// (`None`: not this pass). Without one, the PgAdmin stops hearing of Databases.
+    pub(super) async fn settings_db(
+        &self,
+        obj: &PgAdmin,
+        cx: &ObjectContext,
+        owner: &ChildOwner,
+        gates: &Gates,
+    ) -> Result<Option<SettingsDb>, ReconcileError> {
+        let Some(spec) = &obj.spec.config_database else {
+            let key = user_of::<PgAdmin>(&cx.key);
+            self.caches.databases.index().forget(&key);
+            return Ok(None);
+        };
+        if !gates.ensures_settings_db() {
+            return Ok(None);
+        }
+        let apis = &cx.shared.optional_apis;
+        let roles_on =
+            apis.availability(OptionalApi::DatabaseRoles, &cx.key.namespace) == Availability::On;
+        let password_generation = !roles_on || self.password_generation(&cx.client).await?;
+        let input = SettingsDbInput {
+            caches: &self.caches,
+            client: &cx.client,
+            writes: &cx.writes,
+            owner,
+            spec,
+            apis,
+            password_generation,
+        };
+        Ok(Some(ensure_settings_db(&input).await?))
+    }
 }
 
-pub struct SettingsDbInput<'a> {
+struct SettingsDbInput<'a> {
     pub caches: &'a OperatorCaches,
     pub client: &'a Client,
     pub writes: &'a WriteBudget,
@@ -83,7 +106,7 @@ async fn apply_one(
     Ok(Ok(Some(std::sync::Arc::new(value))))
 }
 
-pub async fn ensure_settings_db(input: &SettingsDbInput<'_>) -> Result<SettingsDb, kube::Error> {
+async fn ensure_settings_db(input: &SettingsDbInput<'_>) -> Result<SettingsDb, kube::Error> {
     let ns = input.owner.key.namespace.as_str();
     let user = &input.owner.key;
     let caches = input.caches;

@@ -1,6 +1,8 @@
 //! PgAdmin (pure): the offered set, `status.servers`, `ConfigurationValid`, the servers file
 //! and its hash, `ServersSynced` from the registration Job, and the children to render.
 
+mod children;
+mod conclude;
 mod config;
 mod config_database;
 mod egress;
@@ -8,12 +10,17 @@ mod facts;
 mod image;
 mod offered;
 mod pass;
+mod plan;
 mod registration;
 mod render;
 mod selector;
 mod servers_file;
 mod upgrade;
 
+pub use children::{
+    ChildObjects, ChildrenFacts, ChildrenJudged, PgAdminChildren, Registration, children,
+};
+pub use conclude::{Applied, Conclusion, Seen, Writes, conclude, withdrawn};
 pub use config::{ConfigFacts, configuration_valid};
 pub use config_database::{
     AppliedFacts, ConfigConnection, ConfigDatabaseFacts, applied_facts, config_database_name,
@@ -31,6 +38,9 @@ pub use pass::{
     Settled, applies_deployment, children_converged, egress_clusters, exposure_fields,
     pgadmin_image, registration_started, status_fields, target_image, upgrade_event,
     workload_ready,
+};
+pub use plan::{
+    Decision, Observed, Plan, Referenced, SettingsDb, credential_secrets, decide, plan,
 };
 pub use registration::{
     JobState, RegistrationFacts, job_state, job_wanted, pgadmin_pod_ready, registration_job_name,

@@ -1,7 +1,7 @@
-//! The combining rules of one PgAdmin pass, pure. The actor reads the caches and the
-//! referenced objects, asks [`Gates`] whether the pass may write its children, applies them,
-//! and asks these functions which WorkloadReady verdict wins, what it announces, whether the
-//! pass converged and which status fields it states.
+//! The combining rules of one PgAdmin pass, pure: the images, [`Gates`] (whether the pass may
+//! write its children), which WorkloadReady verdict wins, what it announces, whether the pass
+//! converged and which status fields it states. `plan.rs`, `children.rs` and `conclude.rs`
+//! sequence them.
 
 use k8s_openapi::api::apps::v1::Deployment;
 
