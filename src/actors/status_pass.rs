@@ -1,7 +1,8 @@
-//! What every kind of the operator does the same around its pass, written once: the pass reads
-//! the freshest copy of the object (its own last status write may be newer than the watch's),
-//! a failure is shown through the conditions engine, and a stopping object is forgotten by
-//! every reference index and by the status writer. A kind implements [`StatusPass`]; the
+//! What every kind of the operator does the same around its pass, written once: the caches a
+//! kind declares are listed before its pass, the pass reads the freshest copy of the object (its
+//! own last status write may be newer than the watch's), a failure is shown through the
+//! conditions engine, and a stopping object is forgotten by every reference index and by the
+//! status writer. A kind implements [`StatusPass`]; the
 //! [`Reconciler`] the runtime drives follows from it.
 
 use std::collections::HashSet;
@@ -15,7 +16,7 @@ use serde::de::DeserializeOwned;
 
 use super::{ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler};
 use crate::api::ReportsConditions;
-use crate::children::OperatorCaches;
+use crate::children::{CACHE_WAIT, OperatorCaches, Synced, wait_synced};
 use crate::messages::{KindKey, ObjectKey};
 use crate::runtime::Reported;
 use crate::status::StatusWriter;
@@ -35,6 +36,10 @@ pub trait StatusPass: Send + Sync + 'static {
     fn status(&self) -> &StatusWriter<Self::Object>;
 
     fn caches(&self) -> &OperatorCaches;
+
+    /// The caches a pass over the object in `cx` reads: the runtime waits for their first
+    /// lists before every pass (before that, "not listed yet" would read as "absent").
+    fn reads<'a>(&'a self, cx: &ObjectContext) -> Vec<&'a Synced>;
 
     /// One pass over the freshest copy of the object.
     fn run(
@@ -84,6 +89,9 @@ impl<P: StatusPass> Reconciler for P {
         obj: Arc<P::Object>,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
+        wait_synced(CACHE_WAIT, &self.reads(cx))
+            .await
+            .map_err(ReconcileError::other)?;
         let obj = self.status().freshest(&cx.key, obj);
         self.run(&obj, cx).await
     }

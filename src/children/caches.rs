@@ -341,6 +341,9 @@ impl OperatorCaches {
     }
 }
 
+/// How long a pass waits for the first lists of the caches it reads.
+pub const CACHE_WAIT: Duration = Duration::from_secs(30);
+
 /// Waits until each of the caches a pass reads holds its first list: before that, "not
 /// listed yet" would read as "absent". A kind waits only for what it reads, so a kind whose
 /// watch is refused does not hold the others back.

@@ -19,7 +19,7 @@ pub use applier::{
     APPLIED_HASH_ANNOTATION, Applier, ApplyError, ApplyReport, ChildOwner, ChildRefusal,
     ChildVerdict, Desired, FIELD_MANAGER, unchanged,
 };
-pub use caches::{CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
+pub use caches::{CACHE_WAIT, CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
 pub use child_set::ChildSet;
 pub use contents::Contents;
 pub use create::CreateError;

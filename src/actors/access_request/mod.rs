@@ -6,4 +6,4 @@ mod reconciler;
 mod writes;
 
 pub use crate::children::REQUEST_LABEL;
-pub use reconciler::{AccessRequestReconciler, KIND};
+pub use reconciler::AccessRequestReconciler;

@@ -5,7 +5,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
@@ -15,18 +14,12 @@ use super::observe::{Observed, live_bindings, observe};
 use super::writes::{adopt_decided, delete_decided, delete_orphans};
 use crate::actors::{ObjectContext, Outcome, PassEnv, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAccessRequest, ReportsConditions};
-use crate::children::{OperatorCaches, wait_synced};
+use crate::children::{CACHE_WAIT, OperatorCaches, Synced};
 use crate::messages::ObjectKey;
 use crate::reconcile::pgaccessrequest::{
     Decision, decide, needs_live_read, pass_facts, request_events, status_fields, timers,
 };
 use crate::status::{Extras, StatusWriter};
-
-/// How long a pass waits for the first lists of RoleBindings and Clusters.
-const CACHE_WAIT: Duration = Duration::from_secs(30);
-
-/// The kind the request's RoleBindings and Cluster references are filed under.
-pub const KIND: &str = "PgAccessRequest";
 
 pub struct AccessRequestReconciler {
     caches: OperatorCaches,
@@ -46,11 +39,6 @@ impl AccessRequestReconciler {
         obj: &PgAccessRequest,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        let bindings = &self.caches.access_bindings;
-        let synced = [bindings.synced(), self.caches.clusters.index().synced()];
-        wait_synced(CACHE_WAIT, &synced)
-            .await
-            .map_err(ReconcileError::other)?;
         let now = cx.shared.settings.clock.now();
         let facts = obj.pass_facts();
         if facts.paused {
@@ -112,6 +100,13 @@ impl StatusPass for AccessRequestReconciler {
         &self.caches
     }
 
+    fn reads<'a>(&'a self, _cx: &ObjectContext) -> Vec<&'a Synced> {
+        vec![
+            self.caches.access_bindings.synced(),
+            self.caches.clusters.index().synced(),
+        ]
+    }
+
     async fn run(
         &self,
         obj: &PgAccessRequest,
@@ -151,7 +146,8 @@ impl StatusPass for AccessRequestReconciler {
         }
         for owner in bindings.owners() {
             let key = owner.object_key();
-            if owner.kind == KIND && !known.contains(&key) {
+            if owner.kind == <PgAccessRequest as kube::Resource>::kind(&()) && !known.contains(&key)
+            {
                 let cx = ObjectContext::new(key.clone(), env.clone(), 0);
                 self.on_orphan(&key, &cx).await;
             }

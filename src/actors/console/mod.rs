@@ -11,4 +11,4 @@ mod reconciler;
 mod trust;
 
 pub use error::ConsoleError;
-pub use reconciler::{ConsoleReconciler, KIND};
+pub use reconciler::ConsoleReconciler;

@@ -3,8 +3,6 @@
 //! other NetworkPolicies, Nodes, CA and mounted Secrets), and after the apply the children
 //! WorkloadReady is judged from. What is read when is `reconcile::console::Observed`'s to say.
 
-use std::time::Duration;
-
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
@@ -16,7 +14,7 @@ use super::reconciler::ConsoleReconciler;
 use super::trust::other_policies;
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::PgToolBoxConsole;
-use crate::children::{Track, wait_synced};
+use crate::children::{Synced, Track};
 use crate::conditions::Verdict;
 use crate::messages::ObjectKey;
 use crate::reconcile::console::{
@@ -28,9 +26,6 @@ use crate::reconcile::exposure::{HostAllowList, past_cache_reads};
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::workload::workload_verdict;
-
-/// How long a pass waits for the first lists of its caches.
-const CACHE_WAIT: Duration = Duration::from_secs(30);
 
 /// The prober's answers for Routes and HTTPRoutes in the console's namespace, asked once a pass.
 pub struct ExposureApis {
@@ -57,38 +52,32 @@ impl ExposureApis {
 }
 
 impl ConsoleReconciler {
-    pub(super) async fn wait_synced(&self, readable: Readable) -> Result<(), ReconcileError> {
+    /// The caches a pass reads; Routes and HTTPRoutes only where their API is readable in
+    /// the namespace (a refused watch never lists).
+    pub(super) fn cache_reads(&self, readable: Readable) -> Vec<&Synced> {
         let c = &self.caches;
+        let mut reads = vec![
+            c.service_accounts.synced(),
+            c.role_bindings.synced(),
+            c.services.synced(),
+            c.deployments.synced(),
+            c.config_maps.synced(),
+            c.replica_sets.synced(),
+            c.pods.synced(),
+            c.network_policies.synced(),
+            c.ingresses.synced(),
+            c.clusters.index().synced(),
+            c.secrets.synced(),
+            c.referenced_config_maps.synced(),
+            c.namespace_network_policies.index().synced(),
+        ];
         if readable.routes {
-            wait_synced(CACHE_WAIT, &[c.routes.synced()])
-                .await
-                .map_err(ReconcileError::other)?;
+            reads.push(c.routes.synced());
         }
         if readable.http_routes {
-            wait_synced(CACHE_WAIT, &[c.http_routes.synced()])
-                .await
-                .map_err(ReconcileError::other)?;
+            reads.push(c.http_routes.synced());
         }
-        wait_synced(
-            CACHE_WAIT,
-            &[
-                c.service_accounts.synced(),
-                c.role_bindings.synced(),
-                c.services.synced(),
-                c.deployments.synced(),
-                c.config_maps.synced(),
-                c.replica_sets.synced(),
-                c.pods.synced(),
-                c.network_policies.synced(),
-                c.ingresses.synced(),
-                c.clusters.index().synced(),
-                c.secrets.synced(),
-                c.referenced_config_maps.synced(),
-                c.namespace_network_policies.index().synced(),
-            ],
-        )
-        .await
-        .map_err(ReconcileError::other)
+        reads
     }
 
     /// Everything an unpaused pass reads before it applies anything. Everything the console

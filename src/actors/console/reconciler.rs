@@ -15,15 +15,12 @@ use super::observe::ExposureApis;
 use super::reads::PastCache;
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass};
 use crate::api::{PgToolBoxConsole, ReportsConditions};
-use crate::children::{ChildOwner, OperatorCaches};
+use crate::children::{ChildOwner, OperatorCaches, Synced};
 use crate::conditions::PassFacts;
 use crate::k8s::EventSink;
 use crate::messages::{ObjectKey, TimerPurpose};
 use crate::reconcile::console::{PolicyRefusal, conclude_pass, plan, settle};
 use crate::status::{Extras, StatusWriter, Written};
-
-/// The owner kind the children are filed under.
-pub const KIND: &str = "PgToolBoxConsole";
 
 pub struct ConsoleReconciler {
     pub(super) caches: OperatorCaches,
@@ -54,7 +51,6 @@ impl ConsoleReconciler {
     ) -> Result<Outcome, ReconcileError> {
         let apis = ExposureApis::of(cx);
         let readable = apis.readable();
-        self.wait_synced(readable).await?;
         let owner = ChildOwner::of(obj)
             .ok_or_else(|| ReconcileError::other(ConsoleError::NoUid(cx.key.name.clone())))?;
         let to = Target {
@@ -130,6 +126,10 @@ impl StatusPass for ConsoleReconciler {
 
     fn caches(&self) -> &OperatorCaches {
         &self.caches
+    }
+
+    fn reads<'a>(&'a self, cx: &ObjectContext) -> Vec<&'a Synced> {
+        self.cache_reads(ExposureApis::of(cx).readable())
     }
 
     async fn run(

@@ -7,4 +7,4 @@ mod observe;
 mod reconciler;
 
 pub use ca::{CA_SECRET_NAME, CaError, CaStore};
-pub use reconciler::{EvidenceAgentReconciler, KIND};
+pub use reconciler::EvidenceAgentReconciler;

@@ -4,14 +4,12 @@
 //! applier, read them back from the caches, `conclude` (pure), and write the status once. The
 //! rules that combine the verdicts live in `reconcile::evidenceagent::pass`.
 
-use std::time::Duration;
-
 use super::ca::CaStore;
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
 use crate::api::{EvidenceAgent, ReportsConditions};
 use crate::children::{
-    Applier, ApplyReport, ChildOwner, ChildSet, ChildVerdict, Component, OperatorCaches, Track,
-    wait_synced,
+    Applier, ApplyReport, ChildOwner, ChildSet, ChildVerdict, Component, OperatorCaches, Synced,
+    Track,
 };
 use crate::conditions::PassFacts;
 use crate::k8s::EventSink;
@@ -23,11 +21,7 @@ use crate::reconcile::evidenceagent::{
 use crate::reconcile::images::ImageAllowList;
 use crate::status::{Extras, StatusWriter, Written};
 
-/// How long a pass waits for the first lists of its caches.
-const CACHE_WAIT: Duration = Duration::from_secs(30);
-
 /// The kind the agent's children and references are filed under.
-pub const KIND: &str = "EvidenceAgent";
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvidenceError {
@@ -58,34 +52,11 @@ impl EvidenceAgentReconciler {
         }
     }
 
-    /// Waits for the first lists of every cache a pass reads.
-    async fn wait_synced(&self) -> Result<(), ReconcileError> {
-        let c = &self.caches;
-        wait_synced(
-            CACHE_WAIT,
-            &[
-                c.service_accounts.synced(),
-                c.services.synced(),
-                c.deployments.synced(),
-                c.config_maps.synced(),
-                c.replica_sets.synced(),
-                c.pods.synced(),
-                c.owned_secrets.synced(),
-                c.clusters.index().synced(),
-                c.object_stores.index().synced(),
-                c.secrets.synced(),
-            ],
-        )
-        .await
-        .map_err(ReconcileError::other)
-    }
-
     async fn pass(
         &self,
         obj: &EvidenceAgent,
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
-        self.wait_synced().await?;
         let facts = obj.pass_facts();
         if facts.paused {
             let written = self.write(obj, facts, cx).await?;
@@ -235,6 +206,22 @@ impl StatusPass for EvidenceAgentReconciler {
 
     fn caches(&self) -> &OperatorCaches {
         &self.caches
+    }
+
+    fn reads<'a>(&'a self, _cx: &ObjectContext) -> Vec<&'a Synced> {
+        let c = &self.caches;
+        vec![
+            c.service_accounts.synced(),
+            c.services.synced(),
+            c.deployments.synced(),
+            c.config_maps.synced(),
+            c.replica_sets.synced(),
+            c.pods.synced(),
+            c.owned_secrets.synced(),
+            c.clusters.index().synced(),
+            c.object_stores.index().synced(),
+            c.secrets.synced(),
+        ]
     }
 
     /// Besides the conditions, the `notAfter` of the serving certificate the operator issued

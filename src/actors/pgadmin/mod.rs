@@ -12,4 +12,4 @@ mod secrets;
 mod settings_db;
 
 pub use crate::reconcile::pgadmin::{BUILTIN_OAUTH2_PROXY_IMAGE, BUILTIN_PGADMIN_IMAGE};
-pub use reconciler::{KIND, PgAdminReconciler};
+pub use reconciler::PgAdminReconciler;

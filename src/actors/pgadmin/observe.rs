@@ -3,8 +3,6 @@
 //! the Secret index and the Job cache for the decisions, and the DatabaseRole CRD's password
 //! probe for the settings database.
 
-use std::time::Duration;
-
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
 
@@ -12,7 +10,7 @@ use super::inputs::{read_referenced, read_roles};
 use super::reconciler::PgAdminReconciler;
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::PgAdmin;
-use crate::children::wait_synced;
+use crate::children::Synced;
 use crate::messages::ObjectKey;
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::{Availability, OptionalApi};
@@ -22,9 +20,6 @@ use crate::reconcile::pgadmin::{
 
 /// The CRD whose schema says whether CloudNativePG generates role passwords.
 const DATABASE_ROLE_CRD: &str = "databaseroles.postgresql.cnpg.io";
-
-/// How long a pass waits for the first lists of its caches.
-const CACHE_WAIT: Duration = Duration::from_secs(30);
 
 impl PgAdminReconciler {
     /// Whether the served DatabaseRole CRD can generate passwords: read once per operator
@@ -48,44 +43,36 @@ impl PgAdminReconciler {
             .copied()
     }
 
-    /// Waits for the first lists of the caches a pass reads. The Route and HTTPRoute stores only
-    /// where their API is readable in the namespace: elsewhere they hold nothing of it (and a
-    /// refused watch never lists), and the pass reads past the cache instead.
-    pub(super) async fn wait_synced(&self, cx: &ObjectContext) -> Result<(), ReconcileError> {
+    /// The caches a pass reads. The Route and HTTPRoute stores only where their API is on in
+    /// the namespace: elsewhere they hold nothing of it (and a refused watch never lists), and
+    /// the pass reads past the cache instead.
+    pub(super) fn cache_reads(&self, cx: &ObjectContext) -> Vec<&Synced> {
         let c = &self.caches;
         let on =
             |api| cx.shared.optional_apis.availability(api, &cx.key.namespace) == Availability::On;
+        let mut reads = vec![
+            c.service_accounts.synced(),
+            c.services.synced(),
+            c.deployments.synced(),
+            c.replica_sets.synced(),
+            c.pods.synced(),
+            c.jobs.synced(),
+            c.persistent_volume_claims.synced(),
+            c.network_policies.synced(),
+            c.ingresses.synced(),
+            c.clusters.index().synced(),
+            c.poolers.index().synced(),
+            c.pgadmin_accesses.index().synced(),
+            c.database_roles.index().synced(),
+            c.secrets.synced(),
+        ];
         if on(OptionalApi::Routes) {
-            wait_synced(CACHE_WAIT, &[c.routes.synced()])
-                .await
-                .map_err(ReconcileError::other)?;
+            reads.push(c.routes.synced());
         }
         if on(OptionalApi::HttpRoutes) {
-            wait_synced(CACHE_WAIT, &[c.http_routes.synced()])
-                .await
-                .map_err(ReconcileError::other)?;
+            reads.push(c.http_routes.synced());
         }
-        wait_synced(
-            CACHE_WAIT,
-            &[
-                c.service_accounts.synced(),
-                c.services.synced(),
-                c.deployments.synced(),
-                c.replica_sets.synced(),
-                c.pods.synced(),
-                c.jobs.synced(),
-                c.persistent_volume_claims.synced(),
-                c.network_policies.synced(),
-                c.ingresses.synced(),
-                c.clusters.index().synced(),
-                c.poolers.index().synced(),
-                c.pgadmin_accesses.index().synced(),
-                c.database_roles.index().synced(),
-                c.secrets.synced(),
-            ],
-        )
-        .await
-        .map_err(ReconcileError::other)
+        reads
     }
 
     /// The referenced objects (each read registers the PgAdmin as its user first), and the Secret

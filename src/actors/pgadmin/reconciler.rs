@@ -8,7 +8,7 @@ use super::error::PgAdminError;
 use super::secrets::{ConsumedDigests, ServersSecrets};
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAdmin, ReportsConditions};
-use crate::children::{ChildOwner, OperatorCaches, Track};
+use crate::children::{ChildOwner, OperatorCaches, Synced, Track};
 use crate::conditions::{Hostname, PassFacts};
 use crate::k8s::EventSink;
 use crate::messages::ObjectKey;
@@ -17,9 +17,6 @@ use crate::reconcile::pgadmin::{
     Applied, ChildNames, Conclusion, conclude, decide, plan, withdrawn,
 };
 use crate::status::{Extras, StatusWriter, Written};
-
-/// The kind the children and references are filed under.
-pub const KIND: &str = "PgAdmin";
 
 pub struct PgAdminReconciler {
     pub(super) caches: OperatorCaches,
@@ -41,7 +38,6 @@ impl PgAdminReconciler {
     }
 
     async fn pass(&self, obj: &PgAdmin, cx: &ObjectContext) -> Result<Outcome, ReconcileError> {
-        self.wait_synced(cx).await?;
         let names = ChildNames::of(&cx.key.name);
         let owner = ChildOwner::of(obj).ok_or_else(|| PgAdminError::NoUid(cx.key.name.clone()))?;
         // The hostname first: a refusal withdraws the exposure whatever else holds.
@@ -123,6 +119,10 @@ impl StatusPass for PgAdminReconciler {
 
     fn caches(&self) -> &OperatorCaches {
         &self.caches
+    }
+
+    fn reads<'a>(&'a self, cx: &ObjectContext) -> Vec<&'a Synced> {
+        self.cache_reads(cx)
     }
 
     async fn run(&self, obj: &PgAdmin, cx: &ObjectContext) -> Result<Outcome, ReconcileError> {
