@@ -31,8 +31,12 @@ use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::runtime::watcher::Event;
-use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
-use pgtoolbox_operator::supervisor::{Kind, KindOptions, Operator, OperatorBuilder, Registry};
+use pgtoolbox_operator::testing::actors::{
+    ObjectContext, Outcome, ReconcileError, Reconciler, Shared,
+};
+use pgtoolbox_operator::testing::supervisor::{
+    Kind, KindOptions, Operator, OperatorBuilder, Registry,
+};
 use tokio::sync::Notify;
 
 use common::{allocator, measure};

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, PostParams};
 use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::{Deserialize, Serialize};
 

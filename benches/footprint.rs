@@ -34,18 +34,20 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DynamicObject, ListParams};
 use kube::core::NamespaceResourceScope;
 use kube::runtime::watcher::Event;
-use pgtoolbox_operator::actors::shared::start_shared_actors;
-use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
 use pgtoolbox_operator::api::{EvidenceAgent, PgAccessRequest, PgAdmin, PgToolBoxConsole};
-use pgtoolbox_operator::children::{
+use pgtoolbox_operator::cli::register_all_with;
+use pgtoolbox_operator::testing::actors::shared::start_shared_actors;
+use pgtoolbox_operator::testing::actors::{
+    ObjectContext, Outcome, ReconcileError, Reconciler, Shared,
+};
+use pgtoolbox_operator::testing::children::{
     ChildStore, HttpRoute, OperatorCaches, REQUEST_LABEL, Relist, Route, our_owner, owner_label,
 };
-use pgtoolbox_operator::cli::register_all_with;
-use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::k8s::Packed;
-use pgtoolbox_operator::messages::TimerPurpose;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{
+use pgtoolbox_operator::testing::health::Readiness;
+use pgtoolbox_operator::testing::k8s::Packed;
+use pgtoolbox_operator::testing::messages::TimerPurpose;
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
 };
 use pgtoolbox_sim::{Sim, SimConfig};

@@ -1,15 +1,17 @@
 //! pgtoolbox-operator: CloudNativePG tools as declarative Kubernetes objects.
-pub mod actors;
+pub(crate) mod actors;
 pub mod api;
-pub mod children;
+pub(crate) mod children;
 pub mod cli;
-pub mod conditions;
-pub mod explain;
-pub mod health;
-pub mod k8s;
-pub mod messages;
-pub mod metrics;
-pub mod reconcile;
+pub(crate) mod conditions;
+pub(crate) mod explain;
+pub(crate) mod health;
+pub(crate) mod k8s;
+pub(crate) mod messages;
+pub(crate) mod metrics;
+pub(crate) mod reconcile;
 pub(crate) mod runtime;
-pub mod status;
-pub mod supervisor;
+pub(crate) mod status;
+pub(crate) mod supervisor;
+#[doc(hidden)]
+pub mod testing;

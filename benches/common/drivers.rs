@@ -8,8 +8,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use pgtoolbox_operator::actors::{ObjectContext, PassEnv, ReconcileError, Reconciler, Shared};
-use pgtoolbox_operator::messages::ObjectKey;
+use pgtoolbox_operator::testing::actors::{
+    ObjectContext, PassEnv, ReconcileError, Reconciler, Shared,
+};
+use pgtoolbox_operator::testing::messages::ObjectKey;
 use tokio_util::task::AbortOnDropHandle;
 
 struct ControllerCx<R> {

@@ -12,18 +12,22 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Resource, ResourceExt};
-use pgtoolbox_operator::actors::access_request::AccessRequestReconciler;
-use pgtoolbox_operator::actors::{PassEnv, Shared};
 use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
-use pgtoolbox_operator::children::OperatorCaches;
 use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::conditions::{ConditionType, derive_status, find_condition, status_patch};
-use pgtoolbox_operator::k8s::{EventSink, WriteBudget, delete_pinned, patch_status};
-use pgtoolbox_operator::messages::ObjectKey;
-use pgtoolbox_operator::reconcile::pgaccessrequest::{
+use pgtoolbox_operator::testing::actors::access_request::AccessRequestReconciler;
+use pgtoolbox_operator::testing::actors::{PassEnv, Shared};
+use pgtoolbox_operator::testing::children::OperatorCaches;
+use pgtoolbox_operator::testing::conditions::{
+    ConditionType, derive_status, find_condition, status_patch,
+};
+use pgtoolbox_operator::testing::k8s::{EventSink, WriteBudget, delete_pinned, patch_status};
+use pgtoolbox_operator::testing::messages::ObjectKey;
+use pgtoolbox_operator::testing::reconcile::pgaccessrequest::{
     RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
 };
-use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings, WatchScope};
+use pgtoolbox_operator::testing::supervisor::{
+    Operator, OperatorBuilder, OperatorSettings, WatchScope,
+};
 use tokio_util::task::AbortOnDropHandle;
 
 use super::common::drivers::{actors_settled, spawn_controller};

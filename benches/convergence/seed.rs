@@ -10,8 +10,8 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::actors::access_request::REQUEST_LABEL;
 use pgtoolbox_operator::api::PgAccessRequest;
+use pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL;
 use serde_json::json;
 
 /// Requests are spread over this many namespaces.

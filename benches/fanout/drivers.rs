@@ -11,16 +11,16 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
-use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
-use pgtoolbox_operator::actors::{
+use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::testing::actors::{
     ObjectContext, Outcome, PassEnv, ReconcileError, Reconciler, SecretRoutes, Shared,
 };
-use pgtoolbox_operator::children::{ReferenceIndex, secrets_resource};
-use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::k8s::WriteBudget;
-use pgtoolbox_operator::messages::ObjectKey;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{
+use pgtoolbox_operator::testing::children::{ReferenceIndex, secrets_resource};
+use pgtoolbox_operator::testing::health::Readiness;
+use pgtoolbox_operator::testing::k8s::WriteBudget;
+use pgtoolbox_operator::testing::messages::ObjectKey;
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
 };
 use tokio_util::task::AbortOnDropHandle;
@@ -83,7 +83,7 @@ impl Running {
         let router = actors.router()?;
         let stats = ractor::call!(
             router,
-            pgtoolbox_operator::messages::shared::SecretRouterMsg::Stats
+            pgtoolbox_operator::testing::messages::shared::SecretRouterMsg::Stats
         )
         .ok()?;
         Some((stats.events_seen, stats.wakeups))

@@ -8,7 +8,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::messages::ObjectKey;
+use pgtoolbox_operator::testing::messages::ObjectKey;
 use serde_json::json;
 use tokio::sync::Notify;
 

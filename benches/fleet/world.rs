@@ -10,8 +10,8 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use pgtoolbox_operator::k8s::apply_manifests;
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::k8s::apply_manifests;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use serde_json::{Value, json};
 use tokio_util::task::AbortOnDropHandle;
 

@@ -26,7 +26,7 @@ pub use context::{ObjectContext, PassEnv, Shared};
 pub use notice_routes::SecretRoutes;
 pub use object::ObjectActor;
 pub use object_reconciler::{Outcome, Reconciler};
-pub use object_state::{ObjectArgs, ObjectState};
+pub use object_state::ObjectArgs;
 pub use object_timers::Timers;
 pub use pass_error::{PassFailure, ReconcileError};
 pub use status_pass::{StatusPass, user_of};

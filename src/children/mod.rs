@@ -16,21 +16,18 @@ mod writes;
 
 pub use crate::reconcile::children::{Component, MANAGED_BY, MANAGED_BY_LABEL};
 pub use applier::{
-    APPLIED_HASH_ANNOTATION, Applier, ApplyError, ApplyReport, ChildOwner, ChildRefusal,
-    ChildVerdict, Desired, FIELD_MANAGER, unchanged,
+    Applier, ApplyError, ApplyReport, ChildOwner, ChildRefusal, ChildVerdict, Desired,
+    FIELD_MANAGER, unchanged,
 };
-pub use caches::{CACHE_WAIT, CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
+pub use caches::{CACHE_WAIT, OperatorCaches, REQUEST_LABEL, wait_synced};
 pub use child_set::ChildSet;
 pub use contents::Contents;
-pub use create::CreateError;
 pub use external::{HttpRoute, Route};
-pub use references::{
-    Labels, Meta, Observations, Observed, ReferenceIndex, Track, cnpg_clusters, secrets_resource,
-};
+pub use references::{Meta, Observations, Observed, ReferenceIndex, Track, secrets_resource};
 pub use relist::Relist;
-pub use store::{ChildStore, Ingest, OwnerOf, Wakeups, controller_owner, our_owner, owner_label};
+pub use store::{ChildStore, Ingest, OwnerOf, Wakeups, our_owner, owner_label};
 pub use synced::{NotSynced, Synced};
-pub use writes::{WritableKind, budget_closed};
+pub use writes::budget_closed;
 
 /// What the stores and the applier ask of a child kind: a namespaced Kubernetes object that can
 /// be cloned, printed, (de)serialised and shared between tasks (every k8s-openapi kind is one).

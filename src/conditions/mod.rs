@@ -4,13 +4,13 @@
 //!
 //! ```
 //! use pgtoolbox_operator::api::{PgToolBoxConsole, ReportsConditions};
-//! use pgtoolbox_operator::conditions::{
+//! use pgtoolbox_operator::testing::conditions::{
 //!     ClassifiedError, ConditionType, Hostname, StatusField, Timestamp, Verdict, derive_status,
 //!     reasons::common, status_patch,
 //! };
 //!
 //! fn finish_pass(obj: &PgToolBoxConsole, apply: Result<bool, kube::Error>, url: Option<String>)
-//!     -> Result<(), pgtoolbox_operator::conditions::FactsError>
+//!     -> Result<(), pgtoolbox_operator::testing::conditions::FactsError>
 //! {
 //!     let stored_url = obj.status.as_ref().and_then(|s| s.url.clone());
 //!     // Kind, generation and the pause annotation come from the object.
@@ -51,25 +51,22 @@ pub mod reasons;
 mod types;
 mod verdict;
 
-pub use engine::{
-    MAX_CONDITIONS, StatusUpdate, StoredStatus, derive_status, find_condition,
-    namespace_not_watched, same_conditions,
-};
+pub use engine::{StoredStatus, derive_status, find_condition, namespace_not_watched};
 pub use errors::{ClassifiedError, ErrorClass, classify};
 pub use events::{EventDecision, EventType};
-pub use facts::{FactsError, Hostname, PassFacts, Stall, Subject, Verdict};
+pub use facts::{FactsError, Hostname, PassFacts, Subject, Verdict};
 pub use fields::StatusField;
 pub use kinds::{Kind, STALL_RECHECK, STALL_RECHECK_LONG};
-pub use message::{
-    MESSAGE_LIMIT_BYTES, bound_message, bound_message_with_suffix, digest_condition_messages,
-    digest_message, is_digest, message_matches,
-};
+pub use message::{MESSAGE_LIMIT_BYTES, digest_condition_messages, is_digest, message_matches};
 pub use patch::status_patch;
-pub use reasons::{Owner, Reason};
+pub use reasons::Reason;
 pub use types::{ConditionStatus, ConditionType};
 
 /// The timestamp type `derive_status` takes (k8s-openapi's jiff, not the crate's own).
 pub use k8s_openapi::jiff::Timestamp;
+
+#[cfg(test)]
+pub use engine::{MAX_CONDITIONS, StatusUpdate};
 
 #[cfg(test)]
 mod tests;

@@ -454,6 +454,7 @@ registry! {
 }
 
 /// The golden-file form of the registry: `owner reason` per line, sorted.
+#[cfg(test)]
 pub fn golden_listing() -> String {
     let mut lines: Vec<String> = ALL
         .iter()

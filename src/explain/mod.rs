@@ -12,7 +12,7 @@ mod render;
 mod report;
 mod target;
 
-pub use gather::{EVENT_LIMIT, GatherError, observe};
+pub use gather::{GatherError, observe};
 pub use render::render_text;
-pub use report::{ChildFact, ConditionReport, EventFact, Observed, Report, Role, report};
+pub use report::report;
 pub use target::{Target, TargetError};

@@ -2,7 +2,9 @@
 //! `/healthz` + `/readyz` on `--health-probe-bind-address`.
 
 use std::collections::HashSet;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
+#[cfg(test)]
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,6 +33,7 @@ pub enum ServeError {
 
 /// Parses a bind address as controller-runtime writes it: `:8080` means every interface.
 /// `0` disables the server (returns `None`).
+#[cfg(test)]
 pub fn parse_bind_address(text: &str) -> Result<Option<SocketAddr>, ServeError> {
     let text = text.trim();
     if text == "0" {

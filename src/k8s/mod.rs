@@ -12,8 +12,8 @@ mod watch_backoff;
 mod write_budget;
 
 pub use delete::{Pinned, delete_pinned};
-pub use events::{EventSink, REPORTER};
-pub use manifests::{ManifestError, apply_manifests};
+pub use events::EventSink;
+pub use manifests::apply_manifests;
 pub use owner::add_owner_pinned;
 pub use packed::{Kept, Packed};
 pub use read_your_writes::ReadYourWrites;

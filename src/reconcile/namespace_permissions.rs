@@ -145,6 +145,7 @@ pub fn status_write(plural: &'static str) -> Permission {
 }
 
 /// The plural of one of our kinds, when the table knows it.
+#[cfg(test)]
 pub fn plural_of(kind: &str) -> Option<&'static str> {
     KINDS.iter().find(|k| k.kind == kind).map(|k| k.plural)
 }

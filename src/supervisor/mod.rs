@@ -11,13 +11,11 @@ mod watch;
 
 pub use crate::actors::Registry;
 pub use crate::runtime::{
-    BackoffPolicy, Clock, DefaultImages, OperatorSettings, PassResult, Reported, RuntimeMetrics,
-    random,
+    BackoffPolicy, Clock, DefaultImages, OperatorSettings, PassResult, Reported, random,
 };
-pub use kind::{KindArgs, KindOptions, KindState, KindSupervisor};
+pub use kind::KindOptions;
 pub use operator::{Kind, Operator, OperatorBuilder};
-pub use root::RootSupervisor;
-pub use watch::{EventSource, WatchScope, watch_events};
+pub use watch::WatchScope;
 
 #[cfg(test)]
 mod tests;

@@ -292,7 +292,7 @@ fn controls_write(e: &crate::transport::Entry, t: &crate::transport::PathTarget)
         && t.namespace.as_deref() == Some(crate::workloads::OPERATOR_NS)
         && (t.name.is_none()
             || t.name.as_deref()
-                == Some(pgtoolbox_operator::actors::evidence_agent::CA_SECRET_NAME))
+                == Some(pgtoolbox_operator::testing::actors::evidence_agent::CA_SECRET_NAME))
     {
         return true;
     }

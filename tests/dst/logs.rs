@@ -102,7 +102,7 @@ pub fn own_secret_values(sim: &InProcessSim) -> Vec<String> {
         s["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pgtoolbox-operator"
             || (s["metadata"]["namespace"] == crate::workloads::OPERATOR_NS
                 && s["metadata"]["name"]
-                    == pgtoolbox_operator::actors::evidence_agent::CA_SECRET_NAME)
+                    == pgtoolbox_operator::testing::actors::evidence_agent::CA_SECRET_NAME)
     })
 }
 

@@ -525,7 +525,7 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
         );
         settle_p0(&mut h, p0, None);
         if let (Some(status), Some(i)) = (job_status, last(&mut h)) {
-            let job = pgtoolbox_operator::reconcile::pgadmin::upgrade_backup_job_name(
+            let job = pgtoolbox_operator::testing::reconcile::pgadmin::upgrade_backup_job_name(
                 "p0",
                 "docker.io/dpage/pgadmin4:9.11",
             );

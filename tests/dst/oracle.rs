@@ -160,12 +160,13 @@ fn settings_database(h: &History, snap: &Snapshot, obj: &Value) -> SettingsDatab
 fn upgrade_backup(h: &History, snap: &Snapshot, obj: &Value) -> Verdict {
     let instance = name(obj);
     let target = target_image(obj);
-    let annotation = pgtoolbox_operator::reconcile::pgadmin::SKIP_UPGRADE_BACKUP_ANNOTATION;
+    let annotation =
+        pgtoolbox_operator::testing::reconcile::pgadmin::SKIP_UPGRADE_BACKUP_ANNOTATION;
     if obj["metadata"]["annotations"][annotation].as_str() == Some(target.as_str()) {
         return Holds;
     }
     let job_name =
-        pgtoolbox_operator::reconcile::pgadmin::upgrade_backup_job_name(instance, &target);
+        pgtoolbox_operator::testing::reconcile::pgadmin::upgrade_backup_job_name(instance, &target);
     let Some(job) = snap.jobs.iter().find(|j| name(j) == job_name) else {
         return Holds;
     };

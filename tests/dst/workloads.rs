@@ -9,10 +9,10 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
-use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
-use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{DefaultImages, OperatorSettings};
+use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::testing::health::Readiness;
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::{DefaultImages, OperatorSettings};
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::{Value, json};
 
@@ -170,7 +170,9 @@ impl World {
             )
             .await;
         }
-        let _ = pgtoolbox_operator::k8s::apply_manifests(&self.driver, CONSOLE_ROLES, "dst").await;
+        let _ =
+            pgtoolbox_operator::testing::k8s::apply_manifests(&self.driver, CONSOLE_ROLES, "dst")
+                .await;
         self.credentials(SecretChange::Create).await;
         self.object_store(true).await;
         self.cluster(NS, "c0").await;
@@ -471,7 +473,7 @@ impl World {
             Step::Grant { present } => self.grant(*present).await,
             Step::RotateCa => {
                 let api: Api<Secret> = Api::namespaced(self.driver.clone(), OPERATOR_NS);
-                let ca = pgtoolbox_operator::actors::evidence_agent::CA_SECRET_NAME;
+                let ca = pgtoolbox_operator::testing::actors::evidence_agent::CA_SECRET_NAME;
                 let _ = api.delete(ca, &DeleteParams::default()).await;
             }
             Step::JumpToRenewal { n, offset } => {

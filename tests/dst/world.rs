@@ -9,11 +9,13 @@ use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
-use pgtoolbox_operator::actors::Shared;
-use pgtoolbox_operator::actors::access_request::REQUEST_LABEL;
-use pgtoolbox_operator::children::OperatorCaches;
 use pgtoolbox_operator::cli::register_all_with;
-use pgtoolbox_operator::supervisor::{Clock, Operator, OperatorBuilder, OperatorSettings, random};
+use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL;
+use pgtoolbox_operator::testing::children::OperatorCaches;
+use pgtoolbox_operator::testing::supervisor::{
+    Clock, Operator, OperatorBuilder, OperatorSettings, random,
+};
 use pgtoolbox_sim::{InProcessSim, SimConfig};
 use serde_json::{Value, json};
 
@@ -143,7 +145,7 @@ pub(crate) struct World {
     /// Bumped at every credential written, so each is distinct.
     pub(crate) secret_version: u32,
     operator: Option<(Operator, Arc<AtomicBool>)>,
-    shared_actors: Option<pgtoolbox_operator::actors::shared::SharedActors>,
+    shared_actors: Option<pgtoolbox_operator::testing::actors::shared::SharedActors>,
     caches: Option<OperatorCaches>,
     incarnation: Arc<AtomicU32>,
     /// Two replicas electing on a Lease instead of one operator (`crate::leader`).
@@ -843,7 +845,7 @@ pub fn expires_at(request: &Value) -> Option<Timestamp> {
 /// One operator process's running parts.
 pub(crate) struct Booted {
     pub(crate) operator: Operator,
-    pub(crate) shared_actors: Option<pgtoolbox_operator::actors::shared::SharedActors>,
+    pub(crate) shared_actors: Option<pgtoolbox_operator::testing::actors::shared::SharedActors>,
     pub(crate) caches: OperatorCaches,
 }
 

@@ -12,12 +12,12 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, ObjectMeta, PostParams};
 use kube::runtime::watcher;
-use pgtoolbox_operator::children::{
+use pgtoolbox_operator::testing::children::{
     Applier, ChildOwner, ChildStore, ChildVerdict, Component, Desired, FIELD_MANAGER, MANAGED_BY,
     MANAGED_BY_LABEL, OwnerOf,
 };
-use pgtoolbox_operator::k8s::{WatchScope, WriteBudget};
-use pgtoolbox_operator::messages::{KindKey, ObjectKey};
+use pgtoolbox_operator::testing::k8s::{WatchScope, WriteBudget};
+use pgtoolbox_operator::testing::messages::{KindKey, ObjectKey};
 
 use super::wait_support::{DEADLINE, eventually};
 
@@ -463,7 +463,7 @@ fn whole(cm: &ConfigMap) -> bool {
 
 #[tokio::test]
 async fn a_child_rebuilt_from_its_kept_copy_is_never_written_nor_taken_for_an_orphan() {
-    use pgtoolbox_operator::children::{ApplyError, Ingest};
+    use pgtoolbox_operator::testing::children::{ApplyError, Ingest};
     let (_sim, client, api, owner_object) = started().await;
     let store = ChildStore::with_ingest(
         "ConfigMaps",

@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::api::{PgAdmin, render_crds_yaml};
-use pgtoolbox_operator::children::{Applier, FIELD_MANAGER};
-use pgtoolbox_operator::k8s::WriteBudget;
+use pgtoolbox_operator::testing::children::{Applier, FIELD_MANAGER};
+use pgtoolbox_operator::testing::k8s::WriteBudget;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 

@@ -5,7 +5,7 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::SimConfig;
 use serde_json::json;
 

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use pgtoolbox_operator::actors::console::ConsoleReconciler;
-use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler, Shared};
 use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::children::OperatorCaches;
-use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
-use pgtoolbox_operator::messages::ObjectKey;
+use pgtoolbox_operator::testing::actors::console::ConsoleReconciler;
+use pgtoolbox_operator::testing::actors::{ObjectContext, PassEnv, Reconciler, Shared};
+use pgtoolbox_operator::testing::children::OperatorCaches;
+use pgtoolbox_operator::testing::k8s::{EventSink, WatchScope, WriteBudget};
+use pgtoolbox_operator::testing::messages::ObjectKey;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 

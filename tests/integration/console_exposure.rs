@@ -15,7 +15,7 @@ use kube::ResourceExt;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, PostParams, WatchEvent, WatchParams,
 };
-use pgtoolbox_operator::reconcile::console::{PEERS_ANNOTATION, TRUST_ANNOTATION};
+use pgtoolbox_operator::testing::reconcile::console::{PEERS_ANNOTATION, TRUST_ANNOTATION};
 use serde_json::json;
 use tokio_util::task::AbortOnDropHandle;
 

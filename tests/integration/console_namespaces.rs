@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kube::api::{Api, PostParams};
 use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 
@@ -41,7 +41,7 @@ async fn console_in_a_dropped_namespace_is_marked_namespace_not_watched() {
     for ns in ["team-a", "team-b"] {
         super::sim_support::namespace(&client, ns).await;
     }
-    for result in pgtoolbox_operator::k8s::apply_manifests(&client, ROLES, "test").await {
+    for result in pgtoolbox_operator::testing::k8s::apply_manifests(&client, ROLES, "test").await {
         result.expect("roles");
     }
     console(&client, "team-a", "kept").await;

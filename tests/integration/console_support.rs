@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::actors::Shared;
-use pgtoolbox_operator::actors::shared::SharedActors;
 use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
 use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::k8s::apply_manifests;
-use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::testing::actors::shared::SharedActors;
+use pgtoolbox_operator::testing::k8s::apply_manifests;
+use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 

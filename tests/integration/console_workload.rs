@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 

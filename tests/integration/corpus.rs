@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
-use pgtoolbox_operator::conditions::Reason;
+use pgtoolbox_operator::testing::conditions::Reason;
 use serde::Deserialize;
 use serde_json::Value;
 

@@ -9,10 +9,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DynamicObject, PostParams};
-use pgtoolbox_operator::actors::Shared;
 use pgtoolbox_operator::api::{EvidenceAgent, render_crds_yaml};
 use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
@@ -521,16 +521,16 @@ async fn evidence_pass_over_a_converged_operator_certificate_makes_no_api_reques
 /// the test drives the passes).
 struct Driven {
     env: Env,
-    caches: pgtoolbox_operator::children::OperatorCaches,
-    reconciler: pgtoolbox_operator::actors::evidence_agent::EvidenceAgentReconciler,
+    caches: pgtoolbox_operator::testing::children::OperatorCaches,
+    reconciler: pgtoolbox_operator::testing::actors::evidence_agent::EvidenceAgentReconciler,
     _drain: tokio_util::task::AbortOnDropHandle<()>,
 }
 
 async fn driven(provider: &str) -> Driven {
     use futures::StreamExt;
-    use pgtoolbox_operator::actors::evidence_agent::EvidenceAgentReconciler;
-    use pgtoolbox_operator::children::OperatorCaches;
-    use pgtoolbox_operator::k8s::{EventSink, WatchScope};
+    use pgtoolbox_operator::testing::actors::evidence_agent::EvidenceAgentReconciler;
+    use pgtoolbox_operator::testing::children::OperatorCaches;
+    use pgtoolbox_operator::testing::k8s::{EventSink, WatchScope};
 
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
@@ -579,10 +579,10 @@ async fn driven(provider: &str) -> Driven {
 fn context_of(
     client: &kube::Client,
     settings: OperatorSettings,
-) -> pgtoolbox_operator::actors::ObjectContext {
-    use pgtoolbox_operator::actors::{ObjectContext, PassEnv};
-    use pgtoolbox_operator::k8s::WriteBudget;
-    use pgtoolbox_operator::messages::ObjectKey;
+) -> pgtoolbox_operator::testing::actors::ObjectContext {
+    use pgtoolbox_operator::testing::actors::{ObjectContext, PassEnv};
+    use pgtoolbox_operator::testing::k8s::WriteBudget;
+    use pgtoolbox_operator::testing::messages::ObjectKey;
     let pass_env = Arc::new(PassEnv {
         client: client.clone(),
         writes: WriteBudget::new(4),
@@ -595,8 +595,8 @@ fn context_of(
 /// certificate it issued: the renewal does not wait for the retry to decide it again.
 #[tokio::test]
 async fn evidence_a_failed_status_write_keeps_the_certificate_renewal_timer() {
-    use pgtoolbox_operator::actors::{ReconcileError, Reconciler};
-    use pgtoolbox_operator::messages::TimerPurpose;
+    use pgtoolbox_operator::testing::actors::{ReconcileError, Reconciler};
+    use pgtoolbox_operator::testing::messages::TimerPurpose;
     // `_drain` is held: dropping it would stop the caches' watches.
     let Driven {
         env,
@@ -647,7 +647,7 @@ async fn evidence_a_failed_status_write_keeps_the_certificate_renewal_timer() {
 }
 
 async fn converged_pass_makes_no_request(provider: &str) {
-    use pgtoolbox_operator::actors::{ObjectContext, Reconciler};
+    use pgtoolbox_operator::testing::actors::{ObjectContext, Reconciler};
 
     let Driven {
         env,
@@ -703,7 +703,7 @@ async fn converged_pass_makes_no_request(provider: &str) {
     let first = key_of().await;
     assert_no_key_cached(&caches, &first);
     let later = OperatorSettings {
-        clock: pgtoolbox_operator::supervisor::Clock::following_tokio(
+        clock: pgtoolbox_operator::testing::supervisor::Clock::following_tokio(
             k8s_openapi::jiff::Timestamp::now()
                 + k8s_openapi::jiff::SignedDuration::from_hours(61 * 24),
         ),
@@ -718,7 +718,10 @@ async fn converged_pass_makes_no_request(provider: &str) {
 
 /// No line of `key_pem`'s body, nor its base64 as a Secret stores it, in any cache; the
 /// serving Secret itself is cached (as judged).
-fn assert_no_key_cached(caches: &pgtoolbox_operator::children::OperatorCaches, key_pem: &str) {
+fn assert_no_key_cached(
+    caches: &pgtoolbox_operator::testing::children::OperatorCaches,
+    key_pem: &str,
+) {
     use base64::Engine;
     let cached = caches.owned_secrets.dump();
     assert!(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::api::EvidenceAgent;
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 

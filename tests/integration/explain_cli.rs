@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use pgtoolbox_operator::conditions::reasons::pgaccessrequest;
+use pgtoolbox_operator::testing::conditions::reasons::pgaccessrequest;
 use serde_json::Value;
 use tokio::process::Command;
 

@@ -1,7 +1,7 @@
 //! `explain` on one object per kind, failing and Ready, with the operator running against the
 //! simulated cluster: the report is held against tests/golden/explain/*.txt.
 
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 

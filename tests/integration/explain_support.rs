@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use pgtoolbox_operator::explain::{Target, observe, render_text, report};
+use pgtoolbox_operator::testing::explain::{Target, observe, render_text, report};
 use regex::Regex;
 
 const GOLDEN_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/explain");

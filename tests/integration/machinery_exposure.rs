@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
-use pgtoolbox_operator::conditions::ConditionType;
+use pgtoolbox_operator::testing::conditions::ConditionType;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 

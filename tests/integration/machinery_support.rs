@@ -16,29 +16,33 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::Client;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
-use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
-use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
 use pgtoolbox_operator::api::{
     ExposureKind, PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions, render_crds_yaml,
 };
-use pgtoolbox_operator::children::{
+use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::testing::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
+use pgtoolbox_operator::testing::children::{
     self, Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, HttpRoute,
     OperatorCaches, Route,
 };
-use pgtoolbox_operator::conditions::{ConditionType, StatusField, Verdict, reasons::common};
-use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::k8s::EventSink;
-use pgtoolbox_operator::messages::KindKey;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::reconcile::children::{child_labels, child_name, pod_template_labels};
-use pgtoolbox_operator::reconcile::exposure::{
+use pgtoolbox_operator::testing::conditions::{
+    ConditionType, StatusField, Verdict, reasons::common,
+};
+use pgtoolbox_operator::testing::health::Readiness;
+use pgtoolbox_operator::testing::k8s::EventSink;
+use pgtoolbox_operator::testing::messages::KindKey;
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::reconcile::children::{
+    child_labels, child_name, pod_template_labels,
+};
+use pgtoolbox_operator::testing::reconcile::exposure::{
     BackendPort, ExposureInputs, ExposureView, ObservedExposure, decide_exposure,
     desired_http_route, desired_ingress, desired_route,
 };
-use pgtoolbox_operator::reconcile::optional_api::{Availability, OptionalApi};
-use pgtoolbox_operator::reconcile::workload::workload_verdict;
-use pgtoolbox_operator::status::{Extras, StatusWriter};
-use pgtoolbox_operator::supervisor::{
+use pgtoolbox_operator::testing::reconcile::optional_api::{Availability, OptionalApi};
+use pgtoolbox_operator::testing::reconcile::workload::workload_verdict;
+use pgtoolbox_operator::testing::status::{Extras, StatusWriter};
+use pgtoolbox_operator::testing::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
 };
 use pgtoolbox_sim::{Sim, SimConfig};

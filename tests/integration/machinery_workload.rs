@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::{ResourceQuota, Secret};
 use kube::api::{Api, DeleteParams, PostParams};
-use pgtoolbox_operator::conditions::ConditionType;
+use pgtoolbox_operator::testing::conditions::ConditionType;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 

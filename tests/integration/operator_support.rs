@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use pgtoolbox_operator::actors::Shared;
-use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
 use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::testing::health::Readiness;
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder, OperatorSettings};
 
 /// Every kind the operator registers.
 pub fn all_kinds(client: &kube::Client) -> Vec<String> {

@@ -6,7 +6,7 @@
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
 use pgtoolbox_operator::api::ServerState;
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{DenyRule, SimConfig};
 use serde_json::json;
 
@@ -311,7 +311,7 @@ async fn pgadmin_oauth2_sidecar_pooler_endpoint_and_egress_statement() {
     );
     assert_eq!(
         containers[1]["image"],
-        pgtoolbox_operator::actors::pgadmin::BUILTIN_OAUTH2_PROXY_IMAGE
+        pgtoolbox_operator::testing::actors::pgadmin::BUILTIN_OAUTH2_PROXY_IMAGE
     );
     let policy = Api::<NetworkPolicy>::namespaced(env.client.clone(), NS)
         .get("o-pgadmin-egress")
@@ -329,9 +329,10 @@ async fn pgadmin_oauth2_sidecar_pooler_endpoint_and_egress_statement() {
     // does), so the rollout looked for is the one away from the hash the offered set rendered,
     // and its Event one more occurrence of RolloutStarted (kube's recorder may fold it into the
     // pooler's Event as a series).
-    let before = pgtoolbox_operator::reconcile::workload::current_workload_hash(&deployment)
-        .expect("workload hash")
-        .to_owned();
+    let before =
+        pgtoolbox_operator::testing::reconcile::workload::current_workload_hash(&deployment)
+            .expect("workload hash")
+            .to_owned();
     let rolled = env.occurrences("o", "RolloutStarted").await;
     Api::<Secret>::namespaced(env.client.clone(), NS)
         .patch(

@@ -9,7 +9,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use pgtoolbox_operator::api::ServerState;
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 

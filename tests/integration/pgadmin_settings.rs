@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, Patch, PatchParams};
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::SimConfig;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;

@@ -8,10 +8,10 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
-use pgtoolbox_operator::actors::shared::SharedActors;
 use pgtoolbox_operator::api::{PgAdmin, render_crds_yaml};
-use pgtoolbox_operator::reconcile::workload::current_workload_hash;
-use pgtoolbox_operator::supervisor::{Operator, OperatorSettings};
+use pgtoolbox_operator::testing::actors::shared::SharedActors;
+use pgtoolbox_operator::testing::reconcile::workload::current_workload_hash;
+use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::api::{ObjectMeta, PostParams};
-use pgtoolbox_operator::actors::access_request::AccessRequestReconciler;
-use pgtoolbox_operator::actors::{ObjectContext, PassEnv, Reconciler, Shared};
-use pgtoolbox_operator::children::OperatorCaches;
-use pgtoolbox_operator::k8s::{EventSink, WatchScope, WriteBudget};
-use pgtoolbox_operator::messages::ObjectKey;
+use pgtoolbox_operator::testing::actors::access_request::AccessRequestReconciler;
+use pgtoolbox_operator::testing::actors::{ObjectContext, PassEnv, Reconciler, Shared};
+use pgtoolbox_operator::testing::children::OperatorCaches;
+use pgtoolbox_operator::testing::k8s::{EventSink, WatchScope, WriteBudget};
+use pgtoolbox_operator::testing::messages::ObjectKey;
 use serde_json::json;
 
 use super::pgar_support::{self as support, NS, state};
@@ -99,13 +99,13 @@ async fn status_writer_over(
     name: &str,
 ) -> (
     support::Env,
-    pgtoolbox_operator::status::StatusWriter<pgtoolbox_operator::api::PgAccessRequest>,
+    pgtoolbox_operator::testing::status::StatusWriter<pgtoolbox_operator::api::PgAccessRequest>,
     ObjectKey,
     WriteBudget,
     pgtoolbox_operator::api::PgAccessRequest,
 ) {
     use pgtoolbox_operator::api::PgAccessRequest;
-    use pgtoolbox_operator::status::StatusWriter;
+    use pgtoolbox_operator::testing::status::StatusWriter;
     let env = support::start_without_operator().await;
     env.request(name, 3600).await;
     let writer = StatusWriter::<PgAccessRequest>::new(EventSink::new(env.client.clone()));
@@ -122,7 +122,7 @@ async fn status_writer_over(
 #[tokio::test]
 async fn the_status_writer_writes_only_what_changed() {
     use pgtoolbox_operator::api::ReportsConditions;
-    use pgtoolbox_operator::status::{Extras, Target};
+    use pgtoolbox_operator::testing::status::{Extras, Target};
 
     let (env, writer, key, writes, first) = status_writer_over("quiet").await;
     let target = Target {
@@ -157,9 +157,9 @@ async fn the_status_writer_writes_only_what_changed() {
 async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
     use kube::api::{Patch, PatchParams};
     use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
-    use pgtoolbox_operator::conditions::is_digest;
-    use pgtoolbox_operator::k8s::Packed;
-    use pgtoolbox_operator::status::{Extras, Target};
+    use pgtoolbox_operator::testing::conditions::is_digest;
+    use pgtoolbox_operator::testing::k8s::Packed;
+    use pgtoolbox_operator::testing::status::{Extras, Target};
 
     let slim = |obj: &PgAccessRequest| -> Arc<PgAccessRequest> {
         Arc::new(Packed::pack_slim(obj).unwrap().decode().unwrap())

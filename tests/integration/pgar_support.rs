@@ -8,11 +8,11 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::actors::Shared;
-use pgtoolbox_operator::actors::access_request::REQUEST_LABEL;
 use pgtoolbox_operator::api::{PgAccessRequest, render_crds_yaml};
 use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL;
+use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 

@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use pgtoolbox_operator::actors::Shared;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{PassResult, Reported};
+use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::{PassResult, Reported};
 use serde_json::Value;
 
 fn dashboard() -> Value {

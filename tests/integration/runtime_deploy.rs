@@ -3,7 +3,7 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::Api;
-use pgtoolbox_operator::k8s::apply_manifests;
+use pgtoolbox_operator::testing::k8s::apply_manifests;
 
 use crate::sim_support::start;
 

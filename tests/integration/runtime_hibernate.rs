@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::actors::Shared;
+use pgtoolbox_operator::testing::actors::Shared;
 use serde_json::json;
 
 use crate::runtime_support::{Mirror, create, eventually, seen, start_hibernating};

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
-use pgtoolbox_operator::supervisor::leader::{LeaderConfig, acquire};
+use pgtoolbox_operator::testing::supervisor::leader::{LeaderConfig, acquire};
 
 use crate::sim_support::start;
 

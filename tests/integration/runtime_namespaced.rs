@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use pgtoolbox_operator::k8s::apply_manifests;
+use pgtoolbox_operator::testing::k8s::apply_manifests;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -9,10 +9,12 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
-use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler, Shared};
-use pgtoolbox_operator::children::{ChildStore, Wakeups, owner_label};
-use pgtoolbox_operator::messages::ObjectKey;
-use pgtoolbox_operator::supervisor::{
+use pgtoolbox_operator::testing::actors::{
+    ObjectContext, Outcome, ReconcileError, Reconciler, Shared,
+};
+use pgtoolbox_operator::testing::children::{ChildStore, Wakeups, owner_label};
+use pgtoolbox_operator::testing::messages::ObjectKey;
+use pgtoolbox_operator::testing::supervisor::{
     BackoffPolicy, Kind, KindOptions, Operator, OperatorBuilder, Registry, WatchScope,
 };
 use serde_json::json;

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
-use pgtoolbox_operator::messages::ObjectKey;
-use pgtoolbox_operator::supervisor::Registry;
+use pgtoolbox_operator::testing::messages::ObjectKey;
+use pgtoolbox_operator::testing::supervisor::Registry;
 use serde_json::json;
 
 use crate::runtime_support::{Mirror, create, eventually, seen, start_operator};
@@ -117,8 +117,8 @@ async fn a_dropped_watch_and_a_410_relist_neither_lose_nor_duplicate_actors() {
 async fn a_labelled_child_change_wakes_its_owner_through_a_shared_child_store() {
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::PostParams;
-    use pgtoolbox_operator::actors::Shared;
-    use pgtoolbox_operator::supervisor::{Kind, OperatorBuilder};
+    use pgtoolbox_operator::testing::actors::Shared;
+    use pgtoolbox_operator::testing::supervisor::{Kind, OperatorBuilder};
     use std::sync::Arc;
 
     let (_sim, client) = start().await;

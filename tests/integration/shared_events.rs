@@ -7,9 +7,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event;
 use kube::Resource;
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
-use pgtoolbox_operator::conditions::EventDecision;
-use pgtoolbox_operator::conditions::reasons::pgadmin;
-use pgtoolbox_operator::k8s::{EventSink, WriteBudget};
+use pgtoolbox_operator::testing::conditions::EventDecision;
+use pgtoolbox_operator::testing::conditions::reasons::pgadmin;
+use pgtoolbox_operator::testing::k8s::{EventSink, WriteBudget};
 
 const NS: &str = "events";
 

@@ -13,8 +13,8 @@ use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
 use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::k8s::apply_manifests;
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::k8s::apply_manifests;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -318,7 +318,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
     create(&admin, "rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": "pgar-short", "namespace": NS,
-            "labels": {pgtoolbox_operator::actors::access_request::REQUEST_LABEL: "short"}},
+            "labels": {pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL: "short"}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cnpg-viewer"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]})).await;
     let (g2, v2, k2, p2) = ours("PgAccessRequest", "pgaccessrequests");
@@ -394,7 +394,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
     create(&admin, "rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": "pgar-ghost", "namespace": NS,
-            "labels": {pgtoolbox_operator::actors::access_request::REQUEST_LABEL: "ghost"}},
+            "labels": {pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL: "ghost"}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cnpg-viewer"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory"}]})).await;
     wait_gone(

@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use pgtoolbox_operator::actors::Shared;
-use pgtoolbox_operator::health::{Readiness, serve_health, serve_metrics};
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{OperatorSettings, PassResult};
+use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::testing::health::{Readiness, serve_health, serve_metrics};
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::{OperatorSettings, PassResult};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -11,14 +11,14 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use pgtoolbox_operator::actors::shared::{SharedActors, start_shared_actors};
-use pgtoolbox_operator::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
 use pgtoolbox_operator::api::{PgAdmin, ReportsConditions, rendered_crd_files};
-use pgtoolbox_operator::health::Readiness;
-use pgtoolbox_operator::messages::ObjectKey;
-use pgtoolbox_operator::messages::shared::{RouterStats, SecretRouterMsg};
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::{
+use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::testing::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
+use pgtoolbox_operator::testing::health::Readiness;
+use pgtoolbox_operator::testing::messages::ObjectKey;
+use pgtoolbox_operator::testing::messages::shared::{RouterStats, SecretRouterMsg};
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
 };
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};

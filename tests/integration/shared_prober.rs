@@ -1,11 +1,11 @@
 //! The optional-API prober against the embedded API server: each outcome of the start-up probe.
 
-use pgtoolbox_operator::actors::prober::{ProberArgs, ProberStartError, start_prober};
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::reconcile::optional_api::{
+use pgtoolbox_operator::testing::actors::prober::{ProberArgs, ProberStartError, start_prober};
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::reconcile::optional_api::{
     ApiState, Availability, OptionalApi, ProbeError,
 };
-use pgtoolbox_operator::supervisor::WatchScope;
+use pgtoolbox_operator::testing::supervisor::WatchScope;
 use pgtoolbox_sim::{Sim, SimConfig};
 
 use crate::shared_support::{create_namespaces, sim_with};
@@ -20,7 +20,7 @@ async fn probe(
     sim: &Sim,
     metrics: &OperatorMetrics,
 ) -> Result<
-    std::sync::Arc<pgtoolbox_operator::reconcile::optional_api::ProbeResult>,
+    std::sync::Arc<pgtoolbox_operator::testing::reconcile::optional_api::ProbeResult>,
     ProberStartError,
 > {
     let args = ProberArgs {

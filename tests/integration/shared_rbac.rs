@@ -3,8 +3,8 @@
 
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use pgtoolbox_operator::cli::register_all;
-use pgtoolbox_operator::reconcile::namespace_permissions::required_permissions;
-use pgtoolbox_operator::supervisor::OperatorBuilder;
+use pgtoolbox_operator::testing::reconcile::namespace_permissions::required_permissions;
+use pgtoolbox_operator::testing::supervisor::OperatorBuilder;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::Deserialize;
 

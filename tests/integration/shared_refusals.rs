@@ -3,10 +3,10 @@
 
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
-use pgtoolbox_operator::actors::refusals::{TrackerArgs, start_refusal_tracker};
 use pgtoolbox_operator::api::rendered_crd_files;
-use pgtoolbox_operator::metrics::OperatorMetrics;
-use pgtoolbox_operator::supervisor::WatchScope;
+use pgtoolbox_operator::testing::actors::refusals::{TrackerArgs, start_refusal_tracker};
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::WatchScope;
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
@@ -38,7 +38,7 @@ async fn create_pgadmin(client: &kube::Client, ns: &str, name: &str) {
 async fn start_tracker(
     sim: &Sim,
     metrics: &OperatorMetrics,
-) -> std::sync::Arc<pgtoolbox_operator::reconcile::namespace_permissions::WatchPlan> {
+) -> std::sync::Arc<pgtoolbox_operator::testing::reconcile::namespace_permissions::WatchPlan> {
     let tracking = start_refusal_tracker(TrackerArgs {
         client: sim.client(),
         scope: WatchScope::Namespaces(vec!["team-a".into(), "team-b".into()]),

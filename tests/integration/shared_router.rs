@@ -8,11 +8,13 @@ use dashmap::DashMap;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::actors::secret_router::{RouterArgs, SecretRouter, SecretSubscriber};
-use pgtoolbox_operator::children::{ReferenceIndex, Track, secrets_resource};
-use pgtoolbox_operator::messages::shared::{RouterStats, SecretRouterMsg};
-use pgtoolbox_operator::messages::{KindKey, ObjectKey};
-use pgtoolbox_operator::supervisor::WatchScope;
+use pgtoolbox_operator::testing::actors::secret_router::{
+    RouterArgs, SecretRouter, SecretSubscriber,
+};
+use pgtoolbox_operator::testing::children::{ReferenceIndex, Track, secrets_resource};
+use pgtoolbox_operator::testing::messages::shared::{RouterStats, SecretRouterMsg};
+use pgtoolbox_operator::testing::messages::{KindKey, ObjectKey};
+use pgtoolbox_operator::testing::supervisor::WatchScope;
 use ractor::{Actor, ActorRef};
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions, rendered_crd_files};
-use pgtoolbox_operator::conditions::{
+use pgtoolbox_operator::testing::conditions::{
     ConditionType, Timestamp, Verdict, derive_status, reasons::common, reasons::pgaccessrequest,
     status_patch,
 };

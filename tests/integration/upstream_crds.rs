@@ -9,8 +9,8 @@ use std::time::Duration;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
 use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::k8s::apply_manifests;
-use pgtoolbox_operator::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::k8s::apply_manifests;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::Value;
 

@@ -10,5 +10,4 @@ mod reads;
 mod reconciler;
 mod trust;
 
-pub use error::ConsoleError;
 pub use reconciler::ConsoleReconciler;

@@ -6,5 +6,5 @@ mod certificate;
 mod observe;
 mod reconciler;
 
-pub use ca::{CA_SECRET_NAME, CaError, CaStore};
+pub use ca::CA_SECRET_NAME;
 pub use reconciler::EvidenceAgentReconciler;

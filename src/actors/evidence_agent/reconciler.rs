@@ -119,7 +119,6 @@ impl EvidenceAgentReconciler {
                 let report = self.apply_children(obj, children, cx).await?;
                 if let Some(ChildVerdict::NotOwned { kind, name }) = report.not_owned() {
                     Applied::NameTaken {
-                        plan: &judged,
                         kind: kind.clone(),
                         name: name.clone(),
                     }

@@ -11,5 +11,5 @@ mod reconciler;
 mod secrets;
 mod settings_db;
 
-pub use crate::reconcile::pgadmin::{BUILTIN_OAUTH2_PROXY_IMAGE, BUILTIN_PGADMIN_IMAGE};
+pub use crate::reconcile::pgadmin::BUILTIN_OAUTH2_PROXY_IMAGE;
 pub use reconciler::PgAdminReconciler;

@@ -8,4 +8,4 @@ pub use labels::{
     COMPONENT_LABEL, Component, INSTANCE_LABEL, MANAGED_BY, MANAGED_BY_LABEL, child_labels,
     pod_template_labels,
 };
-pub use naming::{MAX_NAME_LEN, child_name, hashed_child_name, shorten};
+pub use naming::{child_name, hashed_child_name, shorten};

@@ -12,34 +12,40 @@ mod peers;
 mod plan;
 mod render;
 
+#[cfg(test)]
+pub use ca_bundle::pem_certificates;
 pub use ca_bundle::{
-    BUNDLE_LIMIT_BYTES, BundleOutcome, CA_KEY, CaSource, ClusterCa, mirror_bundle, pem_certificates,
+    BUNDLE_LIMIT_BYTES, BundleOutcome, CA_KEY, CaSource, ClusterCa, mirror_bundle,
 };
+#[cfg(test)]
 pub use cidr::Cidr;
-pub use config::{ConfigOutcome, ConsoleConfigFacts, ForeignChild, PolicyRefusal, decide};
+#[cfg(test)]
+pub use config::{ConfigOutcome, ConsoleConfigFacts, decide};
+pub use config::{ForeignChild, PolicyRefusal};
+#[cfg(test)]
 pub use confined::{
     Confinement, ConfinementInput, ConsolePod, MAX_CONSOLE_PODS, MAX_OTHER_POLICIES,
-    ObservedPolicy, PolicyAction, RenderedPolicy, bypass, decide_confinement,
+    RenderedPolicy, decide_confinement,
 };
-pub use names::{
-    CONSOLE_ROLE, ChildNames, NamedRef, POD_LOGS_ROLE, RESTORE_DRILLS_ROLE, RoleGrant,
-    config_map_refs, role_grants, secret_refs,
-};
+pub use confined::{ObservedPolicy, PolicyAction};
+#[cfg(test)]
+pub use names::{CONSOLE_ROLE, NamedRef, POD_LOGS_ROLE, RESTORE_DRILLS_ROLE};
+pub use names::{ChildNames, config_map_refs, role_grants, secret_refs};
+#[cfg(test)]
 pub use pass::{ConsoleConclusion, conclude, withdrawn};
-pub use peers::{
-    MAX_NODES, NodeCidrs, PodAddress, broad_block, broad_peer, node_check_note, node_cidrs_of,
-    pins_value, pod_address,
-};
+pub use peers::{MAX_NODES, NodeCidrs, PodAddress, broad_peer, node_cidrs_of, pod_address};
+#[cfg(test)]
+pub use peers::{broad_block, node_check_note, pins_value};
 pub use plan::{
-    ApplyFacts, Children, ChildrenApplied, Observed, Plan, Settled, conclude_pass, conclude_paused,
-    exposed, exposure_to_apply, missing_refs, plan, reads_other_policies, refusal_remembered,
-    settle,
+    ApplyFacts, Children, ChildrenApplied, Observed, Plan, conclude_pass, conclude_paused, exposed,
+    exposure_to_apply, missing_refs, plan, reads_other_policies, refusal_remembered, settle,
 };
 pub use render::{
-    CONSOLE_PORT, PEERS_ANNOTATION, POLICY_GROUP_LABEL, RenderInput, TRUST_ANNOTATION, TRUST_ENV,
-    deployment, instance_ca, network_policy, peers_digest, policy_peers, role_binding, service,
-    service_account,
+    CONSOLE_PORT, PEERS_ANNOTATION, RenderInput, TRUST_ANNOTATION, deployment, instance_ca,
+    network_policy, role_binding, service, service_account,
 };
+#[cfg(test)]
+pub use render::{POLICY_GROUP_LABEL, TRUST_ENV, peers_digest, policy_peers};
 
 #[cfg(test)]
 mod fuzz_tests;

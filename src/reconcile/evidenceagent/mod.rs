@@ -7,26 +7,28 @@ pub mod pki;
 mod plan;
 mod render;
 
+#[cfg(test)]
 pub use bucket::{BucketNameError, parse_destination, validate_bucket_name};
 pub use certificate::{
-    CA_VALIDITY, CERTIFICATE_DIGEST_ANNOTATION, CertificateDecision, DEFAULT_CERTIFICATE_VALIDITY,
-    IssueReason, ServiceCaFacts, StoredCertificate, Validity, certificate_digest, issued_note,
-    judge_certificate, operator_verdict, service_ca_verdict, service_dns_names, tampered_detail,
-    verify_server_cert,
+    CA_VALIDITY, DEFAULT_CERTIFICATE_VALIDITY, ServiceCaFacts, service_dns_names,
 };
-pub use config::{
-    AgentFacts, BARMAN_PLUGIN, ConfigOutcome, ForeignChild, StoreProfile, ValidConfig,
-    barman_object_name, decide,
+#[cfg(test)]
+pub use certificate::{
+    CertificateDecision, IssueReason, StoredCertificate, Validity, certificate_digest, issued_note,
+    judge_certificate, operator_verdict, service_ca_verdict, verify_server_cert,
 };
+pub use config::{AgentFacts, barman_object_name, decide};
+#[cfg(test)]
+pub use config::{ConfigOutcome, ForeignChild};
 pub use pass::{
-    AgentChildren, Applied, ApplyPlan, ChildrenSeen, Conclusion, Judged, Observed,
-    OperatorCertificate, Plan, conclude, credential_secrets, needs_certificate, plan,
-    watched_secrets,
+    AgentChildren, Applied, ApplyPlan, ChildrenSeen, Conclusion, Observed, Plan, conclude,
+    needs_certificate, plan, watched_secrets,
 };
 pub use plan::{CertificatePlan, plan_certificate};
+pub use render::{CABUNDLE_KEY, ChildNames, pull_policy};
+#[cfg(test)]
 pub use render::{
-    AGENT_PORT, CABUNDLE_KEY, ChildNames, INJECT_CABUNDLE_ANNOTATION, RenderInput,
-    SERVING_CERT_ANNOTATION, ca_config_map, deployment, pull_policy, service, service_account,
+    RenderInput, SERVING_CERT_ANNOTATION, ca_config_map, deployment, service, service_account,
     serving_secret,
 };
 

@@ -206,11 +206,7 @@ pub enum Applied<'a> {
     /// The plan held: nothing was applied.
     Held(Box<ConfigOutcome>),
     /// A child name is taken by an object the agent does not control: nothing is judged.
-    NameTaken {
-        plan: &'a Judged,
-        kind: String,
-        name: String,
-    },
+    NameTaken { kind: String, name: String },
     /// Every child was applied (`converged`: nothing had to be written).
     Children {
         plan: &'a Judged,

@@ -120,7 +120,6 @@ impl Case {
             Plan::Hold { outcome } => Applied::Held(outcome.clone()),
             Plan::Apply(apply) => match self.taken {
                 Some((kind, name)) => Applied::NameTaken {
-                    plan: &apply.judged,
                     kind: kind.into(),
                     name: name.into(),
                 },

@@ -1,7 +1,9 @@
 //! The hostname allow-list (`EXPOSURE_ALLOWED_HOST_SUFFIXES`), checked before anything else of
 //! a pass: a refused hostname withdraws what was published under it.
 
+#[cfg(test)]
 use crate::conditions::Verdict;
+#[cfg(test)]
 use crate::conditions::reasons::common;
 
 /// The allowed DNS suffixes, normalised once (lower case, no leading or trailing dot).
@@ -68,6 +70,7 @@ impl HostAllowList {
 /// `ConfigurationValid`'s refusal when the hostname, the image, or both are refused: the
 /// hostname comes first (it decides the withdrawal) and the message names the image problem
 /// too (`ImageNotAllowed`, or a console's `ConsoleImageRequired`).
+#[cfg(test)]
 pub fn configuration_refusal(
     hostname: Option<&HostnameRefusal>,
     image: Option<&Verdict>,

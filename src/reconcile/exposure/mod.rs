@@ -16,8 +16,10 @@ pub use decide::{
     ExposureDecision, ExposureInputs, ObservedExposure, PastCacheCheck, decide_exposure,
     past_cache_reads,
 };
-pub use hostname::{HostAllowList, HostnameRefusal, configuration_refusal};
-pub use refused_kind::{PastCacheRead, RefusedKindOutcome, append_required, refused_kind_outcome};
+pub use hostname::{HostAllowList, HostnameRefusal};
+pub use refused_kind::PastCacheRead;
+#[cfg(test)]
+pub use refused_kind::{append_required, refused_kind_outcome};
 pub use view::ExposureView;
 
 #[cfg(test)]

@@ -14,9 +14,8 @@ mod meta;
 mod pod;
 mod replica_set;
 
-pub use meta::keep_meta;
-pub use pod::{POD_ANNOTATIONS, keep_pod, pod_is_complete};
-pub use replica_set::{REPLICA_SET_ANNOTATIONS, keep_replica_set, replica_set_is_complete};
+pub use pod::{keep_pod, pod_is_complete};
+pub use replica_set::{keep_replica_set, replica_set_is_complete};
 
 #[cfg(test)]
 mod tests;

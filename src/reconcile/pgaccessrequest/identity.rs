@@ -7,6 +7,7 @@ use crate::api::{AccessSubject, SubjectKind};
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// The RBAC subject a faithful RoleBinding of the request carries.
+#[cfg(test)]
 pub fn rbac_subject(subject: &AccessSubject) -> k8s_openapi::api::rbac::v1::Subject {
     k8s_openapi::api::rbac::v1::Subject {
         api_group: match subject.kind {

@@ -4,12 +4,13 @@ mod identity;
 mod pass;
 mod status;
 
-pub use decide::{
-    Adoption, BindingVerdict, ConfigVerdict, Decision, Deletion, DeletionCause, ORPHAN_GRACE,
-    RequestEvent, RequestFacts, decide,
-};
-pub use identity::{binds_exactly, describe, rbac_subject};
-pub use pass::{TIMER_SLACK, needs_live_read, timers};
+pub use decide::{BindingVerdict, Decision, ORPHAN_GRACE, RequestFacts, decide};
+#[cfg(test)]
+pub use decide::{ConfigVerdict, DeletionCause, RequestEvent};
+#[cfg(test)]
+pub use identity::rbac_subject;
+pub use identity::{binds_exactly, describe};
+pub use pass::{needs_live_read, timers};
 pub use status::{deletion_event, pass_facts, request_events, status_fields};
 
 #[cfg(test)]

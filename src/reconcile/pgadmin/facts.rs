@@ -3,7 +3,9 @@
 
 use serde_json::Value;
 
-use super::offered::{ClusterFacts, GrantFacts, PoolerFacts, RoleFacts};
+#[cfg(test)]
+use super::offered::ClusterFacts;
+use super::offered::{GrantFacts, PoolerFacts, RoleFacts};
 
 fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
@@ -16,6 +18,7 @@ fn key(v: &Value) -> Option<(String, String)> {
     ))
 }
 
+#[cfg(test)]
 pub fn cluster_facts(v: &Value) -> Option<ClusterFacts> {
     let (namespace, name) = key(v)?;
     let labels = v

@@ -6,11 +6,15 @@ mod hash;
 mod pods;
 mod verdict;
 
+#[cfg(test)]
+pub use hash::workload_hash;
 pub use hash::{
     SecretDigest, WORKLOAD_HASH_ANNOTATION, current_workload_hash, rollout_started,
-    stamp_workload_hash, workload_hash,
+    stamp_workload_hash,
 };
-pub use pods::{PodFact, PodFactKind, is_active, pod_fact};
+#[cfg(test)]
+pub use pods::{PodFact, PodFactKind};
+pub use pods::{is_active, pod_fact};
 pub use verdict::{REVISION_ANNOTATION, Rollout, rollout_state, workload_verdict};
 
 #[cfg(test)]
