@@ -133,6 +133,17 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    #[test]
+    fn bind_addresses_follow_controller_runtime() {
+        assert_eq!(parse_bind(":8080"), Ok("0.0.0.0:8080".parse().unwrap()));
+        assert_eq!(
+            parse_bind("127.0.0.1:9"),
+            Ok("127.0.0.1:9".parse().unwrap())
+        );
+        assert!(parse_bind("localhost").is_err());
+        assert!(parse_bind(":http").is_err());
+    }
+
     #[derive(Parser)]
     struct Probe {
         #[command(flatten)]

@@ -3,8 +3,6 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-#[cfg(test)]
-use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -22,35 +20,11 @@ const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("invalid bind address {0:?}: expected HOST:PORT or :PORT")]
-    BadAddress(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
         source: std::io::Error,
     },
-}
-
-/// Parses a bind address as controller-runtime writes it: `:8080` means every interface.
-/// `0` disables the server (returns `None`).
-#[cfg(test)]
-pub fn parse_bind_address(text: &str) -> Result<Option<SocketAddr>, ServeError> {
-    let text = text.trim();
-    if text == "0" {
-        return Ok(None);
-    }
-    if let Some(port) = text.strip_prefix(':') {
-        let port = port
-            .parse::<u16>()
-            .map_err(|_| ServeError::BadAddress(text.to_owned()))?;
-        return Ok(Some(SocketAddr::new(
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            port,
-        )));
-    }
-    text.parse()
-        .map(Some)
-        .map_err(|_| ServeError::BadAddress(text.to_owned()))
 }
 
 /// Readiness of the process: the optional-API probe is done and every initial list of every
@@ -216,21 +190,6 @@ async fn ready(State(readiness): State<Readiness>) -> (StatusCode, &'static str)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bind_addresses_follow_controller_runtime() {
-        assert_eq!(
-            parse_bind_address(":8080").unwrap(),
-            Some("0.0.0.0:8080".parse().unwrap())
-        );
-        assert_eq!(
-            parse_bind_address("127.0.0.1:9").unwrap(),
-            Some("127.0.0.1:9".parse().unwrap())
-        );
-        assert_eq!(parse_bind_address("0").unwrap(), None);
-        assert!(parse_bind_address("localhost").is_err());
-        assert!(parse_bind_address(":http").is_err());
-    }
 
     #[test]
     fn ready_needs_the_probe_and_every_first_list() {

@@ -1,11 +1,6 @@
 //! The hostname allow-list (`EXPOSURE_ALLOWED_HOST_SUFFIXES`), checked before anything else of
 //! a pass: a refused hostname withdraws what was published under it.
 
-#[cfg(test)]
-use crate::conditions::Verdict;
-#[cfg(test)]
-use crate::conditions::reasons::common;
-
 /// The allowed DNS suffixes, normalised once (lower case, no leading or trailing dot).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostAllowList {
@@ -67,24 +62,6 @@ impl HostAllowList {
     }
 }
 
-/// `ConfigurationValid`'s refusal when the hostname, the image, or both are refused: the
-/// hostname comes first (it decides the withdrawal) and the message names the image problem
-/// too (`ImageNotAllowed`, or a console's `ConsoleImageRequired`).
-#[cfg(test)]
-pub fn configuration_refusal(
-    hostname: Option<&HostnameRefusal>,
-    image: Option<&Verdict>,
-) -> Option<Verdict> {
-    match (hostname, image) {
-        (Some(h), Some(i)) => Some(Verdict::fails(
-            common::HOSTNAME_NOT_ALLOWED,
-            format!("{}; and {}", h.message(), i.message),
-        )),
-        (Some(h), None) => Some(Verdict::fails(common::HOSTNAME_NOT_ALLOWED, h.message())),
-        (None, image) => image.cloned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,39 +95,5 @@ mod tests {
                 .check(Some("anything.io"))
                 .is_ok()
         );
-    }
-
-    #[test]
-    fn the_refusal_names_hostname_suffixes_and_the_image_too() {
-        let list = HostAllowList::new(&["apps.example.com".into()]);
-        let refusal = list.check(Some("orders.evil.io")).expect_err("refused");
-        let image = Verdict::fails(
-            common::IMAGE_NOT_ALLOWED,
-            "spec.image evil.io/console:1 outside the operator's allowed image repositories (quay.io/fyannk)",
-        );
-        let cases = [
-            (Some(&refusal), None, Some(common::HOSTNAME_NOT_ALLOWED)),
-            (
-                Some(&refusal),
-                Some(&image),
-                Some(common::HOSTNAME_NOT_ALLOWED),
-            ),
-            (None, Some(&image), Some(common::IMAGE_NOT_ALLOWED)),
-            (None, None, None),
-        ];
-        for (hostname, img, reason) in cases {
-            let verdict = configuration_refusal(hostname, img);
-            assert_eq!(verdict.as_ref().map(|v| v.reason), reason);
-            if let (Some(v), Some(_)) = (&verdict, hostname) {
-                assert!(v.message.contains("orders.evil.io"), "{}", v.message);
-                assert!(v.message.contains("apps.example.com"), "{}", v.message);
-                assert_eq!(
-                    v.message.contains("evil.io/console:1"),
-                    img.is_some(),
-                    "{}",
-                    v.message
-                );
-            }
-        }
     }
 }
