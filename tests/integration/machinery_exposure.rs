@@ -22,13 +22,6 @@ fn dynamic(group: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, "v1", kind), plural)
 }
 
-async fn until_gone<K>(api: &Api<K>, name: &str)
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    wait_support::until_gone(api, name, "withdrawn").await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exposure_ready_follows_route_ingress_and_http_route_admission() {
     let mut env = start(&[]).await;
@@ -79,7 +72,7 @@ async fn exposure_ready_follows_route_ingress_and_http_route_admission() {
     .await;
     let msg = env.until(at, "pub", E, "True", "AsExpected").await;
     assert!(msg.contains("Ingress pub-console"), "{msg}");
-    until_gone(&routes, "pub-console").await;
+    wait_support::until_gone(&routes, "pub-console", "withdrawn").await;
     let at = env.mark();
     admin
         .add_workload_fault(NS, SELECTOR, WorkloadFault::NotAdmitted)
@@ -125,7 +118,7 @@ async fn exposure_ready_follows_route_ingress_and_http_route_admission() {
     env.until(at, "pub", E, "True", "NotRequested").await;
     env.until(at, "pub", ConditionType::Ready, "True", "AsExpected")
         .await;
-    until_gone(&http_routes, "pub-console").await;
+    wait_support::until_gone(&http_routes, "pub-console", "withdrawn").await;
 
     // Converged: a pass (woken by an annotation the pass does not read) makes no request.
     let settled = || env.consoles.finished.load(Ordering::SeqCst);
