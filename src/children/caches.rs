@@ -28,7 +28,7 @@ use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::reconcile::observed::{
     keep_pod, keep_replica_set, pod_is_complete, replica_set_is_complete,
 };
-use crate::reconcile::optional_api::OptionalApi;
+use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
 use crate::reconcile::redact::{redact_secret, secret_is_complete};
 
 /// The label that makes a RoleBinding "a RoleBinding of the request" named by its value. The
@@ -305,6 +305,26 @@ impl OperatorCaches {
     }
 
     /// Every watch, each started once for the whole operator.
+    /// The Route and HTTPRoute stores a pass over an object of `namespace` waits for: only
+    /// where the prober has not seen the API refused there (a refused watch never lists; an
+    /// unserved API lists as empty at once).
+    pub fn exposure_synced(&self, apis: &ProbeResult, namespace: &str) -> Vec<&Synced> {
+        let usable = |api| {
+            !matches!(
+                apis.availability(api, namespace),
+                Availability::Refused { .. }
+            )
+        };
+        let mut synced = Vec::new();
+        if usable(OptionalApi::Routes) {
+            synced.push(self.routes.synced());
+        }
+        if usable(OptionalApi::HttpRoutes) {
+            synced.push(self.http_routes.synced());
+        }
+        synced
+    }
+
     pub fn watches(&self) -> Vec<CacheStart> {
         let mut starts = vec![
             start(&self.service_accounts, managed()),
@@ -352,4 +372,39 @@ pub async fn wait_synced(limit: Duration, caches: &[&Synced]) -> Result<(), NotS
         synced.wait(limit).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use super::*;
+    use crate::reconcile::optional_api::ApiState;
+
+    #[test]
+    fn exposure_stores_are_waited_for_where_their_api_is_not_refused() {
+        let caches = OperatorCaches::new();
+        let apis = ProbeResult::new(BTreeMap::from([
+            (
+                OptionalApi::Routes,
+                ApiState::On {
+                    refused_in: BTreeSet::from(["team-b".to_owned()]),
+                },
+            ),
+            (OptionalApi::HttpRoutes, ApiState::NotServed),
+        ]));
+        let waited = |ns| -> Vec<*const Synced> {
+            caches
+                .exposure_synced(&apis, ns)
+                .into_iter()
+                .map(std::ptr::from_ref)
+                .collect()
+        };
+        let routes = std::ptr::from_ref(caches.routes.synced());
+        let http_routes = std::ptr::from_ref(caches.http_routes.synced());
+        // Served and readable; not served lists as empty at once, so waiting costs nothing.
+        assert_eq!(waited("team-a"), [routes, http_routes]);
+        // Refused there: that watch never lists, so nothing waits for it.
+        assert_eq!(waited("team-b"), [http_routes]);
+    }
 }

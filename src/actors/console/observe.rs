@@ -52,9 +52,8 @@ impl ExposureApis {
 }
 
 impl ConsoleReconciler {
-    /// The caches a pass reads; Routes and HTTPRoutes only where their API is readable in
-    /// the namespace (a refused watch never lists).
-    pub(super) fn cache_reads(&self, readable: Readable) -> Vec<&Synced> {
+    /// The caches a pass reads (Routes and HTTPRoutes where their API is usable).
+    pub(super) fn cache_reads(&self, cx: &ObjectContext) -> Vec<&Synced> {
         let c = &self.caches;
         let mut reads = vec![
             c.service_accounts.synced(),
@@ -71,12 +70,7 @@ impl ConsoleReconciler {
             c.referenced_config_maps.synced(),
             c.namespace_network_policies.index().synced(),
         ];
-        if readable.routes {
-            reads.push(c.routes.synced());
-        }
-        if readable.http_routes {
-            reads.push(c.http_routes.synced());
-        }
+        reads.extend(c.exposure_synced(&cx.shared.optional_apis, &cx.key.namespace));
         reads
     }
 

@@ -129,7 +129,7 @@ impl StatusPass for ConsoleReconciler {
     }
 
     fn reads<'a>(&'a self, cx: &ObjectContext) -> Vec<&'a Synced> {
-        self.cache_reads(ExposureApis::of(cx).readable())
+        self.cache_reads(cx)
     }
 
     async fn run(

@@ -13,7 +13,7 @@ use crate::api::PgAdmin;
 use crate::children::Synced;
 use crate::messages::ObjectKey;
 use crate::reconcile::images::ImageAllowList;
-use crate::reconcile::optional_api::{Availability, OptionalApi};
+use crate::reconcile::optional_api::OptionalApi;
 use crate::reconcile::pgadmin::{
     Observed, SKIP_UPGRADE_BACKUP_ANNOTATION, job_state, password_generation_served,
 };
@@ -43,13 +43,10 @@ impl PgAdminReconciler {
             .copied()
     }
 
-    /// The caches a pass reads. The Route and HTTPRoute stores only where their API is on in
-    /// the namespace: elsewhere they hold nothing of it (and a refused watch never lists), and
-    /// the pass reads past the cache instead.
+    /// The caches a pass reads (Routes and HTTPRoutes where their API is usable; elsewhere the
+    /// pass reads past the cache).
     pub(super) fn cache_reads(&self, cx: &ObjectContext) -> Vec<&Synced> {
         let c = &self.caches;
-        let on =
-            |api| cx.shared.optional_apis.availability(api, &cx.key.namespace) == Availability::On;
         let mut reads = vec![
             c.service_accounts.synced(),
             c.services.synced(),
@@ -66,12 +63,7 @@ impl PgAdminReconciler {
             c.database_roles.index().synced(),
             c.secrets.synced(),
         ];
-        if on(OptionalApi::Routes) {
-            reads.push(c.routes.synced());
-        }
-        if on(OptionalApi::HttpRoutes) {
-            reads.push(c.http_routes.synced());
-        }
+        reads.extend(c.exposure_synced(&cx.shared.optional_apis, &cx.key.namespace));
         reads
     }
 
