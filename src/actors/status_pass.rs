@@ -121,3 +121,97 @@ impl<P: StatusPass> Reconciler for P {
             .await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+    use crate::actors::Shared;
+    use crate::api::PgAccessRequest;
+    use crate::k8s::{EventSink, WriteBudget};
+
+    /// A kind whose pass reads one cache of its own and only counts its runs.
+    struct Gated {
+        caches: OperatorCaches,
+        status: StatusWriter<PgAccessRequest>,
+        cache: Synced,
+        runs: AtomicUsize,
+    }
+
+    impl StatusPass for Gated {
+        type Object = PgAccessRequest;
+
+        fn status(&self) -> &StatusWriter<PgAccessRequest> {
+            &self.status
+        }
+
+        fn caches(&self) -> &OperatorCaches {
+            &self.caches
+        }
+
+        fn reads<'a>(&'a self, _cx: &ObjectContext) -> Vec<&'a Synced> {
+            vec![&self.cache]
+        }
+
+        async fn run(
+            &self,
+            _obj: &PgAccessRequest,
+            _cx: &ObjectContext,
+        ) -> Result<Outcome, ReconcileError> {
+            self.runs.fetch_add(1, Ordering::SeqCst);
+            Ok(Outcome::done())
+        }
+    }
+
+    fn setup() -> (Arc<Gated>, ObjectContext, Arc<PgAccessRequest>) {
+        // Never reached: the pass under test makes no request.
+        let url = "http://127.0.0.1:9".parse().expect("url");
+        let client = kube::Client::try_from(kube::Config::new(url)).expect("client");
+        let kind = Arc::new(Gated {
+            caches: OperatorCaches::new(),
+            status: StatusWriter::new(EventSink::new(client.clone())),
+            cache: Synced::new("test cache"),
+            runs: AtomicUsize::new(0),
+        });
+        let env = Arc::new(PassEnv {
+            client,
+            writes: WriteBudget::new(1),
+            shared: Arc::new(Shared::default()),
+        });
+        let cx = ObjectContext::new(ObjectKey::new("team-a", "demo"), env, 0);
+        let obj: PgAccessRequest = serde_json::from_value(serde_json::json!({
+            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
+            "kind": "PgAccessRequest",
+            "metadata": {"name": "demo", "namespace": "team-a", "uid": "u-1"},
+            "spec": {"subject": {"kind": "User", "name": "alice"}, "clusterRole": "view",
+                     "expiresAt": "2026-12-01T07:14:24Z", "reason": "test"},
+        }))
+        .expect("request");
+        (kind, cx, Arc::new(obj))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pass_runs_once_the_caches_it_declares_have_listed() {
+        let (kind, cx, obj) = setup();
+        let pass = tokio::spawn({
+            let (kind, cx) = (kind.clone(), cx.clone());
+            async move { kind.reconcile(obj, &cx).await.map(|_| ()) }
+        });
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(kind.runs.load(Ordering::SeqCst), 0, "ran before the list");
+        kind.cache.expect(1);
+        kind.cache.one_done();
+        pass.await.expect("joined").expect("the pass succeeds");
+        assert_eq!(kind.runs.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_cache_that_never_lists_fails_the_pass_without_running_it() {
+        let (kind, cx, obj) = setup();
+        let failed = kind.reconcile(obj, &cx).await;
+        assert!(failed.is_err(), "a pass over an unlisted cache failed");
+        assert_eq!(kind.runs.load(Ordering::SeqCst), 0);
+    }
+}
