@@ -245,21 +245,11 @@ impl Applier<'_> {
                 // What the server answered is remembered until the watch reports it, so a pass
                 // that runs before that does not POST again (409) or judge a stale copy.
                 match create_or_find(api, &name, &object).await {
-                    // Created with the desired content: adopting it as applied finishes it.
+                    // Created with the desired content, in one write; its creation entry is
+                    // adopted as applied before an apply first changes it.
                     Ok(Creation::Created(created)) => {
-                        store.wrote(created.clone());
-                        return match adopt_creation(api, &name, created, &desired).await {
-                            Ok(adopted) => {
-                                store.wrote(adopted);
-                                Ok(ChildVerdict::Applied { name })
-                            }
-                            Err(kube::Error::Api(status))
-                                if refused(status.code, &status.message) =>
-                            {
-                                Ok(refusal(name, *status))
-                            }
-                            Err(err) => Err(err.into()),
-                        };
+                        store.wrote(created);
+                        return Ok(ChildVerdict::Applied { name });
                     }
                     Ok(Creation::Taken(current)) => {
                         if owner.controls(&current) {
@@ -293,11 +283,16 @@ impl Applier<'_> {
         if !complete {
             return Err(ApplyError::Incomplete { name });
         }
-        // One Apply manager owns exactly the desired fields (a creation's claim was adopted as
-        // that manager's), so a field later dropped from the desired object is removed.
+        // One Apply manager owns the desired fields (a creation's claim is adopted as that
+        // manager's first), so a field later dropped from the desired object is removed.
         let _permit = self.permit().await?;
+        let adopted = adopt_creation(api, &name).await;
         let params = PatchParams::apply(FIELD_MANAGER).force();
-        match api.patch(&name, &params, &Patch::Apply(&desired)).await {
+        let applied = match adopted {
+            Ok(()) => api.patch(&name, &params, &Patch::Apply(&desired)).await,
+            Err(err) => Err(err),
+        };
+        match applied {
             Ok(applied) => {
                 store.wrote(applied);
                 Ok(ChildVerdict::Applied { name })

@@ -4,7 +4,8 @@
 //! no create-only precondition (kubernetes/kubernetes#116156). Reading first leaves a window: a
 //! foreign object created between the read and the apply would be taken over. So a child the
 //! cache does not hold is created with POST, which fails with 409 AlreadyExists when the name is
-//! taken; the creation's claim on its fields is then turned into the apply manager's.
+//! taken; the creation's claim on its fields is turned into the apply manager's before the
+//! first apply that changes the child.
 
 use std::fmt::Debug;
 
@@ -63,28 +64,32 @@ where
 }
 
 /// A POST is recorded as an `Update` entry of our manager owning every field it set, server
-/// defaults included, and server-side apply counts that entry as another owner (it would keep a
-/// field later dropped from the desired object). So the creation is adopted in one more write:
-/// that entry becomes our `Apply` entry, owning only the fields of `desired` (what an apply of
-/// it would own), guarded by the resourceVersion. The child is then as server-side apply would
-/// have created it, in two writes instead of POST, apply and release.
+/// defaults included, and server-side apply counts that entry as another owner: it would keep a
+/// field later dropped from the desired object. So before the first apply that changes a
+/// child, that entry becomes our `Apply` entry (guarded by the resourceVersion), and the apply
+/// then releases what it no longer sets. A creation costs one write; a change costs a read and
+/// this write only while the creation entry is there (at most once per child).
 ///
-/// A create-only apply would need one: there is no such precondition. A uid in an apply
-/// configuration fails on an absent object (kube-apiserver's `TestCreateOnApplyFailsWithUID`),
-/// and a resourceVersion on one is answered differently per resource
-/// (kubernetes/kubernetes#106745).
-pub(super) async fn adopt_creation<C>(
-    api: &Api<C>,
-    name: &str,
-    mut current: C,
-    desired: &Value,
-) -> Result<C, kube::Error>
+/// The entry is adopted whole: which of its fields were desired at creation is not known any
+/// more, and its other fields are the defaults the API server fills in at decoding, which it
+/// fills in again when the apply releases them. Fields a registry sets after decoding (a Job's
+/// generated selector, a Service's cluster IP) are never in it.
+///
+/// A create-only apply would need no entry to adopt: there is no such precondition. A uid in an
+/// apply configuration fails on an absent object (kube-apiserver's
+/// `TestCreateOnApplyFailsWithUID`), and a resourceVersion on one is answered differently per
+/// resource (kubernetes/kubernetes#106745).
+pub(super) async fn adopt_creation<C>(api: &Api<C>, name: &str) -> Result<(), kube::Error>
 where
     C: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned,
 {
     for _ in 0..ADOPT_ATTEMPTS {
-        let Some(entries) = adopted_entries(current.managed_fields(), desired) else {
-            return Ok(current);
+        // Gone meanwhile: the apply creates it, owned by the Apply entry alone.
+        let Some(current) = api.get_opt(name).await? else {
+            return Ok(());
+        };
+        let Some(entries) = adopted_entries(current.managed_fields()) else {
+            return Ok(());
         };
         let patch = json!({
             "metadata": {
@@ -96,86 +101,58 @@ where
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(adopted) => return Ok(adopted),
-            Err(kube::Error::Api(status)) if status.code == 409 => {
-                match api.get_opt(name).await? {
-                    Some(fresh) => current = fresh,
-                    // Deleted meanwhile: the next pass creates it again.
-                    None => return Ok(current),
-                }
-            }
+            Ok(_) => return Ok(()),
+            // Another writer changed it in between: read it again.
+            Err(kube::Error::Api(status)) if status.code == 409 => {}
             Err(err) => return Err(err),
         }
     }
-    // Another writer kept winning: the child stays ours; only a field later dropped from the
-    // desired object would linger. Not worth failing the pass for.
+    // Another writer kept winning: the apply still writes the desired fields; only a field
+    // dropped from the desired object would linger. Not worth failing the pass for.
     tracing::warn!(name, "the creation of a child was not adopted as applied");
-    Ok(current)
+    Ok(())
 }
 
-/// The entries with our creation's `Update` entry turned into our `Apply` entry over the fields
-/// of `desired`; `None` when there is no creation entry to turn.
-fn adopted_entries(
-    entries: &[ManagedFieldsEntry],
-    desired: &Value,
-) -> Option<Vec<ManagedFieldsEntry>> {
-    let creation = |e: &ManagedFieldsEntry| {
+/// The entries with our creation's `Update` entry turned into our `Apply` entry (merged into
+/// it when there is one already: one manager has one entry per operation); `None` when there is
+/// no creation entry to turn.
+fn adopted_entries(entries: &[ManagedFieldsEntry]) -> Option<Vec<ManagedFieldsEntry>> {
+    let ours = |e: &ManagedFieldsEntry, operation: &str| {
         e.manager.as_deref() == Some(FIELD_MANAGER)
-            && e.operation.as_deref() == Some("Update")
+            && e.operation.as_deref() == Some(operation)
             && e.subresource.as_deref().unwrap_or("").is_empty()
     };
-    let position = entries.iter().position(creation)?;
+    let position = entries.iter().position(|e| ours(e, "Update"))?;
     let mut adopted = entries.to_vec();
-    let entry = &mut adopted[position];
-    entry.operation = Some("Apply".into());
-    if let Some(fields) = entry.fields_v1.as_mut() {
-        fields.0 = owned_within(&fields.0, desired);
+    let mut creation = adopted.remove(position);
+    match adopted.iter_mut().find(|e| ours(e, "Apply")) {
+        Some(apply) => {
+            if let (Some(into), Some(from)) = (apply.fields_v1.as_mut(), creation.fields_v1.take())
+            {
+                union_into(&mut into.0, from.0);
+            }
+        }
+        None => {
+            creation.operation = Some("Apply".into());
+            adopted.insert(position, creation);
+        }
     }
     Some(adopted)
 }
 
-/// The part of a `FieldsV1` set that names fields present in `object`: `f:` a field, `k:` a list
-/// element matched on the key fields `object`'s element has (a server-defaulted key field is
-/// absent there), `v:` a set value, `i:` a list index, `.` the node itself.
-fn owned_within(fields: &Value, object: &Value) -> Value {
-    let Some(fields) = fields.as_object() else {
-        return fields.clone();
+/// Adds the fields of the `FieldsV1` set `from` to `into`.
+fn union_into(into: &mut Value, from: Value) {
+    let (Some(into), Value::Object(from)) = (into.as_object_mut(), from) else {
+        return;
     };
-    let mut kept = serde_json::Map::new();
-    for (key, sub) in fields {
-        let within = if key == "." {
-            Some(sub.clone())
-        } else if let Some(field) = key.strip_prefix("f:") {
-            object.get(field).map(|value| owned_within(sub, value))
-        } else if let Some(element_key) = key.strip_prefix("k:") {
-            element_by_key(object, element_key).map(|element| owned_within(sub, element))
-        } else if let Some(value) = key.strip_prefix("v:") {
-            let value: Option<Value> = serde_json::from_str(value).ok();
-            let present = value.is_some_and(|v| object.as_array().is_some_and(|a| a.contains(&v)));
-            present.then(|| sub.clone())
-        } else if let Some(index) = key.strip_prefix("i:") {
-            let element = index.parse::<usize>().ok().and_then(|i| object.get(i));
-            element.map(|element| owned_within(sub, element))
-        } else {
-            None
-        };
-        if let Some(within) = within {
-            kept.insert(key.clone(), within);
+    for (key, sub) in from {
+        match into.get_mut(&key) {
+            Some(existing) => union_into(existing, sub),
+            None => {
+                into.insert(key, sub);
+            }
         }
     }
-    Value::Object(kept)
-}
-
-/// The element of the list `object` whose key fields, where it has them, equal `key`'s.
-fn element_by_key<'a>(object: &'a Value, key: &str) -> Option<&'a Value> {
-    let key: serde_json::Map<String, Value> = serde_json::from_str(key).ok()?;
-    object.as_array()?.iter().find(|element| {
-        let mut shared = key
-            .iter()
-            .filter_map(|(k, v)| element.get(k).map(|e| e == v));
-        let first = shared.next();
-        first == Some(true) && shared.all(|same| same)
-    })
 }
 
 #[cfg(test)]
@@ -212,7 +189,7 @@ mod tests {
             entry(FIELD_MANAGER, "Update", Some("status")),
             entry(FIELD_MANAGER, "Update", None),
         ];
-        let adopted = adopted_entries(&entries, &json!({})).expect("our creation entry turns");
+        let adopted = adopted_entries(&entries).expect("our creation entry turns");
         assert_eq!(
             operations(&adopted),
             vec![
@@ -222,58 +199,31 @@ mod tests {
             ]
         );
         assert_eq!(adopted[1].subresource.as_deref(), Some("status"));
-        assert!(adopted_entries(&[entry("kubectl", "Update", None)], &json!({})).is_none());
-        assert!(adopted_entries(&[entry(FIELD_MANAGER, "Apply", None)], &json!({})).is_none());
+        assert!(adopted_entries(&[entry("kubectl", "Update", None)]).is_none());
+        assert!(adopted_entries(&[entry(FIELD_MANAGER, "Apply", None)]).is_none());
     }
 
     #[test]
-    fn the_adopted_entry_owns_what_was_desired_not_the_server_defaults() {
-        let created = json!({
-            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
-            "f:spec": {
-                "f:progressDeadlineSeconds": {},
-                "f:replicas": {},
-                "f:template": {"f:spec": {"f:containers": {
-                    "k:{\"name\":\"web\"}": {
-                        ".": {}, "f:image": {}, "f:name": {}, "f:terminationMessagePath": {},
-                        "f:ports": {"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {
-                            ".": {}, "f:containerPort": {}, "f:protocol": {}
-                        }},
-                        "f:args": {}
-                    },
-                    "k:{\"name\":\"gone\"}": {".": {}, "f:name": {}}
-                }}},
-                "f:finalizers": {"v:\"a\"": {}, "v:\"b\"": {}}
-            }
-        });
-        let desired = json!({
-            "metadata": {"labels": {"app": "web"}},
-            "spec": {
-                "replicas": 1,
-                "template": {"spec": {"containers": [
-                    {"name": "web", "image": "i", "ports": [{"containerPort": 8080}], "args": ["x"]}
-                ]}},
-                "finalizers": ["a"]
-            }
-        });
+    fn a_creation_entry_beside_our_apply_entry_is_merged_into_it() {
+        let with_fields = |manager: &str, operation: &str, fields: Value| ManagedFieldsEntry {
+            fields_v1: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1(
+                fields,
+            )),
+            ..entry(manager, operation, None)
+        };
+        let entries = vec![
+            with_fields(FIELD_MANAGER, "Apply", json!({"f:data": {"f:a": {}}})),
+            with_fields(
+                FIELD_MANAGER,
+                "Update",
+                json!({"f:data": {"f:b": {}}, "f:metadata": {}}),
+            ),
+        ];
+        let adopted = adopted_entries(&entries).expect("our creation entry turns");
+        assert_eq!(operations(&adopted), vec![(FIELD_MANAGER, "Apply")]);
         assert_eq!(
-            owned_within(&created, &desired),
-            json!({
-                "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
-                "f:spec": {
-                    "f:replicas": {},
-                    "f:template": {"f:spec": {"f:containers": {
-                        "k:{\"name\":\"web\"}": {
-                            ".": {}, "f:image": {}, "f:name": {},
-                            "f:ports": {"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {
-                                ".": {}, "f:containerPort": {}
-                            }},
-                            "f:args": {}
-                        }
-                    }}},
-                    "f:finalizers": {"v:\"a\"": {}}
-                }
-            })
+            adopted[0].fields_v1.as_ref().map(|f| &f.0),
+            Some(&json!({"f:data": {"f:a": {}, "f:b": {}}, "f:metadata": {}}))
         );
     }
 }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::{Api, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use pgtoolbox_operator::testing::children::{
     Applier, ChildOwner, ChildStore, ChildVerdict, Component, Desired, FIELD_MANAGER, MANAGED_BY,
@@ -202,7 +202,7 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
     assert!(report.converged(), "{report:?}");
     assert_eq!(sim.stats().total, 0, "{:#?}", sim.stats().by_verb_resource);
 
-    // Different: one server-side apply.
+    // Different, the first change: the creation's entry adopted, then one server-side apply.
     let report = applier
         .apply(&store, &owner, vec![desired("web-settings", "2")])
         .await
@@ -213,7 +213,7 @@ async fn the_applier_writes_only_differences_deletes_the_undesired_and_never_tou
             name: "web-settings".into()
         }]
     );
-    assert_eq!(sim.stats().by_verb.get("patch"), Some(&1));
+    assert_eq!(sim.stats().by_verb.get("patch"), Some(&2));
     let applied = api.get("web-settings").await.unwrap();
     assert_eq!(
         applied.data.unwrap().get("key").map(String::as_str),
@@ -344,8 +344,8 @@ async fn a_foreign_object_created_during_our_creation_is_never_merged_into() {
                 .collect();
             assert_eq!(
                 managers,
-                vec![(Some(FIELD_MANAGER.into()), Some("Apply".into()))],
-                "the creation's fields were handed to the apply manager"
+                vec![(Some(FIELD_MANAGER.into()), Some("Update".into()))],
+                "the creation's fields belong to the operator's manager"
             );
         }
         Err(other) => panic!("foreign create failed oddly: {other}"),
@@ -527,13 +527,12 @@ async fn a_child_rebuilt_from_its_kept_copy_is_never_written_nor_taken_for_an_or
     assert_eq!(after.data.as_ref().unwrap()["key"], "s3cret-value");
 }
 
-/// A child the cache does not hold costs two writes, POST and the adoption of its fields, and
-/// ends as server-side apply would have created it: one `Apply` entry of our manager owning the
-/// same fields as an apply of the same content does, so a value later dropped from the desired
-/// object is removed (no creation entry left to keep it).
+/// A child the cache does not hold costs one write, its POST: the creation's fields belong to
+/// our manager's `Update` entry. The first apply that changes it turns that entry into our
+/// `Apply` entry first (a read and a write), so a value dropped from the desired object is
+/// removed as server-side apply removes it, and the child ends as an apply would leave it.
 #[tokio::test]
-async fn a_created_child_costs_two_writes_and_is_owned_as_if_applied() {
-    use kube::api::{Patch, PatchParams};
+async fn a_created_child_costs_one_write_and_its_first_change_adopts_the_creation() {
     let (sim, client, api, owner_object) = started().await;
     let Watched { store, _drain, .. } = watched(&client);
     store
@@ -568,22 +567,59 @@ async fn a_created_child_costs_two_writes_and_is_owned_as_if_applied() {
             stats.by_verb.get("create"),
             stats.by_verb.get("patch")
         ),
-        (2, Some(&1), Some(&1)),
+        (1, Some(&1), None),
         "{:#?}",
         stats.by_verb_resource
     );
-
-    let created = api.get("web-adopted").await.unwrap();
-    let entries = created.managed_fields();
-    assert_eq!(
-        entries
+    let operations = |object: &ConfigMap| -> Vec<(Option<String>, Option<String>)> {
+        object
+            .managed_fields()
             .iter()
-            .map(|e| (e.manager.as_deref(), e.operation.as_deref()))
-            .collect::<Vec<_>>(),
-        vec![(Some(FIELD_MANAGER), Some("Apply"))]
+            .map(|e| (e.manager.clone(), e.operation.clone()))
+            .collect()
+    };
+    let created = api.get("web-adopted").await.unwrap();
+    assert_eq!(
+        operations(&created),
+        vec![(Some(FIELD_MANAGER.into()), Some("Update".into()))]
     );
+
+    sim.admin().reset_stats();
+    let report = applier
+        .apply(&store, &owner, vec![desired("web-adopted", "1")])
+        .await
+        .unwrap();
+    assert_eq!(
+        report.verdicts,
+        vec![ChildVerdict::Applied {
+            name: "web-adopted".into()
+        }]
+    );
+    let stats = sim.stats();
+    assert_eq!(
+        (stats.writes(), stats.by_verb.get("get")),
+        (2, Some(&1)),
+        "the adoption's read and write, then the apply: {:#?}",
+        stats.by_verb_resource
+    );
+    let changed = api.get("web-adopted").await.unwrap();
+    assert_eq!(
+        changed
+            .data
+            .clone()
+            .unwrap_or_default()
+            .keys()
+            .collect::<Vec<_>>(),
+        vec!["key"],
+        "the dropped value is removed"
+    );
+    assert_eq!(
+        operations(&changed),
+        vec![(Some(FIELD_MANAGER.into()), Some("Apply".into()))]
+    );
+
     // The same content applied under another name: the fields an apply owns.
-    let mut control = serde_json::to_value(&created).unwrap();
+    let mut control = serde_json::to_value(&changed).unwrap();
     let meta = control["metadata"].as_object_mut().unwrap();
     meta.retain(|k, _| ["labels", "annotations", "ownerReferences"].contains(&k.as_str()));
     meta.insert("name".into(), "web-control".into());
@@ -598,30 +634,22 @@ async fn a_created_child_costs_two_writes_and_is_owned_as_if_applied() {
         .await
         .unwrap();
     assert_eq!(
-        entries[0].fields_v1,
+        changed.managed_fields()[0].fields_v1,
         applied.managed_fields()[0].fields_v1,
-        "adopted as an apply would own it"
+        "owned as an apply of the same content owns it"
     );
 
-    let report = applier
-        .apply(&store, &owner, vec![desired("web-adopted", "1")])
+    // Changed again: the read finds no creation entry left, so the apply is the one write.
+    sim.admin().reset_stats();
+    applier
+        .apply(&store, &owner, vec![desired("web-adopted", "2")])
         .await
         .unwrap();
+    let stats = sim.stats();
     assert_eq!(
-        report.verdicts,
-        vec![ChildVerdict::Applied {
-            name: "web-adopted".into()
-        }]
-    );
-    let data = api
-        .get("web-adopted")
-        .await
-        .unwrap()
-        .data
-        .unwrap_or_default();
-    assert_eq!(
-        data.keys().collect::<Vec<_>>(),
-        vec!["key"],
-        "the dropped value is removed"
+        (stats.writes(), stats.by_verb.get("get")),
+        (1, Some(&1)),
+        "{:#?}",
+        stats.by_verb_resource
     );
 }

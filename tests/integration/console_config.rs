@@ -237,7 +237,7 @@ async fn console_exposure_policy_invalid_is_retried() {
     // The server refuses the ingress NetworkPolicy (as an admission policy would).
     env.sim
         .admin()
-        .inject_errors("patch:networking.k8s.io/networkpolicies:team-a", 422, 1000)
+        .inject_errors("create:networking.k8s.io/networkpolicies:team-a", 422, 1000)
         .expect("fault");
     env.console(
         "ops",

@@ -53,6 +53,16 @@ const JUSTIFIED: &[&str] = &[
     "get networking.k8s.io/networkpolicies",
     "get rbac.authorization.k8s.io/rolebindings",
     "get route.openshift.io/routes",
+    // A child is created in one POST and patched only when what is desired of it changes.
+    "patch /configmaps",
+    "patch /persistentvolumeclaims",
+    "patch /serviceaccounts",
+    "patch /services",
+    "patch batch/jobs",
+    "patch gateway.networking.k8s.io/httproutes",
+    "patch networking.k8s.io/ingresses",
+    "patch networking.k8s.io/networkpolicies",
+    "patch route.openshift.io/routes",
     // A PgAdmin's settings database and Poolers: no scenario here has them yet.
     "create postgresql.cnpg.io/databaseroles",
     "create postgresql.cnpg.io/databases",

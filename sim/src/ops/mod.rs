@@ -103,6 +103,12 @@ pub fn create(
     };
     builtin_defaults(info, &mut body);
     crate::defaults::apply(info, &mut body);
+    // The field manager records the decoded, defaulted object, before the registry sets its
+    // own fields (a Job's generated selector, the uid, the creation time): as on a real server,
+    // those belong to no manager.
+    if let Some(manager) = l.field_manager().map(str::to_string) {
+        crate::managed_fields::record_update(info, &mut body, None, &manager, "");
+    }
     let uid = l.new_uid();
     let mut problems = Vec::new();
     if !info.custom && info.group == "batch" && info.kind == "Job" {
@@ -124,9 +130,6 @@ pub fn create(
         "selfLink",
     ] {
         remove_meta(&mut body, f);
-    }
-    if let Some(manager) = l.field_manager().map(str::to_string) {
-        crate::managed_fields::record_update(info, &mut body, None, &manager, "");
     }
     if let Some(cluster) = server.cluster.get() {
         cluster.admit_create(l, info, namespace, &mut body)?;

@@ -104,6 +104,11 @@ impl EvidenceAgentReconciler {
             outcome,
             certificate,
             secret_version: &secret_version,
+            deployment_exists: self
+                .caches
+                .deployments
+                .get(&ObjectKey::new(ns, names.workload.as_str()))
+                .is_some(),
         });
 
         let secret_exists = |name: &str| self.caches.secrets.exists(&ObjectKey::new(ns, name));
@@ -173,7 +178,7 @@ impl EvidenceAgentReconciler {
                 .await?
                 .apply(&c.services, [children.service])
                 .await?
-                .apply(&c.deployments, [children.deployment])
+                .apply(&c.deployments, children.deployment)
                 .await
                 .map(|_| ())
         };

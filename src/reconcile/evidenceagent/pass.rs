@@ -37,6 +37,8 @@ pub struct Observed<'a> {
     pub certificate: Option<CertificatePlan>,
     /// The resourceVersion the Secret index holds for a Secret of the namespace.
     pub secret_version: &'a dyn Fn(&str) -> Option<String>,
+    /// Whether the agent's Deployment exists (as the cache or this operator's last write has it).
+    pub deployment_exists: bool,
 }
 
 /// The serving certificate of the `operator` provider a pass applies (its Secret is one of
@@ -51,13 +53,14 @@ pub struct OperatorCertificate {
 /// The agent's children, in the order they are applied: the certificate first, so the Pods
 /// find it. `certificate` is `None` with `openshift` (the service CA writes its own; one left
 /// from the `operator` provider is deleted), `ca_config_map` `None` with `operator`.
+/// `deployment` is `None` while it is held (see [`Judged::deployment_held`]).
 #[derive(Clone, Debug)]
 pub struct AgentChildren {
     pub certificate: Option<Secret>,
     pub service_account: ServiceAccount,
     pub ca_config_map: Option<ConfigMap>,
     pub service: Service,
-    pub deployment: Deployment,
+    pub deployment: Option<Deployment>,
 }
 
 /// What one pass does before it judges anything.
@@ -83,6 +86,10 @@ pub struct Judged {
     pub outcome: ConfigOutcome,
     pub valid: ValidConfig,
     pub certificate: Option<OperatorCertificate>,
+    /// With `openshift`, a Deployment not created yet waits for the service CA's Secret: its
+    /// Pod template carries that Secret's version, so creating it before would roll it out
+    /// again at once when the Secret arrives (a second write and a second ReplicaSet).
+    pub deployment_held: bool,
 }
 
 /// Whether the pass must plan the `operator` provider's certificate (reading, or creating,
@@ -150,6 +157,9 @@ pub fn plan(observed: Observed<'_>) -> Plan {
         })
         .collect();
     let tls = &observed.names.tls_secret;
+    let deployment_held = provider == CertificateProvider::Openshift
+        && (observed.secret_version)(tls).is_none()
+        && !observed.deployment_exists;
     digests.push(match &secret {
         // The certificate as the cache keeps it (its key by digest): the same whether issued
         // this pass or kept, and new with every key.
@@ -170,13 +180,14 @@ pub fn plan(observed: Observed<'_>) -> Plan {
         service_account: service_account(&input),
         ca_config_map: ca_config_map(&input),
         service: service(&input),
-        deployment: deployment(&input),
+        deployment: (!deployment_held).then(|| deployment(&input)),
     };
     Plan::Apply(Box::new(ApplyPlan {
         judged: Judged {
             outcome,
             valid,
             certificate,
+            deployment_held,
         },
         children,
     }))
@@ -297,6 +308,13 @@ fn judge_children(
             format!(
                 "Secret {secret}, which ObjectStore {} references, does not exist in {namespace}",
                 plan.valid.store.name
+            ),
+        ),
+        None if plan.deployment_held => Verdict::unknown(
+            common::RECONCILING,
+            format!(
+                "Deployment {} is created once the OpenShift service CA has issued Secret {}",
+                names.workload, names.tls_secret
             ),
         ),
         None => workload_verdict(

@@ -60,6 +60,8 @@ struct Case {
     /// What the apply reports: `Some((kind, name))` for a name held by a foreign object.
     taken: Option<(&'static str, &'static str)>,
     converged: bool,
+    /// Whether the agent's Deployment exists already.
+    deployment: bool,
 }
 
 impl Case {
@@ -72,6 +74,7 @@ impl Case {
             existing: vec!["orders-s3", "orders-region"],
             taken: None,
             converged: true,
+            deployment: false,
         }
     }
 
@@ -93,6 +96,7 @@ impl Case {
             facts,
             certificate: self.certificate.clone(),
             secret_version: &version,
+            deployment_exists: self.deployment,
         })
     }
 
@@ -331,7 +335,8 @@ fn the_children_follow_the_provider_and_a_credential_change_rolls_the_workload()
     assert!(openshift.ca_config_map.is_some(), "the injected bundle");
 
     let template = |children: &AgentChildren| {
-        serde_json::to_value(&children.deployment.spec.template).expect("template")
+        let deployment = children.deployment.as_ref().expect("a Deployment");
+        serde_json::to_value(&deployment.spec.template).expect("template")
     };
     let rotated = children(&Case {
         versions: BTreeMap::from([("orders-s3", "8"), ("orders-region", "3")]),
@@ -343,6 +348,58 @@ fn the_children_follow_the_provider_and_a_credential_change_rolls_the_workload()
         "a new credential version"
     );
     assert_eq!(template(&operator), template(&children(&Case::operator())));
+}
+
+/// With `openshift`, a Deployment not created yet waits for the service CA's Secret, whose
+/// version its template carries: created before, it would be rolled out again at once. One
+/// that exists is kept applied (the Secret deleted later is no reason to stop managing it).
+#[test]
+fn an_openshift_deployment_is_first_created_with_the_service_cas_secret() {
+    let issued = Case {
+        versions: BTreeMap::from([
+            ("orders-s3", "7"),
+            ("orders-region", "3"),
+            ("orders-evidence-evidence-tls", "12"),
+        ]),
+        ..Case::openshift()
+    };
+    let existing = Case {
+        deployment: true,
+        ..Case::openshift()
+    };
+    let held = Case::openshift();
+    let deployment = |case: &Case| match case.run().0 {
+        Plan::Apply(apply) => (
+            apply.children.deployment.is_some(),
+            apply.judged.deployment_held,
+        ),
+        Plan::Hold { outcome } => panic!("held: {outcome:?}"),
+    };
+    assert_eq!(deployment(&held), (false, true), "before the Secret");
+    assert_eq!(deployment(&issued), (true, false), "with the Secret");
+    assert_eq!(deployment(&existing), (true, false), "already there");
+    assert_eq!(
+        deployment(&Case::operator()),
+        (true, false),
+        "operator provider"
+    );
+
+    let (_, facts) = held.run();
+    let workload = facts
+        .aspects
+        .iter()
+        .find(|(t, _)| *t == ConditionType::WorkloadReady)
+        .map(|(_, v)| v.clone())
+        .expect("WorkloadReady");
+    assert_eq!(workload.status, ConditionStatus::Unknown);
+    assert_eq!(workload.reason, common::RECONCILING);
+    assert!(
+        workload.message.contains(
+            "once the OpenShift service CA has issued Secret orders-evidence-evidence-tls"
+        ),
+        "{}",
+        workload.message
+    );
 }
 
 #[test]
