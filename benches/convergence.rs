@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, PostParams};
-use pgtoolbox_operator::api::render_crds_yaml;
+use pgtoolbox_operator::api::{PgAccessRequest, render_crds_yaml};
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::{Deserialize, Serialize};
@@ -78,6 +78,9 @@ pub struct RunResult {
     /// Ours: (live actors, hibernated objects) when memory was measured.
     #[serde(default)]
     pub actors_at_measure: Option<(i64, i64)>,
+    /// Ours: a second operator started over the converged requests.
+    #[serde(default)]
+    pub restart: Option<Restart>,
     /// Heap in use (jemalloc's `stats.allocated`) before the driver and when memory was measured, KiB.
     #[serde(default)]
     pub heap_before_kb: u64,
@@ -262,6 +265,11 @@ async fn run(
         (Some(quiet), Some(latency))
     };
     running.stop().await;
+    let restart = if driver == Driver::Ours {
+        Some(restart(&sim, &client, &settings, n, timeout).await)
+    } else {
+        None
+    };
     RunResult {
         driver: driver.name().into(),
         n,
@@ -283,9 +291,85 @@ async fn run(
         quiet,
         change_latency_ms,
         actors_at_measure,
+        restart,
         heap_before_kb,
         heap_live_kb,
         run: 0,
+    }
+}
+
+/// A restart over converged objects, and a plain paged list of the same objects in the same run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Restart {
+    /// Start of the new operator until every request has had its pass (a converged request
+    /// has exactly one: nothing changes under it).
+    pub judged_s: f64,
+    /// Passes counted when judged (at least N; more would mean a pass repeated).
+    pub passes: u64,
+    /// The new operator's writes until its writes settled (the goal: 0).
+    pub writes: u64,
+    pub requests: u64,
+    /// One client listing the requests and the RoleBindings in pages of 500, as the operator's
+    /// first lists do.
+    pub list_s: f64,
+}
+
+/// Pages of `LIST_PAGE`: what a plain client needs to read the same objects.
+const LIST_PAGE: u32 = 500;
+
+async fn paged_list<K>(client: &kube::Client) -> usize
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let api: Api<K> = Api::all(client.clone());
+    let mut params = kube::api::ListParams::default().limit(LIST_PAGE);
+    let mut seen = 0;
+    loop {
+        let page = api.list(&params).await.expect("a page of the plain list");
+        seen += page.items.len();
+        match page.metadata.continue_.filter(|token| !token.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return seen,
+        }
+    }
+}
+
+/// Ours stopped, a new operator over the converged requests: until every request was judged
+/// (its pass ran) and how many writes that cost; then the plain paged list of the requests and
+/// their RoleBindings.
+async fn restart(
+    sim: &Sim,
+    client: &kube::Client,
+    settings: &OperatorSettings,
+    n: usize,
+    timeout: Duration,
+) -> Restart {
+    sim.admin().reset_stats();
+    let start = Instant::now();
+    let running = drivers::start(Driver::Ours, client, settings, Vec::new()).await;
+    let passes = running
+        .passes_reached(n as u64, timeout)
+        .await
+        .unwrap_or_default();
+    let judged_s = start.elapsed().as_secs_f64();
+    writes_settled(sim, start).await;
+    let stats = sim.stats();
+    running.stop().await;
+    let listing = Instant::now();
+    let requests = paged_list::<PgAccessRequest>(client).await;
+    let bindings = paged_list::<k8s_openapi::api::rbac::v1::RoleBinding>(client).await;
+    let list_s = listing.elapsed().as_secs_f64();
+    eprintln!(
+        "   restart: {passes} passes in {judged_s:.2} s, {} writes, {} requests; plain list of {requests} requests and {bindings} RoleBindings {list_s:.2} s",
+        stats.writes(),
+        stats.total
+    );
+    Restart {
+        judged_s,
+        passes,
+        writes: stats.writes(),
+        requests: stats.total,
+        list_s,
     }
 }
 

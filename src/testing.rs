@@ -125,7 +125,7 @@ pub mod reconcile {
     }
 }
 pub mod status {
-    pub use crate::status::{Extras, StatusWriter, Target};
+    pub use crate::status::{Extras, SETTLE, StatusWriter, Target};
 }
 pub mod supervisor {
     pub use crate::supervisor::{

@@ -67,3 +67,16 @@ pub async fn actors_settled(shared: &Shared, kind: &str, bound: Duration) -> (i6
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Our runtime: waits (at most `bound`) until `count` passes over objects of `kind` have run,
+/// then answers how many had.
+pub async fn passes_reached(shared: &Shared, kind: &str, count: u64, bound: Duration) -> u64 {
+    let deadline = tokio::time::Instant::now() + bound;
+    loop {
+        let passes = shared.runtime.passes(kind);
+        if passes >= count || tokio::time::Instant::now() >= deadline {
+            return passes;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

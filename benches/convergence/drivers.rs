@@ -30,7 +30,7 @@ use pgtoolbox_operator::testing::supervisor::{
 };
 use tokio_util::task::AbortOnDropHandle;
 
-use super::common::drivers::{actors_settled, spawn_controller};
+use super::common::drivers::{actors_settled, passes_reached, spawn_controller};
 use super::seed::Seeded;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +71,15 @@ impl Running {
             return None;
         };
         Some(actors_settled(shared, "PgAccessRequest", bound).await)
+    }
+
+    /// Ours: waits (at most `bound`) until `count` PgAccessRequest passes have run, then
+    /// answers how many had.
+    pub async fn passes_reached(&self, count: u64, bound: Duration) -> Option<u64> {
+        let Running::Ours(_, shared) = self else {
+            return None;
+        };
+        Some(passes_reached(shared, "PgAccessRequest", count, bound).await)
     }
 
     pub async fn stop(self) {

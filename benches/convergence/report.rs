@@ -28,6 +28,17 @@ struct Summary {
     heap_growth_kb: f64,
     /// Ours: the run with the most live actors when memory was measured (live, hibernated).
     actors_at_measure: Option<(i64, i64)>,
+    /// Ours: the restart over the converged requests.
+    restart: Option<RestartSummary>,
+}
+
+/// Medians of the restarts, the ratio taken within each run; the most writes of any run.
+struct RestartSummary {
+    judged_s: f64,
+    list_s: f64,
+    ratio: f64,
+    writes_max: u64,
+    requests: f64,
 }
 
 fn summarise(runs: &[&RunResult]) -> Summary {
@@ -62,7 +73,20 @@ fn summarise(runs: &[&RunResult]) -> Summary {
             .iter()
             .filter_map(|r| r.actors_at_measure)
             .max_by_key(|(live, _)| *live),
+        restart: summarise_restarts(runs),
     }
+}
+
+fn summarise_restarts(runs: &[&RunResult]) -> Option<RestartSummary> {
+    let restarts: Vec<_> = runs.iter().filter_map(|r| r.restart.as_ref()).collect();
+    let m = |f: &dyn Fn(&super::Restart) -> f64| median(restarts.iter().map(|r| f(r)).collect());
+    (!restarts.is_empty()).then(|| RestartSummary {
+        judged_s: m(&|r| r.judged_s),
+        list_s: m(&|r| r.list_s),
+        ratio: m(&|r| r.judged_s / r.list_s),
+        writes_max: restarts.iter().map(|r| r.writes).max().unwrap_or(0),
+        requests: m(&|r| r.requests as f64),
+    })
 }
 
 fn opt<T: std::fmt::Display>(value: Option<T>) -> String {
@@ -238,6 +262,16 @@ fn print_table(n: usize, by_driver: &BTreeMap<&str, Summary>) {
                 ", Controller {:.2} KB/object",
                 (c.heap_growth_kb - raw.heap_growth_kb) / nf
             ))
+        );
+    }
+    if let Some(r) = &ours.restart {
+        println!(
+            "- ours restarted over the converged requests: every one judged in {:.2} s, {} writes (most of any run), {:.2} requests/object; a plain paged list of the requests and their RoleBindings {:.2} s: **{:.2}×** the list (goal ≤ 1.5×, 0 writes)",
+            r.judged_s,
+            r.writes_max,
+            r.requests / nf,
+            r.list_s,
+            r.ratio
         );
     }
     if let Some((live, asleep)) = ours.actors_at_measure {

@@ -124,8 +124,8 @@ impl Outcome {
     }
 
     /// The schedule with one (the earliest) delay per purpose.
-    pub fn earliest_per_purpose(&self) -> [Option<Duration>; 5] {
-        let mut slots = [None; 5];
+    pub fn earliest_per_purpose(&self) -> [Option<Duration>; TimerPurpose::COUNT] {
+        let mut slots = [None; TimerPurpose::COUNT];
         for (purpose, delay) in &self.timers {
             let slot: &mut Option<Duration> = &mut slots[purpose.index()];
             *slot = Some(slot.map_or(*delay, |d| d.min(*delay)));

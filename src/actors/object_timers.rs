@@ -10,7 +10,7 @@ use crate::runtime::TimerWheel;
 /// (a timer re-armed or cancelled after it fired).
 #[derive(Debug, Default)]
 pub struct Timers {
-    generations: [Option<u64>; 5],
+    generations: [Option<u64>; TimerPurpose::COUNT],
     /// False until the first schedule of this actor: timers armed by an earlier actor of the
     /// same object (before it hibernated or failed) may still be in the wheel, so the first
     /// schedule cancels every purpose it does not name, known or not.
@@ -37,7 +37,12 @@ impl Timers {
 
     /// A successful pass's schedule, one delay (or none) per purpose: each named purpose is
     /// armed, every other one cancelled.
-    pub fn schedule(&mut self, wheel: &TimerWheel, key: &ObjectKey, delays: [Option<Duration>; 5]) {
+    pub fn schedule(
+        &mut self,
+        wheel: &TimerWheel,
+        key: &ObjectKey,
+        delays: [Option<Duration>; TimerPurpose::COUNT],
+    ) {
         for (purpose, delay) in TimerPurpose::ALL.iter().zip(delays) {
             match delay {
                 Some(delay) => self.arm(wheel, key, *purpose, delay),
@@ -55,7 +60,7 @@ impl Timers {
         wheel: &TimerWheel,
         key: &ObjectKey,
         retry: Duration,
-        decided: [Option<Duration>; 5],
+        decided: [Option<Duration>; TimerPurpose::COUNT],
     ) {
         self.arm(wheel, key, TimerPurpose::Retry, retry);
         for (purpose, delay) in TimerPurpose::ALL.iter().zip(decided) {

@@ -61,14 +61,14 @@ impl ReconcileError {
     }
 
     /// The timers the failed pass had decided, one (the earliest) per purpose.
-    pub fn decided_timers(&self) -> [Option<Duration>; 5] {
+    pub fn decided_timers(&self) -> [Option<Duration>; TimerPurpose::COUNT] {
         match self {
             Self::Decided { timers, .. } => Outcome {
                 timers: timers.clone(),
                 stalled: false,
             }
             .earliest_per_purpose(),
-            _ => [None; 5],
+            _ => [None; TimerPurpose::COUNT],
         }
     }
 }

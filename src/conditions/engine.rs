@@ -29,6 +29,10 @@ pub struct StatusUpdate {
     /// False when the stored status already says all this (conditions, observed generation
     /// and status fields): write nothing.
     pub changed: bool,
+    /// The change is in condition messages alone (every type, status, reason, generation and
+    /// transition time as stored, the status fields too): a progress report that the next
+    /// change of a burst replaces, which the writer may hold back for a moment.
+    pub messages_only: bool,
     /// Events to record once the status write has succeeded (never before, never on failure);
     /// when nothing changed there is no write, and they are recorded at once (only the kind's
     /// own Events can be there then).
@@ -59,6 +63,18 @@ pub struct StoredStatus<'a> {
 /// Finds a condition by type.
 pub fn find_condition(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
     conditions.iter().find(|c| c.type_ == type_.as_str())
+}
+
+/// Whether `new` and `stored` differ in messages alone.
+fn same_but_messages(new: &[Condition], stored: &[Condition]) -> bool {
+    new.len() == stored.len()
+        && new.iter().zip(stored).all(|(n, s)| {
+            n.type_ == s.type_
+                && n.status == s.status
+                && n.reason == s.reason
+                && n.observed_generation == s.observed_generation
+                && n.last_transition_time == s.last_transition_time
+        })
 }
 
 /// Whether the stored conditions already say `new`, messages compared through their digests
@@ -147,9 +163,11 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
         .iter()
         .map(|f| (f.field.as_str().to_owned(), f.value.clone()))
         .collect();
-    let changed = !same_conditions(&conditions, stored.conditions)
-        || stored.observed_generation != Some(facts.generation)
+    let conditions_changed = !same_conditions(&conditions, stored.conditions);
+    let rest_changed = stored.observed_generation != Some(facts.generation)
         || facts.fields.iter().any(|f| f.changed);
+    let messages_only =
+        conditions_changed && !rest_changed && same_but_messages(&conditions, stored.conditions);
     let events = decide_events(facts, stored.conditions, &conditions, stall.as_ref());
     let recheck_after = stall
         .as_ref()
@@ -159,7 +177,8 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
         conditions,
         observed_generation: facts.generation,
         fields,
-        changed,
+        changed: conditions_changed || rest_changed,
+        messages_only,
         events,
         stall,
         recheck_after,
@@ -245,6 +264,7 @@ pub fn namespace_not_watched(
     };
     StatusUpdate {
         changed: !same_conditions(&conditions, stored.conditions),
+        messages_only: false,
         conditions,
         observed_generation: stored.observed_generation.unwrap_or(generation),
         fields: serde_json::Map::new(),

@@ -51,7 +51,9 @@ pub mod reasons;
 mod types;
 mod verdict;
 
-pub use engine::{StoredStatus, derive_status, find_condition, namespace_not_watched};
+pub use engine::{
+    StatusUpdate, StoredStatus, derive_status, find_condition, namespace_not_watched,
+};
 pub use errors::{ClassifiedError, ErrorClass, classify};
 pub use events::{EventDecision, EventType};
 pub use facts::{FactsError, Hostname, PassFacts, Subject, Verdict};
@@ -66,7 +68,7 @@ pub use types::{ConditionStatus, ConditionType};
 pub use k8s_openapi::jiff::Timestamp;
 
 #[cfg(test)]
-pub use engine::{MAX_CONDITIONS, StatusUpdate};
+pub use engine::MAX_CONDITIONS;
 
 #[cfg(test)]
 mod tests;

@@ -13,15 +13,22 @@ pub enum TimerPurpose {
     Recheck5m,
     /// The backoff retry after a failed reconcile.
     Retry,
+    /// A status change held back while its object's last write is recent, so that a burst
+    /// of changes is written once (see `status::writer`).
+    Settle,
 }
 
 impl TimerPurpose {
-    pub const ALL: [TimerPurpose; 5] = [
+    /// How many purposes there are: the timer slots of an object.
+    pub const COUNT: usize = 6;
+
+    pub const ALL: [TimerPurpose; Self::COUNT] = [
         TimerPurpose::Expiry,
         TimerPurpose::Grace,
         TimerPurpose::Recheck2m,
         TimerPurpose::Recheck5m,
         TimerPurpose::Retry,
+        TimerPurpose::Settle,
     ];
 
     /// Dense index, used to keep the timer slots in a fixed array.
@@ -32,6 +39,7 @@ impl TimerPurpose {
             TimerPurpose::Recheck2m => 2,
             TimerPurpose::Recheck5m => 3,
             TimerPurpose::Retry => 4,
+            TimerPurpose::Settle => 5,
         }
     }
 }

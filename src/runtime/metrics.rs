@@ -186,6 +186,25 @@ impl RuntimeMetrics {
         set(&self.timers, kind, count);
     }
 
+    /// Passes over objects of `kind` so far, whatever their result.
+    pub fn passes(&self, kind: &str) -> u64 {
+        [
+            PassResult::Converged,
+            PassResult::Stalled,
+            PassResult::Failed,
+        ]
+        .into_iter()
+        .map(|result| {
+            self.passes
+                .get(&PassLabels {
+                    kind: kind.to_string(),
+                    result,
+                })
+                .map_or(0, |counter| counter.get())
+        })
+        .sum()
+    }
+
     /// Live and hibernated objects of `kind` (0 for a kind never counted).
     pub fn objects(&self, kind: &str) -> (i64, i64) {
         let get = |family: &Family<KindLabels, Gauge>| {

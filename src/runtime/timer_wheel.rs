@@ -42,7 +42,7 @@ pub struct TimerWheel {
 }
 
 /// Per object, the wheel's entry of each purpose and its generation.
-type Armed = HashMap<ObjectKey, [Option<(delay_queue::Key, u64)>; 5]>;
+type Armed = HashMap<ObjectKey, [Option<(delay_queue::Key, u64)>; TimerPurpose::COUNT]>;
 
 impl TimerWheel {
     /// Starts the wheel's task. `fire(key, purpose, generation)` is called for each timer that

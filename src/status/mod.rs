@@ -3,4 +3,4 @@
 
 mod writer;
 
-pub use writer::{Extras, StatusError, StatusWriter, Target, Written};
+pub use writer::{Extras, SETTLE, StatusError, StatusWriter, Target, Written};

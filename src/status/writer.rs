@@ -4,10 +4,20 @@
 //! conditions through the engine, patches `/status` only when something changed, remembers what
 //! it wrote so the next pass does not judge a stale copy, records the Events after the write,
 //! and answers the engine's stall and recheck verdicts for the pass's schedule.
+//!
+//! A change of condition messages alone (a rollout's "0 of 1 available" becoming "starting",
+//! a Job's "starting" becoming "running") within [`SETTLE`] of the object's last write is held
+//! back: a timer brings the pass back once the window has passed, and a change of a status or
+//! reason meanwhile writes everything at once. A burst of child changes so costs one write, a
+//! message lags by at most [`SETTLE`], and no transition, Event or error waits.
 
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+
+use dashmap::DashMap;
+use tokio::time::Instant;
 
 use k8s_openapi::jiff::Timestamp;
 use kube::core::NamespaceResourceScope;
@@ -16,7 +26,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::ReportsConditions;
-use crate::conditions::{ClassifiedError, EventDecision, PassFacts, derive_status, status_patch};
+use crate::conditions::{
+    ClassifiedError, EventDecision, PassFacts, StatusUpdate, derive_status, status_patch,
+};
 use crate::k8s::{EventSink, ReadYourWrites, WriteBudget, get_object, patch_status};
 use crate::messages::{ObjectKey, TimerPurpose};
 
@@ -50,9 +62,20 @@ pub enum StatusError {
     Kube(#[from] kube::Error),
 }
 
+/// How long after an object's last status write a change of messages alone waits. Conditions
+/// carry their times in whole seconds: a second is the finest step a reader can tell apart.
+pub const SETTLE: Duration = Duration::from_secs(1);
+
+/// The fewest remembered write times at which the writer forgets those older than [`SETTLE`].
+const PRUNE_FLOOR: usize = 1024;
+
 pub struct StatusWriter<K> {
     events: EventSink,
     written: ReadYourWrites<K>,
+    /// When each object's status was last written; only the last [`SETTLE`] matters, older
+    /// entries are pruned as the map grows (and an object's entry goes when it is forgotten).
+    last_write: DashMap<ObjectKey, Instant>,
+    prune_at: AtomicUsize,
 }
 
 impl<K> StatusWriter<K>
@@ -68,6 +91,8 @@ where
         Self {
             events,
             written: ReadYourWrites::default(),
+            last_write: DashMap::new(),
+            prune_at: AtomicUsize::new(PRUNE_FLOOR),
         }
     }
 
@@ -79,6 +104,7 @@ where
     /// The object is gone (or its actor stops): forget its write in flight.
     pub fn forget(&self, key: &ObjectKey) {
         self.written.forget(key);
+        self.last_write.remove(key);
     }
 
     /// Events of the kind outside a status write (a child deleted).
@@ -107,6 +133,11 @@ where
             timers: std::mem::take(&mut update.timers),
             wrote: false,
         };
+        let plain = !writes && facts.error.is_none() && extras.events.is_empty();
+        if let Some(wait) = self.held_back(target.key, &update, plain) {
+            verdict.timers.push((TimerPurpose::Settle, wait));
+            return Ok(verdict);
+        }
         if !update.changed && !writes {
             // Nothing to write; the kind's own Events of this pass are recorded all the same.
             let mut events = update.events;
@@ -121,7 +152,10 @@ where
         let precondition = extras.guarded.then(|| obj.resource_version()).flatten();
         let patch = status_patch(&update, extras.fields, precondition.as_deref())?;
         match patch_status::<K>(target.client, target.writes, target.key, &patch).await {
-            Ok(written) => self.written.wrote(target.key, written),
+            Ok(written) => {
+                self.written.wrote(target.key, written);
+                self.note_write(target.key);
+            }
             Err(kube::Error::Api(status)) if status.code == 409 => return Ok(verdict),
             Err(err) => return Err(err.into()),
         }
@@ -132,6 +166,25 @@ where
             .publish(target.writes, &obj.object_ref(&()), &events)
             .await;
         Ok(verdict)
+    }
+
+    /// How long a change of messages alone waits: the rest of [`SETTLE`] after the object's
+    /// last write. `plain`: the pass has no field to write, no error and no Event of its own.
+    fn held_back(&self, key: &ObjectKey, update: &StatusUpdate, plain: bool) -> Option<Duration> {
+        if !(plain && update.messages_only && update.events.is_empty()) {
+            return None;
+        }
+        let since = self.last_write.get(key)?.elapsed();
+        SETTLE.checked_sub(since).filter(|wait| !wait.is_zero())
+    }
+
+    fn note_write(&self, key: &ObjectKey) {
+        self.last_write.insert(key.clone(), Instant::now());
+        if self.last_write.len() > self.prune_at.load(Ordering::Relaxed) {
+            self.last_write.retain(|_, at| at.elapsed() < SETTLE);
+            let next = (self.last_write.len() * 2).max(PRUNE_FLOOR);
+            self.prune_at.store(next, Ordering::Relaxed);
+        }
     }
 
     /// Shows a failed pass (`Ready=False` with the error's class) when that changes the status.

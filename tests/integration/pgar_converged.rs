@@ -149,6 +149,114 @@ async fn the_status_writer_writes_only_what_changed() {
     assert_eq!(env.sim.stats().total, 0);
 }
 
+/// A change of condition messages alone right after a write waits out the settle window (a
+/// Settle timer brings the pass back), a change of reason does not wait, and once the window
+/// has passed the message is written.
+#[tokio::test]
+async fn a_change_of_messages_alone_waits_for_the_settle_window() {
+    use pgtoolbox_operator::api::ReportsConditions;
+    use pgtoolbox_operator::testing::conditions::{
+        ConditionType, Verdict, reasons::common, reasons::pgaccessrequest,
+    };
+    use pgtoolbox_operator::testing::messages::TimerPurpose;
+    use pgtoolbox_operator::testing::status::{Extras, SETTLE, Target};
+
+    let (env, writer, key, writes, first) = status_writer_over("settle").await;
+    let target = Target {
+        client: &env.client,
+        writes: &writes,
+        key: &key,
+        now: k8s_openapi::jiff::Timestamp::now(),
+    };
+    let facts = |obj: &pgtoolbox_operator::api::PgAccessRequest, config: &str, missing: bool| {
+        let bound = if missing {
+            Verdict::fails(
+                pgaccessrequest::ROLE_BINDING_MISSING,
+                "the RoleBinding is gone",
+            )
+        } else {
+            Verdict::holds(pgaccessrequest::AWAITING_DECISION, "nothing is bound")
+        };
+        obj.pass_facts()
+            .with_aspect(
+                ConditionType::ConfigurationValid,
+                Verdict::holds(common::AS_EXPECTED, config),
+            )
+            .and_then(|f| f.with_aspect(ConditionType::RoleBindingSynced, bound))
+            .expect("aspects of the kind")
+    };
+    let written = writer
+        .write(
+            &first,
+            &facts(&first, "one", false),
+            Extras::default(),
+            target,
+        )
+        .await
+        .unwrap();
+    assert!(written.wrote);
+
+    // Only a message differs, right after the write: held back, a Settle timer within the window.
+    let fresh = writer.freshest(&key, Arc::new(first.clone()));
+    env.sim.admin().reset_stats();
+    let held = writer
+        .write(
+            &fresh,
+            &facts(&fresh, "two", false),
+            Extras::default(),
+            target,
+        )
+        .await
+        .unwrap();
+    assert!(!held.wrote, "a message-only change waits");
+    assert_eq!(env.sim.stats().total, 0);
+    let settle: Vec<_> = held
+        .timers
+        .iter()
+        .filter(|(p, _)| *p == TimerPurpose::Settle)
+        .collect();
+    assert_eq!(settle.len(), 1, "{:?}", held.timers);
+    assert!(settle[0].1 <= SETTLE && !settle[0].1.is_zero());
+
+    // A reason change within the window is written at once.
+    let moved = writer
+        .write(
+            &fresh,
+            &facts(&fresh, "two", true),
+            Extras::default(),
+            target,
+        )
+        .await
+        .unwrap();
+    assert!(moved.wrote, "a reason change does not wait");
+
+    // After the window, a message-only change is written.
+    tokio::time::sleep(SETTLE).await;
+    let fresh = writer.freshest(&key, Arc::new(first));
+    let later = writer
+        .write(
+            &fresh,
+            &facts(&fresh, "three", true),
+            Extras::default(),
+            target,
+        )
+        .await
+        .unwrap();
+    assert!(
+        later.wrote,
+        "once the window has passed, the message is written"
+    );
+    assert!(!later.timers.iter().any(|(p, _)| *p == TimerPurpose::Settle));
+    let stored = env.requests().get("settle").await.unwrap();
+    let config = stored
+        .stored_status()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "ConfigurationValid")
+        .map(|c| c.message.clone());
+    assert_eq!(config.as_deref(), Some("three"));
+}
+
 /// Issue 16's slim cache: a hibernated request's copy keeps its condition messages as digests.
 /// Over such a copy the writer writes nothing when nothing changed (no request), rewrites a
 /// message someone else changed, and reads the text back before a write that carries stored
@@ -194,7 +302,10 @@ async fn the_status_writer_judges_a_slim_copy_through_its_digests() {
     assert!(!quiet.unwrap().wrote);
     assert_eq!(env.sim.stats().total, 0);
 
-    // Someone else rewrites a message of ours: the pass over the slim copy writes it back.
+    // Someone else rewrites a message of ours: the pass over the slim copy writes it back
+    // (once the settle window after our own last write has passed: a change of messages alone
+    // waits that long).
+    tokio::time::sleep(pgtoolbox_operator::testing::status::SETTLE).await;
     let mut edited = written.common_status().unwrap().conditions.clone();
     edited[0].message = "edited by hand".into();
     env.requests()

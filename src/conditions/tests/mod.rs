@@ -1089,3 +1089,59 @@ mod audit;
 mod hostname;
 mod invariants;
 mod slim;
+
+#[test]
+fn a_change_of_messages_alone_is_told_apart_from_every_other_change() {
+    for kind in Kind::ALL {
+        let first = kind.aspects()[0];
+        let stored = derive(&all_holding(*kind, 1), &[], t(0)).conditions;
+        let same = derive(&all_holding(*kind, 1), &stored, t(5));
+        assert!(
+            !same.changed && !same.messages_only,
+            "{kind:?}: nothing changed"
+        );
+
+        let reworded = replacing(
+            *kind,
+            1,
+            &[(first, Verdict::holds(common::AS_EXPECTED, "finer"))],
+        );
+        let update = derive(&reworded, &stored, t(5));
+        assert!(
+            update.changed && update.messages_only,
+            "{kind:?}: a message alone"
+        );
+
+        let failing = replacing(
+            *kind,
+            1,
+            &[(first, Verdict::fails(common::RECONCILING, "fine"))],
+        );
+        let update = derive(&failing, &stored, t(5));
+        assert!(
+            update.changed && !update.messages_only,
+            "{kind:?}: a status and reason"
+        );
+
+        let next_generation = derive(&all_holding(*kind, 2), &stored, t(5));
+        assert!(
+            next_generation.changed && !next_generation.messages_only,
+            "{kind:?}: a new generation"
+        );
+
+        if let Some(field) = kind.status_fields().first() {
+            let with_field = replacing(
+                *kind,
+                1,
+                &[(first, Verdict::holds(common::AS_EXPECTED, "finer"))],
+            )
+            .with_status_field(*field, "x", "y")
+            .expect("a field of the kind");
+            let update = derive(&with_field, &stored, t(5));
+            assert!(
+                update.changed && !update.messages_only,
+                "{kind:?}: a status field"
+            );
+        }
+    }
+}
