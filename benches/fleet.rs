@@ -8,7 +8,10 @@
 //! Run: `cargo bench --bench fleet` (2,000 of each kind over 20 namespaces, both scenarios,
 //! 3 runs); scaled by `FLEET_PER_KIND`, `FLEET_NAMESPACES`, `FLEET_RUNS`, `FLEET_QUIET_SECS`
 //! (10), `FLEET_SCENARIOS=healthy,faulty`; each run's figures are appended to `FLEET_OUT`
-//! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log.
+//! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log;
+//! `FLEET_READY_TIMEOUT_SECS` (900) bounds the wait for Ready. After each healthy run, a
+//! `ceiling` run replays what the operator made with the fewest writes (`fleet/ceiling.rs`)
+//! and the report gives ours / ceiling; `FLEET_CEILING=0` skips it.
 //! `-- --smoke`: 50 of each kind, 2 namespaces, one run of each scenario.
 //!
 //! Every (scenario, run) is its own child process holding the simulated cluster; the operator
