@@ -8,12 +8,17 @@
 //! Run: `cargo bench --bench fleet` (2,000 of each kind over 20 namespaces, both scenarios,
 //! 3 runs); scaled by `FLEET_PER_KIND`, `FLEET_NAMESPACES`, `FLEET_RUNS`, `FLEET_QUIET_SECS`
 //! (10), `FLEET_SCENARIOS=healthy,faulty`; each run's figures are appended to `FLEET_OUT`
-//! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log.
+//! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log;
+//! `FLEET_READY_TIMEOUT_SECS` (900) bounds the wait for Ready. After each healthy run, a
+//! `ceiling` run replays what the operator made with the fewest writes (`fleet/ceiling.rs`)
+//! and the report gives ours / ceiling; `FLEET_CEILING=0` skips it.
 //! `-- --smoke`: 50 of each kind, 2 namespaces, one run of each scenario.
 //!
 //! Every (scenario, run) is its own child process holding the simulated cluster; the operator
 //! is a grandchild.
 
+#[path = "fleet/ceiling.rs"]
+mod ceiling;
 #[path = "common/mod.rs"]
 mod common;
 #[path = "fleet/world.rs"]
@@ -30,13 +35,14 @@ use serde::{Deserialize, Serialize};
 use common::child::{self, env_or};
 use common::measure;
 use common::phases::{Quiet, quiet_phase_of, writes_settled};
-use common::stats::{group_by, median};
+use common::stats::{group_by, median, ratio_of_medians};
 use world::{Fleet, FleetKind, Observer};
 
 const OPERATOR: &str = env!("CARGO_BIN_EXE_pgtoolbox-operator");
 /// One faulty object in this many, in the `faulty` scenario.
 const FAULTY_EVERY: usize = 100;
-const READY_TIMEOUT: Duration = Duration::from_secs(900);
+/// The scenario of the ceiling runs (see `fleet/ceiling.rs`).
+const CEILING: &str = "ceiling";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunResult {
@@ -72,6 +78,9 @@ fn main() {
     if let Some(args) = child::child_args(&args) {
         run_child(args);
     }
+    if args.first().map(String::as_str) == Some(ceiling::DRIVER_ARG) {
+        ceiling::drive(&args[1..]);
+    }
     let smoke = args.iter().any(|a| a == "--smoke");
     let (per_kind, namespaces, runs) = if smoke {
         (50, 2, 1)
@@ -92,14 +101,25 @@ fn main() {
         .split(',')
         .map(str::to_owned)
         .collect();
+    // The ceiling replays what the healthy run of the same number made (`fleet/ceiling.rs`).
+    let with_ceiling = env_or("FLEET_CEILING", 1) != 0 && scenarios.iter().any(|s| s == "healthy");
+    let dumps = tempfile::tempdir().expect("temp dir");
     let plan = (1..=runs).flat_map(|run| {
-        scenarios.iter().map(move |scenario| {
+        let dump = dumps.path().join(format!("run-{run}.json"));
+        let dump = dump.to_string_lossy().into_owned();
+        let mut steps: Vec<String> = scenarios.clone();
+        if with_ceiling {
+            steps.push(CEILING.to_owned());
+        }
+        steps.into_iter().map(move |scenario| {
             let label = format!("fleet {scenario} run {run}/{runs}: {per_kind} of each kind");
+            let keeps = with_ceiling && (scenario == "healthy" || scenario == CEILING);
             let args = [
-                scenario.clone(),
+                scenario,
                 per_kind.to_string(),
                 namespaces.to_string(),
                 quiet.to_string(),
+                if keeps { dump.clone() } else { String::new() },
             ];
             (label, args.to_vec())
         })
@@ -120,7 +140,11 @@ fn run_child(args: &[String]) -> ! {
             0
         },
     };
-    let result = child::runtime().block_on(run(scenario, fleet, arg(3) as u64));
+    let dump = args
+        .get(4)
+        .filter(|p| !p.is_empty())
+        .map(std::path::PathBuf::from);
+    let result = child::runtime().block_on(run(scenario, fleet, arg(3) as u64, dump));
     child::finish(&result)
 }
 
@@ -167,7 +191,17 @@ async fn operator_watching(sim: &Sim) {
     tokio::time::sleep(Duration::from_secs(2)).await;
 }
 
-async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
+/// `dump`: where the healthy run leaves what it made for the ceiling run, which reads it.
+async fn run(
+    scenario: String,
+    fleet: Fleet,
+    quiet_secs: u64,
+    dump: Option<std::path::PathBuf>,
+) -> RunResult {
+    let ready_timeout = Duration::from_secs(env_or("FLEET_READY_TIMEOUT_SECS", 900));
+    let is_ceiling = scenario == CEILING;
+    // The driver does nothing once done: a second tells as much.
+    let quiet_secs = if is_ceiling { 1 } else { quiet_secs };
     let crds = pgtoolbox_operator::api::render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
         extra_crds: vec![crds],
@@ -190,9 +224,14 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig)
         .expect("kubeconfig written");
-    let mut operator = start_operator(&kubeconfig);
+    let mut operator = match (&dump, is_ceiling) {
+        (Some(dump), true) => ceiling::start_driver(&kubeconfig, dump, fleet),
+        _ => start_operator(&kubeconfig),
+    };
     let pid = operator.id();
-    operator_watching(&sim).await;
+    if !is_ceiling {
+        operator_watching(&sim).await;
+    }
 
     let rss_before = measure::rss_kb_of(pid);
     let cpu_before = measure::cpu_seconds_of_pid(pid);
@@ -204,7 +243,7 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
     let start = Instant::now();
     world::objects(&client, fleet).await;
     let created = start.elapsed().as_secs_f64();
-    let ready = observer.healthy_ready(fleet, start, READY_TIMEOUT).await;
+    let ready = observer.healthy_ready(fleet, start, ready_timeout).await;
     if ready.is_none() {
         world::diagnose(&client).await;
     }
@@ -212,6 +251,11 @@ async fn run(scenario: String, fleet: Fleet, quiet_secs: u64) -> RunResult {
     let writes_done_s = writes_settled(&sim, start).await;
     let stats = sim.stats();
     let operator_cpu_s = measure::cpu_seconds_of_pid(pid) - cpu_before;
+    if let (Some(path), false) = (&dump, is_ceiling) {
+        let made = ceiling::dump(&client).await;
+        let text = serde_json::to_string(&made).expect("dump serialises");
+        std::fs::write(path, text).expect("dump written");
+    }
     // Idle actors hibernate after a second: measure memory at rest.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let rss_after = measure::rss_kb_of(pid);
@@ -310,6 +354,9 @@ fn report(results: &[RunResult]) {
             .collect();
         println!("- {scenario}: answers 409 per run: {conflicts:?}");
     }
+    if let (Some(ours), Some(ceiling)) = (by_scenario.get("healthy"), by_scenario.get(CEILING)) {
+        ceiling_report(ours, ceiling);
+    }
     // Whether the faulty 1% slow the rest: run by run (the two scenarios of a run follow each
     // other, so they met about the same load), the faulty scenario's healthy objects against
     // the healthy scenario's.
@@ -328,5 +375,77 @@ fn report(results: &[RunResult]) {
                 .map(|r| (r * 100.0).round() / 100.0)
                 .collect::<Vec<_>>()
         );
+    }
+}
+
+/// Ours (the healthy scenario) against the ceiling, run by run and as the ratio of the medians,
+/// each next to its goal; then the writes and requests per object by verb and resource.
+fn ceiling_report(ours: &[&RunResult], ceiling: &[&RunResult]) {
+    let per_object = |runs: &[&RunResult], f: &dyn Fn(&RunResult) -> f64| -> Vec<f64> {
+        runs.iter().map(|r| f(r) / r.objects as f64).collect()
+    };
+    // (what, the run's figure, divided per object, goal)
+    type Row<'a> = (&'a str, &'a dyn Fn(&RunResult) -> f64, bool, Option<f64>);
+    let rows: [Row; 4] = [
+        (
+            "time to all Ready (s)",
+            &|r| r.healthy_ready_s.unwrap_or(f64::NAN),
+            false,
+            Some(1.25),
+        ),
+        ("writes / object", &|r| r.writes as f64, true, Some(1.3)),
+        ("requests / object", &|r| r.requests as f64, true, None),
+        (
+            "driver CPU / object (ms)",
+            &|r| r.operator_cpu_s * 1000.0,
+            true,
+            None,
+        ),
+    ];
+    println!("\n| ours / ceiling (healthy) | ours | ceiling | ratio | per run | goal |");
+    println!("|---|---|---|---|---|---|");
+    for (what, f, divided, goal) in rows {
+        let values = |runs: &[&RunResult]| {
+            if divided {
+                per_object(runs, f)
+            } else {
+                runs.iter().map(|r| f(r)).collect()
+            }
+        };
+        let (r, per_run) = ratio_of_medians(&values(ours), &values(ceiling));
+        let goal = goal.map_or("-".to_owned(), |g| {
+            let verdict = if r.ratio <= g { "met" } else { "missed" };
+            format!("<= {g}x: {verdict}")
+        });
+        println!(
+            "| {what} | {:.2} | {:.2} | {:.2}x | {:?} | {goal} |",
+            r.ours,
+            r.ceiling,
+            r.ratio,
+            per_run
+                .iter()
+                .map(|x| (x * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
+        );
+    }
+    // Where the difference goes: the median count per object of each verb and resource.
+    let keys: std::collections::BTreeSet<&String> = ours
+        .iter()
+        .chain(ceiling)
+        .flat_map(|r| r.by_verb_resource.keys())
+        .collect();
+    println!("\n| verb resource (per object, medians) | ours | ceiling |");
+    println!("|---|---|---|");
+    for key in keys {
+        let med = |runs: &[&RunResult]| {
+            median(
+                runs.iter()
+                    .map(|r| {
+                        r.by_verb_resource.get(key).copied().unwrap_or(0) as f64 / r.objects as f64
+                    })
+                    .collect(),
+            )
+        };
+        println!("| {key} | {:.3} | {:.3} |", med(ours), med(ceiling));
     }
 }

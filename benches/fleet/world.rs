@@ -34,7 +34,7 @@ pub enum FleetKind {
 impl FleetKind {
     pub const ALL: [FleetKind; 3] = [Self::Console, Self::PgAdmin, Self::EvidenceAgent];
 
-    fn kind(self) -> &'static str {
+    pub fn kind_name(self) -> &'static str {
         match self {
             Self::Console => "PgToolBoxConsole",
             Self::PgAdmin => "PgAdmin",
@@ -78,12 +78,17 @@ impl FleetKind {
         }
     }
 
+    fn resource(self) -> ApiResource {
+        let gvk = GroupVersionKind::gvk(GROUP, "v1alpha1", self.kind_name());
+        ApiResource::from_gvk_with_plural(&gvk, self.plural())
+    }
+
     pub fn api(self, client: &kube::Client) -> Api<DynamicObject> {
-        let gvk = GroupVersionKind::gvk(GROUP, "v1alpha1", self.kind());
-        Api::all_with(
-            client.clone(),
-            &ApiResource::from_gvk_with_plural(&gvk, self.plural()),
-        )
+        Api::all_with(client.clone(), &self.resource())
+    }
+
+    pub fn namespaced_api(self, client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(client.clone(), ns, &self.resource())
     }
 }
 
@@ -258,19 +263,12 @@ pub async fn objects(client: &kube::Client, fleet: Fleet) {
     let all = (0..fleet.per_kind).flat_map(|i| FleetKind::ALL.map(|k| (k, i)));
     futures::stream::iter(all)
         .map(|(kind, i)| {
-            let api = Api::<DynamicObject>::namespaced_with(
-                client.clone(),
-                &fleet.namespace(i),
-                &ApiResource::from_gvk_with_plural(
-                    &GroupVersionKind::gvk(GROUP, "v1alpha1", kind.kind()),
-                    kind.plural(),
-                ),
-            );
+            let api = kind.namespaced_api(client, &fleet.namespace(i));
             async move {
                 create(
                     &api,
                     json!({
-                        "apiVersion": format!("{GROUP}/v1alpha1"), "kind": kind.kind(),
+                        "apiVersion": format!("{GROUP}/v1alpha1"), "kind": kind.kind_name(),
                         "metadata": {"name": Fleet::name(kind, i), "namespace": fleet.namespace(i)},
                         "spec": kind.spec(),
                     }),
