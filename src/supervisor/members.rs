@@ -166,7 +166,13 @@ impl Membership {
         let (lost_tx, lost) = watch::channel(false);
         let (publish, published) = watch::channel(None);
         let (landed_tx, landed) = watch::channel(None);
-        let renewer = tokio::spawn(renew_loop(api.clone(), cfg.clone(), published, landed_tx));
+        // Aborted with the membership: a dropped member renews nothing.
+        let renewer = AbortOnDropHandle::new(tokio::spawn(renew_loop(
+            api.clone(),
+            cfg.clone(),
+            published,
+            landed_tx,
+        )));
         let (task_api, task_cfg) = (api.clone(), cfg.clone());
         let task = tokio::spawn(async move {
             let handshake = follow(task_api, task_cfg, resharder, publish, landed);
