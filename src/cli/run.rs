@@ -106,6 +106,12 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     )
     .await?;
     let sharding = args.shards.sharding(pod_name().as_deref())?;
+    if args.leader_elect && sharding != Sharding::Single {
+        // One leader would leave the other members idle: the two modes exclude each other.
+        return Err(CliError::Sharding(
+            "--leader-elect and sharding exclude each other".into(),
+        ));
+    }
     let client = client(args.kubeconfig.as_ref(), &metrics).await?;
     // One listener for the whole run: a SIGTERM while waiting for the lease or while starting
     // is kept for the select below instead of falling between two short-lived listeners.
