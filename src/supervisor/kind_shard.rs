@@ -68,8 +68,11 @@ impl<R: Reconciler> KindSupervisor<R> {
             }
         }
         let grace = state.options.shutdown_grace;
+        // Already asked to stop by `forget`: wait for each to end (its pass finishing).
         for actor in stopping {
-            let _ = actor.stop_and_wait(Some("moved".into()), Some(grace)).await;
+            if actor.wait(Some(grace)).await.is_err() {
+                tracing::warn!(actor = ?actor.get_id(), "a moved actor outlived the grace");
+            }
         }
         let gained: Vec<ObjectKey> = state
             .foreign
