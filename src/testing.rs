@@ -130,10 +130,16 @@ pub mod status {
 pub mod supervisor {
     pub use crate::supervisor::{
         BackoffPolicy, Clock, DefaultImages, Kind, KindOptions, Operator, OperatorBuilder,
-        OperatorSettings, PassResult, Registry, Reported, WatchScope,
+        OperatorSettings, PassResult, Registry, Reported, Resharder, WatchScope,
     };
     pub mod leader {
         pub use crate::supervisor::leader::{LeaderConfig, acquire};
+    }
+    pub mod members {
+        pub use crate::supervisor::members::{MEMBER_LABEL, Membership, member_config};
+    }
+    pub mod shard {
+        pub use crate::reconcile::shard::{Ownership, Ring, object_key};
     }
     pub mod random {
         pub use crate::supervisor::random::seed_thread;

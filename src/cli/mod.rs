@@ -6,6 +6,7 @@ mod explain;
 mod kinds;
 mod run;
 mod settings;
+mod shards;
 mod signal;
 mod sim;
 mod table;
@@ -73,6 +74,10 @@ pub enum CliError {
     Crd(String),
     #[error("lost the leader lease; exiting so another replica takes over")]
     LeadershipLost,
+    #[error("sharding: {0}")]
+    Sharding(String),
+    #[error("lost the shard member lease; exiting so the other members take its objects")]
+    MembershipLost,
     #[error("starting the actors: {0}")]
     Spawn(#[from] ractor::SpawnErr),
 }

@@ -8,6 +8,7 @@ use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::settings::{EndpointArgs, SettingsArgs};
+use super::shards::{ShardArgs, Sharding};
 use super::signal::Stop;
 use super::{CliError, telemetry};
 use crate::actors::shared::start_shared_actors;
@@ -16,13 +17,20 @@ use crate::health::{Readiness, serve_endpoints};
 use crate::metrics::OperatorMetrics;
 use crate::runtime::DEFAULT_OPERATOR_NAMESPACE;
 use crate::supervisor::leader::{self, LeaderConfig};
+use crate::supervisor::members::{Membership, member_config};
 use crate::supervisor::{OperatorBuilder, OperatorSettings};
 
-/// This replica's name in the Lease: the pod name when running in a cluster.
-fn identity() -> String {
-    let host = std::env::var("POD_NAME")
+/// The pod name when running in a cluster.
+fn pod_name() -> Option<String> {
+    std::env::var("POD_NAME")
         .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "pgtoolbox-operator".into());
+        .ok()
+}
+
+/// This replica's name in the Lease: the pod name when running in a cluster, made unique per
+/// process (a restarted pod is a new member).
+fn identity() -> String {
+    let host = pod_name().unwrap_or_else(|| "pgtoolbox-operator".into());
     format!("{host}-{:08x}", rand::random::<u32>())
 }
 
@@ -36,6 +44,8 @@ pub struct RunArgs {
     pub settings: SettingsArgs,
     #[command(flatten)]
     pub endpoints: EndpointArgs,
+    #[command(flatten)]
+    pub shards: ShardArgs,
     /// Run only while holding the `pgtoolbox-operator` Lease (one active replica).
     #[arg(long, env = "LEADER_ELECT")]
     pub leader_elect: bool,
@@ -95,6 +105,13 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         metrics.clone(),
     )
     .await?;
+    let sharding = args.shards.sharding(pod_name().as_deref())?;
+    if args.leader_elect && sharding != Sharding::Single {
+        // One leader would leave the other members idle: the two modes exclude each other.
+        return Err(CliError::Sharding(
+            "--leader-elect and sharding exclude each other".into(),
+        ));
+    }
     let client = client(args.kubeconfig.as_ref(), &metrics).await?;
     // One listener for the whole run: a SIGTERM while waiting for the lease or while starting
     // is kept for the select below instead of falling between two short-lived listeners.
@@ -139,12 +156,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             readiness.clone(),
         )
         .await?;
-        let operator = register_all(OperatorBuilder::new(
-            client.clone(),
-            shared_actors.shared.clone(),
-        ))
-        .start()
-        .await?;
+        let builder = OperatorBuilder::new(client.clone(), shared_actors.shared.clone())
+            .ownership(sharding.ownership());
+        let operator = register_all(builder).start().await?;
         Ok::<_, CliError>((shared_actors, operator))
     };
     let (shared_actors, mut operator) = tokio::select! {
@@ -155,10 +169,21 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         }
     };
     readiness.mark_lists_expected();
-    tracing::info!(kinds = ?operator.kinds().collect::<Vec<_>>(), "operator running");
+    tracing::info!(kinds = ?operator.kinds().collect::<Vec<_>>(), ?sharding, "operator running");
+    let mut membership = (sharding == Sharding::Auto).then(|| {
+        let config = member_config(&args.leader_election_namespace, &identity());
+        Membership::join(client.clone(), config, operator.resharder())
+    });
+    let member_lost = async {
+        match membership.as_mut() {
+            Some(member) => member.lost().await,
+            None => std::future::pending().await,
+        }
+    };
     let outcome = tokio::select! {
         _ = stop.wait() => Ok(()),
         _ = &mut lost => Err(CliError::LeadershipLost),
+        _ = member_lost => Err(CliError::MembershipLost),
         kind = operator.failed() => Err(CliError::KindFailed(kind)),
     };
     tracing::info!("shutting down");
@@ -168,9 +193,16 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // not the graceful bound: its in-flight passes must not write beside the new leader's.
     let bound = match (&outcome, stop_within) {
         (Err(CliError::LeadershipLost), Some(left)) => left,
+        (Err(CliError::MembershipLost), _) => membership
+            .as_ref()
+            .map_or(args.shutdown_timeout, Membership::stop_within),
         _ => args.shutdown_timeout,
     };
     operator.shutdown(bound).await;
     shared_actors.stop().await;
+    // Our objects are free once the operator stopped writing them.
+    if let Some(member) = membership {
+        member.leave().await;
+    }
     outcome
 }

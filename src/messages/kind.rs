@@ -45,6 +45,12 @@ pub enum KindMsg<K> {
     },
     /// What the supervisor holds per object (a test checks none of it outlives its object).
     Census(ractor::RpcReplyPort<KindCensus>),
+    /// This member's share changed: drain what it lost, then adopt what it gained; the reply
+    /// comes once the drained actors ended.
+    Reshard(
+        std::sync::Arc<crate::reconcile::shard::Ownership>,
+        ractor::RpcReplyPort<()>,
+    ),
 }
 
 /// The objects a kind supervisor holds state for, by the state held.

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
+use super::kind_shard::{Foreign, owns};
 use super::packed::Latest;
 use super::watch::EventSource;
 use crate::actors::notice_routes::Wakeup;
@@ -21,6 +22,7 @@ use crate::actors::{PassEnv, Reconciler, Registry, Shared};
 use crate::children::Relist;
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
+use crate::reconcile::shard::Ownership;
 use crate::runtime::{Reported, TimerWheel};
 
 /// Tuning of one kind's supervision.
@@ -79,6 +81,8 @@ pub struct KindArgs<R: Reconciler> {
     pub registry: Registry<R::Object>,
     /// Notices and wake-ups for objects that had no live actor when they were sent.
     pub wakeups: mpsc::UnboundedReceiver<Wakeup>,
+    /// The objects this member looks after at start (all of them with one replica).
+    pub ownership: Arc<Ownership>,
 }
 
 /// Where an object's actor is in its life.
@@ -149,6 +153,9 @@ pub struct KindState<R: Reconciler> {
     pub(super) listed: HashSet<usize>,
     /// The certificate expiries the objects report, earliest first.
     pub(super) expiries: BTreeSet<(i64, ObjectKey)>,
+    /// The objects this member looks after; the others are kept in `foreign`.
+    pub(super) ownership: Arc<Ownership>,
+    pub(super) foreign: HashMap<ObjectKey, Foreign<R::Object>>,
 }
 
 impl<R: Reconciler> KindState<R> {
@@ -334,6 +341,8 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             sources,
             listed: HashSet::new(),
             expiries: BTreeSet::new(),
+            ownership: args.ownership,
+            foreign: HashMap::new(),
         })
     }
 
@@ -387,6 +396,10 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             KindMsg::Awake { key, actor } => self.on_awake(state, key, actor),
             KindMsg::Census(reply) => {
                 let _ = reply.send(census::<R>(state).await);
+            }
+            KindMsg::Reshard(ownership, reply) => {
+                self.reshard(&myself, state, ownership).await;
+                let _ = reply.send(());
             }
         }
         Ok(())
@@ -467,10 +480,11 @@ impl<R: Reconciler> KindSupervisor<R> {
                     .list_synced(&list_id::<R>(source));
                 // Objects this watch reported before but not in the new list were deleted while
                 // the watch was down.
-                let known = state
-                    .objects
-                    .iter()
-                    .filter(|(_, t)| t.source == source)
+                let ours = state.objects.iter().map(|(key, t)| (key, t.source));
+                let theirs = state.foreign.iter().map(|(key, f)| (key, f.source));
+                let known = ours
+                    .chain(theirs)
+                    .filter(|(_, from)| *from == source)
                     .map(|(key, _)| key);
                 let gone = state.relisting.entry(source).or_default().finish(known);
                 for key in gone {
@@ -478,7 +492,14 @@ impl<R: Reconciler> KindSupervisor<R> {
                 }
                 state.listed.insert(source);
                 if state.complete() {
-                    let known: HashSet<ObjectKey> = state.objects.keys().cloned().collect();
+                    // Every member sweeps with the whole list: another member's objects are
+                    // no orphans.
+                    let known: HashSet<ObjectKey> = state
+                        .objects
+                        .keys()
+                        .chain(state.foreign.keys())
+                        .cloned()
+                        .collect();
                     let (reconciler, env) = (self.reconciler.clone(), state.env.clone());
                     tokio::spawn(async move { reconciler.on_listed(&known, &env).await });
                 }
@@ -497,7 +518,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         }
     }
 
-    async fn upsert(
+    pub(super) async fn upsert(
         &self,
         myself: &ActorRef<KindMsg<R::Object>>,
         state: &mut KindState<R>,
@@ -507,6 +528,10 @@ impl<R: Reconciler> KindSupervisor<R> {
         first_pass_delay: Duration,
     ) {
         let latest = Arc::new(obj);
+        if !owns::<R>(&state.ownership, &key) {
+            Self::keep_foreign(state, key, source, latest);
+            return;
+        }
         let reported = R::reported(&latest);
         let Some(tracked) = state.objects.get_mut(&key) else {
             state.objects.insert(
@@ -542,7 +567,7 @@ impl<R: Reconciler> KindSupervisor<R> {
     }
 }
 
-fn jitter(max: Duration) -> Duration {
+pub(super) fn jitter(max: Duration) -> Duration {
     if max.is_zero() {
         return Duration::ZERO;
     }

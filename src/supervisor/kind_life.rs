@@ -17,7 +17,7 @@ use ractor::{Actor, ActorCell, ActorId, ActorRef};
 use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::kind::{IdleSince, KindState, KindSupervisor, Life, kind_of};
+use super::kind::{IdleSince, KindState, KindSupervisor, Life, Tracked, kind_of};
 use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler};
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 use crate::runtime::Reported;
@@ -34,8 +34,9 @@ impl<R: Reconciler> KindSupervisor<R> {
         message: ObjectMsg<R::Object>,
     ) {
         let Some(tracked) = state.objects.get_mut(key) else {
-            // Something of an object that does not exist changed (a child labelled for it).
-            if state.complete() {
+            // Something of an object that does not exist changed (a child labelled for it);
+            // another member's objects are not ours to judge.
+            if state.complete() && !state.foreign.contains_key(key) {
                 self.orphaned(state, key);
             }
             return;
@@ -146,25 +147,51 @@ impl<R: Reconciler> KindSupervisor<R> {
         state: &mut KindState<R>,
         key: &ObjectKey,
     ) {
-        let Some(life) = state.objects.get(key).map(|t| t.life) else {
+        // Another member's object: that member cleans up after it.
+        if state.foreign.remove(key).is_some() {
             return;
-        };
+        }
+        if self.forget(myself, state, key, "deleted").await.is_none() {
+            return;
+        }
+        self.orphaned(state, key);
+    }
+
+    /// Stops looking after `key` (deleted, or moved to another member): its entry, actor,
+    /// timers, restart and first-pass slot go. Returns its entry and, when an actor ran, that
+    /// actor, so a hand-off can wait for it to finish.
+    pub(super) async fn forget(
+        &self,
+        myself: &ActorRef<KindMsg<R::Object>>,
+        state: &mut KindState<R>,
+        key: &ObjectKey,
+        why: &str,
+    ) -> Option<(Tracked<R::Object>, Option<ActorCell>)> {
+        let life = state.objects.get(key).map(|t| t.life)?;
         // Out of the hibernated count and the object gauges before the entry goes.
         state.set_life(key, Life::Restarting);
         state.report(key, Reported::default());
-        state.objects.remove(key);
+        let tracked = state.objects.remove(key)?;
         state.restarts.remove(key);
         state.pending_restarts.remove(key);
         state.wheel.cancel_all(key);
+        let mut stopping = None;
         match life {
             Life::Live(_) => {
                 if let Some((_, actor)) = state.registry.remove(key) {
                     // Its `on_stop` runs in the actor.
-                    actor.stop(Some("deleted".into()));
+                    actor.stop(Some(why.into()));
+                    stopping = Some(actor.get_cell());
                 }
             }
             // No actor runs `on_stop` for it (one answering `Awake` later is stopped then).
             Life::Hibernating { .. } | Life::Hibernated | Life::Owed => {
+                if let Life::Hibernating { actor, .. } = life {
+                    stopping = myself
+                        .get_children()
+                        .into_iter()
+                        .find(|c| c.get_id() == actor);
+                }
                 let cx = ObjectContext::new(key.clone(), state.env.clone(), 0);
                 Box::pin(self.reconciler.on_stop(key, &cx)).await;
             }
@@ -173,10 +200,10 @@ impl<R: Reconciler> KindSupervisor<R> {
         // Its Secret references go with it, so a later change of those wakes nobody.
         state.env.shared.secrets.forget(&kind_of::<R>(), key);
         state.count_actors();
-        self.orphaned(state, key);
         if state.starting.remove(key) {
             self.admit(myself, state).await;
         }
+        Some((tracked, stopping))
     }
 
     /// Lets the reconciler remove what the gone object leaves behind, off the supervisor.

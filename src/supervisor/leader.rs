@@ -49,7 +49,7 @@ impl LeaderConfig {
     }
 
     /// The deadline, never past the lease's own duration.
-    fn deadline(&self) -> Duration {
+    pub(super) fn deadline(&self) -> Duration {
         self.renew_deadline.min(self.lease_duration)
     }
 
@@ -64,13 +64,13 @@ impl LeaderConfig {
 
 /// The Lease as last seen, and since when (monotonic) it has not changed.
 #[derive(Debug)]
-struct Seen {
+pub(super) struct Seen {
     spec: Option<LeaseSpec>,
     since: Instant,
 }
 
 impl Seen {
-    fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self {
             spec: None,
             since: Instant::now(),
@@ -78,7 +78,7 @@ impl Seen {
     }
 
     /// Records `spec` and returns how long it has stayed as it is now.
-    fn unchanged_for(&mut self, spec: Option<&LeaseSpec>) -> Duration {
+    pub(super) fn unchanged_for(&mut self, spec: Option<&LeaseSpec>) -> Duration {
         let now = Instant::now();
         if self.spec.as_ref() != spec {
             self.spec = spec.cloned();
@@ -100,7 +100,11 @@ pub fn may_hold(lease: &Lease, me: &str, unchanged_for: Duration) -> bool {
     unchanged_for > Duration::from_secs(seconds)
 }
 
-fn held_spec(previous: Option<&LeaseSpec>, cfg: &LeaderConfig, now: Timestamp) -> LeaseSpec {
+pub(super) fn held_spec(
+    previous: Option<&LeaseSpec>,
+    cfg: &LeaderConfig,
+    now: Timestamp,
+) -> LeaseSpec {
     let ours = previous.and_then(|s| s.holder_identity.as_deref()) == Some(cfg.identity.as_str());
     let transitions = previous.and_then(|s| s.lease_transitions).unwrap_or(0);
     LeaseSpec {

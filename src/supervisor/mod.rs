@@ -3,7 +3,9 @@
 
 mod kind;
 mod kind_life;
+mod kind_shard;
 pub mod leader;
+pub mod members;
 mod operator;
 mod packed;
 mod root;
@@ -14,7 +16,7 @@ pub use crate::runtime::{
     BackoffPolicy, Clock, DefaultImages, OperatorSettings, PassResult, Reported, random,
 };
 pub use kind::KindOptions;
-pub use operator::{Kind, Operator, OperatorBuilder};
+pub use operator::{Kind, Operator, OperatorBuilder, Resharder};
 pub use watch::WatchScope;
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use crate::actors::{Reconciler, Shared};
 use crate::children::Wakeups;
 use crate::k8s::WriteBudget;
 use crate::messages::{KindCensus, KindMsg, RootMsg};
+use crate::reconcile::shard::Ownership;
 
 /// One kind to run: its reconciler and its watch (children wake it through the shared caches).
 pub struct Kind<R: Reconciler> {
@@ -79,15 +80,19 @@ struct Env {
     writes: WriteBudget,
     shared: Arc<Shared>,
     root: ActorCell,
+    ownership: Arc<Ownership>,
 }
 
 /// Asks a kind supervisor for its census (`None`: it did not answer).
 type AskCensus = Box<dyn Fn() -> BoxFuture<'static, Option<KindCensus>> + Send + Sync>;
 
-type KindStart = Box<
-    dyn FnOnce(&Env) -> BoxFuture<'static, Result<(ActorCell, JoinHandle<()>, AskCensus), SpawnErr>>
-        + Send,
->;
+/// Hands a kind supervisor a new share and waits until it drained (`false`: it did not answer).
+type AskReshard = Arc<dyn Fn(Arc<Ownership>) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// What starting a kind gives back.
+type Started = (ActorCell, JoinHandle<()>, AskCensus, AskReshard);
+
+type KindStart = Box<dyn FnOnce(&Env) -> BoxFuture<'static, Result<Started, SpawnErr>> + Send>;
 
 /// Starts the streams of one shared cache (an owned-children store, a reference index).
 pub type StartCache = Box<dyn FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send>;
@@ -98,6 +103,7 @@ pub struct OperatorBuilder {
     shared: Arc<Shared>,
     kinds: Vec<(String, KindStart)>,
     caches: Vec<StartCache>,
+    ownership: Ownership,
 }
 
 impl OperatorBuilder {
@@ -107,7 +113,16 @@ impl OperatorBuilder {
             shared,
             kinds: Vec::new(),
             caches: Vec::new(),
+            ownership: Ownership::default(),
         }
+    }
+
+    /// The share of the objects this member looks after from the start (all of them unless
+    /// set: one replica). A member of a dynamic ring starts with none and is handed its share
+    /// through [`Operator::resharder`].
+    pub fn ownership(mut self, ownership: Ownership) -> Self {
+        self.ownership = ownership;
+        self
     }
 
     /// Watch a shared cache once for the whole operator: each owner (or user) it reports
@@ -154,6 +169,7 @@ impl OperatorBuilder {
                 options: kind.options,
                 registry: kind.registry,
                 wakeups,
+                ownership: env.ownership.clone(),
             };
             let root = env.root.clone();
             let supervisor = KindSupervisor::new(kind.reconciler);
@@ -169,7 +185,15 @@ impl OperatorBuilder {
                         }
                     })
                 });
-                Ok((actor.get_cell(), handle, census))
+                let typed = actor.clone();
+                let reshard: AskReshard = Arc::new(move |ownership| {
+                    let actor = typed.clone();
+                    Box::pin(async move {
+                        let asked = actor.call(|reply| KindMsg::Reshard(ownership, reply), None);
+                        matches!(asked.await, Ok(ractor::rpc::CallResult::Success(())))
+                    })
+                });
+                Ok((actor.get_cell(), handle, census, reshard))
             })
         });
         self.kinds.push((name, start));
@@ -191,6 +215,7 @@ impl OperatorBuilder {
                 .counted_in(&self.shared.metrics),
             shared: self.shared,
             root: root.get_cell(),
+            ownership: Arc::new(self.ownership),
         };
         let mut caches = Vec::new();
         for start in self.caches {
@@ -205,13 +230,14 @@ impl OperatorBuilder {
         }
         let mut kinds = Vec::new();
         for (name, start) in self.kinds {
-            let (cell, handle, census) = start(&env).await?;
+            let (cell, handle, census, reshard) = start(&env).await?;
             tracing::info!(kind = %name, "kind supervisor started");
             kinds.push(KindHandle {
                 name,
                 cell,
                 handle,
                 census,
+                reshard,
             });
         }
         Ok(Operator {
@@ -228,6 +254,26 @@ struct KindHandle {
     cell: ActorCell,
     handle: JoinHandle<()>,
     census: AskCensus,
+    reshard: AskReshard,
+}
+
+/// Hands every kind of a running operator a new share of the objects.
+#[derive(Clone)]
+pub struct Resharder {
+    kinds: Vec<AskReshard>,
+}
+
+impl Resharder {
+    /// Every kind drains what `ownership` excludes and adopts what it adds; returns once all
+    /// drained (`false`: a kind did not answer, it is gone and the process ends anyway).
+    pub async fn apply(&self, ownership: Ownership) -> bool {
+        let ownership = Arc::new(ownership);
+        let asks = self.kinds.iter().map(|ask| ask(ownership.clone()));
+        futures::future::join_all(asks)
+            .await
+            .into_iter()
+            .all(|ok| ok)
+    }
 }
 
 /// The running actor tree.
@@ -242,6 +288,13 @@ pub struct Operator {
 impl Operator {
     pub fn kinds(&self) -> impl Iterator<Item = &str> {
         self.kinds.iter().map(|k| k.name.as_str())
+    }
+
+    /// The handle a membership loop changes this member's share through.
+    pub fn resharder(&self) -> Resharder {
+        Resharder {
+            kinds: self.kinds.iter().map(|k| k.reshard.clone()).collect(),
+        }
     }
 
     /// Resolves when a kind supervisor ended on its own (it failed): the operator no longer

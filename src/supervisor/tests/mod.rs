@@ -6,6 +6,7 @@ mod gauges;
 mod hibernation;
 mod lifecycle;
 mod passes;
+mod shards;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,0 +1,251 @@
+//! Which member owns an object: pure hashing, no I/O.
+//!
+//! The key is FNV-1a 64 of `kind/namespace/name`, not of the uid: a member must know whether
+//! an object is its own before it has read it (a child or a referenced object names its owner
+//! by name only), and the key must stay the same for everything that follows the owner.
+
+use std::collections::BTreeSet;
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// FNV-1a, 64 bits.
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(FNV_OFFSET, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(FNV_PRIME)
+    })
+}
+
+/// The hash an object is placed by.
+pub fn object_key(kind: &str, namespace: &str, name: &str) -> u64 {
+    fnv1a64(format!("{kind}/{namespace}/{name}").as_bytes())
+}
+
+/// Jump consistent hashing (Lamping and Veach): the bucket in `[0, buckets)` of `key`; going
+/// from n to n+1 buckets moves about 1/(n+1) of the keys, all of them to the new bucket.
+pub fn jump_hash(mut key: u64, buckets: u32) -> u32 {
+    let (mut b, mut j): (i64, i64) = (-1, 0);
+    while j < i64::from(buckets) {
+        b = j;
+        key = key.wrapping_mul(2_862_933_555_777_941_757).wrapping_add(1);
+        // The top 31 bits as a fraction: exact in an f64.
+        let fraction = ((key >> 33) + 1) as f64;
+        j = ((b + 1) as f64 * (f64::from(1u32 << 31) / fraction)) as i64;
+    }
+    u32::try_from(b).unwrap_or(0)
+}
+
+/// splitmix64's finaliser: spreads a combined key and member hash over 64 bits.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Rendezvous (highest random weight) hashing: the member with the highest weight for `key`.
+/// A member leaving moves only its own keys; one joining takes about 1/n from each.
+pub fn rendezvous<'a>(key: u64, members: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    members
+        .into_iter()
+        .map(|member| (mix(key ^ fnv1a64(member.as_bytes())), member))
+        // Ties (never seen in practice) go to the smaller name, so every member agrees.
+        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(a.1)))
+        .map(|(_, member)| member)
+}
+
+/// One way of splitting the objects between members, seen from one member.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ring {
+    /// One replica: everything.
+    All,
+    /// Nothing yet (a member that has not agreed a view with the others).
+    Nothing,
+    /// Static sharding (`--total-shards`, `--shard-index`): jump hashing.
+    Static { index: u32, total: u32 },
+    /// Dynamic membership: rendezvous hashing over the live members.
+    Members {
+        me: String,
+        members: BTreeSet<String>,
+    },
+}
+
+impl Ring {
+    pub fn owns(&self, key: u64) -> bool {
+        match self {
+            Self::All => true,
+            Self::Nothing => false,
+            Self::Static { index, total } => *total == 0 || jump_hash(key, *total) == *index,
+            Self::Members { me, members } => {
+                rendezvous(key, members.iter().map(String::as_str)) == Some(me.as_str())
+            }
+        }
+    }
+}
+
+/// The hash a member publishes for the view it has drained to (members in order).
+pub fn view_hash(members: &BTreeSet<String>) -> u64 {
+    let joined: Vec<&str> = members.iter().map(String::as_str).collect();
+    fnv1a64(joined.join("\n").as_bytes())
+}
+
+/// What a member may write: the objects every ring in it owns. During a hand-off it holds the
+/// old ring and the new one together (the intersection), so it never takes an object before
+/// the others have let go of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ownership {
+    rings: Vec<Ring>,
+}
+
+impl Default for Ownership {
+    fn default() -> Self {
+        Self::single(Ring::All)
+    }
+}
+
+impl Ownership {
+    pub fn single(ring: Ring) -> Self {
+        Self { rings: vec![ring] }
+    }
+
+    pub fn owns(&self, key: u64) -> bool {
+        self.rings.iter().all(|ring| ring.owns(key))
+    }
+
+    /// Whether this is one replica owning everything (the default, unchanged behaviour).
+    pub fn is_all(&self) -> bool {
+        self.rings.iter().all(|ring| *ring == Ring::All)
+    }
+
+    /// Also requires `ring` (the first step of a hand-off: objects are only given up).
+    pub fn narrowed(&self, ring: Ring) -> Self {
+        let mut rings = self.rings.clone();
+        rings.push(ring);
+        Self { rings }
+    }
+
+    /// The newest ring alone (the hand-off's last step: the others have let go).
+    pub fn settled(&self) -> Self {
+        Self {
+            rings: self.rings.last().cloned().into_iter().collect(),
+        }
+    }
+
+    pub fn rings(&self) -> &[Ring] {
+        &self.rings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn members(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|n| n.to_string()).collect()
+    }
+
+    fn keys() -> impl Iterator<Item = u64> {
+        (0..10_000).map(|i| object_key("PgAdmin", "ns", &format!("obj-{i}")))
+    }
+
+    #[test]
+    fn fnv1a64_matches_the_reference_vectors() {
+        assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a64(b"foobar"), 0x8594_4171_f739_67e8);
+    }
+
+    #[test]
+    fn jump_hash_matches_the_reference_and_moves_only_to_the_new_bucket() {
+        // Values of the paper's C++ implementation.
+        assert_eq!(jump_hash(1, 1), 0);
+        assert_eq!(jump_hash(0xdead_beef, 1), 0);
+        let (mut moved, total) = (0, 10_000);
+        for key in keys() {
+            let (before, after) = (jump_hash(key, 4), jump_hash(key, 5));
+            assert!(before < 4 && after < 5);
+            if before != after {
+                assert_eq!(after, 4, "a key moves only to the new bucket");
+                moved += 1;
+            }
+        }
+        // About 1/5 moves.
+        assert!((1_500..2_500).contains(&moved), "moved {moved} of {total}");
+    }
+
+    #[test]
+    fn every_object_has_exactly_one_owner_in_either_mode() {
+        let three = members(&["a", "b", "c"]);
+        for key in keys() {
+            let members_owning = three
+                .iter()
+                .filter(|me| {
+                    Ring::Members {
+                        me: me.to_string(),
+                        members: three.clone(),
+                    }
+                    .owns(key)
+                })
+                .count();
+            assert_eq!(members_owning, 1);
+            let static_owning = (0..3)
+                .filter(|index| {
+                    Ring::Static {
+                        index: *index,
+                        total: 3,
+                    }
+                    .owns(key)
+                })
+                .count();
+            assert_eq!(static_owning, 1);
+        }
+    }
+
+    #[test]
+    fn a_member_joining_takes_about_one_nth_and_one_leaving_moves_only_its_own() {
+        let before = members(&["a", "b", "c"]);
+        let after = members(&["a", "b", "c", "d"]);
+        let owner = |m: &BTreeSet<String>, key| {
+            rendezvous(key, m.iter().map(String::as_str)).map(str::to_owned)
+        };
+        let mut moved = 0;
+        for key in keys() {
+            let (was, is) = (owner(&before, key), owner(&after, key));
+            if was != is {
+                assert_eq!(is.as_deref(), Some("d"), "only the newcomer gains");
+                moved += 1;
+            }
+        }
+        assert!((2_000..3_000).contains(&moved), "moved {moved} of 10000");
+        let shares: Vec<usize> = before
+            .iter()
+            .map(|m| {
+                keys()
+                    .filter(|k| owner(&before, *k).as_deref() == Some(m))
+                    .count()
+            })
+            .collect();
+        assert!(
+            shares.iter().all(|s| (2_900..3_800).contains(s)),
+            "{shares:?}"
+        );
+    }
+
+    #[test]
+    fn an_ownership_in_hand_off_owns_the_intersection_and_settles_on_the_new_ring() {
+        let old = Ring::Members {
+            me: "a".into(),
+            members: members(&["a", "b"]),
+        };
+        let new = Ring::Members {
+            me: "a".into(),
+            members: members(&["a", "b", "c"]),
+        };
+        let held = Ownership::single(old.clone()).narrowed(new.clone());
+        for key in keys() {
+            assert_eq!(held.owns(key), old.owns(key) && new.owns(key));
+        }
+        assert_eq!(held.settled(), Ownership::single(new));
+        assert!(Ownership::default().is_all());
+        assert!(!Ownership::single(Ring::Nothing).owns(1));
+    }
+}
