@@ -12,4 +12,5 @@ pub mod optional_api;
 pub mod pgaccessrequest;
 pub mod pgadmin;
 pub mod redact;
+pub mod remembered;
 pub mod workload;

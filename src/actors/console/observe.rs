@@ -9,12 +9,12 @@ use kube::ResourceExt;
 
 use super::bundle::{mirror, selected_clusters};
 use super::children::Readable;
-use super::past_exposure::read_past_cache;
 use super::reconciler::ConsoleReconciler;
 use super::trust::other_policies;
+use crate::actors::past_exposure::Exposed;
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::PgToolBoxConsole;
-use crate::children::{Synced, Track};
+use crate::children::{ChildOwner, Synced, Track};
 use crate::conditions::Verdict;
 use crate::messages::ObjectKey;
 use crate::reconcile::console::{
@@ -81,6 +81,7 @@ impl ConsoleReconciler {
         &self,
         obj: &'a PgToolBoxConsole,
         cx: &'a ObjectContext,
+        child_owner: &ChildOwner,
         apis: ExposureApis,
     ) -> Result<Observed<'a>, ReconcileError> {
         let settings = &cx.shared.settings;
@@ -136,13 +137,16 @@ impl ConsoleReconciler {
             refusal_remembered(*at_generation, generation, at.elapsed(), recheck_long)
                 .then(|| refusal.clone())
         });
+        // A delete refused by an earlier pass is read back with what it was refused for.
         let refused_kinds = past_cache_reads(&apis.routes, &apis.http_routes);
-        let past_cache = if refused_kinds.is_empty() {
-            Vec::new()
-        } else {
-            let uid = obj.metadata.uid.clone().unwrap_or_default();
-            read_past_cache(&cx.client, ns, &names.workload, &uid, &refused_kinds).await?
+        let of = Exposed {
+            owner: child_owner,
+            name: &names.workload,
+            generation,
         };
+        let past_cache = (self.past_exposure)
+            .read(&cx.client, &of, &refused_kinds, recheck_long)
+            .await?;
         let deployment = c
             .deployments
             .children_of(&owner)
