@@ -166,6 +166,24 @@ impl RuntimeMetrics {
             .inc();
     }
 
+    /// Passes of `kind` ended so far, whatever their result (tests wait on it advancing).
+    pub fn passes(&self, kind: &str) -> u64 {
+        [
+            PassResult::Converged,
+            PassResult::Stalled,
+            PassResult::Failed,
+        ]
+        .into_iter()
+        .filter_map(|result| {
+            let labels = PassLabels {
+                kind: kind.to_string(),
+                result,
+            };
+            self.passes.get(&labels).map(|counter| counter.get())
+        })
+        .sum()
+    }
+
     pub fn restart(&self, kind: &str) {
         self.restarts
             .get_or_create(&KindLabels {
