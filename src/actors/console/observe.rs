@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::bundle::{mirror, selected_clusters};
-use super::children::Readable;
+use super::children::ExposureApis;
 use super::reconciler::ConsoleReconciler;
 use super::trust::other_policies;
 use crate::actors::past_exposure::Exposed;
@@ -24,32 +24,7 @@ use crate::reconcile::console::{
 };
 use crate::reconcile::exposure::{HostAllowList, past_cache_reads};
 use crate::reconcile::images::ImageAllowList;
-use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::workload::workload_verdict;
-
-/// The prober's answers for Routes and HTTPRoutes in the console's namespace, asked once a pass.
-pub struct ExposureApis {
-    pub routes: Availability,
-    pub http_routes: Availability,
-}
-
-impl ExposureApis {
-    pub fn of(cx: &ObjectContext) -> Self {
-        let optional = &cx.shared.optional_apis;
-        let ns = cx.key.namespace.as_str();
-        Self {
-            routes: optional.availability(OptionalApi::Routes, ns),
-            http_routes: optional.availability(OptionalApi::HttpRoutes, ns),
-        }
-    }
-
-    pub fn readable(&self) -> Readable {
-        Readable {
-            routes: !matches!(self.routes, Availability::Refused { .. }),
-            http_routes: !matches!(self.http_routes, Availability::Refused { .. }),
-        }
-    }
-}
 
 impl ConsoleReconciler {
     /// The caches a pass reads (Routes and HTTPRoutes where their API is usable).

@@ -10,9 +10,8 @@ use std::time::Duration;
 use dashmap::DashMap;
 use tokio::time::Instant;
 
-use super::children::Target;
+use super::children::{ExposureApis, Target};
 use super::error::ConsoleError;
-use super::observe::ExposureApis;
 use super::reads::PastCache;
 use crate::actors::past_exposure::PastExposure;
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass};
