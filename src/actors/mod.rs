@@ -15,6 +15,7 @@ mod status_pass;
 
 pub(crate) mod not_watched;
 pub(crate) mod notice_routes;
+pub(crate) mod past_exposure;
 pub mod prober;
 pub mod refusals;
 pub(crate) mod router_supervisor;

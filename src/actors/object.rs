@@ -204,9 +204,14 @@ impl<R: Reconciler> ObjectActor<R> {
             .schedule(&state.wheel, &state.cx.key, outcome.earliest_per_purpose());
         tracing::debug!(
             stalled = outcome.stalled,
+            again = outcome.again,
             timers = state.timers.armed_count(),
             "pass done"
         );
+        // Queued before the idle check below, so the object is not hibernated in between.
+        if outcome.again {
+            let _ = state.request_pass(myself);
+        }
         if state.hibernate
             && state.idle()
             && let Some(supervisor) = &state.supervisor

@@ -85,6 +85,9 @@ pub struct Outcome {
     pub timers: Vec<(TimerPurpose, Duration)>,
     /// The object waits for a change of its inputs: it is not retried with backoff.
     pub stalled: bool,
+    /// Run one more pass right after this one: it wrote something whose answer (a refused
+    /// delete) the next pass observes, rather than this one deciding again.
+    pub again: bool,
 }
 
 impl Outcome {
@@ -113,6 +116,12 @@ impl Outcome {
     /// Also schedule a pass after `delay` for `purpose`.
     pub fn after(mut self, purpose: TimerPurpose, delay: Duration) -> Self {
         self.timers.push((purpose, delay));
+        self
+    }
+
+    /// Also run the next pass at once when `again` (see [`Outcome::again`]).
+    pub fn again_if(mut self, again: bool) -> Self {
+        self.again |= again;
         self
     }
 

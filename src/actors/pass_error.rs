@@ -65,7 +65,7 @@ impl ReconcileError {
         match self {
             Self::Decided { timers, .. } => Outcome {
                 timers: timers.clone(),
-                stalled: false,
+                ..Outcome::default()
             }
             .earliest_per_purpose(),
             _ => [None; TimerPurpose::COUNT],

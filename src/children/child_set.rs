@@ -34,12 +34,24 @@ impl<'a> ChildSet<'a> {
     where
         C: super::ChildKind,
     {
-        let desired = objects
+        let component = self.component;
+        self.apply_parts(store, objects.into_iter().map(|o| (component, o)))
+            .await
+    }
+
+    /// Like [`ChildSet::apply`], each object labelled with its own component (an owner's Jobs
+    /// of different roles are still its one complete set of Jobs).
+    pub async fn apply_parts<C>(
+        &mut self,
+        store: &ChildStore<C>,
+        parts: impl IntoIterator<Item = (Component, C)>,
+    ) -> Result<&mut Self, ApplyError>
+    where
+        C: super::ChildKind,
+    {
+        let desired = parts
             .into_iter()
-            .map(|object| Desired {
-                component: self.component,
-                object,
-            })
+            .map(|(component, object)| Desired { component, object })
             .collect();
         let report = self.applier.apply(store, self.owner, desired).await?;
         self.report.merge(report);

@@ -12,5 +12,6 @@ pub mod optional_api;
 pub mod pgaccessrequest;
 pub mod pgadmin;
 pub mod redact;
+pub mod remembered;
 pub mod shard;
 pub mod workload;

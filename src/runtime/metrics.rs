@@ -166,6 +166,24 @@ impl RuntimeMetrics {
             .inc();
     }
 
+    /// Passes of `kind` ended so far, whatever their result (tests wait on it advancing).
+    pub fn passes(&self, kind: &str) -> u64 {
+        [
+            PassResult::Converged,
+            PassResult::Stalled,
+            PassResult::Failed,
+        ]
+        .into_iter()
+        .filter_map(|result| {
+            let labels = PassLabels {
+                kind: kind.to_string(),
+                result,
+            };
+            self.passes.get(&labels).map(|counter| counter.get())
+        })
+        .sum()
+    }
+
     pub fn restart(&self, kind: &str) {
         self.restarts
             .get_or_create(&KindLabels {
@@ -186,24 +204,6 @@ impl RuntimeMetrics {
         set(&self.timers, kind, count);
     }
 
-    /// Passes over objects of `kind` so far, whatever their result.
-    pub fn passes(&self, kind: &str) -> u64 {
-        [
-            PassResult::Converged,
-            PassResult::Stalled,
-            PassResult::Failed,
-        ]
-        .into_iter()
-        .map(|result| {
-            self.passes
-                .get(&PassLabels {
-                    kind: kind.to_string(),
-                    result,
-                })
-                .map_or(0, |counter| counter.get())
-        })
-        .sum()
-    }
 
     /// Live and hibernated objects of `kind` (0 for a kind never counted).
     pub fn objects(&self, kind: &str) -> (i64, i64) {

@@ -3,8 +3,6 @@
 //! `<name>-instance-ca`; what is missing and why; a rotated CA mirrored with no other change; a
 //! foreign ConfigMap under the name left alone.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_sim::SimConfig;
@@ -231,45 +229,48 @@ async fn console_bundle_stops_at_what_a_config_map_holds() {
     .await;
     // The condition says a CA is missing; the entry says why: the bundle is full. (Earlier
     // passes may still miss a CA Secret the caches have not seen yet.)
-    let mut last = None;
-    for _ in 0..400 {
-        let obj = env.consoles().get("ops").await.expect("console");
-        let status = obj.status.clone().and_then(|s| s.instance_ca_bundle);
-        let missing: Option<Vec<(String, String)>> = status.as_ref().map(|b| {
+    let obj = wait_for("the bundle full at c11", || async {
+        let obj = env.consoles().get("ops").await.map_err(|e| e.to_string())?;
+        let status = obj
+            .status
+            .as_ref()
+            .and_then(|s| s.instance_ca_bundle.as_ref());
+        let missing: Option<Vec<(String, String)>> = status.map(|b| {
             b.missing
                 .iter()
                 .map(|m| (m.cluster.clone(), m.reason.clone()))
                 .collect()
         });
         if missing == Some(vec![("c11".into(), "InstanceCABundleFull".into())]) {
-            assert_eq!(status.map(|b| b.clusters), Some(11));
-            assert_eq!(
-                state(&obj, "InstanceCABundleComplete"),
-                ("False".into(), "InstanceCAMissing".into())
-            );
-            assert_ne!(state(&obj, "Ready").1, "InstanceCAMissing");
-            last = None;
-            break;
+            Ok(obj)
+        } else {
+            Err(format!("missing {missing:?}"))
         }
-        last = Some(missing);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(last.is_none(), "missing never became c11 full: {last:?}");
+    })
+    .await;
+    let status = obj.status.clone().and_then(|s| s.instance_ca_bundle);
+    assert_eq!(status.map(|b| b.clusters), Some(11));
+    assert_eq!(
+        state(&obj, "InstanceCABundleComplete"),
+        ("False".into(), "InstanceCAMissing".into())
+    );
+    assert_ne!(state(&obj, "Ready").1, "InstanceCAMissing");
     let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NS);
-    let mut held = 0;
-    for _ in 0..400 {
-        held = maps
+    let held = wait_for("the bundle ConfigMap written", || async {
+        let held = maps
             .get_opt("ops-instance-ca")
             .await
-            .expect("get")
+            .map_err(|e| e.to_string())?
             .and_then(|cm| cm.data)
             .and_then(|d| d.get("ca.crt").map(String::len))
             .unwrap_or(0);
         if held > 0 {
-            break;
+            Ok(held)
+        } else {
+            Err("empty".into())
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     assert!(
         held > 11 * 90_000 && held < 1024 * 1024,
         "bundle of {held} bytes"

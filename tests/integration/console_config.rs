@@ -352,22 +352,23 @@ async fn console_with_an_allowed_image_and_a_refused_hostname_stalls_and_withdra
         json!({"spec": {"exposure": {"hostname": "web.evil.io"}}}),
     )
     .await;
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let obj = env.consoles().get("web").await.expect("console");
-        let status = obj.status.clone().unwrap_or_default();
-        let refused = state(&obj, "ExposureReady").1 == "HostnameNotAllowed";
-        if refused && status.url.is_none() && status.published_exposure_kinds.is_empty() {
-            assert!(
-                super::console_support::condition_of(&obj, "ExposureConfined").is_none(),
-                "a stale ExposureConfined: {status:?}"
-            );
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "paused with a refused hostname, still shown: {status:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let obj = wait_for(
+        "withdrawn while paused under a refused hostname",
+        || async {
+            let obj = env.consoles().get("web").await.map_err(|e| e.to_string())?;
+            let status = obj.status.clone().unwrap_or_default();
+            let refused = state(&obj, "ExposureReady").1 == "HostnameNotAllowed";
+            if refused && status.url.is_none() && status.published_exposure_kinds.is_empty() {
+                Ok(obj)
+            } else {
+                Err(format!("still shown: {status:?}"))
+            }
+        },
+    )
+    .await;
+    assert!(
+        super::console_support::condition_of(&obj, "ExposureConfined").is_none(),
+        "a stale ExposureConfined: {:?}",
+        obj.status
+    );
 }

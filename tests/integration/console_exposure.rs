@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -300,7 +299,15 @@ async fn console_pods_never_trust_peers_the_policy_does_not_confine() {
     )
     .await;
     policy_gone(&env).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The replay runs once the recorder's own watch has seen the deletion too.
+    wait_for("the recorder saw the policy deleted", || async {
+        let seen = seen.lock().expect("lock");
+        let deleted = seen.iter().any(|(_, s)| matches!(s, Seen::Policy(None)));
+        deleted
+            .then_some(())
+            .ok_or_else(|| format!("{} changes", seen.len()))
+    })
+    .await;
 
     // Replay every change in the server's order.
     let mut events = std::mem::take(&mut *seen.lock().expect("lock"));

@@ -2,9 +2,7 @@
 //! the operator lacks a permission the console needs is told so once at start and left alone,
 //! while a console of a watched namespace is reconciled to Ready.
 
-use std::time::Duration;
-
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
@@ -73,8 +71,16 @@ async fn console_in_a_dropped_namespace_is_marked_namespace_not_watched() {
         text.contains("team-b") && text.contains("networkpolicies"),
         "{text}"
     );
-    // Left alone: no condition of its own aspects is ever written there.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Left alone: no condition of its own aspects is ever written there, not even after a
+    // change of it and a pass of the operator since (the watched console's, woken alike).
+    let seen = env.passes();
+    for (api, name) in [(&left, "left-out"), (&env.consoles(), "kept")] {
+        let touched = json!({"metadata": {"labels": {"touched": "yes"}}});
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&touched))
+            .await
+            .expect("labelled");
+    }
+    env.until_passes(seen, 1, "a pass after the change").await;
     let obj = left.get("left-out").await.expect("get");
     assert_eq!(
         state(&obj, "ConfigurationValid"),

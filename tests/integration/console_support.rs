@@ -129,6 +129,22 @@ impl Env {
 }
 
 impl Env {
+    /// Console passes ended so far; 0 without the shared actors (`start` makes its own).
+    pub fn passes(&self) -> u64 {
+        (self.shared.as_ref()).map_or(0, |s| passes_of(&s.shared, "PgToolBoxConsole"))
+    }
+
+    /// Waits until `more` console passes ended after `seen` (an operator started with the
+    /// shared actors).
+    pub async fn until_passes(&self, seen: u64, more: u64, what: &str) {
+        let shared = &self
+            .shared
+            .as_ref()
+            .expect("started with the shared actors")
+            .shared;
+        until_passes(shared, "PgToolBoxConsole", seen, more, what).await;
+    }
+
     pub fn consoles(&self) -> Api<PgToolBoxConsole> {
         Api::namespaced(self.client.clone(), NS)
     }
@@ -204,7 +220,7 @@ impl Env {
 }
 
 pub use super::wait_support::{condition_of, state};
-use super::wait_support::{conditions, wait_for};
+use super::wait_support::{conditions, passes_of, until_passes, wait_for};
 
 pub fn message(obj: &PgToolBoxConsole, type_: &str) -> String {
     condition_of(obj, type_)

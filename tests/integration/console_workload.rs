@@ -11,7 +11,7 @@ use serde_json::json;
 use super::console_support::{
     IMAGE, NS, message, settings, start, start_probed, state, with_controllers,
 };
-use super::wait_support::{until, until_gone};
+use super::wait_support::{until, until_gone, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_workload_ready_copies_the_workload_facts() {
@@ -290,22 +290,9 @@ async fn console_route_published_before_its_kind_was_refused() {
     let obj = env.wait("ops", "ExposureConfined", "ExposureOpen").await;
     assert_eq!(state(&obj, "ExposureConfined").0, "Unknown");
 
-    // Reads and deletes allowed again (the kind stays off until a restart): not wanted any
-    // more, it is deleted.
-    admin.clear_deny();
-    admin
-        .deny("list:route.openshift.io/routes:team-a")
-        .expect("deny");
-    admin
-        .deny("watch:route.openshift.io/routes:team-a")
-        .expect("deny");
-    env.merge(
-        "ops",
-        json!({"spec": {"exposure": {"type": "clusterIP", "hostname": null}}}),
-    )
-    .await;
-    env.wait("ops", "ExposureReady", "NotRequested").await;
-    admin.clear_deny();
+    // Reads allowed again (the kind stays off until a restart), deletes still refused: not
+    // wanted any more, its delete is refused, and the next pass (asked for at once) decides
+    // with that refusal: it may remain.
     let routes: Api<DynamicObject> = Api::namespaced_with(
         env.client.clone(),
         NS,
@@ -314,6 +301,41 @@ async fn console_route_published_before_its_kind_was_refused() {
             "routes",
         ),
     );
+    admin.clear_deny();
+    for verb in ["list", "watch", "delete"] {
+        let rule = format!("{verb}:route.openshift.io/routes:team-a");
+        admin.deny(&rule).expect("deny");
+    }
+    env.merge(
+        "ops",
+        json!({"spec": {"exposure": {"type": "clusterIP", "hostname": null}}}),
+    )
+    .await;
+    wait_for("its refused delete said in ExposureReady", || async {
+        let obj = env.consoles().get("ops").await.map_err(|e| e.to_string())?;
+        let (reason, text) = (
+            state(&obj, "ExposureReady").1,
+            message(&obj, "ExposureReady"),
+        );
+        if reason == "NotRequested" && text.contains("may remain; delete it by hand") {
+            Ok(())
+        } else {
+            Err(format!("{reason}: {text}"))
+        }
+    })
+    .await;
+    let kept = routes.get_opt("ops-console").await.expect("route read");
+    assert!(kept.is_some(), "its delete was refused");
+
+    // Deletes allowed again: on the next generation it is deleted.
+    admin.clear_deny();
+    for verb in ["list", "watch"] {
+        let rule = format!("{verb}:route.openshift.io/routes:team-a");
+        admin.deny(&rule).expect("deny");
+    }
+    env.merge("ops", json!({"spec": {"replicas": 2}})).await;
+    env.wait("ops", "ExposureReady", "NotRequested").await;
+    admin.clear_deny();
     until_gone(
         &routes,
         "ops-console",

@@ -496,8 +496,10 @@ async fn pgadmin_child_refused_by_admission_is_an_admission_denied_error() {
         ready.message
     );
     env.wait_event("p", "AdmissionDenied").await;
-    // Once per class, not per retry.
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // Once per class, not per retry: two more (failed) passes say nothing new.
+    let seen = env.passes();
+    env.until_passes(seen, 2, "two retries after AdmissionDenied")
+        .await;
     let events = env.events("p").await;
     assert_eq!(
         events.iter().filter(|e| e.1 == "AdmissionDenied").count(),

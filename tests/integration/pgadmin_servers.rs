@@ -3,8 +3,6 @@
 //! changes nothing; a grant added then removed; a rotated credential re-registers; a failed
 //! registration Job, then its recovery; a converged pass makes no API request.
 
-use std::time::Duration;
-
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
@@ -166,8 +164,11 @@ async fn pgadmin_example_is_ready_with_its_servers_registered_and_a_switchover_c
         },
     )
     .await;
-    // Let any pass the switchover woke run before looking.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A pass after the switchover (woken by a label) keeps what is registered.
+    let seen = env.passes();
+    label(&env, "switched").await;
+    env.until_passes(seen, 1, "a pass after the switchover")
+        .await;
     let after = env.pgadmins().get("team-pgadmin").await.expect("PgAdmin");
     assert_eq!(state(&after, "Ready"), ("True".into(), "AsExpected".into()));
     assert_eq!(
@@ -181,15 +182,9 @@ async fn pgadmin_example_is_ready_with_its_servers_registered_and_a_switchover_c
 
     // A converged pass (woken by a metadata change) makes no API request but its status read.
     env.sim.admin().reset_stats();
-    env.pgadmins()
-        .patch(
-            "team-pgadmin",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
-        )
-        .await
-        .expect("labelled");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let seen = env.passes();
+    label(&env, "touched").await;
+    env.until_passes(seen, 1, "the pass the label woke").await;
     let stats = env.sim.admin().stats();
     assert_eq!(
         stats.writes(),
@@ -403,4 +398,16 @@ async fn pgadmin_selector_registers_its_cluster_once_cloudnativepg_is_served() {
         })
         .await;
     assert_ne!(state(&obj, "ConfigurationValid").1, "ClusterNotFound");
+}
+
+/// A metadata-only change of the PgAdmin: it wakes one pass and nothing else changes.
+async fn label(env: &Env, key: &str) {
+    env.pgadmins()
+        .patch(
+            "team-pgadmin",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {key: "yes"}}})),
+        )
+        .await
+        .expect("labelled");
 }

@@ -16,7 +16,9 @@ use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
 use super::sim_net_support::api;
-use super::wait_support::{events_of, occurrences_of, wait_event_of, wait_for};
+use super::wait_support::{
+    events_of, occurrences_of, passes_of, until_passes, wait_event_of, wait_for,
+};
 
 pub const NS: &str = "team-a";
 pub const OTHER: &str = "team-b";
@@ -26,7 +28,7 @@ pub struct Env {
     pub sim: Sim,
     pub client: kube::Client,
     operator: Option<Operator>,
-    _shared: SharedActors,
+    shared: SharedActors,
 }
 
 impl Drop for Env {
@@ -74,13 +76,23 @@ pub async fn start_operator(sim: Sim, settings: OperatorSettings) -> Env {
         sim,
         client,
         operator: Some(operator),
-        _shared: shared,
+        shared,
     }
 }
 
 pub use super::wait_support::{condition_of, state};
 
 impl Env {
+    /// PgAdmin passes ended so far (see `wait_support::until_passes`).
+    pub fn passes(&self) -> u64 {
+        passes_of(&self.shared.shared, "PgAdmin")
+    }
+
+    /// Waits until `more` PgAdmin passes ended after `seen`.
+    pub async fn until_passes(&self, seen: u64, more: u64, what: &str) {
+        until_passes(&self.shared.shared, "PgAdmin", seen, more, what).await;
+    }
+
     pub fn pgadmins(&self) -> Api<PgAdmin> {
         Api::namespaced(self.client.clone(), NS)
     }
@@ -201,22 +213,18 @@ impl Env {
     /// `before`, and returns it.
     pub async fn wait_rollout_from(&self, name: &str, before: &str) -> String {
         let deployments: Api<Deployment> = Api::namespaced(self.client.clone(), NS);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
+        let what = format!("{name}: the workload rolled away from {before}");
+        wait_for(&what, || async {
             let deployment = deployments
                 .get(&format!("{name}-pgadmin"))
                 .await
-                .expect("Deployment readable");
+                .map_err(|e| e.to_string())?;
             let hash = current_workload_hash(&deployment).map(str::to_owned);
-            if let Some(hash) = hash.as_ref().filter(|h| h.as_str() != before) {
-                return hash.clone();
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{name}: the workload never rolled away from {before} (hash {hash:?})"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            hash.clone()
+                .filter(|h| h.as_str() != before)
+                .ok_or_else(|| format!("hash {hash:?}"))
+        })
+        .await
     }
 
     pub async fn jobs(&self) -> Vec<Job> {

@@ -9,6 +9,7 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DynamicObject, ListParams};
 use pgtoolbox_operator::api::ReportsConditions;
+use pgtoolbox_operator::testing::actors::Shared;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -52,6 +53,26 @@ where
         );
         tokio::time::sleep(POLL).await;
     }
+}
+
+/// Waits until the runtime has counted more than `seen` + `more` - 1 passes of `kind` (see
+/// [`passes_of`]): the pass a change woke, or the retries a test expects, have run. A test
+/// that checks that nothing happened waits on this instead of sleeping.
+pub async fn until_passes(shared: &Shared, kind: &str, seen: u64, more: u64, what: &str) -> u64 {
+    wait_for(what, || async {
+        let now = passes_of(shared, kind);
+        if now >= seen + more {
+            Ok(now)
+        } else {
+            Err(format!("{now} {kind} passes, {seen} before"))
+        }
+    })
+    .await
+}
+
+/// The passes of `kind` ended so far, any result.
+pub fn passes_of(shared: &Shared, kind: &str) -> u64 {
+    shared.runtime.passes(kind)
 }
 
 /// The object's condition of `type_`, if it has one.

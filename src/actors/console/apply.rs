@@ -1,15 +1,16 @@
 //! The writes of a console pass, as its plan says: the paused pass's withdrawal under a refused
-//! hostname, the pinned deletes of what is published past the cache, and the children through
-//! the applier (`children.rs`), reduced to the facts `reconcile::console::settle` judges.
+//! hostname, the pinned deletes of what is published past the cache (the shared
+//! `actors::past_exposure`), and the children through the applier (`children.rs`), reduced to
+//! the facts `reconcile::console::settle` judges.
 
 use tokio::time::Instant;
 
 use super::children::{Applied, ChildPlan, Target, apply_all, apply_exposure};
-use super::past_exposure::delete_past_cache;
 use super::reconciler::ConsoleReconciler;
+use crate::actors::past_exposure::Exposed;
 use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::PgToolBoxConsole;
-use crate::children::{ChildRefusal, ChildVerdict};
+use crate::children::{Applier, ChildOwner, ChildRefusal, ChildVerdict};
 use crate::conditions::PassFacts;
 use crate::reconcile::console::{
     ApplyFacts, ChildNames, Children, ChildrenApplied, ForeignChild, Observed, Plan, PolicyRefusal,
@@ -38,23 +39,30 @@ impl ConsoleReconciler {
         conclude_paused(facts, refusal.as_ref(), &stored, converged).map_err(ReconcileError::other)
     }
 
-    /// Deletes, pinned, what the exposure decision finds ours past the cache and unwanted; a
-    /// refused delete is told to the decision.
+    /// Deletes, pinned, what the plan finds ours past the cache and unwanted; `true` when the
+    /// server refused one (remembered for the next pass, which decides with it).
     pub(super) async fn withdraw_past_cache(
         &self,
         cx: &ObjectContext,
-        observed: &mut Observed<'_>,
-    ) -> Result<(), ReconcileError> {
-        let deletes = observed.exposure().delete_past_cache;
+        owner: &ChildOwner,
+        observed: &Observed<'_>,
+        plan: &Plan,
+    ) -> Result<bool, ReconcileError> {
+        let deletes = &plan.exposure.delete_past_cache;
         if deletes.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let name = ChildNames::of(&cx.key.name).workload;
-        let refused = delete_past_cache(&cx.client, &cx.key.namespace, &name, &deletes).await?;
-        if !refused.is_empty() {
-            observed.refuse_deletes(&refused);
-        }
-        Ok(())
+        let of = Exposed {
+            owner,
+            name: &name,
+            generation: observed.obj.metadata.generation.unwrap_or_default(),
+        };
+        let applier = Applier {
+            client: &cx.client,
+            writes: &cx.writes,
+        };
+        Ok(self.past_exposure.withdraw(&applier, &of, deletes).await?)
     }
 
     /// The plan's children; a refused policy is remembered for the next passes.

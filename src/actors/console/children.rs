@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 
+use crate::actors::ObjectContext;
 use crate::api::{ExposureKind, PgToolBoxConsole};
 use crate::children::{
     Applier, ApplyError, ApplyReport, ChildOwner, ChildSet, Component, HttpRoute, OperatorCaches,
@@ -17,6 +18,7 @@ use crate::reconcile::console::{
 use crate::reconcile::exposure::{
     ExposureView, desired_http_route, desired_ingress, desired_route,
 };
+use crate::reconcile::optional_api::{Availability, OptionalApi};
 
 /// Why the children could not be applied.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +52,30 @@ impl Applied {
 pub struct Readable {
     pub routes: bool,
     pub http_routes: bool,
+}
+
+/// The prober's answers for Routes and HTTPRoutes in the console's namespace, asked once a pass.
+pub struct ExposureApis {
+    pub routes: Availability,
+    pub http_routes: Availability,
+}
+
+impl ExposureApis {
+    pub fn of(cx: &ObjectContext) -> Self {
+        let optional = &cx.shared.optional_apis;
+        let ns = cx.key.namespace.as_str();
+        Self {
+            routes: optional.availability(OptionalApi::Routes, ns),
+            http_routes: optional.availability(OptionalApi::HttpRoutes, ns),
+        }
+    }
+
+    pub fn readable(&self) -> Readable {
+        Readable {
+            routes: !matches!(self.routes, Availability::Refused { .. }),
+            http_routes: !matches!(self.http_routes, Availability::Refused { .. }),
+        }
+    }
 }
 
 /// Where the writes go: each part's `ChildSet` gets its own `Applier` over these.

@@ -5,7 +5,6 @@ mod bundle;
 mod children;
 mod error;
 mod observe;
-mod past_exposure;
 mod reads;
 mod reconciler;
 mod trust;

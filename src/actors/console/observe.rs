@@ -8,13 +8,13 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
 use super::bundle::{mirror, selected_clusters};
-use super::children::Readable;
-use super::past_exposure::read_past_cache;
+use super::children::ExposureApis;
 use super::reconciler::ConsoleReconciler;
 use super::trust::other_policies;
+use crate::actors::past_exposure::Exposed;
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::PgToolBoxConsole;
-use crate::children::{Synced, Track};
+use crate::children::{ChildOwner, Synced, Track};
 use crate::conditions::Verdict;
 use crate::messages::ObjectKey;
 use crate::reconcile::console::{
@@ -24,32 +24,7 @@ use crate::reconcile::console::{
 };
 use crate::reconcile::exposure::{HostAllowList, past_cache_reads};
 use crate::reconcile::images::ImageAllowList;
-use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::workload::workload_verdict;
-
-/// The prober's answers for Routes and HTTPRoutes in the console's namespace, asked once a pass.
-pub struct ExposureApis {
-    pub routes: Availability,
-    pub http_routes: Availability,
-}
-
-impl ExposureApis {
-    pub fn of(cx: &ObjectContext) -> Self {
-        let optional = &cx.shared.optional_apis;
-        let ns = cx.key.namespace.as_str();
-        Self {
-            routes: optional.availability(OptionalApi::Routes, ns),
-            http_routes: optional.availability(OptionalApi::HttpRoutes, ns),
-        }
-    }
-
-    pub fn readable(&self) -> Readable {
-        Readable {
-            routes: !matches!(self.routes, Availability::Refused { .. }),
-            http_routes: !matches!(self.http_routes, Availability::Refused { .. }),
-        }
-    }
-}
 
 impl ConsoleReconciler {
     /// The caches a pass reads (Routes and HTTPRoutes where their API is usable).
@@ -81,6 +56,7 @@ impl ConsoleReconciler {
         &self,
         obj: &'a PgToolBoxConsole,
         cx: &'a ObjectContext,
+        child_owner: &ChildOwner,
         apis: ExposureApis,
     ) -> Result<Observed<'a>, ReconcileError> {
         let settings = &cx.shared.settings;
@@ -136,13 +112,16 @@ impl ConsoleReconciler {
             refusal_remembered(*at_generation, generation, at.elapsed(), recheck_long)
                 .then(|| refusal.clone())
         });
+        // A delete refused by an earlier pass is read back with what it was refused for.
         let refused_kinds = past_cache_reads(&apis.routes, &apis.http_routes);
-        let past_cache = if refused_kinds.is_empty() {
-            Vec::new()
-        } else {
-            let uid = obj.metadata.uid.clone().unwrap_or_default();
-            read_past_cache(&cx.client, ns, &names.workload, &uid, &refused_kinds).await?
+        let of = Exposed {
+            owner: child_owner,
+            name: &names.workload,
+            generation,
         };
+        let past_cache = (self.past_exposure)
+            .read(&cx.client, &of, &refused_kinds, recheck_long)
+            .await?;
         let deployment = c
             .deployments
             .children_of(&owner)

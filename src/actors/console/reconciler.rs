@@ -1,18 +1,19 @@
 //! One pass over a PgToolBoxConsole as a pipeline: observe (`observe.rs`: the caches and every
-//! read past them), withdraw what the exposure decision finds past the cache, `plan` (pure),
-//! apply the children through the applier (`apply.rs`; Pods before policy), `settle` and
-//! `conclude_pass` (pure), and one status write whose stall rechecks become the actor's timers.
-//! The rules live in `reconcile::console::plan`.
+//! read past them, a delete refused by an earlier pass included), `plan` (pure, once), apply
+//! (`apply.rs`: the withdrawal past the cache, then the children through the applier, Pods
+//! before policy), `settle` and `conclude_pass` (pure), and one status write whose stall
+//! rechecks become the actor's timers. A delete refused now is for the next pass to decide
+//! with: the pass asks for it at once. The rules live in `reconcile::console::plan`.
 
 use std::time::Duration;
 
 use dashmap::DashMap;
 use tokio::time::Instant;
 
-use super::children::Target;
+use super::children::{ExposureApis, Target};
 use super::error::ConsoleError;
-use super::observe::ExposureApis;
 use super::reads::PastCache;
+use crate::actors::past_exposure::PastExposure;
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass};
 use crate::api::{PgToolBoxConsole, ReportsConditions};
 use crate::children::{ChildOwner, OperatorCaches, Synced};
@@ -26,6 +27,8 @@ pub struct ConsoleReconciler {
     pub(super) caches: OperatorCaches,
     status: StatusWriter<PgToolBoxConsole>,
     pub(super) past: PastCache,
+    /// Routes and HTTPRoutes past the cache, and the deletes of them the server refused.
+    pub(super) past_exposure: PastExposure,
     /// The ingress policy the server refused, per console: (generation, when, answer). Tried
     /// again after the long recheck or on a new generation.
     pub(super) refused: DashMap<ObjectKey, (i64, Instant, PolicyRefusal)>,
@@ -39,6 +42,7 @@ impl ConsoleReconciler {
             caches,
             status: StatusWriter::new(events),
             past: PastCache::default(),
+            past_exposure: PastExposure::default(),
             refused: DashMap::new(),
             verified: DashMap::new(),
         }
@@ -65,10 +69,7 @@ impl ConsoleReconciler {
             let facts = self.paused(obj, cx, to, facts).await?;
             return self.finish(obj, facts, cx).await;
         }
-        let mut observed = self.observe(obj, cx, apis).await?;
-        // Before the plan: a refused delete leaves the object published, which the plan (the
-        // policy, the grant) must know in this pass.
-        self.withdraw_past_cache(cx, &mut observed).await?;
+        let observed = self.observe(obj, cx, &owner, apis).await?;
         let plan = plan(&observed);
         // What the confinement verified is not verified again by the next passes.
         if let Some(v) = &plan.confinement.verified {
@@ -76,6 +77,10 @@ impl ConsoleReconciler {
         } else {
             self.verified.remove(&cx.key);
         }
+        // A refused delete leaves the object published: the next pass plans with it.
+        let again = self
+            .withdraw_past_cache(cx, &owner, &observed, &plan)
+            .await?;
         let applied = self.apply(cx, to, &observed, &plan).await?;
         // A refused child ends the pass as an error of its class (AdmissionDenied, ...).
         let settled = settle(&observed, &plan, applied).map_err(ReconcileError::from)?;
@@ -84,7 +89,7 @@ impl ConsoleReconciler {
             .then(|| self.workload(cx, &observed.pods));
         let facts = conclude_pass(facts, &observed, &plan, &settled, workload)
             .map_err(ReconcileError::other)?;
-        self.finish(obj, facts, cx).await
+        Ok(self.finish(obj, facts, cx).await?.again_if(again))
     }
 
     /// The one status write, then the schedule: the engine's rechecks at the configured
@@ -143,5 +148,6 @@ impl StatusPass for ConsoleReconciler {
     fn forget(&self, key: &ObjectKey) {
         self.refused.remove(key);
         self.verified.remove(key);
+        self.past_exposure.forget(key);
     }
 }

@@ -1,7 +1,7 @@
 //! The apply of a rendered PgAdmin pass: the login and servers Secrets first (the servers
 //! Secret's hash names the registration Job), then the children the plan renders through one
-//! [`ChildSet`] (ServiceAccount, data volume, Deployment, Service, exposure, egress policy) and
-//! the owner's Jobs in one apply, then the children read back from the caches.
+//! [`ChildSet`] (ServiceAccount, data volume, Deployment, Service, exposure, egress policy, and
+//! the owner's Jobs each with its own component), then the children read back from the caches.
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use super::reconciler::PgAdminReconciler;
 use super::secrets::{ServersOutcome, ensure_login_secret};
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::PgAdmin;
-use crate::children::{Applier, ChildOwner, ChildSet, ChildVerdict, Component, Desired};
+use crate::children::{Applier, ChildOwner, ChildSet, ChildVerdict, Component};
 use crate::messages::ObjectKey;
 use crate::reconcile::exposure::ExposureDecision;
 use crate::reconcile::pgadmin::{
@@ -135,11 +135,11 @@ impl PgAdminReconciler {
             egress_policy,
             jobs,
         } = rendered.objects;
-        let applier = || Applier {
+        let applier = Applier {
             client: &cx.client,
             writes: &cx.writes,
         };
-        let mut set = ChildSet::new(applier(), owner, Component::PgAdmin);
+        let mut set = ChildSet::new(applier, owner, Component::PgAdmin);
         set.apply(&c.service_accounts, [service_account])
             .await
             .map_err(PgAdminError::from)?
@@ -160,22 +160,16 @@ impl PgAdminReconciler {
         set.apply(&c.network_policies, [egress_policy])
             .await
             .map_err(PgAdminError::from)?;
-        let mut report = set.report();
-        // One apply for every Job of the owner, each with its own component.
-        let jobs = jobs
-            .into_iter()
-            .map(|(component, object)| Desired { component, object })
-            .collect();
-        let job_report = applier()
-            .apply(&c.jobs, owner, jobs)
+        // Every Job of the owner in one apply, each with its own component.
+        set.apply_parts(&c.jobs, jobs)
             .await
             .map_err(PgAdminError::from)?;
+        let report = set.report();
         let job_name = &judged.registration.job_name;
-        let created_registration = job_report
+        let created_registration = report
             .verdicts
             .iter()
             .any(|v| matches!(v, ChildVerdict::Applied { name } if name == job_name));
-        report.merge(job_report);
         let writes = Writes {
             applied_converged: report.converged(),
             wrote_servers: wrote,

@@ -1,15 +1,22 @@
-//! The exposure of a PgAdmin: decided from the caches and the prober's answers (with the reads
-//! past the cache where Routes or HTTPRoutes are refused), and applied through the applier.
+//! The exposure of a PgAdmin as observe, decide, withdraw: the caches, the prober's answers and
+//! the reads past the cache where Routes or HTTPRoutes are refused (the shared
+//! `actors::past_exposure`, a delete an earlier pass saw refused included), the decision (pure,
+//! `reconcile::exposure::decide_exposure`), then the deletes past the cache it asks for; the
+//! children it wants are applied through the pass's `ChildSet`.
 
 use std::sync::Arc;
 
-use super::past_cache::{delete_past_cache, read_past_cache};
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::DynamicObject;
+
+use crate::actors::past_exposure::Exposed;
 use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::PgAdmin;
 use crate::children::{Applier, ChildOwner, ChildSet, Component, HttpRoute, Route};
 use crate::reconcile::exposure::{
-    BackendPort, ExposureDecision, ExposureInputs, ExposureView, ObservedExposure, PastCacheCheck,
-    decide_exposure, desired_http_route, desired_ingress, desired_route, past_cache_reads,
+    BackendPort, ExposureDecision, ExposureInputs, ExposureView, HostnameRefusal, ObservedExposure,
+    PastCacheCheck, decide_exposure, desired_http_route, desired_ingress, desired_route,
+    past_cache_reads,
 };
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::pgadmin::{ChildNames, HTTP_PORT_NAME, SERVICE_PORT};
@@ -23,70 +30,101 @@ const PORT: BackendPort<'static> = BackendPort {
     number: SERVICE_PORT,
 };
 
+/// Everything the exposure decision reads, read once a pass.
+pub(super) struct SeenExposure {
+    routes: Availability,
+    http_routes: Availability,
+    route: Option<DynamicObject>,
+    http_route: Option<DynamicObject>,
+    ingress: Option<Arc<Ingress>>,
+    past_cache: Vec<PastCacheCheck>,
+}
+
+impl SeenExposure {
+    /// The decision, pure, from what was seen and the hostname check.
+    pub(super) fn decide(
+        &self,
+        obj: &PgAdmin,
+        namespace: &str,
+        names: &ChildNames,
+        hostname: Result<(), &HostnameRefusal>,
+    ) -> ExposureDecision {
+        let recorded = obj
+            .status
+            .as_ref()
+            .map(|s| s.published_exposure_kinds.as_slice())
+            .unwrap_or_default();
+        decide_exposure(&ExposureInputs {
+            exposure: ExposureView::from(&obj.spec.exposure),
+            child_name: &names.workload,
+            service_name: &names.workload,
+            hostname,
+            routes: &self.routes,
+            http_routes: &self.http_routes,
+            observed: ObservedExposure {
+                route: self.route.as_ref(),
+                ingress: self.ingress.as_deref(),
+                http_route: self.http_route.as_ref(),
+            },
+            namespace,
+            recorded,
+            past_cache: &self.past_cache,
+        })
+    }
+}
+
 impl PgAdminReconciler {
-    /// The exposure decided from the caches and the prober's answers, with the reads past the
-    /// cache of a Route or HTTPRoute whose API is refused in the namespace (and the delete of
-    /// one the decision removes).
-    pub(super) async fn exposure(
+    /// The exposure's reads: the caches, the prober's answers, and past the cache the Route or
+    /// HTTPRoute whose API is refused in the namespace.
+    pub(super) async fn observe_exposure(
         &self,
         obj: &PgAdmin,
         cx: &ObjectContext,
         owner: &ChildOwner,
         names: &ChildNames,
-        hostname: Result<(), &crate::reconcile::exposure::HostnameRefusal>,
-    ) -> Result<ExposureDecision, ReconcileError> {
+    ) -> Result<SeenExposure, ReconcileError> {
         let ns = cx.key.namespace.as_str();
         let key = user_of::<PgAdmin>(&cx.key);
         let apis = &cx.shared.optional_apis;
         let routes = apis.availability(OptionalApi::Routes, ns);
         let http_routes = apis.availability(OptionalApi::HttpRoutes, ns);
-        let route = first(self.caches.routes.children_of(&key)).and_then(|r| r.to_dynamic());
-        let http_route =
-            first(self.caches.http_routes.children_of(&key)).and_then(|r| r.to_dynamic());
-        let ingress = first(self.caches.ingresses.children_of(&key));
-        let recorded = obj
-            .status
-            .as_ref()
-            .map(|s| s.published_exposure_kinds.clone())
-            .unwrap_or_default();
+        let of = exposed(obj, owner, names);
         let kinds = past_cache_reads(&routes, &http_routes);
-        let mut checks = read_past_cache(&cx.client, owner, &names.workload, &kinds).await?;
-        let decide = |checks: &[PastCacheCheck]| {
-            decide_exposure(&ExposureInputs {
-                exposure: ExposureView::from(&obj.spec.exposure),
-                child_name: &names.workload,
-                service_name: &names.workload,
-                hostname,
-                routes: &routes,
-                http_routes: &http_routes,
-                observed: ObservedExposure {
-                    route: route.as_ref(),
-                    ingress: ingress.as_deref(),
-                    http_route: http_route.as_ref(),
-                },
-                namespace: ns,
-                recorded: &recorded,
-                past_cache: checks,
-            })
-        };
-        let decision = decide(&checks);
-        let mut refused_any = false;
-        for (kind, uid) in &decision.delete_past_cache {
-            let deleted =
-                delete_past_cache(&cx.client, &cx.writes, owner, &names.workload, *kind, uid)
-                    .await?;
-            if !deleted {
-                refused_any = true;
-                for check in checks.iter_mut().filter(|c| c.kind == *kind) {
-                    check.delete_refused = true;
-                }
-            }
-        }
-        Ok(if refused_any {
-            decide(&checks)
-        } else {
-            decision
+        let recheck_long = cx.shared.settings.stall_rechecks.1;
+        let past_cache = (self.past_exposure)
+            .read(&cx.client, &of, &kinds, recheck_long)
+            .await?;
+        Ok(SeenExposure {
+            route: first(self.caches.routes.children_of(&key)).and_then(|r| r.to_dynamic()),
+            http_route: first(self.caches.http_routes.children_of(&key))
+                .and_then(|r| r.to_dynamic()),
+            ingress: first(self.caches.ingresses.children_of(&key)),
+            routes,
+            http_routes,
+            past_cache,
         })
+    }
+
+    /// The deletes past the cache the decision asks for, pinned; `true` when the server refused
+    /// one (remembered: the next pass decides with it).
+    pub(super) async fn withdraw_past_cache(
+        &self,
+        obj: &PgAdmin,
+        cx: &ObjectContext,
+        owner: &ChildOwner,
+        names: &ChildNames,
+        decision: &ExposureDecision,
+    ) -> Result<bool, ReconcileError> {
+        if decision.delete_past_cache.is_empty() {
+            return Ok(false);
+        }
+        let applier = Applier {
+            client: &cx.client,
+            writes: &cx.writes,
+        };
+        let of = exposed(obj, owner, names);
+        let deletes = &decision.delete_past_cache;
+        Ok(self.past_exposure.withdraw(&applier, &of, deletes).await?)
     }
 
     /// Applies the exposure children the decision wants (none: withdrawn) into `set`.
@@ -145,6 +183,14 @@ impl PgAdminReconciler {
         self.apply_exposure(obj, cx, &mut set, names, decision)
             .await?;
         Ok(set.report().converged())
+    }
+}
+
+fn exposed<'a>(obj: &PgAdmin, owner: &'a ChildOwner, names: &'a ChildNames) -> Exposed<'a> {
+    Exposed {
+        owner,
+        name: &names.workload,
+        generation: obj.metadata.generation.unwrap_or_default(),
     }
 }
 

@@ -6,7 +6,6 @@ mod error;
 mod exposure;
 mod inputs;
 mod observe;
-mod past_cache;
 mod reconciler;
 mod secrets;
 mod settings_db;

@@ -1,11 +1,14 @@
-//! One pass over a PgAdmin as a pipeline: check the hostname and settle the exposure (its reads
-//! and deletes past the cache), observe (the caches, the referenced objects), `decide` (pure),
+//! One pass over a PgAdmin as a pipeline: check the hostname; the exposure observed (its reads
+//! past the cache), decided (pure) and its deletes past the cache applied (`exposure.rs`; one
+//! the server refuses is for the next pass, asked for at once, to decide with); observe (the
+//! caches, the referenced objects), `decide` (pure),
 //! ensure the settings database, `plan` (pure), make the Secrets current and apply the children
 //! through the applier, read them back from the caches, `conclude` (pure), and write the status
 //! once. The rules live in `reconcile::pgadmin` (`plan.rs`, `children.rs`, `conclude.rs`).
 
 use super::error::PgAdminError;
 use super::secrets::{ConsumedDigests, ServersSecrets};
+use crate::actors::past_exposure::PastExposure;
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAdmin, ReportsConditions};
 use crate::children::{ChildOwner, OperatorCaches, Synced, Track};
@@ -24,6 +27,8 @@ pub struct PgAdminReconciler {
     pub(super) servers: ServersSecrets,
     pub(super) consumed: ConsumedDigests,
     pub(super) password_generation: tokio::sync::OnceCell<bool>,
+    /// Routes and HTTPRoutes past the cache, and the deletes of them the server refused.
+    pub(super) past_exposure: PastExposure,
 }
 
 impl PgAdminReconciler {
@@ -34,6 +39,7 @@ impl PgAdminReconciler {
             servers: ServersSecrets::default(),
             consumed: ConsumedDigests::default(),
             password_generation: tokio::sync::OnceCell::new(),
+            past_exposure: PastExposure::default(),
         }
     }
 
@@ -51,7 +57,9 @@ impl PgAdminReconciler {
         let mut facts = facts.map_err(PgAdminError::from)?;
         let paused = facts.paused;
         let refused = refusal.as_ref().map_or(Ok(()), Err);
-        let exposure = self.exposure(obj, cx, &owner, &names, refused).await?;
+        let seen = self.observe_exposure(obj, cx, &owner, &names).await?;
+        let exposure = seen.decide(obj, &cx.key.namespace, &names, refused);
+        let again = (self.withdraw_past_cache(obj, cx, &owner, &names, &exposure)).await?;
         let mut exposure_converged = true;
         if refusal.is_some() {
             let withdraw = self.withdraw_exposure(obj, cx, &owner, &names, &exposure);
@@ -61,7 +69,7 @@ impl PgAdminReconciler {
         }
         if paused {
             let written = self.write(obj, facts, cx).await?;
-            return Ok(Outcome::done().with_status(written));
+            return Ok(Outcome::done().with_status(written).again_if(again));
         }
 
         let observed = self.observe(obj, cx, refusal.is_some()).await?;
@@ -93,7 +101,7 @@ impl PgAdminReconciler {
         })
         .map_err(PgAdminError::from)?;
         let written = self.write(obj, facts, cx).await?;
-        Ok(Outcome::done().with_status(written))
+        Ok(Outcome::done().with_status(written).again_if(again))
     }
 
     async fn write(
@@ -130,6 +138,7 @@ impl StatusPass for PgAdminReconciler {
     }
 
     fn forget(&self, key: &ObjectKey) {
+        self.past_exposure.forget(key);
         self.servers
             .forget(&key.namespace, &ChildNames::of(&key.name));
     }

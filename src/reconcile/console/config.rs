@@ -51,6 +51,49 @@ impl ConfigOutcome {
     pub fn valid(&self) -> bool {
         self.verdict.reason == common::AS_EXPECTED
     }
+
+    /// The outcome once the apply found the ingress policy refused or a child name taken in
+    /// `namespace`: those are the last checks, so an outcome that already fails stands.
+    pub fn with_findings(
+        self,
+        namespace: &str,
+        policy_refused: Option<&PolicyRefusal>,
+        foreign_child: Option<&ForeignChild>,
+    ) -> Self {
+        if !self.valid() {
+            return self;
+        }
+        match finding(namespace, policy_refused, foreign_child) {
+            Some(verdict) => Self { verdict, ..self },
+            None => self,
+        }
+    }
+}
+
+/// The verdict of what only the server tells: a refused policy, then a taken child name.
+fn finding(
+    ns: &str,
+    policy_refused: Option<&PolicyRefusal>,
+    foreign_child: Option<&ForeignChild>,
+) -> Option<Verdict> {
+    if let Some(refusal) = policy_refused {
+        return Some(Verdict::fails(
+            console::EXPOSURE_POLICY_INVALID,
+            format!(
+                "the API server refused NetworkPolicy {} rendered from spec.exposure.networkPolicy ({}): {} (tried again every five minutes and on every change of the spec)",
+                refusal.name, refusal.code, refusal.message
+            ),
+        ));
+    }
+    foreign_child.map(|foreign| {
+        Verdict::fails(
+            common::RESOURCE_NOT_OWNED,
+            format!(
+                "{} {} exists in {ns} and is not controlled by this PgToolBoxConsole; it is left untouched",
+                foreign.kind, foreign.name
+            ),
+        )
+    })
 }
 
 fn listed(refs: &[NamedRef]) -> String {
@@ -111,23 +154,8 @@ pub fn decide(facts: &ConsoleConfigFacts<'_>) -> ConfigOutcome {
             ),
         ));
     }
-    if let Some(refusal) = facts.policy_refused {
-        return fails(Verdict::fails(
-            console::EXPOSURE_POLICY_INVALID,
-            format!(
-                "the API server refused NetworkPolicy {} rendered from spec.exposure.networkPolicy ({}): {} (tried again every five minutes and on every change of the spec)",
-                refusal.name, refusal.code, refusal.message
-            ),
-        ));
-    }
-    if let Some(foreign) = facts.foreign_child {
-        return fails(Verdict::fails(
-            common::RESOURCE_NOT_OWNED,
-            format!(
-                "{} {} exists in {ns} and is not controlled by this PgToolBoxConsole; it is left untouched",
-                foreign.kind, foreign.name
-            ),
-        ));
+    if let Some(verdict) = finding(ns, facts.policy_refused, facts.foreign_child) {
+        return fails(verdict);
     }
     fails(Verdict::holds(
         common::AS_EXPECTED,

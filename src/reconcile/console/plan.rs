@@ -1,10 +1,10 @@
 //! One console pass's plan, pure. The actor observes (`Observed`: the caches and every read past
-//! them), withdraws what the exposure decision finds past the cache, asks [`plan`] what to apply,
-//! applies it, asks [`settle`] what the apply means and [`conclude_pass`] for the facts it writes.
+//! them, a delete past the cache an earlier pass saw refused included), asks [`plan`] once what
+//! to apply and delete, applies it, asks [`settle`] what the apply means and [`conclude_pass`]
+//! for the facts it writes. A delete refused in this pass is the next pass's to decide with.
 //! Which reads a pass needs, what it applies and which verdict wins after the apply live here.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
@@ -30,6 +30,9 @@ use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::Availability;
 use crate::reconcile::workload::SecretDigest;
 
+/// A refused ingress policy is remembered by the shared rule.
+pub use crate::reconcile::remembered::refusal_remembered;
+
 /// Everything a pass read, from the caches and past them. The actor fills it in stages: the
 /// parts some reads depend on first ([`Observed::needs_node_cidrs`], [`Observed::needs_digests`]).
 pub struct Observed<'a> {
@@ -50,7 +53,8 @@ pub struct Observed<'a> {
     pub route: Option<DynamicObject>,
     pub http_route: Option<DynamicObject>,
     pub ingress: Option<Ingress>,
-    /// Routes/HTTPRoutes of refused kinds, read past the cache; `delete_refused` once withdrawn.
+    /// Routes/HTTPRoutes of refused kinds, read past the cache; `delete_refused`: an earlier
+    /// pass's delete of the one found was refused (and is still remembered).
     pub past_cache: Vec<PastCacheCheck>,
     /// The console's own ingress policy as the cache holds it.
     pub policy: Option<ObservedPolicy>,
@@ -66,17 +70,6 @@ pub struct Observed<'a> {
     pub bundle: Option<BundleOutcome>,
     /// Digests of the Secrets the Pods mount, read only when [`Observed::needs_digests`].
     pub digests: Vec<SecretDigest>,
-}
-
-/// A refused ingress policy is remembered for its generation until the long stall recheck, and
-/// tried again after it (or on a new generation).
-pub fn refusal_remembered(
-    at_generation: i64,
-    generation: i64,
-    elapsed: Duration,
-    recheck_long: Duration,
-) -> bool {
-    at_generation == generation && elapsed < recheck_long
 }
 
 /// The references the index knows do not exist; one it cannot tell yet is not said missing.
@@ -113,12 +106,9 @@ impl Observed<'_> {
             .unwrap_or_else(|| NONE.get_or_init(PgToolBoxConsoleStatus::default))
     }
 
-    /// ConfigurationValid, with a child name found taken or a policy refused by the apply.
-    pub fn config(
-        &self,
-        foreign: Option<&ForeignChild>,
-        refused: Option<&PolicyRefusal>,
-    ) -> ConfigOutcome {
+    /// ConfigurationValid as known before the apply (a policy refusal remembered included);
+    /// what the apply finds is added with [`ConfigOutcome::with_findings`].
+    pub fn config(&self) -> ConfigOutcome {
         decide(&ConsoleConfigFacts {
             namespace: self.namespace,
             image: self.obj.spec.image.as_deref(),
@@ -127,8 +117,8 @@ impl Observed<'_> {
             missing_roles: &self.missing_roles,
             missing_secrets: &self.missing_secrets,
             missing_config_maps: &self.missing_config_maps,
-            policy_refused: refused,
-            foreign_child: foreign,
+            policy_refused: self.remembered_refusal.as_ref(),
+            foreign_child: None,
         })
     }
 
@@ -152,13 +142,6 @@ impl Observed<'_> {
             recorded: &self.stored().published_exposure_kinds,
             past_cache: &self.past_cache,
         })
-    }
-
-    /// What the withdrawal past the cache was refused: the decision then says it remains.
-    pub fn refuse_deletes(&mut self, refused: &[ExposureKind]) {
-        for check in &mut self.past_cache {
-            check.delete_refused = refused.contains(&check.kind);
-        }
     }
 
     /// The ingress policy this pass renders: only for something published, with peers.
@@ -185,7 +168,7 @@ impl Observed<'_> {
 
     /// The image to render, when the configuration as known before the apply is valid.
     fn applied_image(&self) -> Option<String> {
-        let config = self.config(None, self.remembered_refusal.as_ref());
+        let config = self.config();
         config.image.clone().filter(|_| config.valid())
     }
 }
@@ -239,7 +222,7 @@ fn hostname(refusal: Option<&HostnameRefusal>) -> Hostname {
     }
 }
 
-/// The pass's plan from what it observed (after the withdrawal past the cache).
+/// The pass's plan from what it observed; it runs once per pass.
 pub fn plan(observed: &Observed<'_>) -> Plan {
     let host_refusal = observed.host_refusal();
     let exposure = observed.exposure();
@@ -268,7 +251,7 @@ pub fn plan(observed: &Observed<'_>) -> Plan {
     Plan {
         hostname: hostname(host_refusal.as_ref()),
         hostname_refused: host_refusal.is_some(),
-        config: observed.config(None, observed.remembered_refusal.as_ref()),
+        config: observed.config(),
         exposure,
         confinement,
         rendered,
@@ -347,7 +330,12 @@ pub fn settle<R>(
         .as_ref()
         .or(observed.remembered_refusal.as_ref());
     let (config, judge_workload) = if facts.foreign.is_some() || refusal.is_some() {
-        (observed.config(facts.foreign.as_ref(), refusal), false)
+        let config = plan.config.clone();
+        let namespace = observed.namespace;
+        (
+            config.with_findings(namespace, refusal, facts.foreign.as_ref()),
+            false,
+        )
     } else if let Some(refused) = facts.refused {
         return Err(refused);
     } else {

@@ -281,34 +281,147 @@ fn the_plan_states_the_hostname_and_the_configuration_known_before_the_apply() {
     assert_eq!(p.config.verdict.reason, r::EXPOSURE_POLICY_INVALID);
 }
 
+/// The plan runs once per pass on what was observed: a delete past the cache is planned; when
+/// the server refuses it, the next pass observes the refusal (remembered by the actor) and
+/// plans with it: the kind stays published, said to remain, and nothing is deleted again.
 #[test]
-fn a_refused_delete_past_the_cache_leaves_the_kind_published() {
+fn a_delete_past_the_cache_refused_in_one_pass_is_decided_with_in_the_next() {
     use crate::reconcile::exposure::{PastCacheCheck, PastCacheRead};
-    let obj = console(json!({"image": IMAGE}));
-    let mut o = observed(&obj);
-    o.routes_api = Availability::Refused {
-        namespace: "team-a".into(),
+    struct Row {
+        name: &'static str,
+        read: PastCacheRead,
+        /// An earlier pass's delete of what was found was refused.
+        refused_before: bool,
+        requested: bool,
+        deletes: bool,
+        published: bool,
+        remains_said: bool,
+    }
+    let found = |owned| PastCacheRead::Found {
+        uid: "route-uid".into(),
+        owned,
     };
-    o.past_cache = vec![PastCacheCheck {
-        kind: ExposureKind::Route,
-        read: PastCacheRead::Found {
-            uid: "route-uid".into(),
-            owned: true,
+    let rows = [
+        Row {
+            name: "ours, unwanted: the first pass deletes it",
+            read: found(true),
+            refused_before: false,
+            requested: false,
+            deletes: true,
+            published: false,
+            remains_said: false,
         },
-        delete_refused: false,
-    }];
-    let before = o.exposure();
-    assert_eq!(
-        before.delete_past_cache,
-        vec![(ExposureKind::Route, "route-uid".to_owned())]
-    );
-    assert!(before.published.is_empty());
-    o.refuse_deletes(&[ExposureKind::Route]);
-    let after = plan(&o).exposure;
-    assert!(after.delete_past_cache.is_empty());
-    assert_eq!(after.published, vec![ExposureKind::Route]);
-    o.refuse_deletes(&[]);
-    assert_eq!(o.exposure(), before, "a delete not refused changes nothing");
+        Row {
+            name: "its delete refused last pass: kept, said to remain",
+            read: found(true),
+            refused_before: true,
+            requested: false,
+            deletes: false,
+            published: true,
+            remains_said: true,
+        },
+        Row {
+            name: "ours and requested: kept whatever was refused",
+            read: found(true),
+            refused_before: false,
+            requested: true,
+            deletes: false,
+            published: true,
+            remains_said: true,
+        },
+        Row {
+            name: "someone else's: neither deleted nor counted",
+            read: found(false),
+            refused_before: false,
+            requested: false,
+            deletes: false,
+            published: false,
+            remains_said: false,
+        },
+        Row {
+            name: "gone since: nothing to decide",
+            read: PastCacheRead::NotFound,
+            refused_before: true,
+            requested: false,
+            deletes: false,
+            published: false,
+            remains_said: false,
+        },
+    ];
+    for row in rows {
+        let spec = if row.requested {
+            exposed_spec("ops.apps.example.com", json!({"podSelector": {}}))
+        } else {
+            json!({"image": IMAGE})
+        };
+        let obj = console(spec);
+        let mut o = observed(&obj);
+        o.routes_api = Availability::Refused {
+            namespace: "team-a".into(),
+        };
+        o.past_cache = vec![PastCacheCheck {
+            kind: ExposureKind::Route,
+            read: row.read.clone(),
+            delete_refused: row.refused_before,
+        }];
+        let p = plan(&o);
+        let name = row.name;
+        let deletes = vec![(ExposureKind::Route, "route-uid".to_owned())];
+        assert_eq!(
+            p.exposure.delete_past_cache == deletes,
+            row.deletes,
+            "{name}"
+        );
+        assert_eq!(
+            p.exposure.published.contains(&ExposureKind::Route),
+            row.published,
+            "{name}"
+        );
+        let said = p.exposure.verdict.message.contains("may remain");
+        assert_eq!(
+            said, row.remains_said,
+            "{name}: {}",
+            p.exposure.verdict.message
+        );
+        assert_eq!(
+            plan(&o).exposure,
+            p.exposure,
+            "{name}: one answer per observation"
+        );
+    }
+}
+
+/// What the apply finds (a refused policy, a taken name) is added to the configuration known
+/// before it, as deciding everything again would: an earlier failure stands, the policy first.
+#[test]
+fn the_apply_findings_added_equal_the_whole_decision() {
+    let refused = refusal();
+    let taken = foreign();
+    let findings = [
+        (None, None),
+        (Some(&refused), None),
+        (None, Some(&taken)),
+        (Some(&refused), Some(&taken)),
+    ];
+    for spec in [json!({"image": IMAGE}), json!({})] {
+        let obj = console(spec);
+        let o = observed(&obj);
+        for (policy, foreign) in findings {
+            let whole = super::config::decide(&super::config::ConsoleConfigFacts {
+                namespace: o.namespace,
+                image: obj.spec.image.as_deref(),
+                default_image: o.default_image,
+                allow_list: &o.images,
+                missing_roles: &o.missing_roles,
+                missing_secrets: &o.missing_secrets,
+                missing_config_maps: &o.missing_config_maps,
+                policy_refused: policy,
+                foreign_child: foreign,
+            });
+            let added = o.config().with_findings(o.namespace, policy, foreign);
+            assert_eq!(added, whole, "{:?} {policy:?} {foreign:?}", obj.spec.image);
+        }
+    }
 }
 
 #[test]

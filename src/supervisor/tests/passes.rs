@@ -34,6 +34,22 @@ async fn a_burst_of_deltas_collapses_and_the_last_state_wins() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_pass_that_asks_again_is_followed_at_once_by_one_more() {
+    // The first pass met an answer (a refused delete) the next one decides with.
+    let probe = Probe::new(Duration::ZERO, |_, nth| {
+        Act::Ok(Outcome::done().again_if(nth == 1))
+    });
+    let h = Harness::start(&probe, quick_options(), 1).await;
+    h.list(vec![cm("again", "a", 1)]);
+    run_for(10 * 60 * SEC).await;
+
+    let passes = probe.passes_of("again");
+    assert_eq!(passes.len(), 2, "{passes:?}");
+    assert!(passes[1].at - passes[0].at < 10 * MS, "{passes:?}");
+    h.operator.shutdown(SEC).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_timer_fires_once_at_its_time() {
     let probe = Probe::new(Duration::ZERO, |_, nth| match nth {
         1 => Act::Ok(Outcome::done().after(TimerPurpose::Recheck2m, 120 * SEC)),
