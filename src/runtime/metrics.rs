@@ -204,7 +204,6 @@ impl RuntimeMetrics {
         set(&self.timers, kind, count);
     }
 
-
     /// Live and hibernated objects of `kind` (0 for a kind never counted).
     pub fn objects(&self, kind: &str) -> (i64, i64) {
         let get = |family: &Family<KindLabels, Gauge>| {
