@@ -73,6 +73,10 @@ pub struct RunResult {
     pub peak_kb: u64,
     pub peak_reset: bool,
     pub cpu_run_s: f64,
+    /// Of `cpu_run_s`, the embedded API server's threads; the rest is the driver's (with the
+    /// bench's observer, the same for every driver).
+    #[serde(default)]
+    pub cpu_server_s: f64,
     pub quiet: Option<Quiet>,
     pub change_latency_ms: Option<f64>,
     /// Ours: (live actors, hibernated objects) when memory was measured.
@@ -216,6 +220,7 @@ async fn run(
     let heap_before_kb = allocator::heap_in_use_kb();
     let peak_reset = measure::reset_peak();
     let cpu_before = measure::cpu_seconds();
+    let server_cpu_before = measure::threads_cpu_seconds(pgtoolbox_sim::THREAD_NAME);
     sim.admin().reset_stats();
     let start = Instant::now();
     let running = drivers::start(driver, &client, &settings, fleet).await;
@@ -226,6 +231,7 @@ async fn run(
     let writes_done_s = writes_settled(&sim, start).await;
     let stats = sim.stats();
     let cpu_run_s = measure::cpu_seconds() - cpu_before;
+    let cpu_server_s = measure::threads_cpu_seconds(pgtoolbox_sim::THREAD_NAME) - server_cpu_before;
     // Memory is measured at rest: ours once its idle actors hibernated (1 s linger).
     let actors_at_measure = running.actors_settled(Duration::from_secs(15)).await;
     if let Some((live, asleep)) = actors_at_measure {
@@ -288,6 +294,7 @@ async fn run(
         peak_kb,
         peak_reset,
         cpu_run_s,
+        cpu_server_s,
         quiet,
         change_latency_ms,
         actors_at_measure,

@@ -68,6 +68,11 @@ pub fn cpu_seconds_of_pid(pid: u32) -> f64 {
 
 fn cpu_seconds_of(process: &str) -> f64 {
     let stat = fs::read_to_string(format!("/proc/{process}/stat")).unwrap_or_default();
+    stat_cpu_seconds(&stat)
+}
+
+/// User + system CPU seconds of one `/proc/.../stat` line.
+fn stat_cpu_seconds(stat: &str) -> f64 {
     // Fields after the command name (which may hold spaces) start after the last ')'.
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();
@@ -79,6 +84,24 @@ fn cpu_seconds_of(process: &str) -> f64 {
             .unwrap_or(0)
     };
     (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// CPU seconds of this process's live threads whose name starts with `prefix`
+/// (/proc/self/task): the embedded API server's share, since its runtime names its threads
+/// `sim-api`. Threads that already ended are not counted (the server's runtime keeps its
+/// workers for its whole life).
+pub fn threads_cpu_seconds(prefix: &str) -> f64 {
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| {
+            let stat = fs::read_to_string(task.path().join("stat")).ok()?;
+            let name = stat.split_once('(')?.1.rsplit_once(')')?.0;
+            name.starts_with(prefix).then(|| stat_cpu_seconds(&stat))
+        })
+        .sum()
 }
 
 unsafe extern "C" {

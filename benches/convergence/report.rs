@@ -20,6 +20,8 @@ struct Summary {
     live_growth_kb: f64,
     peak_growth_kb: f64,
     cpu_run_s: f64,
+    /// Of which the embedded API server's threads.
+    cpu_server_s: f64,
     quiet_writes_max: Option<u64>,
     quiet_requests_max: Option<u64>,
     quiet_cpu_pct: Option<f64>,
@@ -63,6 +65,7 @@ fn summarise(runs: &[&RunResult]) -> Summary {
         live_growth_kb: m(&|r| r.rss_live_kb as f64 - r.rss_before_kb as f64),
         peak_growth_kb: m(&|r| r.peak_kb as f64 - r.rss_before_kb as f64),
         cpu_run_s: m(&|r| r.cpu_run_s),
+        cpu_server_s: m(&|r| r.cpu_server_s),
         quiet_writes_max: quiet.iter().map(|q| q.writes).max(),
         quiet_requests_max: quiet.iter().map(|q| q.requests).max(),
         quiet_cpu_pct: (!quiet.is_empty())
@@ -135,9 +138,12 @@ fn print_same_run_ratios(n: usize, results: &[RunResult]) {
         let (Some(ours), Some(raw)) = (of("ours", run), of("raw", run)) else {
             continue;
         };
+        let driver_cpu = |r: &RunResult| r.cpu_run_s - r.cpu_server_s;
         let mut line = vec![
             ("converged / raw", ours.converged_s / raw.converged_s),
             ("last write / raw", ours.writes_done_s / raw.writes_done_s),
+            ("server CPU / raw's", ours.cpu_server_s / raw.cpu_server_s),
+            ("driver CPU / raw's", driver_cpu(ours) / driver_cpu(raw)),
             ("ours live beyond raw (KB/object)", beyond(ours, raw, live)),
             ("ours heap beyond raw (KB/object)", beyond(ours, raw, heap)),
         ];
@@ -205,12 +211,19 @@ fn print_table(n: usize, by_driver: &BTreeMap<&str, Summary>) {
             opt(s.change_ms.map(|v| format!("{v:.1}"))),
         );
     }
+    println!();
+    for (driver, s) in by_driver {
+        println!(
+            "- {driver} CPU per object until its last write: the API server's threads {:.3} ms, the driver's (with the bench's observer) {:.3} ms",
+            1e3 * s.cpu_server_s / nf,
+            1e3 * (s.cpu_run_s - s.cpu_server_s) / nf,
+        );
+    }
     let (Some(ours), raw, controller) = (
         by_driver.get("ours"),
         by_driver.get("raw"),
         by_driver.get("controller"),
     ) else {
-        println!();
         return;
     };
     // The sim grows the same under every driver (same objects, same writes): what a driver
@@ -218,7 +231,6 @@ fn print_table(n: usize, by_driver: &BTreeMap<&str, Summary>) {
     let share = |s: &Summary| raw.map(|r| (s.growth_kb - r.growth_kb) / nf);
     let live_share = |s: &Summary| raw.map(|r| (s.live_growth_kb - r.live_growth_kb) / nf);
     let ratio = |a: f64, b: f64| format!("{:.2}×", a / b);
-    println!();
     if let Some(raw) = raw {
         println!(
             "- ours / raw ceiling: all statuses {}, converged {}, last write {}, process growth {}",

@@ -38,6 +38,10 @@ pub enum SimError {
     Signal(std::io::Error),
 }
 
+/// The name of every thread the API server runs on (its runtime's workers and the thread that
+/// drives them), so a co-located program can tell the server's CPU from its own.
+pub const THREAD_NAME: &str = "sim-api";
+
 /// A running embedded API server; stops when dropped.
 pub struct Sim {
     server: Arc<Server>,
@@ -133,14 +137,14 @@ impl Sim {
         };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .thread_name("sim-api")
+            .thread_name(THREAD_NAME)
             .enable_all()
             .build()
             .map_err(SimError::Runtime)?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let app_server = server.clone();
         let thread = std::thread::Builder::new()
-            .name("sim-api".into())
+            .name(THREAD_NAME.into())
             .spawn(move || {
                 runtime.block_on(async move {
                     let listener = match tokio::net::TcpListener::from_std(listener) {

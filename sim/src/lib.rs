@@ -56,5 +56,5 @@ mod fuzz_tests;
 pub use admin::Admin;
 pub use config::{DenyRule, SimConfig};
 pub use faults::Stats;
-pub use handle::{InProcessSim, Sim, SimError, run_api_only};
+pub use handle::{InProcessSim, Sim, SimError, THREAD_NAME, run_api_only};
 pub use kubeconfig::{KubeconfigError, KubeconfigFile};
