@@ -378,6 +378,23 @@ fn report(results: &[RunResult]) {
     }
 }
 
+/// The run's writes of Events (creates, and patches of a series), by the counters' keys
+/// ("verb resource", the resource with its API group).
+fn event_writes(run: &RunResult) -> u64 {
+    run.by_verb_resource
+        .iter()
+        .filter(|(key, _)| {
+            key.split_once(' ').is_some_and(|(verb, resource)| {
+                verb != "get"
+                    && verb != "list"
+                    && verb != "watch"
+                    && (resource == "events" || resource.ends_with(".k8s.io/events"))
+            })
+        })
+        .map(|(_, count)| count)
+        .sum()
+}
+
 /// Ours (the healthy scenario) against the ceiling, run by run and as the ratio of the medians,
 /// each next to its goal; then the writes and requests per object by verb and resource.
 fn ceiling_report(ours: &[&RunResult], ceiling: &[&RunResult]) {
@@ -386,7 +403,7 @@ fn ceiling_report(ours: &[&RunResult], ceiling: &[&RunResult]) {
     };
     // (what, the run's figure, divided per object, goal)
     type Row<'a> = (&'a str, &'a dyn Fn(&RunResult) -> f64, bool, Option<f64>);
-    let rows: [Row; 4] = [
+    let rows: [Row; 5] = [
         (
             "time to all Ready (s)",
             &|r| r.healthy_ready_s.unwrap_or(f64::NAN),
@@ -394,6 +411,14 @@ fn ceiling_report(ours: &[&RunResult], ceiling: &[&RunResult]) {
             Some(1.25),
         ),
         ("writes / object", &|r| r.writes as f64, true, Some(1.3)),
+        // The ceiling writes no Events; the spec has the operator write some: what is left
+        // once both sides' Events are taken out.
+        (
+            "writes but Events / object",
+            &|r| r.writes.saturating_sub(event_writes(r)) as f64,
+            true,
+            Some(1.3),
+        ),
         ("requests / object", &|r| r.requests as f64, true, None),
         (
             "driver CPU / object (ms)",
