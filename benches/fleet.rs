@@ -12,9 +12,10 @@
 //! `FLEET_READY_TIMEOUT_SECS` (900) bounds the wait for Ready. After each healthy run, a
 //! `ceiling` run replays what the operator made with the fewest writes (`fleet/ceiling.rs`)
 //! and the report gives ours / ceiling; `FLEET_CEILING=0` skips it. After each healthy run,
-//! once the operator stopped, a driver caches the same objects whole with kube-runtime
-//! reflectors (`fleet/footprint.rs`) and the report gives the memory per object of ours, of
-//! that cache and the JSON floor; `FLEET_CONTROLLER_FOOTPRINT=0` skips it.
+//! once the operator stopped, a driver caches the same objects with kube-runtime reflectors
+//! (whole, then without managedFields; `fleet/footprint.rs`) and the report gives the memory
+//! per object of ours, of those caches and the JSON floor; `FLEET_CONTROLLER_FOOTPRINT=0`
+//! skips it.
 //! `-- --smoke`: 50 of each kind, 2 namespaces, one run of each scenario.
 //!
 //! Every (scenario, run) is its own child process holding the simulated cluster; the operator
