@@ -11,7 +11,11 @@
 //! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log;
 //! `FLEET_READY_TIMEOUT_SECS` (900) bounds the wait for Ready. After each healthy run, a
 //! `ceiling` run replays what the operator made with the fewest writes (`fleet/ceiling.rs`)
-//! and the report gives ours / ceiling; `FLEET_CEILING=0` skips it.
+//! and the report gives ours / ceiling; `FLEET_CEILING=0` skips it. After each healthy run,
+//! once the operator stopped, a driver caches the same objects with kube-runtime reflectors
+//! (whole, then without managedFields; `fleet/footprint.rs`) and the report gives the memory
+//! per object of ours, of those caches and the JSON floor; `FLEET_CONTROLLER_FOOTPRINT=0`
+//! skips it.
 //! `-- --smoke`: 50 of each kind, 2 namespaces, one run of each scenario.
 //!
 //! Every (scenario, run) is its own child process holding the simulated cluster; the operator
@@ -21,6 +25,8 @@
 mod ceiling;
 #[path = "common/mod.rs"]
 mod common;
+#[path = "fleet/footprint.rs"]
+mod footprint;
 #[path = "fleet/world.rs"]
 mod world;
 
@@ -37,6 +43,10 @@ use common::measure;
 use common::phases::{Quiet, quiet_phase_of, writes_settled};
 use common::stats::{group_by, median, ratio_of_medians};
 use world::{Fleet, FleetKind, Observer};
+
+/// The operator's allocator, so that the Controller-footprint driver's memory compares with its.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 const OPERATOR: &str = env!("CARGO_BIN_EXE_pgtoolbox-operator");
 /// One faulty object in this many, in the `faulty` scenario.
@@ -71,6 +81,9 @@ pub struct RunResult {
     /// The 1-minute load average when the objects were created and when they were all Ready.
     #[serde(default)]
     pub load: (f64, f64),
+    /// The same objects in a kube-runtime-style cache (`fleet/footprint.rs`), healthy runs.
+    #[serde(default)]
+    pub controller: Option<footprint::Footprints>,
 }
 
 fn main() {
@@ -80,6 +93,9 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some(ceiling::DRIVER_ARG) {
         ceiling::drive(&args[1..]);
+    }
+    if args.first().map(String::as_str) == Some(footprint::DRIVER_ARG) {
+        footprint::drive(&args[1..]);
     }
     let smoke = args.iter().any(|a| a == "--smoke");
     let (per_kind, namespaces, runs) = if smoke {
@@ -261,7 +277,7 @@ async fn run(
     let rss_after = measure::rss_kb_of(pid);
     let peak = measure::peak_kb_of(pid);
     let fleet_creates = fleet.objects() as u64;
-    let result = RunResult {
+    let mut result = RunResult {
         scenario: scenario.clone(),
         per_kind: fleet.per_kind,
         objects: fleet.objects(),
@@ -281,6 +297,7 @@ async fn run(
         operator_cpu_s,
         quiet: quiet_phase_of(&sim, quiet_secs, Some(pid)).await,
         load: (load_start, load_end),
+        controller: None,
     };
     eprintln!(
         "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB, load {:.1} -> {:.1}, {} answers 409",
@@ -295,6 +312,10 @@ async fn run(
     );
     let _ = operator.kill();
     let _ = operator.wait();
+    // With the operator stopped, nothing writes: the driver caches what it left.
+    if footprint::wanted(&scenario) {
+        result.controller = footprint::measure(&kubeconfig).await;
+    }
     result
 }
 
@@ -356,6 +377,9 @@ fn report(results: &[RunResult]) {
     }
     if let (Some(ours), Some(ceiling)) = (by_scenario.get("healthy"), by_scenario.get(CEILING)) {
         ceiling_report(ours, ceiling);
+    }
+    if let Some(healthy) = by_scenario.get("healthy") {
+        footprint::report(healthy);
     }
     // Whether the faulty 1% slow the rest: run by run (the two scenarios of a run follow each
     // other, so they met about the same load), the faulty scenario's healthy objects against

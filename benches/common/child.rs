@@ -31,9 +31,15 @@ pub fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 /// Runs this binary as `--child ARGS...` and reads back the result it printed.
 pub fn spawn<T: DeserializeOwned>(args: &[String]) -> Result<T, String> {
+    spawn_as("--child", args)
+}
+
+/// Runs this binary as `FLAG ARGS...` (a child, or a driver process of a bench) and reads back
+/// the result it printed with [`finish`].
+pub fn spawn_as<T: DeserializeOwned>(flag: &str, args: &[String]) -> Result<T, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let output = Command::new(exe)
-        .arg("--child")
+        .arg(flag)
         .args(args)
         .stderr(Stdio::inherit())
         .output()
@@ -72,7 +78,7 @@ pub fn spawn_each<T: Serialize + DeserializeOwned>(
     results
 }
 
-/// The child's side: prints the result for [`spawn`] and exits at once (tearing down a sim
+/// The child's side: prints the result for [`spawn`] or [`spawn_as`] and exits at once (tearing down a sim
 /// holding 100k objects takes seconds and measures nothing).
 pub fn finish<T: Serialize>(result: &T) -> ! {
     println!(

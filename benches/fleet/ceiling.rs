@@ -21,14 +21,14 @@ use std::time::Duration;
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
 };
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use pgtoolbox_operator::testing::children::{MANAGED_BY, MANAGED_BY_LABEL};
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use super::world::{Fleet, FleetKind};
+use super::common::child;
+use super::world::{self, Fleet, FleetKind};
 
 /// The argument that makes this bench binary the ceiling driver.
 pub const DRIVER_ARG: &str = "--ceiling-driver";
@@ -210,19 +210,10 @@ struct Pending {
 /// The driver process: `DRIVER_ARG kubeconfig dump per_kind namespaces`. Never returns: it
 /// sleeps once done, so its CPU can still be read, until the bench kills it.
 pub fn drive(args: &[String]) -> ! {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    runtime.block_on(async {
+    child::runtime().block_on(async {
         let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
         let num = |i: usize| arg(i).parse::<usize>().unwrap_or(0);
-        let kubeconfig = Kubeconfig::read_from(arg(0)).expect("kubeconfig read");
-        let config =
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .expect("kubeconfig valid");
-        let client = kube::Client::try_from(config).expect("client");
+        let client = world::client_of(&arg(0)).await;
         let text = std::fs::read_to_string(arg(1)).expect("dump read");
         let replays: HashMap<String, Replay> = serde_json::from_str(&text).expect("dump parsed");
         let fleet = Fleet {

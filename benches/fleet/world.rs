@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::{WatchStreamExt, watcher};
 use pgtoolbox_operator::testing::k8s::apply_manifests;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
@@ -121,6 +122,15 @@ impl Fleet {
     pub fn pods(&self) -> usize {
         self.objects() + self.namespaces
     }
+}
+
+/// A client of the cluster a kubeconfig file names (a driver process's, started by the bench).
+pub async fn client_of(kubeconfig: &str) -> kube::Client {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).expect("kubeconfig read");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig valid");
+    kube::Client::try_from(config).expect("client")
 }
 
 async fn create(api: &Api<DynamicObject>, obj: Value) {
