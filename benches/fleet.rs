@@ -11,7 +11,10 @@
 //! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log;
 //! `FLEET_READY_TIMEOUT_SECS` (900) bounds the wait for Ready. After each healthy run, a
 //! `ceiling` run replays what the operator made with the fewest writes (`fleet/ceiling.rs`)
-//! and the report gives ours / ceiling; `FLEET_CEILING=0` skips it.
+//! and the report gives ours / ceiling; `FLEET_CEILING=0` skips it. Each healthy run ends with
+//! a restart (`fleet/restart.rs`): a new operator process over the Ready fleet, timed until
+//! every object had its pass, its writes counted (goal 0), against a plain paged list of the
+//! fleet and its children in the same run; `FLEET_RESTART=0` skips it.
 //! `-- --smoke`: 50 of each kind, 2 namespaces, one run of each scenario.
 //!
 //! Every (scenario, run) is its own child process holding the simulated cluster; the operator
@@ -21,6 +24,8 @@
 mod ceiling;
 #[path = "common/mod.rs"]
 mod common;
+#[path = "fleet/restart.rs"]
+mod restart;
 #[path = "fleet/world.rs"]
 mod world;
 
@@ -71,6 +76,9 @@ pub struct RunResult {
     /// The 1-minute load average when the objects were created and when they were all Ready.
     #[serde(default)]
     pub load: (f64, f64),
+    /// Healthy runs: a new operator process over the Ready fleet (`fleet/restart.rs`).
+    #[serde(default)]
+    pub restart: Option<common::restart::Restart>,
 }
 
 fn main() {
@@ -148,11 +156,16 @@ fn run_child(args: &[String]) -> ! {
     child::finish(&result)
 }
 
-/// The operator binary against the sim, its log to `FLEET_OPERATOR_LOG` or nowhere.
-fn start_operator(kubeconfig: &std::path::Path) -> Child {
-    let log = std::env::var("FLEET_OPERATOR_LOG")
-        .ok()
-        .and_then(|path| std::fs::File::create(path).ok());
+/// The operator binary against the sim, its `/metrics` on `metrics_port` (0: any), its log
+/// appended to `FLEET_OPERATOR_LOG` or nowhere.
+fn start_operator(kubeconfig: &std::path::Path, metrics_port: u16) -> Child {
+    let log = std::env::var("FLEET_OPERATOR_LOG").ok().and_then(|path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()
+    });
     let (out, err) = match log {
         Some(file) => (
             Stdio::from(file.try_clone().expect("log file")),
@@ -164,7 +177,10 @@ fn start_operator(kubeconfig: &std::path::Path) -> Child {
         .arg("run")
         .arg("--kubeconfig")
         .arg(kubeconfig)
-        .args(["--metrics-bind-address", "127.0.0.1:0"])
+        .args([
+            "--metrics-bind-address",
+            &format!("127.0.0.1:{metrics_port}"),
+        ])
         .args(["--health-probe-bind-address", "127.0.0.1:0"])
         .env("RUST_LOG", "warn")
         .stdout(out)
@@ -226,7 +242,7 @@ async fn run(
         .expect("kubeconfig written");
     let mut operator = match (&dump, is_ceiling) {
         (Some(dump), true) => ceiling::start_driver(&kubeconfig, dump, fleet),
-        _ => start_operator(&kubeconfig),
+        _ => start_operator(&kubeconfig, 0),
     };
     let pid = operator.id();
     if !is_ceiling {
@@ -261,7 +277,7 @@ async fn run(
     let rss_after = measure::rss_kb_of(pid);
     let peak = measure::peak_kb_of(pid);
     let fleet_creates = fleet.objects() as u64;
-    let result = RunResult {
+    let mut result = RunResult {
         scenario: scenario.clone(),
         per_kind: fleet.per_kind,
         objects: fleet.objects(),
@@ -281,6 +297,7 @@ async fn run(
         operator_cpu_s,
         quiet: quiet_phase_of(&sim, quiet_secs, Some(pid)).await,
         load: (load_start, load_end),
+        restart: None,
     };
     eprintln!(
         "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB, load {:.1} -> {:.1}, {} answers 409",
@@ -293,6 +310,17 @@ async fn run(
         load_end,
         result.by_code.get(&409).copied().unwrap_or(0)
     );
+    if scenario == "healthy" && restart::enabled() {
+        let phase = restart::phase(
+            &sim,
+            &client,
+            &kubeconfig,
+            &mut operator,
+            fleet,
+            ready_timeout,
+        );
+        result.restart = Some(phase.await);
+    }
     let _ = operator.kill();
     let _ = operator.wait();
     result
@@ -353,6 +381,9 @@ fn report(results: &[RunResult]) {
             .map(|r| r.by_code.get(&409).copied().unwrap_or(0))
             .collect();
         println!("- {scenario}: answers 409 per run: {conflicts:?}");
+    }
+    for (scenario, runs) in &by_scenario {
+        restart::report(scenario, runs);
     }
     if let (Some(ours), Some(ceiling)) = (by_scenario.get("healthy"), by_scenario.get(CEILING)) {
         ceiling_report(ours, ceiling);
