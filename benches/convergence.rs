@@ -11,6 +11,10 @@
 //!
 //! Every (driver, N, run) is its own child process (this binary with `--child`), so memory and
 //! CPU figures of one never include another.
+//!
+//! Ours ends with a restart (`common/restart.rs`): a new operator over the converged requests,
+//! timed until every request had its pass, its writes counted (goal 0), against a plain paged
+//! list of the requests and their RoleBindings in the same run (goal <= 1.5x).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -26,7 +30,8 @@ mod seed;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::api::{Api, ListParams, PostParams};
 use pgtoolbox_operator::api::{PgAccessRequest, render_crds_yaml};
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
@@ -36,6 +41,7 @@ use common::allocator;
 use common::child::{self, env_or};
 use common::measure;
 use common::phases::{Quiet, quiet_phase, writes_settled};
+use common::restart::{self, Restart, paged_list};
 use drivers::Driver;
 use observe::Observer;
 
@@ -272,7 +278,7 @@ async fn run(
     };
     running.stop().await;
     let restart = if driver == Driver::Ours {
-        Some(restart(&sim, &client, &settings, n, timeout).await)
+        Some(restart_phase(&sim, &client, &settings, n, timeout).await)
     } else {
         None
     };
@@ -305,46 +311,10 @@ async fn run(
     }
 }
 
-/// A restart over converged objects, and a plain paged list of the same objects in the same run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Restart {
-    /// Start of the new operator until every request has had its pass (a converged request
-    /// has exactly one: nothing changes under it).
-    pub judged_s: f64,
-    /// Passes counted when judged (at least N; more would mean a pass repeated).
-    pub passes: u64,
-    /// The new operator's writes until its writes settled (the goal: 0).
-    pub writes: u64,
-    pub requests: u64,
-    /// One client listing the requests and the RoleBindings in pages of 500, as the operator's
-    /// first lists do.
-    pub list_s: f64,
-}
-
-/// Pages of `LIST_PAGE`: what a plain client needs to read the same objects.
-const LIST_PAGE: u32 = 500;
-
-async fn paged_list<K>(client: &kube::Client) -> usize
-where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    let api: Api<K> = Api::all(client.clone());
-    let mut params = kube::api::ListParams::default().limit(LIST_PAGE);
-    let mut seen = 0;
-    loop {
-        let page = api.list(&params).await.expect("a page of the plain list");
-        seen += page.items.len();
-        match page.metadata.continue_.filter(|token| !token.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => return seen,
-        }
-    }
-}
-
 /// Ours stopped, a new operator over the converged requests: until every request was judged
-/// (its pass ran) and how many writes that cost; then the plain paged list of the requests and
-/// their RoleBindings.
-async fn restart(
+/// (its pass ran) and what that cost; then the plain paged list of the requests and their
+/// RoleBindings.
+async fn restart_phase(
     sim: &Sim,
     client: &kube::Client,
     settings: &OperatorSettings,
@@ -354,37 +324,30 @@ async fn restart(
     sim.admin().reset_stats();
     let start = Instant::now();
     let running = drivers::start(Driver::Ours, client, settings, Vec::new()).await;
+    running.passes_reached(1, timeout).await;
+    let first_pass_s = start.elapsed().as_secs_f64();
     let passes = running
         .passes_reached(n as u64, timeout)
         .await
         .unwrap_or_default();
     let judged_s = start.elapsed().as_secs_f64();
-    writes_settled(sim, start).await;
-    let stats = sim.stats();
+    let judged = restart::settled(sim, start, [first_pass_s, judged_s], passes).await;
     running.stop().await;
     let listing = Instant::now();
-    let requests = paged_list::<PgAccessRequest>(client).await;
-    let bindings = paged_list::<k8s_openapi::api::rbac::v1::RoleBinding>(client).await;
+    let all = ListParams::default();
+    let requests = paged_list(&Api::<PgAccessRequest>::all(client.clone()), &all).await;
+    let bindings = paged_list(&Api::<RoleBinding>::all(client.clone()), &all).await;
     let list_s = listing.elapsed().as_secs_f64();
-    eprintln!(
-        "   restart: {passes} passes in {judged_s:.2} s, {} writes, {} requests; plain list of {requests} requests and {bindings} RoleBindings {list_s:.2} s",
-        stats.writes(),
-        stats.total
-    );
-    Restart {
-        judged_s,
-        passes,
-        writes: stats.writes(),
-        requests: stats.total,
+    judged.listed(
         list_s,
-    }
+        &format!("{requests} requests and {bindings} RoleBindings"),
+    )
 }
 
 /// A second subject is added to an approved request's RoleBinding; the time until its status
 /// reports the drift (the binding is deleted in the same pass, before the status write).
 async fn binding_change(client: &kube::Client, observer: &mut Observer) -> f64 {
-    let api: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
-        Api::namespaced(client.clone(), &seed::namespace(CHANGED_INDEX));
+    let api: Api<RoleBinding> = Api::namespaced(client.clone(), &seed::namespace(CHANGED_INDEX));
     let name = format!("pgar-{}", seed::name(CHANGED_INDEX));
     let mut binding = api
         .get(&name)

@@ -15,7 +15,10 @@
 //! once the operator stopped, a driver caches the same objects with kube-runtime reflectors
 //! (whole, then without managedFields; `fleet/footprint.rs`) and the report gives the memory
 //! per object of ours, of those caches and the JSON floor; `FLEET_CONTROLLER_FOOTPRINT=0`
-//! skips it.
+//! skips it. Each healthy run also has a restart (`fleet/restart.rs`): a new operator process
+//! over the Ready fleet, timed until every object had its pass, its writes counted (goal 0),
+//! against a plain paged list of the fleet and its children in the same run;
+//! `FLEET_RESTART=0` skips it.
 //! `-- --smoke`: 50 of each kind, 2 namespaces, one run of each scenario.
 //!
 //! Every (scenario, run) is its own child process holding the simulated cluster; the operator
@@ -27,6 +30,8 @@ mod ceiling;
 mod common;
 #[path = "fleet/footprint.rs"]
 mod footprint;
+#[path = "fleet/restart.rs"]
+mod restart;
 #[path = "fleet/world.rs"]
 mod world;
 
@@ -84,6 +89,9 @@ pub struct RunResult {
     /// The same objects in a kube-runtime-style cache (`fleet/footprint.rs`), healthy runs.
     #[serde(default)]
     pub controller: Option<footprint::Footprints>,
+    /// Healthy runs: a new operator process over the Ready fleet (`fleet/restart.rs`).
+    #[serde(default)]
+    pub restart: Option<common::restart::Restart>,
 }
 
 fn main() {
@@ -164,11 +172,16 @@ fn run_child(args: &[String]) -> ! {
     child::finish(&result)
 }
 
-/// The operator binary against the sim, its log to `FLEET_OPERATOR_LOG` or nowhere.
-fn start_operator(kubeconfig: &std::path::Path) -> Child {
-    let log = std::env::var("FLEET_OPERATOR_LOG")
-        .ok()
-        .and_then(|path| std::fs::File::create(path).ok());
+/// The operator binary against the sim, its `/metrics` on `metrics_port` (0: any), its log
+/// appended to `FLEET_OPERATOR_LOG` or nowhere.
+fn start_operator(kubeconfig: &std::path::Path, metrics_port: u16) -> Child {
+    let log = std::env::var("FLEET_OPERATOR_LOG").ok().and_then(|path| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()
+    });
     let (out, err) = match log {
         Some(file) => (
             Stdio::from(file.try_clone().expect("log file")),
@@ -180,7 +193,10 @@ fn start_operator(kubeconfig: &std::path::Path) -> Child {
         .arg("run")
         .arg("--kubeconfig")
         .arg(kubeconfig)
-        .args(["--metrics-bind-address", "127.0.0.1:0"])
+        .args([
+            "--metrics-bind-address",
+            &format!("127.0.0.1:{metrics_port}"),
+        ])
         .args(["--health-probe-bind-address", "127.0.0.1:0"])
         .env("RUST_LOG", "warn")
         .stdout(out)
@@ -242,7 +258,7 @@ async fn run(
         .expect("kubeconfig written");
     let mut operator = match (&dump, is_ceiling) {
         (Some(dump), true) => ceiling::start_driver(&kubeconfig, dump, fleet),
-        _ => start_operator(&kubeconfig),
+        _ => start_operator(&kubeconfig, 0),
     };
     let pid = operator.id();
     if !is_ceiling {
@@ -298,6 +314,7 @@ async fn run(
         quiet: quiet_phase_of(&sim, quiet_secs, Some(pid)).await,
         load: (load_start, load_end),
         controller: None,
+        restart: None,
     };
     eprintln!(
         "   {scenario}: created in {created:.1} s, healthy Ready {:?} s, writes done {writes_done_s:.1} s, {:.1} requests / {:.1} writes per object, operator RSS {} -> {} MiB, load {:.1} -> {:.1}, {} answers 409",
@@ -310,6 +327,17 @@ async fn run(
         load_end,
         result.by_code.get(&409).copied().unwrap_or(0)
     );
+    if scenario == "healthy" && restart::enabled() {
+        let phase = restart::phase(
+            &sim,
+            &client,
+            &kubeconfig,
+            &mut operator,
+            fleet,
+            ready_timeout,
+        );
+        result.restart = Some(phase.await);
+    }
     let _ = operator.kill();
     let _ = operator.wait();
     // With the operator stopped, nothing writes: the driver caches what it left.
@@ -374,6 +402,9 @@ fn report(results: &[RunResult]) {
             .map(|r| r.by_code.get(&409).copied().unwrap_or(0))
             .collect();
         println!("- {scenario}: answers 409 per run: {conflicts:?}");
+    }
+    for (scenario, runs) in &by_scenario {
+        restart::report(scenario, runs);
     }
     if let (Some(ours), Some(ceiling)) = (by_scenario.get("healthy"), by_scenario.get(CEILING)) {
         ceiling_report(ours, ceiling);

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::RunResult;
+use super::common::restart;
 use super::common::stats::median;
 
 /// Medians of one driver at one N.
@@ -31,16 +32,7 @@ struct Summary {
     /// Ours: the run with the most live actors when memory was measured (live, hibernated).
     actors_at_measure: Option<(i64, i64)>,
     /// Ours: the restart over the converged requests.
-    restart: Option<RestartSummary>,
-}
-
-/// Medians of the restarts, the ratio taken within each run; the most writes of any run.
-struct RestartSummary {
-    judged_s: f64,
-    list_s: f64,
-    ratio: f64,
-    writes_max: u64,
-    requests: f64,
+    restart: Option<restart::Summary>,
 }
 
 fn summarise(runs: &[&RunResult]) -> Summary {
@@ -76,20 +68,8 @@ fn summarise(runs: &[&RunResult]) -> Summary {
             .iter()
             .filter_map(|r| r.actors_at_measure)
             .max_by_key(|(live, _)| *live),
-        restart: summarise_restarts(runs),
+        restart: restart::summarise(runs.iter().filter_map(|r| r.restart.as_ref())),
     }
-}
-
-fn summarise_restarts(runs: &[&RunResult]) -> Option<RestartSummary> {
-    let restarts: Vec<_> = runs.iter().filter_map(|r| r.restart.as_ref()).collect();
-    let m = |f: &dyn Fn(&super::Restart) -> f64| median(restarts.iter().map(|r| f(r)).collect());
-    (!restarts.is_empty()).then(|| RestartSummary {
-        judged_s: m(&|r| r.judged_s),
-        list_s: m(&|r| r.list_s),
-        ratio: m(&|r| r.judged_s / r.list_s),
-        writes_max: restarts.iter().map(|r| r.writes).max().unwrap_or(0),
-        requests: m(&|r| r.requests as f64),
-    })
 }
 
 fn opt<T: std::fmt::Display>(value: Option<T>) -> String {
@@ -278,12 +258,12 @@ fn print_table(n: usize, by_driver: &BTreeMap<&str, Summary>) {
     }
     if let Some(r) = &ours.restart {
         println!(
-            "- ours restarted over the converged requests: every one judged in {:.2} s, {} writes (most of any run), {:.2} requests/object; a plain paged list of the requests and their RoleBindings {:.2} s: **{:.2}×** the list (goal ≤ 1.5×, 0 writes)",
-            r.judged_s,
-            r.writes_max,
-            r.requests / nf,
-            r.list_s,
-            r.ratio
+            "{}",
+            r.line(
+                "ours restarted over the converged requests",
+                "the requests and their RoleBindings",
+                nf
+            )
         );
     }
     if let Some((live, asleep)) = ours.actors_at_measure {

@@ -36,7 +36,7 @@ const POLL: Duration = Duration::from_millis(500);
 
 /// The child kinds the operator makes for the fleet, in the order it applies them (group,
 /// version, kind, plural).
-const CHILD_KINDS: [(&str, &str, &str, &str); 9] = [
+pub const CHILD_KINDS: [(&str, &str, &str, &str); 9] = [
     ("", "v1", "ServiceAccount", "serviceaccounts"),
     (
         "rbac.authorization.k8s.io",
@@ -69,7 +69,7 @@ const SERVER_SET: [&str; 7] = [
     "kubectl.kubernetes.io/",
 ];
 
-fn resource(i: usize) -> ApiResource {
+pub fn resource(i: usize) -> ApiResource {
     let (group, version, kind, plural) = CHILD_KINDS[i];
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
 }

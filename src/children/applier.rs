@@ -13,7 +13,7 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
@@ -393,14 +393,14 @@ pub const APPLIED_HASH_ANNOTATION: &str = "pgtoolbox.fyannk.dev/applied-hash";
 
 /// The digest of an object (without its digest annotation; `serde_json` maps are ordered, so
 /// the same object always gives the same digest).
-fn applied_hash(object: &Value) -> Result<String, serde_json::Error> {
+pub(crate) fn applied_hash(object: &Value) -> Result<String, serde_json::Error> {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(serde_json::to_vec(object)?);
     Ok(hex::encode(&digest[..8]))
 }
 
 /// `desired` with the digest annotation `hash`.
-fn with_hash(mut desired: Value, hash: &str) -> Value {
+pub(crate) fn with_hash(mut desired: Value, hash: &str) -> Value {
     if let Some(meta) = desired.get_mut("metadata").and_then(Value::as_object_mut) {
         let annotations = meta
             .entry("annotations")
@@ -413,6 +413,28 @@ fn with_hash(mut desired: Value, hash: &str) -> Value {
         }
     }
     desired
+}
+
+/// Whether an object no store caches already holds what `digest` describes, for a writer
+/// that did not make the last write (after a restart): it carries that digest annotation and
+/// no other field manager owns anything but metadata (a hand edit of its values would), so
+/// the write can be skipped without keeping the values in memory.
+pub(crate) fn carries_applied_hash(meta: &ObjectMeta, digest: &str) -> bool {
+    let annotated = meta
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(APPLIED_HASH_ANNOTATION))
+        .is_some_and(|found| found == digest);
+    let others_own_metadata_only = meta.managed_fields.iter().flatten().all(|entry| {
+        entry.manager.as_deref() == Some(FIELD_MANAGER)
+            || entry.fields_v1.as_ref().is_none_or(|fields| {
+                fields
+                    .0
+                    .as_object()
+                    .is_none_or(|owned| owned.keys().all(|k| k == "f:metadata"))
+            })
+    });
+    annotated && others_own_metadata_only
 }
 
 /// `desired` with its own digest annotation.
@@ -458,6 +480,48 @@ mod tests {
         assert!(!contains(&with, &without));
         let again = with_applied_hash(json!({"metadata": {"name": "a"}, "spec": {}})).unwrap();
         assert_eq!(again, without, "byte-stable");
+    }
+
+    /// Issue 29: a restarted operator skips rewriting an uncached object only when it carries
+    /// the digest of the desired content and nobody else owns its values.
+    #[test]
+    fn an_uncached_object_is_current_only_with_our_digest_and_values_nobody_else_owns() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+        let entry = |manager: &str, fields: Value| ManagedFieldsEntry {
+            manager: Some(manager.into()),
+            operation: Some("Apply".into()),
+            fields_v1: Some(FieldsV1(fields)),
+            ..ManagedFieldsEntry::default()
+        };
+        let meta = |digest: &str, entries: Vec<ManagedFieldsEntry>| ObjectMeta {
+            annotations: Some([(APPLIED_HASH_ANNOTATION.to_owned(), digest.to_owned())].into()),
+            managed_fields: Some(entries),
+            ..ObjectMeta::default()
+        };
+        let ours = entry(FIELD_MANAGER, json!({"f:data": {"f:servers.json": {}}}));
+        assert!(carries_applied_hash(
+            &meta("abc", vec![ours.clone()]),
+            "abc"
+        ));
+        assert!(!carries_applied_hash(
+            &meta("abc", vec![ours.clone()]),
+            "def"
+        ));
+        assert!(!carries_applied_hash(&ObjectMeta::default(), "abc"));
+        // Someone's label is no reason to write; someone's value is.
+        let labelled = entry(
+            "kubectl-label",
+            json!({"f:metadata": {"f:labels": {"f:x": {}}}}),
+        );
+        assert!(carries_applied_hash(
+            &meta("abc", vec![ours.clone(), labelled]),
+            "abc"
+        ));
+        let edited = entry("kubectl-edit", json!({"f:data": {"f:servers.json": {}}}));
+        assert!(!carries_applied_hash(
+            &meta("abc", vec![ours, edited]),
+            "abc"
+        ));
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub use applier::{
     Applier, ApplyError, ApplyReport, ChildOwner, ChildRefusal, ChildVerdict, Desired,
     FIELD_MANAGER, unchanged,
 };
+pub(crate) use applier::{applied_hash, carries_applied_hash, with_hash};
 pub use caches::{CACHE_WAIT, OperatorCaches, REQUEST_LABEL, wait_synced};
 pub use child_set::ChildSet;
 pub use contents::Contents;

@@ -140,6 +140,43 @@ async fn a_second_subject_is_removed_within_one_pass_fail_closed() {
     assert_eq!(state(&obj, "RoleBindingSynced").1, "RoleBindingDrifted");
 }
 
+/// Issue 29: an operator restarted right after a drift was reported (within the status
+/// writer's settle window, as the convergence bench restarts) finds the request converged: the
+/// drift's message does not change once the binding is gone, so nothing is left to write.
+#[tokio::test]
+async fn a_restart_right_after_a_drift_writes_nothing() {
+    use pgtoolbox_operator::testing::status::SETTLE;
+
+    let mut env = support::start().await;
+    env.request("drift", HOUR).await;
+    env.approve("drift", "bob").await;
+    env.wait_reason("drift", "RoleBindingSynced", "AccessGranted")
+        .await;
+    let mut rb = env.bindings().get("pgar-drift").await.unwrap();
+    rb.subjects
+        .get_or_insert_with(Vec::new)
+        .push(user("mallory"));
+    env.bindings()
+        .replace("pgar-drift", &PostParams::default(), &rb)
+        .await
+        .unwrap();
+    env.wait_binding_gone("pgar-drift").await;
+    env.wait_reason("drift", "RoleBindingSynced", "RoleBindingDrifted")
+        .await;
+    env.stop_operator().await;
+
+    env.sim.admin().reset_stats();
+    env.start_operator().await;
+    env.until_passes(1, "the restarted operator's pass over the request")
+        .await;
+    // A message held back by the settle window would be written by now.
+    tokio::time::sleep(SETTLE + Duration::from_millis(500)).await;
+    let stats = env.sim.stats();
+    assert_eq!(stats.writes(), 0, "{:?}", stats.by_verb_resource);
+    let obj = env.requests().get("drift").await.unwrap();
+    assert_eq!(state(&obj, "RoleBindingSynced").1, "RoleBindingDrifted");
+}
+
 #[tokio::test]
 async fn a_binding_of_a_pending_request_is_deleted_after_its_grace() {
     let env = support::start().await;

@@ -411,3 +411,38 @@ async fn label(env: &Env, key: &str) {
         .await
         .expect("labelled");
 }
+
+/// Issue 29: an operator restarted over a Ready PgAdmin (nothing remembered, as a new process)
+/// judges it without a write: the servers Secret carries the digest of what it was written
+/// with, so it is re-rendered but not re-applied, and the status stays as it is.
+#[tokio::test]
+async fn a_restart_over_a_ready_pgadmin_writes_nothing() {
+    let mut env = start(cluster_config(), OperatorSettings::default()).await;
+    example(&env).await;
+    env.wait("team-pgadmin", "Ready", |o| {
+        state(o, "Ready") == ("True".into(), "AsExpected".into())
+    })
+    .await;
+    // Its last writes (status, Events) settled: a second without one.
+    let mut writes = env.sim.admin().stats().writes();
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let now = env.sim.admin().stats().writes();
+        if now == writes {
+            break;
+        }
+        writes = now;
+    }
+
+    env.sim.admin().reset_stats();
+    env.restart_operator(OperatorSettings::default()).await;
+    env.until_passes(0, 1, "the restarted operator's pass")
+        .await;
+    // A write the pass chose would be made by now (the settle window of a held-back message
+    // included).
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let stats = env.sim.admin().stats();
+    assert_eq!(stats.writes(), 0, "{:?}", stats.by_verb_resource);
+    let obj = env.pgadmins().get("team-pgadmin").await.expect("PgAdmin");
+    assert_eq!(state(&obj, "Ready"), ("True".into(), "AsExpected".into()));
+}

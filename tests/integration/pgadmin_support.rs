@@ -66,12 +66,7 @@ pub async fn start_operator(sim: Sim, settings: OperatorSettings) -> Env {
     let client = sim.client();
     super::sim_support::namespace(&client, NS).await;
     super::sim_support::namespace(&client, OTHER).await;
-    let settings = OperatorSettings {
-        startup_jitter: Duration::ZERO,
-        ..settings
-    };
-    let kinds = ["PgAdmin".to_owned(), "EvidenceAgent".to_owned()];
-    let (operator, shared) = crate::operator_support::run_operator(&client, &kinds, settings).await;
+    let (operator, shared) = run_operator(&client, settings).await;
     Env {
         sim,
         client,
@@ -80,9 +75,33 @@ pub async fn start_operator(sim: Sim, settings: OperatorSettings) -> Env {
     }
 }
 
+async fn run_operator(
+    client: &kube::Client,
+    settings: OperatorSettings,
+) -> (Operator, SharedActors) {
+    let settings = OperatorSettings {
+        startup_jitter: Duration::ZERO,
+        ..settings
+    };
+    let kinds = ["PgAdmin".to_owned(), "EvidenceAgent".to_owned()];
+    crate::operator_support::run_operator(client, &kinds, settings).await
+}
+
 pub use super::wait_support::{condition_of, state};
 
 impl Env {
+    /// Stops the operator and its shared actors, then starts new ones over the same cluster
+    /// (what a new process would hold: nothing remembered).
+    pub async fn restart_operator(&mut self, settings: OperatorSettings) {
+        if let Some(operator) = self.operator.take() {
+            operator.shutdown(Duration::from_secs(5)).await;
+        }
+        self.shared.stop().await;
+        let (operator, shared) = run_operator(&self.client, settings).await;
+        self.operator = Some(operator);
+        self.shared = shared;
+    }
+
     /// PgAdmin passes ended so far (see `wait_support::until_passes`).
     pub fn passes(&self) -> u64 {
         passes_of(&self.shared.shared, "PgAdmin")

@@ -24,6 +24,8 @@ pub struct Env {
     pub client: kube::Client,
     pub settings: OperatorSettings,
     operator: Option<Operator>,
+    /// The running operator's shared state (its pass counters).
+    shared: Option<Arc<Shared>>,
 }
 
 pub async fn start() -> Env {
@@ -52,17 +54,25 @@ pub async fn start_without_operator() -> Env {
         client,
         settings,
         operator: None,
+        shared: None,
     }
 }
 
 impl Env {
     pub async fn start_operator(&mut self) {
         let shared = Arc::new(Shared::new(self.settings.clone()));
-        let operator = register_all(OperatorBuilder::new(self.client.clone(), shared))
+        let operator = register_all(OperatorBuilder::new(self.client.clone(), shared.clone()))
             .start()
             .await
             .expect("operator starts");
         self.operator = Some(operator);
+        self.shared = Some(shared);
+    }
+
+    /// Waits until the running operator has ended `count` PgAccessRequest passes.
+    pub async fn until_passes(&self, count: u64, what: &str) {
+        let shared = self.shared.as_ref().expect("an operator started");
+        super::wait_support::until_passes(shared, "PgAccessRequest", 0, count, what).await;
     }
 
     pub async fn stop_operator(&mut self) {

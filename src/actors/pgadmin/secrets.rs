@@ -4,7 +4,9 @@
 //! reference index), and `<name>-pgadmin-login`, created once with generated values.
 //!
 //! What is remembered between passes is a fingerprint and the offered-set hash: digests, never
-//! a credential.
+//! a credential. The servers Secret carries the digest of the content it was written with, so
+//! an operator that did not write it (after a restart) re-renders it (reads) but rewrites it
+//! only when that digest differs or someone else edited its values.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +17,9 @@ use kube::api::Api;
 use kube::{Client, Resource};
 use sha2::{Digest, Sha256};
 
-use crate::children::{Applier, ChildOwner, ReferenceIndex};
+use crate::children::{
+    Applier, ChildOwner, ReferenceIndex, applied_hash, carries_applied_hash, with_hash,
+};
 use crate::k8s::WriteBudget;
 use crate::messages::ObjectKey;
 use crate::reconcile::children::{Component, child_labels};
@@ -112,10 +116,9 @@ impl ServersSecrets {
             });
         }
         let api: Api<Secret> = Api::namespaced(client.clone(), &owner.key.namespace);
-        // Metadata only: whose it is, not what it holds.
-        if let Some(existing) = api.get_metadata_opt(&names.servers_secret).await?
-            && !controls(owner, &existing)
-        {
+        // Metadata only: whose it is and the digest of what it was written with, not what it holds.
+        let existing = api.get_metadata_opt(&names.servers_secret).await?;
+        if existing.as_ref().is_some_and(|e| !controls(owner, e)) {
             return Ok(ServersOutcome::NotOwned);
         }
         // Read the credentials for this render only.
@@ -143,22 +146,33 @@ impl ServersSecrets {
         let mut secret =
             servers_secret(names, &file.data).map_err(|e| kube::Error::Service(Box::new(e)))?;
         stamp(&mut secret, owner);
-        let written = Applier { client, writes }
-            .apply_object(&api, &names.servers_secret, &secret)
-            .await?;
+        let desired = serde_json::to_value(&secret).map_err(kube::Error::SerdeError)?;
+        let digest = applied_hash(&desired).map_err(kube::Error::SerdeError)?;
+        // Already written with this content (by an operator before a restart, or before the
+        // credentials' metadata moved): nothing to write.
+        let current = existing.filter(|e| carries_applied_hash(&e.metadata, &digest));
+        let (version, wrote) = match current {
+            Some(current) => (current.metadata.resource_version, false),
+            None => {
+                let written = Applier { client, writes }
+                    .apply_object(&api, &names.servers_secret, &with_hash(desired, &digest))
+                    .await?;
+                (written.metadata.resource_version, true)
+            }
+        };
         self.written.insert(
             key,
             Written {
                 fingerprint,
                 hash: file.hash.clone(),
                 credentials: file.credentials_hash.clone(),
-                version: written.metadata.resource_version,
+                version,
             },
         );
         Ok(ServersOutcome::Current {
             hash: file.hash,
             credentials: file.credentials_hash,
-            wrote: true,
+            wrote,
         })
     }
 

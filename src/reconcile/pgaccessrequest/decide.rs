@@ -365,17 +365,7 @@ fn approved_verdict(
         }
     }
     if !judged.deletions.is_empty() {
-        let names: Vec<&str> = judged.deletions.iter().map(|d| d.name.as_str()).collect();
-        return (
-            BindingVerdict::RoleBindingDrifted,
-            format!(
-                "RoleBinding {} bound something other than exactly {} to ClusterRole {:?} and \
-                 was deleted",
-                names.join(", "),
-                describe(req.subject),
-                req.cluster_role
-            ),
-        );
+        return (BindingVerdict::RoleBindingDrifted, drifted_message(req));
     }
     match exact.first() {
         Some(name) => (
@@ -388,12 +378,9 @@ fn approved_verdict(
             ),
         ),
         // A drift deleted the binding in an earlier pass: keep saying so rather than "missing".
-        None if req.previous_binding_reason == Some("RoleBindingDrifted") => (
-            BindingVerdict::RoleBindingDrifted,
-            "a RoleBinding of the request bound something else and was deleted; the operator \
-             never recreates it: revoke and request again"
-                .to_string(),
-        ),
+        None if req.previous_binding_reason == Some("RoleBindingDrifted") => {
+            (BindingVerdict::RoleBindingDrifted, drifted_message(req))
+        }
         None => (
             BindingVerdict::RoleBindingMissing,
             "the request is approved but no RoleBinding of it exists; the operator never \
@@ -401,6 +388,19 @@ fn approved_verdict(
                 .to_string(),
         ),
     }
+}
+
+/// The drift of an approved request, the same in the pass that deletes the binding and in every
+/// later one: a message that changed once the binding was gone would cost a second status
+/// write, and a restarted operator would make it. The deleted bindings' names are in their
+/// RoleBindingDeleted Events.
+fn drifted_message(req: &RequestFacts<'_>) -> String {
+    format!(
+        "a RoleBinding of the request bound something other than exactly {} to ClusterRole {:?} \
+         and was deleted; the operator never recreates a deleted binding: revoke and request again",
+        describe(req.subject),
+        req.cluster_role
+    )
 }
 
 fn pending_verdict(

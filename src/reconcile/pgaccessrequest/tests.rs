@@ -315,6 +315,37 @@ fn self_approval_by_a_service_account_is_refused() {
     );
 }
 
+/// Issue 29: the pass that deletes a drifted binding and the passes after it say the same, so a
+/// drift costs one status write and an operator restarted after it has nothing to write.
+#[test]
+fn an_approved_drift_reads_the_same_before_and_after_the_deletion() {
+    let mallory = AccessSubject {
+        name: "mallory".into(),
+        ..alice().clone()
+    };
+    let drifted = rb(
+        "pgar-orders",
+        vec![alice().clone(), mallory],
+        "cnpg-viewer",
+        5,
+    );
+    let req = request(Phase::Approved, Some("bob"));
+    let deleting = decide(&req, &[&drifted], now());
+    assert_eq!(deleting.binding, BindingVerdict::RoleBindingDrifted);
+    assert_eq!(causes(&deleting), vec![DeletionCause::Drifted]);
+    let mut after = request(Phase::Approved, Some("bob"));
+    after.previous_binding_reason = Some("RoleBindingDrifted");
+    let kept = decide(&after, &[], now());
+    assert_eq!(kept.binding, BindingVerdict::RoleBindingDrifted);
+    assert_eq!(kept.binding_message, deleting.binding_message);
+    assert!(
+        deleting.binding_message.contains("User alice")
+            && deleting.binding_message.contains("cnpg-viewer"),
+        "{}",
+        deleting.binding_message
+    );
+}
+
 #[test]
 fn drift_and_orphan_verdicts_outlive_the_deleted_binding() {
     let mut req = request(Phase::Approved, Some("bob"));
