@@ -26,7 +26,7 @@ mod seed;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use pgtoolbox_operator::api::{PgAccessRequest, render_crds_yaml};
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
@@ -376,18 +376,7 @@ async fn restart(
 /// A second subject is added to an approved request's RoleBinding; the time until its status
 /// reports the drift (the binding is deleted in the same pass, before the status write).
 async fn binding_change(client: &kube::Client, observer: &mut Observer) -> f64 {
-    let api: Api<k8s_openapi::api::rbac::v1::RoleBinding> =
-        Api::namespaced(client.clone(), &seed::namespace(CHANGED_INDEX));
-    let name = format!("pgar-{}", seed::name(CHANGED_INDEX));
-    let mut binding = api
-        .get(&name)
-        .await
-        .expect("binding of the changed request");
-    binding.subjects = Some(vec![seed::user("alice"), seed::user("mallory")]);
-    let start = Instant::now();
-    api.replace(&name, &PostParams::default(), &binding)
-        .await
-        .expect("binding replaced");
+    let start = seed::drift_binding(client, CHANGED_INDEX).await;
     observer
         .reason(CHANGED_INDEX, "RoleBindingDrifted", Duration::from_secs(60))
         .await;
