@@ -47,9 +47,16 @@ pub fn print(results: &[RunResult]) {
                 format!("{value:.digits$}")
             }
         };
+        let span = |from: f64, to: f64| {
+            if from.is_nan() {
+                "–".to_owned()
+            } else {
+                format!("{from:.1}–{to:.1}")
+            }
+        };
         let first = runs[0];
         println!(
-            "| {n} | {members} | {} | {:.1} | {:.1} | {:.2} | {:.0}–{:.0}% | {:.2} (min {:.2}, max {:.2}) | {:.0} | {:.0} | {:.1} | {} | {} | {}–{} | {} | {:.0} (renewed every {:.0}) | {:.1}–{:.1} |",
+            "| {n} | {members} | {} | {:.1} | {:.1} | {:.2} | {:.0}–{:.0}% | {:.2} (min {:.2}, max {:.2}) | {:.0} | {:.0} | {:.1} | {} | {} | {} | {} | {:.0} (renewed every {:.0}) | {:.1}–{:.1} |",
             runs.len(),
             med(&|r| r.converged_s),
             med(&|r| r.writes_done_s),
@@ -69,8 +76,10 @@ pub fn print(results: &[RunResult]) {
             med(&|r| mean(r.per_member.iter().map(|m| m.cpu_s).collect())),
             dash(hand_off(&|h| h.max_ms() / 1e3), 1),
             dash(hand_off(&|h| h.p50_ms()), 0),
-            dash(hand_off(&|h| fold_killed(h, f64::min)), 1),
-            dash(hand_off(&|h| fold_killed(h, f64::max)), 1),
+            span(
+                hand_off(&|h| fold_killed(h, f64::min)),
+                hand_off(&|h| fold_killed(h, f64::max))
+            ),
             dash(hand_off(&|h| median(h.survivors_ms.clone())), 0),
             first.lease_s,
             first.renew_s,
