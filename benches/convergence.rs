@@ -377,10 +377,14 @@ async fn restart(
 /// reports the drift (the binding is deleted in the same pass, before the status write).
 async fn binding_change(client: &kube::Client, observer: &mut Observer) -> f64 {
     let start = seed::drift_binding(client, CHANGED_INDEX).await;
-    observer
-        .reason(CHANGED_INDEX, "RoleBindingDrifted", Duration::from_secs(60))
+    let seen = observer
+        .reached_at(
+            &[CHANGED_INDEX],
+            "RoleBindingDrifted",
+            Duration::from_secs(60),
+        )
         .await;
-    let latency = start.elapsed().as_secs_f64() * 1e3;
+    let latency = seen[0].saturating_duration_since(start).as_secs_f64() * 1e3;
     eprintln!("   RoleBinding change seen in status after {latency:.1} ms");
     latency
 }

@@ -7,10 +7,10 @@
 //!
 //! Run: `cargo bench --bench shards` (N = 100,000, members 1, 2 and 4, three runs), scaled by
 //! `SHARDS_N`, `SHARDS_MEMBERS=1,2,4`, `SHARDS_RUNS`, `SHARDS_SAMPLE` (drifted requests in the
-//! hand-off, 200), `SHARDS_EXPIRY_SECS` (0: due
-//! before the members start), `SHARDS_TIMEOUT_SECS` (1800, the wait for
-//! convergence); each run's figures are appended to `SHARDS_OUT` (JSON lines) when set;
-//! `SHARDS_OPERATOR_LOG=<prefix>` keeps member i's log in `<prefix>.<i>`.
+//! hand-off, 200), `SHARDS_EXPIRY_SECS` (0: the expiring requests are due before the members
+//! start), `SHARDS_TIMEOUT_SECS` (1800, the wait for convergence); each run's figures are
+//! appended to `SHARDS_OUT` (JSON lines) when set; `SHARDS_OPERATOR_LOG=<prefix>` keeps member
+//! i's log in `<prefix>.<i>`.
 //! `-- --smoke`: N = 1,000, members 1 and 2, one run, a sample of 50.
 //!
 //! Every (N, members, run) is its own child process holding the embedded API server; the

@@ -180,13 +180,6 @@ impl Observer {
             .await;
     }
 
-    /// The request at `index` shows RoleBindingSynced `reason`.
-    pub async fn reason(&mut self, index: usize, reason: &str, timeout: Duration) {
-        let wanted = code(reason);
-        self.until(reason, timeout, |f| f.seen[index].reason == wanted)
-            .await;
-    }
-
     /// Waits until every request at `indices` shows RoleBindingSynced `reason`; answers, for
     /// each, when its reason became that one.
     pub async fn reached_at(
