@@ -65,6 +65,10 @@ pub struct RunResult {
     pub renew_s: f64,
     /// Several members: the hand-off after one of them was SIGKILLed.
     pub hand_off: Option<HandOff>,
+    /// Members that exited on their own (name, status, seconds after the start): their figures
+    /// read 0 and the hand-off is skipped when fewer than two are left.
+    #[serde(default)]
+    pub exits: Vec<String>,
     /// The 1-minute load average at the start and at convergence.
     pub load: (f64, f64),
 }
@@ -214,7 +218,19 @@ async fn run(plan: Plan) -> RunResult {
     let load_start = measure::load_average();
     let start = Instant::now();
     let mut running = members::start(&kubeconfig, plan.members);
-    observer.all_converged(plan.timeout).await;
+    let mut exits = Vec::new();
+    {
+        let converged = observer.all_converged(plan.timeout);
+        tokio::pin!(converged);
+        loop {
+            tokio::select! {
+                _ = &mut converged => break,
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {
+                    note_exits(&mut running, start, &mut exits);
+                }
+            }
+        }
+    }
     let converged_s = start.elapsed().as_secs_f64();
     let load_end = measure::load_average();
     let writes_done_s = writes_settled(&sim, start).await;
@@ -246,8 +262,13 @@ async fn run(plan: Plan) -> RunResult {
             .collect::<Vec<_>>(),
         per_member.iter().map(|m| m.owned).collect::<Vec<_>>(),
     );
-    let hand_off = match running.last_mut() {
-        Some(victim) if plan.members > 1 => {
+    note_exits(&mut running, start, &mut exits);
+    // The victim is the last member still running.
+    let gone = |m: &members::Member| exits.iter().any(|e| e.starts_with(&format!("{}:", m.name)));
+    let alive = running.iter().filter(|m| !gone(m)).count();
+    let victim = running.iter_mut().rev().find(|m| !gone(m));
+    let hand_off = match victim {
+        Some(victim) if alive > 1 => {
             let sample = handoff::sample(plan.n, plan.sample);
             let hand_off = handoff::measure(&client, &mut observer, victim, &sample).await;
             eprintln!(
@@ -275,7 +296,30 @@ async fn run(plan: Plan) -> RunResult {
         lease_s: lease.lease_duration.as_secs_f64(),
         renew_s: lease.renew_every.as_secs_f64(),
         hand_off,
+        exits,
         load: (load_start, load_end),
+    }
+}
+
+/// Records the members that exited on their own since the last look, when and how.
+fn note_exits(running: &mut [members::Member], start: Instant, exits: &mut Vec<String>) {
+    for member in running {
+        let Some(status) = member.exited() else {
+            continue;
+        };
+        if exits
+            .iter()
+            .any(|e| e.starts_with(&format!("{}:", member.name)))
+        {
+            continue;
+        }
+        let exit = format!(
+            "{}: {status} by {:.0} s",
+            member.name,
+            start.elapsed().as_secs_f64()
+        );
+        eprintln!("   member exited on its own: {exit}");
+        exits.push(exit);
     }
 }
 

@@ -30,6 +30,11 @@ impl Member {
         self.child.id()
     }
 
+    /// How it ended, if it exited on its own (a member that cannot renew its Lease exits).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
     /// SIGKILL: no graceful leave, its Lease is left to expire.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -91,6 +91,15 @@ pub fn print(results: &[RunResult]) {
                 .fold(f64::NAN, f64::max),
         );
     }
+    for r in results.iter().filter(|r| !r.exits.is_empty()) {
+        println!(
+            "- N={}, {} members, run {}: exited on their own: {}",
+            r.n,
+            r.members,
+            r.run,
+            r.exits.join("; ")
+        );
+    }
     for ((n, members), runs) in &groups {
         let shares: Vec<String> = runs
             .iter()
