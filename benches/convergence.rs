@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams};
 use pgtoolbox_operator::api::{PgAccessRequest, render_crds_yaml};
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
@@ -347,21 +347,15 @@ async fn restart_phase(
 /// A second subject is added to an approved request's RoleBinding; the time until its status
 /// reports the drift (the binding is deleted in the same pass, before the status write).
 async fn binding_change(client: &kube::Client, observer: &mut Observer) -> f64 {
-    let api: Api<RoleBinding> = Api::namespaced(client.clone(), &seed::namespace(CHANGED_INDEX));
-    let name = format!("pgar-{}", seed::name(CHANGED_INDEX));
-    let mut binding = api
-        .get(&name)
-        .await
-        .expect("binding of the changed request");
-    binding.subjects = Some(vec![seed::user("alice"), seed::user("mallory")]);
-    let start = Instant::now();
-    api.replace(&name, &PostParams::default(), &binding)
-        .await
-        .expect("binding replaced");
-    observer
-        .reason(CHANGED_INDEX, "RoleBindingDrifted", Duration::from_secs(60))
+    let start = seed::drift_binding(client, CHANGED_INDEX).await;
+    let seen = observer
+        .reached_at(
+            &[CHANGED_INDEX],
+            "RoleBindingDrifted",
+            Duration::from_secs(60),
+        )
         .await;
-    let latency = start.elapsed().as_secs_f64() * 1e3;
+    let latency = seen[0].saturating_duration_since(start).as_secs_f64() * 1e3;
     eprintln!("   RoleBinding change seen in status after {latency:.1} ms");
     latency
 }

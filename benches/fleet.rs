@@ -36,7 +36,7 @@ mod restart;
 mod world;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use pgtoolbox_sim::cluster::WorkloadFault;
@@ -44,16 +44,14 @@ use pgtoolbox_sim::{Sim, SimConfig};
 use serde::{Deserialize, Serialize};
 
 use common::child::{self, env_or};
-use common::measure;
 use common::phases::{Quiet, quiet_phase_of, writes_settled};
 use common::stats::{group_by, median, ratio_of_medians};
+use common::{measure, operator};
 use world::{Fleet, FleetKind, Observer};
 
 /// The operator's allocator, so that the Controller-footprint driver's memory compares with its.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
-const OPERATOR: &str = env!("CARGO_BIN_EXE_pgtoolbox-operator");
 /// One faulty object in this many, in the `faulty` scenario.
 const FAULTY_EVERY: usize = 100;
 /// The scenario of the ceiling runs (see `fleet/ceiling.rs`).
@@ -175,34 +173,8 @@ fn run_child(args: &[String]) -> ! {
 /// The operator binary against the sim, its `/metrics` on `metrics_port` (0: any), its log
 /// appended to `FLEET_OPERATOR_LOG` or nowhere.
 fn start_operator(kubeconfig: &std::path::Path, metrics_port: u16) -> Child {
-    let log = std::env::var("FLEET_OPERATOR_LOG").ok().and_then(|path| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .ok()
-    });
-    let (out, err) = match log {
-        Some(file) => (
-            Stdio::from(file.try_clone().expect("log file")),
-            Stdio::from(file),
-        ),
-        None => (Stdio::null(), Stdio::null()),
-    };
-    Command::new(OPERATOR)
-        .arg("run")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args([
-            "--metrics-bind-address",
-            &format!("127.0.0.1:{metrics_port}"),
-        ])
-        .args(["--health-probe-bind-address", "127.0.0.1:0"])
-        .env("RUST_LOG", "warn")
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .expect("operator starts")
+    let log = std::env::var_os("FLEET_OPERATOR_LOG").map(std::path::PathBuf::from);
+    operator::start(kubeconfig, log.as_deref(), metrics_port, |_| {})
 }
 
 /// Waits until the operator watches the three kinds (its caches listed them).

@@ -1,6 +1,7 @@
 //! What the harness-less benches share: process figures from /proc, one child process per
-//! measured run, the drivers' common parts, the phases measured against the embedded API server
-//! (a restart among them), the operator binary's metrics, and summary statistics.
+//! measured run, the operator binary as a process of its own, the drivers' common parts, the
+//! phases measured against the embedded API server (a restart among them), the operator
+//! binary's metrics, and summary statistics.
 //! Each bench uses a part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
@@ -8,6 +9,7 @@ pub mod allocator;
 pub mod child;
 pub mod drivers;
 pub mod measure;
+pub mod operator;
 pub mod phases;
 pub mod restart;
 pub mod scrape;

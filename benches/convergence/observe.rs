@@ -42,6 +42,9 @@ struct Seen {
 struct Fleet {
     seen: Vec<Seen>,
     expected: Vec<u8>,
+    /// When each request's reason last changed (allocated with the observer, before any
+    /// measurement of the run).
+    reason_since: Vec<Option<Instant>>,
     with_status: usize,
     converged: usize,
     last_expiry_seen: Option<Instant>,
@@ -56,6 +59,9 @@ impl Fleet {
     fn update(&mut self, index: usize, now: Seen) {
         let had_status = self.seen[index].reason != 0;
         let was = self.is_converged(index);
+        if self.seen[index].reason != now.reason {
+            self.reason_since[index] = Some(Instant::now());
+        }
         self.seen[index] = now;
         let is = self.is_converged(index);
         self.with_status =
@@ -93,6 +99,7 @@ impl Observer {
         let fleet = Arc::new(Mutex::new(Fleet {
             seen: vec![Seen::default(); n],
             expected: (0..n).map(|i| code(Shape::of(i).final_reason())).collect(),
+            reason_since: vec![None; n],
             with_status: 0,
             converged: 0,
             last_expiry_seen: None,
@@ -173,11 +180,25 @@ impl Observer {
             .await;
     }
 
-    /// The request at `index` shows RoleBindingSynced `reason`.
-    pub async fn reason(&mut self, index: usize, reason: &str, timeout: Duration) {
+    /// Waits until every request at `indices` shows RoleBindingSynced `reason`; answers, for
+    /// each, when its reason became that one.
+    pub async fn reached_at(
+        &mut self,
+        indices: &[usize],
+        reason: &str,
+        timeout: Duration,
+    ) -> Vec<Instant> {
         let wanted = code(reason);
-        self.until(reason, timeout, |f| f.seen[index].reason == wanted)
-            .await;
+        self.until(reason, timeout, |f| {
+            indices.iter().all(|&i| f.seen[i].reason == wanted)
+        })
+        .await;
+        self.with(|f| {
+            indices
+                .iter()
+                .map(|&i| f.reason_since[i].expect("a reason seen arrives with its instant"))
+                .collect()
+        })
     }
 
     /// When the last expiring request was seen converged.

@@ -60,7 +60,7 @@ impl Shape {
         matches!(self, Self::ExpiringPending | Self::ExpiringApproved)
     }
 
-    fn approved(self) -> bool {
+    pub fn approved(self) -> bool {
         matches!(self, Self::Approved | Self::ExpiringApproved)
     }
 }
@@ -109,6 +109,23 @@ pub fn binding_of(index: usize, users: &[&str]) -> RoleBinding {
         },
         subjects: Some(users.iter().map(|u| user(u)).collect()),
     }
+}
+
+/// Makes the RoleBinding of the approved request at `index` bind a second user besides its
+/// subject, a drift the operator repairs by deleting it; answers when the change was sent.
+pub async fn drift_binding(client: &kube::Client, index: usize) -> std::time::Instant {
+    let api: Api<RoleBinding> = Api::namespaced(client.clone(), &namespace(index));
+    let name = format!("pgar-{}", name(index));
+    let mut binding = api
+        .get(&name)
+        .await
+        .expect("binding of the changed request");
+    binding.subjects = Some(vec![user("alice"), user("mallory")]);
+    let sent = std::time::Instant::now();
+    api.replace(&name, &PostParams::default(), &binding)
+        .await
+        .expect("binding replaced");
+    sent
 }
 
 /// Creates the namespaces and `n` requests (with bindings and decisions) through the API.

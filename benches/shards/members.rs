@@ -1,0 +1,135 @@
+//! The members of a run: operator processes against the embedded API server, either one
+//! replica alone (no sharding flag, the single-replica mode) or several with `--shards auto`,
+//! each under its own identity; which of them owns which request, from their Leases.
+
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, ListParams};
+use pgtoolbox_operator::api::PgAccessRequest;
+use pgtoolbox_operator::testing::supervisor::OperatorSettings;
+use pgtoolbox_operator::testing::supervisor::leader::LeaderConfig;
+use pgtoolbox_operator::testing::supervisor::members::{MEMBER_LABEL, member_config};
+use pgtoolbox_operator::testing::supervisor::shard::{Ring, object_key};
+use pgtoolbox_sim::Sim;
+
+use super::common::{measure, operator};
+use super::seed;
+
+/// One operator process; killed when dropped, so a failed run leaves no process behind.
+pub struct Member {
+    /// Its `POD_NAME`: the prefix of its identity in the ring.
+    pub name: String,
+    child: Child,
+}
+
+impl Member {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// How it ended, if it exited on its own (a member that cannot renew its Lease exits).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGKILL: no graceful leave, its Lease is left to expire.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The operator's namespace, where the members keep their Leases.
+pub fn operator_namespace() -> String {
+    OperatorSettings::default().operator_namespace
+}
+
+/// The Lease timings every member runs with (the CLI does not change them).
+pub fn lease_config() -> LeaderConfig {
+    member_config(&operator_namespace(), "bench")
+}
+
+/// `SHARDS_OPERATOR_LOG=<prefix>` keeps member i's log in `<prefix>.<i>`.
+fn log_of(i: usize) -> Option<PathBuf> {
+    std::env::var("SHARDS_OPERATOR_LOG")
+        .ok()
+        .map(|prefix| PathBuf::from(format!("{prefix}.{i}")))
+}
+
+/// Starts `count` members: one alone runs as the single replica, more join a ring.
+pub fn start(kubeconfig: &Path, count: usize) -> Vec<Member> {
+    (0..count)
+        .map(|i| {
+            let name = format!("bench-member-{i}");
+            let child = operator::start(kubeconfig, log_of(i).as_deref(), 0, |command| {
+                command.env("POD_NAME", &name);
+                if count > 1 {
+                    command.args(["--shards", "auto"]);
+                }
+            });
+            Member { name, child }
+        })
+        .collect()
+}
+
+/// The RSS of a single replica with nothing to reconcile, KiB: started on the still empty
+/// server, measured once it watches the requests and its other lists settled, then killed.
+pub async fn idle_rss_kb(sim: &Sim, kubeconfig: &Path) -> u64 {
+    let mut idle = start(kubeconfig, 1);
+    let watching = |stats: &pgtoolbox_sim::Stats| {
+        stats
+            .by_verb_resource
+            .keys()
+            .any(|key| key.starts_with("watch ") && key.ends_with("pgaccessrequests"))
+    };
+    while !watching(&sim.stats()) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let rss = measure::rss_kb_of(idle[0].pid());
+    idle[0].kill();
+    rss
+}
+
+/// The identities of the members holding a Lease, in name order.
+pub async fn identities(client: &kube::Client) -> Vec<String> {
+    let api: Api<Lease> = Api::namespaced(client.clone(), &operator_namespace());
+    let leases = api
+        .list(&ListParams::default().labels(MEMBER_LABEL))
+        .await
+        .expect("member Leases listed");
+    let mut names: Vec<String> = leases
+        .items
+        .into_iter()
+        .filter_map(|lease| lease.spec?.holder_identity)
+        .collect();
+    names.sort();
+    names
+}
+
+/// Each member's view of the ring of `identities`, in the same order.
+pub fn rings(identities: &[String]) -> Vec<Ring> {
+    identities
+        .iter()
+        .map(|me| Ring::Members {
+            me: me.clone(),
+            members: identities.iter().cloned().collect(),
+        })
+        .collect()
+}
+
+/// The member (its place in `rings`) that owns request `index`, as every member computes it.
+pub fn owner_of(rings: &[Ring], index: usize) -> Option<usize> {
+    let kind = <PgAccessRequest as kube::Resource>::kind(&());
+    let key = object_key(&kind, &seed::namespace(index), &seed::name(index));
+    rings.iter().position(|ring| ring.owns(key))
+}
