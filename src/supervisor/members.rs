@@ -69,32 +69,48 @@ async fn renew(api: &Api<Lease>, cfg: &LeaderConfig, view: Option<u64>) -> Resul
 }
 
 /// Renews our Lease until a renewal has not succeeded for the deadline. `published` is the
-/// view to show; `landed` the last one a successful renewal wrote.
+/// view to show; `landed` the last one a successful renewal wrote. The deadline runs from the
+/// first renewal that landed in time: before it the member owns nothing (`follow` waits for it),
+/// so a first write slowed by a busy server (the caches' first lists at start) is waited for and
+/// made again rather than taken as a lost Lease.
 async fn renew_loop(
     api: Api<Lease>,
     cfg: LeaderConfig,
     mut published: watch::Receiver<Option<u64>>,
     landed: watch::Sender<Option<u64>>,
 ) {
-    let mut valid_until = Instant::now() + cfg.deadline();
+    let mut valid_until: Option<Instant> = None;
     loop {
         let attempt = Instant::now();
         let view = *published.borrow_and_update();
-        match tokio::time::timeout_at(valid_until, renew(&api, &cfg, view)).await {
-            Ok(Ok(())) => {
-                valid_until = attempt + cfg.deadline();
+        let renewal = renew(&api, &cfg, view);
+        let outcome = match valid_until {
+            Some(until) => match tokio::time::timeout_at(until, renewal).await {
+                Ok(outcome) => outcome,
+                Err(_) => return,
+            },
+            None => renewal.await,
+        };
+        match outcome {
+            // Only a renewal that landed within the deadline counts: the others may have seen
+            // it as early as the attempt. A first one that landed later is simply made again.
+            Ok(()) if Instant::now() < attempt + cfg.deadline() => {
+                valid_until = Some(attempt + cfg.deadline());
                 let _ = landed.send(Some(view.unwrap_or(0)));
             }
-            Ok(Err(err)) => tracing::warn!(error = %err, "shard member Lease renewal"),
-            Err(_) => return,
+            Ok(()) => tracing::info!("shard member Lease written after the deadline: renewing"),
+            Err(err) => tracing::warn!(error = %err, "shard member Lease renewal"),
         }
-        let next = (Instant::now() + cfg.renew_every).min(valid_until);
+        let next = match valid_until {
+            Some(until) => (Instant::now() + cfg.renew_every).min(until),
+            None => Instant::now() + cfg.retry_every,
+        };
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {}
             // A new view is published at once.
             _ = published.changed() => {}
         }
-        if Instant::now() >= valid_until {
+        if valid_until.is_some_and(|until| Instant::now() >= until) {
             return;
         }
     }

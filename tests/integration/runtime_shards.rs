@@ -179,3 +179,28 @@ async fn three_members_share_the_objects_and_survivors_take_a_killed_members_sha
         );
     }
 }
+
+/// A member's first Lease write slowed past the renewal deadline (a busy server while the
+/// caches list at start) is waited for: the member owns nothing until it lands, then joins.
+#[tokio::test]
+async fn a_first_lease_write_slower_than_the_deadline_still_joins() {
+    let (sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for name in names() {
+        create(&api, &name, "1").await;
+    }
+    // Longer than the test members' renewal deadline (1.3 s).
+    sim.admin()
+        .inject_latency(
+            "create:coordination.k8s.io/leases:default",
+            Duration::from_millis(2500),
+            Some(1),
+        )
+        .expect("latency injected");
+    let a = join(&client, "member-a").await;
+    eventually(DEADLINE, "the member owns every object", || async {
+        one_owner_each(&[&a])
+    })
+    .await;
+    eventually(DEADLINE, "every object mirrored", || all_seen(&api, "1")).await;
+}
