@@ -14,7 +14,7 @@ use super::kind::{KindState, KindSupervisor, jitter, kind_of};
 use super::packed::Latest;
 use crate::actors::Reconciler;
 use crate::messages::{KindMsg, ObjectKey};
-use crate::reconcile::shard::{Ownership, object_key};
+use crate::reconcile::shard::Ownership;
 
 /// Another member's object, as last seen.
 pub(super) struct Foreign<K> {
@@ -24,7 +24,7 @@ pub(super) struct Foreign<K> {
 
 /// Whether `ownership` holds `key` of kind `R`.
 pub(super) fn owns<R: Reconciler>(ownership: &Ownership, key: &ObjectKey) -> bool {
-    ownership.is_all() || ownership.owns(object_key(&kind_of::<R>(), &key.namespace, &key.name))
+    ownership.owns_object(&kind_of::<R>(), &key.namespace, &key.name)
 }
 
 impl<R: Reconciler> KindSupervisor<R> {
