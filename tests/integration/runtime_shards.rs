@@ -13,10 +13,10 @@ use pgtoolbox_operator::testing::actors::Shared;
 use pgtoolbox_operator::testing::actors::refusals::{TrackerArgs, start_refusal_tracker};
 use pgtoolbox_operator::testing::k8s::EventSink;
 use pgtoolbox_operator::testing::messages::ObjectKey;
-use pgtoolbox_operator::testing::supervisor::leader::LeaderConfig;
-use pgtoolbox_operator::testing::supervisor::members::{MEMBER_LABEL, Membership, member_config};
 use pgtoolbox_operator::testing::metrics::OperatorMetrics;
 use pgtoolbox_operator::testing::supervisor::WatchScope;
+use pgtoolbox_operator::testing::supervisor::leader::LeaderConfig;
+use pgtoolbox_operator::testing::supervisor::members::{MEMBER_LABEL, Membership, member_config};
 use pgtoolbox_operator::testing::supervisor::shard::{Ownership, Ring, object_key};
 use pgtoolbox_operator::testing::supervisor::{
     Kind, Operator, OperatorBuilder, Registry, Resharder,
