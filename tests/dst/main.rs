@@ -1,5 +1,6 @@
 //! Deterministic simulation testing of the operator (issue 18): PgAccessRequest schedules and
-//! workload schedules (consoles, PgAdmins, EvidenceAgents on the simulated cluster).
+//! workload schedules (consoles, PgAdmins, EvidenceAgents on the simulated cluster); and
+//! sharding schedules of one to five active members (`members`).
 //!
 //! `cargo test --test dst` runs the CI budget (1,000 PgAccessRequest and 80 workload schedules by
 //! default, on every core: `DST_THREADS`); a failure prints its seed and the one command that
@@ -7,6 +8,7 @@
 //!
 //! ```text
 //! cargo test --test dst -- --seed 42            # replay one schedule, print its steps
+//! cargo test --test dst -- --member-seed 7     # replay one sharding schedule
 //! cargo test --test dst -- --schedules 20000 --workloads 2000 --steps 60 --from 1000000   # a soak
 //! DST_SCHEDULES=200 cargo test --test dst        # a smaller budget
 //! ```
