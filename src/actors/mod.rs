@@ -5,6 +5,7 @@ pub mod access_request;
 pub mod console;
 mod context;
 pub mod evidence_agent;
+mod listed;
 mod object;
 mod object_reconciler;
 mod object_state;
@@ -24,6 +25,7 @@ pub mod secret_router;
 pub mod shared;
 
 pub use context::{ObjectContext, PassEnv, Shared};
+pub use listed::Listed;
 pub use notice_routes::SecretRoutes;
 pub use object::ObjectActor;
 pub use object_reconciler::{Outcome, Reconciler};

@@ -1,7 +1,15 @@
 //! Tells the objects of a namespace dropped at start why they are no longer looked after:
 //! Ready=Unknown NamespaceNotWatched and one Warning Event, written once (a restart that finds
 //! the status already saying so writes and records nothing).
+//!
+//! With several members (issue 30) each object is marked by the member that owns it, as its
+//! passes would be: at start with the share it starts with, and again after every change of
+//! its share (inside the hand-off, so a member lets go only once its marking ended). A share
+//! taken over finds the objects the previous owner marked unchanged, and marks those it did not.
 
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
@@ -14,7 +22,13 @@ use crate::api::VERSION;
 use crate::children::Applier;
 use crate::conditions::{StoredStatus, namespace_not_watched, status_patch};
 use crate::k8s::{EventSink, WriteBudget};
-use crate::reconcile::namespace_permissions::{DroppedNamespace, NOT_WATCHED_KINDS, OWN_GROUP};
+use crate::reconcile::namespace_permissions::{
+    DroppedNamespace, NOT_WATCHED_KINDS, OWN_GROUP, WatchPlan,
+};
+use crate::reconcile::shard::Ownership;
+
+/// Status writes and Events in flight at once while marking dropped namespaces.
+const MARK_WRITES: usize = 4;
 
 /// What marking one dropped namespace did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -23,6 +37,8 @@ pub struct MarkReport {
     pub written: usize,
     /// Objects that already said NamespaceNotWatched.
     pub unchanged: usize,
+    /// Objects another member owns (left to it).
+    pub others: usize,
     pub events: usize,
 }
 
@@ -50,15 +66,16 @@ fn reference_of(object: &DynamicObject, resource: &ApiResource) -> ObjectReferen
     }
 }
 
-/// Marks every PgAdmin, PgToolBoxConsole and EvidenceAgent of `dropped` whose status the
-/// operator may still write, for the kinds it runs (`kinds`; only their permissions were
-/// checked). A kind it may not list or patch there is skipped.
+/// Marks every PgAdmin, PgToolBoxConsole and EvidenceAgent of `dropped` that `ownership` holds
+/// and whose status the operator may still write, for the kinds it runs (`kinds`; only their
+/// permissions were checked). A kind it may not list or patch there is skipped.
 pub async fn mark_dropped_namespace<S: AsRef<str>>(
     client: &Client,
     events: &EventSink,
     writes: &WriteBudget,
     dropped: &DroppedNamespace,
     kinds: &[S],
+    ownership: &Ownership,
 ) -> Result<MarkReport, kube::Error> {
     let message = dropped.message();
     let mut report = MarkReport::default();
@@ -83,6 +100,10 @@ pub async fn mark_dropped_namespace<S: AsRef<str>>(
             Err(error) => return Err(error),
         };
         for object in objects {
+            if !ownership.owns_object(kind, &dropped.namespace, &object.name_any()) {
+                report.others += 1;
+                continue;
+            }
             let (conditions, observed_generation) = stored_conditions(&object);
             let stored = StoredStatus {
                 conditions: &conditions,
@@ -107,4 +128,71 @@ pub async fn mark_dropped_namespace<S: AsRef<str>>(
         }
     }
     Ok(report)
+}
+
+/// Marks the dropped namespaces of a start's plan, for the share of the objects a member holds.
+pub struct NotWatchedMarker {
+    client: Client,
+    plan: Arc<WatchPlan>,
+    kinds: Vec<String>,
+    events: EventSink,
+    writes: WriteBudget,
+}
+
+impl NotWatchedMarker {
+    pub fn new(
+        client: Client,
+        plan: Arc<WatchPlan>,
+        kinds: Vec<String>,
+        events: EventSink,
+    ) -> Self {
+        Self {
+            client,
+            plan,
+            kinds,
+            events,
+            writes: WriteBudget::new(MARK_WRITES),
+        }
+    }
+
+    /// Marks the objects of each dropped namespace `ownership` holds; returns once done. A
+    /// failure is logged, not fatal: the namespace stays dropped either way and the next start
+    /// or change of share tries again.
+    pub async fn mark(&self, ownership: &Ownership) {
+        if ownership.holds_nothing() {
+            return;
+        }
+        for dropped in &self.plan.dropped {
+            let marked = mark_dropped_namespace(
+                &self.client,
+                &self.events,
+                &self.writes,
+                dropped,
+                &self.kinds,
+                ownership,
+            )
+            .await;
+            match marked {
+                Ok(report) => {
+                    info!(namespace = %dropped.namespace, ?report, "marked NamespaceNotWatched")
+                }
+                Err(error) => {
+                    warn!(namespace = %dropped.namespace, %error, "cannot mark NamespaceNotWatched")
+                }
+            }
+        }
+    }
+
+    /// The step a member's `Resharder` runs with each new share of the objects.
+    pub fn on_reshard(
+        self: Arc<Self>,
+    ) -> impl Fn(Arc<Ownership>) -> BoxFuture<'static, bool> + Send + Sync + 'static {
+        move |ownership| {
+            let marker = self.clone();
+            Box::pin(async move {
+                marker.mark(&ownership).await;
+                true
+            })
+        }
+    }
 }

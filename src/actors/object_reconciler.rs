@@ -1,6 +1,5 @@
 //! The seam between the generic runtime and one kind: the [`Reconciler`] trait.
 
-use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +9,7 @@ use kube::core::NamespaceResourceScope;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{ObjectContext, PassEnv, PassFailure, ReconcileError};
+use super::{Listed, ObjectContext, PassEnv, PassFailure, ReconcileError};
 use crate::messages::{ObjectKey, TimerPurpose};
 use crate::runtime::{PassResult, Reported};
 
@@ -53,13 +52,10 @@ pub trait Reconciler: Send + Sync + 'static {
         async {}
     }
 
-    /// The kind's watches listed every object there is (`known`): sweep what belongs to objects
-    /// outside it (children that outlived an object deleted while the operator was away).
-    fn on_listed(
-        &self,
-        _known: &HashSet<ObjectKey>,
-        _env: &Arc<PassEnv>,
-    ) -> impl Future<Output = ()> + Send {
+    /// The kind's watches listed every object there is: sweep what belongs to objects outside
+    /// it (children that outlived an object deleted while the operator was away), those
+    /// [`Listed::is_my_orphan`] gives this member. Also run after each change of its share.
+    fn on_listed(&self, _listed: &Listed, _env: &Arc<PassEnv>) -> impl Future<Output = ()> + Send {
         async {}
     }
 

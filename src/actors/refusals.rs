@@ -1,6 +1,7 @@
 //! The namespace-refusal tracker: at start, asks the API server (SelfSubjectAccessReview)
 //! whether the operator holds every permission it needs in each namespace of WATCH_NAMESPACES,
-//! keeps the namespaces where it does, and tells the objects of the others why they are left out.
+//! keeps the namespaces where it does, and tells the objects of the others why they are left out
+//! (those of its share: see [`NotWatchedMarker`]).
 
 use std::sync::Arc;
 
@@ -13,19 +14,18 @@ use kube::api::{Api, PostParams};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SpawnErr};
 use tracing::{info, instrument, warn};
 
-use crate::actors::not_watched::mark_dropped_namespace;
+use crate::actors::not_watched::NotWatchedMarker;
 use crate::actors::runtime_refusals::RuntimeRefusals;
+use crate::k8s::EventSink;
 use crate::k8s::WatchScope;
-use crate::k8s::{EventSink, WriteBudget};
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::{
     Permission, WatchPlan, plan_watch, required_permissions,
 };
+use crate::reconcile::shard::Ownership;
 
 /// Access reviews in flight at once.
 const REVIEW_CONCURRENCY: usize = 16;
-/// Status writes and Events in flight at once while marking dropped namespaces.
-const MARK_WRITES: usize = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RefusalError {
@@ -131,6 +131,8 @@ pub struct RefusalTracking {
     pub actor: ActorRef<RefusalMsg>,
     pub plan: Arc<WatchPlan>,
     pub runtime: Arc<RuntimeRefusals>,
+    /// Marks the dropped namespaces again when this member's share changes.
+    pub marker: Arc<NotWatchedMarker>,
 }
 
 /// What the tracker is asked (once, at start).
@@ -139,6 +141,8 @@ pub enum RefusalMsg {
     Plan(ractor::RpcReplyPort<Arc<WatchPlan>>),
     /// The shared recorder of 403s met at run time.
     Runtime(ractor::RpcReplyPort<Arc<RuntimeRefusals>>),
+    /// The marker of the dropped namespaces.
+    Marker(ractor::RpcReplyPort<Arc<NotWatchedMarker>>),
 }
 
 pub struct NamespaceRefusalTracker;
@@ -149,28 +153,17 @@ pub struct TrackerArgs {
     pub metrics: OperatorMetrics,
     /// The kinds the operator runs: their permissions are checked, their objects marked.
     pub kinds: Vec<String>,
-}
-
-/// Tells the objects of each dropped namespace. A failure is logged, not fatal: the
-/// namespace stays dropped either way and the next start tries again.
-async fn mark_dropped(client: &Client, plan: &WatchPlan, kinds: &[String]) {
-    let events = EventSink::new(client.clone());
-    let writes = WriteBudget::new(MARK_WRITES);
-    for dropped in &plan.dropped {
-        match mark_dropped_namespace(client, &events, &writes, dropped, kinds).await {
-            Ok(report) => {
-                info!(namespace = %dropped.namespace, ?report, "marked NamespaceNotWatched")
-            }
-            Err(error) => {
-                warn!(namespace = %dropped.namespace, %error, "cannot mark NamespaceNotWatched")
-            }
-        }
-    }
+    /// The share of the objects this replica holds from the start (all of them for one
+    /// replica): only those are marked at start.
+    pub ownership: Ownership,
+    /// Where the NamespaceNotWatched Events go.
+    pub events: EventSink,
 }
 
 pub struct TrackerState {
     plan: Arc<WatchPlan>,
     runtime: Arc<RuntimeRefusals>,
+    marker: Arc<NotWatchedMarker>,
 }
 
 impl Actor for NamespaceRefusalTracker {
@@ -183,12 +176,14 @@ impl Actor for NamespaceRefusalTracker {
         _myself: ActorRef<Self::Msg>,
         args: TrackerArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let plan = check_namespaces(&args.client, &args.scope, &args.kinds).await?;
+        let plan = Arc::new(check_namespaces(&args.client, &args.scope, &args.kinds).await?);
         args.metrics.set_dropped_namespaces(plan.dropped.len());
-        mark_dropped(&args.client, &plan, &args.kinds).await;
+        let marker = NotWatchedMarker::new(args.client, plan.clone(), args.kinds, args.events);
+        marker.mark(&args.ownership).await;
         Ok(TrackerState {
-            plan: Arc::new(plan),
+            plan,
             runtime: Arc::new(RuntimeRefusals::new()),
+            marker: Arc::new(marker),
         })
     }
 
@@ -205,12 +200,16 @@ impl Actor for NamespaceRefusalTracker {
             RefusalMsg::Runtime(reply) => {
                 let _ = reply.send(state.runtime.clone());
             }
+            RefusalMsg::Marker(reply) => {
+                let _ = reply.send(state.marker.clone());
+            }
         }
         Ok(())
     }
 }
 
-/// Starts the tracker: the namespaces to watch, and the shared runtime 403 recorder.
+/// Starts the tracker: the namespaces to watch, the shared runtime 403 recorder, and the
+/// marker of the dropped namespaces (which marked this replica's share before returning).
 pub async fn start_refusal_tracker(args: TrackerArgs) -> Result<RefusalTracking, RefusalError> {
     let (actor, _task) = Actor::spawn(None, NamespaceRefusalTracker, args)
         .await
@@ -224,9 +223,11 @@ pub async fn start_refusal_tracker(args: TrackerArgs) -> Result<RefusalTracking,
     let spawn_err = |e: ractor::RactorErr<RefusalMsg>| RefusalError::Spawn(e.to_string());
     let plan = ractor::call!(actor, RefusalMsg::Plan).map_err(spawn_err)?;
     let runtime = ractor::call!(actor, RefusalMsg::Runtime).map_err(spawn_err)?;
+    let marker = ractor::call!(actor, RefusalMsg::Marker).map_err(spawn_err)?;
     Ok(RefusalTracking {
         actor,
         plan,
         runtime,
+        marker,
     })
 }

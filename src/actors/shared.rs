@@ -8,6 +8,7 @@ use kube::Client;
 use ractor::{Actor, ActorRef, SpawnErr};
 
 use crate::actors::Shared;
+use crate::actors::not_watched::NotWatchedMarker;
 use crate::actors::notice_routes::{NoticeRoutes, SecretRoutes};
 use crate::actors::prober::ProberMsg;
 use crate::actors::prober::{ProberArgs, ProberStartError, start_prober};
@@ -19,10 +20,11 @@ use crate::actors::router_supervisor::{
 use crate::actors::secret_router::RouterArgs;
 use crate::children::ReferenceIndex;
 use crate::health::Readiness;
-use crate::k8s::WatchScope;
+use crate::k8s::{EventSink, WatchScope};
 use crate::messages::shared::SecretRouterMsg;
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::WatchPlan;
+use crate::reconcile::shard::Ownership;
 use crate::runtime::{BackoffPolicy, OperatorSettings};
 
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +47,8 @@ pub struct SharedActors {
     pub plan: Arc<WatchPlan>,
     pub prober: ActorRef<ProberMsg>,
     pub tracker: ActorRef<RefusalMsg>,
+    /// Marks the dropped namespaces' objects of this replica's share (again after it changed).
+    pub marker: Arc<NotWatchedMarker>,
     /// Restarts the secret router if it fails.
     pub router_supervisor: ActorRef<Respawn>,
     router: Arc<RouterSlot>,
@@ -86,15 +90,30 @@ fn kept_scope(listed: &[String], plan: &WatchPlan) -> Result<Vec<String>, Shared
 }
 
 /// Runs the start-up checks for the kinds the operator runs (`kinds`, as
-/// `OperatorBuilder::kind_names` lists them) and starts the shared actors.
+/// `OperatorBuilder::kind_names` lists them) and starts the shared actors of one replica.
 /// `settings.watch_namespaces` in the returned [`Shared`] holds only the namespaces kept; a
 /// probe failure fails the start.
 pub async fn start_shared_actors(
     client: &Client,
     kinds: &[String],
+    settings: OperatorSettings,
+    metrics: OperatorMetrics,
+    readiness: Readiness,
+) -> Result<SharedActors, SharedStartError> {
+    let ownership = Ownership::default();
+    start_shared_actors_owning(client, kinds, settings, metrics, readiness, ownership).await
+}
+
+/// [`start_shared_actors`] for a replica holding `ownership` from the start (its
+/// `OperatorBuilder::ownership`): the start-up marking of the dropped namespaces covers only
+/// that share.
+pub async fn start_shared_actors_owning(
+    client: &Client,
+    kinds: &[String],
     mut settings: OperatorSettings,
     metrics: OperatorMetrics,
     readiness: Readiness,
+    ownership: Ownership,
 ) -> Result<SharedActors, SharedStartError> {
     let listed = WatchScope::from_namespaces(&settings.watch_namespaces);
     let tracking = start_refusal_tracker(TrackerArgs {
@@ -102,6 +121,8 @@ pub async fn start_shared_actors(
         scope: listed,
         metrics: metrics.clone(),
         kinds: kinds.to_vec(),
+        ownership,
+        events: EventSink::new(client.clone()),
     })
     .await
     .map_err(|e| SharedStartError::Refusals(Box::new(e)))?;
@@ -145,6 +166,7 @@ pub async fn start_shared_actors(
         plan: tracking.plan,
         prober,
         tracker: tracking.actor,
+        marker: tracking.marker,
         router_supervisor,
         router,
     })

@@ -5,7 +5,6 @@
 //! status writer. A kind implements [`StatusPass`]; the
 //! [`Reconciler`] the runtime drives follows from it.
 
-use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -14,7 +13,7 @@ use kube::core::NamespaceResourceScope;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler};
+use super::{Listed, ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler};
 use crate::api::ReportsConditions;
 use crate::children::{CACHE_WAIT, OperatorCaches, Synced, wait_synced};
 use crate::messages::{KindKey, ObjectKey};
@@ -63,11 +62,7 @@ pub trait StatusPass: Send + Sync + 'static {
     }
 
     /// See [`Reconciler::on_listed`].
-    fn on_listed(
-        &self,
-        _known: &HashSet<ObjectKey>,
-        _env: &Arc<PassEnv>,
-    ) -> impl Future<Output = ()> + Send {
+    fn on_listed(&self, _listed: &Listed, _env: &Arc<PassEnv>) -> impl Future<Output = ()> + Send {
         async {}
     }
 }
@@ -106,8 +101,8 @@ impl<P: StatusPass> Reconciler for P {
         StatusPass::on_orphan(self, key, cx).await;
     }
 
-    async fn on_listed(&self, known: &HashSet<ObjectKey>, env: &Arc<PassEnv>) {
-        StatusPass::on_listed(self, known, env).await;
+    async fn on_listed(&self, listed: &Listed, env: &Arc<PassEnv>) {
+        StatusPass::on_listed(self, listed, env).await;
     }
 
     async fn report_error(

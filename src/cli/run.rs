@@ -11,7 +11,7 @@ use super::settings::{EndpointArgs, SettingsArgs};
 use super::shards::{ShardArgs, Sharding};
 use super::signal::Stop;
 use super::{CliError, telemetry};
-use crate::actors::shared::start_shared_actors;
+use crate::actors::shared::start_shared_actors_owning;
 use crate::cli::register_all;
 use crate::health::{Readiness, serve_endpoints};
 use crate::metrics::OperatorMetrics;
@@ -148,12 +148,13 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // A lease lost while starting ends the start: nothing may act for a replica that no
     // longer leads.
     let start = async {
-        let shared_actors = start_shared_actors(
+        let shared_actors = start_shared_actors_owning(
             &client,
             &kind_names(&client),
             settings,
             metrics.clone(),
             readiness.clone(),
+            sharding.ownership(),
         )
         .await?;
         let builder = OperatorBuilder::new(client.clone(), shared_actors.shared.clone())
@@ -172,7 +173,9 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     tracing::info!(kinds = ?operator.kinds().collect::<Vec<_>>(), ?sharding, "operator running");
     let mut membership = (sharding == Sharding::Auto).then(|| {
         let config = member_config(&args.leader_election_namespace, &identity());
-        Membership::join(client.clone(), config, operator.resharder())
+        // The dropped namespaces' objects are marked by their owner, so again at each change.
+        let marking = shared_actors.marker.clone().on_reshard();
+        Membership::join(client.clone(), config, operator.resharder().also(marking))
     });
     let member_lost = async {
         match membership.as_mut() {

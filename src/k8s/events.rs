@@ -99,6 +99,13 @@ impl EventSink {
         }
     }
 
+    /// Reports as `instance` (`reportingInstance`) instead of the pod's name: tells apart the
+    /// members of a ring that share a process in tests.
+    pub fn reporting_as(mut self, instance: impl Into<String>) -> Self {
+        self.instance = instance.into();
+        self
+    }
+
     /// Records each decision on `regarding`. A failed Event is logged, never fatal: the status
     /// already says what the Event would.
     pub async fn publish(

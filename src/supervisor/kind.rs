@@ -491,18 +491,7 @@ impl<R: Reconciler> KindSupervisor<R> {
                     self.remove(myself, state, &key).await;
                 }
                 state.listed.insert(source);
-                if state.complete() {
-                    // Every member sweeps with the whole list: another member's objects are
-                    // no orphans.
-                    let known: HashSet<ObjectKey> = state
-                        .objects
-                        .keys()
-                        .chain(state.foreign.keys())
-                        .cloned()
-                        .collect();
-                    let (reconciler, env) = (self.reconciler.clone(), state.env.clone());
-                    tokio::spawn(async move { reconciler.on_listed(&known, &env).await });
-                }
+                self.sweep_orphans(state);
             }
             watcher::Event::Apply(obj) => {
                 if let Some(key) = ObjectKey::of(&obj) {

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::kind::{IdleSince, KindState, KindSupervisor, Life, Tracked, kind_of};
+use super::kind_shard::owns;
 use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler};
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 use crate::runtime::Reported;
@@ -35,8 +36,11 @@ impl<R: Reconciler> KindSupervisor<R> {
     ) {
         let Some(tracked) = state.objects.get_mut(key) else {
             // Something of an object that does not exist changed (a child labelled for it);
-            // another member's objects are not ours to judge.
-            if state.complete() && !state.foreign.contains_key(key) {
+            // another member's objects are not ours to judge, nor the orphans of its keys.
+            if state.complete()
+                && !state.foreign.contains_key(key)
+                && owns::<R>(&state.ownership, key)
+            {
                 self.orphaned(state, key);
             }
             return;

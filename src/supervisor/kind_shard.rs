@@ -6,15 +6,16 @@
 //! actors of the objects it loses, then starts those it gains (their first pass schedules
 //! their timers again from status).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use ractor::ActorRef;
 
 use super::kind::{KindState, KindSupervisor, jitter, kind_of};
 use super::packed::Latest;
-use crate::actors::Reconciler;
+use crate::actors::{Listed, Reconciler};
 use crate::messages::{KindMsg, ObjectKey};
-use crate::reconcile::shard::{Ownership, object_key};
+use crate::reconcile::shard::Ownership;
 
 /// Another member's object, as last seen.
 pub(super) struct Foreign<K> {
@@ -24,7 +25,7 @@ pub(super) struct Foreign<K> {
 
 /// Whether `ownership` holds `key` of kind `R`.
 pub(super) fn owns<R: Reconciler>(ownership: &Ownership, key: &ObjectKey) -> bool {
-    ownership.is_all() || ownership.owns(object_key(&kind_of::<R>(), &key.namespace, &key.name))
+    ownership.owns_object(&kind_of::<R>(), &key.namespace, &key.name)
 }
 
 impl<R: Reconciler> KindSupervisor<R> {
@@ -38,6 +39,25 @@ impl<R: Reconciler> KindSupervisor<R> {
         let mut latest = Latest::Decoded(obj);
         latest.pack();
         state.foreign.insert(key, Foreign { latest, source });
+    }
+
+    /// Once every watch listed: lets the reconciler remove what objects that do not exist left
+    /// behind, for the keys of this member's share (each key's owner sweeps for it, as it
+    /// would pass it), off the supervisor.
+    pub(super) fn sweep_orphans(&self, state: &KindState<R>) {
+        if !state.complete() {
+            return;
+        }
+        // The whole list: another member's objects are no orphans.
+        let known: HashSet<ObjectKey> = state
+            .objects
+            .keys()
+            .chain(state.foreign.keys())
+            .cloned()
+            .collect();
+        let listed = Listed::new(kind_of::<R>(), known, state.ownership.clone());
+        let (reconciler, env) = (self.reconciler.clone(), state.env.clone());
+        tokio::spawn(async move { reconciler.on_listed(&listed, &env).await });
     }
 
     /// Takes `ownership`: drains what it no longer holds (returns once those actors ended,
@@ -102,5 +122,7 @@ impl<R: Reconciler> KindSupervisor<R> {
                 Err(err) => tracing::error!(object = %key, error = %err, "moved object unreadable"),
             }
         }
+        // Orphans of keys gained (or skipped while no ring held them) are swept now.
+        self.sweep_orphans(state);
     }
 }

@@ -260,15 +260,29 @@ struct KindHandle {
 /// Hands every kind of a running operator a new share of the objects.
 #[derive(Clone)]
 pub struct Resharder {
-    kinds: Vec<AskReshard>,
+    /// One per kind, then the steps added by [`Resharder::also`].
+    steps: Vec<AskReshard>,
 }
 
 impl Resharder {
+    /// Also runs `step` with every new share (beside the kinds; `apply` waits for it too):
+    /// what a member writes for its share outside the kinds' actors.
+    pub fn also<F, Fut>(mut self, step: F) -> Self
+    where
+        F: Fn(Arc<Ownership>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = bool> + Send + 'static,
+    {
+        self.steps
+            .push(Arc::new(move |ownership| Box::pin(step(ownership))));
+        self
+    }
+
     /// Every kind drains what `ownership` excludes and adopts what it adds; returns once all
-    /// drained (`false`: a kind did not answer, it is gone and the process ends anyway).
+    /// drained and the added steps ended (`false`: a kind did not answer, it is gone and the
+    /// process ends anyway).
     pub async fn apply(&self, ownership: Ownership) -> bool {
         let ownership = Arc::new(ownership);
-        let asks = self.kinds.iter().map(|ask| ask(ownership.clone()));
+        let asks = self.steps.iter().map(|ask| ask(ownership.clone()));
         futures::future::join_all(asks)
             .await
             .into_iter()
@@ -293,7 +307,7 @@ impl Operator {
     /// The handle a membership loop changes this member's share through.
     pub fn resharder(&self) -> Resharder {
         Resharder {
-            kinds: self.kinds.iter().map(|k| k.reshard.clone()).collect(),
+            steps: self.kinds.iter().map(|k| k.reshard.clone()).collect(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! Deterministic simulation testing of the operator (issue 18): PgAccessRequest schedules and
-//! workload schedules (consoles, PgAdmins, EvidenceAgents on the simulated cluster).
+//! workload schedules (consoles, PgAdmins, EvidenceAgents on the simulated cluster); and
+//! sharding schedules of one to five active members (`members`).
 //!
 //! `cargo test --test dst` runs the CI budget (1,000 PgAccessRequest and 80 workload schedules by
 //! default, on every core: `DST_THREADS`); a failure prints its seed and the one command that
@@ -7,6 +8,7 @@
 //!
 //! ```text
 //! cargo test --test dst -- --seed 42            # replay one schedule, print its steps
+//! cargo test --test dst -- --member-seed 7     # replay one sharding schedule
 //! cargo test --test dst -- --schedules 20000 --workloads 2000 --steps 60 --from 1000000   # a soak
 //! DST_SCHEDULES=200 cargo test --test dst        # a smaller budget
 //! ```
@@ -16,6 +18,7 @@ mod invariants;
 mod kinds;
 mod leader;
 mod logs;
+mod members;
 mod mutations;
 mod oracle;
 mod schedule;
@@ -198,6 +201,8 @@ fn regressions() -> Vec<(u64, Mix, &'static str, Vec<Step>)> {
 
 struct Args {
     seed: Option<u64>,
+    /// `--member-seed`: replay one sharding schedule (`members`).
+    member_seed: Option<u64>,
     schedules: u64,
     /// Workload schedules, seeds `WORKLOAD_SEEDS + from ..`.
     workloads: u64,
@@ -212,6 +217,7 @@ struct Args {
 fn args() -> Args {
     let mut a = Args {
         seed: std::env::var("DST_SEED").ok().and_then(|s| s.parse().ok()),
+        member_seed: None,
         schedules: std::env::var("DST_SCHEDULES")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -233,6 +239,7 @@ fn args() -> Args {
         let mut value = || it.next().and_then(|v| v.parse::<u64>().ok());
         match arg.as_str() {
             "--seed" => a.seed = value(),
+            "--member-seed" => a.member_seed = value(),
             "--schedules" => a.schedules = value().unwrap_or(a.schedules),
             "--workloads" => a.workloads = value().unwrap_or(a.workloads),
             "--steps" => a.steps = value().map_or(a.steps, |v| v as usize),
@@ -376,6 +383,14 @@ fn main() {
         println!("dst: filtered out");
         return;
     }
+    if let Some(seed) = a.member_seed {
+        let violations = members::run(seed);
+        for v in &violations {
+            eprintln!("  {v}");
+        }
+        println!("member seed {seed}: {} violations", violations.len());
+        std::process::exit(i32::from(!violations.is_empty()));
+    }
     let crds = pgtoolbox_operator::api::render_crds_yaml().expect("CRDs render");
     if let Some(seed) = a.seed {
         let (h, violations) = run_seed(seed, a.steps, &crds);
@@ -421,6 +436,7 @@ fn main() {
     let started = Instant::now();
     failed |= !mutations::all_detected(&crds);
     failed |= !determinism(&crds);
+    failed |= !sharding_holds();
     let reached = coverage::every_step_reached(
         WORKLOAD_SEEDS + a.from..WORKLOAD_SEEDS + a.from + a.workloads,
         a.steps,
@@ -516,6 +532,30 @@ fn main() {
     if failed || failures > 0 {
         std::process::exit(1);
     }
+}
+
+/// The sharding schedules of the budget (`members`); a failure names its replay.
+fn sharding_holds() -> bool {
+    let started = Instant::now();
+    let seeds: Vec<u64> = (0..members::budget()).collect();
+    let mut outcomes = on_threads(&seeds, |seed| (seed, members::run(seed)));
+    outcomes.sort_by_key(|(seed, _)| *seed);
+    let mut ok = true;
+    for (seed, violations) in &outcomes {
+        if let Some(first) = violations.first() {
+            ok = false;
+            eprintln!(
+                "DST FAILURE member seed {seed}: {first} ({} in all)\n  replay: cargo test --test dst -- --member-seed {seed}",
+                violations.len()
+            );
+        }
+    }
+    println!(
+        "dst: {} sharding schedules (1-5 members, joins, leaves, crashes, Lease latency, skewed clocks) in {:.1?}",
+        seeds.len(),
+        started.elapsed()
+    );
+    ok
 }
 
 /// The same seed twice gives the same request log. Seed 1 caught the watch pump's random

@@ -1,23 +1,35 @@
 //! Three members of a dynamic ring (`--shards auto`) against the embedded API server: they
 //! split the objects, each object judged by exactly one of them; one is killed (its Lease left
-//! to expire) and the two others take its objects.
+//! to expire) and the two others take its objects. With a namespace the members may not watch,
+//! each of its objects is told so once, by its owner.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::testing::actors::refusals::{TrackerArgs, start_refusal_tracker};
+use pgtoolbox_operator::testing::k8s::EventSink;
 use pgtoolbox_operator::testing::messages::ObjectKey;
+use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::WatchScope;
 use pgtoolbox_operator::testing::supervisor::leader::LeaderConfig;
 use pgtoolbox_operator::testing::supervisor::members::{MEMBER_LABEL, Membership, member_config};
-use pgtoolbox_operator::testing::supervisor::shard::{Ownership, Ring};
-use pgtoolbox_operator::testing::supervisor::{Kind, Operator, OperatorBuilder, Registry};
+use pgtoolbox_operator::testing::supervisor::shard::{Ownership, Ring, object_key};
+use pgtoolbox_operator::testing::supervisor::{
+    Kind, Operator, OperatorBuilder, Registry, Resharder,
+};
 use serde_json::json;
 use tokio::time::Instant;
 
+use pgtoolbox_sim::Sim;
+
 use crate::runtime_support::{Mirror, create, options, seen};
+use crate::shared_support::{
+    create_namespaces, create_pgadmin, pgadmins, ready_condition, sim_with_crds, warnings_in,
+};
 use crate::sim_support::start;
 use crate::wait_support::{DEADLINE, eventually};
 
@@ -41,6 +53,15 @@ fn config(identity: &str) -> LeaderConfig {
 }
 
 async fn join(client: &kube::Client, identity: &str) -> Member {
+    join_with(client, identity, |resharder| resharder).await
+}
+
+/// A member whose ring also runs what `also` adds to its resharder.
+async fn join_with(
+    client: &kube::Client,
+    identity: &str,
+    also: impl FnOnce(Resharder) -> Resharder,
+) -> Member {
     let mirror = Mirror::default();
     let kind = Kind::new(mirror.clone()).options(options());
     let registry = kind.registry();
@@ -51,7 +72,8 @@ async fn join(client: &kube::Client, identity: &str) -> Member {
         .start()
         .await
         .expect("operator starts");
-    let membership = Membership::join(client.clone(), config(identity), operator.resharder());
+    let resharder = also(operator.resharder());
+    let membership = Membership::join(client.clone(), config(identity), resharder);
     Member {
         mirror,
         registry,
@@ -178,6 +200,159 @@ async fn three_members_share_the_objects_and_survivors_take_a_killed_members_sha
             "{name} of the killed member taken by one survivor"
         );
     }
+}
+
+/// A member that also marks namespace team-b (refused, so dropped) for its share, reporting
+/// its Events as itself.
+async fn join_marking(client: &kube::Client, identity: &str) -> Member {
+    let tracking = start_refusal_tracker(TrackerArgs {
+        client: client.clone(),
+        scope: WatchScope::Namespaces(vec!["team-a".into(), "team-b".into()]),
+        metrics: OperatorMetrics::new(),
+        kinds: vec!["PgAdmin".to_owned()],
+        // As `run` starts a member: it holds nothing until the ring hands it a share.
+        ownership: Ownership::single(Ring::Nothing),
+        events: EventSink::new(client.clone()).reporting_as(identity),
+    })
+    .await
+    .expect("tracker starts");
+    assert_eq!(tracking.plan.dropped.len(), 1, "team-b dropped");
+    tracking.actor.stop(None);
+    let marking = tracking.marker.clone().on_reshard();
+    join_with(client, identity, |resharder| resharder.also(marking)).await
+}
+
+/// Whether every named PgAdmin of team-b says NamespaceNotWatched.
+async fn all_marked(client: &kube::Client, names: &[String]) -> bool {
+    for name in names {
+        let Ok(object) = pgadmins(client, "team-b").get(name).await else {
+            return false;
+        };
+        if ready_condition(&object)["reason"] != "NamespaceNotWatched" {
+            return false;
+        }
+    }
+    true
+}
+
+/// The NamespaceNotWatched Events of team-b by the PgAdmin they regard: (count, reporters).
+async fn events_by_object(client: &kube::Client) -> BTreeMap<String, (usize, Vec<String>)> {
+    let mut by_object: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
+    for event in warnings_in(client, "team-b").await {
+        let name = event.regarding.and_then(|r| r.name).unwrap_or_default();
+        let entry = by_object.entry(name).or_default();
+        entry.0 += 1;
+        entry.1.extend(event.reporting_instance);
+    }
+    by_object
+}
+
+/// Status writes of PgAdmins the server received (conflicting ones included).
+fn status_patches(sim: &Sim) -> u64 {
+    let stats = sim.stats();
+    stats
+        .by_verb_resource
+        .get("patch pgtoolbox.fyannk.dev/pgadmins/status")
+        .copied()
+        .unwrap_or(0)
+}
+
+/// The member of `members` the ring gives PgAdmin team-b/`name`.
+fn ring_owner(members: &[&str], name: &str) -> String {
+    let all: BTreeSet<String> = members.iter().map(|m| m.to_string()).collect();
+    let key = object_key("PgAdmin", "team-b", name);
+    members
+        .iter()
+        .find(|me| {
+            Ring::Members {
+                me: me.to_string(),
+                members: all.clone(),
+            }
+            .owns(key)
+        })
+        .map(|me| me.to_string())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_dropped_namespace_is_marked_once_per_object_by_its_owner_member() {
+    let sim = sim_with_crds(&["create:secrets:team-b"]).await;
+    let client = sim.client();
+    create_namespaces(&client, &["team-a", "team-b"]).await;
+    let early: Vec<String> = (0..12).map(|i| format!("early-{i}")).collect();
+    for name in &early {
+        create_pgadmin(&client, "team-b", name).await;
+    }
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for name in names() {
+        create(&api, &name, "1").await;
+    }
+    // The three start together: each marks what the ring gives it, at every change of share.
+    let (a, b, c) = tokio::join!(
+        join_marking(&client, "member-a"),
+        join_marking(&client, "member-b"),
+        join_marking(&client, "member-c"),
+    );
+    let all = [&a, &b, &c];
+    eventually(DEADLINE, "the ring settled on three members", || async {
+        one_owner_each(&all) && all.iter().all(|m| !owned(m).is_empty())
+    })
+    .await;
+    eventually(DEADLINE, "every early PgAdmin marked", || {
+        all_marked(&client, &early)
+    })
+    .await;
+    let events = events_by_object(&client).await;
+    assert_eq!(events.len(), early.len(), "{events:?}");
+    for (name, (count, _)) in &events {
+        assert_eq!(*count, 1, "{name}: one NamespaceNotWatched Event");
+    }
+    assert_eq!(
+        status_patches(&sim),
+        early.len() as u64,
+        "one status write per object, none repeated by another member"
+    );
+
+    // PgAdmins nobody marked yet (as those of a member that crashed before marking) are
+    // marked at the next hand-off by their new owner: kill member-c.
+    let late: Vec<String> = (0..12).map(|i| format!("late-{i}")).collect();
+    for name in &late {
+        create_pgadmin(&client, "team-b", name).await;
+    }
+    let Member {
+        operator,
+        membership,
+        ..
+    } = c;
+    drop(membership);
+    operator.shutdown(Duration::from_millis(100)).await;
+    eventually(DEADLINE, "every late PgAdmin marked", || {
+        all_marked(&client, &late)
+    })
+    .await;
+    let events = events_by_object(&client).await;
+    assert_eq!(events.len(), early.len() + late.len(), "{events:?}");
+    let survivors = ["member-a", "member-b"];
+    for name in &late {
+        let (count, reporters) = &events[name];
+        assert_eq!(*count, 1, "{name}: one NamespaceNotWatched Event");
+        assert_eq!(
+            reporters,
+            &vec![ring_owner(&survivors, name)],
+            "{name} marked by its owner"
+        );
+    }
+    assert_eq!(
+        status_patches(&sim),
+        (early.len() + late.len()) as u64,
+        "one status write per object"
+    );
+    assert!(
+        late.iter()
+            .any(|name| ring_owner(&["member-a", "member-b", "member-c"], name) == "member-c"),
+        "some late PgAdmins moved with member-c's share"
+    );
+    drop((a, b));
 }
 
 /// A member's first Lease write slowed past the renewal deadline (a busy server while the

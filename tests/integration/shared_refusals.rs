@@ -1,39 +1,16 @@
 //! The namespace-refusal tracker against the embedded API server: a namespace of
 //! WATCH_NAMESPACES where the operator lacks a permission is dropped, and its objects say so once.
 
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
-use pgtoolbox_operator::api::rendered_crd_files;
 use pgtoolbox_operator::testing::actors::refusals::{TrackerArgs, start_refusal_tracker};
+use pgtoolbox_operator::testing::k8s::EventSink;
 use pgtoolbox_operator::testing::metrics::OperatorMetrics;
 use pgtoolbox_operator::testing::supervisor::WatchScope;
-use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
-use serde_json::json;
+use pgtoolbox_operator::testing::supervisor::shard::Ownership;
+use pgtoolbox_sim::Sim;
 
-use crate::shared_support::create_namespaces;
-
-fn pgadmins(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("pgtoolbox.fyannk.dev", "v1alpha1", "PgAdmin");
-    Api::namespaced_with(
-        client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(&gvk, "pgadmins"),
-    )
-}
-
-async fn create_pgadmin(client: &kube::Client, ns: &str, name: &str) {
-    let object: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
-        "kind": "PgAdmin",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {},
-    }))
-    .expect("pgadmin");
-    pgadmins(client, ns)
-        .create(&PostParams::default(), &object)
-        .await
-        .expect("pgadmin created");
-}
+use crate::shared_support::{
+    create_namespaces, create_pgadmin, pgadmins, ready_condition, sim_with_crds, warnings_in,
+};
 
 async fn start_tracker(
     sim: &Sim,
@@ -44,6 +21,8 @@ async fn start_tracker(
         scope: WatchScope::Namespaces(vec!["team-a".into(), "team-b".into()]),
         metrics: metrics.clone(),
         kinds: vec!["PgAdmin".to_owned()],
+        ownership: Ownership::default(),
+        events: EventSink::new(sim.client()),
     })
     .await
     .expect("tracker starts");
@@ -51,39 +30,9 @@ async fn start_tracker(
     tracking.plan
 }
 
-fn ready_condition(object: &DynamicObject) -> serde_json::Value {
-    object.data["status"]["conditions"]
-        .as_array()
-        .and_then(|all| all.iter().find(|c| c["type"] == "Ready"))
-        .cloned()
-        .unwrap_or_default()
-}
-
-async fn warnings_in(client: &kube::Client, ns: &str) -> Vec<Event> {
-    let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    events
-        .list(&ListParams::default())
-        .await
-        .expect("events")
-        .items
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some("NamespaceNotWatched"))
-        .collect()
-}
-
 #[tokio::test]
 async fn a_namespace_lacking_a_permission_is_dropped_and_told_once() {
-    let crds = rendered_crd_files()
-        .expect("crds render")
-        .into_iter()
-        .map(|(_, yaml)| yaml)
-        .collect();
-    let config = SimConfig {
-        deny: vec![DenyRule::parse("create:secrets:team-b").expect("rule")],
-        extra_crds: crds,
-        ..SimConfig::default()
-    };
-    let sim = Sim::start(config).await.expect("sim starts");
+    let sim = sim_with_crds(&["create:secrets:team-b"]).await;
     let client = sim.client();
     create_namespaces(&client, &["team-a", "team-b"]).await;
     create_pgadmin(&client, "team-a", "kept").await;

@@ -1,7 +1,9 @@
 //! Helpers of the shared-actor tests.
 
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, PostParams};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
+use pgtoolbox_operator::api::rendered_crd_files;
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
@@ -26,6 +28,68 @@ pub async fn create_namespaces(client: &kube::Client, names: &[&str]) {
             .await
             .expect("namespace created");
     }
+}
+
+/// A server with our CRDs that answers 403 to the requests `deny` matches.
+pub async fn sim_with_crds(deny: &[&str]) -> Sim {
+    let crds = rendered_crd_files()
+        .expect("crds render")
+        .into_iter()
+        .map(|(_, yaml)| yaml)
+        .collect();
+    let config = SimConfig {
+        deny: deny
+            .iter()
+            .map(|rule| DenyRule::parse(rule).expect("deny rule"))
+            .collect(),
+        extra_crds: crds,
+        ..SimConfig::default()
+    };
+    Sim::start(config).await.expect("sim starts")
+}
+
+pub fn pgadmins(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("pgtoolbox.fyannk.dev", "v1alpha1", "PgAdmin");
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(&gvk, "pgadmins"),
+    )
+}
+
+pub async fn create_pgadmin(client: &kube::Client, ns: &str, name: &str) {
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
+        "kind": "PgAdmin",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {},
+    }))
+    .expect("pgadmin");
+    pgadmins(client, ns)
+        .create(&PostParams::default(), &object)
+        .await
+        .expect("pgadmin created");
+}
+
+pub fn ready_condition(object: &DynamicObject) -> serde_json::Value {
+    object.data["status"]["conditions"]
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["type"] == "Ready"))
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The NamespaceNotWatched Events recorded in `ns`.
+pub async fn warnings_in(client: &kube::Client, ns: &str) -> Vec<Event> {
+    let events: Api<Event> = Api::namespaced(client.clone(), ns);
+    events
+        .list(&ListParams::default())
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("NamespaceNotWatched"))
+        .collect()
 }
 
 pub use super::wait_support::eventually;

@@ -3,7 +3,6 @@
 //! write the status once with its Events, and leave timers at expiry and at the end of a grace.
 //! The rules live in `reconcile::pgaccessrequest`.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
@@ -12,7 +11,7 @@ use kube::api::Api;
 
 use super::observe::{Observed, live_bindings, observe};
 use super::writes::{adopt_decided, delete_decided, delete_orphans};
-use crate::actors::{ObjectContext, Outcome, PassEnv, ReconcileError, StatusPass, user_of};
+use crate::actors::{Listed, ObjectContext, Outcome, PassEnv, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAccessRequest, ReportsConditions};
 use crate::children::{CACHE_WAIT, OperatorCaches, Synced};
 use crate::messages::ObjectKey;
@@ -139,14 +138,15 @@ impl StatusPass for AccessRequestReconciler {
         }
     }
 
-    async fn on_listed(&self, known: &HashSet<ObjectKey>, env: &Arc<PassEnv>) {
+    async fn on_listed(&self, listed: &Listed, env: &Arc<PassEnv>) {
         let bindings = &self.caches.access_bindings;
         if bindings.wait_synced(CACHE_WAIT).await.is_err() {
             return;
         }
         for owner in bindings.owners() {
             let key = owner.object_key();
-            if owner.kind == <PgAccessRequest as kube::Resource>::kind(&()) && !known.contains(&key)
+            if owner.kind == <PgAccessRequest as kube::Resource>::kind(&())
+                && listed.is_my_orphan(&key)
             {
                 let cx = ObjectContext::new(key.clone(), env.clone(), 0);
                 self.on_orphan(&key, &cx).await;

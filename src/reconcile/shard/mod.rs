@@ -3,6 +3,8 @@
 
 mod handshake;
 #[cfg(test)]
+mod marking_model;
+#[cfg(test)]
 mod members_model;
 mod ring;
 

@@ -111,6 +111,17 @@ impl Ownership {
         self.rings.iter().all(|ring| ring.owns(key))
     }
 
+    /// Whether this member writes for the object `kind/namespace/name`: its passes, and what
+    /// the shared actors write about it (see `shared_writes`).
+    pub fn owns_object(&self, kind: &str, namespace: &str, name: &str) -> bool {
+        self.is_all() || self.owns(object_key(kind, namespace, name))
+    }
+
+    /// Whether nothing can be owned (a member that has not agreed a view yet).
+    pub fn holds_nothing(&self) -> bool {
+        self.rings.contains(&Ring::Nothing)
+    }
+
     /// Whether this is one replica owning everything (the default, unchanged behaviour).
     pub fn is_all(&self) -> bool {
         self.rings.iter().all(|ring| *ring == Ring::All)

@@ -50,6 +50,9 @@ pub struct Probe {
     pub finished: Arc<Mutex<Vec<ObjectKey>>>,
     pub errors: Arc<Mutex<Vec<(ObjectKey, String)>>>,
     pub stopped: Arc<Mutex<Vec<ObjectKey>>>,
+    /// Keys `on_orphan` was called for, then those of [`LEFTOVERS`] a sweep took as its own.
+    pub orphans: Arc<Mutex<Vec<ObjectKey>>>,
+    pub swept: Arc<Mutex<Vec<ObjectKey>>>,
     running: Arc<DashSet<ObjectKey>>,
     pub overlapped: Arc<AtomicBool>,
     pass_time: Duration,
@@ -67,6 +70,8 @@ impl Probe {
             finished: Arc::default(),
             errors: Arc::default(),
             stopped: Arc::default(),
+            orphans: Arc::default(),
+            swept: Arc::default(),
             running: Arc::default(),
             overlapped: Arc::default(),
             pass_time,
@@ -144,6 +149,15 @@ impl Reconciler for Probe {
         lock(&self.stopped).push(key.clone());
     }
 
+    async fn on_orphan(&self, key: &ObjectKey, _cx: &ObjectContext) {
+        lock(&self.orphans).push(key.clone());
+    }
+
+    async fn on_listed(&self, listed: &crate::actors::Listed, _env: &Arc<crate::actors::PassEnv>) {
+        let mine = leftovers().filter(|k| listed.is_my_orphan(k));
+        lock(&self.swept).extend(mine);
+    }
+
     async fn report_error(
         &self,
         _obj: Arc<ConfigMap>,
@@ -152,6 +166,11 @@ impl Reconciler for Probe {
     ) {
         lock(&self.errors).push((cx.key.clone(), failure.to_string()));
     }
+}
+
+/// Keys of objects that do not exist but left something behind, for the sweeps.
+pub fn leftovers() -> impl Iterator<Item = ObjectKey> {
+    (0..20).map(|i| key(&format!("gone-{i}")))
 }
 
 pub fn value_of(cm: &ConfigMap) -> String {

@@ -1,5 +1,6 @@
 //! A kind's share changing under it: a drain waits for the moved actors' in-flight passes and
-//! keeps their objects without an actor; taking them back runs a fresh first pass.
+//! keeps their objects without an actor; taking them back runs a fresh first pass. What a
+//! missing object left behind is removed by its key's owner only.
 
 use std::time::Duration;
 
@@ -46,5 +47,45 @@ async fn a_drain_waits_for_the_moved_actors_and_adopting_back_passes_them_again(
     let back = probe.passes_of(moved[0]);
     assert_eq!(back.len(), 2, "taken back: a fresh pass");
     assert_eq!(back[1].value, "y", "with the copy kept meanwhile");
+    h.operator.shutdown(Duration::from_secs(60)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_the_owner_of_a_missing_objects_key_cleans_up_after_it() {
+    let probe = Probe::new(SEC, |_, _| Act::Ok(Outcome::done()));
+    let h = Harness::start(&probe, quick_options(), 1).await;
+    h.list(vec![cm("present", "x", 1)]);
+    run_for(SEC).await;
+    let all: Vec<ObjectKey> = leftovers().collect();
+    assert_eq!(
+        *lock(&probe.swept),
+        all,
+        "one replica sweeps every leftover"
+    );
+
+    let half = Ring::Static { index: 0, total: 2 };
+    let mine: Vec<ObjectKey> = leftovers()
+        .filter(|k| half.owns(object_key("ConfigMap", &k.namespace, &k.name)))
+        .collect();
+    assert!(!mine.is_empty() && mine.len() < all.len());
+    lock(&probe.swept).clear();
+    assert!(h.operator.resharder().apply(Ownership::single(half)).await);
+    run_for(SEC).await;
+    assert_eq!(
+        *lock(&probe.swept),
+        mine,
+        "swept again after the change of share"
+    );
+
+    // A child of a missing object changing wakes its key's owner only.
+    for key in leftovers() {
+        h.children.unbounded_send(key).unwrap();
+    }
+    run_for(SEC).await;
+    let mut woken = lock(&probe.orphans).clone();
+    woken.sort();
+    let mut expected = mine.clone();
+    expected.sort();
+    assert_eq!(woken, expected);
     h.operator.shutdown(Duration::from_secs(60)).await;
 }
