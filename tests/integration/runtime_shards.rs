@@ -42,6 +42,19 @@ struct Member {
     membership: Membership,
 }
 
+impl Member {
+    /// Killed outright: its renewals stop (its Lease is left to expire) and its actors with it.
+    async fn kill(self) {
+        let Self {
+            operator,
+            membership,
+            ..
+        } = self;
+        drop(membership);
+        operator.shutdown(Duration::from_millis(100)).await;
+    }
+}
+
 fn config(identity: &str) -> LeaderConfig {
     LeaderConfig {
         lease_duration: Duration::from_secs(2),
@@ -175,13 +188,7 @@ async fn three_members_share_the_objects_and_survivors_take_a_killed_members_sha
 
     // Kill c: its renewals stop (its Lease is left to expire) and its actors with it.
     let orphaned = owned(&c);
-    let Member {
-        operator,
-        membership,
-        ..
-    } = c;
-    drop(membership);
-    operator.shutdown(Duration::from_millis(100)).await;
+    c.kill().await;
     let survivors = [&a, &b];
     eventually(DEADLINE, "the survivors own every object", || async {
         one_owner_each(&survivors)
@@ -319,13 +326,7 @@ async fn a_dropped_namespace_is_marked_once_per_object_by_its_owner_member() {
     for name in &late {
         create_pgadmin(&client, "team-b", name).await;
     }
-    let Member {
-        operator,
-        membership,
-        ..
-    } = c;
-    drop(membership);
-    operator.shutdown(Duration::from_millis(100)).await;
+    c.kill().await;
     eventually(DEADLINE, "every late PgAdmin marked", || {
         all_marked(&client, &late)
     })
