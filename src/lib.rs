@@ -10,6 +10,7 @@ pub(crate) mod k8s;
 pub(crate) mod messages;
 pub(crate) mod metrics;
 pub(crate) mod reconcile;
+pub(crate) mod ring;
 pub(crate) mod runtime;
 pub(crate) mod status;
 pub(crate) mod supervisor;

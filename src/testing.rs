@@ -139,7 +139,7 @@ pub mod supervisor {
         pub use crate::supervisor::members::{MEMBER_LABEL, Membership, member_config};
     }
     pub mod shard {
-        pub use crate::reconcile::shard::{Ownership, Ring, object_key};
+        pub use crate::ring::{Ownership, Ring, object_key};
     }
     pub mod random {
         pub use crate::supervisor::random::seed_thread;

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::messages::ObjectKey;
-use crate::reconcile::shard::Ownership;
+use crate::ring::Ownership;
 
 /// The objects of one kind that exist, and this member's share of the objects.
 pub struct Listed {
@@ -42,7 +42,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::reconcile::shard::Ring;
+    use crate::ring::Ring;
 
     #[test]
     fn an_orphan_is_swept_by_one_member_and_a_listed_object_by_none() {

@@ -25,7 +25,7 @@ use crate::k8s::{EventSink, WriteBudget};
 use crate::reconcile::namespace_permissions::{
     DroppedNamespace, NOT_WATCHED_KINDS, OWN_GROUP, WatchPlan,
 };
-use crate::reconcile::shard::Ownership;
+use crate::ring::Ownership;
 
 /// Status writes and Events in flight at once while marking dropped namespaces.
 const MARK_WRITES: usize = 4;

@@ -22,7 +22,7 @@ use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::{
     Permission, WatchPlan, plan_watch, required_permissions,
 };
-use crate::reconcile::shard::Ownership;
+use crate::ring::Ownership;
 
 /// Access reviews in flight at once.
 const REVIEW_CONCURRENCY: usize = 16;

@@ -24,7 +24,7 @@ use crate::k8s::{EventSink, WatchScope};
 use crate::messages::shared::SecretRouterMsg;
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::WatchPlan;
-use crate::reconcile::shard::Ownership;
+use crate::ring::Ownership;
 use crate::runtime::{BackoffPolicy, OperatorSettings};
 
 #[derive(Debug, thiserror::Error)]

@@ -4,7 +4,7 @@
 use clap::Args;
 
 use super::CliError;
-use crate::reconcile::shard::{Ownership, Ring};
+use crate::ring::{Ownership, Ring};
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct ShardArgs {

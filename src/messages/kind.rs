@@ -48,7 +48,7 @@ pub enum KindMsg<K> {
     /// This member's share changed: drain what it lost, then adopt what it gained; the reply
     /// comes once the drained actors ended.
     Reshard(
-        std::sync::Arc<crate::reconcile::shard::Ownership>,
+        std::sync::Arc<crate::ring::Ownership>,
         ractor::RpcReplyPort<()>,
     ),
 }

@@ -22,7 +22,7 @@ use crate::actors::{PassEnv, Reconciler, Registry, Shared};
 use crate::children::Relist;
 use crate::k8s::WriteBudget;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
-use crate::reconcile::shard::Ownership;
+use crate::ring::Ownership;
 use crate::runtime::{Reported, TimerWheel};
 
 /// Tuning of one kind's supervision.

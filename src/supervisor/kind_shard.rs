@@ -15,7 +15,7 @@ use super::kind::{KindState, KindSupervisor, jitter, kind_of};
 use super::packed::Latest;
 use crate::actors::{Listed, Reconciler};
 use crate::messages::{KindMsg, ObjectKey};
-use crate::reconcile::shard::Ownership;
+use crate::ring::Ownership;
 
 /// Another member's object, as last seen.
 pub(super) struct Foreign<K> {

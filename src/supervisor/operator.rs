@@ -21,7 +21,7 @@ use crate::actors::{Reconciler, Shared};
 use crate::children::Wakeups;
 use crate::k8s::WriteBudget;
 use crate::messages::{KindCensus, KindMsg, RootMsg};
-use crate::reconcile::shard::Ownership;
+use crate::ring::Ownership;
 
 /// One kind to run: its reconciler and its watch (children wake it through the shared caches).
 pub struct Kind<R: Reconciler> {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use super::ring::{Ownership, Ring, view_hash};
+use crate::ring::{Ownership, Ring, view_hash};
 
 /// A live member as its Lease shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::handshake::{Handshake, Peer, Step};
-use super::ring::{Ownership, Ring};
+use crate::ring::{Ownership, Ring};
 
 const KINDS: [&str; 3] = ["PgAdmin", "PgToolBoxConsole", "EvidenceAgent"];
 

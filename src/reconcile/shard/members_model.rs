@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::handshake::{Handshake, Peer, Step};
-use super::ring::{Ownership, Ring, object_key};
+use crate::ring::{Ownership, Ring, object_key};
 
 const LEASE: u64 = 150; // 15 s
 const DEADLINE: u64 = 100; // 10 s

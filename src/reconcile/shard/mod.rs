@@ -1,12 +1,10 @@
-//! Splitting the managed objects between active replicas (issue 30): which member owns an
-//! object, and the hand-off rule that keeps one writer per object while members come and go.
+//! The hand-off between active replicas (issue 30): the rule that keeps one writer per object
+//! while members come and go. Which member owns an object is `crate::ring`.
 
 mod handshake;
 #[cfg(test)]
 mod marking_model;
 #[cfg(test)]
 mod members_model;
-mod ring;
 
 pub use handshake::{Handshake, Peer, Step};
-pub use ring::{Ownership, Ring, object_key};

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::reconcile::shard::{Ownership, Ring, object_key};
+use crate::ring::{Ownership, Ring, object_key};
 
 const SEC: Duration = Duration::from_secs(1);
 

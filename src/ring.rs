@@ -1,4 +1,5 @@
-//! Which member owns an object: pure hashing, no I/O.
+//! Which member owns an object (issue 30): pure hashing, no I/O. It sits below `messages`,
+//! which carries an `Ownership` to the kind supervisors.
 //!
 //! The key is FNV-1a 64 of `kind/namespace/name`, not of the uid: a member must know whether
 //! an object is its own before it has read it (a child or a referenced object names its owner
