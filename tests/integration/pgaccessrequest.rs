@@ -111,18 +111,7 @@ async fn approved_request_without_binding_is_missing_and_never_recreated() {
 #[tokio::test]
 async fn a_second_subject_is_removed_within_one_pass_fail_closed() {
     let env = support::start().await;
-    env.request("drift", HOUR).await;
-    env.approve("drift", "bob").await;
-    env.wait_reason("drift", "RoleBindingSynced", "AccessGranted")
-        .await;
-    let mut rb = env.bindings().get("pgar-drift").await.unwrap();
-    rb.subjects
-        .get_or_insert_with(Vec::new)
-        .push(user("mallory"));
-    env.bindings()
-        .replace("pgar-drift", &PostParams::default(), &rb)
-        .await
-        .unwrap();
+    env.grant_then_drift("drift", HOUR).await;
     env.wait_binding_gone("pgar-drift").await;
     let obj = env
         .wait_reason("drift", "RoleBindingSynced", "RoleBindingDrifted")
@@ -148,18 +137,7 @@ async fn a_restart_right_after_a_drift_writes_nothing() {
     use pgtoolbox_operator::testing::status::SETTLE;
 
     let mut env = support::start().await;
-    env.request("drift", HOUR).await;
-    env.approve("drift", "bob").await;
-    env.wait_reason("drift", "RoleBindingSynced", "AccessGranted")
-        .await;
-    let mut rb = env.bindings().get("pgar-drift").await.unwrap();
-    rb.subjects
-        .get_or_insert_with(Vec::new)
-        .push(user("mallory"));
-    env.bindings()
-        .replace("pgar-drift", &PostParams::default(), &rb)
-        .await
-        .unwrap();
+    env.grant_then_drift("drift", HOUR).await;
     env.wait_binding_gone("pgar-drift").await;
     env.wait_reason("drift", "RoleBindingSynced", "RoleBindingDrifted")
         .await;

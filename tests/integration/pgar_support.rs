@@ -152,6 +152,24 @@ impl Env {
         self.decide(request, "Approved", approver).await;
     }
 
+    /// A request granted for `expires_in_secs`, whose RoleBinding then gains a second subject
+    /// ("mallory") behind the operator's back: the drift the operator must undo.
+    pub async fn grant_then_drift(&self, request: &str, expires_in_secs: i64) {
+        self.request(request, expires_in_secs).await;
+        self.approve(request, "bob").await;
+        self.wait_reason(request, "RoleBindingSynced", "AccessGranted")
+            .await;
+        let name = format!("pgar-{request}");
+        let mut rb = self.bindings().get(&name).await.expect("binding readable");
+        rb.subjects
+            .get_or_insert_with(Vec::new)
+            .push(user("mallory"));
+        self.bindings()
+            .replace(&name, &PostParams::default(), &rb)
+            .await
+            .expect("binding replaced");
+    }
+
     /// Polls until `condition` of `request` has `reason` (and returns the request).
     pub async fn wait_reason(
         &self,

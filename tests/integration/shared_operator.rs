@@ -8,8 +8,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use k8s_openapi::api::events::v1::Event;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use pgtoolbox_operator::api::{PgAdmin, ReportsConditions, rendered_crd_files};
 use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
@@ -24,7 +23,7 @@ use pgtoolbox_operator::testing::supervisor::{
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
-use crate::shared_support::{create_namespaces, eventually};
+use crate::shared_support::{create_namespaces, eventually, warnings_in};
 
 const USES: &str = "test.pgtoolbox.fyannk.dev/uses";
 const LIMIT: Duration = Duration::from_secs(120);
@@ -289,18 +288,6 @@ async fn a_secret_change_reconciles_exactly_the_objects_that_use_it() {
     shared.stop().await;
 }
 
-async fn not_watched_events(client: &Client, ns: &str) -> usize {
-    let events: Api<Event> = Api::namespaced(client.clone(), ns);
-    events
-        .list(&ListParams::default())
-        .await
-        .expect("events")
-        .items
-        .iter()
-        .filter(|e| e.reason.as_deref() == Some("NamespaceNotWatched"))
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_namespace_is_not_watched_and_the_other_works() {
     let sim = Sim::start(SimConfig {
@@ -352,7 +339,7 @@ async fn a_dropped_namespace_is_not_watched_and_the_other_works() {
             ("Unknown", "NamespaceNotWatched")
         );
         assert_eq!(
-            not_watched_events(&client, "team-b").await,
+            warnings_in(&client, "team-b").await.len(),
             1,
             "start {start}: one Event in all"
         );
