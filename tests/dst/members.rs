@@ -8,7 +8,7 @@
 //! hand-off's own steps.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -69,6 +69,8 @@ struct Process {
     task: tokio::task::JoinHandle<()>,
     leave: tokio::sync::oneshot::Sender<()>,
     alive: Arc<AtomicBool>,
+    /// Until when (virtual ms) its requests are held: a partition from the API server.
+    held_until: Arc<AtomicU64>,
 }
 
 struct World {
@@ -106,6 +108,7 @@ impl World {
         self.joined += 1;
         let identity = format!("member-{}", self.joined);
         let alive = Arc::new(AtomicBool::new(true));
+        let held_until = Arc::new(AtomicU64::new(0));
         let client = Transport {
             sim: self.sim.clone(),
             who: Who::Operator(self.joined),
@@ -113,7 +116,7 @@ impl World {
             log: self.log.clone(),
             start: self.start,
         }
-        .client();
+        .partitionable_client(held_until.clone());
         let config = self.config(&identity, self.joined);
         let (leave, told) = tokio::sync::oneshot::channel();
         let (journal, start, who) = (self.journal.clone(), self.start, identity.clone());
@@ -148,7 +151,12 @@ impl World {
             operator.shutdown(Duration::ZERO).await;
             membership.leave().await;
         });
-        let process = Process { task, leave, alive };
+        let process = Process {
+            task,
+            leave,
+            alive,
+            held_until,
+        };
         self.live.insert(identity, process);
     }
 
@@ -158,6 +166,14 @@ impl World {
             process.task.abort();
             process.alive.store(false, Ordering::SeqCst);
             note(&self.journal, self.start, identity, Change::Ended);
+        }
+    }
+
+    /// Cuts a process off from the API server for `span`: nothing it sends arrives before.
+    fn partition(&mut self, identity: &str, span: Duration) {
+        if let Some(process) = self.live.get(identity) {
+            let until = self.now_ms() + span.as_millis() as u64;
+            process.held_until.store(until, Ordering::SeqCst);
         }
     }
 
@@ -184,6 +200,30 @@ impl World {
         self.live.retain(|_, p| !p.task.is_finished());
         for _ in self.live.len()..before.max(1) {
             self.join().await;
+        }
+    }
+
+    /// The last churn event, with nothing after it but the quiet: a member crashed, or one
+    /// cut off from the API server for twice the Lease's duration. Random churn piles events
+    /// into every gap (each widens the bound a gap is judged by), so a member counted gone
+    /// too late, or one writing past its renewal deadline, would hide in most schedules.
+    async fn closing_scene(&mut self, rng: &mut StdRng) {
+        if self.live.len() < 2 {
+            self.join().await;
+            self.events.push(self.now_ms());
+        }
+        // The others agree a view first: the scene starts from a settled ring.
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        self.restart_ended().await;
+        let Some(id) = self.pick(rng) else {
+            return;
+        };
+        self.events.push(self.now_ms());
+        if rng.random_bool(0.5) {
+            self.crash(&id);
+        } else {
+            let lease = member_config(NS, &id).lease_duration;
+            self.partition(&id, 2 * lease);
         }
     }
 
@@ -221,6 +261,7 @@ impl World {
                 _ => {}
             }
         }
+        self.closing_scene(rng).await;
         let quiet_until = self.start.elapsed() + QUIET;
         while self.start.elapsed() < quiet_until {
             tokio::time::sleep(Duration::from_secs(5)).await;

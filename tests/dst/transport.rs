@@ -3,7 +3,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -114,6 +114,50 @@ pub struct Transport {
 impl Transport {
     pub fn client(self) -> kube::Client {
         kube::Client::new(self, "default")
+    }
+
+    /// A client whose requests are held, unsent, while the schedule's virtual clock is before
+    /// `held_until` (ms since the start): the process cut off from the API server for a while,
+    /// its requests landing late once the partition heals.
+    pub fn partitionable_client(self, held_until: Arc<AtomicU64>) -> kube::Client {
+        kube::Client::new(
+            Partitionable {
+                inner: self,
+                held_until,
+            },
+            "default",
+        )
+    }
+}
+
+#[derive(Clone)]
+struct Partitionable {
+    inner: Transport,
+    held_until: Arc<AtomicU64>,
+}
+
+impl tower_service::Service<Request<kube::client::Body>> for Partitionable {
+    type Response = Response<Body>;
+    type Error = std::io::Error;
+    type Future = BoxFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
+        let mut this = self.clone();
+        Box::pin(async move {
+            loop {
+                let now = this.inner.start.elapsed().as_millis() as u64;
+                let until = this.held_until.load(Ordering::SeqCst);
+                if now >= until {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(until - now)).await;
+            }
+            tower_service::Service::call(&mut this.inner, req).await
+        })
     }
 }
 
