@@ -79,10 +79,6 @@ impl<P: StatusPass> Reconciler for P {
         <P as StatusPass>::reported(obj)
     }
 
-    fn settled(obj: &P::Object) -> bool {
-        obj.settled()
-    }
-
     async fn reconcile(
         &self,
         obj: Arc<P::Object>,

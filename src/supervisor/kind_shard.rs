@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use ractor::ActorRef;
 
-use super::kind::{KindState, KindSupervisor, first_pass_delay, kind_of};
+use super::kind::{KindState, KindSupervisor, jitter, kind_of};
 use super::packed::Latest;
 use crate::actors::{Listed, Reconciler};
 use crate::messages::{KindMsg, ObjectKey};
@@ -106,7 +106,7 @@ impl<R: Reconciler> KindSupervisor<R> {
             };
             match foreign.latest.decoded() {
                 Ok(obj) => {
-                    let delay = first_pass_delay::<R>(&obj, state.options.startup_jitter);
+                    let delay = jitter(state.options.startup_jitter);
                     self.upsert(
                         myself,
                         state,
