@@ -8,7 +8,8 @@
 //! Run: `cargo bench --bench fleet` (2,000 of each kind over 20 namespaces, both scenarios,
 //! 3 runs); scaled by `FLEET_PER_KIND`, `FLEET_NAMESPACES`, `FLEET_RUNS`, `FLEET_QUIET_SECS`
 //! (10), `FLEET_SCENARIOS=healthy,faulty`; each run's figures are appended to `FLEET_OUT`
-//! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log;
+//! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log (its filter
+//! `FLEET_OPERATOR_RUST_LOG`, default `warn`);
 //! `FLEET_READY_TIMEOUT_SECS` (900) bounds the wait for Ready. After each healthy run, a
 //! `ceiling` run replays what the operator made with the fewest writes (`fleet/ceiling.rs`)
 //! and the report gives ours / ceiling; `FLEET_CEILING=0` skips it. After each healthy run,
@@ -174,7 +175,14 @@ fn run_child(args: &[String]) -> ! {
 /// appended to `FLEET_OPERATOR_LOG` or nowhere.
 fn start_operator(kubeconfig: &std::path::Path, metrics_port: u16) -> Child {
     let log = std::env::var_os("FLEET_OPERATOR_LOG").map(std::path::PathBuf::from);
-    operator::start(kubeconfig, log.as_deref(), metrics_port, |_| {})
+    // `FLEET_OPERATOR_RUST_LOG`: the operator's tracing filter (default `warn`), to see where
+    // its passes wait.
+    let filter = std::env::var("FLEET_OPERATOR_RUST_LOG").ok();
+    operator::start(kubeconfig, log.as_deref(), metrics_port, |command| {
+        if let Some(filter) = filter {
+            command.env("RUST_LOG", filter);
+        }
+    })
 }
 
 /// Waits until the operator watches the three kinds (its caches listed them).

@@ -10,6 +10,7 @@ use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use serde_json::Value;
 
+use super::one_read::OneRead;
 use super::references::ReferenceIndex;
 use crate::messages::ObjectKey;
 
@@ -18,6 +19,8 @@ pub struct Contents {
     resource: ApiResource,
     /// Each object as last read, with the resourceVersion read.
     read: DashMap<ObjectKey, (Option<String>, Arc<Value>)>,
+    /// The first passes naming the same object read it once.
+    reading: OneRead<ObjectKey>,
 }
 
 impl Contents {
@@ -26,6 +29,7 @@ impl Contents {
             index,
             resource,
             read: DashMap::new(),
+            reading: OneRead::default(),
         })
     }
 
@@ -54,12 +58,12 @@ impl Contents {
             self.read.remove(key);
             return Ok(None);
         }
-        let version = self.index.version(key);
-        if let Some(known) = self.read.get(key)
-            && version.is_some()
-            && known.0 == version
-        {
-            return Ok(Some(known.1.clone()));
+        if let Some(known) = self.kept(key) {
+            return Ok(Some(known));
+        }
+        let _turn = self.reading.turn(key).await;
+        if let Some(known) = self.kept(key) {
+            return Ok(Some(known));
         }
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), &key.namespace, &self.resource);
@@ -75,9 +79,18 @@ impl Contents {
         Ok(Some(value))
     }
 
+    /// What was read at the resourceVersion the index reports now.
+    fn kept(&self, key: &ObjectKey) -> Option<Arc<Value>> {
+        let version = self.index.version(key);
+        let known = self.read.get(key)?;
+        (version.is_some() && known.0 == version).then(|| known.1.clone())
+    }
+
     /// Drops what was read of objects nobody names any more.
     pub fn forget_unused(&self) {
         self.read
             .retain(|key, _| !self.index.users_of(key).is_empty());
+        self.reading
+            .retain(|key| !self.index.users_of(key).is_empty());
     }
 }

@@ -60,6 +60,20 @@ pub(super) async fn start_with(
         // The operator's namespace, where it keeps its CA (`operator` provider).
         super::sim_support::namespace(&client, &settings.operator_namespace).await;
     }
+    let (operator, shared) = run_operator(&client, settings).await;
+    Env {
+        _sim: sim,
+        client,
+        shared,
+        operator: Some(operator),
+    }
+}
+
+/// The operator with its own shared state, first passes not jittered.
+async fn run_operator(
+    client: &kube::Client,
+    settings: OperatorSettings,
+) -> (Operator, Arc<Shared>) {
     let shared = Arc::new(Shared::new(OperatorSettings {
         startup_jitter: Duration::ZERO,
         ..settings
@@ -68,12 +82,7 @@ pub(super) async fn start_with(
         .start()
         .await
         .expect("operator starts");
-    Env {
-        _sim: sim,
-        client,
-        shared,
-        operator: Some(operator),
-    }
+    (operator, shared)
 }
 
 pub(super) fn with_controllers() -> SimConfig {
@@ -86,6 +95,17 @@ pub(super) fn with_controllers() -> SimConfig {
 }
 
 impl Env {
+    /// Stops the operator and starts a new one with fresh shared state, as a new process
+    /// would: nothing it read or wrote is remembered.
+    pub(super) async fn restart_operator(&mut self, settings: OperatorSettings) {
+        if let Some(operator) = self.operator.take() {
+            operator.shutdown(Duration::from_secs(5)).await;
+        }
+        let (operator, shared) = run_operator(&self.client, settings).await;
+        self.operator = Some(operator);
+        self.shared = shared;
+    }
+
     pub(super) fn agents(&self) -> Api<EvidenceAgent> {
         Api::namespaced(self.client.clone(), NS)
     }

@@ -17,6 +17,7 @@ mod corpus;
 mod crds;
 mod evidence_agent;
 mod evidence_agent_faults;
+mod evidence_agent_restart;
 mod evidence_agent_tls;
 mod explain_cli;
 mod explain_golden;

@@ -14,7 +14,7 @@ use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 
-use crate::children::ReferenceIndex;
+use crate::children::{OneRead, ReferenceIndex};
 use crate::messages::ObjectKey;
 use crate::reconcile::console::{CA_KEY, CaSource, MAX_NODES, NodeCidrs, node_cidrs_of};
 use crate::reconcile::workload::SecretDigest;
@@ -28,6 +28,9 @@ pub struct PastCache {
     cas: DashMap<ObjectKey, (Option<String>, CaSource)>,
     /// A Secret the Pods consume → (resourceVersion read, digest of its contents).
     digests: DashMap<ObjectKey, (Option<String>, SecretDigest)>,
+    /// The first passes after a start read each ClusterRole and Secret once, not each.
+    reading_roles: OneRead<&'static str>,
+    reading_secrets: OneRead<ObjectKey>,
 }
 
 impl PastCache {
@@ -41,15 +44,20 @@ impl PastCache {
         let api: Api<ClusterRole> = Api::all(client.clone());
         let mut missing = Vec::new();
         for name in names {
-            let known = self
-                .roles
-                .get(*name)
-                .filter(|e| e.1.elapsed() < fresh_for)
-                .map(|e| e.0);
-            let exists = match known {
+            let known = || {
+                self.roles
+                    .get(*name)
+                    .filter(|e| e.1.elapsed() < fresh_for)
+                    .map(|e| e.0)
+            };
+            let exists = match known() {
                 Some(exists) => exists,
                 None => {
-                    let exists = api.get_opt(name).await?.is_some();
+                    let _turn = self.reading_roles.turn(name).await;
+                    let exists = match known() {
+                        Some(exists) => exists,
+                        None => api.get_opt(name).await?.is_some(),
+                    };
                     self.roles
                         .insert((*name).to_owned(), (exists, Instant::now()));
                     exists
@@ -99,12 +107,12 @@ impl PastCache {
             self.cas.remove(key);
             return Ok(CaSource::SecretNotFound);
         }
-        let version = index.version(key);
-        if let Some(known) = self.cas.get(key)
-            && version.is_some()
-            && known.0 == version
-        {
-            return Ok(known.1.clone());
+        if let Some(known) = kept(&self.cas, index, key) {
+            return Ok(known);
+        }
+        let _turn = self.reading_secrets.turn(key).await;
+        if let Some(known) = kept(&self.cas, index, key) {
+            return Ok(known);
         }
         let api: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
         let (read_version, source) = match api.get_opt(&key.name).await? {
@@ -134,12 +142,12 @@ impl PastCache {
         index: &ReferenceIndex,
         key: &ObjectKey,
     ) -> Result<SecretDigest, kube::Error> {
-        let version = index.version(key);
-        if let Some(known) = self.digests.get(key)
-            && version.is_some()
-            && known.0 == version
-        {
-            return Ok(known.1.clone());
+        if let Some(known) = kept(&self.digests, index, key) {
+            return Ok(known);
+        }
+        let _turn = self.reading_secrets.turn(key).await;
+        if let Some(known) = kept(&self.digests, index, key) {
+            return Ok(known);
         }
         let api: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
         let secret = api.get_opt(&key.name).await?;
@@ -155,5 +163,18 @@ impl PastCache {
         self.cas.retain(|key, _| !index.users_of(key).is_empty());
         self.digests
             .retain(|key, _| !index.users_of(key).is_empty());
+        self.reading_secrets
+            .retain(|key| !index.users_of(key).is_empty());
     }
+}
+
+/// What `read` keeps of `key` at the resourceVersion the index reports now.
+fn kept<T: Clone>(
+    read: &DashMap<ObjectKey, (Option<String>, T)>,
+    index: &ReferenceIndex,
+    key: &ObjectKey,
+) -> Option<T> {
+    let version = index.version(key);
+    let known = read.get(key)?;
+    (version.is_some() && known.0 == version).then(|| known.1.clone())
 }

@@ -18,7 +18,7 @@ use kube::{Client, Resource};
 use sha2::{Digest, Sha256};
 
 use crate::children::{
-    Applier, ChildOwner, ReferenceIndex, applied_hash, carries_applied_hash, with_hash,
+    Applier, ChildOwner, OneRead, ReferenceIndex, applied_hash, carries_applied_hash, with_hash,
 };
 use crate::k8s::WriteBudget;
 use crate::messages::ObjectKey;
@@ -230,6 +230,8 @@ pub async fn ensure_login_secret(
 #[derive(Default)]
 pub struct ConsumedDigests {
     known: DashMap<ObjectKey, (Option<String>, SecretDigest)>,
+    /// PgAdmins consuming the same Secret read it once after a start, not each.
+    reading: OneRead<ObjectKey>,
 }
 
 impl ConsumedDigests {
@@ -241,12 +243,13 @@ impl ConsumedDigests {
     ) -> Result<Vec<SecretDigest>, kube::Error> {
         let mut out = Vec::new();
         for key in keys {
-            let version = index.version(key);
-            if let Some(known) = self.known.get(key)
-                && version.is_some()
-                && known.0 == version
-            {
-                out.push(known.1.clone());
+            if let Some(known) = self.kept(index, key) {
+                out.push(known);
+                continue;
+            }
+            let _turn = self.reading.turn(key).await;
+            if let Some(known) = self.kept(index, key) {
+                out.push(known);
                 continue;
             }
             let api: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
@@ -258,5 +261,12 @@ impl ConsumedDigests {
             out.push(digest);
         }
         Ok(out)
+    }
+
+    /// The digest kept of `key` at the resourceVersion the index reports now.
+    fn kept(&self, index: &ReferenceIndex, key: &ObjectKey) -> Option<SecretDigest> {
+        let version = index.version(key);
+        let known = self.known.get(key)?;
+        (version.is_some() && known.0 == version).then(|| known.1.clone())
     }
 }
