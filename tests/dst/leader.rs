@@ -259,6 +259,7 @@ impl Replicas {
 /// The driver writes the Lease as held by `intruder`, renewed now.
 async fn steal(ctx: &Ctx) {
     let driver = Transport {
+        held_until: Default::default(),
         sim: ctx.sim.clone(),
         who: Who::Driver,
         alive: Arc::new(AtomicBool::new(true)),
@@ -317,6 +318,7 @@ async fn process(ctx: Ctx, slot: Arc<Mutex<Process>>) {
             p.alive = Some(alive.clone());
         }
         let client = Transport {
+            held_until: Default::default(),
             sim: ctx.sim.clone(),
             who: Who::Operator(incarnation),
             alive: alive.clone(),

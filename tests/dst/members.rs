@@ -115,8 +115,9 @@ impl World {
             alive: alive.clone(),
             log: self.log.clone(),
             start: self.start,
+            held_until: held_until.clone(),
         }
-        .partitionable_client(held_until.clone());
+        .client();
         let config = self.config(&identity, self.joined);
         let (leave, told) = tokio::sync::oneshot::channel();
         let (journal, start, who) = (self.journal.clone(), self.start, identity.clone());

@@ -109,55 +109,14 @@ pub struct Transport {
     pub alive: Arc<AtomicBool>,
     pub log: Log,
     pub start: tokio::time::Instant,
+    /// Until when (virtual ms since the start) its requests are held, unsent: the process cut
+    /// off from the API server for a while, its requests landing late once that heals.
+    pub held_until: Arc<AtomicU64>,
 }
 
 impl Transport {
     pub fn client(self) -> kube::Client {
         kube::Client::new(self, "default")
-    }
-
-    /// A client whose requests are held, unsent, while the schedule's virtual clock is before
-    /// `held_until` (ms since the start): the process cut off from the API server for a while,
-    /// its requests landing late once the partition heals.
-    pub fn partitionable_client(self, held_until: Arc<AtomicU64>) -> kube::Client {
-        kube::Client::new(
-            Partitionable {
-                inner: self,
-                held_until,
-            },
-            "default",
-        )
-    }
-}
-
-#[derive(Clone)]
-struct Partitionable {
-    inner: Transport,
-    held_until: Arc<AtomicU64>,
-}
-
-impl tower_service::Service<Request<kube::client::Body>> for Partitionable {
-    type Response = Response<Body>;
-    type Error = std::io::Error;
-    type Future = BoxFuture;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
-        let mut this = self.clone();
-        Box::pin(async move {
-            loop {
-                let now = this.inner.start.elapsed().as_millis() as u64;
-                let until = this.held_until.load(Ordering::SeqCst);
-                if now >= until {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(until - now)).await;
-            }
-            tower_service::Service::call(&mut this.inner, req).await
-        })
     }
 }
 
@@ -175,6 +134,14 @@ impl tower_service::Service<Request<kube::client::Body>> for Transport {
     fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
         let this = self.clone();
         Box::pin(async move {
+            loop {
+                let now = this.start.elapsed().as_millis() as u64;
+                let until = this.held_until.load(Ordering::SeqCst);
+                if now >= until {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(until - now)).await;
+            }
             if !this.alive.load(Ordering::SeqCst) {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::ConnectionRefused,

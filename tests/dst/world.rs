@@ -181,6 +181,7 @@ impl World {
         let log = Log::default();
         let start = tokio::time::Instant::now();
         let driver = Transport {
+            held_until: Default::default(),
             sim: sim.clone(),
             who: Who::Driver,
             alive: Arc::new(AtomicBool::new(true)),
@@ -417,6 +418,7 @@ impl World {
         let incarnation = self.incarnation.fetch_add(1, Ordering::SeqCst) + 1;
         let alive = Arc::new(AtomicBool::new(true));
         let client = Transport {
+            held_until: Default::default(),
             sim: self.sim.clone(),
             who: Who::Operator(incarnation),
             alive: alive.clone(),
