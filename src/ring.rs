@@ -145,6 +145,15 @@ impl Ownership {
     pub fn rings(&self) -> &[Ring] {
         &self.rings
     }
+
+    /// Whether every object this share holds, `other` holds too (judged on the rings: `false`
+    /// may be said of a share that in fact adds nothing). A share that is not within the one
+    /// before it may hold objects a member did not keep.
+    pub fn within(&self, other: &Ownership) -> bool {
+        other.is_all()
+            || self.holds_nothing()
+            || other.rings.iter().all(|ring| self.rings.contains(ring))
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +166,26 @@ mod tests {
 
     fn keys() -> impl Iterator<Item = u64> {
         (0..10_000).map(|i| object_key("PgAdmin", "ns", &format!("obj-{i}")))
+    }
+
+    #[test]
+    fn a_drain_is_within_the_share_before_it_and_an_adoption_is_not() {
+        let before = Ownership::single(Ring::Members {
+            me: "a".into(),
+            members: members(&["a", "b"]),
+        });
+        let after = Ring::Members {
+            me: "a".into(),
+            members: members(&["a", "b", "c"]),
+        };
+        let draining = before.narrowed(after.clone());
+        assert!(draining.within(&before));
+        let settled = draining.settled();
+        assert!(!settled.within(&draining));
+        assert!(settled.within(&Ownership::default()));
+        assert!(!Ownership::default().within(&settled));
+        assert!(Ownership::single(Ring::Nothing).within(&settled));
+        assert!(!settled.within(&Ownership::single(Ring::Nothing)));
     }
 
     #[test]

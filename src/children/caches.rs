@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{
@@ -14,14 +15,14 @@ use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::Client;
 use kube::api::{ApiResource, GroupVersionKind};
-use kube::core::NamespaceResourceScope;
 use kube::runtime::watcher;
-use serde::de::DeserializeOwned;
 
 use super::contents::Contents;
 use super::external::{HttpRoute, Route};
 use super::references::{ReferenceIndex, cnpg_clusters, secrets_resource};
-use super::store::{ChildStore, Ingest, Wakeups, our_owner, owner_label};
+use super::store::{
+    ChildStore, FollowsShare, Ingest, StoredChild, Wakeups, our_owner, owner_label,
+};
 use super::synced::{NotSynced, Synced};
 use crate::k8s::WatchScope;
 use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
@@ -30,6 +31,7 @@ use crate::reconcile::observed::{
 };
 use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
 use crate::reconcile::redact::{redact_secret, secret_is_complete};
+use crate::ring::Ownership;
 
 /// The label that makes a RoleBinding "a RoleBinding of the request" named by its value. The
 /// console creates these bindings, so they carry this label and not our managed-by label.
@@ -84,6 +86,22 @@ pub struct OperatorCaches {
     watch_secrets: bool,
 }
 
+/// A member keeps the children of its share's owners only. The reference indexes (Clusters,
+/// Secrets and the like) stay whole: they grow with the clusters, not with our objects, and
+/// any member's object may name any of them.
+impl FollowsShare for OperatorCaches {
+    fn follow_share(&self, share: Arc<Ownership>) -> BoxFuture<'static, ()> {
+        let follows: Vec<_> = self
+            .stores()
+            .iter()
+            .map(|store| store.follow_share(share.clone()))
+            .collect();
+        Box::pin(async move {
+            futures::future::join_all(follows).await;
+        })
+    }
+}
+
 impl Default for OperatorCaches {
     fn default() -> Self {
         Self::new()
@@ -112,17 +130,7 @@ fn managed() -> watcher::Config {
     watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))
 }
 
-fn start<C>(store: &Arc<ChildStore<C>>, config: watcher::Config) -> CacheStart
-where
-    C: kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + std::fmt::Debug
-        + DeserializeOwned
-        + serde::Serialize
-        + Send
-        + Sync
-        + 'static,
-{
+fn start<C: StoredChild>(store: &Arc<ChildStore<C>>, config: watcher::Config) -> CacheStart {
     let store = store.clone();
     Box::new(move |client, scope| store.watch(client, scope, config))
 }
@@ -302,6 +310,27 @@ impl OperatorCaches {
             },
             None => self,
         }
+    }
+
+    /// Every owned-children store, as what follows a member's share.
+    fn stores(&self) -> [&dyn FollowsShare; 15] {
+        [
+            self.service_accounts.as_ref(),
+            self.services.as_ref(),
+            self.deployments.as_ref(),
+            self.replica_sets.as_ref(),
+            self.pods.as_ref(),
+            self.config_maps.as_ref(),
+            self.jobs.as_ref(),
+            self.persistent_volume_claims.as_ref(),
+            self.role_bindings.as_ref(),
+            self.network_policies.as_ref(),
+            self.ingresses.as_ref(),
+            self.routes.as_ref(),
+            self.http_routes.as_ref(),
+            self.owned_secrets.as_ref(),
+            self.access_bindings.as_ref(),
+        ]
     }
 
     /// Every watch, each started once for the whole operator.

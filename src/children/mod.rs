@@ -28,7 +28,7 @@ pub use external::{HttpRoute, Route};
 pub use one_read::OneRead;
 pub use references::{Meta, Observations, Observed, ReferenceIndex, Track, secrets_resource};
 pub use relist::Relist;
-pub use store::{ChildStore, Ingest, OwnerOf, Wakeups, our_owner, owner_label};
+pub use store::{ChildStore, FollowsShare, Ingest, OwnerOf, Wakeups, our_owner, owner_label};
 pub use synced::{NotSynced, Synced};
 pub use writes::budget_closed;
 

@@ -10,22 +10,57 @@
 
 use std::collections::HashSet;
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use dashmap::DashMap;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use kube::core::NamespaceResourceScope;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
 
 use super::relist::Relist;
 use super::synced::{NotSynced, Synced};
-use crate::k8s::{Kept, ReadYourWrites, WatchScope};
+use crate::k8s::{Generation, Kept, ReadYourWrites, Restarts, WatchScope, raw_events, restartable};
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::children::{COMPONENT_LABEL, Component, INSTANCE_LABEL};
+use crate::ring::Ownership;
+
+/// What a child store can hold: a namespaced object it watches, packs and decodes.
+pub trait StoredChild:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + serde::Serialize
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<C> StoredChild for C where
+    C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + serde::Serialize
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// A shared cache that keeps only a member's share (the owned-children stores): it follows
+/// each new share; the future resolves once it holds what the share needs.
+pub trait FollowsShare: Send + Sync {
+    fn follow_share(&self, share: Arc<Ownership>) -> BoxFuture<'static, ()>;
+}
 
 /// Maps a child to its owner, or `None` when it has none of ours.
 pub type OwnerOf<C> = Arc<dyn Fn(&C) -> Option<KindKey> + Send + Sync>;
@@ -129,6 +164,13 @@ pub struct ChildStore<C> {
     owner_of: OwnerOf<C>,
     synced: Synced,
     ingest: Option<Ingest<C>>,
+    /// The owners whose children are kept (a member keeps only its share's); children of no
+    /// owner of ours are kept whatever the share.
+    share: RwLock<Arc<Ownership>>,
+    /// Lists again when the share grows; `relisted` counts the watches done with each relist.
+    restarts: Restarts,
+    relisted: watch::Sender<(Generation, usize)>,
+    streams: AtomicUsize,
 }
 
 impl<C: serde::Serialize + DeserializeOwned> ChildStore<C> {
@@ -147,14 +189,7 @@ impl<C: serde::Serialize + DeserializeOwned> ChildStore<C> {
 
 impl<C> ChildStore<C>
 where
-    C: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Debug
-        + DeserializeOwned
-        + serde::Serialize
-        + Send
-        + Sync
-        + 'static,
+    C: StoredChild,
 {
     /// `what` names the children in errors ("RoleBindings").
     pub fn new(what: &'static str, owner_of: OwnerOf<C>) -> Arc<Self> {
@@ -175,7 +210,70 @@ where
             owner_of,
             synced: Synced::new(what),
             ingest,
+            share: RwLock::new(Arc::new(Ownership::default())),
+            restarts: Restarts::default(),
+            relisted: watch::Sender::new((0, 0)),
+            streams: AtomicUsize::new(0),
         })
+    }
+
+    /// Whether the children of `owner` are this member's to keep.
+    fn keeps(&self, owner: &KindKey) -> bool {
+        let share = self.share.read().unwrap_or_else(PoisonError::into_inner);
+        share.owns_object(&owner.kind, &owner.namespace, &owner.name)
+    }
+
+    /// Keeps only the children of `share`'s owners from now on: the others' are dropped at
+    /// once; when the share may hold owners whose children were not kept, the watches list
+    /// again and the future resolves once every one of them did (at once otherwise).
+    pub fn keep_share(&self, share: Arc<Ownership>) -> BoxFuture<'static, ()> {
+        let grows = {
+            let mut current = self.share.write().unwrap_or_else(PoisonError::into_inner);
+            let grows = !share.within(&current);
+            *current = share;
+            grows
+        };
+        let dropped: Vec<(ObjectKey, KindKey)> = self
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let owner = e.value().owner.clone()?;
+                (!self.keeps(&owner)).then(|| (e.key().clone(), owner))
+            })
+            .collect();
+        for (key, owner) in dropped {
+            self.entries.remove(&key);
+            self.tombstones.remove(&key);
+            self.unindex(&owner, &key.name);
+        }
+        let theirs =
+            |_: &ObjectKey, ours: &C| (self.owner_of)(ours).is_some_and(|o| !self.keeps(&o));
+        for (key, ours) in self.written.forget_where(theirs) {
+            self.unindex_written(&key, &ours);
+        }
+        let streams = self.streams.load(Ordering::SeqCst);
+        if !grows || streams == 0 {
+            return Box::pin(std::future::ready(()));
+        }
+        let mut relisted = self.relisted.subscribe();
+        let generation = self.restarts.restart();
+        Box::pin(async move {
+            let _ = relisted
+                .wait_for(|(at, done)| *at > generation || (*at == generation && *done >= streams))
+                .await;
+        })
+    }
+
+    /// One watch is done listing for `generation` (or cannot list: read as empty).
+    fn relisted_one(&self, generation: Generation) {
+        self.relisted.send_modify(|(at, done)| {
+            if generation > *at {
+                *at = generation;
+                *done = 1;
+            } else if generation == *at {
+                *done += 1;
+            }
+        });
     }
 
     /// `object` as this store would keep it.
@@ -272,10 +370,16 @@ where
             return;
         };
         // Kept as a watched copy is: what the ingest drops (a Secret's keys) is not kept here.
+        let owner = (self.owner_of)(&child);
+        // Written for an owner that is no longer ours (moved meanwhile): not kept, as its watch
+        // event will not be.
+        if owner.as_ref().is_some_and(|o| !self.keeps(o)) {
+            return;
+        }
         let mut child = self.kept_form(child);
         // The watch drops managed fields too (see `stream`): the copy costs no more.
         child.managed_fields_mut().clear();
-        if let Some(owner) = (self.owner_of)(&child) {
+        if let Some(owner) = owner {
             self.by_owner
                 .entry(owner)
                 .or_default()
@@ -306,6 +410,7 @@ where
     ) -> Vec<Wakeups> {
         let namespaces = scope.namespaces();
         self.synced.expect(namespaces.len());
+        self.streams.fetch_add(namespaces.len(), Ordering::SeqCst);
         scope
             .apis::<C>(client)
             .into_iter()
@@ -322,9 +427,11 @@ where
     ) -> Wakeups {
         let mut relist = Relist::default();
         let mut first = true;
-        crate::k8s::backoff_until_progress(watcher(api, config))
-            .modify(|child: &mut C| child.managed_fields_mut().clear())
-            .flat_map(move |result| {
+        // The last relist generation this watch reported done.
+        let mut reported: Generation = 0;
+        let restarts = self.restarts.subscribe();
+        restartable(move || raw_events(api.clone(), config.clone()), restarts)
+            .flat_map(move |(generation, result)| {
                 let owners = match result {
                     Ok(event) => {
                         let done = matches!(event, watcher::Event::InitDone);
@@ -332,15 +439,24 @@ where
                         if done && std::mem::take(&mut first) {
                             self.synced.one_done();
                         }
+                        if done && generation > reported {
+                            reported = generation;
+                            self.relisted_one(generation);
+                        }
                         owners
                     }
                     Err(error) => {
                         let kind = C::kind(&());
-                        if unreadable(&error) && std::mem::take(&mut first) {
+                        let unreadable = unreadable(&error);
+                        if unreadable && std::mem::take(&mut first) {
                             tracing::warn!(%kind, namespace = ?namespace, %error, "cannot be listed: read as empty");
                             self.synced.one_done();
                         } else {
                             tracing::warn!(%kind, %error, "watch error, resuming");
+                        }
+                        if unreadable && generation > reported {
+                            reported = generation;
+                            self.relisted_one(generation);
                         }
                         Vec::new()
                     }
@@ -382,7 +498,7 @@ where
                 }
                 // A write the fresh list did not hold may have been deleted meanwhile: trust the
                 // list (at worst the next pass POSTs again and is answered 409).
-                for (key, ours) in self.written.forget_where(|key| {
+                for (key, ours) in self.written.forget_where(|key, _| {
                     namespace.is_none_or(|ns| key.namespace == ns)
                         && !self.entries.contains_key(key)
                 }) {
@@ -405,8 +521,11 @@ where
         let Some(key) = ObjectKey::of(&child) else {
             return Vec::new();
         };
-        let child = self.kept_form(child);
         let owner = (self.owner_of)(&child);
+        if let Some(theirs) = owner.as_ref().filter(|o| !self.keeps(o)) {
+            return self.not_kept(&key, theirs);
+        }
+        let child = self.kept_form(child);
         let version = child.resource_version();
         // Another object under a deleted child's name is not the one deleted.
         let uid = child.uid();
@@ -444,6 +563,25 @@ where
         woken
     }
 
+    /// A child of another member's owner: nothing of it is kept. Were it kept under an owner of
+    /// ours before (its owner changed), it goes from there and that owner wakes.
+    fn not_kept(&self, key: &ObjectKey, theirs: &KindKey) -> Vec<KindKey> {
+        self.tombstones.remove(key);
+        if let Some(ours) = self.written.take(key) {
+            self.unindex_written(key, &ours);
+        }
+        let Some((_, entry)) = self.entries.remove(key) else {
+            return Vec::new();
+        };
+        match entry.owner {
+            Some(owner) if owner != *theirs => {
+                self.unindex(&owner, &key.name);
+                vec![owner]
+            }
+            _ => Vec::new(),
+        }
+    }
+
     fn remove(&self, key: &ObjectKey) -> Option<KindKey> {
         self.tombstones.remove(key);
         let ours = self.written.take(key);
@@ -470,6 +608,15 @@ where
     /// Children cached and owners indexed (tests, benchmarks).
     pub fn counts(&self) -> (usize, usize) {
         (self.entries.len(), self.by_owner.len())
+    }
+}
+
+impl<C> FollowsShare for ChildStore<C>
+where
+    C: StoredChild,
+{
+    fn follow_share(&self, share: Arc<Ownership>) -> BoxFuture<'static, ()> {
+        self.keep_share(share)
     }
 }
 
@@ -511,6 +658,57 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    /// Owner names `o0`, `o1`, ... split by a static ring of two: (index 0's, index 1's).
+    fn split_owners() -> (Ownership, Vec<String>, Vec<String>) {
+        use crate::ring::{Ring, object_key};
+        let half = Ring::Static { index: 0, total: 2 };
+        let (ours, theirs): (Vec<String>, Vec<String>) = (0..16)
+            .map(|i| format!("o{i}"))
+            .partition(|n| half.owns(object_key("Owner", "ns", n)));
+        assert!(ours.len() >= 2 && theirs.len() >= 2);
+        (Ownership::single(half), ours, theirs)
+    }
+
+    #[tokio::test]
+    async fn a_member_keeps_only_the_children_of_its_shares_owners() {
+        let store = store();
+        let (half, ours, theirs) = split_owners();
+        let mut relist = Relist::default();
+        for (i, name) in ours.iter().chain(&theirs).enumerate() {
+            let child = rb(&format!("c-{name}"), name, &format!("u{i}"), "1");
+            store.apply(watcher::Event::Apply(child), Some("ns"), &mut relist);
+        }
+        let all = ours.len() + theirs.len();
+        assert_eq!(store.counts(), (all, all), "one replica keeps every child");
+
+        // Narrowed to half: the other half's children go at once; nothing to list again.
+        store.follow_share(Arc::new(half.clone())).await;
+        assert_eq!(store.counts(), (ours.len(), ours.len()));
+        assert!(names(&store, &theirs[0]).is_empty());
+        assert_eq!(names(&store, &ours[0]), vec![format!("c-{}", ours[0])]);
+
+        // Their children's changes are neither kept nor woken for; a child moving from one of
+        // our owners to one of theirs leaves ours (which wakes).
+        let woken = store.apply(
+            watcher::Event::Apply(rb("c-new", &theirs[1], "u-new", "2")),
+            Some("ns"),
+            &mut relist,
+        );
+        assert!(woken.is_empty());
+        let moved = rb(&format!("c-{}", ours[1]), &theirs[1], "u1", "3");
+        let woken = store.apply(watcher::Event::Apply(moved), Some("ns"), &mut relist);
+        assert_eq!(woken, vec![owner(&ours[1])]);
+        assert_eq!(store.counts(), (ours.len() - 1, ours.len() - 1));
+        // A write of ours for their owner is not kept either.
+        store.wrote(rb("c-w", &theirs[0], "u-w", "4"));
+        assert_eq!(store.writes_in_flight(), 0);
+        store.wrote(rb("c-w", &ours[0], "u-w", "4"));
+        assert_eq!(store.writes_in_flight(), 1);
+        // Unwatched (no stream), so growing back resolves at once; the kept half stays.
+        store.follow_share(Arc::new(Ownership::default())).await;
+        assert_eq!(store.counts().0, ours.len() - 1);
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub fn register_all_with(builder: OperatorBuilder, caches: OperatorCaches) -> Op
     let builder = caches
         .watches()
         .into_iter()
-        .fold(builder, |builder, start| builder.cache(start));
+        .fold(builder, |builder, start| builder.cache(start))
+        .sharded_cache(std::sync::Arc::new(caches.clone()));
     builder
         .register(
             Kind::new(AccessRequestReconciler::new(caches.clone(), events.clone()))

@@ -9,6 +9,7 @@ mod read_your_writes;
 mod status;
 mod watch;
 mod watch_backoff;
+mod watch_restart;
 mod write_budget;
 
 pub use delete::{Pinned, delete_pinned};
@@ -18,6 +19,7 @@ pub use owner::add_owner_pinned;
 pub use packed::{Kept, Packed};
 pub use read_your_writes::ReadYourWrites;
 pub use status::{get_object, patch_status};
-pub use watch::{EventSource, WatchScope, watch_events};
+pub use watch::{EventSource, WatchScope, raw_events, watch_events};
 pub use watch_backoff::backoff_until_progress;
+pub use watch_restart::{Generation, Restarts, restartable};
 pub use write_budget::{WriteBudget, WriteBudgetClosed};

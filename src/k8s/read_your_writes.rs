@@ -80,12 +80,12 @@ impl<K: Resource> ReadYourWrites<K> {
         self.written.remove(key).map(|(_, w)| w)
     }
 
-    /// Forgets every write whose key `drop` selects; returns them.
-    pub fn forget_where(&self, drop: impl Fn(&ObjectKey) -> bool) -> Vec<(ObjectKey, Arc<K>)> {
+    /// Forgets every write `drop` selects (by key and copy); returns them.
+    pub fn forget_where(&self, drop: impl Fn(&ObjectKey, &K) -> bool) -> Vec<(ObjectKey, Arc<K>)> {
         let keys: Vec<ObjectKey> = self
             .written
             .iter()
-            .filter(|e| drop(e.key()))
+            .filter(|e| drop(e.key(), e.value()))
             .map(|e| e.key().clone())
             .collect();
         keys.into_iter()

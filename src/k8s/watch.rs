@@ -8,6 +8,9 @@ use kube::core::NamespaceResourceScope;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+
+use super::watch_restart::{Generation, restartable};
 
 /// Events of one watch of the managed kind.
 pub type EventSource<K> = BoxStream<'static, watcher::Event<K>>;
@@ -54,14 +57,30 @@ impl WatchScope {
 /// A resilient watch: kube's watcher relists after drops and `410 Gone` (with backoff that
 /// only progress resets, `backoff_until_progress`);
 /// errors are logged here and never end the stream. `managedFields` are dropped to keep the
-/// cached copy small.
-pub fn watch_events<K>(api: Api<K>, config: watcher::Config) -> EventSource<K>
+/// cached copy small. It lists again whenever `restarts` changes (a member's share grew).
+pub fn watch_events<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    restarts: watch::Receiver<Generation>,
+) -> EventSource<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    restartable(move || raw_events(api.clone(), config.clone()), restarts)
+        .filter_map(|(_, result)| async move { log_watch_error::<K, _>(result) })
+        .boxed()
+}
+
+/// The watcher's events with the backoff and without `managedFields`, errors included.
+pub fn raw_events<K>(
+    api: Api<K>,
+    config: watcher::Config,
+) -> BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
     super::backoff_until_progress(watcher(api, config))
         .modify(|obj: &mut K| obj.managed_fields_mut().clear())
-        .filter_map(|result| async move { log_watch_error::<K, _>(result) })
         .boxed()
 }
 

@@ -179,8 +179,12 @@ mod wiring_tests {
         })
         .await;
         let kind_lists = lists_in_a_minute(|client| {
-            let events =
-                super::super::watch_events(Api::<ConfigMap>::all(client), Default::default());
+            let restarts = super::super::Restarts::default();
+            let events = super::super::watch_events(
+                Api::<ConfigMap>::all(client),
+                Default::default(),
+                restarts.subscribe(),
+            );
             tokio::spawn(events.for_each(|_| async {}));
         })
         .await;

@@ -45,12 +45,14 @@ pub enum KindMsg<K> {
     },
     /// What the supervisor holds per object (a test checks none of it outlives its object).
     Census(ractor::RpcReplyPort<KindCensus>),
-    /// This member's share changed: drain what it lost, then adopt what it gained; the reply
-    /// comes once the drained actors ended.
-    Reshard(
+    /// This member's share changed: drain what it lost; the reply comes once the drained
+    /// actors ended, and says whether the share holds objects this member did not keep.
+    Drain(
         std::sync::Arc<crate::ring::Ownership>,
-        ractor::RpcReplyPort<()>,
+        ractor::RpcReplyPort<bool>,
     ),
+    /// After a drain (and the children caches' relist): adopt what the share gained.
+    Adopt(ractor::RpcReplyPort<()>),
 }
 
 /// The objects a kind supervisor holds state for, by the state held.

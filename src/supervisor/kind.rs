@@ -20,7 +20,7 @@ use super::watch::EventSource;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{PassEnv, Reconciler, Registry, Shared};
 use crate::children::Relist;
-use crate::k8s::WriteBudget;
+use crate::k8s::{Restarts, WriteBudget};
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 use crate::ring::Ownership;
 use crate::runtime::{Reported, TimerWheel};
@@ -83,6 +83,8 @@ pub struct KindArgs<R: Reconciler> {
     pub wakeups: mpsc::UnboundedReceiver<Wakeup>,
     /// The objects this member looks after at start (all of them with one replica).
     pub ownership: Arc<Ownership>,
+    /// Lists the kind again (the sources follow it): how a member gets the objects it gains.
+    pub relists: Restarts,
 }
 
 /// Where an object's actor is in its life.
@@ -153,9 +155,10 @@ pub struct KindState<R: Reconciler> {
     pub(super) listed: HashSet<usize>,
     /// The certificate expiries the objects report, earliest first.
     pub(super) expiries: BTreeSet<(i64, ObjectKey)>,
-    /// The objects this member looks after; the others are kept in `foreign`.
+    /// The objects this member looks after; the others' keys are kept in `foreign`.
     pub(super) ownership: Arc<Ownership>,
-    pub(super) foreign: HashMap<ObjectKey, Foreign<R::Object>>,
+    pub(super) foreign: HashMap<ObjectKey, Foreign>,
+    pub(super) relists: Restarts,
 }
 
 impl<R: Reconciler> KindState<R> {
@@ -343,6 +346,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             expiries: BTreeSet::new(),
             ownership: args.ownership,
             foreign: HashMap::new(),
+            relists: args.relists,
         })
     }
 
@@ -397,8 +401,12 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             KindMsg::Census(reply) => {
                 let _ = reply.send(census::<R>(state).await);
             }
-            KindMsg::Reshard(ownership, reply) => {
-                self.reshard(&myself, state, ownership).await;
+            KindMsg::Drain(ownership, reply) => {
+                let gains = self.drain(&myself, state, ownership).await;
+                let _ = reply.send(gains);
+            }
+            KindMsg::Adopt(reply) => {
+                self.adopt(state);
                 let _ = reply.send(());
             }
         }
@@ -516,11 +524,15 @@ impl<R: Reconciler> KindSupervisor<R> {
         obj: R::Object,
         first_pass_delay: Duration,
     ) {
-        let latest = Arc::new(obj);
         if !owns::<R>(&state.ownership, &key) {
-            Self::keep_foreign(state, key, source, latest);
+            Self::keep_foreign(state, key, source);
             return;
         }
+        // Gained (listed again after a hand-off, or changed meanwhile): ours from now on.
+        if !state.foreign.is_empty() {
+            state.foreign.remove(&key);
+        }
+        let latest = Arc::new(obj);
         let reported = R::reported(&latest);
         let Some(tracked) = state.objects.get_mut(&key) else {
             state.objects.insert(

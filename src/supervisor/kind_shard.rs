@@ -1,25 +1,25 @@
 //! A kind supervisor's share of the objects when several members split them (issue 30).
 //!
-//! Every member watches every object (client-side filtering: label- or server-side sharded
-//! caches are a later step); it runs actors only for those its ownership holds and keeps the
-//! others packed, so a hand-off needs no relist. A hand-off first stops, and waits for, the
-//! actors of the objects it loses, then starts those it gains (their first pass schedules
-//! their timers again from status).
+//! Every member watches every object of the kind, but keeps only its own share: of another
+//! member's object it keeps the key (so a relist's diff and the orphan sweep know it exists),
+//! never the object. A hand-off is two steps. `drain` stops, and waits for, the actors of the
+//! objects lost; `adopt` then lists the kind again ([`Restarts`]), and the objects gained come
+//! back through that list as any new object does (their first pass schedules their timers
+//! again from status). Between the two the operator's children caches list again too, so a
+//! gained object's first pass sees its children.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use ractor::ActorRef;
 
-use super::kind::{KindState, KindSupervisor, jitter, kind_of};
-use super::packed::Latest;
+use super::kind::{KindState, KindSupervisor, kind_of};
 use crate::actors::{Listed, Reconciler};
 use crate::messages::{KindMsg, ObjectKey};
 use crate::ring::Ownership;
 
-/// Another member's object, as last seen.
-pub(super) struct Foreign<K> {
-    pub(super) latest: Latest<K>,
+/// Another member's object: only which watch reported it.
+pub(super) struct Foreign {
     pub(super) source: usize,
 }
 
@@ -29,16 +29,9 @@ pub(super) fn owns<R: Reconciler>(ownership: &Ownership, key: &ObjectKey) -> boo
 }
 
 impl<R: Reconciler> KindSupervisor<R> {
-    /// Keeps `obj` as another member's, packed.
-    pub(super) fn keep_foreign(
-        state: &mut KindState<R>,
-        key: ObjectKey,
-        source: usize,
-        obj: Arc<R::Object>,
-    ) {
-        let mut latest = Latest::Decoded(obj);
-        latest.pack();
-        state.foreign.insert(key, Foreign { latest, source });
+    /// Notes `key` as another member's object (dropping any copy of it).
+    pub(super) fn keep_foreign(state: &mut KindState<R>, key: ObjectKey, source: usize) {
+        state.foreign.insert(key, Foreign { source });
     }
 
     /// Once every watch listed: lets the reconciler remove what objects that do not exist left
@@ -60,14 +53,15 @@ impl<R: Reconciler> KindSupervisor<R> {
         tokio::spawn(async move { reconciler.on_listed(&listed, &env).await });
     }
 
-    /// Takes `ownership`: drains what it no longer holds (returns once those actors ended,
-    /// each bounded by the shutdown grace), then adopts what it gained.
-    pub(super) async fn reshard(
+    /// Takes `ownership` and drains what it no longer holds: returns once those actors ended
+    /// (each bounded by the shutdown grace), with whether it holds objects kept as another
+    /// member's (to be adopted, see [`KindSupervisor::adopt`]).
+    pub(super) async fn drain(
         &self,
         myself: &ActorRef<KindMsg<R::Object>>,
         state: &mut KindState<R>,
         ownership: Arc<Ownership>,
-    ) {
+    ) -> bool {
         state.ownership = ownership;
         let lost: Vec<ObjectKey> = state
             .objects
@@ -77,13 +71,8 @@ impl<R: Reconciler> KindSupervisor<R> {
             .collect();
         let mut stopping = Vec::new();
         for key in lost {
-            if let Some((mut tracked, actor)) = self.forget(myself, state, &key, "moved").await {
-                tracked.latest.pack();
-                let foreign = Foreign {
-                    latest: tracked.latest,
-                    source: tracked.source,
-                };
-                state.foreign.insert(key, foreign);
+            if let Some((tracked, actor)) = self.forget(myself, state, &key, "moved").await {
+                Self::keep_foreign(state, key, tracked.source);
                 stopping.extend(actor);
             }
         }
@@ -94,35 +83,25 @@ impl<R: Reconciler> KindSupervisor<R> {
                 tracing::warn!(actor = ?actor.get_id(), "a moved actor outlived the grace");
             }
         }
-        let gained: Vec<ObjectKey> = state
+        self.gains(state)
+    }
+
+    /// Whether the share holds objects this member did not keep.
+    fn gains(&self, state: &KindState<R>) -> bool {
+        state
             .foreign
             .keys()
-            .filter(|key| owns::<R>(&state.ownership, key))
-            .cloned()
-            .collect();
-        for key in gained {
-            let Some(mut foreign) = state.foreign.remove(&key) else {
-                continue;
-            };
-            match foreign.latest.decoded() {
-                Ok(obj) => {
-                    let delay = jitter(state.options.startup_jitter);
-                    self.upsert(
-                        myself,
-                        state,
-                        foreign.source,
-                        key,
-                        Arc::unwrap_or_clone(obj),
-                        delay,
-                    )
-                    .await;
-                }
-                // Our own JSON of a type that decoded from the API: not expected; the next
-                // delta of the object brings it back.
-                Err(err) => tracing::error!(object = %key, error = %err, "moved object unreadable"),
-            }
+            .any(|key| owns::<R>(&state.ownership, key))
+    }
+
+    /// Adopts what the share gained: the kind is listed again and the gained objects start as
+    /// new ones do. Orphans of keys gained are swept at the end of that list (and now, for
+    /// those left by objects no longer listed).
+    pub(super) fn adopt(&self, state: &mut KindState<R>) {
+        if self.gains(state) {
+            let generation = state.relists.restart();
+            tracing::info!(kind = %kind_of::<R>(), generation, "share grew: listing again");
         }
-        // Orphans of keys gained (or skipped while no ring held them) are swept now.
         self.sweep_orphans(state);
     }
 }

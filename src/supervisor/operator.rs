@@ -18,8 +18,8 @@ use super::watch::{EventSource, WatchScope, watch_events};
 use crate::actors::Registry;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{Reconciler, Shared};
-use crate::children::Wakeups;
-use crate::k8s::WriteBudget;
+use crate::children::{FollowsShare, Wakeups};
+use crate::k8s::{Restarts, WriteBudget};
 use crate::messages::{KindCensus, KindMsg, RootMsg};
 use crate::ring::Ownership;
 
@@ -30,6 +30,8 @@ pub struct Kind<R: Reconciler> {
     sources: Option<Vec<EventSource<R::Object>>>,
     options: KindOptions,
     registry: Registry<R::Object>,
+    /// Asks the kind's watches to list again (a member's share grew).
+    relists: Restarts,
     /// Notices for objects without a live actor, to the kind supervisor.
     wakeups: (
         mpsc::UnboundedSender<Wakeup>,
@@ -45,6 +47,7 @@ impl<R: Reconciler> Kind<R> {
             sources: None,
             options: KindOptions::default(),
             registry: Registry::default(),
+            relists: Restarts::default(),
             wakeups: mpsc::unbounded_channel(),
         }
     }
@@ -64,6 +67,12 @@ impl<R: Reconciler> Kind<R> {
     pub fn options(mut self, options: KindOptions) -> Self {
         self.options = options;
         self
+    }
+
+    /// The relists the kind supervisor asks for: a test feeding its own `sources` lists again
+    /// when this changes, as the API watches do.
+    pub fn relists(&self) -> tokio::sync::watch::Receiver<crate::k8s::Generation> {
+        self.relists.subscribe()
     }
 
     /// The live actors of this kind (shared; stays valid after `start`). Hibernated objects
@@ -86,11 +95,25 @@ struct Env {
 /// Asks a kind supervisor for its census (`None`: it did not answer).
 type AskCensus = Box<dyn Fn() -> BoxFuture<'static, Option<KindCensus>> + Send + Sync>;
 
-/// Hands a kind supervisor a new share and waits until it drained (`false`: it did not answer).
-type AskReshard = Arc<dyn Fn(Arc<Ownership>) -> BoxFuture<'static, bool> + Send + Sync>;
+/// Hands a kind supervisor a new share and waits until it drained: whether it has objects to
+/// adopt (`None`: it did not answer).
+type AskDrain = Arc<dyn Fn(Arc<Ownership>) -> BoxFuture<'static, Option<bool>> + Send + Sync>;
+
+/// Asks a kind supervisor to adopt what its share gained (`false`: it did not answer).
+type AskAdopt = Arc<dyn Fn() -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// A step run with every new share of the objects (`false`: it failed for good).
+type ShareStep = Arc<dyn Fn(Arc<Ownership>) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// How a kind follows a new share: drain, then adopt.
+#[derive(Clone)]
+struct KindReshard {
+    drain: AskDrain,
+    adopt: AskAdopt,
+}
 
 /// What starting a kind gives back.
-type Started = (ActorCell, JoinHandle<()>, AskCensus, AskReshard);
+type Started = (ActorCell, JoinHandle<()>, AskCensus, KindReshard);
 
 type KindStart = Box<dyn FnOnce(&Env) -> BoxFuture<'static, Result<Started, SpawnErr>> + Send>;
 
@@ -103,6 +126,8 @@ pub struct OperatorBuilder {
     shared: Arc<Shared>,
     kinds: Vec<(String, KindStart)>,
     caches: Vec<StartCache>,
+    /// The caches that keep only this member's share.
+    sharded: Vec<Arc<dyn FollowsShare>>,
     ownership: Ownership,
 }
 
@@ -113,6 +138,7 @@ impl OperatorBuilder {
             shared,
             kinds: Vec::new(),
             caches: Vec::new(),
+            sharded: Vec::new(),
             ownership: Ownership::default(),
         }
     }
@@ -132,6 +158,13 @@ impl OperatorBuilder {
         F: FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send + 'static,
     {
         self.caches.push(Box::new(start));
+        self
+    }
+
+    /// A cache (already given to `cache`) that keeps only this member's share: it is handed
+    /// the share at start and each new one between the kinds' drain and their adoption.
+    pub fn sharded_cache(mut self, cache: Arc<dyn FollowsShare>) -> Self {
+        self.sharded.push(cache);
         self
     }
 
@@ -158,7 +191,9 @@ impl OperatorBuilder {
                 env.scope
                     .apis::<R::Object>(&env.client)
                     .into_iter()
-                    .map(|api| watch_events(api, kind.watch_config.clone()))
+                    .map(|api| {
+                        watch_events(api, kind.watch_config.clone(), kind.relists.subscribe())
+                    })
                     .collect()
             });
             let args = KindArgs::<R> {
@@ -170,6 +205,7 @@ impl OperatorBuilder {
                 registry: kind.registry,
                 wakeups,
                 ownership: env.ownership.clone(),
+                relists: kind.relists,
             };
             let root = env.root.clone();
             let supervisor = KindSupervisor::new(kind.reconciler);
@@ -186,14 +222,30 @@ impl OperatorBuilder {
                     })
                 });
                 let typed = actor.clone();
-                let reshard: AskReshard = Arc::new(move |ownership| {
+                let drain: AskDrain = Arc::new(move |ownership| {
                     let actor = typed.clone();
                     Box::pin(async move {
-                        let asked = actor.call(|reply| KindMsg::Reshard(ownership, reply), None);
+                        let asked = actor.call(|reply| KindMsg::Drain(ownership, reply), None);
+                        match asked.await {
+                            Ok(ractor::rpc::CallResult::Success(gains)) => Some(gains),
+                            _ => None,
+                        }
+                    })
+                });
+                let typed = actor.clone();
+                let adopt: AskAdopt = Arc::new(move || {
+                    let actor = typed.clone();
+                    Box::pin(async move {
+                        let asked = actor.call(KindMsg::Adopt, None);
                         matches!(asked.await, Ok(ractor::rpc::CallResult::Success(())))
                     })
                 });
-                Ok((actor.get_cell(), handle, census, reshard))
+                Ok((
+                    actor.get_cell(),
+                    handle,
+                    census,
+                    KindReshard { drain, adopt },
+                ))
             })
         });
         self.kinds.push((name, start));
@@ -217,6 +269,10 @@ impl OperatorBuilder {
             root: root.get_cell(),
             ownership: Arc::new(self.ownership),
         };
+        for cache in &self.sharded {
+            // Not grown from everything (the default): resolves at once.
+            cache.follow_share(env.ownership.clone()).await;
+        }
         let mut caches = Vec::new();
         for start in self.caches {
             for mut wakeups in start(&env.client, &env.scope) {
@@ -245,6 +301,7 @@ impl OperatorBuilder {
             root_handle,
             kinds,
             caches,
+            sharded: self.sharded,
         })
     }
 }
@@ -254,14 +311,16 @@ struct KindHandle {
     cell: ActorCell,
     handle: JoinHandle<()>,
     census: AskCensus,
-    reshard: AskReshard,
+    reshard: KindReshard,
 }
 
 /// Hands every kind of a running operator a new share of the objects.
 #[derive(Clone)]
 pub struct Resharder {
-    /// One per kind, then the steps added by [`Resharder::also`].
-    steps: Vec<AskReshard>,
+    kinds: Vec<KindReshard>,
+    caches: Vec<Arc<dyn FollowsShare>>,
+    /// The steps added by [`Resharder::also`].
+    steps: Vec<ShareStep>,
 }
 
 impl Resharder {
@@ -277,16 +336,32 @@ impl Resharder {
         self
     }
 
-    /// Every kind drains what `ownership` excludes and adopts what it adds; returns once all
-    /// drained and the added steps ended (`false`: a kind did not answer, it is gone and the
+    /// Every kind drains what `ownership` excludes; once all did, the sharded caches follow
+    /// the share (listing again where it grew) and the kinds adopt what it adds. Returns once
+    /// all that and the added steps ended (`false`: a kind did not answer, it is gone and the
     /// process ends anyway).
     pub async fn apply(&self, ownership: Ownership) -> bool {
         let ownership = Arc::new(ownership);
-        let asks = self.steps.iter().map(|ask| ask(ownership.clone()));
-        futures::future::join_all(asks)
-            .await
-            .into_iter()
-            .all(|ok| ok)
+        let kinds = async {
+            let drains = self.kinds.iter().map(|k| (k.drain)(ownership.clone()));
+            let drained = futures::future::join_all(drains).await;
+            if drained.iter().any(Option::is_none) {
+                return false;
+            }
+            let follows = self
+                .caches
+                .iter()
+                .map(|c| c.follow_share(ownership.clone()));
+            futures::future::join_all(follows).await;
+            let adopts = self.kinds.iter().map(|k| (k.adopt)());
+            futures::future::join_all(adopts)
+                .await
+                .into_iter()
+                .all(|ok| ok)
+        };
+        let steps = futures::future::join_all(self.steps.iter().map(|s| s(ownership.clone())));
+        let (kinds, steps) = futures::join!(kinds, steps);
+        kinds && steps.into_iter().all(|ok| ok)
     }
 }
 
@@ -297,6 +372,7 @@ pub struct Operator {
     kinds: Vec<KindHandle>,
     /// The shared caches' forwarding tasks; dropping them stops the cache watches.
     caches: Vec<AbortOnDropHandle<()>>,
+    sharded: Vec<Arc<dyn FollowsShare>>,
 }
 
 impl Operator {
@@ -307,7 +383,9 @@ impl Operator {
     /// The handle a membership loop changes this member's share through.
     pub fn resharder(&self) -> Resharder {
         Resharder {
-            steps: self.kinds.iter().map(|k| k.reshard.clone()).collect(),
+            kinds: self.kinds.iter().map(|k| k.reshard.clone()).collect(),
+            caches: self.sharded.clone(),
+            steps: Vec::new(),
         }
     }
 
@@ -341,6 +419,7 @@ impl Operator {
             root_handle,
             kinds,
             caches,
+            ..
         } = self;
         drop(caches);
         let all = async {

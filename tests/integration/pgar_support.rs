@@ -159,6 +159,11 @@ impl Env {
         self.approve(request, "bob").await;
         self.wait_reason(request, "RoleBindingSynced", "AccessGranted")
             .await;
+        self.drift(request).await;
+    }
+
+    /// The request's RoleBinding gains a second subject ("mallory") behind the operator's back.
+    pub async fn drift(&self, request: &str) {
         let name = format!("pgar-{request}");
         let mut rb = self.bindings().get(&name).await.expect("binding readable");
         rb.subjects

@@ -43,19 +43,19 @@ struct Member {
 }
 
 impl Member {
-    /// Killed outright: its renewals stop (its Lease is left to expire) and its actors with it.
     async fn kill(self) {
-        let Self {
-            operator,
-            membership,
-            ..
-        } = self;
-        drop(membership);
-        operator.shutdown(Duration::from_millis(100)).await;
+        kill(self.operator, self.membership).await;
     }
 }
 
-fn config(identity: &str) -> LeaderConfig {
+/// A member killed outright: its renewals stop (its Lease is left to expire) and its actors
+/// with it.
+pub(crate) async fn kill(operator: Operator, membership: Membership) {
+    drop(membership);
+    operator.shutdown(Duration::from_millis(100)).await;
+}
+
+pub(crate) fn config(identity: &str) -> LeaderConfig {
     LeaderConfig {
         lease_duration: Duration::from_secs(2),
         renew_deadline: Duration::from_millis(1300),

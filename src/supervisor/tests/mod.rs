@@ -226,6 +226,8 @@ pub struct Harness {
     pub registry: Registry<ConfigMap>,
     pub operator: Operator,
     pub shared: Arc<Shared>,
+    /// The relists the kind asked for (a watch would list again).
+    pub relists: tokio::sync::watch::Receiver<crate::k8s::Generation>,
 }
 
 impl Harness {
@@ -239,6 +241,7 @@ impl Harness {
         let (children, child_rx) = mpsc::unbounded();
         let kind = Kind::new(probe.clone()).sources(sources).options(options);
         let registry = kind.registry();
+        let relists = kind.relists();
         let shared = Arc::new(Shared::default());
         // Child changes reach the kind as a shared cache's wakeups do.
         let wakeups = child_rx
@@ -256,6 +259,7 @@ impl Harness {
             registry,
             operator,
             shared,
+            relists,
         }
     }
 

@@ -1,6 +1,6 @@
 //! A kind's share changing under it: a drain waits for the moved actors' in-flight passes and
-//! keeps their objects without an actor; taking them back runs a fresh first pass. What a
-//! missing object left behind is removed by its key's owner only.
+//! keeps only their keys; taking them back lists the kind again and runs a fresh first pass on
+//! what that list brings. What a missing object left behind is removed by its key's owner only.
 
 use std::time::Duration;
 
@@ -41,12 +41,53 @@ async fn a_drain_waits_for_the_moved_actors_and_adopting_back_passes_them_again(
     h.send(Event::Apply(cm(moved[0], "y", 2)));
     run_for(10 * SEC).await;
     assert_eq!(probe.passes_of(moved[0]).len(), 1);
+    assert_eq!(*h.relists.borrow(), 0, "a drain lists nothing again");
+    let census = h.operator.census().await;
+    assert!(
+        census[0].copies.iter().all(|copy| !copy.contains("\"y\"")),
+        "no copy of another member's object is kept"
+    );
 
     assert!(resharder.apply(Ownership::default()).await);
+    assert_eq!(
+        *h.relists.borrow(),
+        1,
+        "taking objects back lists the kind again"
+    );
+    run_for(10 * SEC).await;
+    assert_eq!(
+        probe.passes_of(moved[0]).len(),
+        1,
+        "nothing before the list"
+    );
+    // The list the relist brings (one object deleted meanwhile).
+    h.list(
+        names
+            .iter()
+            .filter(|n| *n != moved[1])
+            .map(|n| {
+                cm(
+                    n,
+                    if n == moved[0] { "y" } else { "x" },
+                    if n == moved[0] { 2 } else { 1 },
+                )
+            })
+            .collect(),
+    );
     run_for(10 * SEC).await;
     let back = probe.passes_of(moved[0]);
     assert_eq!(back.len(), 2, "taken back: a fresh pass");
-    assert_eq!(back[1].value, "y", "with the copy kept meanwhile");
+    assert_eq!(back[1].value, "y", "on the listed copy");
+    assert_eq!(
+        probe.passes_of(moved[1]).len(),
+        1,
+        "deleted while away: no pass"
+    );
+    assert_eq!(
+        probe.passes_of(kept[0]).len(),
+        1,
+        "an unchanged object is not passed again"
+    );
     h.operator.shutdown(Duration::from_secs(60)).await;
 }
 
