@@ -9,7 +9,9 @@
 //! 3 runs); scaled by `FLEET_PER_KIND`, `FLEET_NAMESPACES`, `FLEET_RUNS`, `FLEET_QUIET_SECS`
 //! (10), `FLEET_SCENARIOS=healthy,faulty`; each run's figures are appended to `FLEET_OUT`
 //! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log (its filter
-//! `FLEET_OPERATOR_RUST_LOG`, default `warn`);
+//! `FLEET_OPERATOR_RUST_LOG`, default `warn`; with several members, member i's in `<file>.<i>`);
+//! `FLEET_MEMBERS=N` (1) runs N operator processes with `--shards auto` instead of one (the
+//! operator figures are then their sums, and the report adds each member's; no restart phase);
 //! `FLEET_READY_TIMEOUT_SECS` (900) bounds the wait for Ready. After each healthy run, a
 //! `ceiling` run replays what the operator made with the fewest writes (`fleet/ceiling.rs`)
 //! and the report gives ours / ceiling; `FLEET_CEILING=0` skips it. After each healthy run,
@@ -37,7 +39,6 @@ mod restart;
 mod world;
 
 use std::collections::BTreeMap;
-use std::process::Child;
 use std::time::{Duration, Instant};
 
 use pgtoolbox_sim::cluster::WorkloadFault;
@@ -45,6 +46,7 @@ use pgtoolbox_sim::{Sim, SimConfig};
 use serde::{Deserialize, Serialize};
 
 use common::child::{self, env_or};
+use common::members::{self, Member};
 use common::phases::{Quiet, quiet_phase_of, writes_settled};
 use common::stats::{group_by, median, ratio_of_medians};
 use common::{measure, operator};
@@ -81,6 +83,12 @@ pub struct RunResult {
     pub operator_rss_after_kb: u64,
     pub operator_peak_kb: u64,
     pub operator_cpu_s: f64,
+    /// Operator processes (`FLEET_MEMBERS`); the operator figures are their sums.
+    #[serde(default)]
+    pub members: usize,
+    /// Each member's RSS growth over the run, KiB (several members only).
+    #[serde(default)]
+    pub member_rss_growth_kb: Vec<u64>,
     pub quiet: Quiet,
     /// The 1-minute load average when the objects were created and when they were all Ready.
     #[serde(default)]
@@ -171,18 +179,41 @@ fn run_child(args: &[String]) -> ! {
     child::finish(&result)
 }
 
-/// The operator binary against the sim, its `/metrics` on `metrics_port` (0: any), its log
-/// appended to `FLEET_OPERATOR_LOG` or nowhere.
-fn start_operator(kubeconfig: &std::path::Path, metrics_port: u16) -> Child {
-    let log = std::env::var_os("FLEET_OPERATOR_LOG").map(std::path::PathBuf::from);
-    // `FLEET_OPERATOR_RUST_LOG`: the operator's tracing filter (default `warn`), to see where
-    // its passes wait.
-    let filter = std::env::var("FLEET_OPERATOR_RUST_LOG").ok();
-    operator::start(kubeconfig, log.as_deref(), metrics_port, |command| {
-        if let Some(filter) = filter {
-            command.env("RUST_LOG", filter);
-        }
-    })
+/// `FLEET_OPERATOR_LOG`: where the operator's log is appended (nowhere when unset).
+fn operator_log() -> Option<std::path::PathBuf> {
+    std::env::var_os("FLEET_OPERATOR_LOG").map(std::path::PathBuf::from)
+}
+
+/// `FLEET_OPERATOR_RUST_LOG`: the operator's tracing filter (default `warn`), to see where its
+/// passes wait.
+fn operator_filter(command: &mut std::process::Command) {
+    if let Ok(filter) = std::env::var("FLEET_OPERATOR_RUST_LOG") {
+        command.env("RUST_LOG", filter);
+    }
+}
+
+/// The operator binary against the sim, its `/metrics` on `metrics_port` (0: any).
+fn start_operator(kubeconfig: &std::path::Path, metrics_port: u16) -> std::process::Child {
+    operator::start(
+        kubeconfig,
+        operator_log().as_deref(),
+        metrics_port,
+        operator_filter,
+    )
+}
+
+/// `members` operator processes: one alone, or a `--shards auto` ring whose member i logs to
+/// `FLEET_OPERATOR_LOG` with the extension `.<i>`.
+fn start_operators(kubeconfig: &std::path::Path, members: usize) -> Vec<Member> {
+    if members == 1 {
+        let child = start_operator(kubeconfig, 0);
+        return vec![Member {
+            name: "operator".into(),
+            child,
+        }];
+    }
+    let log_of = |i: usize| operator_log().map(|path| path.with_extension(i.to_string()));
+    members::start(kubeconfig, members, log_of, operator_filter)
 }
 
 /// Waits until the operator watches the three kinds (its caches listed them).
@@ -236,17 +267,26 @@ async fn run(
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig)
         .expect("kubeconfig written");
-    let mut operator = match (&dump, is_ceiling) {
-        (Some(dump), true) => ceiling::start_driver(&kubeconfig, dump, fleet),
-        _ => start_operator(&kubeconfig, 0),
+    let members = env_or("FLEET_MEMBERS", 1usize).max(1);
+    let mut operators = match (&dump, is_ceiling) {
+        (Some(dump), true) => vec![Member {
+            name: CEILING.into(),
+            child: ceiling::start_driver(&kubeconfig, dump, fleet),
+        }],
+        _ => start_operators(&kubeconfig, members),
     };
-    let pid = operator.id();
+    let pids: Vec<u32> = operators.iter().map(Member::pid).collect();
+    let rss_of =
+        |pids: &[u32]| -> Vec<u64> { pids.iter().map(|p| measure::rss_kb_of(*p)).collect() };
+    let cpu_of =
+        |pids: &[u32]| -> f64 { pids.iter().map(|p| measure::cpu_seconds_of_pid(*p)).sum() };
     if !is_ceiling {
         operator_watching(&sim).await;
     }
 
-    let rss_before = measure::rss_kb_of(pid);
-    let cpu_before = measure::cpu_seconds_of_pid(pid);
+    let rss_each_before = rss_of(&pids);
+    let rss_before = rss_each_before.iter().sum();
+    let cpu_before = cpu_of(&pids);
     let observer = Observer::start(&client);
     // Its list and watch requests before the counted part.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -262,7 +302,7 @@ async fn run(
     let load_end = measure::load_average();
     let writes_done_s = writes_settled(&sim, start).await;
     let stats = sim.stats();
-    let operator_cpu_s = measure::cpu_seconds_of_pid(pid) - cpu_before;
+    let operator_cpu_s = cpu_of(&pids) - cpu_before;
     if let (Some(path), false) = (&dump, is_ceiling) {
         let made = ceiling::dump(&client).await;
         let text = serde_json::to_string(&made).expect("dump serialises");
@@ -270,8 +310,17 @@ async fn run(
     }
     // Idle actors hibernate after a second: measure memory at rest.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let rss_after = measure::rss_kb_of(pid);
-    let peak = measure::peak_kb_of(pid);
+    let rss_each_after = rss_of(&pids);
+    let rss_after = rss_each_after.iter().sum();
+    let peak = pids.iter().map(|p| measure::peak_kb_of(*p)).sum();
+    let member_rss_growth_kb = match pids.len() {
+        1 => Vec::new(),
+        _ => rss_each_after
+            .iter()
+            .zip(&rss_each_before)
+            .map(|(after, before)| after.saturating_sub(*before))
+            .collect(),
+    };
     let fleet_creates = fleet.objects() as u64;
     let mut result = RunResult {
         scenario: scenario.clone(),
@@ -291,7 +340,9 @@ async fn run(
         operator_rss_after_kb: rss_after,
         operator_peak_kb: peak,
         operator_cpu_s,
-        quiet: quiet_phase_of(&sim, quiet_secs, Some(pid)).await,
+        members: pids.len(),
+        member_rss_growth_kb,
+        quiet: quiet_phase_of(&sim, quiet_secs, &pids).await,
         load: (load_start, load_end),
         controller: None,
         restart: None,
@@ -307,19 +358,18 @@ async fn run(
         load_end,
         result.by_code.get(&409).copied().unwrap_or(0)
     );
-    if scenario == "healthy" && restart::enabled() {
+    if scenario == "healthy" && restart::enabled() && operators.len() == 1 {
         let phase = restart::phase(
             &sim,
             &client,
             &kubeconfig,
-            &mut operator,
+            &mut operators[0].child,
             fleet,
             ready_timeout,
         );
         result.restart = Some(phase.await);
     }
-    let _ = operator.kill();
-    let _ = operator.wait();
+    operators.iter_mut().for_each(Member::kill);
     // With the operator stopped, nothing writes: the driver caches what it left.
     if footprint::wanted(&scenario) {
         result.controller = footprint::measure(&kubeconfig).await;
@@ -385,6 +435,20 @@ fn report(results: &[RunResult]) {
     }
     for (scenario, runs) in &by_scenario {
         restart::report(scenario, runs);
+    }
+    // Several members: what each grew by (its share of the fleet and its own caches).
+    for (scenario, runs) in &by_scenario {
+        for run in runs.iter().filter(|r| r.members > 1) {
+            let per_object: Vec<f64> = run
+                .member_rss_growth_kb
+                .iter()
+                .map(|kb| (*kb as f64 * 1.024 / run.objects as f64 * 100.0).round() / 100.0)
+                .collect();
+            println!(
+                "- {scenario}: {} members, RSS growth per member (KB per object of the fleet): {per_object:?}",
+                run.members
+            );
+        }
     }
     if let (Some(ours), Some(ceiling)) = (by_scenario.get("healthy"), by_scenario.get(CEILING)) {
         ceiling_report(ours, ceiling);

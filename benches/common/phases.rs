@@ -38,12 +38,27 @@ pub async fn writes_settled(sim: &Sim, start: Instant) -> f64 {
 
 /// Nothing changes for `seconds`: count the requests and CPU the process spends meanwhile.
 pub async fn quiet_phase(sim: &Sim, seconds: u64) -> Quiet {
-    quiet_phase_of(sim, seconds, None).await
+    quiet_phase_of(sim, seconds, &[]).await
 }
 
-/// [`quiet_phase`], with the CPU and memory of process `pid` (this one when `None`).
-pub async fn quiet_phase_of(sim: &Sim, seconds: u64, pid: Option<u32>) -> Quiet {
-    let cpu_now = || pid.map_or_else(measure::cpu_seconds, measure::cpu_seconds_of_pid);
+/// [`quiet_phase`], with the CPU and memory of processes `pids` together (this one when none).
+pub async fn quiet_phase_of(sim: &Sim, seconds: u64, pids: &[u32]) -> Quiet {
+    let cpu_now = || {
+        if pids.is_empty() {
+            measure::cpu_seconds()
+        } else {
+            pids.iter()
+                .map(|pid| measure::cpu_seconds_of_pid(*pid))
+                .sum()
+        }
+    };
+    let rss_now = || {
+        if pids.is_empty() {
+            measure::rss_kb()
+        } else {
+            pids.iter().map(|pid| measure::rss_kb_of(*pid)).sum()
+        }
+    };
     sim.admin().reset_stats();
     let cpu = cpu_now();
     let start = Instant::now();
@@ -55,7 +70,7 @@ pub async fn quiet_phase_of(sim: &Sim, seconds: u64, pid: Option<u32>) -> Quiet 
         writes: stats.writes(),
         by_verb_resource: stats.by_verb_resource.clone(),
         cpu_s: cpu_now() - cpu,
-        rss_end_kb: pid.map_or_else(measure::rss_kb, measure::rss_kb_of),
+        rss_end_kb: rss_now(),
     };
     eprintln!(
         "   quiet {:.0} s: {} requests, {} writes, {:.2} CPU s {:?}",

@@ -1,9 +1,7 @@
-//! The members of a run: operator processes against the embedded API server, either one
-//! replica alone (no sharding flag, the single-replica mode) or several with `--shards auto`,
-//! each under its own identity; which of them owns which request, from their Leases.
+//! The members of a run (`common::members`) as this bench starts them, and which of them owns
+//! which request, from their Leases.
 
 use std::path::{Path, PathBuf};
-use std::process::Child;
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -15,38 +13,9 @@ use pgtoolbox_operator::testing::supervisor::members::{MEMBER_LABEL, member_conf
 use pgtoolbox_operator::testing::supervisor::shard::{Ring, object_key};
 use pgtoolbox_sim::Sim;
 
-use super::common::{measure, operator};
+pub use super::common::members::Member;
+use super::common::{measure, members};
 use super::seed;
-
-/// One operator process; killed when dropped, so a failed run leaves no process behind.
-pub struct Member {
-    /// Its `POD_NAME`: the prefix of its identity in the ring.
-    pub name: String,
-    child: Child,
-}
-
-impl Member {
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// How it ended, if it exited on its own (a member that cannot renew its Lease exits).
-    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
-    }
-
-    /// SIGKILL: no graceful leave, its Lease is left to expire.
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Member {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 /// The operator's namespace, where the members keep their Leases.
 pub fn operator_namespace() -> String {
@@ -67,18 +36,7 @@ fn log_of(i: usize) -> Option<PathBuf> {
 
 /// Starts `count` members: one alone runs as the single replica, more join a ring.
 pub fn start(kubeconfig: &Path, count: usize) -> Vec<Member> {
-    (0..count)
-        .map(|i| {
-            let name = format!("bench-member-{i}");
-            let child = operator::start(kubeconfig, log_of(i).as_deref(), 0, |command| {
-                command.env("POD_NAME", &name);
-                if count > 1 {
-                    command.args(["--shards", "auto"]);
-                }
-            });
-            Member { name, child }
-        })
-        .collect()
+    members::start(kubeconfig, count, log_of, |_| {})
 }
 
 /// The RSS of a single replica with nothing to reconcile, KiB: started on the still empty

@@ -87,8 +87,14 @@ pub struct SimConfig {
     pub extra_crds: Vec<String>,
     /// Serve the third-party CRDs of `crds/external/`.
     pub external_crds: bool,
-    /// Number of changes kept for watch resumption; older versions answer 410 Gone.
+    /// The most changes kept for watch resumption and for the later pages of a paged list
+    /// (each holds the previous version of one object): a memory bound. Older versions answer
+    /// 410 Gone.
     pub history: usize,
+    /// Changes older than this are compacted as a real cluster's etcd compacts (every 5 min by
+    /// default): a watch from, or a continue token of, a version older than that answers 410
+    /// Gone whatever the number of changes since.
+    pub compaction_interval: Duration,
     /// Changes a watch may fall behind the change stream before it is closed (cleanly: the
     /// client watches again from the last version it saw).
     pub watch_buffer: usize,
@@ -116,7 +122,11 @@ impl Default for SimConfig {
             unauthorized: false,
             extra_crds: Vec::new(),
             external_crds: true,
-            history: 10_000,
+            // A real server serves continue tokens for the compaction interval whatever the
+            // number of writes meanwhile; 10,000 changes (the earlier bound) expired the list
+            // of 100,000 objects a member starts with while others wrote.
+            history: 500_000,
+            compaction_interval: Duration::from_secs(300),
             watch_buffer: 16_384,
             bookmark_interval: Duration::from_secs(5),
             max_watch: Duration::from_secs(1800),

@@ -156,7 +156,8 @@ impl Server {
         Self {
             // Each buffered event pins two object versions; 16k bounds that memory while 100
             // watchers still keep up with the benchmark write rate.
-            store: Store::new(config.history, config.watch_buffer),
+            store: Store::new(config.history, config.watch_buffer)
+                .compacting_after(config.compaction_interval),
             registry: RwLock::new(Registry::with_builtins()),
             faults: Arc::new(Faults::new(&config)),
             stats: StatsCell::default(),

@@ -7,9 +7,11 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::broadcast;
+use tokio::time::Instant;
 
 /// `(group, plural)`: objects of every served version of a kind share one table.
 pub type ResKey = (String, String);
@@ -58,11 +60,25 @@ pub struct Inner {
     /// scan the whole store.
     dependents: HashMap<String, HashSet<(ResKey, ObjKey)>>,
     history: VecDeque<Arc<Event>>,
+    /// When each event of `history` was recorded (the same order).
+    recorded: VecDeque<Instant>,
     history_cap: usize,
+    /// Events older than this are compacted, as etcd's periodic compaction (kube-apiserver's
+    /// `--etcd-compaction-interval`, 5 min) does: what a continue token or a watch from an
+    /// older version can no longer be served from. `None`: only the count bounds the history.
+    compaction: Option<Duration>,
     /// Events at or below this version have left the history.
     compacted: u64,
     uid_seq: u64,
     uid_seed: u64,
+}
+
+impl Inner {
+    /// Whether an event recorded `at` has been compacted by `now`.
+    fn expired(&self, at: Instant, now: Instant) -> bool {
+        self.compaction
+            .is_some_and(|interval| now.saturating_duration_since(at) > interval)
+    }
 }
 
 pub fn owner_uids(obj: &Value) -> Vec<String> {
@@ -90,6 +106,15 @@ pub struct Store {
 }
 
 impl Store {
+    /// Compacts the changes older than `interval` (besides the count bound).
+    pub fn compacting_after(self, interval: Duration) -> Self {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .compaction = Some(interval);
+        self
+    }
+
     pub fn new(history_cap: usize, fanout_buffer: usize) -> Self {
         let (tx, _) = broadcast::channel(fanout_buffer.max(16));
         let seed = std::time::SystemTime::now()
@@ -463,12 +488,21 @@ impl Locked<'_> {
     fn record(&mut self, event: Event) {
         let event = Arc::new(event);
         let inner = &mut *self.guard;
-        if inner.history.len() >= inner.history_cap
-            && let Some(old) = inner.history.pop_front()
+        let now = Instant::now();
+        while inner.history.len() >= inner.history_cap
+            || inner
+                .recorded
+                .front()
+                .is_some_and(|at| inner.expired(*at, now))
         {
+            let Some(old) = inner.history.pop_front() else {
+                break;
+            };
+            inner.recorded.pop_front();
             inner.compacted = old.rv;
         }
         inner.history.push_back(event.clone());
+        inner.recorded.push_back(now);
         // No receivers is normal (nobody watching).
         let _ = self.tx.send(event);
     }
@@ -476,10 +510,17 @@ impl Locked<'_> {
     /// Events after `from`, or `TooOld` if the history no longer reaches back that far.
     pub fn events_since(&self, from: u64) -> Result<Vec<Arc<Event>>, TooOld> {
         let inner = &*self.guard;
-        if from < inner.compacted {
+        // Compacted since the last write too: a quiet server compacts all the same.
+        let now = Instant::now();
+        let expired = inner.recorded.partition_point(|at| inner.expired(*at, now));
+        let compacted = match expired {
+            0 => inner.compacted,
+            n => inner.history[n - 1].rv.max(inner.compacted),
+        };
+        if from < compacted {
             return Err(TooOld {
                 requested: from,
-                oldest: inner.compacted + 1,
+                oldest: compacted + 1,
             });
         }
         let start = inner.history.partition_point(|e| e.rv <= from);
@@ -490,6 +531,7 @@ impl Locked<'_> {
     pub fn compact_all(&mut self) {
         let inner = &mut *self.guard;
         inner.history.clear();
+        inner.recorded.clear();
         inner.compacted = inner.rv;
     }
 }
@@ -503,22 +545,39 @@ mod tests {
         (String::new(), "configmaps".into())
     }
 
+    /// Adds ConfigMap `c<i>` in namespace `ns`; returns its version.
+    fn add_config_map(l: &mut Locked<'_>, i: usize) -> u64 {
+        let rv = l.next_rv();
+        l.put(
+            &res(),
+            ("ns".into(), format!("c{i}")),
+            json!({"metadata": {"uid": format!("u{i}")}}),
+            rv,
+            EventType::Added,
+        );
+        rv
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn changes_older_than_the_compaction_interval_are_gone_whatever_their_number() {
+        let store = Store::new(1_000, 16).compacting_after(Duration::from_secs(300));
+        let first = add_config_map(&mut store.lock(), 0);
+        tokio::time::advance(Duration::from_secs(200)).await;
+        let second = add_config_map(&mut store.lock(), 1);
+        assert_eq!(store.lock().events_since(first - 1).unwrap().len(), 2);
+        // 301 s after the first change, with no write since: it is compacted, the second not.
+        tokio::time::advance(Duration::from_secs(101)).await;
+        let l = store.lock();
+        assert!(l.events_since(first - 1).is_err());
+        assert_eq!(l.events_since(first).unwrap().len(), 1);
+        assert_eq!(l.events_since(second).unwrap().len(), 0);
+    }
+
     #[test]
     fn history_resumes_and_reports_too_old_after_compaction() {
         let store = Store::new(2, 16);
         let mut l = store.lock();
-        let mut rvs = Vec::new();
-        for i in 0..3 {
-            let rv = l.next_rv();
-            rvs.push(rv);
-            l.put(
-                &res(),
-                ("ns".into(), format!("c{i}")),
-                json!({"metadata": {"uid": format!("u{i}")}}),
-                rv,
-                EventType::Added,
-            );
-        }
+        let rvs: Vec<u64> = (0..3).map(|i| add_config_map(&mut l, i)).collect();
         let since = l.events_since(rvs[1]).unwrap();
         assert_eq!(since.len(), 1);
         assert_eq!(since[0].rv, rvs[2]);
