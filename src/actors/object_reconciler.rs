@@ -40,6 +40,14 @@ pub trait Reconciler: Send + Sync + 'static {
         Reported::default()
     }
 
+    /// Whether the object's stored status says it is converged at its current spec, so that its
+    /// first pass after a list is expected to write nothing: such a pass is not spread over the
+    /// start-up jitter (which spreads writes; a restart over a converged fleet has none). The
+    /// default: not known, spread.
+    fn settled(_obj: &Self::Object) -> bool {
+        false
+    }
+
     /// The object's actor is stopping (the object was deleted, or the operator shuts down).
     fn on_stop(&self, _key: &ObjectKey, _cx: &ObjectContext) -> impl Future<Output = ()> + Send {
         async {}

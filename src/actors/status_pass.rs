@@ -79,6 +79,10 @@ impl<P: StatusPass> Reconciler for P {
         <P as StatusPass>::reported(obj)
     }
 
+    fn settled(obj: &P::Object) -> bool {
+        obj.settled()
+    }
+
     async fn reconcile(
         &self,
         obj: Arc<P::Object>,

@@ -35,6 +35,20 @@ pub trait ReportsConditions: ResourceExt {
             .with_paused(super::is_paused(self.meta().annotations.as_ref()))
     }
 
+    /// Whether the stored status says a pass left the object converged at its current spec:
+    /// `Ready=True` with the status observed at the object's generation. Its next pass is
+    /// expected to write nothing.
+    fn settled(&self) -> bool {
+        let stored = self.stored_status();
+        let ready = stored
+            .conditions
+            .iter()
+            .find(|c| c.type_ == ConditionType::Ready.as_str());
+        ready.is_some_and(|c| ConditionStatus::parse(&c.status) == ConditionStatus::True)
+            && stored.observed_generation.is_some()
+            && stored.observed_generation == self.meta().generation
+    }
+
     /// What the stored status reports for the object gauges: Ready's status and reason, and
     /// the reason of a `Stalled=True`.
     fn reported(&self) -> Reported {
@@ -144,5 +158,22 @@ mod tests {
             None
         );
         assert_eq!(agent(json!(null)).reported(), Reported::default());
+    }
+
+    #[test]
+    fn settled_is_ready_true_observed_at_the_current_generation() {
+        let at = |generation: i64, observed: i64, ready: &str| {
+            let mut object = agent(json!({
+                "observedGeneration": observed,
+                "conditions": [condition("Ready", ready, "AsExpected")],
+            }));
+            object.metadata.generation = Some(generation);
+            EvidenceAgentReconciler::settled(&object)
+        };
+        assert!(at(3, 3, "True"));
+        assert!(!at(4, 3, "True"), "the spec changed since");
+        assert!(!at(3, 3, "False"));
+        assert!(!at(3, 3, "Unknown"));
+        assert!(!EvidenceAgentReconciler::settled(&agent(json!(null))));
     }
 }

@@ -435,7 +435,13 @@ where
                 let owners = match result {
                     Ok(event) => {
                         let done = matches!(event, watcher::Event::InitDone);
-                        let owners = self.apply(event, namespace.as_deref(), &mut relist);
+                        let mut owners = self.apply(event, namespace.as_deref(), &mut relist);
+                        // Until the first list is done no pass has read this store (each waits
+                        // for it to sync): waking the owners of what it brings would only queue
+                        // a second pass behind each first one.
+                        if first {
+                            owners.clear();
+                        }
                         if done && std::mem::take(&mut first) {
                             self.synced.one_done();
                         }

@@ -476,8 +476,8 @@ impl<R: Reconciler> KindSupervisor<R> {
                         .entry(source)
                         .or_default()
                         .listed(key.clone());
-                    let jitter = jitter(state.options.startup_jitter);
-                    self.upsert(myself, state, source, key, obj, jitter).await;
+                    let delay = first_pass_delay::<R>(&obj, state.options.startup_jitter);
+                    self.upsert(myself, state, source, key, obj, delay).await;
                 }
             }
             watcher::Event::InitDone => {
@@ -568,7 +568,19 @@ impl<R: Reconciler> KindSupervisor<R> {
     }
 }
 
-pub(super) fn jitter(max: Duration) -> Duration {
+/// The delay of the first pass of an object found by a (re)list: spread over `[0, max)` so that
+/// the writes of many first passes do not all come at once, except for an object whose status
+/// says it is settled (its pass is expected to write nothing: spreading it only delays the
+/// restart; 2 s of a restart over 150 converged objects that took 2.2 s).
+pub(super) fn first_pass_delay<R: Reconciler>(obj: &R::Object, max: Duration) -> Duration {
+    if R::settled(obj) {
+        Duration::ZERO
+    } else {
+        jitter(max)
+    }
+}
+
+fn jitter(max: Duration) -> Duration {
     if max.is_zero() {
         return Duration::ZERO;
     }

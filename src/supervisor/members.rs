@@ -91,19 +91,33 @@ async fn renew_loop(
             },
             None => renewal.await,
         };
-        match outcome {
+        let renewed = match outcome {
             // Only a renewal that landed within the deadline counts: the others may have seen
             // it as early as the attempt. A first one that landed later is simply made again.
             Ok(()) if Instant::now() < attempt + cfg.deadline() => {
                 valid_until = Some(attempt + cfg.deadline());
                 let _ = landed.send(Some(view.unwrap_or(0)));
+                true
             }
-            Ok(()) => tracing::info!("shard member Lease written after the deadline: renewing"),
-            Err(err) => tracing::warn!(error = %err, "shard member Lease renewal"),
-        }
+            Ok(()) => {
+                tracing::info!("shard member Lease written after the deadline: renewing");
+                false
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "shard member Lease renewal");
+                false
+            }
+        };
+        // A failed renewal is tried again at the retry period (as the leader Lease's): waiting
+        // a whole renewal period could reach the deadline after a single error.
+        let wait = if renewed {
+            cfg.renew_every
+        } else {
+            cfg.retry_every
+        };
         let next = match valid_until {
-            Some(until) => (Instant::now() + cfg.renew_every).min(until),
-            None => Instant::now() + cfg.retry_every,
+            Some(until) => (Instant::now() + wait).min(until),
+            None => Instant::now() + wait,
         };
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {}

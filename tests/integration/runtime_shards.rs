@@ -75,6 +75,14 @@ async fn join_with(
     identity: &str,
     also: impl FnOnce(Resharder) -> Resharder,
 ) -> Member {
+    join_configured(client, config(identity), also).await
+}
+
+async fn join_configured(
+    client: &kube::Client,
+    lease: LeaderConfig,
+    also: impl FnOnce(Resharder) -> Resharder,
+) -> Member {
     let mirror = Mirror::default();
     let kind = Kind::new(mirror.clone()).options(options());
     let registry = kind.registry();
@@ -86,7 +94,7 @@ async fn join_with(
         .await
         .expect("operator starts");
     let resharder = also(operator.resharder());
-    let membership = Membership::join(client.clone(), config(identity), resharder);
+    let membership = Membership::join(client.clone(), lease, resharder);
     Member {
         mirror,
         registry,
@@ -379,4 +387,41 @@ async fn a_first_lease_write_slower_than_the_deadline_still_joins() {
     })
     .await;
     eventually(DEADLINE, "every object mirrored", || all_seen(&api, "1")).await;
+}
+
+/// One failed renewal is retried at the retry period, not at the next renewal: with renewals
+/// every half of the deadline (as the defaults, 5 s of 10 s), waiting a full period after a
+/// failure would reach the deadline and stop a member whose Lease a single error cost.
+#[tokio::test]
+async fn a_member_survives_one_failed_renewal() {
+    let (sim, client) = start().await;
+    // Renewals every half of the deadline, as the defaults' (5 s of 10 s).
+    let lease = LeaderConfig {
+        renew_deadline: Duration::from_millis(1600),
+        renew_every: Duration::from_millis(800),
+        retry_every: Duration::from_millis(200),
+        ..config("member-a")
+    };
+    let member = join_configured(&client, lease.clone(), |r| r).await;
+    eventually(DEADLINE, "the member's Lease written", || async {
+        let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+        leases
+            .list(&ListParams::default().labels(MEMBER_LABEL))
+            .await
+            .is_ok_and(|l| l.items.len() == 1)
+    })
+    .await;
+    let Member {
+        operator,
+        mut membership,
+        ..
+    } = member;
+    // Renewals are replaces of the member's Lease: the next one fails.
+    sim.admin()
+        .inject_errors("update:coordination.k8s.io/leases:default", 500, 1)
+        .expect("pattern");
+    let quiet = lease.renew_every * 2 + lease.renew_deadline * 2;
+    let lost = tokio::time::timeout(quiet, membership.lost()).await;
+    assert!(lost.is_err(), "the member stopped after one failed renewal");
+    kill(operator, membership).await;
 }

@@ -123,6 +123,35 @@ async fn startup_passes_are_spread_by_jitter() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn settled_objects_pass_at_once_and_only_the_others_are_spread_by_jitter() {
+    let probe = Probe::new(Duration::ZERO, |_, _| Act::Ok(Outcome::done()));
+    let options = KindOptions {
+        startup_jitter: 10 * SEC,
+        ..quick_options()
+    };
+    let h = Harness::start(&probe, options, 1).await;
+    let t0 = Instant::now();
+    let listed = (0..100).map(|i| {
+        let mut object = cm(&format!("o{i}"), "x", i);
+        if i % 2 == 0 {
+            let data = object.data.get_or_insert_with(Default::default);
+            data.insert("settled".into(), "true".into());
+        }
+        object
+    });
+    h.list(listed.collect());
+    run_for(20 * SEC).await;
+    let passes = lock(&probe.passes).clone();
+    assert_eq!(passes.len(), 100);
+    let settled = |p: &&Pass| p.key.name.trim_start_matches('o').parse::<u32>().unwrap() % 2 == 0;
+    let (at_once, spread): (Vec<&Pass>, Vec<&Pass>) = passes.iter().partition(settled);
+    assert!(at_once.iter().all(|p| p.at - t0 < MS), "settled: no jitter");
+    let late = spread.iter().filter(|p| p.at - t0 >= SEC).count();
+    assert!(late >= 30, "{late} of 50 unsettled passes after 1 s");
+    h.operator.shutdown(SEC).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_panicking_object_is_isolated_restarted_with_backoff_and_recovers() {
     // Object o7 panics on its first three passes; 199 others converge meanwhile.
     let probe = Probe::new(10 * MS, |pass, nth| {

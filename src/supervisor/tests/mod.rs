@@ -113,6 +113,14 @@ impl Reconciler for Probe {
         }
     }
 
+    /// A probe object says it is settled with `settled: "true"` in its data.
+    fn settled(obj: &ConfigMap) -> bool {
+        obj.data
+            .as_ref()
+            .and_then(|d| d.get("settled"))
+            .is_some_and(|v| v == "true")
+    }
+
     async fn reconcile(
         &self,
         obj: Arc<ConfigMap>,
