@@ -152,6 +152,13 @@ impl ReferenceIndex {
         self.namespaces.forget(user);
     }
 
+    /// Whether anyone names `key` (by name or by its namespace); allocates nothing.
+    pub fn is_named(&self, key: &ObjectKey) -> bool {
+        let any = |users: Option<&HashMap<KindKey, Track>>| users.is_some_and(|u| !u.is_empty());
+        any(self.names.users(key).as_deref())
+            || any(self.namespaces.users(&key.namespace).as_deref())
+    }
+
     /// Who names `key` (by name or by its namespace).
     pub fn users_of(&self, key: &ObjectKey) -> Vec<KindKey> {
         self.woken(key, |_| true)
@@ -514,6 +521,8 @@ mod tests {
         assert_eq!(woken, vec![user("b")]);
         index.forget(&user("b"));
         assert!(index.users_of(&ObjectKey::new("ns", "orders")).is_empty());
+        assert!(!index.is_named(&ObjectKey::new("ns", "orders")));
+        assert!(index.is_named(&ObjectKey::new("ns", "other")));
         assert_eq!(
             index.users_of(&ObjectKey::new("ns", "other")),
             vec![user("a"), user("c")]

@@ -4,6 +4,7 @@
 //! CA Secrets it mirrors (read again only when the Secret's resourceVersion moves).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -31,7 +32,12 @@ pub struct PastCache {
     /// The first passes after a start read each ClusterRole and Secret once, not each.
     reading_roles: OneRead<&'static str>,
     reading_secrets: OneRead<ObjectKey>,
+    /// How many reads the last sweep of unused ones kept.
+    kept_after_sweep: AtomicUsize,
 }
+
+/// Fewer kept reads than this are not swept at all: a small install keeps a few stale ones.
+const SWEEP_FLOOR: usize = 64;
 
 impl PastCache {
     /// The ClusterRoles among `names` that do not exist.
@@ -158,13 +164,20 @@ impl PastCache {
         Ok(digest)
     }
 
-    /// Drops the reads of Secrets nobody names any more.
+    /// Drops the reads of Secrets nobody names any more. Every pass calls it, and a sweep
+    /// looks at every console's reads: it runs only once they have doubled since the last
+    /// one, so the passes of N consoles cost O(N) sweeping in all, not O(N²) (stale reads
+    /// are harmless meanwhile: each is judged by its resourceVersion).
     pub fn forget_unused(&self, index: &ReferenceIndex) {
-        self.cas.retain(|key, _| !index.users_of(key).is_empty());
-        self.digests
-            .retain(|key, _| !index.users_of(key).is_empty());
-        self.reading_secrets
-            .retain(|key| !index.users_of(key).is_empty());
+        let kept = self.cas.len() + self.digests.len();
+        if kept < SWEEP_FLOOR.max(2 * self.kept_after_sweep.load(Ordering::Relaxed)) {
+            return;
+        }
+        self.cas.retain(|key, _| index.is_named(key));
+        self.digests.retain(|key, _| index.is_named(key));
+        self.reading_secrets.retain(|key| index.is_named(key));
+        self.kept_after_sweep
+            .store(self.cas.len() + self.digests.len(), Ordering::Relaxed);
     }
 }
 
@@ -177,4 +190,49 @@ fn kept<T: Clone>(
     let version = index.version(key);
     let known = read.get(key)?;
     (version.is_some() && known.0 == version).then(|| known.1.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::children::{Track, secrets_resource};
+    use crate::messages::KindKey;
+
+    fn key(i: usize) -> ObjectKey {
+        ObjectKey::new("ns", format!("s{i}").as_str())
+    }
+
+    fn keep(cache: &PastCache, i: usize) {
+        let digest = SecretDigest::of_secret(&format!("s{i}"), None);
+        cache.digests.insert(key(i), (None, digest));
+    }
+
+    #[test]
+    fn unused_reads_are_swept_once_the_reads_doubled_since_the_last_sweep() {
+        let index = ReferenceIndex::new("Secrets", secrets_resource());
+        let cache = PastCache::default();
+        for i in 0..SWEEP_FLOOR {
+            keep(&cache, i);
+        }
+        let console = KindKey::new("PgToolBoxConsole", "ns", "c");
+        let named: Vec<ObjectKey> = (0..SWEEP_FLOOR / 2).map(key).collect();
+        index.register(&console, named.clone(), Track::Version);
+        cache.forget_unused(&index);
+        assert_eq!(
+            cache.digests.len(),
+            SWEEP_FLOOR / 2,
+            "the unnamed half went"
+        );
+        assert!(named.iter().all(|k| cache.digests.contains_key(k)));
+
+        // Nobody names them now, but the reads have not doubled: no sweep yet.
+        index.forget(&console);
+        cache.forget_unused(&index);
+        assert_eq!(cache.digests.len(), SWEEP_FLOOR / 2);
+        for i in SWEEP_FLOOR..SWEEP_FLOOR + SWEEP_FLOOR / 2 {
+            keep(&cache, i);
+        }
+        cache.forget_unused(&index);
+        assert!(cache.digests.is_empty(), "doubled: every unnamed read went");
+    }
 }
