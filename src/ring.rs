@@ -71,6 +71,24 @@ pub enum Ring {
 }
 
 impl Ring {
+    /// Whether every key this ring owns, `other` owns too (`false` may be said of a ring that
+    /// in fact adds nothing). Under rendezvous hashing a member keeps or loses keys when
+    /// members join, and gains only when one leaves: the winner among more members is the
+    /// winner among fewer, or one of those added.
+    pub fn within(&self, other: &Ring) -> bool {
+        match (self, other) {
+            (_, Self::All) | (Self::Nothing, _) => true,
+            (
+                Self::Members { me, members },
+                Self::Members {
+                    me: other_me,
+                    members: fewer,
+                },
+            ) => me == other_me && members.is_superset(fewer),
+            _ => self == other,
+        }
+    }
+
     pub fn owns(&self, key: u64) -> bool {
         match self {
             Self::All => true,
@@ -150,9 +168,12 @@ impl Ownership {
     /// may be said of a share that in fact adds nothing). A share that is not within the one
     /// before it may hold objects a member did not keep.
     pub fn within(&self, other: &Ownership) -> bool {
-        other.is_all()
-            || self.holds_nothing()
-            || other.rings.iter().all(|ring| self.rings.contains(ring))
+        // Each of `other`'s rings holds some ring of this share whole (an intersection is
+        // within each ring it holds).
+        other
+            .rings
+            .iter()
+            .all(|theirs| self.rings.iter().any(|ours| ours.within(theirs)))
     }
 }
 
@@ -169,7 +190,7 @@ mod tests {
     }
 
     #[test]
-    fn a_drain_is_within_the_share_before_it_and_an_adoption_is_not() {
+    fn a_drain_is_within_the_share_before_it_and_an_adoption_only_after_a_leave_is_not() {
         let before = Ownership::single(Ring::Members {
             me: "a".into(),
             members: members(&["a", "b"]),
@@ -181,7 +202,26 @@ mod tests {
         let draining = before.narrowed(after.clone());
         assert!(draining.within(&before));
         let settled = draining.settled();
-        assert!(!settled.within(&draining));
+        // A member joining only takes objects away from the others.
+        assert!(settled.within(&draining));
+        assert!(settled.within(&before));
+        // One leaving gives them objects.
+        let left = Ownership::single(Ring::Members {
+            me: "a".into(),
+            members: members(&["a"]),
+        });
+        assert!(!left.within(&before));
+        assert!(before.within(&left));
+        let other_me = Ownership::single(Ring::Members {
+            me: "b".into(),
+            members: members(&["a", "b", "c"]),
+        });
+        assert!(!other_me.within(&before));
+        let (static_0, static_1) = (
+            Ownership::single(Ring::Static { index: 0, total: 2 }),
+            Ownership::single(Ring::Static { index: 1, total: 2 }),
+        );
+        assert!(static_0.within(&static_0) && !static_0.within(&static_1));
         assert!(settled.within(&Ownership::default()));
         assert!(!Ownership::default().within(&settled));
         assert!(Ownership::single(Ring::Nothing).within(&settled));

@@ -46,7 +46,7 @@ pub enum KindMsg<K> {
     /// What the supervisor holds per object (a test checks none of it outlives its object).
     Census(ractor::RpcReplyPort<KindCensus>),
     /// This member's share changed: drain what it lost; the reply comes once the drained
-    /// actors ended, and says whether the share holds objects this member did not keep.
+    /// actors ended, and says whether the share may hold objects this member has not seen.
     Drain(
         std::sync::Arc<crate::ring::Ownership>,
         ractor::RpcReplyPort<bool>,

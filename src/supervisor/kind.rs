@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
-use super::kind_shard::{Foreign, owns};
+use super::kind_shard::owns;
 use super::packed::Latest;
 use super::watch::EventSource;
 use crate::actors::notice_routes::Wakeup;
@@ -155,9 +155,10 @@ pub struct KindState<R: Reconciler> {
     pub(super) listed: HashSet<usize>,
     /// The certificate expiries the objects report, earliest first.
     pub(super) expiries: BTreeSet<(i64, ObjectKey)>,
-    /// The objects this member looks after; the others' keys are kept in `foreign`.
+    /// The objects this member looks after; of the others it keeps nothing.
     pub(super) ownership: Arc<Ownership>,
-    pub(super) foreign: HashMap<ObjectKey, Foreign>,
+    /// The share grew since the kind was last listed: objects of it may exist unseen.
+    pub(super) gained: bool,
     pub(super) relists: Restarts,
 }
 
@@ -345,7 +346,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             listed: HashSet::new(),
             expiries: BTreeSet::new(),
             ownership: args.ownership,
-            foreign: HashMap::new(),
+            gained: false,
             relists: args.relists,
         })
     }
@@ -471,11 +472,14 @@ impl<R: Reconciler> KindSupervisor<R> {
             }
             watcher::Event::InitApply(obj) => {
                 if let Some(key) = ObjectKey::of(&obj) {
-                    state
-                        .relisting
-                        .entry(source)
-                        .or_default()
-                        .listed(key.clone());
+                    // Only this member's keys can be found gone (it keeps no others).
+                    if owns::<R>(&state.ownership, &key) {
+                        state
+                            .relisting
+                            .entry(source)
+                            .or_default()
+                            .listed(key.clone());
+                    }
                     let delay = first_pass_delay::<R>(&obj, state.options.startup_jitter);
                     self.upsert(myself, state, source, key, obj, delay).await;
                 }
@@ -488,11 +492,10 @@ impl<R: Reconciler> KindSupervisor<R> {
                     .list_synced(&list_id::<R>(source));
                 // Objects this watch reported before but not in the new list were deleted while
                 // the watch was down.
-                let ours = state.objects.iter().map(|(key, t)| (key, t.source));
-                let theirs = state.foreign.iter().map(|(key, f)| (key, f.source));
-                let known = ours
-                    .chain(theirs)
-                    .filter(|(_, from)| *from == source)
+                let known = state
+                    .objects
+                    .iter()
+                    .filter(|(_, tracked)| tracked.source == source)
                     .map(|(key, _)| key);
                 let gone = state.relisting.entry(source).or_default().finish(known);
                 for key in gone {
@@ -524,13 +527,10 @@ impl<R: Reconciler> KindSupervisor<R> {
         obj: R::Object,
         first_pass_delay: Duration,
     ) {
+        // Another member's object: not even its key is kept (a relist after the share grew
+        // brings what this member gains).
         if !owns::<R>(&state.ownership, &key) {
-            Self::keep_foreign(state, key, source);
             return;
-        }
-        // Gained (listed again after a hand-off, or changed meanwhile): ours from now on.
-        if !state.foreign.is_empty() {
-            state.foreign.remove(&key);
         }
         let latest = Arc::new(obj);
         let reported = R::reported(&latest);

@@ -37,10 +37,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         let Some(tracked) = state.objects.get_mut(key) else {
             // Something of an object that does not exist changed (a child labelled for it);
             // another member's objects are not ours to judge, nor the orphans of its keys.
-            if state.complete()
-                && !state.foreign.contains_key(key)
-                && owns::<R>(&state.ownership, key)
-            {
+            if state.complete() && owns::<R>(&state.ownership, key) {
                 self.orphaned(state, key);
             }
             return;
@@ -151,10 +148,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         state: &mut KindState<R>,
         key: &ObjectKey,
     ) {
-        // Another member's object: that member cleans up after it.
-        if state.foreign.remove(key).is_some() {
-            return;
-        }
+        // Another member's object is not here: that member cleans up after it.
         if self.forget(myself, state, key, "deleted").await.is_none() {
             return;
         }
