@@ -73,18 +73,20 @@ pub enum Ring {
 impl Ring {
     /// Whether every key this ring owns, `other` owns too (`false` may be said of a ring that
     /// in fact adds nothing). Under rendezvous hashing a member keeps or loses keys when
-    /// members join, and gains only when one leaves: the winner among more members is the
-    /// winner among fewer, or one of those added.
+    /// members join, and gains only when one leaves (or it joins itself): the winner among
+    /// more members is the winner among fewer, or one of those added.
     pub fn within(&self, other: &Ring) -> bool {
         match (self, other) {
             (_, Self::All) | (Self::Nothing, _) => true,
+            // Not a member of its own ring: it owns nothing.
+            (Self::Members { me, members }, _) if !members.contains(me) => true,
             (
                 Self::Members { me, members },
                 Self::Members {
                     me: other_me,
                     members: fewer,
                 },
-            ) => me == other_me && members.is_superset(fewer),
+            ) => me == other_me && fewer.contains(me) && members.is_superset(fewer),
             _ => self == other,
         }
     }
@@ -217,6 +219,17 @@ mod tests {
             members: members(&["a", "b", "c"]),
         });
         assert!(!other_me.within(&before));
+        // Seen before its own Lease was: it owned nothing, and gains by joining.
+        let unseen = Ownership::single(Ring::Members {
+            me: "c".into(),
+            members: members(&["a", "b"]),
+        });
+        let joined = Ownership::single(Ring::Members {
+            me: "c".into(),
+            members: members(&["a", "b", "c"]),
+        });
+        assert!(unseen.within(&Ownership::single(Ring::Nothing)));
+        assert!(!joined.within(&unseen));
         let (static_0, static_1) = (
             Ownership::single(Ring::Static { index: 0, total: 2 }),
             Ownership::single(Ring::Static { index: 1, total: 2 }),

@@ -26,7 +26,9 @@ use tokio::sync::watch;
 
 use super::relist::Relist;
 use super::synced::{NotSynced, Synced};
-use crate::k8s::{Generation, Kept, ReadYourWrites, Restarts, WatchScope, raw_events, restartable};
+use crate::k8s::{
+    FirstList, Generation, Kept, ReadYourWrites, Restarts, WatchScope, raw_events, restartable,
+};
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::children::{COMPONENT_LABEL, Component, INSTANCE_LABEL};
 use crate::ring::Ownership;
@@ -215,6 +217,11 @@ where
             relisted: watch::Sender::new((0, 0)),
             streams: AtomicUsize::new(0),
         })
+    }
+
+    fn share_holds_nothing(&self) -> bool {
+        let share = self.share.read().unwrap_or_else(PoisonError::into_inner);
+        share.holds_nothing()
     }
 
     /// Whether the children of `owner` are this member's to keep.
@@ -430,7 +437,19 @@ where
         // The last relist generation this watch reported done.
         let mut reported: Generation = 0;
         let restarts = self.restarts.subscribe();
-        restartable(move || raw_events(api.clone(), config.clone()), restarts)
+        // A member that owns nothing yet would keep none of the children it lists (but those of
+        // no owner of ours): it lists when its first share asks (`keep_share`), passes wait
+        // for that list as for any first one.
+        let first_list = if self.share_holds_nothing() {
+            FirstList::OnFirstRestart
+        } else {
+            FirstList::Now
+        };
+        restartable(
+            move || raw_events(api.clone(), config.clone()),
+            restarts,
+            first_list,
+        )
             .flat_map(move |(generation, result)| {
                 let owners = match result {
                     Ok(event) => {

@@ -21,5 +21,5 @@ pub use read_your_writes::ReadYourWrites;
 pub use status::{get_object, patch_status};
 pub use watch::{EventSource, WatchScope, raw_events, watch_events};
 pub use watch_backoff::backoff_until_progress;
-pub use watch_restart::{Generation, Restarts, restartable};
+pub use watch_restart::{FirstList, Generation, Restarts, restartable};
 pub use write_budget::{WriteBudget, WriteBudgetClosed};

@@ -10,7 +10,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
-use super::watch_restart::{Generation, restartable};
+use super::watch_restart::{FirstList, Generation, restartable};
 
 /// Events of one watch of the managed kind.
 pub type EventSource<K> = BoxStream<'static, watcher::Event<K>>;
@@ -57,18 +57,24 @@ impl WatchScope {
 /// A resilient watch: kube's watcher relists after drops and `410 Gone` (with backoff that
 /// only progress resets, `backoff_until_progress`);
 /// errors are logged here and never end the stream. `managedFields` are dropped to keep the
-/// cached copy small. It lists again whenever `restarts` changes (a member's share grew).
+/// cached copy small. It lists again whenever `restarts` changes (a member's share grew), and
+/// first when `first` says.
 pub fn watch_events<K>(
     api: Api<K>,
     config: watcher::Config,
     restarts: watch::Receiver<Generation>,
+    first: FirstList,
 ) -> EventSource<K>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
-    restartable(move || raw_events(api.clone(), config.clone()), restarts)
-        .filter_map(|(_, result)| async move { log_watch_error::<K, _>(result) })
-        .boxed()
+    restartable(
+        move || raw_events(api.clone(), config.clone()),
+        restarts,
+        first,
+    )
+    .filter_map(|(_, result)| async move { log_watch_error::<K, _>(result) })
+    .boxed()
 }
 
 /// The watcher's events with the backoff and without `managedFields`, errors included.

@@ -184,6 +184,7 @@ mod wiring_tests {
                 Api::<ConfigMap>::all(client),
                 Default::default(),
                 restarts.subscribe(),
+                super::super::FirstList::Now,
             );
             tokio::spawn(events.for_each(|_| async {}));
         })

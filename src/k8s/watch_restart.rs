@@ -42,19 +42,33 @@ impl Restarts {
     }
 }
 
+/// When a restartable watch lists first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FirstList {
+    /// At once.
+    Now,
+    /// At the first restart asked: a member that owns nothing yet would list every object only
+    /// to keep none, then list them all again once its share is agreed.
+    OnFirstRestart,
+}
+
 /// The items of `start()`, started again each time `restarts` changes, each tagged with the
 /// generation its stream was started for. A restart drops the running stream at once (an item
 /// it had not yielded is lost with it, as with any dropped watch: the new list has it).
 pub fn restartable<T, F>(
     start: F,
     restarts: watch::Receiver<Generation>,
+    first: FirstList,
 ) -> BoxStream<'static, (Generation, T)>
 where
     T: Send + 'static,
     F: Fn() -> BoxStream<'static, T> + Send + Sync + 'static,
 {
     let generation = *restarts.borrow();
-    let first = start();
+    let first = match first {
+        FirstList::Now => start(),
+        FirstList::OnFirstRestart => futures::stream::pending().boxed(),
+    };
     let state = (first, generation, restarts, true, start);
     futures::stream::unfold(
         state,
@@ -108,7 +122,7 @@ mod tests {
     async fn each_restart_starts_the_stream_again_and_tags_its_items() {
         let restarts = Restarts::default();
         let (starts, start) = counting();
-        let mut stream = restartable(start, restarts.subscribe());
+        let mut stream = restartable(start, restarts.subscribe(), FirstList::Now);
         assert_eq!(stream.next().await, Some((0, 0)));
         assert_eq!(restarts.restart(), 1);
         assert_eq!(stream.next().await, Some((1, 1)));
@@ -124,7 +138,24 @@ mod tests {
         let restarts = Restarts::default();
         let receiver = restarts.subscribe();
         drop(restarts);
-        let stream = restartable(|| futures::stream::iter([7, 8]).boxed(), receiver);
+        let stream = restartable(
+            || futures::stream::iter([7, 8]).boxed(),
+            receiver,
+            FirstList::Now,
+        );
         assert_eq!(stream.collect::<Vec<_>>().await, vec![(0, 7), (0, 8)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_stream_starts_at_the_first_restart() {
+        let restarts = Restarts::default();
+        let (starts, start) = counting();
+        let mut stream = restartable(start, restarts.subscribe(), FirstList::OnFirstRestart);
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(60), stream.next()).await;
+        assert!(waited.is_err(), "nothing before a restart");
+        assert_eq!(starts.load(Ordering::SeqCst), 0, "not even started");
+        assert_eq!(restarts.restart(), 1);
+        assert_eq!(stream.next().await, Some((1, 0)));
+        assert_eq!(starts.load(Ordering::SeqCst), 1);
     }
 }

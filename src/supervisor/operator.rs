@@ -19,7 +19,7 @@ use crate::actors::Registry;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{Reconciler, Shared};
 use crate::children::{FollowsShare, Wakeups};
-use crate::k8s::{Restarts, WriteBudget};
+use crate::k8s::{FirstList, Restarts, WriteBudget};
 use crate::messages::{KindCensus, KindMsg, RootMsg};
 use crate::ring::Ownership;
 
@@ -187,12 +187,21 @@ impl OperatorBuilder {
             .notices
             .add_kind(&name, kind.registry.clone(), asleep);
         let start: KindStart = Box::new(move |env: &Env| {
+            // A member that owns nothing yet lists the kind once its share is agreed (the
+            // adoption that follows asks the watches to list), not before: that list would
+            // keep nothing.
+            let first = if env.ownership.holds_nothing() {
+                FirstList::OnFirstRestart
+            } else {
+                FirstList::Now
+            };
             let sources = kind.sources.unwrap_or_else(|| {
                 env.scope
                     .apis::<R::Object>(&env.client)
                     .into_iter()
                     .map(|api| {
-                        watch_events(api, kind.watch_config.clone(), kind.relists.subscribe())
+                        let restarts = kind.relists.subscribe();
+                        watch_events(api, kind.watch_config.clone(), restarts, first)
                     })
                     .collect()
             });

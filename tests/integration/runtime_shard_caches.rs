@@ -65,6 +65,7 @@ async fn each_member_keeps_its_shares_children_and_a_survivor_lists_what_it_take
         env.request(&name, 3600).await;
         env.approve(&name, "bob").await;
     }
+    env.sim.admin().reset_stats();
     let a = join(&env, "member-a").await;
     let b = join(&env, "member-b").await;
     for name in names() {
@@ -94,6 +95,21 @@ async fn each_member_keeps_its_shares_children_and_a_survivor_lists_what_it_take
         || async { kept(&a) == share_a && kept(&b) == share_b },
     )
     .await;
+    // Each member listed the requests and their RoleBindings once, when its first share was
+    // agreed: none before (it owned nothing), none when the other joined (a join only takes
+    // objects away). Two stores keep RoleBindings (the requests' and the workloads').
+    let stats = env.sim.admin().stats();
+    for (resource, lists) in [
+        ("rbac.authorization.k8s.io/rolebindings", 2 * 2),
+        ("pgtoolbox.fyannk.dev/pgaccessrequests", 2),
+    ] {
+        assert_eq!(
+            stats.by_verb_resource.get(&format!("list {resource}")),
+            Some(&lists),
+            "{:#?}",
+            stats.by_verb_resource
+        );
+    }
 
     // b is killed: its Lease is left to expire, then a takes its requests and lists again.
     kill(b.operator, b.membership).await;

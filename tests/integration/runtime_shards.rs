@@ -425,3 +425,28 @@ async fn a_member_survives_one_failed_renewal() {
     assert!(lost.is_err(), "the member stopped after one failed renewal");
     kill(operator, membership).await;
 }
+
+#[tokio::test]
+async fn a_member_lists_its_kind_once_its_share_is_agreed_and_not_before() {
+    let (sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for name in names() {
+        create(&api, &name, "1").await;
+    }
+    sim.admin().reset_stats();
+    let a = join(&client, "member-a").await;
+    eventually(DEADLINE, "the lone member owns every object", || async {
+        owned(&a).len() == OBJECTS
+    })
+    .await;
+    // Owning nothing before the ring agreed, a list would have kept nothing: the one list is
+    // the one its share asked for.
+    let stats = sim.admin().stats();
+    assert_eq!(
+        stats.by_verb_resource.get("list configmaps"),
+        Some(&1),
+        "{:#?}",
+        stats.by_verb_resource
+    );
+    a.kill().await;
+}
