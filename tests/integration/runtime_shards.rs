@@ -128,6 +128,16 @@ fn owned(member: &Member) -> BTreeSet<String> {
         .collect()
 }
 
+/// The embedded server holding the objects (ConfigMaps in `default`), before any member.
+async fn seeded() -> (Sim, kube::Client, Api<ConfigMap>) {
+    let (sim, client) = start().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for name in names() {
+        create(&api, &name, "1").await;
+    }
+    (sim, client, api)
+}
+
 async fn set_all(api: &Api<ConfigMap>, value: &str) {
     for name in names() {
         let patch = json!({"data": {"v": value}});
@@ -156,11 +166,7 @@ fn passed_by(members: &[&Member], name: &str, since: Instant) -> usize {
 
 #[tokio::test]
 async fn three_members_share_the_objects_and_survivors_take_a_killed_members_share() {
-    let (_sim, client) = start().await;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    for name in names() {
-        create(&api, &name, "1").await;
-    }
+    let (_sim, client, api) = seeded().await;
     let a = join(&client, "member-a").await;
     let b = join(&client, "member-b").await;
     let c = join(&client, "member-c").await;
@@ -368,11 +374,7 @@ async fn a_dropped_namespace_is_marked_once_per_object_by_its_owner_member() {
 /// caches list at start) is waited for: the member owns nothing until it lands, then joins.
 #[tokio::test]
 async fn a_first_lease_write_slower_than_the_deadline_still_joins() {
-    let (sim, client) = start().await;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    for name in names() {
-        create(&api, &name, "1").await;
-    }
+    let (sim, client, api) = seeded().await;
     // Longer than the test members' renewal deadline (1.3 s).
     sim.admin()
         .inject_latency(
@@ -428,11 +430,7 @@ async fn a_member_survives_one_failed_renewal() {
 
 #[tokio::test]
 async fn a_member_lists_its_kind_once_its_share_is_agreed_and_not_before() {
-    let (sim, client) = start().await;
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    for name in names() {
-        create(&api, &name, "1").await;
-    }
+    let (sim, client, _) = seeded().await;
     sim.admin().reset_stats();
     let a = join(&client, "member-a").await;
     eventually(DEADLINE, "the lone member owns every object", || async {
