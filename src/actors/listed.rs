@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::messages::ObjectKey;
 use crate::ring::Ownership;
 
-/// The objects of one kind that exist, and this member's share of the objects.
+/// The objects of one kind that exist in this member's share, and that share.
 pub struct Listed {
     kind: String,
     known: HashSet<ObjectKey>,
@@ -14,7 +14,8 @@ pub struct Listed {
 }
 
 impl Listed {
-    /// `known`: every listed object of `kind`, this member's and the others'.
+    /// `known`: every listed object of `kind` in `ownership` (others' keys may be in it too:
+    /// they are never judged here).
     pub fn new(
         kind: impl Into<String>,
         known: HashSet<ObjectKey>,
