@@ -216,8 +216,9 @@ fn start_operators(kubeconfig: &std::path::Path, members: usize) -> Vec<Member> 
     members::start(kubeconfig, members, log_of, operator_filter)
 }
 
-/// Waits until the operator watches the three kinds (its caches listed them).
-async fn operator_watching(sim: &Sim) {
+/// Waits until the operator watches the three kinds (its caches listed them). A member that
+/// exits meanwhile ends the bench with its status: it would never watch them.
+async fn operator_watching(sim: &Sim, operators: &mut [Member]) {
     let watched = |stats: &pgtoolbox_sim::Stats| {
         FleetKind::ALL.iter().all(|k| {
             let plural = k.plural();
@@ -228,6 +229,11 @@ async fn operator_watching(sim: &Sim) {
         })
     };
     while !watched(&sim.stats()) {
+        for member in operators.iter_mut() {
+            if let Some(status) = member.exited() {
+                panic!("{} exited before watching the kinds: {status}", member.name);
+            }
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // Its other caches list too: let them settle before the timed part.
@@ -281,7 +287,7 @@ async fn run(
     let cpu_of =
         |pids: &[u32]| -> f64 { pids.iter().map(|p| measure::cpu_seconds_of_pid(*p)).sum() };
     if !is_ceiling {
-        operator_watching(&sim).await;
+        operator_watching(&sim, &mut operators).await;
     }
 
     let rss_each_before = rss_of(&pids);
