@@ -216,6 +216,19 @@ fn start_operators(kubeconfig: &std::path::Path, members: usize) -> Vec<Member> 
     members::start(kubeconfig, members, log_of, operator_filter)
 }
 
+/// Resolves when an operator process exited on its own, naming it and its status (the
+/// operator never exits while it works: it lost its Lease, or a kind failed).
+async fn first_exit(operators: &mut [Member]) -> String {
+    loop {
+        for member in operators.iter_mut() {
+            if let Some(status) = member.exited() {
+                return format!("{} exited: {status}", member.name);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Waits until the operator watches the three kinds (its caches listed them). A member that
 /// exits meanwhile ends the bench with its status: it would never watch them.
 async fn operator_watching(sim: &Sim, operators: &mut [Member]) {
@@ -228,13 +241,14 @@ async fn operator_watching(sim: &Sim, operators: &mut [Member]) {
                 .any(|key| key.starts_with("watch ") && key.ends_with(plural))
         })
     };
-    while !watched(&sim.stats()) {
-        for member in operators.iter_mut() {
-            if let Some(status) = member.exited() {
-                panic!("{} exited before watching the kinds: {status}", member.name);
-            }
+    let watching = async {
+        while !watched(&sim.stats()) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    tokio::select! {
+        () = watching => {}
+        exit = first_exit(operators) => panic!("before the operator watched the kinds: {exit}"),
     }
     // Its other caches list too: let them settle before the timed part.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -301,7 +315,15 @@ async fn run(
     let start = Instant::now();
     world::objects(&client, fleet).await;
     let created = start.elapsed().as_secs_f64();
-    let ready = observer.healthy_ready(fleet, start, ready_timeout).await;
+    let ready = if is_ceiling {
+        // The ceiling's driver may end once it wrote everything.
+        observer.healthy_ready(fleet, start, ready_timeout).await
+    } else {
+        tokio::select! {
+            ready = observer.healthy_ready(fleet, start, ready_timeout) => ready,
+            exit = first_exit(&mut operators) => panic!("before the fleet was Ready: {exit}"),
+        }
+    };
     if ready.is_none() {
         world::diagnose(&client).await;
     }
