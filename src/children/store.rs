@@ -219,11 +219,6 @@ where
         })
     }
 
-    fn share_holds_nothing(&self) -> bool {
-        let share = self.share.read().unwrap_or_else(PoisonError::into_inner);
-        share.holds_nothing()
-    }
-
     /// Whether the children of `owner` are this member's to keep.
     fn keeps(&self, owner: &KindKey) -> bool {
         let share = self.share.read().unwrap_or_else(PoisonError::into_inner);
@@ -440,10 +435,9 @@ where
         // A member that owns nothing yet would keep none of the children it lists (but those of
         // no owner of ours): it lists when its first share asks (`keep_share`), passes wait
         // for that list as for any first one.
-        let first_list = if self.share_holds_nothing() {
-            FirstList::OnFirstRestart
-        } else {
-            FirstList::Now
+        let first_list = {
+            let share = self.share.read().unwrap_or_else(PoisonError::into_inner);
+            FirstList::for_share(&share)
         };
         restartable(
             move || raw_events(api.clone(), config.clone()),

@@ -52,6 +52,18 @@ pub enum FirstList {
     OnFirstRestart,
 }
 
+impl FirstList {
+    /// For a cache that keeps only `share`: a member that owns nothing yet (the ring not agreed)
+    /// lists when its first share asks for a restart.
+    pub fn for_share(share: &crate::ring::Ownership) -> Self {
+        if share.holds_nothing() {
+            Self::OnFirstRestart
+        } else {
+            Self::Now
+        }
+    }
+}
+
 /// The items of `start()`, started again each time `restarts` changes, each tagged with the
 /// generation its stream was started for. A restart drops the running stream at once (an item
 /// it had not yielded is lost with it, as with any dropped watch: the new list has it).

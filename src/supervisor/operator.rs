@@ -190,11 +190,7 @@ impl OperatorBuilder {
             // A member that owns nothing yet lists the kind once its share is agreed (the
             // adoption that follows asks the watches to list), not before: that list would
             // keep nothing.
-            let first = if env.ownership.holds_nothing() {
-                FirstList::OnFirstRestart
-            } else {
-                FirstList::Now
-            };
+            let first = FirstList::for_share(&env.ownership);
             let sources = kind.sources.unwrap_or_else(|| {
                 env.scope
                     .apis::<R::Object>(&env.client)
