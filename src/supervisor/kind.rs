@@ -471,15 +471,14 @@ impl<R: Reconciler> KindSupervisor<R> {
                 state.relisting.entry(source).or_default().start();
             }
             watcher::Event::InitApply(obj) => {
-                if let Some(key) = ObjectKey::of(&obj) {
-                    // Only this member's keys can be found gone (it keeps no others).
-                    if owns::<R>(&state.ownership, &key) {
-                        state
-                            .relisting
-                            .entry(source)
-                            .or_default()
-                            .listed(key.clone());
-                    }
+                // Another member's object: not even its key is kept (a relist after the share
+                // grew brings what this member gains), so it cannot be found gone either.
+                if let Some(key) = ObjectKey::of(&obj).filter(|k| owns::<R>(&state.ownership, k)) {
+                    state
+                        .relisting
+                        .entry(source)
+                        .or_default()
+                        .listed(key.clone());
                     let delay = first_pass_delay::<R>(&obj, state.options.startup_jitter);
                     self.upsert(myself, state, source, key, obj, delay).await;
                 }
@@ -505,7 +504,7 @@ impl<R: Reconciler> KindSupervisor<R> {
                 self.sweep_orphans(state);
             }
             watcher::Event::Apply(obj) => {
-                if let Some(key) = ObjectKey::of(&obj) {
+                if let Some(key) = ObjectKey::of(&obj).filter(|k| owns::<R>(&state.ownership, k)) {
                     self.upsert(myself, state, source, key, obj, Duration::ZERO)
                         .await;
                 }
@@ -518,6 +517,7 @@ impl<R: Reconciler> KindSupervisor<R> {
         }
     }
 
+    /// An object of this member's share (the caller checked) arrived or changed.
     pub(super) async fn upsert(
         &self,
         myself: &ActorRef<KindMsg<R::Object>>,
@@ -527,11 +527,6 @@ impl<R: Reconciler> KindSupervisor<R> {
         obj: R::Object,
         first_pass_delay: Duration,
     ) {
-        // Another member's object: not even its key is kept (a relist after the share grew
-        // brings what this member gains).
-        if !owns::<R>(&state.ownership, &key) {
-            return;
-        }
         let latest = Arc::new(obj);
         let reported = R::reported(&latest);
         let Some(tracked) = state.objects.get_mut(&key) else {
