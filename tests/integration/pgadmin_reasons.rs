@@ -4,7 +4,7 @@
 //! serving what resolves. DatabaseRoles refused in one namespace only.
 
 use k8s_openapi::api::core::v1::Service;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use pgtoolbox_operator::api::ServerState;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{DenyRule, SimConfig};
@@ -412,7 +412,6 @@ async fn pgadmin_route_refused_in_its_namespace_says_what_may_remain() {
 #[tokio::test]
 async fn pgadmin_paused_with_a_refused_hostname_withdraws_its_exposure() {
     use k8s_openapi::api::networking::v1::Ingress;
-    use kube::api::{Patch, PatchParams};
 
     let env = start(
         cluster_config(),
@@ -441,17 +440,14 @@ async fn pgadmin_paused_with_a_refused_hostname_withdraws_its_exposure() {
             .expect("readable")
             .is_some()
     );
-    env.pgadmins()
-        .patch(
-            "p",
-            &PatchParams::default(),
-            &Patch::Merge(json!({
-                "metadata": {"annotations": {"pgtoolbox.fyannk.dev/reconcile": "skip"}},
-                "spec": {"exposure": {"hostname": "pgadmin.evil.com"}},
-            })),
-        )
-        .await
-        .expect("paused and renamed");
+    env.merge(
+        "p",
+        json!({
+            "metadata": {"annotations": {"pgtoolbox.fyannk.dev/reconcile": "skip"}},
+            "spec": {"exposure": {"hostname": "pgadmin.evil.com"}},
+        }),
+    )
+    .await;
     let obj = env
         .wait("p", "paused and stalled on the hostname", |o| {
             state(o, "Stalled") == ("True".into(), "HostnameNotAllowed".into())
@@ -524,12 +520,6 @@ async fn pgadmin_child_refused_by_admission_is_an_admission_denied_error() {
 
 /// A metadata change of a PgAdmin: its watch event brings a pass without waiting for a retry.
 async fn touch_pgadmin(env: &super::pgadmin_support::Env, name: &str, value: &str) {
-    env.pgadmins()
-        .patch(
-            name,
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": {"example.com/touched": value}}})),
-        )
-        .await
-        .expect("annotate");
+    let touched = json!({"metadata": {"annotations": {"example.com/touched": value}}});
+    env.merge(name, touched).await;
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::api::{PgAdmin, render_crds_yaml};
 use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::reconcile::workload::current_workload_hash;
@@ -177,6 +177,14 @@ impl Env {
             .create(&PostParams::default(), &obj)
             .await
             .expect("PgAdmin created");
+    }
+
+    /// A JSON merge patch of the PgAdmin `name`.
+    pub async fn merge(&self, name: &str, patch: Value) {
+        self.pgadmins()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("PgAdmin patched");
     }
 
     /// Polls until `condition` of the PgAdmin has `reason` (any status).
