@@ -8,8 +8,9 @@
 //! Run: `cargo bench --bench fleet` (2,000 of each kind over 20 namespaces, both scenarios,
 //! 3 runs); scaled by `FLEET_PER_KIND`, `FLEET_NAMESPACES`, `FLEET_RUNS`, `FLEET_QUIET_SECS`
 //! (10), `FLEET_SCENARIOS=healthy,faulty`; each run's figures are appended to `FLEET_OUT`
-//! (JSON lines) when set; `FLEET_OPERATOR_LOG=<file>` keeps the operator's log (its filter
-//! `FLEET_OPERATOR_RUST_LOG`, default `warn`; with several members, member i's in `<file>.<i>`);
+//! (JSON lines) when set; the operator's log is appended to `FLEET_OPERATOR_LOG=<file>`
+//! (default `target/fleet-operator.log`; its filter `FLEET_OPERATOR_RUST_LOG`, default `warn`;
+//! with several members, member i's in `<file>.<i>`);
 //! `FLEET_MEMBERS=N` (1) runs N operator processes with `--shards auto` instead of one (the
 //! operator figures are then their sums, and the report adds each member's; no restart phase);
 //! `FLEET_READY_TIMEOUT_SECS` (900) bounds the wait for Ready. After each healthy run, a
@@ -79,6 +80,9 @@ pub struct RunResult {
     /// The API server's answers by HTTP status (409s: creates of children already there).
     #[serde(default)]
     pub by_code: BTreeMap<u16, u64>,
+    /// The error answers by `code verb group/resource` (which requests the 409s were).
+    #[serde(default)]
+    pub errors_by_verb_resource: BTreeMap<String, u64>,
     pub operator_rss_before_kb: u64,
     pub operator_rss_after_kb: u64,
     pub operator_peak_kb: u64,
@@ -179,9 +183,14 @@ fn run_child(args: &[String]) -> ! {
     child::finish(&result)
 }
 
-/// `FLEET_OPERATOR_LOG`: where the operator's log is appended (nowhere when unset).
-fn operator_log() -> Option<std::path::PathBuf> {
-    std::env::var_os("FLEET_OPERATOR_LOG").map(std::path::PathBuf::from)
+/// `FLEET_OPERATOR_LOG`: where the operator's log is appended; `target/fleet-operator.log` by
+/// default, so a member that exits on its own leaves why (its default filter is `warn`).
+fn operator_log() -> std::path::PathBuf {
+    std::env::var_os("FLEET_OPERATOR_LOG")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fleet-operator.log")
+        })
 }
 
 /// `FLEET_OPERATOR_RUST_LOG`: the operator's tracing filter (default `warn`), to see where its
@@ -196,7 +205,7 @@ fn operator_filter(command: &mut std::process::Command) {
 fn start_operator(kubeconfig: &std::path::Path, metrics_port: u16) -> std::process::Child {
     operator::start(
         kubeconfig,
-        operator_log().as_deref(),
+        Some(operator_log().as_path()),
         metrics_port,
         operator_filter,
     )
@@ -212,7 +221,7 @@ fn start_operators(kubeconfig: &std::path::Path, members: usize) -> Vec<Member> 
             child,
         }];
     }
-    let log_of = |i: usize| operator_log().map(|path| path.with_extension(i.to_string()));
+    let log_of = |i: usize| Some(operator_log().with_extension(i.to_string()));
     members::start(kubeconfig, members, log_of, operator_filter)
 }
 
@@ -222,7 +231,12 @@ async fn first_exit(operators: &mut [Member]) -> String {
     loop {
         for member in operators.iter_mut() {
             if let Some(status) = member.exited() {
-                return format!("{} exited: {status}", member.name);
+                let log = operator_log();
+                return format!(
+                    "{} exited: {status} (the members' logs: {}.<i>)",
+                    member.name,
+                    log.with_extension("").display()
+                );
             }
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -364,6 +378,7 @@ async fn run(
         writes: stats.writes().saturating_sub(fleet_creates),
         by_verb_resource: stats.by_verb_resource.clone(),
         by_code: stats.by_code.clone(),
+        errors_by_verb_resource: stats.errors_by_verb_resource.clone(),
         operator_rss_before_kb: rss_before,
         operator_rss_after_kb: rss_after,
         operator_peak_kb: peak,
@@ -386,6 +401,9 @@ async fn run(
         load_end,
         result.by_code.get(&409).copied().unwrap_or(0)
     );
+    if !result.errors_by_verb_resource.is_empty() {
+        eprintln!("   error answers: {:?}", result.errors_by_verb_resource);
+    }
     if scenario == "healthy" && restart::enabled() && operators.len() == 1 {
         let phase = restart::phase(
             &sim,

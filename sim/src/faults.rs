@@ -183,6 +183,9 @@ pub struct Stats {
     pub by_verb_resource: BTreeMap<String, u64>,
     /// Answers by HTTP status code.
     pub by_code: BTreeMap<u16, u64>,
+    /// Error answers (4xx, 5xx) of resource requests by `code verb group/resource`, e.g.
+    /// `409 create apps/deployments`: which writes were refused, not only how many.
+    pub errors_by_verb_resource: BTreeMap<String, u64>,
 }
 
 impl Stats {
@@ -210,9 +213,13 @@ impl StatsCell {
         bump(&mut s.by_verb_resource, &format!("{verb} {group_resource}"));
     }
 
-    pub fn count_code(&self, code: u16) {
+    /// Counts an answer; `request` is the `verb group/resource` of a resource request.
+    pub fn count_code(&self, code: u16, request: Option<&str>) {
         let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
         *s.by_code.entry(code).or_default() += 1;
+        if let Some(request) = request.filter(|_| code >= 400) {
+            bump(&mut s.errors_by_verb_resource, &format!("{code} {request}"));
+        }
     }
 
     pub fn snapshot(&self) -> Stats {

@@ -195,6 +195,8 @@ fn injected_error(code: u16) -> ApiError {
 /// Entry point for every request.
 pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
     let path = req.uri().path().to_string();
+    // The `verb group/resource` of a resource request, once known (for the error counts).
+    let request = std::sync::OnceLock::new();
     let response = if path.starts_with("/_sim") {
         admin::endpoint::handle(server.clone(), req).await
     } else if matches!(path.as_str(), "/healthz" | "/readyz" | "/livez") {
@@ -203,7 +205,7 @@ pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
         ApiError::unauthorized().into_response()
     } else {
         let warnings = crate::store::Warnings::default();
-        let mut response = match api(server.clone(), req, &warnings).await {
+        let mut response = match api(server.clone(), req, &warnings, &request).await {
             Ok(r) => r,
             Err(e) => e.into_response(),
         };
@@ -216,7 +218,10 @@ pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
         }
         response
     };
-    server.stats.count_code(response.status().as_u16());
+    server.stats.count_code(
+        response.status().as_u16(),
+        request.get().map(String::as_str),
+    );
     response
 }
 
@@ -225,6 +230,7 @@ async fn api(
     server: Arc<Server>,
     req: Request<Body>,
     warnings: &crate::store::Warnings,
+    request: &std::sync::OnceLock<String>,
 ) -> Result<Response, ApiError> {
     let (parts, body) = req.into_parts();
     let query: HashMap<String, String> =
@@ -300,6 +306,7 @@ async fn api(
         None => info.group_resource(),
     };
     server.stats.count(verb, &counted_resource, &namespace);
+    let _ = request.set(format!("{verb} {counted_resource}"));
     if !identity.is_admin() {
         let a = crate::auth::Attributes {
             verb: verb.to_string(),

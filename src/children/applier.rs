@@ -252,6 +252,14 @@ impl Applier<'_> {
                         return Ok(ChildVerdict::Applied { name });
                     }
                     Ok(Creation::Taken(current)) => {
+                        // Ours already (a cache behind its own writes) or somebody else's.
+                        tracing::debug!(
+                            kind = %C::kind(&()),
+                            namespace = %owner.key.namespace,
+                            %name,
+                            ours = owner.controls(&current),
+                            "created already: the name was taken"
+                        );
                         if owner.controls(&current) {
                             store.wrote(current.clone());
                         }

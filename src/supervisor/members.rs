@@ -87,7 +87,15 @@ async fn renew_loop(
         let outcome = match valid_until {
             Some(until) => match tokio::time::timeout_at(until, renewal).await {
                 Ok(outcome) => outcome,
-                Err(_) => return,
+                Err(_) => {
+                    // Said here: the loss is otherwise logged without its cause.
+                    tracing::warn!(
+                        deadline = ?cfg.deadline(),
+                        in_flight_for = ?attempt.elapsed(),
+                        "shard member Lease not renewed within the deadline: a renewal was still waiting for the API server"
+                    );
+                    return;
+                }
             },
             None => renewal.await,
         };
@@ -125,6 +133,10 @@ async fn renew_loop(
             _ = published.changed() => {}
         }
         if valid_until.is_some_and(|until| Instant::now() >= until) {
+            tracing::warn!(
+                deadline = ?cfg.deadline(),
+                "shard member Lease not renewed within the deadline: the renewals failed"
+            );
             return;
         }
     }
@@ -272,6 +284,7 @@ async fn follow(
                 } => {
                     tracing::info!(members = live.len(), "shard view changed: draining");
                     if !resharder.apply(ownership).await {
+                        tracing::warn!("a kind did not answer the hand-off: leaving the ring");
                         return;
                     }
                     let _ = publish.send(Some(view));
@@ -280,6 +293,7 @@ async fn follow(
                 Step::Adopt(ownership) => {
                     tracing::info!(members = live.len(), "shard view agreed: adopting");
                     if !resharder.apply(ownership).await {
+                        tracing::warn!("a kind did not answer the hand-off: leaving the ring");
                         return;
                     }
                 }

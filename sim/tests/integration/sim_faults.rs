@@ -177,6 +177,11 @@ async fn injected_errors_and_latency_and_http_admin() {
         .unwrap();
     assert_eq!(code_of(api.get("absent").await).0, 404);
     assert_eq!(sim.stats().by_code.get(&503), Some(&2));
+    // Each error answer is also counted by what was asked.
+    let errors = sim.stats().errors_by_verb_resource;
+    assert_eq!(errors.get("500 list configmaps"), Some(&2), "{errors:?}");
+    assert_eq!(errors.get("503 get configmaps"), Some(&2), "{errors:?}");
+    assert_eq!(errors.get("404 get configmaps"), Some(&1), "{errors:?}");
 
     sim.admin()
         .inject_latency("get:configmaps:*", Duration::from_millis(300), Some(1))
