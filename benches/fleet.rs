@@ -219,6 +219,7 @@ fn start_operators(kubeconfig: &std::path::Path, members: usize) -> Vec<Member> 
         return vec![Member {
             name: "operator".into(),
             child,
+            metrics_port: 0,
         }];
     }
     let log_of = |i: usize| Some(operator_log().with_extension(i.to_string()));
@@ -306,6 +307,7 @@ async fn run(
         (Some(dump), true) => vec![Member {
             name: CEILING.into(),
             child: ceiling::start_driver(&kubeconfig, dump, fleet),
+            metrics_port: 0,
         }],
         _ => start_operators(&kubeconfig, members),
     };

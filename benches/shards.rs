@@ -59,6 +59,9 @@ pub struct RunResult {
     pub writes: u64,
     /// A single replica with nothing to reconcile, KiB: what each member's growth is taken from.
     pub idle_rss_kb: u64,
+    /// The same replica's live heap (jemalloc's allocated bytes), KiB.
+    #[serde(default)]
+    pub idle_heap_kb: u64,
     pub per_member: Vec<MemberFigures>,
     /// The Lease timings of the members, s.
     pub lease_s: f64,
@@ -78,6 +81,12 @@ pub struct MemberFigures {
     /// Its RSS at rest once converged (idle actors hibernated), and its peak, KiB.
     pub rss_kb: u64,
     pub peak_kb: u64,
+    /// Its allocator's live heap and resident pages at rest, KiB (from its `/metrics`): what
+    /// RSS holds beyond the live heap is the allocator's (fragmentation, pages not yet purged).
+    #[serde(default)]
+    pub heap_allocated_kb: u64,
+    #[serde(default)]
+    pub heap_resident_kb: u64,
     /// CPU since its start, s.
     pub cpu_s: f64,
     /// The requests the ring gives it (all of them for a single replica).
@@ -200,7 +209,7 @@ async fn run(plan: Plan) -> RunResult {
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig)
         .expect("kubeconfig written");
-    let idle_rss_kb = members::idle_rss_kb(&sim, &kubeconfig).await;
+    let (idle_rss_kb, idle_heap_kb) = members::idle_kb(&sim, &kubeconfig).await;
 
     let seeding = Instant::now();
     let mut fleet = seed::seed(&client, plan.n).await;
@@ -238,23 +247,34 @@ async fn run(plan: Plan) -> RunResult {
     // Idle actors hibernate after a second: memory is measured at rest.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let owned = owned_per_member(&client, &running, plan.n).await;
-    let per_member: Vec<MemberFigures> = running
-        .iter()
-        .zip(owned)
-        .map(|(member, owned)| MemberFigures {
+    let mut per_member = Vec::new();
+    for (member, owned) in running.iter().zip(owned) {
+        let (heap_allocated_kb, heap_resident_kb) = member.heap_kb().await.unwrap_or((0, 0));
+        per_member.push(MemberFigures {
             rss_kb: measure::rss_kb_of(member.pid()),
             peak_kb: measure::peak_kb_of(member.pid()),
+            heap_allocated_kb,
+            heap_resident_kb,
             cpu_s: measure::cpu_seconds_of_pid(member.pid()),
             owned,
-        })
-        .collect();
+        });
+    }
     eprintln!(
-        "   {} member(s): converged {converged_s:.1} s, writes done {writes_done_s:.1} s, {:.2} writes per request; per member RSS MiB {:?}, CPU s {:?}, owned {:?}",
+        "   {} member(s): converged {converged_s:.1} s, writes done {writes_done_s:.1} s, {:.2} writes per request; per member RSS MiB {:?}, live heap MiB {:?} (idle {}), allocator resident MiB {:?}, CPU s {:?}, owned {:?}",
         plan.members,
         writes as f64 / plan.n as f64,
         per_member
             .iter()
             .map(|m| m.rss_kb / 1024)
+            .collect::<Vec<_>>(),
+        per_member
+            .iter()
+            .map(|m| m.heap_allocated_kb / 1024)
+            .collect::<Vec<_>>(),
+        idle_heap_kb / 1024,
+        per_member
+            .iter()
+            .map(|m| m.heap_resident_kb / 1024)
             .collect::<Vec<_>>(),
         per_member
             .iter()
@@ -292,6 +312,7 @@ async fn run(plan: Plan) -> RunResult {
         writes_done_s,
         writes,
         idle_rss_kb,
+        idle_heap_kb,
         per_member,
         lease_s: lease.lease_duration.as_secs_f64(),
         renew_s: lease.renew_every.as_secs_f64(),

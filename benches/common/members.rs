@@ -5,13 +5,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use super::operator;
+use super::{operator, scrape};
 
 /// One operator process; killed when dropped, so a failed run leaves no process behind.
 pub struct Member {
     /// Its `POD_NAME`: the prefix of its identity in the ring.
     pub name: String,
     pub child: Child,
+    /// Where its `/metrics` answers (0: not known, any free port was taken).
+    pub metrics_port: u16,
 }
 
 impl Member {
@@ -22,6 +24,20 @@ impl Member {
     /// How it ended, if it exited on its own (a member that cannot renew its Lease exits).
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
+    }
+
+    /// Its allocator's live heap and resident pages, KiB, from its `/metrics` (`None` when
+    /// the port is not known or nothing answers).
+    pub async fn heap_kb(&self) -> Option<(u64, u64)> {
+        if self.metrics_port == 0 {
+            return None;
+        }
+        let text = scrape::metrics(self.metrics_port).await?;
+        let kib = |series: &str| Some(scrape::gauge_in(&text, series)? as u64 / 1024);
+        Some((
+            kib("pgtoolbox_heap_allocated_bytes")?,
+            kib("pgtoolbox_heap_resident_bytes")?,
+        ))
     }
 
     /// SIGKILL: no graceful leave, its Lease is left to expire.
@@ -48,14 +64,19 @@ pub fn start(
     (0..count)
         .map(|i| {
             let name = format!("bench-member-{i}");
-            let child = operator::start(kubeconfig, log(i).as_deref(), 0, |command| {
+            let metrics_port = scrape::free_port();
+            let child = operator::start(kubeconfig, log(i).as_deref(), metrics_port, |command| {
                 command.env("POD_NAME", &name);
                 if count > 1 {
                     command.args(["--shards", "auto"]);
                 }
                 configure(command);
             });
-            Member { name, child }
+            Member {
+                name,
+                child,
+                metrics_port,
+            }
         })
         .collect()
 }

@@ -25,6 +25,12 @@ pub async fn metrics(port: u16) -> Option<String> {
     raw.split_once("\r\n\r\n").map(|(_, body)| body.to_owned())
 }
 
+/// The value of an unlabelled series in a `/metrics` text.
+pub fn gauge_in(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
 /// The passes over objects of `kind`, whatever their result, in a `/metrics` text.
 pub fn passes_in(text: &str, kind: &str) -> u64 {
     let label = format!("kind=\"{kind}\"");

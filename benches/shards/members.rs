@@ -39,9 +39,10 @@ pub fn start(kubeconfig: &Path, count: usize) -> Vec<Member> {
     members::start(kubeconfig, count, log_of, |_| {})
 }
 
-/// The RSS of a single replica with nothing to reconcile, KiB: started on the still empty
-/// server, measured once it watches the requests and its other lists settled, then killed.
-pub async fn idle_rss_kb(sim: &Sim, kubeconfig: &Path) -> u64 {
+/// The RSS and the live heap of a single replica with nothing to reconcile, KiB: started on
+/// the still empty server, measured once it watches the requests and its other lists settled,
+/// then killed.
+pub async fn idle_kb(sim: &Sim, kubeconfig: &Path) -> (u64, u64) {
     let mut idle = start(kubeconfig, 1);
     let watching = |stats: &pgtoolbox_sim::Stats| {
         stats
@@ -54,8 +55,12 @@ pub async fn idle_rss_kb(sim: &Sim, kubeconfig: &Path) -> u64 {
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     let rss = measure::rss_kb_of(idle[0].pid());
+    let heap = idle[0]
+        .heap_kb()
+        .await
+        .map_or(0, |(allocated, _)| allocated);
     idle[0].kill();
-    rss
+    (rss, heap)
 }
 
 /// The identities of the members holding a Lease, in name order.

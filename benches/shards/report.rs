@@ -14,9 +14,9 @@ pub fn print(results: &[RunResult]) {
         groups.entry((r.n, r.members)).or_default().push(r);
     }
     println!(
-        "| N | members | runs | converged (s) | writes done (s) | writes / request | requests owned per member | RSS growth per member (kB / request of N) | RSS growth, all members (MiB) | peak per member (MiB) | CPU per member (s) | hand-off: slowest repair (s) | p50 repair (ms) | killed member's share: first–last repair (s) | survivors' p50 (ms) | Lease (s) | load average |"
+        "| N | members | runs | converged (s) | writes done (s) | writes / request | requests owned per member | RSS growth per member (kB / request of N) | live heap growth per member (kB / request of N) | RSS growth, all members (MiB) | peak per member (MiB) | CPU per member (s) | hand-off: slowest repair (s) | p50 repair (ms) | killed member's share: first–last repair (s) | survivors' p50 (ms) | Lease (s) | load average |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for ((n, members), runs) in &groups {
         let med = |f: &dyn Fn(&RunResult) -> f64| median(runs.iter().map(|r| f(r)).collect());
         let objects = *n as f64;
@@ -24,6 +24,13 @@ pub fn print(results: &[RunResult]) {
             r.per_member
                 .iter()
                 .map(|m| m.rss_kb as f64 - r.idle_rss_kb as f64)
+                .collect()
+        };
+        // The allocator's live bytes (no fragmentation, no pages awaiting a purge).
+        let heap_growth_kib = |r: &RunResult| -> Vec<f64> {
+            r.per_member
+                .iter()
+                .map(|m| m.heap_allocated_kb as f64 - r.idle_heap_kb as f64)
                 .collect()
         };
         let mean = |values: Vec<f64>| values.iter().sum::<f64>() / values.len().max(1) as f64;
@@ -56,7 +63,7 @@ pub fn print(results: &[RunResult]) {
         };
         let first = runs[0];
         println!(
-            "| {n} | {members} | {} | {:.1} | {:.1} | {:.2} | {:.0}–{:.0}% | {:.2} (min {:.2}, max {:.2}) | {:.0} | {:.0} | {:.1} | {} | {} | {} | {} | {:.0} (renewed every {:.0}) | {:.1}–{:.1} |",
+            "| {n} | {members} | {} | {:.1} | {:.1} | {:.2} | {:.0}–{:.0}% | {:.2} (min {:.2}, max {:.2}) | {:.2} | {:.0} | {:.0} | {:.1} | {} | {} | {} | {} | {:.0} (renewed every {:.0}) | {:.1}–{:.1} |",
             runs.len(),
             med(&|r| r.converged_s),
             med(&|r| r.writes_done_s),
@@ -66,6 +73,7 @@ pub fn print(results: &[RunResult]) {
             med(&|r| mean(growth_kib(r))) * KB_PER_KIB / objects,
             med(&|r| growth_kib(r).into_iter().fold(f64::NAN, f64::min)) * KB_PER_KIB / objects,
             med(&|r| growth_kib(r).into_iter().fold(f64::NAN, f64::max)) * KB_PER_KIB / objects,
+            med(&|r| mean(heap_growth_kib(r))) * KB_PER_KIB / objects,
             med(&|r| growth_kib(r).iter().sum::<f64>()) / 1024.0,
             med(&|r| r
                 .per_member

@@ -4,6 +4,7 @@
 //! already-created series, so calling them on the reconcile path costs next to nothing.
 
 mod client_layer;
+mod heap;
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -146,6 +147,7 @@ impl OperatorMetrics {
             "1 when an optional API is off until the next start (not served, or refused everywhere)",
             series.optional_api_unavailable.clone(),
         );
+        registry.register_collector(Box::new(heap::HeapCollector));
         Self {
             registry: Arc::new(Mutex::new(registry)),
             series: Arc::new(series),
