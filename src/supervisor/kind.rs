@@ -16,6 +16,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::BackoffPolicy;
 use super::kind_shard::owns;
 use super::packed::Latest;
+use super::spare_room::GiveBackRoom;
 use super::watch::EventSource;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{PassEnv, Reconciler, Registry, Shared};
@@ -163,6 +164,19 @@ pub struct KindState<R: Reconciler> {
 }
 
 impl<R: Reconciler> KindState<R> {
+    /// Gives back the room the per-object collections grew into and no longer use (after the
+    /// idle actors hibernated, or objects moved to another member).
+    pub(super) fn give_back_room(&mut self) {
+        self.objects.give_back_room();
+        self.registry.give_back_room();
+        self.actor_keys.give_back_room();
+        self.restarts.give_back_room();
+        self.pending_restarts.give_back_room();
+        self.idle.give_back_room();
+        self.owed.give_back_room();
+        self.starting.give_back_room();
+    }
+
     /// Whether every watch of the kind delivered its list.
     pub(super) fn complete(&self) -> bool {
         self.listed.len() >= self.sources

@@ -335,6 +335,8 @@ impl<R: Reconciler> KindSupervisor<R> {
                 self.hibernate(state, &idle.key, idle.actor, idle.epoch);
             }
         }
+        // Every idle actor hibernated: what a burst of live actors grew is not needed now.
+        state.give_back_room();
     }
 
     fn hibernate(&self, state: &mut KindState<R>, key: &ObjectKey, actor: ActorId, epoch: u64) {

@@ -67,6 +67,7 @@ impl<R: Reconciler> KindSupervisor<R> {
                 stopping.extend(actor);
             }
         }
+        state.give_back_room();
         let grace = state.options.shutdown_grace;
         // Already asked to stop by `forget`: wait for each to end (its pass finishing).
         for actor in stopping {

@@ -9,6 +9,7 @@ pub mod members;
 mod operator;
 mod packed;
 mod root;
+mod spare_room;
 mod watch;
 
 pub use crate::actors::Registry;
