@@ -54,6 +54,29 @@ async fn an_idle_actor_hibernates_after_its_linger_and_a_delta_wakes_it() {
     h.operator.shutdown(SEC).await;
 }
 
+/// A burst of live actors grows the registry; once they all hibernated its room goes back.
+#[tokio::test(start_paused = true)]
+async fn the_room_of_a_burst_of_live_actors_goes_back_once_they_hibernated() {
+    let probe = Probe::new(Duration::ZERO, |_, _| Act::Ok(Outcome::done()));
+    let h = Harness::start(&probe, hibernating(SEC), 1).await;
+    h.list(
+        (0..2_000)
+            .map(|i| cm(&format!("burst-{i}"), "a", 1))
+            .collect(),
+    );
+    run_for(100 * MS).await;
+    assert_eq!(h.objects(), (2_000, 0), "all live at once");
+    assert!(h.registry.capacity() >= 2_000);
+    run_for(5 * SEC).await;
+    assert_eq!(h.objects(), (0, 2_000));
+    assert!(
+        h.registry.capacity() < 256,
+        "the registry kept room for {}",
+        h.registry.capacity()
+    );
+    h.operator.shutdown(SEC).await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_child_change_a_secret_notice_a_cache_wakeup_and_a_timer_each_wake_a_hibernated_object() {
     let probe = Probe::new(Duration::ZERO, |pass, _| match pass.value.as_str() {
