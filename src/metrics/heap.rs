@@ -69,9 +69,8 @@ mod tests {
     }
 
     fn bytes(text: &str, series: &str) -> u64 {
-        text.lines()
-            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("{series} missing from:\n{text}"))
+        super::super::sample(text, series)
+            .unwrap_or_else(|| panic!("{series} missing from:\n{text}")) as u64
     }
 
     /// The tests do not run on jemalloc (only the binary does), so the allocation is made
