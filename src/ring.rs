@@ -4,22 +4,40 @@
 //! The key is FNV-1a 64 of `kind/namespace/name`, not of the uid: a member must know whether
 //! an object is its own before it has read it (a child or a referenced object names its owner
 //! by name only), and the key must stay the same for everything that follows the owner.
+//! With [`Placement::Namespace`] the key is the namespace's alone: a share is then a set of
+//! namespaces, which an API server offering KEP-5866's `shardSelector` can filter every watch
+//! by (the FNV-1a 64 of each of them, see [`Ownership::namespace_ranges`]).
 
 use std::collections::BTreeSet;
+use std::hash::Hasher;
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
-
-/// FNV-1a, 64 bits.
+/// FNV-1a, 64 bits, of the bytes alone (`Hash` for a `str` would add a terminator).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(FNV_OFFSET, |hash, byte| {
-        (hash ^ u64::from(*byte)).wrapping_mul(FNV_PRIME)
-    })
+    let mut hasher = fnv::FnvHasher::default();
+    hasher.write(bytes);
+    hasher.finish()
 }
 
 /// The hash an object is placed by.
 pub fn object_key(kind: &str, namespace: &str, name: &str) -> u64 {
     fnv1a64(format!("{kind}/{namespace}/{name}").as_bytes())
+}
+
+/// What an object's place in the ring is computed from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// `kind/namespace/name`: objects spread evenly whatever namespaces they are in.
+    #[default]
+    Object,
+    /// The namespace: all of a namespace's objects, of every kind, go to one member. Even only
+    /// over many namespaces, but a share is a set of namespaces the API server can filter by.
+    Namespace,
+}
+
+/// The key a namespace is placed by. FNV-1a alone barely moves its top bits between names
+/// that differ only in their last characters (`team-1`, `team-2`): mixed, they spread.
+pub fn namespace_key(namespace: &str) -> u64 {
+    mix(fnv1a64(namespace.as_bytes()))
 }
 
 /// Jump consistent hashing (Lamping and Veach): the bucket in `[0, buckets)` of `key`; going
@@ -103,9 +121,14 @@ impl Ring {
     }
 }
 
-/// The hash a member publishes for the view it has drained to (members in order).
-pub fn view_hash(members: &BTreeSet<String>) -> u64 {
-    let joined: Vec<&str> = members.iter().map(String::as_str).collect();
+/// The hash a member publishes for the view it has drained to (members in order). The
+/// placement is in it (but the default's, so older members agree): members placing objects
+/// differently never agree a view, rather than split the objects two ways.
+pub fn view_hash(members: &BTreeSet<String>, placement: Placement) -> u64 {
+    let mut joined: Vec<&str> = members.iter().map(String::as_str).collect();
+    if placement == Placement::Namespace {
+        joined.push("placement=namespace");
+    }
     fnv1a64(joined.join("\n").as_bytes())
 }
 
@@ -115,6 +138,7 @@ pub fn view_hash(members: &BTreeSet<String>) -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ownership {
     rings: Vec<Ring>,
+    placement: Placement,
 }
 
 impl Default for Ownership {
@@ -124,10 +148,23 @@ impl Default for Ownership {
 }
 
 impl Ownership {
+    /// `ring`, placing objects by [`Placement::Object`].
     pub fn single(ring: Ring) -> Self {
-        Self { rings: vec![ring] }
+        Self::placed(ring, Placement::Object)
     }
 
+    pub fn placed(ring: Ring, placement: Placement) -> Self {
+        Self {
+            rings: vec![ring],
+            placement,
+        }
+    }
+
+    pub fn placement(&self) -> Placement {
+        self.placement
+    }
+
+    /// Whether every ring holds `key` (an object's key under [`Placement::Object`]).
     pub fn owns(&self, key: u64) -> bool {
         self.rings.iter().all(|ring| ring.owns(key))
     }
@@ -135,7 +172,30 @@ impl Ownership {
     /// Whether this member writes for the object `kind/namespace/name`: its passes, and what
     /// the shared actors write about it (see `shared_writes`).
     pub fn owns_object(&self, kind: &str, namespace: &str, name: &str) -> bool {
-        self.is_all() || self.owns(object_key(kind, namespace, name))
+        self.is_all()
+            || match self.placement {
+                Placement::Object => self.owns(object_key(kind, namespace, name)),
+                Placement::Namespace => self.owns(namespace_key(namespace)),
+            }
+    }
+
+    /// The hash ranges `[start, end)` of `namespaces` this share holds, in order: each
+    /// namespace's FNV-1a 64 `h` as `[h, h + 1)`, the hash KEP-5866's `shardRange` computes
+    /// over `object.metadata.namespace`, so an API server's shard selector keeps of a watch the
+    /// objects of these namespaces only. `None` when the share is everything or objects are not
+    /// placed by namespace (no range says it).
+    pub fn namespace_ranges(&self, namespaces: &[String]) -> Option<Vec<(u128, u128)>> {
+        if self.is_all() || self.placement != Placement::Namespace {
+            return None;
+        }
+        let mut hashes: Vec<u128> = namespaces
+            .iter()
+            .filter(|namespace| self.owns(namespace_key(namespace)))
+            .map(|namespace| u128::from(fnv1a64(namespace.as_bytes())))
+            .collect();
+        hashes.sort_unstable();
+        hashes.dedup();
+        Some(hashes.into_iter().map(|h| (h, h + 1)).collect())
     }
 
     /// Whether nothing can be owned (a member that has not agreed a view yet).
@@ -152,13 +212,17 @@ impl Ownership {
     pub fn narrowed(&self, ring: Ring) -> Self {
         let mut rings = self.rings.clone();
         rings.push(ring);
-        Self { rings }
+        Self {
+            rings,
+            placement: self.placement,
+        }
     }
 
     /// The newest ring alone (the hand-off's last step: the others have let go).
     pub fn settled(&self) -> Self {
         Self {
             rings: self.rings.last().cloned().into_iter().collect(),
+            placement: self.placement,
         }
     }
 
@@ -170,6 +234,12 @@ impl Ownership {
     /// may be said of a share that in fact adds nothing). A share that is not within the one
     /// before it may hold objects a member did not keep.
     pub fn within(&self, other: &Ownership) -> bool {
+        if other.is_all() || self.holds_nothing() {
+            return true;
+        }
+        if self.placement != other.placement {
+            return false;
+        }
         // Each of `other`'s rings holds some ring of this share whole (an intersection is
         // within each ring it holds).
         other
@@ -321,6 +391,130 @@ mod tests {
         assert!(
             shares.iter().all(|s| (2_900..3_800).contains(s)),
             "{shares:?}"
+        );
+    }
+
+    fn placed(me: &str, all: &[&str]) -> Ownership {
+        Ownership::placed(
+            Ring::Members {
+                me: me.into(),
+                members: members(all),
+            },
+            Placement::Namespace,
+        )
+    }
+
+    #[test]
+    fn placed_by_namespace_a_namespace_has_one_owner_for_every_object_in_it() {
+        let all = ["a", "b", "c"];
+        let mut shares = [0; 3];
+        for n in 0..600 {
+            // Names that differ only at the end, as namespaces so often do.
+            let namespace = format!("team-{n}");
+            let owners: Vec<usize> = (0..3)
+                .filter(|i| placed(all[*i], &all).owns_object("PgAdmin", &namespace, "x"))
+                .collect();
+            assert_eq!(owners.len(), 1, "{namespace}: {owners:?}");
+            shares[owners[0]] += 1;
+            let owner = placed(all[owners[0]], &all);
+            // Every kind and name in it follows.
+            assert!(owner.owns_object("PgAccessRequest", &namespace, "other"));
+        }
+        assert!(shares.iter().all(|s| (150..250).contains(s)), "{shares:?}");
+        // Static shards split the namespaces too.
+        let mut shares = [0; 3];
+        for n in 0..600 {
+            let namespace = format!("team-{n}");
+            let owning: Vec<u32> = (0..3)
+                .filter(|index| {
+                    Ownership::placed(
+                        Ring::Static {
+                            index: *index,
+                            total: 3,
+                        },
+                        Placement::Namespace,
+                    )
+                    .owns_object("PgAdmin", &namespace, "x")
+                })
+                .collect();
+            assert_eq!(owning.len(), 1);
+            shares[owning[0] as usize] += 1;
+        }
+        assert!(shares.iter().all(|s| (150..250).contains(s)), "{shares:?}");
+    }
+
+    #[test]
+    fn a_shares_namespace_ranges_hold_exactly_the_namespaces_it_owns() {
+        let all = ["a", "b", "c", "d"];
+        let namespaces: Vec<String> = (0..300).map(|n| format!("ns-{n}")).collect();
+        let in_ranges = |ranges: &[(u128, u128)], namespace: &str| {
+            let hash = u128::from(fnv1a64(namespace.as_bytes()));
+            ranges
+                .iter()
+                .any(|(start, end)| (*start..*end).contains(&hash))
+        };
+        let shares: Vec<Vec<(u128, u128)>> = all
+            .iter()
+            .map(|me| {
+                placed(me, &all)
+                    .namespace_ranges(&namespaces)
+                    .unwrap_or_default()
+            })
+            .collect();
+        for (me, ranges) in all.iter().zip(&shares) {
+            assert!(ranges.windows(2).all(|w| w[0].1 <= w[1].0), "in order");
+            let share = placed(me, &all);
+            for namespace in &namespaces {
+                assert_eq!(
+                    in_ranges(ranges, namespace),
+                    share.owns_object("Pod", namespace, "p"),
+                    "{me} {namespace}"
+                );
+            }
+        }
+        // Together, every namespace once.
+        assert_eq!(shares.iter().map(Vec::len).sum::<usize>(), namespaces.len());
+        // In hand-off, the intersection's.
+        let narrowed = placed("a", &all).narrowed(Ring::Members {
+            me: "a".into(),
+            members: members(&["a", "b", "c", "d", "e"]),
+        });
+        let ranges = narrowed.namespace_ranges(&namespaces).unwrap_or_default();
+        for namespace in &namespaces {
+            assert_eq!(
+                in_ranges(&ranges, namespace),
+                narrowed.owns_object("Pod", namespace, "p")
+            );
+        }
+        // Nothing to say for one replica or objects placed by object.
+        assert_eq!(Ownership::default().namespace_ranges(&namespaces), None);
+        assert_eq!(
+            Ownership::single(Ring::Static { index: 0, total: 2 }).namespace_ranges(&namespaces),
+            None
+        );
+        assert_eq!(
+            Ownership::placed(Ring::Nothing, Placement::Namespace).namespace_ranges(&namespaces),
+            Some(Vec::new())
+        );
+    }
+
+    #[test]
+    fn shares_placed_differently_are_never_within_each_other() {
+        let by_object = Ownership::single(Ring::Members {
+            me: "a".into(),
+            members: members(&["a", "b"]),
+        });
+        let by_namespace = placed("a", &["a", "b"]);
+        assert!(!by_namespace.within(&by_object) && !by_object.within(&by_namespace));
+        assert!(by_namespace.within(&Ownership::default()));
+        assert_ne!(
+            view_hash(&members(&["a", "b"]), Placement::Object),
+            view_hash(&members(&["a", "b"]), Placement::Namespace)
+        );
+        // The default placement's hash is the one older members publish.
+        assert_eq!(
+            view_hash(&members(&["a", "b"]), Placement::Object),
+            fnv1a64(b"a\nb")
         );
     }
 

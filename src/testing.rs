@@ -67,7 +67,8 @@ pub mod health {
 }
 pub mod k8s {
     pub use crate::k8s::{
-        EventSink, Packed, WatchScope, WriteBudget, apply_manifests, delete_pinned, patch_status,
+        EventSink, Packed, ShardSelector, WatchClients, WatchScope, WriteBudget, apply_manifests,
+        delete_pinned, patch_status, server_filters, sharded_client,
     };
 }
 pub mod messages {
@@ -139,7 +140,7 @@ pub mod supervisor {
         pub use crate::supervisor::members::{MEMBER_LABEL, Membership, member_config};
     }
     pub mod shard {
-        pub use crate::ring::{Ownership, Ring, object_key};
+        pub use crate::ring::{Ownership, Placement, Ring, object_key};
     }
     pub mod random {
         pub use crate::supervisor::random::seed_thread;

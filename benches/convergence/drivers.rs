@@ -20,7 +20,9 @@ use pgtoolbox_operator::testing::children::OperatorCaches;
 use pgtoolbox_operator::testing::conditions::{
     ConditionType, derive_status, find_condition, status_patch,
 };
-use pgtoolbox_operator::testing::k8s::{EventSink, WriteBudget, delete_pinned, patch_status};
+use pgtoolbox_operator::testing::k8s::{
+    EventSink, WatchClients, WriteBudget, delete_pinned, patch_status,
+};
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use pgtoolbox_operator::testing::reconcile::pgaccessrequest::{
     RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
@@ -121,7 +123,7 @@ fn controller(client: &kube::Client, settings: &OperatorSettings) -> AbortOnDrop
     let owners: Vec<_> = caches
         .watches()
         .into_iter()
-        .flat_map(|start| start(client, &scope))
+        .flat_map(|start| start(&WatchClients::same(client), &scope))
         .collect();
     let triggers = futures::stream::select_all(owners)
         .map(|key| ObjectRef::<PgAccessRequest>::new(&key.name).within(&key.namespace));

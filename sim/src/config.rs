@@ -111,6 +111,10 @@ pub struct SimConfig {
     pub pod_start: Duration,
     /// Seed of the components' random source; `None` draws one.
     pub seed: Option<u64>,
+    /// The `ShardedListAndWatch` feature gate (KEP-5866, alpha in Kubernetes 1.36): lists and
+    /// watches honour `shardSelector`. Off by default, as in a real server, which then ignores
+    /// the parameter.
+    pub sharded_list_and_watch: bool,
 }
 
 impl Default for SimConfig {
@@ -134,7 +138,57 @@ impl Default for SimConfig {
             nodes: 3,
             pod_start: Duration::from_millis(300),
             seed: None,
+            sharded_list_and_watch: false,
         }
+    }
+}
+
+/// The feature gates the sim implements, set as a real kube-apiserver's `--feature-gates`
+/// flag sets them: `Name=bool` pairs separated by commas (`ShardedListAndWatch=true`). A gate
+/// not named keeps its default; an unknown name is refused, as kube-apiserver refuses it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeatureGates {
+    pub sharded_list_and_watch: bool,
+}
+
+impl FeatureGates {
+    /// Gate names as kube-apiserver spells them.
+    pub const KNOWN: [&str; 1] = ["ShardedListAndWatch"];
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut gates = Self::default();
+        for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
+            let (name, value) = pair
+                .split_once('=')
+                .map(|(n, v)| (n.trim(), v.trim()))
+                .ok_or_else(|| format!("feature gate {pair:?} must be Name=true or Name=false"))?;
+            let value = parse_go_bool(value)
+                .ok_or_else(|| format!("invalid value of {name}={value}: not a boolean"))?;
+            match name {
+                "ShardedListAndWatch" => gates.sharded_list_and_watch = value,
+                _ => {
+                    return Err(format!(
+                        "unrecognized feature gate: {name} (the sim knows {})",
+                        Self::KNOWN.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(gates)
+    }
+
+    /// Sets the gates on a configuration.
+    pub fn apply(&self, config: &mut SimConfig) {
+        config.sharded_list_and_watch = self.sharded_list_and_watch;
+    }
+}
+
+/// A boolean as Go's `strconv.ParseBool` (which kube-apiserver's flag parsing uses) reads it.
+fn parse_go_bool(text: &str) -> Option<bool> {
+    match text {
+        "1" | "t" | "T" | "true" | "True" | "TRUE" => Some(true),
+        "0" | "f" | "F" | "false" | "False" | "FALSE" => Some(false),
+        _ => None,
     }
 }
 
@@ -181,6 +235,28 @@ mod tests {
         );
         let apps = DenyRule::parse("get:apps/deployments:a").unwrap();
         assert_eq!(apps.group, "apps");
+    }
+
+    #[test]
+    fn feature_gates_parse_as_kube_apiservers_flag() {
+        assert!(!SimConfig::default().sharded_list_and_watch);
+        assert_eq!(FeatureGates::parse("").unwrap(), FeatureGates::default());
+        let on = FeatureGates::parse("ShardedListAndWatch=true").unwrap();
+        assert!(on.sharded_list_and_watch);
+        let mut config = SimConfig::default();
+        on.apply(&mut config);
+        assert!(config.sharded_list_and_watch);
+        // The last value of a gate wins; Go's spellings of booleans and spaces are accepted.
+        let off =
+            FeatureGates::parse(" ShardedListAndWatch = True , ShardedListAndWatch=0").unwrap();
+        assert!(!off.sharded_list_and_watch);
+        let unknown = FeatureGates::parse("ShardedListAndWatch=true,Foo=true").unwrap_err();
+        assert!(
+            unknown.contains("unrecognized feature gate: Foo"),
+            "{unknown}"
+        );
+        assert!(FeatureGates::parse("ShardedListAndWatch").is_err());
+        assert!(FeatureGates::parse("ShardedListAndWatch=yes").is_err());
     }
 
     #[test]

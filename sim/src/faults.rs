@@ -186,6 +186,9 @@ pub struct Stats {
     /// Error answers (4xx, 5xx) of resource requests by `code verb group/resource`, e.g.
     /// `409 create apps/deployments`: which writes were refused, not only how many.
     pub errors_by_verb_resource: BTreeMap<String, u64>,
+    /// Lists and watches whose `shardSelector` the server applied (gate on), by
+    /// `verb group/resource`: which clients asked for a shard only.
+    pub shard_selected: BTreeMap<String, u64>,
 }
 
 impl Stats {
@@ -211,6 +214,12 @@ impl StatsCell {
             bump(&mut s.by_namespace, namespace);
         }
         bump(&mut s.by_verb_resource, &format!("{verb} {group_resource}"));
+    }
+
+    /// Counts a list or watch `request` (`verb group/resource`) filtered by a shard selector.
+    pub fn count_shard_selected(&self, request: &str) {
+        let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        bump(&mut s.shard_selected, request);
     }
 
     /// Counts an answer; `request` is the `verb group/resource` of a resource request.

@@ -1,4 +1,5 @@
-//! Label and field selection of lists and watches, and the continue tokens of paged lists.
+//! Label, field and shard selection of lists and watches, and the continue tokens of paged
+//! lists.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -8,17 +9,22 @@ use crate::error::{ApiError, Cause};
 use crate::ops;
 use crate::resources::ResourceInfo;
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::shard::ShardSelector;
 
-/// Label and field selectors of a list or watch.
+/// Label, field and shard selectors of a list or watch: an object must satisfy all of them.
 pub struct Filter {
     labels: Option<LabelSelector>,
     fields: Option<FieldSelector>,
+    shards: Option<ShardSelector>,
 }
 
 impl Filter {
+    /// `sharding` is the `ShardedListAndWatch` feature gate: off, `shardSelector` is ignored
+    /// as a server without the gate ignores a parameter it does not know.
     pub fn from_query(
         query: &HashMap<String, String>,
         info: &ResourceInfo,
+        sharding: bool,
     ) -> Result<Self, ApiError> {
         let labels =
             match query.get("labelSelector").filter(|s| !s.is_empty()) {
@@ -41,7 +47,27 @@ impl Filter {
             ),
             None => None,
         };
-        Ok(Self { labels, fields })
+        let shards = match query
+            .get("shardSelector")
+            .filter(|s| sharding && !s.is_empty())
+        {
+            Some(s) => Some(
+                ShardSelector::parse(s)
+                    .map_err(|e| ApiError::bad_request(format!("invalid shardSelector: {e}")))?,
+            ),
+            None => None,
+        };
+        Ok(Self {
+            labels,
+            fields,
+            shards,
+        })
+    }
+
+    /// The shard selector applied, as the request sent it: a list echoes it in
+    /// `metadata.shardInfo.selector` to say it is a subset of the collection.
+    pub fn shard_selector(&self) -> Option<&str> {
+        self.shards.as_ref().map(ShardSelector::as_str)
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
@@ -64,7 +90,7 @@ impl Filter {
         {
             return false;
         }
-        true
+        self.shards.as_ref().is_none_or(|sel| sel.matches(obj))
     }
 }
 

@@ -766,7 +766,13 @@ impl Ctx<'_> {
 
     fn list(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
         validate_list_options(query)?;
-        let filter = Filter::from_query(query, self.info)?;
+        let filter =
+            Filter::from_query(query, self.info, self.server.config.sharded_list_and_watch)?;
+        if filter.shard_selector().is_some() {
+            self.server
+                .stats
+                .count_shard_selected(&format!("list {}", self.info.group_resource()));
+        }
         let limit = match query.get("limit") {
             Some(l) => l
                 .parse::<usize>()
@@ -822,6 +828,7 @@ impl Ctx<'_> {
             rv,
             next.as_deref(),
             (matched_after > 0).then_some(matched_after),
+            filter.shard_selector(),
             self.shape,
         );
         Ok(bytes_response(StatusCode::OK, body))
@@ -829,7 +836,8 @@ impl Ctx<'_> {
 
     fn delete_collection(&self, query: &HashMap<String, String>) -> Result<Response, ApiError> {
         validate_list_options(query)?;
-        let filter = Filter::from_query(query, self.info)?;
+        let filter =
+            Filter::from_query(query, self.info, self.server.config.sharded_list_and_watch)?;
         let res = ops::res_key(self.info);
         // DeleteOptions from the query apply to every object (propagationPolicy, dryRun).
         let opts = DeleteOpts::from_query(query);
@@ -855,7 +863,7 @@ impl Ctx<'_> {
         drop(l);
         Ok(bytes_response(
             StatusCode::OK,
-            render::list(self.info, &gone, rv, None, None, Shape::Full),
+            render::list(self.info, &gone, rv, None, None, None, Shape::Full),
         ))
     }
 }

@@ -40,6 +40,7 @@ pub mod reviews;
 pub mod schema;
 pub mod selector;
 pub mod server;
+pub mod shard;
 pub mod store;
 pub mod subresource;
 pub mod table;
@@ -54,7 +55,7 @@ mod handle;
 mod fuzz_tests;
 
 pub use admin::Admin;
-pub use config::{DenyRule, SimConfig};
+pub use config::{DenyRule, FeatureGates, SimConfig};
 pub use faults::Stats;
 pub use handle::{InProcessSim, Sim, SimError, THREAD_NAME, run_api_only};
 pub use kubeconfig::{KubeconfigError, KubeconfigFile};

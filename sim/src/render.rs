@@ -60,13 +60,16 @@ fn table(info: &ResourceInfo, objs: &[&Value], rv: Option<u64>, next: Option<&st
     t
 }
 
-/// A list answer as bytes.
+/// A list answer as bytes. `shard` is the shard selector the items were chosen by, echoed in
+/// `metadata.shardInfo` of full and metadata lists (a Table is left without it: what reads
+/// tables, `kubectl get`, sends no shard selector).
 pub fn list(
     info: &ResourceInfo,
     items: &[Arc<Value>],
     rv: u64,
     next: Option<&str>,
     remaining: Option<usize>,
+    shard: Option<&str>,
     shape: Shape,
 ) -> Vec<u8> {
     if shape == Shape::Table {
@@ -86,6 +89,9 @@ pub fn list(
     }
     if let Some(n) = remaining {
         meta["remainingItemCount"] = json!(n);
+    }
+    if let Some(selector) = shard {
+        meta["shardInfo"] = json!({"selector": selector});
     }
     let head = json!({"kind": kind, "apiVersion": api_version, "metadata": meta});
     let mut out = serde_json::to_vec(&head).unwrap_or_default();
@@ -120,15 +126,18 @@ mod tests {
         let items = vec![Arc::new(
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
         )];
-        let bytes = list(cm, &items, 7, Some("tok"), Some(3), Shape::Full);
+        let bytes = list(cm, &items, 7, Some("tok"), Some(3), None, Shape::Full);
         let v: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(v["kind"], "ConfigMapList");
         assert_eq!(v["metadata"]["resourceVersion"], "7");
         assert_eq!(v["metadata"]["continue"], "tok");
         assert_eq!(v["items"][0]["metadata"]["name"], "a");
         let meta: Value =
-            serde_json::from_slice(&list(cm, &items, 7, None, None, Shape::Metadata)).unwrap();
+            serde_json::from_slice(&list(cm, &items, 7, None, None, Some("s"), Shape::Metadata))
+                .unwrap();
         assert_eq!(meta["kind"], "PartialObjectMetadataList");
         assert_eq!(meta["items"][0]["kind"], "PartialObjectMetadata");
+        assert_eq!(meta["metadata"]["shardInfo"]["selector"], "s");
+        assert!(v["metadata"].get("shardInfo").is_none());
     }
 }

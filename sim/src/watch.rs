@@ -114,7 +114,12 @@ pub fn start(
     query: &HashMap<String, String>,
     shape: Shape,
 ) -> Result<Response, ApiError> {
-    let filter = Filter::from_query(query, &info)?;
+    let filter = Filter::from_query(query, &info, server.config.sharded_list_and_watch)?;
+    if filter.shard_selector().is_some() {
+        server
+            .stats
+            .count_shard_selected(&format!("watch {}", info.group_resource()));
+    }
     let bookmarks = crate::wire::query_bool(query, "allowWatchBookmarks");
     let send_initial = crate::wire::query_bool(query, "sendInitialEvents");
     let timeout = match query.get("timeoutSeconds") {

@@ -13,7 +13,6 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::networking::v1::{Ingress, NetworkPolicy};
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use kube::Client;
 use kube::api::{ApiResource, GroupVersionKind};
 use kube::runtime::watcher;
 
@@ -24,7 +23,7 @@ use super::store::{
     ChildStore, FollowsShare, Ingest, StoredChild, Wakeups, our_owner, owner_label,
 };
 use super::synced::{NotSynced, Synced};
-use crate::k8s::WatchScope;
+use crate::k8s::{WatchClients, WatchScope};
 use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::reconcile::observed::{
     keep_pod, keep_replica_set, pod_is_complete, replica_set_is_complete,
@@ -38,7 +37,7 @@ use crate::ring::Ownership;
 pub const REQUEST_LABEL: &str = "pgtoolbox.fyannk.dev/access-request";
 
 /// Starts the streams of one cache (what the operator builder's `cache` takes).
-pub type CacheStart = Box<dyn FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send>;
+pub type CacheStart = Box<dyn FnOnce(&WatchClients, &WatchScope) -> Vec<Wakeups> + Send>;
 
 #[derive(Clone)]
 pub struct OperatorCaches {
@@ -130,14 +129,24 @@ fn managed() -> watcher::Config {
     watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))
 }
 
+/// Children in their owner's namespace: kept by share, so watched through the share's client.
 fn start<C: StoredChild>(store: &Arc<ChildStore<C>>, config: watcher::Config) -> CacheStart {
     let store = store.clone();
-    Box::new(move |client, scope| store.watch(client, scope, config))
+    Box::new(move |clients, scope| store.watch(&clients.share, scope, config))
+}
+
+/// Children that may live in another namespace than their owner's.
+fn start_anywhere<C: StoredChild>(
+    store: &Arc<ChildStore<C>>,
+    config: watcher::Config,
+) -> CacheStart {
+    let store = store.clone();
+    Box::new(move |clients, scope| store.watch(&clients.all, scope, config))
 }
 
 fn start_index(index: &Arc<ReferenceIndex>) -> CacheStart {
     let index = index.clone();
-    Box::new(move |client, scope| index.watch(client, scope))
+    Box::new(move |clients, scope| index.watch(&clients.all, scope))
 }
 
 impl OperatorCaches {
@@ -370,7 +379,8 @@ impl OperatorCaches {
             start(&self.routes, managed()),
             start(&self.http_routes, managed()),
             start(&self.owned_secrets, managed()),
-            start(
+            // A request's bindings are in the namespaces it grants, not its own.
+            start_anywhere(
                 &self.access_bindings,
                 watcher::Config::default().labels(REQUEST_LABEL),
             ),

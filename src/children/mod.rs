@@ -21,7 +21,7 @@ pub use applier::{
     FIELD_MANAGER, unchanged,
 };
 pub(crate) use applier::{applied_hash, carries_applied_hash, with_hash};
-pub use caches::{CACHE_WAIT, OperatorCaches, REQUEST_LABEL, wait_synced};
+pub use caches::{CACHE_WAIT, CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
 pub use child_set::ChildSet;
 pub use contents::Contents;
 pub use external::{HttpRoute, Route};

@@ -1,9 +1,11 @@
 //! `run`: the operator against a real cluster.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use kube::Resource;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -12,9 +14,12 @@ use super::shards::{ShardArgs, Sharding};
 use super::signal::Stop;
 use super::{CliError, telemetry};
 use crate::actors::shared::start_shared_actors_owning;
+use crate::api::PgAdmin;
 use crate::cli::register_all;
 use crate::health::{Readiness, serve_endpoints};
+use crate::k8s::{ShardSelector, server_filters};
 use crate::metrics::OperatorMetrics;
+use crate::ring::{Ownership, Placement};
 use crate::runtime::DEFAULT_OPERATOR_NAMESPACE;
 use crate::supervisor::leader::{self, LeaderConfig};
 use crate::supervisor::members::{Membership, member_config};
@@ -85,6 +90,39 @@ pub async fn client(
         .build())
 }
 
+/// The ranges this member's watches ask the API server for, where it filters by them: only
+/// for objects placed by namespace, by several members, with a server that offers KEP-5866.
+async fn server_shard(
+    client: &kube::Client,
+    ownership: &Ownership,
+    watch_namespaces: &[String],
+) -> Option<Arc<ShardSelector>> {
+    if ownership.is_all() || ownership.placement() != Placement::Namespace {
+        return None;
+    }
+    // A collection the operator may list: its PgAdmins, where it watches.
+    let path = PgAdmin::url_path(&(), watch_namespaces.first().map(String::as_str));
+    match server_filters(client, &path).await {
+        Ok(true) => {
+            tracing::info!(
+                "the API server filters this member's watches by its share (shardSelector)"
+            );
+            Some(Arc::new(ShardSelector::new(watch_namespaces.to_vec())))
+        }
+        Ok(false) => {
+            tracing::warn!(
+                "the API server does not offer shardSelector (gate ShardedListAndWatch): \
+                 every member reads every event and keeps its share"
+            );
+            None
+        }
+        Err(error) => {
+            tracing::warn!(%error, "whether the API server offers shardSelector is unknown: not used");
+            None
+        }
+    }
+}
+
 /// The kinds this build runs: the start-up checks ask only for their permissions.
 pub fn kind_names(client: &kube::Client) -> Vec<String> {
     // Registering builds the reconcilers and nothing else (no I/O): cheap to do twice.
@@ -106,6 +144,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     )
     .await?;
     let sharding = args.shards.sharding(pod_name().as_deref())?;
+    args.shards
+        .check_placement(&sharding, &args.settings.to_settings().watch_namespaces)?;
     if args.leader_elect && sharding != Sharding::Single {
         // One leader would leave the other members idle: the two modes exclude each other.
         return Err(CliError::Sharding(
@@ -137,6 +177,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         operator_namespace: args.leader_election_namespace.clone(),
         ..args.settings.to_settings()
     };
+    let ownership = sharding.ownership(args.shards.shard_placement.into());
+    let server_shard = server_shard(&client, &ownership, &settings.watch_namespaces).await;
     let stop_within = leadership.as_ref().map(leader::Leadership::stop_within);
     let lost = async {
         match leadership.as_mut() {
@@ -154,11 +196,14 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
             settings,
             metrics.clone(),
             readiness.clone(),
-            sharding.ownership(),
+            ownership.clone(),
         )
         .await?;
-        let builder = OperatorBuilder::new(client.clone(), shared_actors.shared.clone())
-            .ownership(sharding.ownership());
+        let mut builder = OperatorBuilder::new(client.clone(), shared_actors.shared.clone())
+            .ownership(ownership.clone());
+        if let Some(selector) = server_shard {
+            builder = builder.server_shard(selector);
+        }
         let operator = register_all(builder).start().await?;
         Ok::<_, CliError>((shared_actors, operator))
     };

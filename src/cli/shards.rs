@@ -1,10 +1,10 @@
 //! How this replica shares the objects with others (issue 30): alone (the default), a fixed
 //! shard of a StatefulSet, or a member of a dynamic ring.
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use super::CliError;
-use crate::ring::{Ownership, Ring};
+use crate::ring::{Ownership, Placement, Ring};
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct ShardArgs {
@@ -19,6 +19,28 @@ pub struct ShardArgs {
     /// `-<n>` suffix of the pod name.
     #[arg(long, env = "SHARD_INDEX", requires = "total_shards")]
     pub shard_index: Option<u32>,
+    /// What places an object: `object` (its kind, namespace and name: even shares) or
+    /// `namespace` (a namespace's objects stay together; needs WATCH_NAMESPACES; where the API
+    /// server offers KEP-5866's shardSelector, each member's watches carry only its share).
+    #[arg(long, env = "SHARD_PLACEMENT", value_enum, default_value_t)]
+    pub shard_placement: PlacementArg,
+}
+
+/// `--shard-placement`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum PlacementArg {
+    #[default]
+    Object,
+    Namespace,
+}
+
+impl From<PlacementArg> for Placement {
+    fn from(arg: PlacementArg) -> Self {
+        match arg {
+            PlacementArg::Object => Self::Object,
+            PlacementArg::Namespace => Self::Namespace,
+        }
+    }
 }
 
 /// What `ShardArgs` asks for.
@@ -30,16 +52,42 @@ pub enum Sharding {
 }
 
 impl Sharding {
-    /// The share this replica starts with (a dynamic member is handed its share later).
-    pub fn ownership(&self) -> Ownership {
+    /// The share this replica starts with (a dynamic member is handed its share later), its
+    /// objects placed by `placement`.
+    pub fn ownership(&self, placement: Placement) -> Ownership {
         match self {
             Self::Single => Ownership::default(),
-            Self::Static { index, total } => Ownership::single(Ring::Static {
-                index: *index,
-                total: *total,
-            }),
-            Self::Auto => Ownership::single(Ring::Nothing),
+            Self::Static { index, total } => Ownership::placed(
+                Ring::Static {
+                    index: *index,
+                    total: *total,
+                },
+                placement,
+            ),
+            Self::Auto => Ownership::placed(Ring::Nothing, placement),
         }
+    }
+}
+
+impl ShardArgs {
+    /// Placing objects by namespace needs the namespaces known up front: a member's watches
+    /// ask the API server for the hashes of its own namespaces among them.
+    pub fn check_placement(
+        &self,
+        sharding: &Sharding,
+        watch_namespaces: &[String],
+    ) -> Result<(), CliError> {
+        if self.shard_placement == PlacementArg::Namespace
+            && *sharding != Sharding::Single
+            && watch_namespaces.is_empty()
+        {
+            return Err(CliError::Sharding(
+                "--shard-placement namespace needs WATCH_NAMESPACES (the namespaces the \
+                 members split between them)"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -72,6 +120,7 @@ impl ShardArgs {
                 if index >= total {
                     return invalid(format!("--shard-index {index} not below {total}"));
                 }
+
                 Ok(Sharding::Static { index, total })
             }
         }
@@ -87,6 +136,7 @@ mod tests {
             shards: shards.map(str::to_owned),
             total_shards: total,
             shard_index: index,
+            shard_placement: PlacementArg::Object,
         }
     }
 
@@ -117,6 +167,29 @@ mod tests {
         );
         assert!(args(None, Some(3), Some(3)).sharding(None).is_err());
         assert!(args(Some("many"), None, None).sharding(None).is_err());
-        assert!(Sharding::Single.ownership().is_all());
+        assert!(Sharding::Single.ownership(Placement::Namespace).is_all());
+        let by_namespace = ShardArgs {
+            shard_placement: PlacementArg::Namespace,
+            ..args(Some("auto"), None, None)
+        };
+        let teams = ["team-a".to_owned()];
+        assert!(by_namespace.check_placement(&Sharding::Auto, &[]).is_err());
+        assert!(
+            by_namespace
+                .check_placement(&Sharding::Auto, &teams)
+                .is_ok()
+        );
+        assert!(by_namespace.check_placement(&Sharding::Single, &[]).is_ok());
+        assert!(
+            args(Some("auto"), None, None)
+                .check_placement(&Sharding::Auto, &[])
+                .is_ok()
+        );
+        assert_eq!(
+            Sharding::Auto
+                .ownership(Placement::from(PlacementArg::Namespace))
+                .placement(),
+            Placement::Namespace
+        );
     }
 }

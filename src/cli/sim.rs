@@ -21,7 +21,7 @@ use crate::health::Readiness;
 use crate::k8s::apply_manifests;
 use crate::metrics::OperatorMetrics;
 use crate::supervisor::OperatorBuilder;
-use pgtoolbox_sim::{DenyRule, Sim, SimConfig, run_api_only};
+use pgtoolbox_sim::{DenyRule, FeatureGates, Sim, SimConfig, run_api_only};
 
 /// Our API group: the table shows every kind of it.
 use crate::api::GROUP;
@@ -72,6 +72,10 @@ pub struct SimArgs {
     /// Directory of manifests applied once the operator runs (default: the built-in examples).
     #[arg(long)]
     pub examples: Option<PathBuf>,
+    /// The embedded API server's feature gates, as kube-apiserver's flag sets them:
+    /// `ShardedListAndWatch=true` offers KEP-5866's shardSelector on lists and watches.
+    #[arg(long, value_parser = FeatureGates::parse)]
+    pub feature_gates: Option<FeatureGates>,
     #[command(flatten)]
     pub settings: SettingsArgs,
 }
@@ -81,7 +85,7 @@ impl SimArgs {
         if let Some(dir) = &self.third_party_crds {
             extra_crds.extend(third_party_crd_texts(dir)?);
         }
-        Ok(SimConfig {
+        let mut config = SimConfig {
             listen: self.listen,
             deny: self.deny.clone(),
             unserve: self.unserve.clone(),
@@ -93,7 +97,11 @@ impl SimArgs {
             seed: self.seed,
             external_crds: self.third_party_crds.is_none(),
             ..SimConfig::default()
-        })
+        };
+        if let Some(gates) = &self.feature_gates {
+            gates.apply(&mut config);
+        }
+        Ok(config)
     }
 }
 

@@ -15,6 +15,28 @@ use super::watch_restart::{FirstList, Generation, restartable};
 /// Events of one watch of the managed kind.
 pub type EventSource<K> = BoxStream<'static, watcher::Event<K>>;
 
+/// The clients the operator's watches go through.
+#[derive(Clone)]
+pub struct WatchClients {
+    /// Every watch of what is not kept by share: the reference indexes, cross-namespace
+    /// bindings.
+    pub all: Client,
+    /// The watches of what a member keeps by its share placed by namespace (its kinds, their
+    /// children in the owner's namespace): server-side sharded where that is on
+    /// (`k8s::sharded_client`), else `all`.
+    pub share: Client,
+}
+
+impl WatchClients {
+    /// One client for every watch.
+    pub fn same(client: &Client) -> Self {
+        Self {
+            all: client.clone(),
+            share: client.clone(),
+        }
+    }
+}
+
 /// Which namespaces the operator watches (`WATCH_NAMESPACES`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WatchScope {

@@ -3,7 +3,7 @@
 //! Handles are cheap to clone (one `Arc`) and every update is a lock-free atomic on an
 //! already-created series, so calling them on the reconcile path costs next to nothing.
 
-mod client_layer;
+pub(crate) mod client_layer;
 mod heap;
 
 use std::sync::atomic::AtomicU64;

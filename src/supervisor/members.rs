@@ -268,7 +268,7 @@ async fn follow(
     publish: watch::Sender<Option<u64>>,
     mut landed: watch::Receiver<Option<u64>>,
 ) {
-    let mut handshake = Handshake::new(cfg.identity.clone());
+    let mut handshake = Handshake::new(cfg.identity.clone(), resharder.placement());
     let mut seen = HashMap::new();
     loop {
         // Read only after our last publication landed (the hand-off's ordering rests on it).

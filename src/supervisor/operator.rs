@@ -19,9 +19,9 @@ use crate::actors::Registry;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{Reconciler, Shared};
 use crate::children::{FollowsShare, Wakeups};
-use crate::k8s::{FirstList, Restarts, WriteBudget};
+use crate::k8s::{FirstList, Restarts, ShardSelector, WatchClients, WriteBudget, sharded_client};
 use crate::messages::{KindCensus, KindMsg, RootMsg};
-use crate::ring::Ownership;
+use crate::ring::{Ownership, Placement};
 
 /// One kind to run: its reconciler and its watch (children wake it through the shared caches).
 pub struct Kind<R: Reconciler> {
@@ -85,6 +85,8 @@ impl<R: Reconciler> Kind<R> {
 /// What every kind needs from the operator when it starts.
 struct Env {
     client: Client,
+    /// The clients of the watches (`share`: server-side sharded where that is on).
+    watch_clients: WatchClients,
     scope: WatchScope,
     writes: WriteBudget,
     shared: Arc<Shared>,
@@ -118,7 +120,7 @@ type Started = (ActorCell, JoinHandle<()>, AskCensus, KindReshard);
 type KindStart = Box<dyn FnOnce(&Env) -> BoxFuture<'static, Result<Started, SpawnErr>> + Send>;
 
 /// Starts the streams of one shared cache (an owned-children store, a reference index).
-pub type StartCache = Box<dyn FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send>;
+pub type StartCache = crate::children::CacheStart;
 
 /// Collects the kinds, then starts the actor tree.
 pub struct OperatorBuilder {
@@ -129,6 +131,8 @@ pub struct OperatorBuilder {
     /// The caches that keep only this member's share.
     sharded: Vec<Arc<dyn FollowsShare>>,
     ownership: Ownership,
+    /// Where the API server filters watches by share: the ranges they ask for.
+    server_shard: Option<Arc<ShardSelector>>,
 }
 
 impl OperatorBuilder {
@@ -140,6 +144,7 @@ impl OperatorBuilder {
             caches: Vec::new(),
             sharded: Vec::new(),
             ownership: Ownership::default(),
+            server_shard: None,
         }
     }
 
@@ -151,11 +156,20 @@ impl OperatorBuilder {
         self
     }
 
+    /// Lets the API server filter the watches of what is kept by share (the kinds', the
+    /// children in their owners' namespaces) by the share's namespace-hash ranges: only where it
+    /// offers KEP-5866's `shardSelector` (`k8s::server_filters`) and objects are placed by
+    /// namespace. The caches and kinds still keep only their share themselves.
+    pub fn server_shard(mut self, selector: Arc<ShardSelector>) -> Self {
+        self.server_shard = Some(selector);
+        self
+    }
+
     /// Watch a shared cache once for the whole operator: each owner (or user) it reports
     /// changed is woken, whatever its kind.
     pub fn cache<F>(mut self, start: F) -> Self
     where
-        F: FnOnce(&Client, &WatchScope) -> Vec<Wakeups> + Send + 'static,
+        F: FnOnce(&WatchClients, &WatchScope) -> Vec<Wakeups> + Send + 'static,
     {
         self.caches.push(Box::new(start));
         self
@@ -193,7 +207,7 @@ impl OperatorBuilder {
             let first = FirstList::for_share(&env.ownership);
             let sources = kind.sources.unwrap_or_else(|| {
                 env.scope
-                    .apis::<R::Object>(&env.client)
+                    .apis::<R::Object>(&env.watch_clients.share)
                     .into_iter()
                     .map(|api| {
                         let restarts = kind.relists.subscribe();
@@ -265,7 +279,20 @@ impl OperatorBuilder {
     /// Spawn the root supervisor and one supervisor per registered kind.
     pub async fn start(self) -> Result<Operator, SpawnErr> {
         let (root, root_handle) = Actor::spawn(None, RootSupervisor, ()).await?;
+        let watch_clients = match &self.server_shard {
+            Some(selector) => {
+                // Before any watch starts: the first lists ask for the starting share.
+                selector.set(&self.ownership);
+                WatchClients {
+                    all: self.client.clone(),
+                    share: sharded_client(&self.client, selector.clone()),
+                }
+            }
+            None => WatchClients::same(&self.client),
+        };
+        let placement = self.ownership.placement();
         let env = Env {
+            watch_clients,
             client: self.client,
             scope: WatchScope::from_namespaces(&self.shared.settings.watch_namespaces),
             writes: WriteBudget::new(self.shared.settings.max_inflight_writes)
@@ -280,7 +307,7 @@ impl OperatorBuilder {
         }
         let mut caches = Vec::new();
         for start in self.caches {
-            for mut wakeups in start(&env.client, &env.scope) {
+            for mut wakeups in start(&env.watch_clients, &env.scope) {
                 let shared = env.shared.clone();
                 caches.push(AbortOnDropHandle::new(tokio::spawn(async move {
                     while let Some(owner) = wakeups.next().await {
@@ -307,6 +334,8 @@ impl OperatorBuilder {
             kinds,
             caches,
             sharded: self.sharded,
+            server_shard: self.server_shard,
+            placement,
         })
     }
 }
@@ -326,6 +355,8 @@ pub struct Resharder {
     caches: Vec<Arc<dyn FollowsShare>>,
     /// The steps added by [`Resharder::also`].
     steps: Vec<ShareStep>,
+    server_shard: Option<Arc<ShardSelector>>,
+    placement: Placement,
 }
 
 impl Resharder {
@@ -347,6 +378,11 @@ impl Resharder {
     /// process ends anyway).
     pub async fn apply(&self, ownership: Ownership) -> bool {
         let ownership = Arc::new(ownership);
+        // Watches starting again meanwhile (to list the new share, or after a drop) ask for
+        // both shares while either is held somewhere; the new one alone once all hold it.
+        if let Some(selector) = &self.server_shard {
+            selector.include(&ownership);
+        }
         let kinds = async {
             let drains = self.kinds.iter().map(|k| (k.drain)(ownership.clone()));
             let drained = futures::future::join_all(drains).await;
@@ -366,7 +402,15 @@ impl Resharder {
         };
         let steps = futures::future::join_all(self.steps.iter().map(|s| s(ownership.clone())));
         let (kinds, steps) = futures::join!(kinds, steps);
+        if let Some(selector) = &self.server_shard {
+            selector.set(&ownership);
+        }
         kinds && steps.into_iter().all(|ok| ok)
+    }
+
+    /// How the operator places objects (the ring's members must agree on it).
+    pub fn placement(&self) -> Placement {
+        self.placement
     }
 }
 
@@ -378,6 +422,8 @@ pub struct Operator {
     /// The shared caches' forwarding tasks; dropping them stops the cache watches.
     caches: Vec<AbortOnDropHandle<()>>,
     sharded: Vec<Arc<dyn FollowsShare>>,
+    server_shard: Option<Arc<ShardSelector>>,
+    placement: Placement,
 }
 
 impl Operator {
@@ -391,6 +437,8 @@ impl Operator {
             kinds: self.kinds.iter().map(|k| k.reshard.clone()).collect(),
             caches: self.sharded.clone(),
             steps: Vec::new(),
+            server_shard: self.server_shard.clone(),
+            placement: self.placement,
         }
     }
 

@@ -8,7 +8,7 @@ use pgtoolbox_operator::api::render_crds_yaml;
 use pgtoolbox_operator::testing::actors::console::ConsoleReconciler;
 use pgtoolbox_operator::testing::actors::{ObjectContext, PassEnv, Reconciler, Shared};
 use pgtoolbox_operator::testing::children::OperatorCaches;
-use pgtoolbox_operator::testing::k8s::{EventSink, WatchScope, WriteBudget};
+use pgtoolbox_operator::testing::k8s::{EventSink, WatchClients, WatchScope, WriteBudget};
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
@@ -40,7 +40,7 @@ async fn converges_without_requests(name: &str, spec: serde_json::Value) {
     let wakeups: Vec<_> = caches
         .watches()
         .into_iter()
-        .flat_map(|start| start(&client, &scope))
+        .flat_map(|start| start(&WatchClients::same(&client), &scope))
         .collect();
     let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
         let mut all = futures::stream::select_all(wakeups);

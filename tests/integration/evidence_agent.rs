@@ -550,7 +550,7 @@ async fn driven(provider: &str) -> Driven {
     use futures::StreamExt;
     use pgtoolbox_operator::testing::actors::evidence_agent::EvidenceAgentReconciler;
     use pgtoolbox_operator::testing::children::OperatorCaches;
-    use pgtoolbox_operator::testing::k8s::{EventSink, WatchScope};
+    use pgtoolbox_operator::testing::k8s::{EventSink, WatchClients, WatchScope};
 
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
@@ -580,7 +580,7 @@ async fn driven(provider: &str) -> Driven {
     let wakeups: Vec<_> = caches
         .watches()
         .into_iter()
-        .flat_map(|start| start(&client, &scope))
+        .flat_map(|start| start(&WatchClients::same(&client), &scope))
         .collect();
     let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
         let mut all = futures::stream::select_all(wakeups);

@@ -48,6 +48,7 @@ mod runtime_first_hour;
 mod runtime_hibernate;
 mod runtime_leader;
 mod runtime_namespaced;
+mod runtime_server_shard;
 mod runtime_shard_caches;
 mod runtime_shards;
 mod runtime_support;

@@ -8,7 +8,7 @@ use kube::api::{ObjectMeta, PostParams};
 use pgtoolbox_operator::testing::actors::access_request::AccessRequestReconciler;
 use pgtoolbox_operator::testing::actors::{ObjectContext, PassEnv, Reconciler, Shared};
 use pgtoolbox_operator::testing::children::OperatorCaches;
-use pgtoolbox_operator::testing::k8s::{EventSink, WatchScope, WriteBudget};
+use pgtoolbox_operator::testing::k8s::{EventSink, WatchClients, WatchScope, WriteBudget};
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use serde_json::json;
 
@@ -45,7 +45,7 @@ async fn a_pass_over_a_converged_request_makes_no_api_request() {
     let wakeups: Vec<_> = caches
         .watches()
         .into_iter()
-        .flat_map(|start| start(&env.client, &scope))
+        .flat_map(|start| start(&WatchClients::same(&env.client), &scope))
         .collect();
     let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
         let mut all = futures::stream::select_all(wakeups);

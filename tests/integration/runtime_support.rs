@@ -13,6 +13,7 @@ use pgtoolbox_operator::testing::actors::{
     ObjectContext, Outcome, ReconcileError, Reconciler, Shared,
 };
 use pgtoolbox_operator::testing::children::{ChildStore, Wakeups, owner_label};
+use pgtoolbox_operator::testing::k8s::WatchClients;
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use pgtoolbox_operator::testing::supervisor::{
     BackoffPolicy, Kind, KindOptions, Operator, OperatorBuilder, Registry, WatchScope,
@@ -109,12 +110,12 @@ pub const OWNER_LABEL: &str = "runtime.test/owner";
 
 /// Secrets labelled [`OWNER_LABEL`], held in a shared child store: a change to one wakes the
 /// object it names, as the operator's own caches wake the owners of changed children.
-pub fn labelled_secrets() -> impl FnOnce(&kube::Client, &WatchScope) -> Vec<Wakeups> + Send + 'static
+pub fn labelled_secrets() -> impl FnOnce(&WatchClients, &WatchScope) -> Vec<Wakeups> + Send + 'static
 {
     let store = ChildStore::<Secret>::new("test Secrets", owner_label("ConfigMap", OWNER_LABEL));
-    move |client, scope| {
+    move |clients, scope| {
         store.watch(
-            client,
+            &clients.share,
             scope,
             watcher::Config::default().labels(OWNER_LABEL),
         )

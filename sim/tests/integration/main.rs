@@ -13,6 +13,7 @@ mod sim_protobuf_generators;
 mod sim_python;
 mod sim_rbac;
 mod sim_scale;
+mod sim_sharding;
 mod sim_support;
 mod sim_watch;
 mod sim_workload_faults;

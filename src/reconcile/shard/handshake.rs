@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::ring::{Ownership, Ring, view_hash};
+use crate::ring::{Ownership, Placement, Ring, view_hash};
 
 /// A live member as its Lease shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,12 +39,13 @@ pub struct Handshake {
 }
 
 impl Handshake {
-    /// A new member holds nothing until it agreed a view with the others.
-    pub fn new(me: impl Into<String>) -> Self {
+    /// A new member of a ring placing objects by `placement`: it holds nothing until it
+    /// agreed a view with the others.
+    pub fn new(me: impl Into<String>, placement: Placement) -> Self {
         Self {
             me: me.into(),
             view: None,
-            held: Ownership::single(Ring::Nothing),
+            held: Ownership::placed(Ring::Nothing, placement),
         }
     }
 
@@ -54,7 +55,7 @@ impl Handshake {
         let mut members: BTreeSet<String> = live.iter().map(|p| p.identity.clone()).collect();
         members.insert(self.me.clone());
         if self.view.as_ref() != Some(&members) {
-            let publish = view_hash(&members);
+            let publish = view_hash(&members, self.held.placement());
             let ring = Ring::Members {
                 me: self.me.clone(),
                 members: members.clone(),
@@ -66,7 +67,7 @@ impl Handshake {
                 publish,
             };
         }
-        let publish = view_hash(&members);
+        let publish = view_hash(&members, self.held.placement());
         let agreed = live
             .iter()
             .all(|p| p.identity == self.me || p.view == Some(publish));
@@ -91,7 +92,7 @@ mod tests {
 
     #[test]
     fn a_joining_member_owns_nothing_until_every_live_member_shows_its_view() {
-        let mut b = Handshake::new("b");
+        let mut b = Handshake::new("b", Placement::Object);
         let Step::Drain { ownership, publish } = b.observe(&[peer("a", None)]) else {
             panic!("a new view is drained first");
         };
@@ -111,7 +112,7 @@ mod tests {
 
     #[test]
     fn a_member_alone_adopts_everything_after_its_own_publication() {
-        let mut a = Handshake::new("a");
+        let mut a = Handshake::new("a", Placement::Object);
         assert!(matches!(a.observe(&[]), Step::Drain { .. }));
         let Step::Adopt(owned) = a.observe(&[]) else {
             panic!("alone, nobody else has to agree");

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::handshake::{Handshake, Peer, Step};
-use crate::ring::{Ownership, Ring};
+use crate::ring::{Ownership, Placement, Ring};
 
 const KINDS: [&str; 3] = ["PgAdmin", "PgToolBoxConsole", "EvidenceAgent"];
 
@@ -50,7 +50,7 @@ impl World {
 
     fn join(&mut self, me: &str) {
         let member = Member {
-            handshake: Handshake::new(me),
+            handshake: Handshake::new(me, Placement::Object),
             held: Ownership::single(Ring::Nothing),
             published: None,
         };

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::handshake::{Handshake, Peer, Step};
-use crate::ring::{Ownership, Ring, object_key};
+use crate::ring::{Ownership, Placement, Ring};
 
 const LEASE: u64 = 150; // 15 s
 const DEADLINE: u64 = 100; // 10 s
@@ -16,9 +16,14 @@ const OBJECTS: usize = 120;
 const TICKS: u64 = 4_000;
 const QUIET: u64 = 1_500; // no churn in the last 150 s
 
-fn keys() -> Vec<u64> {
+/// The objects as `(namespace, name)`: placed by namespace, each in its own namespace (so
+/// they spread over the buckets); placed by object, all in one.
+fn objects(placement: Placement) -> Vec<(String, String)> {
     (0..OBJECTS)
-        .map(|i| object_key("PgAdmin", "ns", &format!("o{i}")))
+        .map(|i| match placement {
+            Placement::Object => ("ns".to_owned(), format!("o{i}")),
+            Placement::Namespace => (format!("ns{i}"), "o".to_owned()),
+        })
         .collect()
 }
 
@@ -78,11 +83,11 @@ struct Member {
 }
 
 impl Member {
-    fn new(id: String, now: u64, rng: &mut Rng) -> Self {
+    fn new(id: String, now: u64, rng: &mut Rng, placement: Placement) -> Self {
         Self {
             id: id.clone(),
-            handshake: Handshake::new(id),
-            writing: Ownership::single(Ring::Nothing),
+            handshake: Handshake::new(id, placement),
+            writing: Ownership::placed(Ring::Nothing, placement),
             owned: Vec::new(),
             phase: Phase::Read { at: now },
             renewed: now,
@@ -95,11 +100,14 @@ impl Member {
 
     fn stop(&mut self) {
         self.alive = false;
-        self.write(Ownership::single(Ring::Nothing));
+        self.write(Ownership::placed(Ring::Nothing, self.writing.placement()));
     }
 
     fn write(&mut self, ownership: Ownership) {
-        self.owned = keys().iter().map(|k| ownership.owns(*k)).collect();
+        self.owned = objects(ownership.placement())
+            .iter()
+            .map(|(namespace, name)| ownership.owns_object("PgAdmin", namespace, name))
+            .collect();
         self.writing = ownership;
     }
 
@@ -189,13 +197,13 @@ impl Member {
     }
 }
 
-fn run(seed: u64) {
+fn run(seed: u64, placement: Placement) {
     let mut rng = Rng(seed);
     let mut leases: BTreeMap<String, LeaseRecord> = BTreeMap::new();
     let mut members: Vec<Member> = Vec::new();
     let first = 1 + rng.below(3);
     for n in 0..first {
-        members.push(Member::new(format!("m{n}"), 0, &mut rng));
+        members.push(Member::new(format!("m{n}"), 0, &mut rng, placement));
     }
     let mut next_id = first;
     let mut unowned_since: Vec<Option<u64>> = vec![Some(0); OBJECTS];
@@ -210,7 +218,7 @@ fn run(seed: u64) {
             events.push(now);
             match rng.below(4) {
                 0 if alive.len() < 5 => {
-                    members.push(Member::new(format!("m{next_id}"), now, &mut rng));
+                    members.push(Member::new(format!("m{next_id}"), now, &mut rng, placement));
                     next_id += 1;
                 }
                 1 if alive.len() > 1 => {
@@ -232,7 +240,7 @@ fn run(seed: u64) {
         }
         // Keep at least one member: a replacement starts when the last one went.
         if members.iter().all(|m| !m.alive) {
-            members.push(Member::new(format!("m{next_id}"), now, &mut rng));
+            members.push(Member::new(format!("m{next_id}"), now, &mut rng, placement));
             next_id += 1;
         }
         for member in &mut members {
@@ -275,6 +283,13 @@ fn run(seed: u64) {
 #[test]
 fn members_model_keeps_one_writer_per_object_over_100_seeded_schedules() {
     for seed in 0..100 {
-        run(seed);
+        run(seed, Placement::Object);
+    }
+}
+
+#[test]
+fn members_model_keeps_one_writer_per_namespace_placed_object_over_100_seeded_schedules() {
+    for seed in 0..100 {
+        run(seed, Placement::Namespace);
     }
 }
