@@ -10,7 +10,9 @@
 //! hand-off, 200), `SHARDS_EXPIRY_SECS` (0: the expiring requests are due before the members
 //! start), `SHARDS_TIMEOUT_SECS` (1800, the wait for convergence); each run's figures are
 //! appended to `SHARDS_OUT` (JSON lines) when set; `SHARDS_OPERATOR_LOG=<prefix>` keeps member
-//! i's log in `<prefix>.<i>`.
+//! i's log in `<prefix>.<i>`. `SHARDS_PLACEMENT=namespace` places requests by namespace on a
+//! server offering KEP-5866's shardSelector (server-side sharded watches), over the
+//! `SEED_NAMESPACES` (10) namespaces requests are seeded in.
 //! `-- --smoke`: N = 1,000, members 1 and 2, one run, a sample of 50.
 //!
 //! Every (N, members, run) is its own child process holding the embedded API server; the
@@ -37,6 +39,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use pgtoolbox_operator::api::render_crds_yaml;
+use pgtoolbox_operator::testing::supervisor::shard::Placement;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::{Deserialize, Serialize};
 
@@ -74,6 +77,14 @@ pub struct RunResult {
     pub exits: Vec<String>,
     /// The 1-minute load average at the start and at convergence.
     pub load: (f64, f64),
+    /// `object` or `namespace` (`SHARDS_PLACEMENT`), and over how many namespaces.
+    #[serde(default)]
+    pub placement: String,
+    #[serde(default)]
+    pub namespaces: usize,
+    /// Lists and watches the server filtered by a shard selector (namespace placement).
+    #[serde(default)]
+    pub shard_selected: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -192,6 +203,7 @@ async fn run(plan: Plan) -> RunResult {
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
         extra_crds: vec![crds],
+        sharded_list_and_watch: members::placement() == Placement::Namespace,
         ..SimConfig::default()
     })
     .await
@@ -244,6 +256,7 @@ async fn run(plan: Plan) -> RunResult {
     let load_end = measure::load_average();
     let writes_done_s = writes_settled(&sim, start).await;
     let writes = sim.stats().writes();
+    let shard_selected: u64 = sim.stats().shard_selected.values().sum();
     // Idle actors hibernate after a second: memory is measured at rest.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let owned = owned_per_member(&client, &running, plan.n).await;
@@ -282,6 +295,12 @@ async fn run(plan: Plan) -> RunResult {
             .collect::<Vec<_>>(),
         per_member.iter().map(|m| m.owned).collect::<Vec<_>>(),
     );
+    if shard_selected > 0 {
+        eprintln!(
+            "   placed by namespace over {} namespaces: {shard_selected} lists and watches filtered by the server",
+            seed::namespaces()
+        );
+    }
     note_exits(&mut running, start, &mut exits);
     // The victim is the last member still running.
     let gone = |m: &members::Member| exits.iter().any(|e| e.starts_with(&format!("{}:", m.name)));
@@ -319,6 +338,9 @@ async fn run(plan: Plan) -> RunResult {
         hand_off,
         exits,
         load: (load_start, load_end),
+        placement: format!("{:?}", members::placement()).to_lowercase(),
+        namespaces: seed::namespaces(),
+        shard_selected,
     }
 }
 

@@ -14,8 +14,22 @@ use pgtoolbox_operator::api::PgAccessRequest;
 use pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL;
 use serde_json::json;
 
-/// Requests are spread over this many namespaces.
-pub const NAMESPACES: usize = 10;
+/// Requests are spread over this many namespaces: `SEED_NAMESPACES`, 10 by default.
+pub fn namespaces() -> usize {
+    static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *COUNT.get_or_init(|| {
+        std::env::var("SEED_NAMESPACES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(10)
+    })
+}
+
+/// Every namespace requests are seeded in.
+pub fn namespace_names() -> Vec<String> {
+    (0..namespaces()).map(|ns| format!("bench-{ns}")).collect()
+}
 pub const ROLE: &str = "cnpg-viewer";
 /// Concurrent clients seeding the fleet (not timed).
 const SEEDERS: usize = 32;
@@ -70,7 +84,7 @@ pub fn name(index: usize) -> String {
 }
 
 pub fn namespace(index: usize) -> String {
-    format!("bench-{}", index % NAMESPACES)
+    format!("bench-{}", index % namespaces())
 }
 
 /// The index a request name encodes.
@@ -131,10 +145,9 @@ pub async fn drift_binding(client: &kube::Client, index: usize) -> std::time::In
 /// Creates the namespaces and `n` requests (with bindings and decisions) through the API.
 pub async fn seed(client: &kube::Client, n: usize) -> Vec<Seeded> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    for ns in 0..NAMESPACES {
+    for ns in namespace_names() {
         let obj: Namespace =
-            serde_json::from_value(json!({"metadata": {"name": format!("bench-{ns}")}}))
-                .expect("namespace manifest");
+            serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace manifest");
         namespaces
             .create(&PostParams::default(), &obj)
             .await

@@ -10,7 +10,7 @@ use pgtoolbox_operator::api::PgAccessRequest;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_operator::testing::supervisor::leader::LeaderConfig;
 use pgtoolbox_operator::testing::supervisor::members::{MEMBER_LABEL, member_config};
-use pgtoolbox_operator::testing::supervisor::shard::{Ring, object_key};
+use pgtoolbox_operator::testing::supervisor::shard::{Ownership, Placement, Ring};
 use pgtoolbox_sim::Sim;
 
 pub use super::common::members::Member;
@@ -34,9 +34,25 @@ fn log_of(i: usize) -> Option<PathBuf> {
         .map(|prefix| PathBuf::from(format!("{prefix}.{i}")))
 }
 
+/// `SHARDS_PLACEMENT=namespace`: the members place requests by namespace and watch the seeded
+/// namespaces (`--shard-placement namespace`, `WATCH_NAMESPACES`), on an API server with the
+/// `ShardedListAndWatch` gate on; otherwise as shipped (placed by object, every namespace).
+pub fn placement() -> Placement {
+    match std::env::var("SHARDS_PLACEMENT").as_deref() {
+        Ok("namespace") => Placement::Namespace,
+        _ => Placement::Object,
+    }
+}
+
 /// Starts `count` members: one alone runs as the single replica, more join a ring.
 pub fn start(kubeconfig: &Path, count: usize) -> Vec<Member> {
-    members::start(kubeconfig, count, log_of, |_| {})
+    members::start(kubeconfig, count, log_of, |command| {
+        if placement() == Placement::Namespace {
+            // The single replica watches the same namespaces (the same watches) as members.
+            command.args(["--shard-placement", "namespace"]);
+            command.env("WATCH_NAMESPACES", seed::namespace_names().join(","));
+        }
+    })
 }
 
 /// The RSS and the live heap of a single replica with nothing to reconcile, KiB: started on
@@ -93,6 +109,8 @@ pub fn rings(identities: &[String]) -> Vec<Ring> {
 /// The member (its place in `rings`) that owns request `index`, as every member computes it.
 pub fn owner_of(rings: &[Ring], index: usize) -> Option<usize> {
     let kind = <PgAccessRequest as kube::Resource>::kind(&());
-    let key = object_key(&kind, &seed::namespace(index), &seed::name(index));
-    rings.iter().position(|ring| ring.owns(key))
+    let (namespace, name) = (seed::namespace(index), seed::name(index));
+    rings.iter().position(|ring| {
+        Ownership::placed(ring.clone(), placement()).owns_object(&kind, &namespace, &name)
+    })
 }
