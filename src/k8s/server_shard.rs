@@ -13,7 +13,7 @@ use kube::client::Body;
 use tower_service::Service;
 
 use crate::metrics::client_layer::kube_verb;
-use crate::ring::Ownership;
+use crate::ring::{Ownership, fnv1a64};
 
 /// The namespace-hash ranges a member's watches ask the API server for: at all times at least
 /// the share of every cache and kind that reads them (see [`ShardSelector::include`]).
@@ -58,6 +58,38 @@ impl ShardSelector {
     pub fn selector(&self) -> Option<String> {
         let ranges = self.ranges.read().unwrap_or_else(PoisonError::into_inner);
         ranges.as_deref().map(selector_of)
+    }
+
+    /// The `shardSelector` of a collection in `namespace`: the one range of its hash where it
+    /// is asked for, else the empty range. The same objects as [`ShardSelector::selector`],
+    /// in one term rather than one per namespace of the share.
+    pub fn selector_in(&self, namespace: &str) -> Option<String> {
+        let ranges = self.ranges.read().unwrap_or_else(PoisonError::into_inner);
+        let ranges = ranges.as_deref()?;
+        let hash = u128::from(fnv1a64(namespace.as_bytes()));
+        let asked = ranges
+            .iter()
+            .any(|(start, end)| (*start..*end).contains(&hash));
+        Some(selector_of(&if asked {
+            vec![(hash, hash + 1)]
+        } else {
+            Vec::new()
+        }))
+    }
+}
+
+/// The namespace a collection path is in: `a` for `/api/v1/namespaces/a/pods` or
+/// `/apis/apps/v1/namespaces/a/deployments`, `None` for a cluster-wide one.
+fn collection_namespace(path: &str) -> Option<&str> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let rest = match segments.first() {
+        Some(&"api") => segments.get(2..)?,
+        Some(&"apis") => segments.get(3..)?,
+        _ => return None,
+    };
+    match rest {
+        ["namespaces", namespace, _resource] => Some(namespace),
+        _ => None,
     }
 }
 
@@ -119,8 +151,12 @@ impl Service<Request<Body>> for AddShardSelector {
             request.uri().path(),
             request.uri().query(),
         );
+        let selector = match collection_namespace(request.uri().path()) {
+            Some(namespace) => self.selector.selector_in(namespace),
+            None => self.selector.selector(),
+        };
         if matches!(verb, "list" | "watch")
-            && let Some(selector) = self.selector.selector()
+            && let Some(selector) = selector
             && let Some(uri) = with_query(request.uri(), "shardSelector", &selector)
         {
             *request.uri_mut() = uri;
@@ -168,7 +204,7 @@ pub async fn server_filters(client: &Client, path: &str) -> Result<bool, kube::E
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ring::{Placement, Ring, fnv1a64};
+    use crate::ring::{Placement, Ring};
     use std::collections::BTreeSet;
 
     fn member(me: &str, all: &[&str]) -> Ownership {
@@ -230,6 +266,41 @@ mod tests {
         // Everything included is everything.
         selector.include(&Ownership::default());
         assert_eq!(selector.selector(), None);
+    }
+
+    #[test]
+    fn a_namespaced_collection_asks_for_its_own_namespace_only() {
+        let share = member("a", &["a", "b"]);
+        let selector = ShardSelector::new(namespaces());
+        assert_eq!(
+            selector.selector_in("team-1"),
+            None,
+            "everything until told"
+        );
+        selector.set(&share);
+        for namespace in namespaces() {
+            let hash = u128::from(fnv1a64(namespace.as_bytes()));
+            let expected = if share.owns_object("PgAdmin", &namespace, "x") {
+                selector_of(&[(hash, hash + 1)])
+            } else {
+                selector_of(&[])
+            };
+            assert_eq!(selector.selector_in(&namespace), Some(expected));
+        }
+        assert_eq!(
+            collection_namespace("/apis/apps/v1/namespaces/team-1/deployments"),
+            Some("team-1")
+        );
+        assert_eq!(
+            collection_namespace("/api/v1/namespaces/team-1/pods"),
+            Some("team-1")
+        );
+        assert_eq!(collection_namespace("/api/v1/pods"), None);
+        assert_eq!(collection_namespace("/api/v1/namespaces/team-1"), None);
+        assert_eq!(
+            collection_namespace("/api/v1/namespaces/team-1/pods/p"),
+            None
+        );
     }
 
     #[test]
