@@ -11,8 +11,10 @@
 //! start), `SHARDS_TIMEOUT_SECS` (1800, the wait for convergence); each run's figures are
 //! appended to `SHARDS_OUT` (JSON lines) when set; `SHARDS_OPERATOR_LOG=<prefix>` keeps member
 //! i's log in `<prefix>.<i>`. `SHARDS_PLACEMENT=namespace` places requests by namespace on a
-//! server offering KEP-5866's shardSelector (server-side sharded watches), over the
-//! `SEED_NAMESPACES` (10) namespaces requests are seeded in.
+//! server offering KEP-5866's shardSelector (server-side sharded watches; `SHARDS_GATE=off`:
+//! the same without the server's filtering), watching the `SEED_NAMESPACES` (10) namespaces
+//! requests are seeded in one by one (`WATCH_NAMESPACES`, also with
+//! `SHARDS_WATCH_NAMESPACES=1` for the default placement).
 //! `-- --smoke`: N = 1,000, members 1 and 2, one run, a sample of 50.
 //!
 //! Every (N, members, run) is its own child process holding the embedded API server; the
@@ -39,7 +41,6 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, PostParams};
 use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::testing::supervisor::shard::Placement;
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde::{Deserialize, Serialize};
 
@@ -77,7 +78,8 @@ pub struct RunResult {
     pub exits: Vec<String>,
     /// The 1-minute load average at the start and at convergence.
     pub load: (f64, f64),
-    /// `object` or `namespace` (`SHARDS_PLACEMENT`), and over how many namespaces.
+    /// `object` or `namespace` (`SHARDS_PLACEMENT`), the watches and where the share is
+    /// filtered (`members::describe`), and over how many namespaces.
     #[serde(default)]
     pub placement: String,
     #[serde(default)]
@@ -203,7 +205,7 @@ async fn run(plan: Plan) -> RunResult {
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
         extra_crds: vec![crds],
-        sharded_list_and_watch: members::placement() == Placement::Namespace,
+        sharded_list_and_watch: members::server_sharding(),
         ..SimConfig::default()
     })
     .await
@@ -338,7 +340,7 @@ async fn run(plan: Plan) -> RunResult {
         hand_off,
         exits,
         load: (load_start, load_end),
-        placement: format!("{:?}", members::placement()).to_lowercase(),
+        placement: members::describe(),
         namespaces: seed::namespaces(),
         shard_selected,
     }

@@ -44,12 +44,42 @@ pub fn placement() -> Placement {
     }
 }
 
+/// Whether the members watch the seeded namespaces one by one (`WATCH_NAMESPACES`): always
+/// when placed by namespace, else with `SHARDS_WATCH_NAMESPACES=1`.
+fn watch_namespaces() -> bool {
+    placement() == Placement::Namespace
+        || std::env::var("SHARDS_WATCH_NAMESPACES").is_ok_and(|v| v == "1")
+}
+
+/// Whether the embedded server offers KEP-5866's shardSelector: placed by namespace, unless
+/// `SHARDS_GATE=off` (the same members, filtering their share themselves).
+pub fn server_sharding() -> bool {
+    placement() == Placement::Namespace && !std::env::var("SHARDS_GATE").is_ok_and(|v| v == "off")
+}
+
+/// The run's placement as the report names it, e.g. `namespace (server-side)`.
+pub fn describe() -> String {
+    let watches = if watch_namespaces() {
+        "per-namespace watches"
+    } else {
+        "cluster-wide watches"
+    };
+    let filtering = if server_sharding() {
+        "server-side"
+    } else {
+        "client-side"
+    };
+    format!("{:?}, {watches}, {filtering}", placement()).to_lowercase()
+}
+
 /// Starts `count` members: one alone runs as the single replica, more join a ring.
 pub fn start(kubeconfig: &Path, count: usize) -> Vec<Member> {
     members::start(kubeconfig, count, log_of, |command| {
         if placement() == Placement::Namespace {
-            // The single replica watches the same namespaces (the same watches) as members.
             command.args(["--shard-placement", "namespace"]);
+        }
+        if watch_namespaces() {
+            // The single replica watches the same namespaces (the same watches) as members.
             command.env("WATCH_NAMESPACES", seed::namespace_names().join(","));
         }
     })
