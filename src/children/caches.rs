@@ -129,19 +129,11 @@ fn managed() -> watcher::Config {
     watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))
 }
 
-/// Children in their owner's namespace: kept by share, so watched through the share's client.
+/// Children, all in their owner's namespace: kept by share, so watched through the share's
+/// client.
 fn start<C: StoredChild>(store: &Arc<ChildStore<C>>, config: watcher::Config) -> CacheStart {
     let store = store.clone();
     Box::new(move |clients, scope| store.watch(&clients.share, scope, config))
-}
-
-/// Children that may live in another namespace than their owner's.
-fn start_anywhere<C: StoredChild>(
-    store: &Arc<ChildStore<C>>,
-    config: watcher::Config,
-) -> CacheStart {
-    let store = store.clone();
-    Box::new(move |clients, scope| store.watch(&clients.all, scope, config))
 }
 
 fn start_index(index: &Arc<ReferenceIndex>) -> CacheStart {
@@ -379,8 +371,8 @@ impl OperatorCaches {
             start(&self.routes, managed()),
             start(&self.http_routes, managed()),
             start(&self.owned_secrets, managed()),
-            // A request's bindings are in the namespaces it grants, not its own.
-            start_anywhere(
+            // A request's binding is in the request's namespace, as every child is.
+            start(
                 &self.access_bindings,
                 watcher::Config::default().labels(REQUEST_LABEL),
             ),

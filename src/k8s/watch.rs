@@ -18,8 +18,8 @@ pub type EventSource<K> = BoxStream<'static, watcher::Event<K>>;
 /// The clients the operator's watches go through.
 #[derive(Clone)]
 pub struct WatchClients {
-    /// Every watch of what is not kept by share: the reference indexes, cross-namespace
-    /// bindings.
+    /// Every watch of what is not kept by share: the reference indexes (any member's object
+    /// may name what they hold).
     pub all: Client,
     /// The watches of what a member keeps by its share placed by namespace (its kinds, their
     /// children in the owner's namespace): server-side sharded where that is on
