@@ -12,7 +12,7 @@ use kube::Client;
 use kube::client::Body;
 use tower_service::Service;
 
-use crate::metrics::client_layer::kube_verb;
+use crate::metrics::client_layer::{kube_verb, resource_path};
 use crate::ring::{Ownership, fnv1a64};
 
 /// The namespace-hash ranges a member's watches ask the API server for: at all times at least
@@ -81,14 +81,8 @@ impl ShardSelector {
 /// The namespace a collection path is in: `a` for `/api/v1/namespaces/a/pods` or
 /// `/apis/apps/v1/namespaces/a/deployments`, `None` for a cluster-wide one.
 fn collection_namespace(path: &str) -> Option<&str> {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let rest = match segments.first() {
-        Some(&"api") => segments.get(2..)?,
-        Some(&"apis") => segments.get(3..)?,
-        _ => return None,
-    };
-    match rest {
-        ["namespaces", namespace, _resource] => Some(namespace),
+    match resource_path(path)? {
+        (Some(namespace), rest) if rest.len() == 1 => Some(namespace),
         _ => None,
     }
 }
@@ -151,12 +145,12 @@ impl Service<Request<Body>> for AddShardSelector {
             request.uri().path(),
             request.uri().query(),
         );
-        let selector = match collection_namespace(request.uri().path()) {
+        let selector = || match collection_namespace(request.uri().path()) {
             Some(namespace) => self.selector.selector_in(namespace),
             None => self.selector.selector(),
         };
         if matches!(verb, "list" | "watch")
-            && let Some(selector) = selector
+            && let Some(selector) = selector()
             && let Some(uri) = with_query(request.uri(), "shardSelector", &selector)
         {
             *request.uri_mut() = uri;

@@ -33,41 +33,38 @@ pub fn kube_verb(method: &Method, path: &str, query: Option<&str>) -> &'static s
     }
 }
 
+/// A resource path split after `api/v1` or `apis/<group>/<version>`: the namespace it is in,
+/// when it goes on past `namespaces/<name>`, and the segments from the resource on
+/// (`/api/v1/namespaces/a` is the namespace `a` itself: no namespace, `["namespaces", "a"]`).
+/// `None` for a path under neither root.
+pub(crate) fn resource_path(path: &str) -> Option<(Option<&str>, Vec<&str>)> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let rest = match segments.first() {
+        Some(&"api") => segments.get(2..)?,
+        Some(&"apis") => segments.get(3..)?,
+        _ => return None,
+    };
+    Some(match rest {
+        ["namespaces", namespace, tail @ ..] if !tail.is_empty() => {
+            (Some(*namespace), tail.to_vec())
+        }
+        other => (None, other.to_vec()),
+    })
+}
+
 /// Whether a resource path ends at a named object (or one of its subresources) rather than
 /// at a collection: `/api/v1/namespaces/a/secrets/s` names one, `/api/v1/namespaces/a/secrets`
 /// does not. `/api/v1/namespaces/a` names the namespace itself.
 fn names_an_object(path: &str) -> bool {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    // Skip `api/v1` or `apis/<group>/<version>`.
-    let rest = match segments.first() {
-        Some(&"api") => segments.get(2..),
-        Some(&"apis") => segments.get(3..),
-        _ => None,
-    };
-    let Some(rest) = rest else { return false };
-    let rest = match rest {
-        ["namespaces", _, tail @ ..] if !tail.is_empty() => tail,
-        other => other,
-    };
-    rest.len() >= 2
+    resource_path(path).is_some_and(|(_, rest)| rest.len() >= 2)
 }
 
 /// The resource a path names, as its plural: `deployments` for
 /// `/apis/apps/v1/namespaces/a/deployments/d`, `namespaces` for `/api/v1/namespaces/a`,
 /// `discovery` for a group's or version's own path.
 pub fn kube_resource(path: &str) -> &str {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let rest = match segments.first() {
-        Some(&"api") => segments.get(2..),
-        Some(&"apis") => segments.get(3..),
-        _ => None,
-    };
-    let rest = match rest.unwrap_or_default() {
-        ["namespaces", _, tail @ ..] if !tail.is_empty() => tail,
-        other => other,
-    };
-    rest.first()
-        .copied()
+    resource_path(path)
+        .and_then(|(_, rest)| rest.first().copied())
         .filter(|r| !r.is_empty())
         .unwrap_or("discovery")
 }
