@@ -18,7 +18,7 @@ use super::watch::{EventSource, WatchScope, watch_events};
 use crate::actors::Registry;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{Reconciler, Shared};
-use crate::children::{FollowsShare, Wakeups};
+use crate::children::{CacheStart, FollowsShare, Wakeups};
 use crate::k8s::{FirstList, Restarts, ShardSelector, WatchClients, WriteBudget, sharded_client};
 use crate::messages::{KindCensus, KindMsg, RootMsg};
 use crate::ring::{Ownership, Placement};
@@ -119,15 +119,12 @@ type Started = (ActorCell, JoinHandle<()>, AskCensus, KindReshard);
 
 type KindStart = Box<dyn FnOnce(&Env) -> BoxFuture<'static, Result<Started, SpawnErr>> + Send>;
 
-/// Starts the streams of one shared cache (an owned-children store, a reference index).
-pub type StartCache = crate::children::CacheStart;
-
 /// Collects the kinds, then starts the actor tree.
 pub struct OperatorBuilder {
     client: Client,
     shared: Arc<Shared>,
     kinds: Vec<(String, KindStart)>,
-    caches: Vec<StartCache>,
+    caches: Vec<CacheStart>,
     /// The caches that keep only this member's share.
     sharded: Vec<Arc<dyn FollowsShare>>,
     ownership: Ownership,
