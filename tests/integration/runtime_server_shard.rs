@@ -10,6 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::testing::children::OperatorCaches;
 use pgtoolbox_operator::testing::k8s::{ShardSelector, server_filters, sharded_client};
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use pgtoolbox_operator::testing::supervisor::members::Membership;
@@ -74,9 +75,16 @@ async fn join(client: &kube::Client, identity: &str) -> Member {
         },
         ..Shared::default()
     };
+    // The operator's own cache set, as `run` registers it: which of its watches the server
+    // filters is checked against the embedded server's counts.
+    let caches = OperatorCaches::new();
     let mut builder = OperatorBuilder::new(client.clone(), Arc::new(shared))
         .ownership(Ownership::placed(Ring::Nothing, Placement::Namespace))
-        .register(kind);
+        .register(kind)
+        .sharded_cache(Arc::new(caches.clone()));
+    for start in caches.watches() {
+        builder = builder.cache(start);
+    }
     if let Some(selector) = &selector {
         builder = builder.server_shard(selector.clone());
     }
@@ -168,13 +176,21 @@ async fn split_and_mirrored(client: &kube::Client, members: &[&Member]) {
     eventually(DEADLINE, "every object mirrored", || all_seen(client, "1")).await;
 }
 
-/// Lists and watches of ConfigMaps the server filtered by a shard selector.
-fn sharded_requests(sim: &Sim) -> u64 {
+/// Lists and watches of `resource` (`group/plural`) the server filtered by a shard selector.
+fn sharded_requests_of(sim: &Sim, resource: &str) -> u64 {
     let stats = sim.stats();
-    ["list configmaps", "watch configmaps"]
+    ["list", "watch"]
         .iter()
-        .map(|k| stats.shard_selected.get(*k).copied().unwrap_or(0))
+        .map(|verb| {
+            let key = format!("{verb} {resource}");
+            stats.shard_selected.get(&key).copied().unwrap_or(0)
+        })
         .sum()
+}
+
+/// Lists and watches of ConfigMaps (the kind's and the referenced ones) the server filtered.
+fn sharded_requests(sim: &Sim) -> u64 {
+    sharded_requests_of(sim, "configmaps")
 }
 
 #[tokio::test]
@@ -193,6 +209,18 @@ async fn members_ask_the_server_for_their_namespaces_and_survivors_for_a_killed_
         sharded_requests(&sim) > 0,
         "the watches carried the selector"
     );
+    // The children caches ask for the share; the reference caches read everything.
+    for children in [
+        "rbac.authorization.k8s.io/rolebindings",
+        "apps/deployments",
+        "secrets",
+    ] {
+        assert!(
+            sharded_requests_of(&sim, children) > 0,
+            "{children} by share"
+        );
+    }
+    assert_eq!(sharded_requests_of(&sim, "postgresql.cnpg.io/clusters"), 0);
     // What each member's watches ask for is its namespaces, no more (once settled).
     for member in all {
         let selector = member.selector.as_ref().expect("filtered");
