@@ -113,6 +113,19 @@ async fn watch(client: &kube::Client, params: &str) -> kube::client::Body {
     resp.into_body()
 }
 
+/// A watch with `params` of each half of the hash space, on uid then on namespace (lower half
+/// first).
+async fn watch_halves(client: &kube::Client, params: &str) -> Vec<kube::client::Body> {
+    let mut watches = Vec::new();
+    for field in ["uid", "namespace"] {
+        for lower in [true, false] {
+            let shard = format!("&shardSelector={}", encode(&half(field, lower)));
+            watches.push(watch(client, &format!("{params}{shard}")).await);
+        }
+    }
+    watches
+}
+
 /// The objects a finished watch reported ADDED, and whether it sent a BOOKMARK.
 async fn added(body: kube::client::Body) -> (BTreeSet<String>, bool) {
     let bytes = body.collect_bytes().await.expect("watch body");
@@ -143,21 +156,9 @@ async fn complementary_shards_split_paged_lists_and_watches() {
                    &allowWatchBookmarks=true";
     // Watches of each half: one replaying the creations from the version before them, one
     // started after them (initial events); both then see the live creations below.
-    let mut replays = Vec::new();
-    for field in ["uid", "namespace"] {
-        for lower in [true, false] {
-            let shard = format!("&shardSelector={}", encode(&half(field, lower)));
-            replays.push(watch(&client, &format!("&resourceVersion={before}{shard}")).await);
-        }
-    }
+    let mut replays = watch_halves(&client, &format!("&resourceVersion={before}")).await;
     create_all(&client, "cm").await;
-    let mut initials = Vec::new();
-    for field in ["uid", "namespace"] {
-        for lower in [true, false] {
-            let shard = format!("&shardSelector={}", encode(&half(field, lower)));
-            initials.push(watch(&client, &format!("{initial}{shard}")).await);
-        }
-    }
+    let mut initials = watch_halves(&client, initial).await;
     create_all(&client, "live").await;
     let (all, infos, _) = list(&client, "").await;
     assert!(all.len() >= 2 * NAMESPACES * PER_NAMESPACE, "{}", all.len());
