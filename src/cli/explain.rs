@@ -49,7 +49,7 @@ pub enum ExplainError {
         kubeconfig: kube::config::KubeconfigError,
         in_cluster: kube::config::InClusterError,
     },
-    #[error("kubernetes client: {}", crate::k8s::readable(.0))]
+    #[error("kubernetes client: {}", crate::conditions::readable(.0))]
     Client(#[from] kube::Error),
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),

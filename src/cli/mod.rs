@@ -56,7 +56,7 @@ pub enum CliError {
     Kubeconfig(#[from] kube::config::KubeconfigError),
     #[error("in-cluster config: {0}")]
     InCluster(#[from] kube::config::InClusterError),
-    #[error("kubernetes client: {}", crate::k8s::readable(.0))]
+    #[error("kubernetes client: {}", crate::conditions::readable(.0))]
     Client(#[from] kube::Error),
     #[error("telemetry: {0}")]
     Telemetry(#[from] telemetry::TelemetryError),

@@ -32,13 +32,13 @@ pub enum ManifestError {
         object: String,
         api_version: String,
     },
-    #[error("document {document} ({object}): {}", super::readable(.source))]
+    #[error("document {document} ({object}): {}", crate::conditions::readable(.source))]
     Refused {
         document: usize,
         object: String,
         source: kube::Error,
     },
-    #[error("{}", super::readable(.0))]
+    #[error("{}", crate::conditions::readable(.0))]
     Kube(#[from] kube::Error),
 }
 

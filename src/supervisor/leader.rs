@@ -208,7 +208,7 @@ impl Leadership {
             Ok(true) => tracing::info!(identity = %cfg.identity, "leader lease released"),
             Ok(false) => tracing::debug!(identity = %cfg.identity, "leader lease no longer ours"),
             Err(err) => tracing::warn!(
-                error = %crate::k8s::readable(&err),
+                error = %crate::conditions::readable(&err),
                 "leader lease not released; a standby takes over once it expires"
             ),
         }
@@ -230,7 +230,9 @@ pub async fn acquire(client: Client, cfg: LeaderConfig) -> Leadership {
         match try_hold(&api, &cfg, &mut seen).await {
             Ok(true) => break attempt,
             Ok(false) => tracing::debug!(lease = %cfg.lease_name, "another replica leads"),
-            Err(err) => tracing::warn!(error = %crate::k8s::readable(&err), "leader election"),
+            Err(err) => {
+                tracing::warn!(error = %crate::conditions::readable(&err), "leader election")
+            }
         }
         tokio::time::sleep(cfg.retry_every).await;
     };
@@ -311,7 +313,7 @@ async fn renew(api: &Api<Lease>, cfg: &LeaderConfig, mut seen: Seen, mut valid_u
             }
             Ok(Ok(false)) => return,
             Ok(Err(err)) => {
-                tracing::warn!(error = %crate::k8s::readable(&err), "lease renewal");
+                tracing::warn!(error = %crate::conditions::readable(&err), "lease renewal");
                 next = Instant::now() + cfg.retry_every;
             }
             Err(_) => return,
