@@ -1,5 +1,6 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
+mod access;
 mod crds;
 mod examples;
 mod explain;
