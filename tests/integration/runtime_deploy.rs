@@ -51,8 +51,39 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
         "{applied:?}"
     );
     // The five CRDs, the operator's own objects, the three ClusterRoles it binds for consoles,
-    // the three user roles, the metrics Service and the Grafana dashboard's ConfigMap.
-    assert_eq!(applied.len(), 20, "{applied:?}");
+    // the user roles, the metrics Service, the operator's NetworkPolicy and the Grafana
+    // dashboard's ConfigMap.
+    assert_eq!(applied.len(), 22, "{applied:?}");
+    // Nothing but Prometheus's namespace reaches the unauthenticated /metrics, and only the
+    // probe port is open besides.
+    let policy = Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(
+        client.clone(),
+        "pgtoolbox-system",
+    )
+    .get("pgtoolbox-operator")
+    .await
+    .expect("the operator's NetworkPolicy");
+    let spec = policy.spec.expect("spec");
+    assert_eq!(
+        spec.pod_selector
+            .as_ref()
+            .and_then(|s| s.match_labels.as_ref())
+            .and_then(|l| l.get("app.kubernetes.io/name"))
+            .map(String::as_str),
+        Some("pgtoolbox-operator")
+    );
+    let ports: Vec<String> = spec
+        .ingress
+        .iter()
+        .flatten()
+        .flat_map(|rule| rule.ports.iter().flatten())
+        .filter_map(|p| p.port.as_ref())
+        .map(|p| match p {
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(name) => name.clone(),
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => n.to_string(),
+        })
+        .collect();
+    assert_eq!(ports, ["metrics", "health"], "{spec:?}");
     assert!(
         applied.contains(&"ConfigMap/pgtoolbox-operator-dashboard".to_string()),
         "{applied:?}"
