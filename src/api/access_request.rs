@@ -18,6 +18,8 @@ const IMMUTABLE_RULE: &str = "self.subject == oldSelf.subject \
     && has(self.reason) == has(oldSelf.reason) \
     && (!has(self.reason) || self.reason == oldSelf.reason)";
 
+/// The request: who, which ClusterRole, until when and why. Fixed at creation, except that
+/// expiresAt may move earlier.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[kube(
     group = "pgtoolbox.fyannk.dev",
@@ -54,16 +56,20 @@ const IMMUTABLE_RULE: &str = "self.subject == oldSelf.subject \
     validation = Rule::new("self.expiresAt <= oldSelf.expiresAt").message("expiresAt may only move earlier"),
 )]
 pub struct PgAccessRequestSpec {
+    /// Who gets the access; an approver may not be the subject (four eyes).
     pub subject: AccessSubject,
-    /// The Cluster the access is for; the grant covers every Cluster of the namespace.
+    /// The Cluster the access is for (ClusterNotFound while it does not exist); the grant, a
+    /// RoleBinding in this namespace, covers every Cluster of the namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
     pub cluster: Option<String>,
-    /// The ClusterRole to bind.
+    /// The ClusterRole the approval binds to the subject in this namespace.
     #[schemars(length(min = 1, max = 253))]
     pub cluster_role: String,
-    /// When the access ends (RFC 3339); may only move earlier.
+    /// When the access ends (RFC 3339): the request turns Expired and its RoleBinding is
+    /// deleted. May only move earlier.
     pub expires_at: Time,
+    /// Why the access is needed, for the approver; at most 1024 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub reason: Option<String>,
@@ -82,9 +88,12 @@ pub enum SubjectKind {
     "self.kind == 'ServiceAccount' ? has(self.__namespace__) : !has(self.__namespace__)"
 ).message("namespace is required for a ServiceAccount subject and allowed for no other"))]
 pub struct AccessSubject {
+    /// User, Group or ServiceAccount, as in a RoleBinding's subjects.
     pub kind: SubjectKind,
+    /// The user, group or ServiceAccount name.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
+    /// The ServiceAccount's namespace: required for a ServiceAccount, refused for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63), regex(pattern = DNS_SUBDOMAIN))]
     pub namespace: Option<String>,

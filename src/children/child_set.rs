@@ -49,11 +49,28 @@ impl<'a> ChildSet<'a> {
     where
         C: super::ChildKind,
     {
+        self.apply_parts_keeping(store, parts, &[]).await
+    }
+
+    /// Like [`ChildSet::apply_parts`], with the owner's children named in `kept` left as they
+    /// are (see [`Applier::apply_keeping`]).
+    pub async fn apply_parts_keeping<C>(
+        &mut self,
+        store: &ChildStore<C>,
+        parts: impl IntoIterator<Item = (Component, C)>,
+        kept: &[String],
+    ) -> Result<&mut Self, ApplyError>
+    where
+        C: super::ChildKind,
+    {
         let desired = parts
             .into_iter()
             .map(|(component, object)| Desired { component, object })
             .collect();
-        let report = self.applier.apply(store, self.owner, desired).await?;
+        let report = self
+            .applier
+            .apply_keeping(store, self.owner, desired, kept)
+            .await?;
         self.report.merge(report);
         Ok(self)
     }

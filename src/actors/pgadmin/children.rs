@@ -134,6 +134,7 @@ impl PgAdminReconciler {
             service,
             egress_policy,
             jobs,
+            kept_jobs,
         } = rendered.objects;
         let applier = Applier {
             client: &cx.client,
@@ -160,8 +161,9 @@ impl PgAdminReconciler {
         set.apply(&c.network_policies, [egress_policy])
             .await
             .map_err(PgAdminError::from)?;
-        // Every Job of the owner in one apply, each with its own component.
-        set.apply_parts(&c.jobs, jobs)
+        // Every Job of the owner in one apply, each with its own component; the latest
+        // completed backup Job is left as it is.
+        set.apply_parts_keeping(&c.jobs, jobs, &kept_jobs)
             .await
             .map_err(PgAdminError::from)?;
         let report = set.report();
