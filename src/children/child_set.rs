@@ -75,6 +75,33 @@ impl<'a> ChildSet<'a> {
         Ok(self)
     }
 
+    /// Whether the owner's ServiceAccount, applied earlier in this set, is a foreign object
+    /// holding the name (`ResourceNotOwned`).
+    pub fn account_taken(&self) -> bool {
+        self.report.verdicts.iter().any(|v| {
+            matches!(v, super::applier::ChildVerdict::NotOwned { kind, .. } if kind == "ServiceAccount")
+        })
+    }
+
+    /// Applies children that run as the owner's ServiceAccount or grant to it (Deployments,
+    /// Jobs, RoleBindings): only while that account is the owner's own. When a foreign account
+    /// holds its name, none is created and the owner's existing ones of the kind are deleted:
+    /// no Pod of ours runs as, and no binding of ours grants to, an account someone else
+    /// controls (every editor of the namespace could have created it and mint its tokens).
+    pub async fn apply_as_account<C>(
+        &mut self,
+        store: &ChildStore<C>,
+        objects: impl IntoIterator<Item = C>,
+    ) -> Result<&mut Self, ApplyError>
+    where
+        C: super::ChildKind,
+    {
+        if self.account_taken() {
+            return self.apply(store, std::iter::empty()).await;
+        }
+        self.apply(store, objects).await
+    }
+
     /// Every verdict and deletion so far, in the order applied.
     pub fn report(self) -> ApplyReport {
         self.report

@@ -343,7 +343,13 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
             let caller = whoami(&client).await?;
             let request = requests.get(name).await?;
             match phase_of(&request) {
-                AccessPhase::Approved | AccessPhase::Pending => {}
+                AccessPhase::Approved => {}
+                AccessPhase::Pending if !caller.is_subject(&request.spec.subject) => {
+                    return Err(AccessError::Refused(format!(
+                        "pgaccessrequest/{name} is Pending: nothing is granted yet; deny it instead"
+                    )));
+                }
+                AccessPhase::Pending => {}
                 other => {
                     return Err(AccessError::Refused(format!(
                         "pgaccessrequest/{name} is {} already: nothing to revoke",
