@@ -362,3 +362,94 @@ async fn subresources_deletes_and_the_requester_are_seen() {
         .await
         .expect("the admin is not matched");
 }
+
+/// A Gateway API CRD as its installs label them.
+fn gateway_crd(version: &str, channel: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.gateway.networking.k8s.io", "annotations": {
+            "gateway.networking.k8s.io/bundle-version": version,
+            "gateway.networking.k8s.io/channel": channel}},
+        "spec": {"group": "gateway.networking.k8s.io", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    })
+}
+
+#[tokio::test]
+async fn the_gateway_api_install_policies_are_enforced() {
+    let (_sim, client) = start().await;
+    let install = std::fs::read_to_string(format!(
+        "{}/../tests/fixtures/upstream-crds/gateway-api/standard-install.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("the Gateway API install");
+    for doc in serde_yaml_ng::Deserializer::from_str(&install) {
+        let doc = <Value as serde::Deserialize>::deserialize(doc).expect("YAML");
+        match doc["kind"].as_str() {
+            Some("ValidatingAdmissionPolicy") => {
+                apply(
+                    &client,
+                    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+                    doc,
+                )
+                .await;
+            }
+            Some("ValidatingAdmissionPolicyBinding") => {
+                apply(
+                    &client,
+                    "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+                    doc,
+                )
+                .await;
+            }
+            _ => {}
+        }
+    }
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let post = |body: Value| {
+        let client = client.clone();
+        async move {
+            raw_with_warnings(
+                &client,
+                "POST",
+                crds,
+                "application/json",
+                body.to_string().into_bytes(),
+            )
+            .await
+        }
+    };
+    let (code, _, body) = post(gateway_crd("v1.4.0", "standard")).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["message"],
+        "customresourcedefinitions.apiextensions.k8s.io \"widgets.gateway.networking.k8s.io\" is forbidden: \
+         ValidatingAdmissionPolicy 'safe-upgrades.gateway.networking.k8s.io' with binding \
+         'safe-upgrades.gateway.networking.k8s.io' denied request: Installing CRDs with version before \
+         v1.5.0 is prohibited by default. Uninstall ValidatingAdmissionPolicy \
+         safe-upgrades.gateway.networking.k8s.io to install older versions."
+    );
+    let (code, _, body) = post(gateway_crd("v1.6.1", "standard")).await;
+    assert_eq!(code, 201, "{body}");
+    // Experimental over standard is refused.
+    let path = format!("{crds}/widgets.gateway.networking.k8s.io");
+    let patch =
+        json!({"metadata": {"annotations": {"gateway.networking.k8s.io/channel": "experimental"}}});
+    let (code, _, body) = raw_with_warnings(
+        &client,
+        "PATCH",
+        &path,
+        "application/merge-patch+json",
+        patch.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.ends_with("denied request: Installing experimental CRDs on top of standard channel CRDs is prohibited by default. Uninstall ValidatingAdmissionPolicy safe-upgrades.gateway.networking.k8s.io to install experimental CRDs on top of standard channel CRDs.")),
+        "{body}"
+    );
+}
