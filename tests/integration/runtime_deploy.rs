@@ -51,8 +51,15 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
         "{applied:?}"
     );
     // The five CRDs, the operator's own objects, the three ClusterRoles it binds for consoles,
-    // the three user roles, the metrics Service and the Grafana dashboard's ConfigMap.
-    assert_eq!(applied.len(), 20, "{applied:?}");
+    // the three user roles, the metrics Service, the Grafana dashboard's ConfigMap and the
+    // access-request admission policy with its binding.
+    assert_eq!(applied.len(), 22, "{applied:?}");
+    for policy in [
+        "ValidatingAdmissionPolicy/pgtoolbox-access-request-decisions",
+        "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-decisions",
+    ] {
+        assert!(applied.contains(&policy.to_string()), "{applied:?}");
+    }
     assert!(
         applied.contains(&"ConfigMap/pgtoolbox-operator-dashboard".to_string()),
         "{applied:?}"
