@@ -236,12 +236,26 @@ async fn the_operator_as_its_service_account_grants_and_expires_under_the_policy
     env.wait_reason("granted", "RoleBindingSynced", "AccessGranted")
         .await;
 
-    // Expiry: the operator writes Expired and deletes the RoleBinding.
-    create_request(&env, "brief", json!({"kind": "User", "name": "alice"}), 3).await;
+    // Expiry: the operator writes Expired and deletes the RoleBinding. The request is granted
+    // first, then its end moved to now (expiresAt may move earlier).
+    create_request(
+        &env,
+        "brief",
+        json!({"kind": "User", "name": "alice"}),
+        3600,
+    )
+    .await;
     env.bind("brief", &["alice"], ROLE).await;
     decide(&bob, "brief", "Approved", "bob")
         .await
         .expect("bob approves");
+    env.wait_reason("brief", "RoleBindingSynced", "AccessGranted")
+        .await;
+    let now = json!({"spec": {"expiresAt": Timestamp::now().to_string()}});
+    env.requests()
+        .patch("brief", &PatchParams::default(), &Patch::Merge(&now))
+        .await
+        .expect("expiresAt moved earlier");
     env.wait_reason("brief", "RoleBindingSynced", "AccessExpired")
         .await;
     assert_eq!(
@@ -269,6 +283,12 @@ async fn the_operator_as_its_service_account_grants_and_expires_under_the_policy
     let op = as_user(&env, OPERATOR, &[]);
     let status = refusal(decide(&op, "pending", "Approved", OPERATOR).await);
     assert_eq!(status.code, 403, "{}", status.message);
+    // A denial by someone else is admitted and reported.
+    decide(&bob, "pending", "Denied", "bob")
+        .await
+        .expect("bob denies");
+    env.wait_reason("pending", "RoleBindingSynced", "AccessDenied")
+        .await;
 
     operator.shutdown(Duration::from_secs(5)).await;
     shared.stop().await;
