@@ -453,3 +453,43 @@ async fn the_gateway_api_install_policies_are_enforced() {
         "{body}"
     );
 }
+
+#[tokio::test]
+async fn a_dry_run_is_admitted_as_a_write_and_says_so() {
+    let (_sim, client) = start().await;
+    namespace(&client, "team-a").await;
+    policy(
+        &client,
+        "no-dry-runs",
+        json!({
+            "matchConstraints": configmaps_rule(json!(["CREATE"]), json!(["configmaps"])),
+            "validations": [{"expression": "!request.dryRun", "message": "dry run seen"}]
+        }),
+    )
+    .await;
+    binding(
+        &client,
+        "no-dry-runs",
+        json!({"policyName": "no-dry-runs", "validationActions": ["Deny"]}),
+    )
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "team-a");
+    let (code, _, message) = refusal(
+        api.create(
+            &PostParams {
+                dry_run: true,
+                ..PostParams::default()
+            },
+            &configmap("d", json!({})),
+        )
+        .await,
+    );
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("denied request: dry run seen"),
+        "{message}"
+    );
+    api.create(&PostParams::default(), &configmap("d", json!({})))
+        .await
+        .expect("a real write is no dry run");
+}
