@@ -17,6 +17,7 @@ thread_local! {
     static BASE: Context<'static> = {
         let mut ctx = Context::default();
         ctx.register_all();
+        super::authorizer::register(&mut ctx);
         ctx
     };
 }
@@ -63,6 +64,13 @@ impl Expression {
     pub fn compile_error(&self) -> Option<&str> {
         self.program.as_ref().err().map(String::as_str)
     }
+
+    /// Whether the expression reads the variable `name`.
+    pub fn reads(&self, name: &str) -> bool {
+        self.program
+            .as_ref()
+            .is_ok_and(|p| p.references().has_variable(name))
+    }
 }
 
 /// The bound variables of one evaluation (one request, one binding, one param).
@@ -73,6 +81,8 @@ pub struct Activation {
     /// `None`: the policy has no `paramKind` (`params` is then null, as upstream).
     pub params: Option<Json>,
     pub namespace_object: Json,
+    /// `authorizer`: null unless the policy reads it.
+    pub authorizer: Value,
     /// `variables` evaluated so far, in order; a failed one is absent and its error kept.
     variables: HashMap<Key, Value>,
     failed_variables: HashMap<String, String>,
@@ -92,6 +102,7 @@ impl Activation {
             request,
             params,
             namespace_object: ns,
+            authorizer: Value::Null,
             variables: HashMap::new(),
             failed_variables: HashMap::new(),
         }
@@ -140,6 +151,7 @@ impl Activation {
             ctx.add_variable_from_value("request", to_cel(&self.request));
             ctx.add_variable_from_value("params", self.params.as_ref().map_or(Value::Null, to_cel));
             ctx.add_variable_from_value("namespaceObject", to_cel(&self.namespace_object));
+            ctx.add_variable_from_value("authorizer", self.authorizer.clone());
             ctx.add_variable_from_value(
                 "variables",
                 Value::Map(Map {

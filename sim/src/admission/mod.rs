@@ -11,6 +11,7 @@
 //! sim's own components write without a requester and are not admitted. The policies and
 //! bindings themselves are exempt, as upstream.
 
+pub mod authorizer;
 pub mod cel;
 pub mod matching;
 #[cfg(test)]
@@ -167,6 +168,31 @@ pub fn validate(server: &Server, l: &Locked<'_>, a: &Attributes<'_>) -> Result<(
         .map(namespace_object)
         .unwrap_or(Value::Null);
 
+    // The requester's RBAC grants, read once, when a policy reads `authorizer`.
+    let grants = std::cell::OnceCell::new();
+    let authorizer = |compiled: &CompiledPolicy| {
+        if !compiled.reads("authorizer") {
+            return kube_cel::cel::Value::Null;
+        }
+        let grants = grants.get_or_init(|| {
+            let id = crate::auth::Identity {
+                user: requester.username.clone(),
+                groups: requester.groups.clone(),
+            };
+            Arc::new(authorizer::Grants::of(l, &id))
+        });
+        authorizer::value(
+            grants.clone(),
+            crate::auth::Attributes {
+                group: a.info.group.clone(),
+                resource: a.info.plural.clone(),
+                subresource: requester.subresource.clone(),
+                namespace: a.namespace.to_string(),
+                name: a.name.to_string(),
+                ..Default::default()
+            },
+        )
+    };
     let mut denials = Vec::new();
     for policy in &policies {
         let policy_name = name_of(policy);
@@ -217,13 +243,14 @@ pub fn validate(server: &Server, l: &Locked<'_>, a: &Attributes<'_>) -> Result<(
                 .map(|v| v.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             for param in params {
-                let activation = Activation::new(
+                let mut activation = Activation::new(
                     a.object.cloned().unwrap_or(Value::Null),
                     a.old_object.cloned().unwrap_or(Value::Null),
                     request.clone(),
                     param,
                     namespace_object.clone(),
                 );
+                activation.authorizer = authorizer(&compiled);
                 for decision in compiled.decide(activation, fail) {
                     let Decision::Deny { message, reason } = decision else {
                         continue;
@@ -282,6 +309,20 @@ struct Validation {
 }
 
 impl CompiledPolicy {
+    /// Whether any expression of the policy reads the variable `name`.
+    pub fn reads(&self, name: &str) -> bool {
+        self.match_conditions
+            .iter()
+            .chain(self.variables.iter().map(|(_, e)| e))
+            .chain(self.validations.iter().map(|v| &v.expression))
+            .chain(
+                self.validations
+                    .iter()
+                    .filter_map(|v| v.message_expression.as_ref()),
+            )
+            .any(|e| e.reads(name))
+    }
+
     /// From a policy's `spec`.
     pub fn new(spec: &Value) -> Self {
         let list = |field: &str| -> Vec<Value> {

@@ -493,3 +493,86 @@ async fn a_dry_run_is_admitted_as_a_write_and_says_so() {
         .await
         .expect("a real write is no dry run");
 }
+
+#[tokio::test]
+async fn the_authorizer_answers_from_the_requesters_rbac() {
+    let (sim, client) = start().await;
+    namespace(&client, "team-a").await;
+    policy(
+        &client,
+        "readers-only",
+        json!({
+            "matchConstraints": configmaps_rule(json!(["CREATE"]), json!(["configmaps"])),
+            "validations": [
+                {"expression": "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()",
+                 "message": "only who may read Secrets here writes ConfigMaps"},
+                {"expression": "authorizer.requestResource.check('delete').allowed()",
+                 "message": "only who may delete it creates it"},
+                {"expression": "authorizer.path('/metrics').check('get').allowed() == false"}
+            ]
+        }),
+    )
+    .await;
+    binding(
+        &client,
+        "readers-only",
+        json!({"policyName": "readers-only", "validationActions": ["Deny"]}),
+    )
+    .await;
+    let role = |name: &str, resources: Value, verbs: Value| {
+        json!({"metadata": {"name": name, "namespace": "team-a"},
+            "rules": [{"apiGroups": [""], "resources": resources, "verbs": verbs}]})
+    };
+    let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles";
+    let bindings = "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings";
+    apply(
+        &client,
+        roles,
+        role("writer", json!(["configmaps"]), json!(["create", "get"])),
+    )
+    .await;
+    apply(
+        &client,
+        roles,
+        role("reader", json!(["secrets"]), json!(["get"])),
+    )
+    .await;
+    apply(
+        &client,
+        roles,
+        role("deleter", json!(["configmaps"]), json!(["delete"])),
+    )
+    .await;
+    let bind = |role: &str| {
+        json!({"metadata": {"name": format!("erin-{role}"), "namespace": "team-a"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "erin"}]})
+    };
+    apply(&client, bindings, bind("writer")).await;
+    let erin: Api<ConfigMap> = Api::namespaced(
+        sim.admin().client_for("erin", &[]).expect("client"),
+        "team-a",
+    );
+    let (code, _, message) = refusal(
+        erin.create(&PostParams::default(), &configmap("c", json!({})))
+            .await,
+    );
+    assert_eq!(code, 422);
+    assert!(
+        message.ends_with("denied request: only who may read Secrets here writes ConfigMaps"),
+        "{message}"
+    );
+    apply(&client, bindings, bind("reader")).await;
+    let (_, _, message) = refusal(
+        erin.create(&PostParams::default(), &configmap("c", json!({})))
+            .await,
+    );
+    assert!(
+        message.ends_with("denied request: only who may delete it creates it"),
+        "{message}"
+    );
+    apply(&client, bindings, bind("deleter")).await;
+    erin.create(&PostParams::default(), &configmap("c", json!({})))
+        .await
+        .expect("erin may read Secrets and delete ConfigMaps");
+}
