@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use k8s_openapi::api::authentication::v1::TokenRequest;
+use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::api::PgAccessRequest;
@@ -204,8 +206,28 @@ async fn a_service_account_subject_may_not_approve_itself() {
         3600,
     )
     .await;
+    // Acting with a token minted for the ServiceAccount (`kubectl create token bot`).
+    let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), NS);
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "bot"}})).expect("account");
+    accounts
+        .create(&PostParams::default(), &account)
+        .await
+        .expect("ServiceAccount created");
+    let request: TokenRequest = serde_json::from_value(json!({"spec": {}})).expect("request");
+    let token = accounts
+        .create_token_request("bot", &PostParams::default(), &request)
+        .await
+        .expect("token minted")
+        .status
+        .expect("token status")
+        .token
+        .expect("token");
+    let mut config = kube::Config::new(env.sim.url().parse().expect("uri"));
+    config.auth_info.token = Some(token.into());
+    let bot: Api<PgAccessRequest> =
+        Api::namespaced(kube::Client::try_from(config).expect("client"), NS);
     let me = format!("system:serviceaccount:{NS}:bot");
-    let bot = as_user(&env, &me, &[]);
     let status = refusal(decide(&bot, "bot", "Approved", &me).await);
     assert!(
         status.message.contains("is the subject of this request"),
