@@ -157,7 +157,7 @@ pub enum ApplyError {
     NotSynced(#[from] super::NotSynced),
     #[error("child not rendered: {0}")]
     Render(#[from] serde_json::Error),
-    #[error("kubernetes API: {0}")]
+    #[error("kubernetes API: {}", crate::conditions::readable(.0))]
     Kube(#[from] kube::Error),
     #[error(transparent)]
     Create(#[from] CreateError),
