@@ -51,9 +51,9 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
         "{applied:?}"
     );
     // The five CRDs, the operator's own objects, the three ClusterRoles it binds for consoles,
-    // the three user roles, the metrics Service, the Grafana dashboard's ConfigMap and the
+    // the four user roles, the metrics Service, the Grafana dashboard's ConfigMap and the
     // access-request admission policy with its binding.
-    assert_eq!(applied.len(), 22, "{applied:?}");
+    assert_eq!(applied.len(), 23, "{applied:?}");
     for policy in [
         "ValidatingAdmissionPolicy/pgtoolbox-access-request-decisions",
         "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-decisions",
