@@ -128,7 +128,7 @@ impl Caller {
     /// group the request is for.
     pub fn is_subject(&self, subject: &AccessSubject) -> bool {
         match subject.kind {
-            SubjectKind::Group => self.groups.iter().any(|g| *g == subject.name),
+            SubjectKind::Group => self.groups.contains(&subject.name),
             _ => subject.identity().as_deref() == Some(self.username.as_str()),
         }
     }
