@@ -51,9 +51,15 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
         "{applied:?}"
     );
     // The five CRDs, the operator's own objects, the three ClusterRoles it binds for consoles,
-    // the user roles, the metrics Service, the operator's NetworkPolicy and the Grafana
-    // dashboard's ConfigMap.
-    assert_eq!(applied.len(), 22, "{applied:?}");
+    // the user roles, the metrics Service, the access-request admission policy and its
+    // binding, the operator's NetworkPolicy and the Grafana dashboard's ConfigMap.
+    assert_eq!(applied.len(), 24, "{applied:?}");
+    for policy in [
+        "ValidatingAdmissionPolicy/pgtoolbox-access-request-decisions",
+        "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-decisions",
+    ] {
+        assert!(applied.contains(&policy.to_string()), "{applied:?}");
+    }
     // Nothing but Prometheus's namespace reaches the unauthenticated /metrics, and only the
     // probe port is open besides.
     let policy = Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(
