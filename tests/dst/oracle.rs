@@ -717,7 +717,14 @@ fn paused_says_so(kind: Workload, obj: &Value, out: &mut Vec<Violation>) {
             said(obj, "Progressing")
         ));
     }
-    if kind == Workload::Console && hostname_refused(obj) && said(obj, "ExposureConfined").is_some()
+    // Withdrawn while paused: nothing published to confine, but an ingress policy left as it
+    // was is said kept (ExposurePolicyKept); nothing else.
+    if kind == Workload::Console
+        && hostname_refused(obj)
+        && !matches!(
+            said(obj, "ExposureConfined"),
+            None | Some(("False", "ExposurePolicyKept"))
+        )
     {
         wrong.push(format!(
             "ExposureConfined {:?} while withdrawn",

@@ -443,3 +443,138 @@ async fn console_never_runs_as_or_grants_to_a_foreign_service_account() {
     let listed = bindings.list(&Default::default()).await.expect("list");
     assert!(bound_to_it(&listed.items), "its own account is bound");
 }
+
+const SERVED_HOST: &str = "ops.apps.sim.local";
+
+/// A console served over a Route, confined, its Pods granted the trust; returns the env.
+async fn served_and_granted() -> super::console_support::Env {
+    let env = start(
+        super::console_support::with_controllers(),
+        OperatorSettings {
+            exposure_allowed_host_suffixes: vec!["apps.sim.local".into()],
+            ..settings()
+        },
+        true,
+    )
+    .await;
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": SERVED_HOST}}),
+    )
+    .await;
+    env.wait("ops", "ExposureConfined", "AsExpected").await;
+    let obj = env.ready("ops").await;
+    assert!(obj.status.and_then(|s| s.url).is_some(), "served first");
+    wait_for("the Pods run with the trust", || async {
+        match trust_env(&env).await.as_deref() {
+            Some("true") => Ok(()),
+            other => Err(format!("{} is {other:?}", "CONSOLE_TRUST_X_FORWARDED_FOR")),
+        }
+    })
+    .await;
+    env
+}
+
+/// CONSOLE_TRUST_X_FORWARDED_FOR as the Deployment's Pods run with it.
+async fn trust_env(env: &super::console_support::Env) -> Option<String> {
+    let d = Api::<Deployment>::namespaced(env.client.clone(), NS)
+        .get("ops-console")
+        .await
+        .ok()?;
+    d.spec
+        .template
+        .spec?
+        .containers
+        .iter()
+        .flat_map(|c| c.env.iter().flatten())
+        .find(|e| e.name == "CONSOLE_TRUST_X_FORWARDED_FOR")
+        .and_then(|e| e.value.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_refused_policy_withdraws_and_exposure_ready_says_so() {
+    let env = served_and_granted().await;
+    // The policy is gone (deleted by hand) and its re-creation refused: the exposure is
+    // withdrawn, and ExposureReady no longer says where it was served.
+    env.sim
+        .admin()
+        .inject_errors(
+            "create:networking.k8s.io/networkpolicies:team-a",
+            422,
+            10_000,
+        )
+        .expect("fault");
+    Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(env.client.clone(), NS)
+        .delete("ops-ingress", &Default::default())
+        .await
+        .expect("deleted");
+    let obj = env
+        .wait("ops", "ConfigurationValid", "ExposurePolicyInvalid")
+        .await;
+    assert_eq!(obj.status.as_ref().and_then(|s| s.url.clone()), None);
+    assert_eq!(
+        state(&obj, "ExposureReady"),
+        ("False".into(), "ExposurePolicyInvalid".into()),
+        "{}",
+        message(&obj, "ExposureReady")
+    );
+    assert!(!message(&obj, "ExposureReady").contains("served at"));
+    assert!(message(&obj, "ExposureReady").contains("ops-ingress"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_kept_policy_under_a_refused_hostname_says_the_pods_trust_its_peers() {
+    let env = served_and_granted().await;
+    env.merge(
+        "ops",
+        json!({"spec": {"exposure": {"hostname": "ops.evil.io"}}}),
+    )
+    .await;
+    stalled(&env, "ops", "HostnameNotAllowed", &["ops.evil.io"]).await;
+    let obj = env
+        .wait("ops", "ExposureConfined", "ExposurePolicyKept")
+        .await;
+    // The workload stays as it was: its Pods still trust the kept policy's peers, and the
+    // condition says so.
+    assert_eq!(trust_env(&env).await.as_deref(), Some("true"));
+    let text = message(&obj, "ExposureConfined");
+    assert!(
+        text.contains("trust X-Forwarded-For from the peers the kept policy admits"),
+        "{text}"
+    );
+    assert!(!text.contains("trusts no peer"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_paused_under_a_refused_hostname_says_its_policy_is_kept() {
+    let env = served_and_granted().await;
+    env.merge(
+        "ops",
+        json!({"metadata": {"annotations": {"pgtoolbox.fyannk.dev/reconcile": "skip"}}}),
+    )
+    .await;
+    env.merge(
+        "ops",
+        json!({"spec": {"exposure": {"hostname": "ops.evil.io"}}}),
+    )
+    .await;
+    let obj = env.wait("ops", "ExposureReady", "HostnameNotAllowed").await;
+    assert_eq!(obj.status.as_ref().and_then(|s| s.url.clone()), None);
+    assert_eq!(state(&obj, "Stalled").1, "HostnameNotAllowed");
+    // The policy stays (paused: nothing else is touched), and the condition says it is kept.
+    Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(env.client.clone(), NS)
+        .get("ops-ingress")
+        .await
+        .expect("the policy stays");
+    assert_eq!(
+        state(&obj, "ExposureConfined"),
+        ("False".into(), "ExposurePolicyKept".into()),
+        "{:?}",
+        obj.status
+    );
+    let text = message(&obj, "ExposureConfined");
+    assert!(
+        text.contains("trust X-Forwarded-For from the peers the kept policy admits"),
+        "{text}"
+    );
+}

@@ -3,18 +3,19 @@
 //! `actors::past_exposure`), and the children through the applier (`children.rs`), reduced to
 //! the facts `reconcile::console::settle` judges.
 
+use kube::ResourceExt;
 use tokio::time::Instant;
 
 use super::children::{Applied, ChildPlan, Target, apply_all, apply_exposure};
 use super::reconciler::ConsoleReconciler;
 use crate::actors::past_exposure::Exposed;
-use crate::actors::{ObjectContext, ReconcileError};
+use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::PgToolBoxConsole;
 use crate::children::{Applier, ChildOwner, ChildRefusal, ChildVerdict};
-use crate::conditions::PassFacts;
+use crate::conditions::{PassFacts, Verdict};
 use crate::reconcile::console::{
-    ApplyFacts, ChildNames, Children, ChildrenApplied, ForeignChild, Observed, Plan, PolicyRefusal,
-    RenderInput, conclude_paused,
+    ApplyFacts, ChildNames, Children, ChildrenApplied, ConsolePod, ForeignChild, Observed, Plan,
+    PolicyRefusal, RenderInput, TRUST_ANNOTATION, conclude_paused, kept_under_refused_hostname,
 };
 use crate::reconcile::exposure::HostAllowList;
 
@@ -30,13 +31,45 @@ impl ConsoleReconciler {
         let hosts = HostAllowList::new(&cx.shared.settings.exposure_allowed_host_suffixes);
         let refusal = hosts.check(obj.spec.exposure.hostname.as_deref()).err();
         let mut converged = true;
+        let mut kept = None;
         if refusal.is_some() {
             let input = render_input(cx, obj, "", None);
             let report = apply_exposure(to, &input, None).await;
             converged = report.map_err(ReconcileError::other)?.converged();
+            kept = self.kept_policy(cx);
         }
         let stored = obj.status.clone().unwrap_or_default();
-        conclude_paused(facts, refusal.as_ref(), &stored, converged).map_err(ReconcileError::other)
+        conclude_paused(facts, refusal.as_ref(), &stored, converged, kept)
+            .map_err(ReconcileError::other)
+    }
+
+    /// ExposureConfined of a paused console stalled on a refused hostname, from the caches: its
+    /// ingress policy and its workload stay as they were (ExposurePolicyKept while the policy
+    /// exists, saying what the Pods do with X-Forwarded-For).
+    fn kept_policy(&self, cx: &ObjectContext) -> Option<Verdict> {
+        let owner = user_of::<PgToolBoxConsole>(&cx.key);
+        let names = ChildNames::of(&cx.key.name);
+        let c = &self.caches;
+        let has_policy = c
+            .network_policies
+            .children_of(&owner)
+            .iter()
+            .any(|p| p.name_any() == names.network_policy);
+        let pods: Vec<ConsolePod> = c
+            .pods
+            .children_of(&owner)
+            .iter()
+            .map(|p| ConsolePod::of(p))
+            .collect();
+        let template_grant = c
+            .deployments
+            .children_of(&owner)
+            .into_iter()
+            .find(|d| d.name_any() == names.workload)
+            .and_then(|d| d.spec.template.metadata.clone())
+            .and_then(|m| m.annotations)
+            .and_then(|a| a.get(TRUST_ANNOTATION).cloned());
+        kept_under_refused_hostname(has_policy, &pods, template_grant.as_deref())
     }
 
     /// Deletes, pinned, what the plan finds ours past the cache and unwanted; `true` when the
@@ -112,9 +145,11 @@ impl ConsoleReconciler {
             bundle_foreign: applied.bundle.not_owned().is_some(),
             foreign: not_owned(&applied),
             policy_refusal,
+            // The mirrored CA bundle refused is the pass's error too: the Pods mount it.
             refused: applied
                 .workload
                 .refusal()
+                .or_else(|| applied.bundle.refusal())
                 .or_else(|| applied.exposure.refusal()),
         }))
     }

@@ -27,6 +27,9 @@ pub const MAX_CONSOLE_PODS: usize = 250;
 
 const TRUSTS: &str = "console Pods trust X-Forwarded-For from the peers the policy admits";
 const TRUSTS_NONE: &str = "the console trusts no peer with X-Forwarded-For";
+/// While the policy is kept, Pods that carry the grant run with CONSOLE_TRUST_X_FORWARDED_FOR
+/// set: the message says so rather than that nobody is trusted.
+const TRUSTS_KEPT: &str = "console Pods that carry the grant trust X-Forwarded-For from the peers the kept policy admits, the others trust no peer";
 
 /// A console Pod as the trust analysis sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,12 +146,11 @@ pub fn decide_confinement(input: &ConfinementInput<'_>) -> Confinement {
     let granted = !holders.is_empty() || input.template_grant.is_some();
     if input.hostname_refused {
         return Confinement {
-            verdict: input.observed.and_then(|_| {
-                false_(
-                    console::EXPOSURE_POLICY_KEPT,
-                    "the console is stalled on HostnameNotAllowed: the exposure is withdrawn, the workload and the ingress NetworkPolicy stay as they were".into(),
-                )
-            }),
+            verdict: kept_under_refused_hostname(
+                input.observed.is_some(),
+                input.pods,
+                input.template_grant,
+            ),
             grant: input.template_grant.map(str::to_owned),
             policy: PolicyAction::Keep,
             verified: input.verified.map(str::to_owned),
@@ -162,12 +164,12 @@ pub fn decide_confinement(input: &ConfinementInput<'_>) -> Confinement {
                 format!("{} still trusts its peers", name_holders(&holders))
             };
             return Confinement {
-                verdict: false_(
+                verdict: Some(Verdict::fails(
                     console::EXPOSURE_POLICY_KEPT,
                     format!(
-                        "the ingress NetworkPolicy is no longer rendered and is kept until the rollout without the grant is through: {who}"
+                        "the ingress NetworkPolicy is no longer rendered and is kept until the rollout without the grant is through: {who}; {TRUSTS_KEPT}"
                     ),
-                ),
+                )),
                 grant: None,
                 policy: PolicyAction::Keep,
                 verified: None,
@@ -228,6 +230,27 @@ pub fn decide_confinement(input: &ConfinementInput<'_>) -> Confinement {
         policy: PolicyAction::Apply,
         verified,
     }
+}
+
+/// ExposureConfined of a console stalled on HostnameNotAllowed (paused or not): its ingress
+/// policy (`has_policy`) and its workload stay as they were, so the condition says the policy is
+/// kept and what the Pods do with X-Forwarded-For as they run; absent without a policy.
+pub fn kept_under_refused_hostname(
+    has_policy: bool,
+    pods: &[ConsolePod],
+    template_grant: Option<&str>,
+) -> Option<Verdict> {
+    if !has_policy {
+        return None;
+    }
+    let granted = !holders(pods).is_empty() || template_grant.is_some();
+    let trust = if granted { TRUSTS_KEPT } else { TRUSTS_NONE };
+    Some(Verdict::fails(
+        console::EXPOSURE_POLICY_KEPT,
+        format!(
+            "the console is stalled on HostnameNotAllowed: the exposure is withdrawn, the workload and the ingress NetworkPolicy stay as they were; {trust}"
+        ),
+    ))
 }
 
 fn kinds(published: &[ExposureKind]) -> String {

@@ -24,10 +24,10 @@ pub use config::{ConfigOutcome, ConsoleConfigFacts, decide};
 pub use config::{ForeignChild, PolicyRefusal};
 #[cfg(test)]
 pub use confined::{
-    Confinement, ConfinementInput, ConsolePod, MAX_CONSOLE_PODS, MAX_OTHER_POLICIES,
-    RenderedPolicy, decide_confinement,
+    Confinement, ConfinementInput, MAX_CONSOLE_PODS, MAX_OTHER_POLICIES, RenderedPolicy,
+    decide_confinement,
 };
-pub use confined::{ObservedPolicy, PolicyAction};
+pub use confined::{ConsolePod, ObservedPolicy, PolicyAction, kept_under_refused_hostname};
 #[cfg(test)]
 pub use names::{CONSOLE_ROLE, NamedRef, POD_LOGS_ROLE, RESTORE_DRILLS_ROLE};
 pub use names::{ChildNames, config_map_refs, role_grants, secret_refs};

@@ -7,7 +7,7 @@ use super::ca_bundle::BundleOutcome;
 use super::config::ConfigOutcome;
 use super::names::ChildNames;
 use crate::api::{InstanceCaBundleStatus, PgToolBoxConsoleStatus};
-use crate::conditions::reasons::common;
+use crate::conditions::reasons::{common, console};
 use crate::conditions::{ConditionType, FactsError, PassFacts, StatusField, Verdict};
 use crate::reconcile::exposure::ExposureDecision;
 
@@ -49,7 +49,19 @@ pub fn conclude(c: ConsoleConclusion<'_>) -> Result<PassFacts, FactsError> {
     }
     if c.policy_refused && !c.hostname_refused {
         // Nothing is published while the policy is refused: no URL, no published kind, no
-        // confinement to speak of.
+        // confinement to speak of, and ExposureReady says so rather than what was served.
+        if !proceeds {
+            facts = facts.with_aspect(
+                ConditionType::ExposureReady,
+                Verdict::fails(
+                    console::EXPOSURE_POLICY_INVALID,
+                    format!(
+                        "withdrawn: nothing is published while the API server refuses the ingress NetworkPolicy {} (see ConfigurationValid); status.url is cleared",
+                        c.names.network_policy
+                    ),
+                ),
+            )?;
+        }
         facts = withdrawn(facts, c.stored)?;
     } else if proceeds {
         facts = match c.confinement {
@@ -76,14 +88,27 @@ pub fn conclude(c: ConsoleConclusion<'_>) -> Result<PassFacts, FactsError> {
 }
 
 /// Nothing is served and nothing confines it: no URL, no published kinds, no ExposureConfined
-/// (a refused hostname, paused or not; a refused policy).
+/// (a refused policy).
 pub fn withdrawn(
     facts: PassFacts,
     stored: &PgToolBoxConsoleStatus,
 ) -> Result<PassFacts, FactsError> {
+    withdrawn_keeping(facts, stored, None)
+}
+
+/// Nothing is served: no URL, no published kinds; ExposureConfined is `kept` (a paused console
+/// stalled on a refused hostname whose ingress policy stays: ExposurePolicyKept), or absent.
+pub fn withdrawn_keeping(
+    facts: PassFacts,
+    stored: &PgToolBoxConsoleStatus,
+    kept: Option<Verdict>,
+) -> Result<PassFacts, FactsError> {
     let none: Option<String> = None;
+    let facts = match kept {
+        Some(v) => facts.with_advisory(ConditionType::ExposureConfined, v)?,
+        None => facts.without_advisory(ConditionType::ExposureConfined)?,
+    };
     facts
-        .without_advisory(ConditionType::ExposureConfined)?
         .with_status_field(StatusField::Url, &none, &stored.url)?
         .with_status_field(
             StatusField::PublishedExposureKinds,

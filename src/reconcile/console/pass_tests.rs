@@ -186,7 +186,8 @@ fn which_verdicts_the_status_carries() {
             },
             config: r::EXPOSURE_POLICY_INVALID,
             workload: None,
-            exposure: None,
+            // Withdrawn: ExposureReady no longer says what was served.
+            exposure: Some(r::EXPOSURE_POLICY_INVALID),
             confined: Some(None),
             url: Some(Value::Null),
         },

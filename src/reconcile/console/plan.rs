@@ -16,7 +16,7 @@ use super::confined::{
     Confinement, ConfinementInput, ConsolePod, ObservedPolicy, RenderedPolicy, decide_confinement,
 };
 use super::names::{ChildNames, NamedRef};
-use super::pass::{ConsoleConclusion, conclude, withdrawn};
+use super::pass::{ConsoleConclusion, conclude, withdrawn_keeping};
 use super::peers::NodeCidrs;
 use super::render::{peers_digest, policy_peers};
 use crate::api::{ExposureKind, ExposureType, PgToolBoxConsole, PgToolBoxConsoleStatus};
@@ -278,7 +278,7 @@ pub struct ApplyFacts<R> {
     pub foreign: Option<ForeignChild>,
     /// The server refused the ingress policy this pass.
     pub policy_refusal: Option<PolicyRefusal>,
-    /// The server refused a workload or exposure child.
+    /// The server refused a workload, CA bundle or exposure child.
     pub refused: Option<R>,
 }
 
@@ -376,17 +376,19 @@ pub fn conclude_pass(
 }
 
 /// A paused console's facts: only a refused hostname acts, withdrawing what was published
-/// (`converged`: what became of that withdrawal).
+/// (`converged`: what became of that withdrawal; `kept`: ExposureConfined of the stall, see
+/// [`super::confined::kept_under_refused_hostname`]).
 pub fn conclude_paused(
     facts: PassFacts,
     refusal: Option<&HostnameRefusal>,
     stored: &PgToolBoxConsoleStatus,
     converged: bool,
+    kept: Option<Verdict>,
 ) -> Result<PassFacts, FactsError> {
     let mut facts = facts.with_hostname(hostname(refusal))?;
     if refusal.is_some() {
-        // Withdrawn while paused too: nothing is served, nothing confines it.
-        facts = withdrawn(facts, stored)?;
+        // Withdrawn while paused too: nothing is served; the policy left as it was is said kept.
+        facts = withdrawn_keeping(facts, stored, kept)?;
     }
     Ok(facts.with_children_converged(converged))
 }

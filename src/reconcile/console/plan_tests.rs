@@ -540,7 +540,7 @@ fn a_paused_console_withdraws_only_under_a_refused_hostname() {
     ];
     for (refusal, converged, withdraws) in rows {
         let facts = PassFacts::new(Kind::PgToolBoxConsole, 1);
-        let facts = conclude_paused(facts, refusal, &stored, converged).expect("facts");
+        let facts = conclude_paused(facts, refusal, &stored, converged, None).expect("facts");
         let name = format!("refused {} converged {converged}", refusal.is_some());
         assert_eq!(
             matches!(facts.hostname, Some(Hostname::Refused { .. })),
@@ -555,6 +555,41 @@ fn a_paused_console_withdraws_only_under_a_refused_hostname() {
         assert_eq!(confined, withdraws, "{name}: ExposureConfined removed");
         assert_eq!(facts.children_converged, converged, "{name}");
     }
+}
+
+#[test]
+fn a_paused_console_under_a_refused_hostname_says_its_policy_is_kept() {
+    let stored = PgToolBoxConsoleStatus {
+        url: Some("https://c.example.org".into()),
+        published_exposure_kinds: vec![ExposureKind::Ingress],
+        ..PgToolBoxConsoleStatus::default()
+    };
+    let refused = HostAllowList::new(&["apps.example.com".into()])
+        .check(Some("c.example.org"))
+        .err();
+    let kept = crate::reconcile::console::kept_under_refused_hostname(true, &[], Some("d"));
+    let facts = PassFacts::new(Kind::PgToolBoxConsole, 1);
+    let facts = conclude_paused(facts, refused.as_ref(), &stored, true, kept).expect("facts");
+    let confined = facts
+        .advisories
+        .iter()
+        .find(|(t, _)| *t == ConditionType::ExposureConfined)
+        .and_then(|(_, v)| v.clone())
+        .expect("ExposureConfined stays");
+    assert_eq!(confined.reason.as_str(), "ExposurePolicyKept");
+    assert!(
+        confined
+            .message
+            .contains("trust X-Forwarded-For from the peers the kept policy"),
+        "{}",
+        confined.message
+    );
+    // Withdrawn all the same: no URL, no published kind.
+    assert!(!facts.fields.is_empty());
+    // Allowed while paused: nothing said about the policy.
+    let facts = PassFacts::new(Kind::PgToolBoxConsole, 1);
+    let facts = conclude_paused(facts, None, &stored, true, None).expect("facts");
+    assert!(facts.advisories.is_empty());
 }
 
 #[test]

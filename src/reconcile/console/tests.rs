@@ -965,7 +965,14 @@ fn exposure_confined_table() {
             },
             Some((ConditionStatus::False, r::EXPOSURE_POLICY_KEPT)),
             PolicyAction::Keep,
-            |c| c.grant.is_none(),
+            |c| {
+                // The Pods that still carry the grant run with the trust on: said so.
+                c.grant.is_none()
+                    && c.verdict.as_ref().is_some_and(|v| {
+                        v.message.contains("carry the grant trust X-Forwarded-For")
+                            && !v.message.contains("the console trusts no peer")
+                    })
+            },
         ),
         (
             "policy off: removed once nobody trusts",
@@ -988,7 +995,30 @@ fn exposure_confined_table() {
             },
             Some((ConditionStatus::False, r::EXPOSURE_POLICY_KEPT)),
             PolicyAction::Keep,
-            |c| c.grant.as_deref() == Some("x"),
+            |c| {
+                c.grant.as_deref() == Some("x")
+                    && c.verdict.as_ref().is_some_and(|v| {
+                        v.message.contains("carry the grant trust X-Forwarded-For")
+                            && !v.message.contains("the console trusts no peer")
+                    })
+            },
+        ),
+        (
+            "hostname refused without a grant: kept, nobody trusted",
+            Trust {
+                hostname_refused: true,
+                template_grant: None,
+                published: vec![],
+                ..trust()
+            },
+            Some((ConditionStatus::False, r::EXPOSURE_POLICY_KEPT)),
+            PolicyAction::Keep,
+            |c| {
+                c.grant.is_none()
+                    && c.verdict
+                        .as_ref()
+                        .is_some_and(|v| v.message.contains("the console trusts no peer"))
+            },
         ),
     ];
     for (name, t, want, action, check) in cases {
