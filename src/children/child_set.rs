@@ -75,6 +75,13 @@ impl<'a> ChildSet<'a> {
         Ok(self)
     }
 
+    /// Whether the server refused the child `name` applied earlier in this set.
+    pub fn refused(&self, name: &str) -> bool {
+        self.report.verdicts.iter().any(|v| {
+            matches!(v, super::applier::ChildVerdict::Refused { name: refused, .. } if refused == name)
+        })
+    }
+
     /// Whether the owner's ServiceAccount, applied earlier in this set, is a foreign object
     /// holding the name (`ResourceNotOwned`).
     pub fn account_taken(&self) -> bool {

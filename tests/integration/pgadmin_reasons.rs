@@ -523,3 +523,67 @@ async fn touch_pgadmin(env: &super::pgadmin_support::Env, name: &str, value: &st
     let touched = json!({"metadata": {"annotations": {"example.com/touched": value}}});
     env.merge(name, touched).await;
 }
+
+/// Fail closed: while the server refuses the egress policy, no pgAdmin Pod and no registration
+/// Job (both hold database credentials) runs unconfined; once it is admitted, they run.
+#[tokio::test]
+async fn pgadmin_runs_nothing_holding_credentials_while_its_egress_policy_is_refused() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::batch::v1::Job;
+    let env = start(cluster_config(), OperatorSettings::default()).await;
+    env.cluster(NS, "orders", json!({"team": "a"}), 1).await;
+    for verb in ["create", "patch"] {
+        env.sim
+            .admin()
+            .inject_errors(
+                &format!("{verb}:networking.k8s.io/networkpolicies:{NS}"),
+                422,
+                10_000,
+            )
+            .expect("fault");
+    }
+    env.pgadmin(
+        "closed",
+        json!({"image": IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "egress": {"extraRules": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}}),
+    )
+    .await;
+    let obj = env.wait_reason("closed", "Ready", "ReconcileError").await;
+    let ready = condition_of(&obj, "Ready").expect("Ready");
+    assert!(
+        ready.message.contains("closed-pgadmin"),
+        "{}",
+        ready.message
+    );
+    let deployments = Api::<Deployment>::namespaced(env.client.clone(), NS);
+    assert!(
+        deployments
+            .get_opt("closed-pgadmin")
+            .await
+            .expect("get")
+            .is_none(),
+        "no pgAdmin runs without its egress policy"
+    );
+    let jobs = Api::<Job>::namespaced(env.client.clone(), NS)
+        .list(&Default::default())
+        .await
+        .expect("jobs");
+    assert!(
+        jobs.items.iter().all(|j| !j
+            .metadata
+            .name
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("closed-pgadmin")),
+        "no registration Job either"
+    );
+    env.sim.admin().clear_faults();
+    env.wait_reason("closed", "Ready", "AsExpected").await;
+    assert!(
+        deployments
+            .get_opt("closed-pgadmin")
+            .await
+            .expect("get")
+            .is_some()
+    );
+}

@@ -147,11 +147,19 @@ impl PgAdminReconciler {
             .apply(&c.persistent_volume_claims, [data_claim])
             .await
             .map_err(PgAdminError::from)?;
+        // The egress policy before anything that holds credentials, and fail closed: while the
+        // server refuses it, no pgAdmin Pod and no registration Job runs (the existing ones go),
+        // since nothing would confine where they connect.
+        let policy_name = egress_policy.metadata.name.clone().unwrap_or_default();
+        set.apply(&c.network_policies, [egress_policy])
+            .await
+            .map_err(PgAdminError::from)?;
+        let confined = !set.refused(&policy_name);
         // No Deployment until CloudNativePG applied the settings database; none (and no Job)
         // while a foreign ServiceAccount holds the name ours would have.
         let account_taken = set.account_taken();
-        if account_taken || deployment.is_some() {
-            set.apply_as_account(&c.deployments, deployment)
+        if account_taken || !confined || deployment.is_some() {
+            set.apply_as_account(&c.deployments, deployment.filter(|_| confined))
                 .await
                 .map_err(PgAdminError::from)?;
         }
@@ -160,12 +168,9 @@ impl PgAdminReconciler {
             .map_err(PgAdminError::from)?;
         self.apply_exposure(obj, cx, &mut set, &names, exposure)
             .await?;
-        set.apply(&c.network_policies, [egress_policy])
-            .await
-            .map_err(PgAdminError::from)?;
         // Every Job of the owner in one apply, each with its own component; the latest
         // completed backup Job is left as it is.
-        let (jobs, kept_jobs) = if account_taken {
+        let (jobs, kept_jobs) = if account_taken || !confined {
             (Vec::new(), Vec::new())
         } else {
             (jobs, kept_jobs)
