@@ -9,15 +9,6 @@ use crate::resources::{self, ResourceInfo};
 use crate::server::Server;
 use crate::store::{FieldValidation, Locked};
 
-pub(crate) fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
 /// An RFC 1123 subdomain as `IsDNS1123Subdomain` checks it: at most 253 characters in all,
 /// dot-separated parts with no length limit of their own.
 pub(crate) fn is_dns_subdomain(s: &str) -> bool {
@@ -32,33 +23,59 @@ pub(crate) fn is_dns_subdomain(s: &str) -> bool {
         })
 }
 
-/// A DNS-1035 label: a DNS label that starts with a letter (Service names).
-fn is_dns1035_label(s: &str) -> bool {
-    is_dns_label(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
+/// Whether `s` matches `[a-z0-9]([-a-z0-9]*[a-z0-9])?` (length not checked).
+fn label_shape(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
 }
 
-/// Name rules of the kind: namespaces are DNS labels, Services DNS-1035 labels, RBAC names are
-/// path segments (`system:foo`), everything else a DNS subdomain.
-pub(crate) fn name_problem(info: &ResourceInfo, name: &str) -> Option<String> {
+const SUBDOMAIN_REGEX: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+
+/// Name rules of the kind, each failure worded as apimachinery's validation words it (several
+/// for one name, as a real server lists them): namespaces are DNS labels
+/// (`IsDNS1123Label`), Services DNS-1035 labels, RBAC names path segments (`system:foo`),
+/// everything else a DNS subdomain (`IsDNS1123Subdomain`).
+pub(crate) fn name_problems(info: &ResourceInfo, name: &str) -> Vec<String> {
+    let too_long =
+        |max: usize| (name.len() > max).then(|| format!("must be no more than {max} characters"));
+    let mut problems = Vec::new();
     if info.group.is_empty() && info.plural == "services" {
-        return (!is_dns1035_label(name)).then(|| {
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string()
-        });
-    }
-    let ok = if info.group.is_empty() && info.plural == "namespaces" {
-        is_dns_label(name)
+        problems.extend(too_long(63));
+        if !(label_shape(name) && name.starts_with(|c: char| c.is_ascii_lowercase())) {
+            problems.push("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string());
+        }
+    } else if info.group.is_empty() && info.plural == "namespaces" {
+        problems.extend(too_long(63));
+        if !label_shape(name) {
+            problems.push(if name.len() <= 253 && is_dns_subdomain(name) {
+                // A valid subdomain but not a label: the dots are what is wrong.
+                "must not contain dots".to_string()
+            } else {
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string()
+            });
+        }
     } else if info.group == "rbac.authorization.k8s.io" {
-        !name.is_empty()
-            && name != "."
-            && name != ".."
-            && !name.contains('/')
-            && !name.contains('%')
+        // `IsPathSegmentName`: an exact `.`/`..` is the only problem named, else each
+        // forbidden substring.
+        if name == "." || name == ".." {
+            problems.push(format!("may not be '{name}'"));
+        } else {
+            for bad in ["/", "%"] {
+                if name.contains(bad) {
+                    problems.push(format!("may not contain '{bad}'"));
+                }
+            }
+        }
     } else {
-        is_dns_subdomain(name)
-    };
-    (!ok).then(|| {
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".to_string()
-    })
+        problems.extend(too_long(253));
+        if !name.split('.').all(label_shape) {
+            problems.push(format!("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{SUBDOMAIN_REGEX}')"));
+        }
+    }
+    problems
 }
 
 pub(crate) fn generate_suffix(seed: u64) -> String {
@@ -241,11 +258,30 @@ pub(crate) fn check_namespace(
     }
 }
 
+/// The finalizer every namespace is created with, removed by the namespace controller through
+/// `namespaces/NAME/finalize` once the namespace's content is gone.
+pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
+
 /// Kind-specific defaults a real control plane fills in at creation.
 pub(crate) fn builtin_defaults(info: &ResourceInfo, obj: &mut Value) {
     match (info.group.as_str(), info.kind.as_str()) {
-        ("", "Namespace") if obj.pointer("/status/phase").is_none() => {
+        ("", "Namespace") => {
+            // The namespace strategy's PrepareForCreate: the status is Active, and the
+            // `kubernetes` finalizer (which the namespace controller removes once the content is
+            // gone) is added to whatever finalizers the client asked for.
             obj["status"] = json!({"phase": "Active"});
+            if !obj["spec"].is_object() {
+                obj["spec"] = json!({});
+            }
+            let finalizers = &mut obj["spec"]["finalizers"];
+            if !finalizers.is_array() {
+                *finalizers = json!([]);
+            }
+            if let Some(list) = finalizers.as_array_mut()
+                && !list.iter().any(|f| f == NAMESPACE_FINALIZER)
+            {
+                list.push(json!(NAMESPACE_FINALIZER));
+            }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
