@@ -258,6 +258,48 @@ pub(crate) fn check_namespace(
     }
 }
 
+/// A CRD's `spec.names` with the defaults of `SetDefaults_CustomResourceDefinitionSpec`
+/// (`singular` the lowercased kind, `listKind` the kind + `List`), written back into the spec:
+/// what the naming controller accepts when nothing conflicts, categories and short names
+/// included.
+fn crd_names(crd: &mut Value) -> Value {
+    let Some(names) = crd.pointer_mut("/spec/names").filter(|n| n.is_object()) else {
+        return json!({});
+    };
+    if let Some(kind) = names
+        .get("kind")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        && !kind.is_empty()
+    {
+        if names
+            .get("singular")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            names["singular"] = json!(kind.to_lowercase());
+        }
+        if names
+            .get("listKind")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            names["listKind"] = json!(format!("{kind}List"));
+        }
+    }
+    names.clone()
+}
+
+/// On every update of a CRD the naming controller accepts its names anew (a new category or
+/// short name is served and reported), keeping the rest of the status.
+pub(crate) fn crd_accept_names(crd: &mut Value) {
+    let names = crd_names(crd);
+    if !crd["status"].is_object() {
+        crd["status"] = json!({});
+    }
+    crd["status"]["acceptedNames"] = names;
+}
+
 /// The finalizer every namespace is created with, removed by the namespace controller through
 /// `namespaces/NAME/finalize` once the namespace's content is gone.
 pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
@@ -284,7 +326,7 @@ pub(crate) fn builtin_defaults(info: &ResourceInfo, obj: &mut Value) {
             }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+            let names = crd_names(obj);
             let now = now_rfc3339();
             let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
             obj["status"] = json!({

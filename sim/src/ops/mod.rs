@@ -309,6 +309,7 @@ pub fn update(
         && info.plural == "customresourcedefinitions"
         && sub == Subresource::Main
     {
+        crd_accept_names(&mut new);
         Some(crd_resources(&new)?)
     } else {
         None

@@ -6,6 +6,7 @@ mod kubectl_support;
 mod sim_answers;
 mod sim_eviction;
 mod sim_faults;
+mod sim_fidelity;
 mod sim_js;
 mod sim_paging;
 mod sim_protobuf;
