@@ -160,6 +160,9 @@ fn aggregated_resource(server: &Server, i: &ResourceInfo) -> Value {
     r
 }
 
+/// A version of a group and its served kinds.
+type VersionKinds = (String, Vec<std::sync::Arc<ResourceInfo>>);
+
 /// The `APIGroupDiscoveryList` of `/api` (`core`) or `/apis`: every served group with its
 /// versions (preferred first) and their kinds.
 fn aggregated(server: &Server, core: bool, version: &str) -> Value {
@@ -169,7 +172,7 @@ fn aggregated(server: &Server, core: bool, version: &str) -> Value {
         .into_iter()
         .filter(|(g, _)| g.is_empty() == core && !server.faults.is_unserved(g))
         .collect();
-    let per_version: Vec<(String, Vec<(String, Vec<std::sync::Arc<ResourceInfo>>)>)> = groups
+    let per_version: Vec<(String, Vec<VersionKinds>)> = groups
         .into_iter()
         .map(|(g, versions)| {
             let vs = versions
