@@ -318,6 +318,32 @@ check('namespace_finalizer_and_termination', async (c) => {
   expect(gone === 404, `namespace after its content went: ${gone}`);
 });
 
+check('service_account_token_volume', async (c) => {
+  const pod = await c.core.createNamespacedPod({
+    namespace: c.ns,
+    body: { metadata: { name: 'js-pod' }, spec: { containers: [{ name: 'app', image: 'busybox:1.36' }] } },
+  });
+  const volumes = pod.spec.volumes || [];
+  expect(volumes.length === 1 && /^kube-api-access-[bcdfghjklmnpqrstvwxz2456789]{5}$/.test(volumes[0].name),
+    `volumes ${JSON.stringify(volumes)}`);
+  const sources = volumes[0].projected.sources;
+  expect(sources[0].serviceAccountToken.path === 'token' && sources[0].serviceAccountToken.expirationSeconds === 3607,
+    `token source ${JSON.stringify(sources[0])}`);
+  expect(sources[1].configMap.name === 'kube-root-ca.crt', `ca source ${JSON.stringify(sources[1])}`);
+  expect(sources[2].downwardAPI.items[0].fieldRef.fieldPath === 'metadata.namespace', `namespace source ${JSON.stringify(sources[2])}`);
+  const mounts = pod.spec.containers[0].volumeMounts || [];
+  expect(mounts.length === 1 && mounts[0].name === volumes[0].name && mounts[0].readOnly === true
+    && mounts[0].mountPath === '/var/run/secrets/kubernetes.io/serviceaccount', `mounts ${JSON.stringify(mounts)}`);
+  const opted = await c.core.createNamespacedPod({
+    namespace: c.ns,
+    body: {
+      metadata: { name: 'js-pod-no-token' },
+      spec: { automountServiceAccountToken: false, containers: [{ name: 'app', image: 'busybox:1.36' }] },
+    },
+  });
+  expect(!opted.spec.volumes && !opted.spec.containers[0].volumeMounts, `opted out ${JSON.stringify(opted.spec)}`);
+});
+
 async function main() {
   const [kubeconfig, ns] = process.argv.slice(2);
   const kc = new k8s.KubeConfig();

@@ -300,6 +300,98 @@ pub(crate) fn crd_accept_names(crd: &mut Value) {
     crd["status"]["acceptedNames"] = names;
 }
 
+/// Where ServiceAccount admission mounts the API access volume in every container.
+const API_TOKEN_MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The ServiceAccount admission plugin on a Pod's create: unless the Pod or its
+/// ServiceAccount says `automountServiceAccountToken: false` (or it is a mirror Pod), every
+/// container and init container without a mount at the token path mounts a projected volume
+/// `kube-api-access-<5 random characters>` (the ServiceAccount token, the `kube-root-ca.crt`
+/// ConfigMap's `ca.crt` and the namespace), read-only, and the volume is added when one needs
+/// it. A Pod that already has a `kube-api-access-*` volume keeps it.
+pub(crate) fn admit_service_account(l: &Locked<'_>, namespace: &str, pod: &mut Value, seed: u64) {
+    if pod
+        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
+        .is_some()
+        || pod.pointer("/spec/automountServiceAccountToken") == Some(&Value::Bool(false))
+    {
+        return;
+    }
+    let account = pod
+        .pointer("/spec/serviceAccountName")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_string();
+    let sa = l.get(
+        &(String::new(), "serviceaccounts".into()),
+        &(namespace.to_string(), account),
+    );
+    if sa.is_some_and(|sa| sa.get("automountServiceAccountToken") == Some(&Value::Bool(false))) {
+        return;
+    }
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let existing = spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .and_then(|vs| {
+            vs.iter()
+                .filter_map(|v| v.get("name").and_then(Value::as_str))
+                .find(|n| n.starts_with("kube-api-access-"))
+                .map(str::to_string)
+        });
+    let volume = existing
+        .clone()
+        .unwrap_or_else(|| format!("kube-api-access-{}", generate_suffix(seed)));
+    let mount = json!({"name": volume, "readOnly": true, "mountPath": API_TOKEN_MOUNT_PATH});
+    let mut needed = false;
+    for list in ["initContainers", "containers"] {
+        for container in spec
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let mounted = container
+                .get("volumeMounts")
+                .and_then(Value::as_array)
+                .is_some_and(|ms| ms.iter().any(|m| m["mountPath"] == API_TOKEN_MOUNT_PATH));
+            if mounted {
+                continue;
+            }
+            if !container["volumeMounts"].is_array() {
+                container["volumeMounts"] = json!([]);
+            }
+            if let Some(mounts) = container["volumeMounts"].as_array_mut() {
+                mounts.push(mount.clone());
+                needed = true;
+            }
+        }
+    }
+    if existing.is_none() && needed {
+        let source = json!({
+            "name": volume,
+            "projected": {
+                "defaultMode": 420,
+                "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {"downwardAPI": {"items": [{"path": "namespace",
+                        "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+                ],
+            },
+        });
+        match spec.get_mut("volumes").and_then(Value::as_array_mut) {
+            Some(volumes) => volumes.push(source),
+            None => {
+                spec.insert("volumes".into(), json!([source]));
+            }
+        }
+    }
+}
+
 /// The finalizer every namespace is created with, removed by the namespace controller through
 /// `namespaces/NAME/finalize` once the namespace's content is gone.
 pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";

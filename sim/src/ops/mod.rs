@@ -114,6 +114,9 @@ pub fn create(
         crate::managed_fields::record_update(info, &mut body, None, &manager, "");
     }
     let uid = l.new_uid();
+    if !info.custom && info.group.is_empty() && info.plural == "pods" {
+        admit_service_account(l, namespace, &mut body, rv.wrapping_mul(0x2545_F491) ^ 0x5a);
+    }
     let mut problems = Vec::new();
     if !info.custom && info.group == "batch" && info.kind == "Job" {
         problems.extend(crate::defaults::job_selector(&mut body, &uid));
