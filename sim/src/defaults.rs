@@ -48,6 +48,12 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
             }
         }
         ("batch", "CronJob") => cron_job(obj),
+        ("coordination.k8s.io", "Lease") => {
+            micro_times(obj, &["/spec/acquireTime", "/spec/renewTime"]);
+        }
+        ("" | "events.k8s.io", "Event") => {
+            micro_times(obj, &["/eventTime", "/series/lastObservedTime"]);
+        }
         ("networking.k8s.io", "NetworkPolicy") => network_policy(obj),
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
             // A ServiceAccount's group stays "", which the server's JSON omits (omitempty).
@@ -62,6 +68,30 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
         }
         _ => {}
     }
+}
+
+/// `metav1.MicroTime` fields as the server writes them back: UTC with exactly six fraction
+/// digits (`RFC3339Micro`), whatever precision the client sent.
+fn micro_times(obj: &mut Value, pointers: &[&str]) {
+    for pointer in pointers {
+        if let Some(field) = obj.pointer_mut(pointer)
+            && let Some(micro) = field.as_str().and_then(micro_time)
+        {
+            *field = Value::String(micro);
+        }
+    }
+}
+
+/// An RFC 3339 timestamp in `RFC3339Micro` (`2026-01-02T03:04:05.123000Z`); `None` when it
+/// does not parse (validation refuses it later).
+pub fn micro_time(text: &str) -> Option<String> {
+    let ts: jiff::Timestamp = text.parse().ok()?;
+    let utc = jiff::tz::Offset::UTC.to_datetime(ts);
+    Some(format!(
+        "{}.{:06}Z",
+        utc.strftime("%Y-%m-%dT%H:%M:%S"),
+        utc.subsec_nanosecond() / 1000
+    ))
 }
 
 /// Set `pointer` to `value` unless something is there; missing parent objects are created.
@@ -537,6 +567,23 @@ fn volume(v: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn micro_times_are_written_with_six_fraction_digits_in_utc() {
+        assert_eq!(
+            micro_time("2026-01-02T03:04:05.123Z").as_deref(),
+            Some("2026-01-02T03:04:05.123000Z")
+        );
+        assert_eq!(
+            micro_time("2026-01-02T04:04:05.1234567+01:00").as_deref(),
+            Some("2026-01-02T03:04:05.123456Z")
+        );
+        assert_eq!(
+            micro_time("2026-01-02T03:04:05Z").as_deref(),
+            Some("2026-01-02T03:04:05.000000Z")
+        );
+        assert_eq!(micro_time("yesterday"), None);
+    }
+
     use super::*;
     use crate::resources;
 

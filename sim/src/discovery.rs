@@ -1,7 +1,8 @@
 //! Discovery documents: `/version`, `/api`, `/apis`, `/apis/<g>`, and resource lists.
 
+use axum::http::header::{ACCEPT, CONTENT_TYPE, VARY};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -79,13 +80,159 @@ pub fn served_resources(
     all
 }
 
-/// Aggregated discovery is not produced: clients that ask for it accept the plain documents,
-/// which always carry `Content-Type: application/json`.
-pub fn answer(
-    server: &Server,
-    what: Discovery,
-    _headers: &HeaderMap,
-) -> Result<Response, ApiError> {
+/// The aggregated discovery version (`v2` or `v2beta1`) the `Accept` header asks for, when its
+/// first JSON media type is `application/json;g=apidiscovery.k8s.io;v=V;as=APIGroupDiscoveryList`
+/// (1.30-era clients send v2, then v2beta1, then plain JSON). Protobuf entries are skipped:
+/// the sim answers JSON only.
+fn aggregated_version(headers: &HeaderMap) -> Option<&'static str> {
+    let accept = headers.get(ACCEPT)?.to_str().ok()?;
+    for media in accept.split(',') {
+        let mut parts = media.split(';').map(str::trim);
+        let base = parts.next().unwrap_or_default();
+        if base != "application/json" && base != "application/*" && base != "*/*" {
+            continue;
+        }
+        let params: Vec<(&str, &str)> = parts.filter_map(|p| p.split_once('=')).collect();
+        let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+        if param("as").is_none() && param("g").is_none() {
+            return None; // the plain document comes first
+        }
+        if param("g") == Some(AGGREGATED_GROUP) && param("as") == Some("APIGroupDiscoveryList") {
+            match param("v") {
+                Some("v2") => return Some("v2"),
+                Some("v2beta1") => return Some("v2beta1"),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+const AGGREGATED_GROUP: &str = "apidiscovery.k8s.io";
+
+/// One kind of a group/version as aggregated discovery lists it (`APIResourceDiscovery`), its
+/// subresources inside.
+fn aggregated_resource(server: &Server, i: &ResourceInfo) -> Value {
+    let own = json!({"group": i.group, "version": i.version, "kind": i.kind});
+    let mut subresources = Vec::new();
+    let mut sub = |name: &str, kind: Value, verbs: &[&str]| {
+        subresources.push(json!({"subresource": name, "responseKind": kind, "verbs": verbs}));
+    };
+    if i.status_subresource {
+        sub("status", own.clone(), &["get", "patch", "update"]);
+    }
+    if crate::subresource::serves(server, i, "scale") {
+        let scale = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
+        sub("scale", scale, &["get", "patch", "update"]);
+    }
+    if crate::subresource::serves(server, i, "token") {
+        let token =
+            json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"});
+        sub("token", token, &["create"]);
+    }
+    if crate::subresource::serves(server, i, "eviction") {
+        let eviction = json!({"group": "policy", "version": "v1", "kind": "Eviction"});
+        sub("eviction", eviction, &["create"]);
+    }
+    if crate::subresource::serves(server, i, "log") {
+        sub(
+            "log",
+            json!({"group": "", "version": "v1", "kind": "Pod"}),
+            &["get"],
+        );
+    }
+    let mut r = json!({
+        "resource": i.plural,
+        "responseKind": own,
+        "scope": if i.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": i.singular,
+        "verbs": i.verbs,
+    });
+    if !i.short_names.is_empty() {
+        r["shortNames"] = json!(i.short_names);
+    }
+    if !i.categories.is_empty() {
+        r["categories"] = json!(i.categories);
+    }
+    if !subresources.is_empty() {
+        r["subresources"] = json!(subresources);
+    }
+    r
+}
+
+/// A version of a group and its served kinds.
+type VersionKinds = (String, Vec<std::sync::Arc<ResourceInfo>>);
+
+/// The `APIGroupDiscoveryList` of `/api` (`core`) or `/apis`: every served group with its
+/// versions (preferred first) and their kinds.
+fn aggregated(server: &Server, core: bool, version: &str) -> Value {
+    let reg = server.registry();
+    let groups: Vec<(String, Vec<String>)> = reg
+        .groups()
+        .into_iter()
+        .filter(|(g, _)| g.is_empty() == core && !server.faults.is_unserved(g))
+        .collect();
+    let per_version: Vec<(String, Vec<VersionKinds>)> = groups
+        .into_iter()
+        .map(|(g, versions)| {
+            let vs = versions
+                .into_iter()
+                .map(|v| {
+                    let infos = served_resources(server, &reg, &g, &v);
+                    (v, infos)
+                })
+                .collect();
+            (g, vs)
+        })
+        .collect();
+    // `serves` reads the store, which CRD registration locks before the registry.
+    drop(reg);
+    let items: Vec<Value> = per_version
+        .into_iter()
+        .map(|(g, versions)| {
+            let versions: Vec<Value> = versions
+                .into_iter()
+                .map(|(v, infos)| {
+                    let resources: Vec<Value> = infos
+                        .iter()
+                        .map(|i| aggregated_resource(server, i))
+                        .collect();
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            let mut metadata = json!({"creationTimestamp": null});
+            if !g.is_empty() {
+                metadata["name"] = json!(g);
+            }
+            json!({"metadata": metadata, "versions": versions})
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("{AGGREGATED_GROUP}/{version}"),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+/// `/api` and `/apis` answer aggregated discovery (`APIGroupDiscoveryList`, v2 or v2beta1)
+/// to a client that asks for it, with that media type as `Content-Type`; everything else is
+/// the plain documents, `Content-Type: application/json`.
+pub fn answer(server: &Server, what: Discovery, headers: &HeaderMap) -> Result<Response, ApiError> {
+    if matches!(what, Discovery::Api | Discovery::Apis)
+        && let Some(version) = aggregated_version(headers)
+    {
+        let body = aggregated(server, matches!(what, Discovery::Api), version);
+        let content_type =
+            format!("application/json;g={AGGREGATED_GROUP};v={version};as=APIGroupDiscoveryList");
+        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        return Ok((
+            StatusCode::OK,
+            [(CONTENT_TYPE, content_type), (VARY, "Accept".to_string())],
+            bytes,
+        )
+            .into_response());
+    }
     let reg = server.registry();
     let served = |g: &str| !server.faults.is_unserved(g);
     let body = match what {

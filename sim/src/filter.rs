@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::error::{ApiError, Cause};
 use crate::ops;
 use crate::resources::ResourceInfo;
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, FieldSelectorError, LabelSelector};
 use crate::shard::ShardSelector;
 
 /// Label, field and shard selectors of a list or watch: an object must satisfy all of them.
@@ -35,15 +35,16 @@ impl Filter {
             };
         let fields = match query.get("fieldSelector").filter(|s| !s.is_empty()) {
             Some(s) => Some(
-                FieldSelector::parse_for(s, &info.group, &info.kind).map_err(|e| {
-                    // A label the kind does not offer is refused in the words of the kind's
-                    // field label conversion, as they are (`field label not supported: F`).
-                    if e.starts_with("field label not supported: ") {
-                        ApiError::bad_request(e)
-                    } else {
-                        ApiError::bad_request(format!("invalid field selector: {e}"))
-                    }
-                })?,
+                FieldSelector::parse_for_kind(s, &info.group, &info.kind, info.custom).map_err(
+                    |e| match e {
+                        // A label the kind does not offer is refused in the words of the
+                        // kind's field label conversion, as they are.
+                        FieldSelectorError::UnsupportedLabel(m) => ApiError::bad_request(m),
+                        FieldSelectorError::Invalid(m) => {
+                            ApiError::bad_request(format!("invalid field selector: {m}"))
+                        }
+                    },
+                )?,
             ),
             None => None,
         };

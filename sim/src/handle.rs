@@ -106,6 +106,10 @@ fn seed(server: &Server) -> Result<(), SimError> {
     for text in &server.config.extra_crds {
         load_manifest(server, text)?;
     }
+    // A real server's watch cache starts from a list at start-up: a watch or a continue token
+    // from a version older than that list is answered 410 Expired, so the history of the
+    // changes served from starts here, after the seeded objects.
+    server.store.lock().compact_all();
     Ok(())
 }
 

@@ -287,8 +287,8 @@ async fn api(
     let sub = match target.sub.as_deref() {
         None => Subresource::Main,
         Some("status") if info.status_subresource => Subresource::Status,
-        Some("status" | "finalize") if info.group.is_empty() && info.plural == "namespaces" => {
-            Subresource::Status
+        Some("finalize") if info.group.is_empty() && info.plural == "namespaces" => {
+            Subresource::Finalize
         }
         Some(s) if crate::subresource::serves(&server, &info, s) => Subresource::Main,
         Some(_) => return Err(ApiError::not_found_path()),

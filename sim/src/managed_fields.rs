@@ -241,6 +241,27 @@ pub(crate) fn entry_for(manager: &str, api_version: &str, fields: &BTreeSet<Path
     })
 }
 
+/// `metadata.managedFields[].time` as the server writes a `metav1.Time` back: UTC, whole
+/// seconds, `Z` (`2026-01-02T03:04:05Z`), whatever form the client sent it in (the Python client
+/// sends `+00:00`), so an object sent back as read compares equal to the stored one.
+pub fn normalize_times(obj: &mut Value) {
+    let Some(entries) = obj
+        .pointer_mut("/metadata/managedFields")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for entry in entries {
+        if let Some(time) = entry.get_mut("time")
+            && let Some(ts) = time
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        {
+            *time = json!(ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+        }
+    }
+}
+
 /// Record a non-apply write by `manager`: it takes the leaf fields whose value it changed.
 pub fn record_update(
     info: &ResourceInfo,

@@ -126,6 +126,8 @@ pub(crate) fn generation(obj: &Value) -> i64 {
 pub enum Subresource {
     Main,
     Status,
+    /// `namespaces/NAME/finalize`: only `spec.finalizers` moves.
+    Finalize,
 }
 
 /// Does anything outside metadata (and status, when it has its own endpoint) differ?

@@ -22,7 +22,7 @@ pub fn answer(
 ) -> Option<Value> {
     let status = match info.plural.as_str() {
         "selfsubjectrulesreviews" => rules(server, id, &body),
-        "selfsubjectreviews" => json!({"userInfo": {"username": id.user, "groups": id.groups}}),
+        "selfsubjectreviews" => json!({"userInfo": id.user_info()}),
         "selfsubjectaccessreviews" => access(server, id, &body),
         "subjectaccessreviews" => {
             let spec = &body["spec"];
@@ -89,13 +89,14 @@ fn access(server: &Server, id: &Identity, body: &Value) -> Value {
             return json!({"allowed": false, "denied": true, "reason": "denied by a sim deny rule"});
         }
     }
+    // `system:masters` passes the privileged-group authorizer, which gives no reason; RBAC
+    // names the binding whose rule allowed the request, and says nothing when none did.
     if id.is_admin() {
-        return json!({"allowed": true, "reason": "system:masters may do everything"});
+        return json!({"allowed": true});
     }
-    if rbac::allowed(server, id, &a) {
-        json!({"allowed": true, "reason": "allowed by the stored RBAC rules"})
-    } else {
-        json!({"allowed": false})
+    match rbac::allow_reason(server, id, &a) {
+        Some(reason) => json!({"allowed": true, "reason": reason}),
+        None => json!({"allowed": false}),
     }
 }
 

@@ -24,7 +24,24 @@ pub enum FieldErrorKind {
     Internal,
 }
 
+/// The error the API server adds instead of running CEL rules on an object that failed a
+/// blocking OpenAPI check.
+const CEL_NOT_CHECKED: &str = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
 impl FieldErrorKind {
+    /// Whether an OpenAPI failure of this kind keeps the CEL rules from running
+    /// (apiextensions-apiserver's `hasBlockingErr`: type, required, enum, too long, too many).
+    pub fn blocks_cel(self) -> bool {
+        matches!(
+            self,
+            FieldErrorKind::NotSupported
+                | FieldErrorKind::Required
+                | FieldErrorKind::TooLong
+                | FieldErrorKind::TooMany
+                | FieldErrorKind::TypeInvalid
+        )
+    }
+
     /// The `reason` of a `details.causes[]` entry.
     pub fn reason(self) -> &'static str {
         match self {
@@ -156,12 +173,21 @@ impl CrdSchema {
             patterns: &self.patterns,
         };
         checker.check(&self.root, new, "", true, &mut errors);
-        // CEL rules assume well-typed values, so they only run on a structurally valid object.
-        if errors.is_empty()
-            && let Some(compiled) = &self.cel
-            && let Err(failures) = CEL_VALIDATOR.with(|v| v.validate_compiled(compiled, new, old))
-        {
-            errors.extend(failures.iter().map(|failure| cel_error(failure, new)));
+        // CEL rules run after the OpenAPI checks, as the custom resource strategy runs them:
+        // skipped (with one error saying so) only when an error of the kinds upstream's
+        // `hasBlockingErr` names was found; an invalid value or pattern does not stop them.
+        if let Some(compiled) = &self.cel {
+            if errors.iter().any(|e| e.kind.blocks_cel()) {
+                errors.push(FieldError {
+                    path: "<nil>".into(),
+                    kind: FieldErrorKind::Invalid,
+                    message: format!("Invalid value: \"null\": {CEL_NOT_CHECKED}"),
+                });
+            } else if let Err(failures) =
+                CEL_VALIDATOR.with(|v| v.validate_compiled(compiled, new, old))
+            {
+                errors.extend(failures.iter().map(|failure| cel_error(failure, new)));
+            }
         }
         if errors.is_empty() {
             Ok(())
@@ -784,10 +810,35 @@ fn check_number(
 /// The string formats Kubernetes checks that our CRDs use; unknown formats pass, as upstream.
 fn format_ok(format: &str, s: &str) -> bool {
     match format {
-        "date-time" => s.parse::<jiff::Timestamp>().is_ok(),
+        // A timestamp's range ends before 9999-12-31T23:59:59Z in jiff; the civil date and
+        // time with its offset parse over every RFC 3339 year, as the server's check does.
+        "date-time" => date_time_ok(s),
         "date" => s.parse::<jiff::civil::Date>().is_ok(),
         _ => true,
     }
+}
+
+/// An RFC 3339 `date-time` (`strfmt`'s check): a date, `T` (or `t`, or a space), a time with
+/// optional fraction, then `Z` or a numeric offset.
+fn date_time_ok(s: &str) -> bool {
+    let (civil, offset) = if let Some(rest) = s.strip_suffix(['Z', 'z']) {
+        (rest, None)
+    } else {
+        match s.len().checked_sub(6).filter(|&at| s.is_char_boundary(at)) {
+            Some(at) if matches!(s.as_bytes()[at], b'+' | b'-') => (&s[..at], Some(&s[at + 1..])),
+            _ => return false,
+        }
+    };
+    let offset_ok = offset.is_none_or(|o| {
+        let b = o.as_bytes();
+        b.len() == 5
+            && b[2] == b':'
+            && b[..2].iter().chain(&b[3..]).all(u8::is_ascii_digit)
+            && o[..2].parse::<u8>().is_ok_and(|h| h < 24)
+            && o[3..].parse::<u8>().is_ok_and(|m| m < 60)
+    });
+    let civil = civil.replacen(['t', ' '], "T", 1);
+    offset_ok && civil.contains('T') && civil.parse::<jiff::civil::DateTime>().is_ok()
 }
 
 /// The root is shown as `body` rather than an empty path, as upstream does.
@@ -1012,6 +1063,11 @@ mod tests {
         let schema = access_request_schema();
         let mut object = valid_object();
         object["spec"]["until"] = json!("2026-11-29T15:00:00Z");
+        assert_eq!(schema.validate(&object, None), Ok(()));
+        // The last second an RFC 3339 date-time can name is valid, as the server's check has it.
+        object["spec"]["until"] = json!("9999-12-31T23:59:59Z");
+        assert_eq!(schema.validate(&object, None), Ok(()));
+        object["spec"]["until"] = json!("2026-11-29t15:00:00.5+01:00");
         object["spec"]["port"] = json!("http");
         object["spec"]["ratio"] = json!(0.5);
         object["spec"]["note"] = Value::Null;
@@ -1138,11 +1194,18 @@ mod tests {
                 ],
             ),
         ];
+        let not_checked = format!("<nil>: Invalid value: \"null\": {CEL_NOT_CHECKED}");
         for (field, value, want) in cases {
             let mut object = valid_object();
             object["spec"][field] = value;
-            let got = messages(schema.validate(&object, None));
-            assert_eq!(got, want.to_vec(), "{field}");
+            let errors = schema.validate(&object, None).unwrap_err();
+            let mut want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
+            // The schema has CEL rules: a blocking failure skips them with one more error.
+            if errors.iter().any(|e| e.kind.blocks_cel()) {
+                want.push(not_checked.clone());
+            }
+            let got: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            assert_eq!(got, want, "{field}");
         }
         let mut missing = valid_object();
         missing["spec"] = json!({"subject": {"kind": "User"}});
@@ -1163,11 +1226,25 @@ mod tests {
         );
         group["spec"]["reason"] = json!("audit");
         assert_eq!(schema.validate(&group, None), Ok(()));
-        // A structural error stops CEL from running on an ill-typed object.
+        // A blocking error (here a wrong type) stops CEL from running, and says so last, in
+        // the words of apiextensions-apiserver.
         group["spec"]["reason"] = json!(1);
+        let errors = schema.validate(&group, None).unwrap_err();
+        assert_eq!(errors[0].kind, FieldErrorKind::TypeInvalid);
         assert_eq!(
-            schema.validate(&group, None).unwrap_err()[0].kind,
-            FieldErrorKind::TypeInvalid
+            errors.last().map(ToString::to_string).as_deref(),
+            Some(format!("<nil>: Invalid value: \"null\": {CEL_NOT_CHECKED}").as_str())
+        );
+        assert_eq!(errors.len(), 2);
+        // A failure that does not block (a pattern) leaves the CEL rules running after it.
+        let mut both = valid_object();
+        both["spec"]["subject"]["kind"] = json!("Group");
+        both["spec"]["until"] = json!("tomorrow");
+        let got = messages(schema.validate(&both, None));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(
+            got[1],
+            r#"spec: Invalid value: "object": groups need a reason"#
         );
 
         let old = valid_object();

@@ -404,11 +404,103 @@ fn extra_field_labels(group: &str, kind: &str) -> &'static [(&'static str, &'sta
             ("status.phase", "/status/phase"),
             ("status.podIP", "/status/podIP"),
             ("status.nominatedNodeName", "/status/nominatedNodeName"),
+            ("spec.host", "/spec/nodeName"),
         ],
+        ("", "Service") => &[
+            ("spec.clusterIP", "/spec/clusterIP"),
+            ("spec.type", "/spec/type"),
+        ],
+        ("batch", "Job" | "CronJob") => &[("status.successful", "/status/succeeded")],
         ("", "Secret") => &[("type", "/type")],
         ("", "Namespace") => &[("status.phase", "/status/phase")],
         ("", "Node") => &[("spec.unschedulable", "/spec/unschedulable")],
         _ => &[],
+    }
+}
+
+/// Why a field selector was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FieldSelectorError {
+    /// A label the kind does not offer, in the words of its field label conversion.
+    UnsupportedLabel(String),
+    /// Malformed syntax.
+    Invalid(String),
+}
+
+impl std::fmt::Display for FieldSelectorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::UnsupportedLabel(m) | Self::Invalid(m) => f.write_str(m),
+        }
+    }
+}
+
+/// The field labels a kind's conversion function accepts and how it refuses the others.
+struct KindLabels<'a> {
+    group: &'a str,
+    kind: &'a str,
+    custom: bool,
+    extra: &'static [(&'static str, &'static str)],
+}
+
+impl<'a> KindLabels<'a> {
+    fn of(group: &'a str, kind: &'a str, custom: bool) -> Self {
+        Self {
+            group,
+            kind,
+            custom,
+            extra: if custom {
+                &[]
+            } else {
+                extra_field_labels(group, kind)
+            },
+        }
+    }
+
+    /// Node and Namespace conversions accept `metadata.name` but not `metadata.namespace`.
+    fn offers_namespace(&self) -> bool {
+        self.custom || !matches!((self.group, self.kind), ("", "Node" | "Namespace"))
+    }
+
+    fn pointer(&self, key: &str) -> Result<&'static str, FieldSelectorError> {
+        match key {
+            "metadata.name" => return Ok(NAME_POINTER),
+            "metadata.namespace" if self.offers_namespace() => return Ok(NAMESPACE_POINTER),
+            _ => {}
+        }
+        self.extra
+            .iter()
+            .find(|(label, _)| *label == key)
+            .map(|(_, pointer)| *pointer)
+            .ok_or_else(|| FieldSelectorError::UnsupportedLabel(self.refusal(key)))
+    }
+
+    /// The refusal of the kind's conversion function: core kinds with a registered function
+    /// and custom resources say `field label not supported: L`, batch kinds name the label and
+    /// kind, and every other kind falls back to `DefaultMetaV1FieldSelectorConversion`, which
+    /// names the two labels it supports.
+    fn refusal(&self, key: &str) -> String {
+        match (self.group, self.kind) {
+            _ if self.custom => format!("field label not supported: {key}"),
+            (
+                "",
+                "Pod"
+                | "Node"
+                | "ReplicationController"
+                | "Event"
+                | "Namespace"
+                | "Secret"
+                | "Service",
+            ) => {
+                format!("field label not supported: {key}")
+            }
+            ("batch", kind @ ("Job" | "CronJob")) => {
+                format!("field label {key:?} not supported for {kind:?}")
+            }
+            _ => format!(
+                "{key:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+            ),
+        }
     }
 }
 
@@ -435,13 +527,24 @@ impl FieldSelector {
     /// Like [`parse`](Self::parse), also accepting the field labels the real server offers for
     /// this kind (`involvedObject.name` on core Events, `status.phase` on Pods, `type` on Secrets...).
     pub fn parse_for(input: &str, group: &str, kind: &str) -> Result<Self, String> {
-        let extra = extra_field_labels(group, kind);
+        Self::parse_for_kind(input, group, kind, false).map_err(|e| e.to_string())
+    }
+
+    /// Like [`parse_for`](Self::parse_for); a label the kind does not offer is refused in the
+    /// words of its field label conversion (`custom`: served from a CRD).
+    pub fn parse_for_kind(
+        input: &str,
+        group: &str,
+        kind: &str,
+        custom: bool,
+    ) -> Result<Self, FieldSelectorError> {
+        let labels = KindLabels::of(group, kind, custom);
         let mut terms = Vec::new();
         for raw in split_unescaped(input, ',') {
             if raw.trim().is_empty() {
                 continue;
             }
-            terms.push(parse_field_term(&raw, extra)?);
+            terms.push(parse_field_term(&raw, &labels)?);
         }
         Ok(Self { terms })
     }
@@ -504,46 +607,36 @@ fn split_unescaped(input: &str, sep: char) -> Vec<String> {
     parts
 }
 
-fn parse_field_term(
-    raw: &str,
-    extra: &'static [(&'static str, &'static str)],
-) -> Result<FieldTerm, String> {
+fn parse_field_term(raw: &str, labels: &KindLabels<'_>) -> Result<FieldTerm, FieldSelectorError> {
     let chars: Vec<char> = raw.chars().collect();
     let mut i = 0;
     while i < chars.len() {
         match chars[i] {
             '\\' => i += 2,
             '!' if chars.get(i + 1) == Some(&'=') => {
-                return field_term(&chars[..i], &chars[i + 2..], true, extra);
+                return field_term(&chars[..i], &chars[i + 2..], true, labels);
             }
             '=' if chars.get(i + 1) == Some(&'=') => {
-                return field_term(&chars[..i], &chars[i + 2..], false, extra);
+                return field_term(&chars[..i], &chars[i + 2..], false, labels);
             }
-            '=' => return field_term(&chars[..i], &chars[i + 1..], false, extra),
+            '=' => return field_term(&chars[..i], &chars[i + 1..], false, labels),
             _ => i += 1,
         }
     }
-    Err(format!(
+    Err(FieldSelectorError::Invalid(format!(
         "invalid selector: '{raw}'; can't understand '{raw}'"
-    ))
+    )))
 }
 
 fn field_term(
     key: &[char],
     value: &[char],
     negated: bool,
-    extra: &'static [(&'static str, &'static str)],
-) -> Result<FieldTerm, String> {
+    labels: &KindLabels<'_>,
+) -> Result<FieldTerm, FieldSelectorError> {
     let key: String = key.iter().collect::<String>().trim().to_string();
-    let value = unescape(value)?;
-    let pointer = match key.as_str() {
-        "metadata.name" => NAME_POINTER,
-        "metadata.namespace" => NAMESPACE_POINTER,
-        other => match extra.iter().find(|(label, _)| *label == other) {
-            Some((_, pointer)) => pointer,
-            None => return Err(format!("field label not supported: {key}")),
-        },
-    };
+    let value = unescape(value).map_err(FieldSelectorError::Invalid)?;
+    let pointer = labels.pointer(&key)?;
     Ok(FieldTerm {
         pointer,
         value,
@@ -741,11 +834,11 @@ mod tests {
         let cases = [
             (
                 "spec.nodeName=x",
-                "field label not supported: spec.nodeName",
+                r#""spec.nodeName" is not a known field selector: only "metadata.name", "metadata.namespace""#,
             ),
             (
                 "status.phase!=Running",
-                "field label not supported: status.phase",
+                r#""status.phase" is not a known field selector"#,
             ),
             ("metadata.name", "invalid selector"),
             (r"metadata.name=a\x", "invalid escape sequence"),
@@ -754,6 +847,41 @@ mod tests {
             let err = FieldSelector::parse(selector).expect_err(selector);
             assert!(err.contains(want), "{selector}: got {err:?}, want {want:?}");
         }
+    }
+
+    #[test]
+    fn unsupported_labels_are_refused_in_the_words_of_the_kind() {
+        let refusal = |group: &str, kind: &str, custom: bool, selector: &str| {
+            FieldSelector::parse_for_kind(selector, group, kind, custom).unwrap_err()
+        };
+        let unsupported = FieldSelectorError::UnsupportedLabel;
+        assert_eq!(
+            refusal("", "ConfigMap", false, "spec.foo=bar"),
+            unsupported(
+                r#""spec.foo" is not a known field selector: only "metadata.name", "metadata.namespace""#
+                    .into()
+            )
+        );
+        assert_eq!(
+            refusal("", "Pod", false, "spec.foo=bar"),
+            unsupported("field label not supported: spec.foo".into())
+        );
+        assert_eq!(
+            refusal("", "Node", false, "metadata.namespace=x"),
+            unsupported("field label not supported: metadata.namespace".into())
+        );
+        assert_eq!(
+            refusal("batch", "Job", false, "spec.foo=1"),
+            unsupported(r#"field label "spec.foo" not supported for "Job""#.into())
+        );
+        assert_eq!(
+            refusal("example.com", "Widget", true, "spec.foo=1"),
+            unsupported("field label not supported: spec.foo".into())
+        );
+        assert!(matches!(
+            refusal("", "ConfigMap", false, "metadata.name"),
+            FieldSelectorError::Invalid(_)
+        ));
     }
 
     /// A tiny deterministic generator: arbitrary selector-ish input must never panic.

@@ -434,3 +434,53 @@ async fn the_pgadmin_image_refuses_what_the_real_one_refuses() {
         Some("False")
     );
 }
+
+/// ServiceAccount admission adds the `kube-api-access-*` projected volume to a Pod; the root
+/// CA publisher has put the `kube-root-ca.crt` it projects into every namespace (the new one
+/// too, and back after a delete), so the kubelet mounts it and the Pod runs.
+#[tokio::test]
+async fn the_service_account_volume_mounts_from_the_published_root_ca() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    let (_sim, client) = cluster("sa").await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "sa");
+    let published = until(&cms, "kube-root-ca.crt", "published", |cm| {
+        cm.data
+            .as_ref()
+            .and_then(|d| d.get("ca.crt"))
+            .is_some_and(|ca| ca.starts_with("-----BEGIN CERTIFICATE-----"))
+    })
+    .await;
+    let defaults: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let elsewhere = defaults
+        .get("kube-root-ca.crt")
+        .await
+        .expect("in default too");
+    assert_eq!(elsewhere.data, published.data, "one CA for the cluster");
+    cms.delete("kube-root-ca.crt", &DeleteParams::default())
+        .await
+        .expect("deleted");
+    until(&cms, "kube-root-ca.crt", "published again", |cm| {
+        cm.data == published.data
+    })
+    .await;
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "sa");
+    let created = pods
+        .create(&PostParams::default(), &simple("web"))
+        .await
+        .expect("created");
+    let spec = created.spec.expect("spec");
+    let volume = &spec.volumes.expect("volumes")[0];
+    assert!(volume.name.starts_with("kube-api-access-"), "{volume:?}");
+    let mounts = spec.containers[0].volume_mounts.clone().expect("mounts");
+    assert_eq!(mounts[0].name, volume.name);
+    assert_eq!(
+        mounts[0].mount_path,
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    until(&pods, "web", "running", |p| {
+        p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+    })
+    .await;
+}

@@ -374,6 +374,89 @@ async fn kubectl_applies_the_gateway_api_standard_install() {
     .expect("kubectl steps");
 }
 
+/// Cases of the upstream CRDs' own test suites: openshift/api's Route suite
+/// (`route/v1/tests/routes.route.openshift.io/AAA_ungated.yaml`) expects the CEL rule's message
+/// when `set` is missing under `type: Set`, and for an empty header value the schema's
+/// `Required value` followed by the note that the CEL rules were skipped, as
+/// apiextensions-apiserver orders them; the Gateway API CRDs report their `categories` among
+/// the accepted names.
+#[tokio::test]
+async fn upstream_suites_get_the_api_servers_messages() {
+    let sim = Sim::start(SimConfig {
+        external_crds: false,
+        extra_crds: vec![
+            fixture("openshift-api/routes.crd.yaml"),
+            fixture("gateway-api/standard-install.yaml"),
+        ],
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim starts");
+    let client = sim.client();
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &kube::api::PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": NS}})).expect("ns"),
+        )
+        .await
+        .expect("namespace");
+    let routes = dynamic(&client, "route.openshift.io", "Route", "routes");
+    let refusal = |action: Value| {
+        let routes = routes.clone();
+        async move {
+            let route: DynamicObject = serde_json::from_value(serde_json::json!({
+                "apiVersion": "route.openshift.io/v1", "kind": "Route",
+                "metadata": {"name": "hello-openshift-edge-not-allowed-values"},
+                "spec": {
+                    "subdomain": "hello-openshift", "tls": {"termination": "edge"},
+                    "to": {"kind": "Service", "name": "hello-openshift"},
+                    "httpHeaders": {"actions": {"request": [
+                        {"name": "X-SSL-Client-Cert", "action": action}]}},
+                },
+            }))
+            .expect("route");
+            match routes
+                .create(&kube::api::PostParams::default(), &route)
+                .await
+            {
+                Err(kube::Error::Api(status)) => (status.code, status.message),
+                other => panic!("the Route was not refused: {other:?}"),
+            }
+        }
+    };
+    let (code, message) = refusal(serde_json::json!({"type": "Set", "set": {"value": null}})).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        message,
+        r#"Route.route.openshift.io "hello-openshift-edge-not-allowed-values" is invalid: [spec.httpHeaders.actions.request[0].action.set.value: Required value, <nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]"#
+    );
+    let (code, message) = refusal(serde_json::json!({"type": "Set"})).await;
+    assert_eq!(code, 422);
+    assert!(
+        message.contains("set is required when type is Set, and forbidden otherwise"),
+        "{message}"
+    );
+
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client);
+    for name in [
+        "gateways.gateway.networking.k8s.io",
+        "httproutes.gateway.networking.k8s.io",
+    ] {
+        let crd = crds.get(name).await.expect("crd");
+        let accepted = crd
+            .status
+            .and_then(|s| s.accepted_names)
+            .expect("acceptedNames");
+        assert_eq!(
+            accepted.categories.as_deref(),
+            Some(&["gateway-api".to_string()][..]),
+            "{name}"
+        );
+    }
+}
+
 /// A ValidatingAdmissionPolicy and its binding are cluster-scoped objects a typed client
 /// creates, reads back whole and deletes.
 #[tokio::test]

@@ -351,6 +351,27 @@ def tables(c):
     expect(columns == ["Name", "Ready", "Up-to-date", "Available", "Age"], f"deployment columns {columns}")
 
 
+@check
+def no_op_replace(c):
+    """A replace of the object as read, by the same field manager, stores nothing: the
+    resourceVersion stays and no watch event is sent (kube-apiserver's storage skips a write
+    whose bytes did not change)."""
+    c.core.create_namespaced_config_map(c.ns, cm("unchanged", {"a": "1"}), field_manager="py")
+    read = c.core.read_namespaced_config_map("unchanged", c.ns)
+    replaced = c.core.replace_namespaced_config_map("unchanged", c.ns, read, field_manager="py")
+    expect(
+        replaced.metadata.resource_version == read.metadata.resource_version,
+        f"version {read.metadata.resource_version} -> {replaced.metadata.resource_version}",
+    )
+    events = watch.Watch().stream(
+        c.core.list_namespaced_config_map, c.ns,
+        field_selector="metadata.name=unchanged",
+        resource_version=read.metadata.resource_version, timeout_seconds=1,
+    )
+    seen = [(e["type"], e["object"].metadata.resource_version) for e in events]
+    expect(seen == [], f"events after the no-op replace: {seen}")
+
+
 def main():
     kubeconfig, ns = sys.argv[1], sys.argv[2]
     c = Ctx(kubeconfig, ns)

@@ -178,6 +178,8 @@ pub fn validate(server: &Server, l: &Locked<'_>, a: &Attributes<'_>) -> Result<(
             let id = crate::auth::Identity {
                 user: requester.username.clone(),
                 groups: requester.groups.clone(),
+                uid: None,
+                extra: Default::default(),
             };
             Arc::new(authorizer::Grants::of(l, &id))
         });

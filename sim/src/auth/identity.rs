@@ -5,6 +5,8 @@
 //! - A ServiceAccount token from `serviceaccounts/<name>/token`: the ServiceAccount, while it
 //!   exists with the same uid and the token has not expired.
 
+use std::collections::BTreeMap;
+
 use base64::Engine;
 use serde_json::{Value, json};
 
@@ -22,6 +24,10 @@ const TOKEN_PREFIX: &str = "sim-user.";
 pub struct Identity {
     pub user: String,
     pub groups: Vec<String>,
+    /// The user's uid, when the authenticator knows one (a ServiceAccount's).
+    pub uid: Option<String>,
+    /// Extra attributes (`authentication.kubernetes.io/credential-id` of a token).
+    pub extra: BTreeMap<String, Vec<String>>,
 }
 
 impl Identity {
@@ -29,6 +35,8 @@ impl Identity {
         Self {
             user: ADMIN_USER.into(),
             groups: vec![MASTERS.into(), AUTHENTICATED.into()],
+            uid: None,
+            extra: BTreeMap::new(),
         }
     }
 
@@ -50,7 +58,22 @@ impl Identity {
         Self {
             user: user.into(),
             groups: all,
+            uid: None,
+            extra: BTreeMap::new(),
         }
+    }
+
+    /// The `userInfo` of a SelfSubjectReview (and of an admission request): `uid` and `extra`
+    /// only when set, as the API's `omitempty` fields.
+    pub fn user_info(&self) -> Value {
+        let mut info = json!({"username": self.user, "groups": self.groups});
+        if let Some(uid) = &self.uid {
+            info["uid"] = json!(uid);
+        }
+        if !self.extra.is_empty() {
+            info["extra"] = json!(self.extra);
+        }
+        info
     }
 
     /// Members of `system:masters` pass every check, as on a real server.
@@ -125,7 +148,21 @@ fn service_account_token(server: &Server, token: &str) -> Option<Identity> {
     let uid = claims
         .pointer("/kubernetes.io/serviceaccount/uid")
         .and_then(Value::as_str);
-    (uid == sa.pointer("/metadata/uid").and_then(Value::as_str)).then(|| Identity::new(user, &[]))
+    let sa_uid = sa.pointer("/metadata/uid").and_then(Value::as_str);
+    if uid != sa_uid {
+        return None;
+    }
+    // The ServiceAccount token authenticator names the ServiceAccount's uid and the token's
+    // id (`JTI=<jti>`) as the credential.
+    let mut id = Identity::new(user, &[]);
+    id.uid = sa_uid.map(str::to_string);
+    if let Some(jti) = claims["jti"].as_str() {
+        id.extra.insert(
+            "authentication.kubernetes.io/credential-id".into(),
+            vec![format!("JTI={jti}")],
+        );
+    }
+    Some(id)
 }
 
 #[cfg(test)]

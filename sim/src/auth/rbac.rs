@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::identity::{Identity, service_account};
+use super::identity::{AUTHENTICATED, Identity, service_account};
 use crate::rbac_audit::RuleRef;
 use crate::server::Server;
 use crate::store::Locked;
@@ -394,6 +394,82 @@ fn decide(server: &Server, id: &Identity, a: &Attributes, record: bool) -> bool 
         }
         None => false,
     }
+}
+
+/// The RBAC authorizer's reason for allowing `a`: the first binding (ClusterRoleBindings, then
+/// the namespace's RoleBindings) whose role has a rule allowing it, as
+/// `RBAC: allowed by ClusterRoleBinding "b" of ClusterRole "r" to User "u"`; the bootstrap
+/// policy is named by its own bindings. `None` when no rule allows it.
+pub fn allow_reason(server: &Server, id: &Identity, a: &Attributes) -> Option<String> {
+    let describe = |binding: &Value, namespace: &str, l: &Locked<'_>| -> Option<String> {
+        let subject = binding
+            .get("subjects")
+            .and_then(Value::as_array)?
+            .iter()
+            .find(|s| subject_matches(s, namespace, id))?;
+        if !binding_rules(l, binding, namespace)
+            .iter()
+            .any(|(_, r)| r.allows(a))
+        {
+            return None;
+        }
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let role_ref = &binding["roleRef"];
+        let source = if namespace.is_empty() {
+            format!("ClusterRoleBinding {:?}", name_of(binding))
+        } else {
+            format!(
+                "RoleBinding {:?}",
+                format!("{}/{namespace}", name_of(binding))
+            )
+        };
+        let who = match s(subject, "kind").as_str() {
+            "ServiceAccount" => {
+                let ns = match s(subject, "namespace") {
+                    ns if !ns.is_empty() => ns,
+                    _ => namespace.to_string(),
+                };
+                format!(
+                    "ServiceAccount {:?}",
+                    format!("{}/{ns}", s(subject, "name"))
+                )
+            }
+            kind => format!("{kind} {:?}", s(subject, "name")),
+        };
+        Some(format!(
+            "RBAC: allowed by {source} of {} {:?} to {who}",
+            s(role_ref, "kind"),
+            s(role_ref, "name")
+        ))
+    };
+    {
+        let l = server.store.lock();
+        for b in l.list(&key("clusterrolebindings"), None) {
+            if let Some(reason) = describe(&b, "", &l) {
+                return Some(reason);
+            }
+        }
+        if !a.namespace.is_empty() {
+            for b in l.list(&key("rolebindings"), Some(&a.namespace)) {
+                if let Some(reason) = describe(&b, &a.namespace, &l) {
+                    return Some(reason);
+                }
+            }
+        }
+    }
+    let bootstrap = bootstrap_rules();
+    let index = bootstrap.iter().position(|r| r.allows(a))?;
+    // The sim keeps the three bootstrap roles as rules of its own: the first holds
+    // `system:discovery`'s paths and `system:public-info-viewer`'s health checks, the others
+    // `system:basic-user`'s reviews.
+    let role = match (index, a.path.as_deref()) {
+        (0, Some("/healthz" | "/livez" | "/readyz")) => "system:public-info-viewer",
+        (0, _) => "system:discovery",
+        _ => "system:basic-user",
+    };
+    Some(format!(
+        "RBAC: allowed by ClusterRoleBinding {role:?} of ClusterRole {role:?} to Group {AUTHENTICATED:?}"
+    ))
 }
 
 /// Hand the store's objects out for the review answers (rules for SelfSubjectRulesReview).

@@ -38,6 +38,7 @@ mod nodes;
 pub mod pki;
 pub mod quota;
 mod replicaset;
+pub mod root_ca;
 mod scheduler;
 pub mod secret_data;
 mod storage;
@@ -291,6 +292,7 @@ fn core_components() -> Vec<Arc<dyn Component>> {
         Arc::new(job::Jobs),
         Arc::new(endpoints::Endpoints::default()),
         Arc::new(quota::QuotaController),
+        Arc::new(root_ca::RootCa::default()),
     ]
 }
 

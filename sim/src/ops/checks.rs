@@ -9,15 +9,6 @@ use crate::resources::{self, ResourceInfo};
 use crate::server::Server;
 use crate::store::{FieldValidation, Locked};
 
-pub(crate) fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
 /// An RFC 1123 subdomain as `IsDNS1123Subdomain` checks it: at most 253 characters in all,
 /// dot-separated parts with no length limit of their own.
 pub(crate) fn is_dns_subdomain(s: &str) -> bool {
@@ -32,33 +23,59 @@ pub(crate) fn is_dns_subdomain(s: &str) -> bool {
         })
 }
 
-/// A DNS-1035 label: a DNS label that starts with a letter (Service names).
-fn is_dns1035_label(s: &str) -> bool {
-    is_dns_label(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
+/// Whether `s` matches `[a-z0-9]([-a-z0-9]*[a-z0-9])?` (length not checked).
+fn label_shape(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
 }
 
-/// Name rules of the kind: namespaces are DNS labels, Services DNS-1035 labels, RBAC names are
-/// path segments (`system:foo`), everything else a DNS subdomain.
-pub(crate) fn name_problem(info: &ResourceInfo, name: &str) -> Option<String> {
+const SUBDOMAIN_REGEX: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+
+/// Name rules of the kind, each failure worded as apimachinery's validation words it (several
+/// for one name, as a real server lists them): namespaces are DNS labels
+/// (`IsDNS1123Label`), Services DNS-1035 labels, RBAC names path segments (`system:foo`),
+/// everything else a DNS subdomain (`IsDNS1123Subdomain`).
+pub(crate) fn name_problems(info: &ResourceInfo, name: &str) -> Vec<String> {
+    let too_long =
+        |max: usize| (name.len() > max).then(|| format!("must be no more than {max} characters"));
+    let mut problems = Vec::new();
     if info.group.is_empty() && info.plural == "services" {
-        return (!is_dns1035_label(name)).then(|| {
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string()
-        });
-    }
-    let ok = if info.group.is_empty() && info.plural == "namespaces" {
-        is_dns_label(name)
+        problems.extend(too_long(63));
+        if !(label_shape(name) && name.starts_with(|c: char| c.is_ascii_lowercase())) {
+            problems.push("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string());
+        }
+    } else if info.group.is_empty() && info.plural == "namespaces" {
+        problems.extend(too_long(63));
+        if !label_shape(name) {
+            problems.push(if name.len() <= 253 && is_dns_subdomain(name) {
+                // A valid subdomain but not a label: the dots are what is wrong.
+                "must not contain dots".to_string()
+            } else {
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string()
+            });
+        }
     } else if info.group == "rbac.authorization.k8s.io" {
-        !name.is_empty()
-            && name != "."
-            && name != ".."
-            && !name.contains('/')
-            && !name.contains('%')
+        // `IsPathSegmentName`: an exact `.`/`..` is the only problem named, else each
+        // forbidden substring.
+        if name == "." || name == ".." {
+            problems.push(format!("may not be '{name}'"));
+        } else {
+            for bad in ["/", "%"] {
+                if name.contains(bad) {
+                    problems.push(format!("may not contain '{bad}'"));
+                }
+            }
+        }
     } else {
-        is_dns_subdomain(name)
-    };
-    (!ok).then(|| {
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character".to_string()
-    })
+        problems.extend(too_long(253));
+        if !name.split('.').all(label_shape) {
+            problems.push(format!("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{SUBDOMAIN_REGEX}')"));
+        }
+    }
+    problems
 }
 
 pub(crate) fn generate_suffix(seed: u64) -> String {
@@ -241,14 +258,167 @@ pub(crate) fn check_namespace(
     }
 }
 
+/// A CRD's `spec.names` with the defaults of `SetDefaults_CustomResourceDefinitionSpec`
+/// (`singular` the lowercased kind, `listKind` the kind + `List`), written back into the spec:
+/// what the naming controller accepts when nothing conflicts, categories and short names
+/// included.
+fn crd_names(crd: &mut Value) -> Value {
+    let Some(names) = crd.pointer_mut("/spec/names").filter(|n| n.is_object()) else {
+        return json!({});
+    };
+    if let Some(kind) = names
+        .get("kind")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        && !kind.is_empty()
+    {
+        if names
+            .get("singular")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            names["singular"] = json!(kind.to_lowercase());
+        }
+        if names
+            .get("listKind")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            names["listKind"] = json!(format!("{kind}List"));
+        }
+    }
+    names.clone()
+}
+
+/// On every update of a CRD the naming controller accepts its names anew (a new category or
+/// short name is served and reported), keeping the rest of the status.
+pub(crate) fn crd_accept_names(crd: &mut Value) {
+    let names = crd_names(crd);
+    if !crd["status"].is_object() {
+        crd["status"] = json!({});
+    }
+    crd["status"]["acceptedNames"] = names;
+}
+
+/// Where ServiceAccount admission mounts the API access volume in every container.
+const API_TOKEN_MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// The ServiceAccount admission plugin on a Pod's create: unless the Pod or its
+/// ServiceAccount says `automountServiceAccountToken: false` (or it is a mirror Pod), every
+/// container and init container without a mount at the token path mounts a projected volume
+/// `kube-api-access-<5 random characters>` (the ServiceAccount token, the `kube-root-ca.crt`
+/// ConfigMap's `ca.crt` and the namespace), read-only, and the volume is added when one needs
+/// it. A Pod that already has a `kube-api-access-*` volume keeps it.
+pub(crate) fn admit_service_account(l: &Locked<'_>, namespace: &str, pod: &mut Value, seed: u64) {
+    if pod
+        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
+        .is_some()
+        || pod.pointer("/spec/automountServiceAccountToken") == Some(&Value::Bool(false))
+    {
+        return;
+    }
+    let account = pod
+        .pointer("/spec/serviceAccountName")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_string();
+    let sa = l.get(
+        &(String::new(), "serviceaccounts".into()),
+        &(namespace.to_string(), account),
+    );
+    if sa.is_some_and(|sa| sa.get("automountServiceAccountToken") == Some(&Value::Bool(false))) {
+        return;
+    }
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let existing = spec
+        .get("volumes")
+        .and_then(Value::as_array)
+        .and_then(|vs| {
+            vs.iter()
+                .filter_map(|v| v.get("name").and_then(Value::as_str))
+                .find(|n| n.starts_with("kube-api-access-"))
+                .map(str::to_string)
+        });
+    let volume = existing
+        .clone()
+        .unwrap_or_else(|| format!("kube-api-access-{}", generate_suffix(seed)));
+    let mount = json!({"name": volume, "readOnly": true, "mountPath": API_TOKEN_MOUNT_PATH});
+    let mut needed = false;
+    for list in ["initContainers", "containers"] {
+        for container in spec
+            .get_mut(list)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let mounted = container
+                .get("volumeMounts")
+                .and_then(Value::as_array)
+                .is_some_and(|ms| ms.iter().any(|m| m["mountPath"] == API_TOKEN_MOUNT_PATH));
+            if mounted {
+                continue;
+            }
+            if !container["volumeMounts"].is_array() {
+                container["volumeMounts"] = json!([]);
+            }
+            if let Some(mounts) = container["volumeMounts"].as_array_mut() {
+                mounts.push(mount.clone());
+                needed = true;
+            }
+        }
+    }
+    if existing.is_none() && needed {
+        let source = json!({
+            "name": volume,
+            "projected": {
+                "defaultMode": 420,
+                "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {"downwardAPI": {"items": [{"path": "namespace",
+                        "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+                ],
+            },
+        });
+        match spec.get_mut("volumes").and_then(Value::as_array_mut) {
+            Some(volumes) => volumes.push(source),
+            None => {
+                spec.insert("volumes".into(), json!([source]));
+            }
+        }
+    }
+}
+
+/// The finalizer every namespace is created with, removed by the namespace controller through
+/// `namespaces/NAME/finalize` once the namespace's content is gone.
+pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
+
 /// Kind-specific defaults a real control plane fills in at creation.
 pub(crate) fn builtin_defaults(info: &ResourceInfo, obj: &mut Value) {
     match (info.group.as_str(), info.kind.as_str()) {
-        ("", "Namespace") if obj.pointer("/status/phase").is_none() => {
+        ("", "Namespace") => {
+            // The namespace strategy's PrepareForCreate: the status is Active, and the
+            // `kubernetes` finalizer (which the namespace controller removes once the content is
+            // gone) is added to whatever finalizers the client asked for.
             obj["status"] = json!({"phase": "Active"});
+            if !obj["spec"].is_object() {
+                obj["spec"] = json!({});
+            }
+            let finalizers = &mut obj["spec"]["finalizers"];
+            if !finalizers.is_array() {
+                *finalizers = json!([]);
+            }
+            if let Some(list) = finalizers.as_array_mut()
+                && !list.iter().any(|f| f == NAMESPACE_FINALIZER)
+            {
+                list.push(json!(NAMESPACE_FINALIZER));
+            }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            let names = obj.pointer("/spec/names").cloned().unwrap_or(json!({}));
+            let names = crd_names(obj);
             let now = now_rfc3339();
             let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": now, "reason": reason, "message": msg});
             obj["status"] = json!({

@@ -306,16 +306,43 @@ pub(crate) fn delete_namespace(
         }
     }
     match l.get(res, key) {
-        Some(still) if l.keys_in_namespace(&ns).is_empty() => {
-            let mut last = (*still).clone();
-            let rv = l.next_rv();
-            set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
-            l.remove(res, key, last, rv)
-        }
+        Some(still) if l.keys_in_namespace(&ns).is_empty() => finish_namespace(l, res, key, still),
         // Content remains (finalizers, Pods terminating): the namespace controller reports it.
         Some(still) => report_namespace_content(l, res, key, still),
         None => marked,
     }
+}
+
+/// The end of an emptied terminating namespace, as the namespace controller ends it: its
+/// `kubernetes` finalizer is removed (`finalize`, one MODIFIED event), then the namespace goes
+/// once no finalizer is left. Finalizers of others keep it, Terminating, until they are
+/// removed through `finalize` (or `metadata.finalizers` by an update).
+fn finish_namespace(l: &mut Locked<'_>, res: &ResKey, key: &ObjKey, ns: Arc<Value>) -> Arc<Value> {
+    let mut current = ns;
+    let has_ours = current
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|f| f == super::checks::NAMESPACE_FINALIZER));
+    if has_ours {
+        let mut finalized = (*current).clone();
+        if let Some(list) = finalized["spec"]["finalizers"].as_array_mut() {
+            list.retain(|f| f != super::checks::NAMESPACE_FINALIZER);
+        }
+        let rv = l.next_rv();
+        set_meta(&mut finalized, "resourceVersion", json!(rv.to_string()));
+        current = l.put(res, key.clone(), finalized, rv, EventType::Modified);
+    }
+    let spec_left = current
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty());
+    if spec_left || finalizers(&current) > 0 {
+        return current;
+    }
+    let mut last = (*current).clone();
+    let rv = l.next_rv();
+    set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
+    l.remove(res, key, last, rv)
 }
 
 /// The condition types the namespace controller maintains on a terminating namespace, in its
@@ -475,10 +502,7 @@ pub(crate) fn after_removal(server: &Server, l: &mut Locked<'_>, gone: &Value, k
             && ns.pointer("/metadata/deletionTimestamp").is_some()
         {
             if l.keys_in_namespace(&key.0).is_empty() {
-                let mut last = (*ns).clone();
-                let rv = l.next_rv();
-                set_meta(&mut last, "resourceVersion", json!(rv.to_string()));
-                l.remove(&ns_res, &ns_key, last, rv);
+                finish_namespace(l, &ns_res, &ns_key, ns);
             } else if ns.pointer("/status/conditions").is_some() {
                 // Not during the namespace's own first pass, which reports once at its end.
                 report_namespace_content(l, &ns_res, &ns_key, ns);

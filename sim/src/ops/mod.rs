@@ -63,16 +63,20 @@ pub fn create(
             }
         },
     };
-    if let Some(problem) = name_problem(info, &name) {
+    let problems = name_problems(info, &name);
+    if !problems.is_empty() {
         return Err(ApiError::invalid(
             &info.group,
             &info.kind,
             &name,
-            vec![Cause {
-                field: "metadata.name".into(),
-                message: format!("Invalid value: \"{name}\": {problem}"),
-                reason: "FieldValueInvalid".into(),
-            }],
+            problems
+                .into_iter()
+                .map(|problem| Cause {
+                    field: "metadata.name".into(),
+                    message: format!("Invalid value: \"{name}\": {problem}"),
+                    reason: "FieldValueInvalid".into(),
+                })
+                .collect(),
         ));
     }
     check_namespace(l, info, namespace, &name)?;
@@ -110,6 +114,9 @@ pub fn create(
         crate::managed_fields::record_update(info, &mut body, None, &manager, "");
     }
     let uid = l.new_uid();
+    if !info.custom && info.group.is_empty() && info.plural == "pods" {
+        admit_service_account(l, namespace, &mut body, rv.wrapping_mul(0x2545_F491) ^ 0x5a);
+    }
     let mut problems = Vec::new();
     if !info.custom && info.group == "batch" && info.kind == "Job" {
         problems.extend(crate::defaults::job_selector(&mut body, &uid));
@@ -237,7 +244,30 @@ pub fn update(
             }
             merged
         }
+        Subresource::Finalize => {
+            let mut merged = (*old).clone();
+            match body.pointer("/spec/finalizers") {
+                Some(f) => merged["spec"]["finalizers"] = f.clone(),
+                None => {
+                    if let Some(spec) = merged["spec"].as_object_mut() {
+                        spec.remove("finalizers");
+                    }
+                }
+            }
+            merged
+        }
         Subresource::Main => {
+            if info.group.is_empty() && info.plural == "namespaces" {
+                // A namespace's finalizers move only through `finalize`.
+                match old.pointer("/spec/finalizers") {
+                    Some(f) => body["spec"]["finalizers"] = f.clone(),
+                    None => {
+                        if let Some(spec) = body["spec"].as_object_mut() {
+                            spec.remove("finalizers");
+                        }
+                    }
+                }
+            }
             if info.status_subresource {
                 match old.get("status") {
                     Some(s) => body["status"] = s.clone(),
@@ -294,11 +324,13 @@ pub fn update(
         && info.plural == "customresourcedefinitions"
         && sub == Subresource::Main
     {
+        crd_accept_names(&mut new);
         Some(crd_resources(&new)?)
     } else {
         None
     };
     set_meta(&mut new, "resourceVersion", json!(old_rv));
+    crate::managed_fields::normalize_times(&mut new);
     crate::admission::validate(
         server,
         l,
@@ -319,16 +351,23 @@ pub fn update(
         set_meta(&mut new, "generation", json!(generation(&old) + 1));
     }
     if let Some(manager) = l.field_manager().map(str::to_string) {
-        let sub_name = if sub == Subresource::Status {
-            "status"
-        } else {
-            ""
+        let sub_name = match sub {
+            Subresource::Status => "status",
+            Subresource::Finalize => "finalize",
+            Subresource::Main => "",
         };
         crate::managed_fields::record_update(info, &mut new, Some(&old), &manager, sub_name);
     }
     let rv = l.next_rv();
     set_meta(&mut new, "resourceVersion", json!(rv.to_string()));
-    if deleting && finalizers(&new) == 0 {
+    // A namespace also waits for its `spec.finalizers` (the namespace controller's and others').
+    let spec_finalizers = info.group.is_empty()
+        && info.plural == "namespaces"
+        && new
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+    if deleting && finalizers(&new) == 0 && !spec_finalizers {
         let gone = l.remove(&res, &key, new, rv);
         after_removal(server, l, &gone, &key);
         return Ok(gone);
@@ -459,25 +498,30 @@ mod tests {
                 .cloned()
                 .unwrap()
         };
-        assert!(name_problem(&find("", "configmaps"), "a.b-c").is_none());
+        let problems = |g: &str, p: &str, name: &str| name_problems(&find(g, p), name);
+        assert!(problems("", "configmaps", "a.b-c").is_empty());
         // A subdomain's parts have no limit of their own, only the whole name (253).
-        assert!(name_problem(&find("", "configmaps"), &"c".repeat(253)).is_none());
-        assert!(name_problem(&find("", "configmaps"), &"c".repeat(254)).is_some());
-        assert!(name_problem(&find("", "configmaps"), "Upper").is_some());
-        assert!(name_problem(&find("", "namespaces"), "a.b").is_some());
-        assert!(name_problem(&find("", "services"), "web-1").is_none());
+        assert!(problems("", "configmaps", &"c".repeat(253)).is_empty());
+        assert_eq!(
+            problems("", "configmaps", &"c".repeat(254)),
+            ["must be no more than 253 characters"]
+        );
+        assert_eq!(
+            problems("", "configmaps", "Bad_Name"),
+            [
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+            ]
+        );
+        assert_eq!(problems("", "namespaces", "a.b"), ["must not contain dots"]);
+        assert!(problems("", "services", "web-1").is_empty());
         for service in ["a.b", "1web", "web-", &"w".repeat(64)] {
-            assert!(
-                name_problem(&find("", "services"), service).is_some(),
-                "{service}"
-            );
+            assert!(!problems("", "services", service).is_empty(), "{service}");
         }
-        assert!(
-            name_problem(
-                &find("rbac.authorization.k8s.io", "clusterroles"),
-                "system:x"
-            )
-            .is_none()
+        let rbac = "rbac.authorization.k8s.io";
+        assert!(problems(rbac, "clusterroles", "system:x").is_empty());
+        assert_eq!(
+            problems(rbac, "clusterroles", "a/b%"),
+            ["may not contain '/'", "may not contain '%'"]
         );
     }
 

@@ -7,6 +7,7 @@ mod sim_admission;
 mod sim_answers;
 mod sim_eviction;
 mod sim_faults;
+mod sim_fidelity;
 mod sim_js;
 mod sim_paging;
 mod sim_protobuf;
