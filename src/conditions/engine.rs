@@ -129,7 +129,8 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
         .iter()
         .all(|c| evaluated_now(c) && c.status == ConditionStatus::True.as_str());
     let converged = facts.children_converged && facts.error.is_none() && all_aspects_hold;
-    let progressing = derive_progressing(facts.paused, stall.as_ref(), converged, &builder);
+    let paused = facts.paused.then(|| facts.paused_message());
+    let progressing = derive_progressing(paused.as_deref(), stall.as_ref(), converged, &builder);
     let stalled = match &stall {
         Some(s) => builder.make(
             ConditionType::Stalled,
@@ -371,7 +372,7 @@ fn derive_ready(
         return make(
             ConditionStatus::Unknown,
             common::RECONCILIATION_PAUSED,
-            "reconciliation is paused by the annotation pgtoolbox.fyannk.dev/reconcile=skip",
+            &facts.paused_message(),
         );
     }
     if aspects
@@ -410,24 +411,24 @@ fn derive_ready(
 }
 
 fn derive_progressing(
-    paused: bool,
+    paused: Option<&str>,
     stall: Option<&Stall>,
     converged: bool,
     builder: &Builder<'_>,
 ) -> Condition {
     let (status, reason, message) = match (stall, paused, converged) {
         (Some(s), _, _) => (ConditionStatus::False, s.reason, s.message.as_str()),
-        (None, true, _) => (
+        (None, Some(message), _) => (
             ConditionStatus::False,
             common::RECONCILIATION_PAUSED,
-            "reconciliation is paused by the annotation pgtoolbox.fyannk.dev/reconcile=skip",
+            message,
         ),
-        (None, false, true) => (
+        (None, None, true) => (
             ConditionStatus::False,
             common::AS_EXPECTED,
             "every child is at its desired state",
         ),
-        (None, false, false) => (
+        (None, None, false) => (
             ConditionStatus::True,
             common::RECONCILING,
             "children are converging",

@@ -20,6 +20,11 @@ use crate::reconcile::pgaccessrequest::{
 };
 use crate::status::{Extras, StatusWriter};
 
+/// What the pause of a request holds, and what it never holds (said in its paused conditions).
+pub const PAUSE_HOLDS: &str = "for a PgAccessRequest the pause holds only the owner reference \
+    the operator adds to the request's RoleBindings: expiry, revocation, the self-approval \
+    refusal and the deletion of drifted or orphaned RoleBindings still apply";
+
 pub struct AccessRequestReconciler {
     caches: OperatorCaches,
     status: StatusWriter<PgAccessRequest>,
@@ -39,14 +44,9 @@ impl AccessRequestReconciler {
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
         let now = cx.shared.settings.clock.now();
-        let facts = obj.pass_facts();
-        if facts.paused {
-            let written = self
-                .status
-                .write(obj, &facts, Extras::default(), cx.target());
-            written.await?;
-            return Ok(Outcome::done());
-        }
+        // The pause never stretches the time box: expiry, revocation, the self-approval
+        // refusal and every deletion still apply; it holds only the adoption.
+        let facts = obj.pass_facts().with_pause_note(PAUSE_HOLDS);
         let Observed { request, bindings } = observe(&self.caches, obj, cx);
         let cached: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         let mut decision = decide(&request, &cached, now);
@@ -55,6 +55,9 @@ impl AccessRequestReconciler {
             if !live.is_empty() {
                 decision = decide(&request, &live.iter().collect::<Vec<_>>(), now);
             }
+        }
+        if facts.paused {
+            decision.adoptions.clear();
         }
         // A refused write fails the pass so that it is retried (an adoption left undone would
         // leave the grant to outlive its request's deletion if the operator were down then),
@@ -90,6 +93,9 @@ fn schedule(decision: &Decision, now: Timestamp) -> Outcome {
 
 impl StatusPass for AccessRequestReconciler {
     type Object = PgAccessRequest;
+    /// Fail closed: nobody can tell what such a request grants, or until when.
+    const UNDECODABLE: &'static str = "it is not reconciled until it can be decoded, and the \
+        RoleBindings labelled for it are deleted (fail closed)";
 
     fn status(&self) -> &StatusWriter<PgAccessRequest> {
         &self.status
@@ -132,6 +138,12 @@ impl StatusPass for AccessRequestReconciler {
         match requests.get_opt(&key.name).await {
             Ok(None) => delete_orphans(bindings, &orphans, cx).await,
             Ok(Some(_)) => {}
+            // It exists but cannot be decoded (its watch left it out): nobody can tell what it
+            // grants or until when, so nothing stays bound (fail closed).
+            Err(kube::Error::SerdeError(error)) => {
+                tracing::warn!(request = %key, %error, "the request cannot be decoded; its RoleBindings are deleted");
+                delete_orphans(bindings, &orphans, cx).await;
+            }
             Err(error) => {
                 tracing::warn!(request = %key, %error, "cannot tell whether the request exists; its RoleBindings are left for its next change or list");
             }
