@@ -60,11 +60,10 @@ spec:
 /// with the binding kept (and adopted: the pass that owns it judged it).
 async fn applied_binding_first_is_granted(env: &Env, names: &[String]) {
     let kubectl = Kubectl::for_sim(&env.sim);
+    // Each approved at once: the tests' grace of an approval in flight is two seconds.
     for name in names {
         let file = kubectl.file(&format!("{name}.yaml"), &gitops_manifest(name));
         kubectl.ok(&["apply", "-f", &file]);
-    }
-    for name in names {
         env.decide(name, "Approved", "bob").await;
     }
     for name in names {

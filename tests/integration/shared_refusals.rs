@@ -100,7 +100,7 @@ async fn a_namespace_lacking_a_permission_is_dropped_and_told_once() {
 async fn requests_of_a_dropped_namespace_are_counted_and_named() {
     use kube::api::{Api, DynamicObject, PostParams};
 
-    let sim = sim_with_crds(&["delete:rolebindings:team-b"]).await;
+    let sim = sim_with_crds(&["delete:rbac.authorization.k8s.io/rolebindings:team-b"]).await;
     let client = sim.client();
     create_namespaces(&client, &["team-a", "team-b"]).await;
     let resource = kube::api::ApiResource::erase::<pgtoolbox_operator::api::PgAccessRequest>(&());
@@ -148,7 +148,7 @@ async fn requests_of_a_dropped_namespace_are_counted_and_named() {
     assert_eq!(on_request.len(), 1, "{events:#?}");
     let note = on_request[0].note.as_deref().unwrap_or_default();
     assert!(
-        note.contains("cannot expire") && note.contains("delete rolebindings"),
+        note.contains("cannot expire") && note.contains("rolebindings"),
         "{note}"
     );
     assert!(warnings_in(&client, "team-a").await.is_empty());
