@@ -276,6 +276,51 @@ pub fn namespace_not_watched(
     }
 }
 
+/// Status for an object the operator cannot decode (it is left out of its kind's passes):
+/// `ConfigurationValid` and `Ready` turn False, reason `ConfigurationInvalid`, with `message`;
+/// everything else is left as stored. The Warning Event is the caller's.
+pub fn undecodable_status(
+    generation: i64,
+    stored: StoredStatus<'_>,
+    message: &str,
+    now: Timestamp,
+) -> StatusUpdate {
+    let builder = Builder {
+        stored: stored.conditions,
+        generation,
+        now: whole_seconds(now),
+    };
+    let make = |condition| {
+        builder.make(
+            condition,
+            ConditionStatus::False,
+            common::CONFIGURATION_INVALID,
+            message,
+        )
+    };
+    let replaced = [ConditionType::Ready, ConditionType::ConfigurationValid];
+    let mut conditions: Vec<Condition> = replaced.iter().map(|c| make(*c)).collect();
+    conditions.extend(
+        stored
+            .conditions
+            .iter()
+            .filter(|c| !replaced.iter().any(|r| c.type_ == r.as_str()))
+            .cloned(),
+    );
+    conditions.truncate(MAX_CONDITIONS);
+    StatusUpdate {
+        changed: !same_conditions(&conditions, stored.conditions),
+        messages_only: false,
+        conditions,
+        observed_generation: stored.observed_generation.unwrap_or(generation),
+        fields: serde_json::Map::new(),
+        events: Vec::new(),
+        stall: None,
+        recheck_after: None,
+        timers: Vec::new(),
+    }
+}
+
 /// metav1.Time is written with whole seconds; truncating keeps what we compare equal to what
 /// we read back.
 fn whole_seconds(now: Timestamp) -> Timestamp {

@@ -10,16 +10,20 @@ use std::collections::HashSet;
 use std::fmt::Debug;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::Resource;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::watcher;
+use kube::{Client, Resource};
 use prometheus_client::metrics::gauge::Gauge;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
+use serde_json::Map;
 
 use super::{EventSink, WriteBudget};
-use crate::conditions::EventDecision;
+use crate::children::Applier;
 use crate::conditions::reasons::common;
+use crate::conditions::{EventDecision, StoredStatus, status_patch, undecodable_status};
 use crate::messages::ObjectKey;
 
 /// The longest decoding error quoted in an Event.
@@ -39,6 +43,9 @@ pub struct Undecodable {
     pub metadata: ObjectMeta,
     /// The decoder's error, bounded.
     pub error: String,
+    /// Its stored conditions and observed generation, as far as they can be read.
+    pub conditions: Vec<Condition>,
+    pub observed_generation: Option<i64>,
 }
 
 impl<K: Resource<DynamicType = ()>> Resource for Lenient<K> {
@@ -82,6 +89,24 @@ struct MetadataOnly {
     metadata: ObjectMeta,
 }
 
+/// The stored conditions of an object that cannot be decoded: those that can be read.
+fn stored_conditions(value: &serde_json::Value) -> (Vec<Condition>, Option<i64>) {
+    let status = value.get("status");
+    let conditions = status
+        .and_then(|s| s.get("conditions"))
+        .and_then(serde_json::Value::as_array)
+        .map(|all| {
+            all.iter()
+                .filter_map(|c| Condition::deserialize(c).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let observed = status
+        .and_then(|s| s.get("observedGeneration"))
+        .and_then(serde_json::Value::as_i64);
+    (conditions, observed)
+}
+
 impl<'de, K: DeserializeOwned> Deserialize<'de> for Lenient<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = serde_json::Value::deserialize(deserializer)?;
@@ -93,9 +118,12 @@ impl<'de, K: DeserializeOwned> Deserialize<'de> for Lenient<K> {
                 let metadata = MetadataOnly::deserialize(&value)
                     .map(|m| m.metadata)
                     .unwrap_or_default();
+                let (conditions, observed_generation) = stored_conditions(&value);
                 Ok(Lenient::Undecodable(Box::new(Undecodable {
                     metadata,
                     error: bounded(&error.to_string()),
+                    conditions,
+                    observed_generation,
                 })))
             }
         }
@@ -112,6 +140,8 @@ fn bounded(text: &str) -> String {
 /// Where the objects a watch cannot decode are reported: their gauge and Warning Events.
 #[derive(Clone)]
 pub struct UndecodableReport {
+    /// Writes the status that says so (through the applier).
+    pub client: Client,
     pub gauge: Gauge,
     pub events: EventSink,
     pub writes: WriteBudget,
@@ -221,7 +251,41 @@ impl UndecodableFilter {
         );
         let decision = EventDecision::warning(common::CONFIGURATION_INVALID, &note);
         let report = self.report.clone();
+        let stored = (u.conditions.clone(), u.observed_generation);
+        let generation = u.metadata.generation.unwrap_or_default();
+        let api: Api<DynamicObject> = match &u.metadata.namespace {
+            Some(ns) => {
+                Api::namespaced_with(report.client.clone(), ns, &ApiResource::erase::<K>(&()))
+            }
+            None => return,
+        };
         tokio::spawn(async move {
+            // On itself first, as far as its status can be written.
+            let stored = StoredStatus {
+                conditions: &stored.0,
+                observed_generation: stored.1,
+            };
+            let update = undecodable_status(generation, stored, &note, Timestamp::now());
+            let name = reference.name.clone().unwrap_or_default();
+            if update.changed {
+                let written = match status_patch(
+                    &update,
+                    Map::new(),
+                    reference.resource_version.as_deref(),
+                ) {
+                    Ok(patch) => Applier {
+                        client: &report.client,
+                        writes: &report.writes,
+                    }
+                    .merge_status(&api, &name, &patch)
+                    .await
+                    .map(drop),
+                    Err(error) => Err(kube::Error::SerdeError(error)),
+                };
+                if let Err(error) = written {
+                    tracing::warn!(%name, %error, "cannot report on the undecodable object's status");
+                }
+            }
             report
                 .events
                 .publish(&report.writes, &reference, &[decision])
@@ -276,6 +340,27 @@ mod tests {
             serde_json::from_value(list).unwrap();
         assert!(matches!(list.items[0], Lenient::Decoded(_)));
         assert!(matches!(list.items[1], Lenient::Undecodable(_)));
+    }
+
+    #[test]
+    fn the_status_of_an_undecodable_object_says_so_and_is_written_once() {
+        use crate::conditions::{ConditionType, find_condition};
+        let now = Timestamp::now();
+        let update = undecodable_status(3, StoredStatus::default(), "cannot decode", now);
+        assert!(update.changed);
+        for condition in [ConditionType::Ready, ConditionType::ConfigurationValid] {
+            let c = find_condition(&update.conditions, condition).expect("set");
+            assert_eq!(
+                (c.status.as_str(), c.reason.as_str()),
+                ("False", "ConfigurationInvalid")
+            );
+            assert_eq!(c.message, "cannot decode");
+        }
+        let stored = StoredStatus {
+            conditions: &update.conditions,
+            observed_generation: Some(update.observed_generation),
+        };
+        assert!(!undecodable_status(3, stored, "cannot decode", now).changed);
     }
 
     #[test]

@@ -210,6 +210,7 @@ impl OperatorBuilder {
                 // Each object decoded on its own: one the type cannot read is reported, and
                 // never stops the others.
                 let report = UndecodableReport {
+                    client: env.client.clone(),
                     gauge: env.shared.metrics.undecodable_objects(&kind_name),
                     events: EventSink::new(env.client.clone()),
                     writes: env.writes.clone(),

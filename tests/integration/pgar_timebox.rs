@@ -111,7 +111,41 @@ async fn an_undecodable_request_never_stops_the_others_and_loses_its_grant() {
     assert!(note.contains("cannot decode"), "{note}");
     assert!(note.contains("fail closed"), "{note}");
     wait_undecodable_counted(&env, 1).await;
+    // Reported on itself too: its status says so (read untyped: it cannot be decoded).
+    let api = untyped(&env);
+    wait_for(
+        "forever: ConfigurationValid=False ConfigurationInvalid",
+        || async {
+            let obj = api.get("forever").await.expect("readable");
+            let conditions = obj.data["status"]["conditions"].as_array().cloned();
+            let config = conditions
+                .iter()
+                .flatten()
+                .find(|c| c["type"] == "ConfigurationValid")
+                .cloned();
+            match config {
+                Some(c) if c["status"] == "False" && c["reason"] == "ConfigurationInvalid" => {
+                    let message = c["message"].as_str().unwrap_or_default();
+                    if message.contains("cannot decode") {
+                        Ok(())
+                    } else {
+                        Err(format!("message: {message}"))
+                    }
+                }
+                other => Err(format!("ConfigurationValid: {other:?}")),
+            }
+        },
+    )
+    .await;
     env.stop_operator().await;
+}
+
+fn untyped(env: &Env) -> kube::Api<kube::api::DynamicObject> {
+    kube::Api::namespaced_with(
+        env.client.clone(),
+        NS,
+        &kube::api::ApiResource::erase::<PgAccessRequest>(&()),
+    )
 }
 
 /// While the operator runs: a request past the range appears with its RoleBinding. The binding
