@@ -7,6 +7,13 @@ RUN cargo build --release --locked --bin pgtoolbox-operator \
     && cp target/release/pgtoolbox-operator /pgtoolbox-operator
 
 FROM gcr.io/distroless/cc-debian12:nonroot
+# A release is published as ghcr.io/pgtoolbox/pgtoolbox-operator:<VERSION>, the tag deploy/
+# installs (its kustomization's `images:` entry). VERSION is the workspace version of Cargo.toml.
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="pgtoolbox-operator" \
+      org.opencontainers.image.description="Kubernetes operator for the tools around CloudNativePG clusters" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /pgtoolbox-operator /usr/local/bin/pgtoolbox-operator
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/pgtoolbox-operator"]

@@ -211,7 +211,18 @@ impl ApiError {
                 details["causes"] = d
                     .causes
                     .iter()
-                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .map(|c| {
+                        // Empty members are left out, as `metav1.StatusCause` encodes them
+                        // (an admission policy's cause carries only its message).
+                        let mut cause = json!({"message": c.message});
+                        if !c.reason.is_empty() {
+                            cause["reason"] = json!(c.reason);
+                        }
+                        if !c.field.is_empty() {
+                            cause["field"] = json!(c.field);
+                        }
+                        cause
+                    })
                     .collect();
             }
             if let Some(s) = d.retry_after_seconds {

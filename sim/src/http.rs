@@ -375,6 +375,8 @@ async fn api(
         .filter(|m| !m.is_empty())
         .cloned()
         .or_else(|| manager_from_user_agent(&parts.headers));
+    // Whose writes the admission policies judge (the escalation checks' dry runs are not).
+    let requester = crate::admission::requester(&identity, target.sub.as_deref());
     let write_lock = || {
         let mut l = if dry_run {
             server.store.lock_dry_run()
@@ -383,6 +385,7 @@ async fn api(
         };
         l.set_field_validation(validation, warnings.clone());
         l.set_field_manager(field_manager.clone());
+        l.set_admission_requester(requester.clone());
         l
     };
     let name = target.name.clone().unwrap_or_default();
@@ -391,6 +394,8 @@ async fn api(
         info: &info,
         namespace: &namespace,
         shape,
+        requester: requester.clone(),
+        warnings,
     };
     if let Some(s) = target.sub.as_deref()
         && sub == Subresource::Main
@@ -578,7 +583,10 @@ async fn api(
                 DeleteOpts::from_body(&decode_any(&bytes, &parts.headers)?)
             };
             let mut lock = if opts.dry_run {
-                server.store.lock_dry_run()
+                let mut l = server.store.lock_dry_run();
+                l.set_field_validation(validation, warnings.clone());
+                l.set_admission_requester(requester.clone());
+                l
             } else {
                 write_lock()
             };
@@ -741,6 +749,9 @@ struct Ctx<'a> {
     info: &'a ResourceInfo,
     namespace: &'a str,
     shape: Shape,
+    /// Who writes, for the admission policies (deletecollection).
+    requester: Arc<crate::admission::Requester>,
+    warnings: &'a crate::store::Warnings,
 }
 
 impl Ctx<'_> {
@@ -846,6 +857,8 @@ impl Ctx<'_> {
         } else {
             self.server.store.lock()
         };
+        l.set_field_validation(crate::store::FieldValidation::Ignore, self.warnings.clone());
+        l.set_admission_requester(self.requester.clone());
         let targets: Vec<Arc<Value>> = l
             .list(&res, self.scope())
             .into_iter()

@@ -9,6 +9,7 @@
 //! ```
 
 pub mod admin;
+pub mod admission;
 pub mod apply;
 pub mod auth;
 pub mod cluster;

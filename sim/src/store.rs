@@ -153,6 +153,7 @@ impl Store {
             field_validation: FieldValidation::Ignore,
             warnings: None,
             field_manager: None,
+            admission: None,
         }
     }
 
@@ -206,6 +207,8 @@ pub struct Locked<'a> {
     warnings: Option<Warnings>,
     /// `fieldManager` of a non-apply write, recorded in managedFields as an Update.
     field_manager: Option<String>,
+    /// Who writes, for the admission policies; `None` for the sim's own components.
+    admission: Option<Arc<crate::admission::Requester>>,
 }
 
 impl Locked<'_> {
@@ -245,6 +248,15 @@ impl Locked<'_> {
 
     pub fn field_manager(&self) -> Option<&str> {
         self.field_manager.as_deref()
+    }
+
+    /// The requester whose writes through this lock the admission policies judge.
+    pub fn set_admission_requester(&mut self, requester: Arc<crate::admission::Requester>) {
+        self.admission = Some(requester);
+    }
+
+    pub fn admission_requester(&self) -> Option<Arc<crate::admission::Requester>> {
+        self.admission.clone()
     }
 
     pub fn current_rv(&self) -> u64 {

@@ -10,7 +10,7 @@ use crate::messages::TimerPurpose;
 /// A failed pass. Kinds map their own typed errors into it.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
-    #[error("kubernetes API: {0}")]
+    #[error("kubernetes API: {}", crate::conditions::readable(.0))]
     Kube(#[from] kube::Error),
     /// A child write the server refused: classified by its answer.
     #[error(transparent)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use kube::{Client, ResourceExt};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tokio::task::JoinHandle;
+use tokio_util::task::AbortOnDropHandle;
 use tracing::debug;
 
 use crate::api::GROUP as OWN_GROUP;
@@ -63,7 +63,10 @@ pub struct RouterState {
     index: Arc<ReferenceIndex>,
     subscriber: Arc<dyn SecretSubscriber>,
     stats: RouterStats,
-    watch: Option<JoinHandle<()>>,
+    /// Aborted when the state goes, however the router ends: a killed router (its supervisor
+    /// stopping) gets no `post_stop`, and a plain `JoinHandle` dropped would leave the watch
+    /// running past the operator's shutdown.
+    watch: Option<AbortOnDropHandle<()>>,
 }
 
 impl Actor for SecretRouter {
@@ -78,7 +81,10 @@ impl Actor for SecretRouter {
     ) -> Result<Self::State, ActorProcessingErr> {
         let watch = args.watch.map(|(client, scope)| {
             let streams = args.index.watch_observed(&client, &scope);
-            tokio::spawn(forward(futures::stream::select_all(streams), myself))
+            AbortOnDropHandle::new(tokio::spawn(forward(
+                futures::stream::select_all(streams),
+                myself,
+            )))
         });
         Ok(RouterState {
             index: args.index,

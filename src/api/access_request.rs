@@ -22,6 +22,8 @@ const IMMUTABLE_RULE: &str = "self.subject == oldSelf.subject \
 /// type stops a little before (and a request it cannot decode could never expire).
 const EXPIRES_AT_BOUND: &str = "self.expiresAt < timestamp('9999-01-01T00:00:00Z')";
 
+/// The request: who, which ClusterRole, until when and why. Fixed at creation, except that
+/// expiresAt may move earlier.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[kube(
     group = "pgtoolbox.fyannk.dev",
@@ -59,16 +61,20 @@ const EXPIRES_AT_BOUND: &str = "self.expiresAt < timestamp('9999-01-01T00:00:00Z
     validation = Rule::new(EXPIRES_AT_BOUND).message("expiresAt must be before 9999-01-01T00:00:00Z: a later time cannot be represented by the operator, so it could never expire"),
 )]
 pub struct PgAccessRequestSpec {
+    /// Who gets the access; an approver may not be the subject (four eyes).
     pub subject: AccessSubject,
-    /// The Cluster the access is for; the grant covers every Cluster of the namespace.
+    /// The Cluster the access is for (ClusterNotFound while it does not exist); the grant, a
+    /// RoleBinding in this namespace, covers every Cluster of the namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
     pub cluster: Option<String>,
-    /// The ClusterRole to bind.
+    /// The ClusterRole the approval binds to the subject in this namespace.
     #[schemars(length(min = 1, max = 253))]
     pub cluster_role: String,
-    /// When the access ends (RFC 3339); may only move earlier.
+    /// When the access ends (RFC 3339): the request turns Expired and its RoleBinding is
+    /// deleted. May only move earlier.
     pub expires_at: Time,
+    /// Why the access is needed, for the approver; at most 1024 characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub reason: Option<String>,
@@ -87,9 +93,12 @@ pub enum SubjectKind {
     "self.kind == 'ServiceAccount' ? has(self.__namespace__) : !has(self.__namespace__)"
 ).message("namespace is required for a ServiceAccount subject and allowed for no other"))]
 pub struct AccessSubject {
+    /// User, Group or ServiceAccount, as in a RoleBinding's subjects.
     pub kind: SubjectKind,
+    /// The user, group or ServiceAccount name.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
+    /// The ServiceAccount's namespace: required for a ServiceAccount, refused for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63), regex(pattern = DNS_SUBDOMAIN))]
     pub namespace: Option<String>,

@@ -35,8 +35,10 @@ pub(crate) fn default_one() -> i32 {
 /// A key of a Secret or ConfigMap in the object's namespace.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct KeyRef {
+    /// The name of the Secret or ConfigMap.
     #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
     pub name: String,
+    /// The key within it.
     #[schemars(length(min = 1, max = 253), regex(pattern = r"^[-._a-zA-Z0-9]+$"))]
     pub key: String,
 }
@@ -45,9 +47,10 @@ pub struct KeyRef {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExtraMount {
+    /// The name of the Secret or ConfigMap, in the object's namespace.
     #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
     pub name: String,
-    /// Absolute path in the container.
+    /// Where it is mounted in the container (read-only), an absolute path.
     #[schemars(length(min = 2, max = 4096), regex(pattern = r"^/"))]
     pub mount_path: String,
 }
@@ -91,12 +94,14 @@ pub struct ExposureTls {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GatewayParentRef {
+    /// The name of the Gateway.
     #[schemars(length(min = 1, max = 253))]
     pub name: String,
-    /// Defaults to the object's namespace.
+    /// The Gateway's namespace. Omitted, the object's namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63))]
     pub namespace: Option<String>,
+    /// The listener of the Gateway to attach to. Omitted, any listener that accepts the route.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
     pub section_name: Option<String>,
@@ -105,6 +110,7 @@ pub struct GatewayParentRef {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GatewayExposure {
+    /// The Gateway the HTTPRoute attaches to.
     pub parent_ref: GatewayParentRef,
 }
 
@@ -121,17 +127,22 @@ const GATEWAY_MESSAGE: &str = "gateway.parentRef is required for the exposure ty
     validation = Rule::new(GATEWAY_RULE).message(GATEWAY_MESSAGE),
 )]
 pub struct Exposure {
+    #[doc = "How the UI is published: `clusterIP` (its Service only, the default), `route` (an OpenShift Route), `ingress` (an Ingress) or `gateway` (a Gateway API HTTPRoute)."]
     #[serde(default, rename = "type")]
     pub type_: ExposureType,
-    /// Must end with one of the operator's allowed host suffixes, when it has any.
+    #[doc = "The host name users reach the UI at; required unless the type is clusterIP. Must end with one of the operator's allowed host suffixes, when it has any (else the exposure is withdrawn: HostnameNotAllowed)."]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
     pub hostname: Option<String>,
+    /// HTTPS on the Route or Ingress (a Route redirects HTTP to it); with a Gateway its listener
+    /// terminates TLS and this only makes status.url https. Omitted, plain HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<ExposureTls>,
+    /// The IngressClass of the Ingress (type ingress). Omitted, the cluster's default class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
     pub ingress_class_name: Option<String>,
+    /// The Gateway to attach to; required for the type gateway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<GatewayExposure>,
 }
@@ -140,9 +151,13 @@ pub struct Exposure {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExposureNetworkPolicy {
+    /// Render the policy while the console is published. Default true; false renders none
+    /// (ExposureOpen), and the console then trusts no X-Forwarded-For header.
     #[serde(default = "default_true")]
     pub enabled: bool,
     /// The router, ingress controller or gateway Pods allowed to reach the console port.
+    /// Omitted: for a Route, the OpenShift router namespaces; for an Ingress or a Gateway no
+    /// policy is rendered (ExposureOpen), since the operator cannot name their Pods.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub from: Vec<NetworkPolicyPeer>,
 }
@@ -164,18 +179,25 @@ impl Default for ExposureNetworkPolicy {
     validation = Rule::new(GATEWAY_RULE).message(GATEWAY_MESSAGE),
 )]
 pub struct ConsoleExposure {
+    #[doc = "How the UI is published: `clusterIP` (its Service only, the default), `route` (an OpenShift Route), `ingress` (an Ingress) or `gateway` (a Gateway API HTTPRoute)."]
     #[serde(default, rename = "type")]
     pub type_: ExposureType,
+    #[doc = "The host name users reach the UI at; required unless the type is clusterIP. Must end with one of the operator's allowed host suffixes, when it has any (else the exposure is withdrawn: HostnameNotAllowed)."]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
     pub hostname: Option<String>,
+    /// HTTPS on the Route or Ingress (a Route redirects HTTP to it); with a Gateway its listener
+    /// terminates TLS and this only makes status.url https. Omitted, plain HTTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tls: Option<ExposureTls>,
+    /// The IngressClass of the Ingress (type ingress). Omitted, the cluster's default class.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 253))]
     pub ingress_class_name: Option<String>,
+    /// The Gateway to attach to; required for the type gateway.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway: Option<GatewayExposure>,
+    /// The console's ingress NetworkPolicy `<name>-ingress`, while it is published.
     #[serde(default)]
     pub network_policy: ExposureNetworkPolicy,
 }
@@ -184,10 +206,12 @@ pub struct ConsoleExposure {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CommonStatus {
-    /// The generation the conditions were derived from.
+    /// The metadata.generation the conditions were derived from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// At most 16 standard conditions, one per type.
+    /// The object's state, at most 16 standard conditions, one per type: Ready sums up the
+    /// others, Stalled says whether only a change can help; `kubectl pgtoolbox explain`
+    /// says what a reason means.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(
         length(max = 16),

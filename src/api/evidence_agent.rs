@@ -10,6 +10,9 @@ use super::common::{
     CommonStatus, DNS_SUBDOMAIN, NAME_LABEL_MESSAGE, NAME_LABEL_RULE, default_one,
 };
 
+/// The agent to run: the Cluster whose backups it reports on (read from the barman-cloud
+/// ObjectStore the Cluster's plugin names), its image and size, and who signs its serving
+/// certificate.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "pgtoolbox.fyannk.dev",
@@ -40,16 +43,22 @@ use super::common::{
 )]
 #[serde(rename_all = "camelCase")]
 pub struct EvidenceAgentSpec {
+    /// The CloudNativePG Cluster, in the agent's namespace, whose backups the agent serves.
     pub cluster: LocalClusterRef,
-    /// Defaults to the operator's --default-evidence-agent-image.
+    /// The agent image. Omitted, the operator's --default-evidence-agent-image (neither:
+    /// ImageRequired). Must be within the operator's allowed image repositories, when it has
+    /// any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 512))]
     pub image: Option<String>,
+    /// Agent Pods, 0 to 10. Default 1.
     #[serde(default = "default_one")]
     #[schemars(range(min = 0, max = 10))]
     pub replicas: i32,
+    /// CPU and memory requests and limits of the agent container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
+    /// The TLS certificate the agent serves with (Secret `<name>-evidence-tls`).
     #[serde(default)]
     pub serving_certificate: ServingCertificate,
 }
@@ -57,6 +66,7 @@ pub struct EvidenceAgentSpec {
 /// A CloudNativePG Cluster of the object's namespace.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LocalClusterRef {
+    /// The name of the Cluster.
     #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
     pub name: String,
 }
@@ -73,6 +83,9 @@ pub enum CertificateProvider {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ServingCertificate {
+    /// Who issues it: `operator` (the default: the operator's own CA signs it and renews it
+    /// before it expires) or `openshift` (the OpenShift service CA issues it and injects its
+    /// CA bundle into ConfigMap `<name>-evidence-ca`).
     #[serde(default)]
     pub provider: CertificateProvider,
 }
@@ -83,8 +96,10 @@ pub struct ServingCertificate {
 pub struct EvidenceAgentStatus {
     #[serde(flatten)]
     pub common: CommonStatus,
+    /// The barman-cloud ObjectStore the agent reads, as the Cluster's plugin names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub object_store: Option<ObjectStoreStatus>,
+    /// The serving certificate, once issued: its Secret and when it expires.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub certificate: Option<CertificateStatus>,
 }
@@ -92,7 +107,9 @@ pub struct EvidenceAgentStatus {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectStoreStatus {
+    /// The ObjectStore's name, in the agent's namespace.
     pub name: String,
+    /// Its S3 destination, `s3://<bucket>[/<prefix>]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination_path: Option<String>,
 }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{CommonStatus, DNS_SUBDOMAIN};
 
+/// The grant: which PgAdmin, and which Clusters of this namespace it may register.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "pgtoolbox.fyannk.dev",
@@ -39,16 +40,19 @@ use super::common::{CommonStatus, DNS_SUBDOMAIN};
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PgAdminAccessSpec {
+    /// The PgAdmin granted access; it names these Clusters in its crossNamespaceClusterRefs.
     pub pg_admin: PgAdminRef,
-    /// Names of Clusters in this namespace.
+    /// The Clusters of this namespace the PgAdmin may register, at most 64 names.
     #[schemars(length(max = 64), inner(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN)))]
     pub clusters: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct PgAdminRef {
+    /// The PgAdmin's namespace.
     #[schemars(length(min = 1, max = 63), regex(pattern = DNS_SUBDOMAIN))]
     pub namespace: String,
+    /// The PgAdmin's name.
     #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
     pub name: String,
 }

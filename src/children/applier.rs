@@ -157,7 +157,7 @@ pub enum ApplyError {
     NotSynced(#[from] super::NotSynced),
     #[error("child not rendered: {0}")]
     Render(#[from] serde_json::Error),
-    #[error("kubernetes API: {0}")]
+    #[error("kubernetes API: {}", crate::conditions::readable(.0))]
     Kube(#[from] kube::Error),
     #[error(transparent)]
     Create(#[from] CreateError),
@@ -184,6 +184,22 @@ impl Applier<'_> {
     where
         C: super::ChildKind,
     {
+        self.apply_keeping(store, owner, desired, &[]).await
+    }
+
+    /// Like [`Applier::apply`], with the owner's children named in `kept` left as they are:
+    /// neither written nor deleted (a finished Job kept for its logs, whose template could not
+    /// be written again anyway).
+    pub async fn apply_keeping<C>(
+        &self,
+        store: &ChildStore<C>,
+        owner: &ChildOwner,
+        desired: Vec<Desired<C>>,
+        kept: &[String],
+    ) -> Result<ApplyReport, ApplyError>
+    where
+        C: super::ChildKind,
+    {
         store.wait_synced(SYNC_WAIT).await?;
         let api: Api<C> = Api::namespaced(self.client.clone(), &owner.key.namespace);
         let mut report = ApplyReport::default();
@@ -197,7 +213,7 @@ impl Applier<'_> {
         }
         for child in store.children_of(&owner.key) {
             let name = child.name_any();
-            if wanted.contains(&name) || !owner.controls(child.as_ref()) {
+            if wanted.contains(&name) || kept.contains(&name) || !owner.controls(child.as_ref()) {
                 continue;
             }
             let uid = child.uid();

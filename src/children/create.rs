@@ -33,7 +33,7 @@ pub(super) enum Creation<C> {
 pub enum CreateError {
     #[error("{kind} {name} existed when created and was gone when read; retried on the next pass")]
     Vanished { kind: String, name: String },
-    #[error(transparent)]
+    #[error("kubernetes API: {}", crate::conditions::readable(.0))]
     Kube(#[from] kube::Error),
 }
 

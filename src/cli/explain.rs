@@ -49,7 +49,7 @@ pub enum ExplainError {
         kubeconfig: kube::config::KubeconfigError,
         in_cluster: kube::config::InClusterError,
     },
-    #[error("kubernetes client: {0}")]
+    #[error("kubernetes client: {}", crate::conditions::readable(.0))]
     Client(#[from] kube::Error),
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
@@ -126,11 +126,14 @@ pub struct PluginCli {
 pub enum PluginCommand {
     /// Why an object is Ready or not: its conditions, their meaning, its children, its Events.
     Explain(ExplainArgs),
+    /// Access requests as yourself: request, list, show, approve, deny, revoke.
+    Access(super::access::AccessArgs),
 }
 
 /// Entry point of the `kubectl-pgtoolbox` binary.
 pub async fn plugin_main() -> ExitCode {
     match PluginCli::parse().command {
         PluginCommand::Explain(args) => main(args, "kubectl pgtoolbox explain").await,
+        PluginCommand::Access(args) => super::access::main(args, "kubectl pgtoolbox access").await,
     }
 }

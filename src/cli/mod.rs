@@ -1,5 +1,6 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
+mod access;
 mod crds;
 mod examples;
 mod explain;
@@ -56,7 +57,7 @@ pub enum CliError {
     Kubeconfig(#[from] kube::config::KubeconfigError),
     #[error("in-cluster config: {0}")]
     InCluster(#[from] kube::config::InClusterError),
-    #[error("kubernetes client: {0}")]
+    #[error("kubernetes client: {}", crate::conditions::readable(.0))]
     Client(#[from] kube::Error),
     #[error("telemetry: {0}")]
     Telemetry(#[from] telemetry::TelemetryError),
@@ -80,6 +81,10 @@ pub enum CliError {
     MembershipLost,
     #[error("starting the actors: {0}")]
     Spawn(#[from] ractor::SpawnErr),
+    /// Manifests `sim` was asked to apply that are not YAML or that the API server refused:
+    /// one line per failure, naming the file and the document.
+    #[error("the examples were not applied:\n{}", .0.join("\n"))]
+    Examples(Vec<String>),
 }
 
 /// Entry point of the binary.

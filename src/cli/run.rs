@@ -159,7 +159,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // `pgtoolbox_leader`: 0 while waiting for the lease, 1 from taking it (or at once without
     // leader election) until it is lost or the replica stops.
     metrics.set_leader(false);
-    let mut leadership = if args.leader_elect {
+    let leadership = if args.leader_elect {
         readiness.set_standby(true);
         let config = LeaderConfig::new(&args.leader_election_namespace, identity());
         tokio::select! {
@@ -180,9 +180,10 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let ownership = sharding.ownership(args.shards.shard_placement.into());
     let server_shard = server_shard(&client, &ownership, &settings.watch_namespaces).await;
     let stop_within = leadership.as_ref().map(leader::Leadership::stop_within);
-    let lost = async {
-        match leadership.as_mut() {
-            Some(held) => held.lost().await,
+    let on_lost = leadership.as_ref().map(leader::Leadership::on_lost);
+    let lost = async move {
+        match on_lost {
+            Some(lost) => lost.await,
             None => std::future::pending().await,
         }
     };
@@ -251,6 +252,14 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     // Our objects are free once the operator stopped writing them.
     if let Some(member) = membership {
         member.leave().await;
+    }
+    // So is the leader Lease: the next replica takes over at its next try, not after the
+    // Lease's whole duration (a rolling update would otherwise pause all work for ~15 s). A
+    // lost lease is someone else's already.
+    if let Some(held) = leadership
+        && !matches!(outcome, Err(CliError::LeadershipLost))
+    {
+        held.release().await;
     }
     outcome
 }

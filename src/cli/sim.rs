@@ -15,12 +15,12 @@ use super::settings::SettingsArgs;
 use super::signal::Stop;
 use super::table::{Row, changed_lines, format_table, key_column, row};
 use super::{CliError, examples, telemetry};
-use crate::actors::shared::start_shared_actors;
+use crate::actors::shared::{SharedActors, start_shared_actors};
 use crate::cli::register_all;
 use crate::health::Readiness;
-use crate::k8s::apply_manifests;
+use crate::k8s::{apply_manifests, parse_manifests};
 use crate::metrics::OperatorMetrics;
-use crate::supervisor::OperatorBuilder;
+use crate::supervisor::{Operator, OperatorBuilder};
 use pgtoolbox_sim::{DenyRule, FeatureGates, Sim, SimConfig, run_api_only};
 
 /// Our API group: the table shows every kind of it.
@@ -157,6 +157,9 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     )?;
     // Listen before anything is written: a Ctrl-C during start-up still cleans up.
     let mut stop = Stop::listen();
+    // Every example is read before anything starts: a file that is not YAML ends the run here,
+    // named with its document and line.
+    let examples = read_examples(args.examples.as_deref())?;
     let sim = Sim::start(args.sim_config(crd_texts(args.crds.as_deref())?)?).await?;
     let kubeconfig = sim.kubeconfig_file(args.kubeconfig_out.as_deref())?;
     let banner = format!(
@@ -168,50 +171,78 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     let _ = writeln!(std::io::stdout(), "{banner}");
 
     let client = sim.client();
+    // Each step of the start races Ctrl-C: a stop is honoured at once, whatever is running.
+    let started = tokio::select! {
+        started = start_operator(&client, &args.settings) => Some(started?),
+        _ = stop.wait() => None,
+    };
+    let outcome = match started {
+        None => Ok(()),
+        Some((shared_actors, mut operator)) => {
+            let outcome = tokio::select! {
+                applied = apply_examples(&client, &examples) => match applied {
+                    // Served until Ctrl-C: the table, or the end of a kind's supervisor.
+                    Ok(()) => tokio::select! {
+                        _ = stop.wait() => Ok(()),
+                        _ = live_table(&client, &banner) => Ok(()),
+                        kind = operator.failed() => Err(CliError::KindFailed(kind)),
+                    },
+                    Err(err) => Err(err),
+                },
+                _ = stop.wait() => Ok(()),
+            };
+            // stdout may be a pipe its reader already closed: a failed line is not worth a panic.
+            let _ = writeln!(std::io::stdout(), "\nstopping");
+            operator.shutdown(Duration::from_secs(10)).await;
+            shared_actors.stop().await;
+            outcome
+        }
+    };
+    // The server stops once its clients are gone: close our pooled connections first.
+    drop(client);
+    drop(sim);
+    drop(kubeconfig);
+    outcome
+}
+
+/// The operator inside `sim`: its namespace, the start-up checks, the kinds, and the console
+/// ClusterRoles an installation provides.
+async fn start_operator(
+    client: &kube::Client,
+    settings: &SettingsArgs,
+) -> Result<(SharedActors, Operator), CliError> {
     // The operator's own namespace, as deploy/ creates it: the CA of EvidenceAgent serving
     // certificates is kept there.
-    let settings = args.settings.to_settings();
+    let settings = settings.to_settings();
     let namespace = format!(
         "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {}\n",
         settings.operator_namespace
     );
-    for result in apply_manifests(&client, &namespace, "pgtoolbox-sim").await {
-        if let Err(err) = result {
-            eprintln!("namespace {}: {err}", settings.operator_namespace);
-        }
+    for result in apply_manifests(client, &namespace, "pgtoolbox-sim").await {
+        result.map_err(|err| {
+            CliError::Examples(vec![format!(
+                "namespace {}: {err}",
+                settings.operator_namespace
+            )])
+        })?;
     }
     // The same start-up checks as `run`: `--deny` and `--unserve` show how the operator degrades.
     let shared_actors = start_shared_actors(
-        &client,
-        &super::run::kind_names(&client),
+        client,
+        &super::run::kind_names(client),
         settings,
         OperatorMetrics::new(),
         Readiness::new(),
     )
     .await?;
-    let mut operator = register_all(OperatorBuilder::new(
+    let operator = register_all(OperatorBuilder::new(
         client.clone(),
         shared_actors.shared.clone(),
     ))
     .start()
     .await?;
-    install_console_roles(&client).await;
-    apply_examples(&client, args.examples.as_deref()).await;
-
-    tokio::select! {
-        _ = stop.wait() => {}
-        _ = live_table(&client, &banner) => {}
-        kind = operator.failed() => eprintln!("the supervisor of {kind} stopped"),
-    }
-    // stdout may be a pipe its reader already closed: a failed line is not worth a panic.
-    let _ = writeln!(std::io::stdout(), "\nstopping");
-    operator.shutdown(Duration::from_secs(10)).await;
-    shared_actors.stop().await;
-    // The server stops once its clients are gone: close our pooled connections first.
-    drop(client);
-    drop(sim);
-    drop(kubeconfig);
-    Ok(())
+    install_console_roles(client).await;
+    Ok((shared_actors, operator))
 }
 
 /// The ClusterRoles an installation provides for consoles (deploy/), as a real install has them.
@@ -224,26 +255,49 @@ async fn install_console_roles(client: &kube::Client) {
     }
 }
 
-/// Apply every example file (namespaces created as needed); report what failed.
-async fn apply_examples(client: &kube::Client, dir: Option<&Path>) {
-    let files = match examples::manifests(dir) {
-        Ok(files) if files.is_empty() => {
-            let dir = dir.map(|d| d.display().to_string()).unwrap_or_default();
-            eprintln!("no manifests in {dir} (see --examples)");
-            return;
-        }
-        Ok(files) => files,
-        Err(err) => {
-            eprintln!("examples: {err}");
-            return;
-        }
-    };
+/// The example files, each read whole and checked to be YAML; an empty directory is an error
+/// too (`--examples` names a directory that should hold manifests).
+fn read_examples(dir: Option<&Path>) -> Result<Vec<(PathBuf, String)>, CliError> {
+    let files = examples::manifests(dir)?;
+    if files.is_empty() {
+        let dir = dir.map(|d| d.display().to_string()).unwrap_or_default();
+        return Err(CliError::Examples(vec![format!(
+            "no manifests (*.yaml, *.yml) in {dir} (see --examples)"
+        )]));
+    }
+    let broken: Vec<String> = files
+        .iter()
+        .filter_map(|(path, text)| {
+            parse_manifests(text)
+                .err()
+                .map(|err| format!("{}: {err}", path.display()))
+        })
+        .collect();
+    if broken.is_empty() {
+        Ok(files)
+    } else {
+        Err(CliError::Examples(broken))
+    }
+}
+
+/// Apply every example file (namespaces created as needed), validated as `kubectl apply`
+/// validates: every failure is reported, and any failure fails the run.
+async fn apply_examples(
+    client: &kube::Client,
+    files: &[(PathBuf, String)],
+) -> Result<(), CliError> {
+    let mut failed = Vec::new();
     for (path, text) in files {
-        for result in apply_manifests(client, &text, "pgtoolbox-sim").await {
+        for result in apply_manifests(client, text, "pgtoolbox-sim").await {
             if let Err(err) = result {
-                eprintln!("{}: {err}", path.display());
+                failed.push(format!("{}: {err}", path.display()));
             }
         }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Examples(failed))
     }
 }
 

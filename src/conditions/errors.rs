@@ -84,7 +84,7 @@ impl ClassifiedError {
             kube::Error::Api(status) => classify(status.code, &status.reason, &status.message),
             _ => ErrorClass::ReconciliationFailed,
         };
-        ClassifiedError::new(class, &error.to_string())
+        ClassifiedError::new(class, &super::readable(error).to_string())
     }
 
     /// The Ready message: the class first, so it can be read back on the next pass.

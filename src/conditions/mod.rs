@@ -47,6 +47,7 @@ mod fields;
 mod kinds;
 mod message;
 mod patch;
+mod readable;
 pub mod reasons;
 mod types;
 mod verdict;
@@ -62,6 +63,7 @@ pub use fields::StatusField;
 pub use kinds::{Kind, STALL_RECHECK, STALL_RECHECK_LONG};
 pub use message::{MESSAGE_LIMIT_BYTES, digest_condition_messages, is_digest, message_matches};
 pub use patch::status_patch;
+pub use readable::readable;
 pub use reasons::Reason;
 pub use types::{ConditionStatus, ConditionType};
 

@@ -17,7 +17,7 @@ mod write_budget;
 pub use delete::{Pinned, delete_pinned};
 pub use events::EventSink;
 pub use lenient::{Lenient, UndecodableReport};
-pub use manifests::apply_manifests;
+pub use manifests::{apply_manifests, parse_manifests};
 pub use owner::add_owner_pinned;
 pub use packed::{Kept, Packed};
 pub use read_your_writes::ReadYourWrites;

@@ -58,7 +58,7 @@ pub struct Written {
 pub enum StatusError {
     #[error("status not rendered: {0}")]
     Render(#[from] serde_json::Error),
-    #[error("kubernetes API: {0}")]
+    #[error("kubernetes API: {}", crate::conditions::readable(.0))]
     Kube(#[from] kube::Error),
 }
 

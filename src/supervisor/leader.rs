@@ -168,11 +168,13 @@ async fn try_hold(
     }
 }
 
-/// Held leadership: renewed in the background until dropped.
+/// Held leadership: renewed in the background until dropped or released.
 pub struct Leadership {
     lost: watch::Receiver<bool>,
     stop_within: Duration,
-    _renewer: AbortOnDropHandle<()>,
+    api: Api<Lease>,
+    cfg: LeaderConfig,
+    renewer: AbortOnDropHandle<()>,
 }
 
 impl Leadership {
@@ -180,6 +182,36 @@ impl Leadership {
     /// renewal within the deadline (a renewal still in flight then does not count).
     pub async fn lost(&mut self) {
         let _ = self.lost.wait_for(|lost| *lost).await;
+    }
+
+    /// [`Leadership::lost`] as a future of its own, so that the caller can still
+    /// [`Leadership::release`] once it resolves or is dropped.
+    pub fn on_lost(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut lost = self.lost.clone();
+        async move {
+            let _ = lost.wait_for(|lost| *lost).await;
+        }
+    }
+
+    /// Gives the lease up once this replica's work has stopped, as client-go's
+    /// `ReleaseOnCancel` does: renewals stop, then a Lease that still names this replica is
+    /// written free (no holder, one second), so a standby takes it at its next try instead of
+    /// counting the whole duration of silence. A Lease someone else holds is left alone; a
+    /// failed write only costs the standby that wait.
+    pub async fn release(self) {
+        let Leadership {
+            api, cfg, renewer, ..
+        } = self;
+        renewer.abort();
+        let _ = renewer.await;
+        match release_lease(&api, &cfg).await {
+            Ok(true) => tracing::info!(identity = %cfg.identity, "leader lease released"),
+            Ok(false) => tracing::debug!(identity = %cfg.identity, "leader lease no longer ours"),
+            Err(err) => tracing::warn!(
+                error = %crate::conditions::readable(&err),
+                "leader lease not released; a standby takes over once it expires"
+            ),
+        }
     }
 
     /// After [`Leadership::lost`], how long the replica's work has to stop.
@@ -198,22 +230,69 @@ pub async fn acquire(client: Client, cfg: LeaderConfig) -> Leadership {
         match try_hold(&api, &cfg, &mut seen).await {
             Ok(true) => break attempt,
             Ok(false) => tracing::debug!(lease = %cfg.lease_name, "another replica leads"),
-            Err(err) => tracing::warn!(error = %err, "leader election"),
+            Err(err) => {
+                tracing::warn!(error = %crate::conditions::readable(&err), "leader election")
+            }
         }
         tokio::time::sleep(cfg.retry_every).await;
     };
     tracing::info!(identity = %cfg.identity, "became leader");
     let (tx, lost) = watch::channel(false);
     let stop_within = cfg.stop_within();
+    let (renew_api, renew_cfg) = (api.clone(), cfg.clone());
     let renewer = tokio::spawn(async move {
-        renew(&api, &cfg, seen, held_since + cfg.deadline()).await;
-        tracing::warn!(identity = %cfg.identity, "leadership lost");
+        renew(
+            &renew_api,
+            &renew_cfg,
+            seen,
+            held_since + renew_cfg.deadline(),
+        )
+        .await;
+        tracing::warn!(identity = %renew_cfg.identity, "leadership lost");
         let _ = tx.send(true);
     });
     Leadership {
         lost,
         stop_within,
-        _renewer: AbortOnDropHandle::new(renewer),
+        api,
+        cfg,
+        renewer: AbortOnDropHandle::new(renewer),
+    }
+}
+
+/// The Lease as a holder leaves it: nobody holds it, for one second, the transitions kept.
+pub(super) fn released_spec(previous: &LeaseSpec, now: Timestamp) -> LeaseSpec {
+    LeaseSpec {
+        holder_identity: Some(String::new()),
+        lease_duration_seconds: Some(1),
+        acquire_time: Some(MicroTime(now)),
+        renew_time: Some(MicroTime(now)),
+        lease_transitions: previous.lease_transitions,
+        ..LeaseSpec::default()
+    }
+}
+
+/// Writes the Lease free if it still names this replica (compare-and-swap on its
+/// resourceVersion). `Ok(false)`: it is gone or someone else's.
+async fn release_lease(api: &Api<Lease>, cfg: &LeaderConfig) -> Result<bool, kube::Error> {
+    let Some(lease) = api.get_opt(&cfg.lease_name).await? else {
+        return Ok(false);
+    };
+    let Some(spec) = lease.spec.as_ref() else {
+        return Ok(false);
+    };
+    if spec.holder_identity.as_deref() != Some(cfg.identity.as_str()) {
+        return Ok(false);
+    }
+    let mut next = lease.clone();
+    next.spec = Some(released_spec(spec, cfg.clock.now()));
+    match api
+        .replace(&lease.name_any(), &PostParams::default(), &next)
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+        Err(err) => Err(err),
     }
 }
 
@@ -234,7 +313,7 @@ async fn renew(api: &Api<Lease>, cfg: &LeaderConfig, mut seen: Seen, mut valid_u
             }
             Ok(Ok(false)) => return,
             Ok(Err(err)) => {
-                tracing::warn!(error = %err, "lease renewal");
+                tracing::warn!(error = %crate::conditions::readable(&err), "lease renewal");
                 next = Instant::now() + cfg.retry_every;
             }
             Err(_) => return,
@@ -293,6 +372,21 @@ mod tests {
         };
         assert_eq!(odd.deadline(), odd.lease_duration);
         assert_eq!(odd.stop_within(), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_released_lease_is_free_at_once_and_keeps_its_transitions() {
+        let cfg = LeaderConfig::new("ns", "me");
+        let now = Timestamp::from_second(1_000_000).unwrap();
+        let held = held_spec(lease("other").spec.as_ref(), &cfg, now);
+        let released = Lease {
+            metadata: ObjectMeta::default(),
+            spec: Some(released_spec(&held, now)),
+        };
+        assert!(may_hold(&released, "standby", Duration::ZERO));
+        let spec = released.spec.unwrap();
+        assert_eq!(spec.lease_transitions, held.lease_transitions);
+        assert_eq!(spec.lease_duration_seconds, Some(1));
     }
 
     #[test]

@@ -150,8 +150,9 @@ fn settings_database(h: &History, snap: &Snapshot, obj: &Value) -> SettingsDatab
 
 /// The upgrade backup of a PgAdmin whose settings database is ready. An image change not
 /// skipped by the annotation is held by the backup Job of its target (`<name>-pgadmin-upgrade-
-/// backup-<hash8 of the target>`) until that Job completes; the Job is dropped once the new
-/// image runs or no backup is due. So the Job of the target, if it is still there: failed,
+/// backup-<hash8 of the target>`) until that Job completes; a completed Job stays while its
+/// image runs (for its logs), and goes with the next image change. So the Job of the target,
+/// if it is still there: failed,
 /// WorkloadReady says `UpgradeBackupFailed`; running, `UpgradeBackupRunning`; complete or
 /// gone, neither. Whether it failed is read first from the history: a fault failing its Pod
 /// (`JobFailed` on it, `CrashLoopBackOff` on its Pod) on since before the Job was created, with

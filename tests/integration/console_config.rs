@@ -372,3 +372,74 @@ async fn console_with_an_allowed_image_and_a_refused_hostname_stalls_and_withdra
         obj.status
     );
 }
+
+/// A ServiceAccount someone else created under the name of the console's: ResourceNotOwned,
+/// and nothing of the console runs as it or grants to it (no Deployment, no RoleBinding); once
+/// it is gone, the console's own account is created and the rest follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_never_runs_as_or_grants_to_a_foreign_service_account() {
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let env = start(SimConfig::default(), settings(), true).await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(env.client.clone(), NS);
+    let foreign: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "ops-console", "namespace": NS}}))
+            .expect("service account");
+    accounts
+        .create(&PostParams::default(), &foreign)
+        .await
+        .expect("foreign ServiceAccount");
+    env.console("ops", json!({"image": IMAGE})).await;
+    stalled(
+        &env,
+        "ops",
+        "ResourceNotOwned",
+        &["ServiceAccount ops-console"],
+    )
+    .await;
+    let bound_to_it = |bindings: &[RoleBinding]| {
+        bindings.iter().any(|b| {
+            b.subjects
+                .iter()
+                .flatten()
+                .any(|s| s.kind == "ServiceAccount" && s.name == "ops-console")
+        })
+    };
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NS);
+    let bindings: Api<RoleBinding> = Api::namespaced(env.client.clone(), NS);
+    assert!(
+        deployments
+            .get_opt("ops-console")
+            .await
+            .expect("get")
+            .is_none(),
+        "no Deployment runs as the foreign account"
+    );
+    let listed = bindings.list(&Default::default()).await.expect("list");
+    assert!(!bound_to_it(&listed.items), "no RoleBinding grants to it");
+
+    accounts
+        .delete("ops-console", &Default::default())
+        .await
+        .expect("foreign account removed");
+    // A stall waits for a change of its own (or the recheck): an annotation is one.
+    let consoles: Api<pgtoolbox_operator::api::PgToolBoxConsole> =
+        Api::namespaced(env.client.clone(), NS);
+    consoles
+        .patch(
+            "ops",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"annotations": {"touched": "1"}}})),
+        )
+        .await
+        .expect("touched");
+    wait_for("the console's own Deployment", || async {
+        match deployments.get_opt("ops-console").await {
+            Ok(Some(_)) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let listed = bindings.list(&Default::default()).await.expect("list");
+    assert!(bound_to_it(&listed.items), "its own account is bound");
+}

@@ -618,3 +618,28 @@ async fn evidence_switching_certificate_providers() {
         .expect("the operator's certificate again");
     verify(&text(&again, "tls.crt"), &ca_pem, "switch");
 }
+
+/// A pass that fails on an API error shows people the server's sentence, its reason and its
+/// code, never kube's debug dump of the whole answer (it once took 626 bytes of the 1,024 a
+/// condition message may hold).
+#[tokio::test]
+async fn an_api_error_reads_as_a_sentence_in_the_condition() {
+    let settings = OperatorSettings::default();
+    let operator_ns = settings.operator_namespace.clone();
+    let env = start_with(with_controllers(), settings, false).await;
+    super::sim_support::namespace(&env.client, &operator_ns).await;
+    ready_store(&env).await;
+    env._sim
+        .admin()
+        .inject_errors(&format!("get:secrets:{operator_ns}"), 500, 10_000)
+        .expect("fault");
+    env.agent("failing", "orders", Some(IMAGE), "operator")
+        .await;
+    let obj = env.wait_reason("failing", "Ready", "ReconcileError").await;
+    let message = condition_of(&obj, "Ready").expect("Ready").message;
+    assert!(message.contains("HTTP 500)"), "{message}");
+    assert!(
+        !message.contains("Status {") && !message.contains("Some("),
+        "{message}"
+    );
+}

@@ -1,5 +1,6 @@
 //! The one integration test binary; each topic is a module beside this file.
 
+mod access_request_admission;
 mod children_applier;
 mod children_applier_writes;
 mod cli_support;

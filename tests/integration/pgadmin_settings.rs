@@ -1,20 +1,32 @@
 //! PgAdmin's settings database and upgrade backup on the simulated cluster: no pgAdmin Pod until
 //! CloudNativePG applied the role, its password and the database; an image change backs the
-//! settings up first (the old image keeps running), a failed backup keeps the old image (a
-//! stall), the skip annotation releases exactly the image it names.
+//! settings up first (the old image keeps running) and keeps the completed backup Job until the
+//! next upgrade's supersedes it, a failed backup keeps the old image (a stall), the skip
+//! annotation releases exactly the image it names.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams, LogParams, Patch, PatchParams};
+use pgtoolbox_operator::testing::reconcile::pgadmin::upgrade_backup_job_name;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::SimConfig;
 use pgtoolbox_sim::cluster::WorkloadFault;
 use serde_json::json;
 
 use super::pgadmin_support::{NS, cluster_config, condition_of, start, state};
+use super::wait_support::until_gone;
 
 const OLD: &str = "docker.io/dpage/pgadmin4:9.9";
 const NEW: &str = "docker.io/dpage/pgadmin4:9.10";
 const NEWER: &str = "docker.io/dpage/pgadmin4:9.11";
+
+async fn backup_job(client: &kube::Client, name: &str) -> Option<Job> {
+    Api::<Job>::namespaced(client.clone(), NS)
+        .get_opt(name)
+        .await
+        .expect("readable")
+}
 
 async fn deployed_image(client: &kube::Client) -> Option<String> {
     let d = Api::<Deployment>::namespaced(client.clone(), NS)
@@ -112,6 +124,40 @@ async fn pgadmin_settings_database_and_upgrade_backup() {
     .await;
     env.wait_event("p", "RolloutStarted").await;
 
+    // The completed backup Job stays while the new image runs, so its logs can be read: passes
+    // that see the new image running (woken by changes of the object) leave it untouched.
+    let backup = upgrade_backup_job_name("p", NEW);
+    for touch in ["1", "2"] {
+        let seen = env.passes();
+        env.merge(
+            "p",
+            json!({"metadata": {"annotations": {"example.com/touched": touch}}}),
+        )
+        .await;
+        env.until_passes(seen, 1, "a pass once the new image runs")
+            .await;
+    }
+    let kept = backup_job(&env.client, &backup)
+        .await
+        .expect("the latest backup Job is kept once the new image runs");
+    assert!(
+        kept.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs
+                .iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")),
+        "{kept:?}"
+    );
+    let pods = Api::<Pod>::namespaced(env.client.clone(), NS);
+    let of_job = ListParams::default().labels(&format!("batch.kubernetes.io/job-name={backup}"));
+    let pod = pods.list(&of_job).await.expect("pods").items;
+    assert_eq!(pod.len(), 1, "{pod:?}");
+    let pod_name = pod[0].metadata.name.clone().expect("named");
+    pods.logs(&pod_name, &LogParams::default())
+        .await
+        .expect("the backup's log is readable");
+
     // A failing backup keeps the old image and stalls.
     let registrations = env.occurrences("p", "RegistrationStarted").await;
     env.sim
@@ -144,6 +190,18 @@ async fn pgadmin_settings_database_and_upgrade_backup() {
     );
     assert_eq!(obj.status.and_then(|s| s.image).as_deref(), Some(NEW));
     assert_eq!(deployed_image(&env.client).await.as_deref(), Some(NEW));
+    // The new upgrade's backup Job superseded the previous one.
+    assert!(
+        backup_job(&env.client, &upgrade_backup_job_name("p", NEWER))
+            .await
+            .is_some()
+    );
+    until_gone(
+        &Api::<Job>::namespaced(env.client.clone(), NS),
+        &backup,
+        "the superseded backup Job",
+    )
+    .await;
     // The backup Job is not a registration: the old image's servers stay registered.
     assert_eq!(
         env.occurrences("p", "RegistrationStarted").await,

@@ -129,3 +129,214 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
     let table = sim.kubectl.ok(&["get", "-n", "team-a", "pgar/demo"]);
     assert!(table.contains("Expired"), "{table}");
 }
+
+impl Sim {
+    /// A kubeconfig for `user` (and `groups`), from the sim's admin endpoint.
+    fn kubeconfig_for(&self, user: &str) -> String {
+        let config = self
+            .kubectl
+            .ok(&["get", "--raw", &format!("/_sim/kubeconfig?user={user}")]);
+        self.kubectl.file(&format!("{user}.kubeconfig"), &config)
+    }
+
+    /// `kubectl pgtoolbox access ARGS` as the owner of `kubeconfig`: kubectl finds the plugin
+    /// on PATH, as it does for a user who installed it.
+    fn access(&self, kubeconfig: &str, args: &[&str]) -> (bool, String) {
+        let plugin = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-pgtoolbox"));
+        let path = format!(
+            "{}:{}",
+            plugin.parent().expect("plugin directory").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let out = Command::new("kubectl")
+            .arg("pgtoolbox")
+            .arg("access")
+            .args(args)
+            .args(["-n", "team-a"])
+            .env("KUBECONFIG", kubeconfig)
+            .env("PATH", path)
+            .env("KUBECACHEDIR", self.kubectl.dir.path().join("kube-cache"))
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .expect("kubectl runs");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+
+    fn wait_request(&self, name: &str, reason: &str) {
+        let condition = format!(
+            "--for=jsonpath={{.status.conditions[?(@.type==\"RoleBindingSynced\")].reason}}={reason}"
+        );
+        self.kubectl.ok(&[
+            "wait",
+            "-n",
+            "team-a",
+            &format!("pgar/{name}"),
+            &condition,
+            "--timeout=60s",
+        ]);
+    }
+
+    fn can_i(&self, args: &[&str]) -> String {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-n", "team-a"]);
+        self.kubectl.run(&all).1.trim().to_string()
+    }
+}
+
+/// The shipped workflow, as people run it: alice asks with the plugin, cannot approve her own
+/// request, an editor cannot approve it, bob (the shipped approver role) approves it as himself,
+/// alice ends it early, bob revokes and denies others. Nobody types an approver's name: the
+/// plugin records who the API server says the caller is. The console's ServiceAccount holds no
+/// approval power.
+#[test]
+fn the_plugin_requests_approves_revokes_and_denies_as_the_caller() {
+    if !kubectl_present() {
+        eprintln!("kubectl not found: skipping the plugin walkthrough");
+        return;
+    }
+    let sim = Sim::start();
+    let roles = sim.kubectl.file(
+        "roles.yaml",
+        &format!(
+            "{}\n---\n{}",
+            include_str!("../../deploy/06-user-roles.yaml"),
+            "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: view}
+rules: [{apiGroups: [\"\"], resources: [pods], verbs: [get, list]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: alice-requests, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pgtoolbox-access-requester}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: bob-approves, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pgtoolbox-access-request-approver}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: carol-edits, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pgtoolbox-aggregate-to-edit}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: carol-views, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pgtoolbox-aggregate-to-view}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}]
+"
+        ),
+    );
+    sim.kubectl.ok(&["apply", "-f", &roles]);
+    let (alice, bob, carol) = (
+        sim.kubeconfig_for("alice"),
+        sim.kubeconfig_for("bob"),
+        sim.kubeconfig_for("carol"),
+    );
+
+    let (ok, out) = sim.access(
+        &alice,
+        &[
+            "request",
+            "alice-db",
+            "--role",
+            "view",
+            "--for",
+            "2h",
+            "--cluster",
+            "orders",
+            "--reason",
+            "INC-1",
+        ],
+    );
+    assert!(ok, "{out}");
+    sim.wait_request("alice-db", "AwaitingDecision");
+    let shown = sim.access(&alice, &["show", "alice-db"]).1;
+    assert!(
+        shown.contains("User alice") && shown.contains("Pending"),
+        "{shown}"
+    );
+
+    // Four eyes: not her own, not by an editor.
+    let (ok, out) = sim.access(&alice, &["approve", "alice-db"]);
+    assert!(
+        !ok && out.contains("another person must decide it"),
+        "{out}"
+    );
+    let (ok, out) = sim.access(&carol, &["approve", "alice-db"]);
+    assert!(
+        !ok && out.contains("forbidden"),
+        "an editor is no approver: {out}"
+    );
+    assert_eq!(sim.can_i(&["list", "pods", "--as", "alice"]), "no");
+
+    let (ok, out) = sim.access(&bob, &["approve", "alice-db"]);
+    assert!(ok, "{out}");
+    sim.wait_request("alice-db", "AccessGranted");
+    let shown = sim.access(&bob, &["show", "alice-db"]).1;
+    assert!(
+        shown.contains("Approver:    bob") && shown.contains("RoleBinding: pgar-alice-db"),
+        "{shown}"
+    );
+    assert_eq!(sim.can_i(&["list", "pods", "--as", "alice"]), "yes");
+    let listed = sim.access(&bob, &["list"]).1;
+    assert!(
+        listed.contains("alice-db") && listed.contains("Approved"),
+        "{listed}"
+    );
+
+    // Its subject ends it early; the grant goes at once.
+    let (ok, out) = sim.access(&alice, &["revoke", "alice-db"]);
+    assert!(ok, "{out}");
+    sim.wait_request("alice-db", "AccessExpired");
+    sim.kubectl.ok(&[
+        "wait",
+        "-n",
+        "team-a",
+        "rolebinding/pgar-alice-db",
+        "--for=delete",
+        "--timeout=30s",
+    ]);
+    assert_eq!(sim.can_i(&["list", "pods", "--as", "alice"]), "no");
+
+    // An approver revokes another, and denies a third.
+    for name in ["alice-db2", "alice-db3"] {
+        let (ok, out) = sim.access(&alice, &["request", name, "--role", "view", "--for", "1h"]);
+        assert!(ok, "{out}");
+    }
+    assert!(sim.access(&bob, &["approve", "alice-db2"]).0);
+    sim.wait_request("alice-db2", "AccessGranted");
+    let (ok, out) = sim.access(&bob, &["revoke", "alice-db2"]);
+    assert!(ok, "{out}");
+    sim.wait_request("alice-db2", "AccessRevoked");
+    let (ok, out) = sim.access(&bob, &["deny", "alice-db3"]);
+    assert!(ok, "{out}");
+    sim.wait_request("alice-db3", "AccessDenied");
+
+    // The console's ServiceAccount cannot decide or grant anything.
+    let console = "system:serviceaccount:team-a:team-console-console";
+    assert_eq!(
+        sim.can_i(&[
+            "patch",
+            "pgaccessrequests",
+            "--subresource=status",
+            "--as",
+            console
+        ]),
+        "no"
+    );
+    assert_eq!(
+        sim.can_i(&["create", "rolebindings", "--as", console]),
+        "no"
+    );
+}

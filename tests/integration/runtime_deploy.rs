@@ -51,8 +51,45 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
         "{applied:?}"
     );
     // The five CRDs, the operator's own objects, the three ClusterRoles it binds for consoles,
-    // the three user roles, the metrics Service and the Grafana dashboard's ConfigMap.
-    assert_eq!(applied.len(), 20, "{applied:?}");
+    // the user roles, the metrics Service, the access-request admission policy and its
+    // binding, the operator's NetworkPolicy and the Grafana dashboard's ConfigMap.
+    assert_eq!(applied.len(), 24, "{applied:?}");
+    for policy in [
+        "ValidatingAdmissionPolicy/pgtoolbox-access-request-decisions",
+        "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-decisions",
+    ] {
+        assert!(applied.contains(&policy.to_string()), "{applied:?}");
+    }
+    // Nothing but Prometheus's namespace reaches the unauthenticated /metrics, and only the
+    // probe port is open besides.
+    let policy = Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(
+        client.clone(),
+        "pgtoolbox-system",
+    )
+    .get("pgtoolbox-operator")
+    .await
+    .expect("the operator's NetworkPolicy");
+    let spec = policy.spec.expect("spec");
+    assert_eq!(
+        spec.pod_selector
+            .as_ref()
+            .and_then(|s| s.match_labels.as_ref())
+            .and_then(|l| l.get("app.kubernetes.io/name"))
+            .map(String::as_str),
+        Some("pgtoolbox-operator")
+    );
+    let ports: Vec<String> = spec
+        .ingress
+        .iter()
+        .flatten()
+        .flat_map(|rule| rule.ports.iter().flatten())
+        .filter_map(|p| p.port.as_ref())
+        .map(|p| match p {
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(name) => name.clone(),
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(n) => n.to_string(),
+        })
+        .collect();
+    assert_eq!(ports, ["metrics", "health"], "{spec:?}");
     assert!(
         applied.contains(&"ConfigMap/pgtoolbox-operator-dashboard".to_string()),
         "{applied:?}"
@@ -181,4 +218,150 @@ async fn the_namespaced_overlay_applies_and_user_roles_aggregate() {
     )
     .await;
     assert_eq!(answer["status"]["allowed"], true, "{answer}");
+}
+
+/// The image a release publishes and `deploy/` installs.
+const RELEASE_IMAGE: &str = "ghcr.io/pgtoolbox/pgtoolbox-operator";
+
+fn repo_file(path: &str) -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path))
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn yaml_documents(text: &str) -> Vec<serde_json::Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|doc| serde::Deserialize::deserialize(doc).expect("YAML"))
+        .collect()
+}
+
+/// The operator container's image of the Deployment `pgtoolbox-operator` in rendered manifests.
+fn operator_image(rendered: &str) -> String {
+    yaml_documents(rendered)
+        .into_iter()
+        .find(|d| d["kind"] == "Deployment" && d["metadata"]["name"] == "pgtoolbox-operator")
+        .and_then(|d| {
+            d["spec"]["template"]["spec"]["containers"][0]["image"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .expect("the operator's Deployment and its image")
+}
+
+/// `to` relative to `from` (kustomize refuses absolute resource paths).
+fn relative(from: &std::path::Path, to: &std::path::Path) -> std::path::PathBuf {
+    let from: Vec<_> = from.components().collect();
+    let to: Vec<_> = to.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut path = std::path::PathBuf::new();
+    for _ in common..from.len() {
+        path.push("..");
+    }
+    to[common..].iter().for_each(|c| path.push(c));
+    path
+}
+
+/// One version names a release: the crates' (the workspace version), the image tag `deploy/`
+/// and its overlays install, the Dockerfile's label, the README's commands and the CHANGELOG's
+/// section; the licence is Apache-2.0 everywhere. And the README's way of installing an image
+/// of your own registry (an overlay with an `images:` entry) does replace the image.
+#[test]
+fn deploy_installs_the_release_image_of_the_cargo_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let release = format!("{RELEASE_IMAGE}:{version}");
+    assert_eq!(env!("CARGO_PKG_LICENSE"), "Apache-2.0");
+    let license = repo_file("LICENSE");
+    assert!(
+        license.contains("Apache License") && license.contains("Version 2.0, January 2004"),
+        "LICENSE is not the Apache License 2.0"
+    );
+    // The sim crate inherits both from the workspace rather than carrying its own.
+    let sim = repo_file("sim/Cargo.toml");
+    for inherited in ["version.workspace = true", "license.workspace = true"] {
+        assert!(sim.contains(inherited), "sim/Cargo.toml lacks {inherited}");
+    }
+
+    let dockerfile = repo_file("Dockerfile");
+    assert!(
+        dockerfile.contains(&format!("ARG VERSION={version}\n")),
+        "the Dockerfile's ARG VERSION is not {version}"
+    );
+    assert!(
+        dockerfile.contains("org.opencontainers.image.licenses=\"Apache-2.0\""),
+        "the Dockerfile's licence label"
+    );
+
+    // deploy/'s kustomization sets the tag by the image's name, which the Deployment uses.
+    let kustomization = yaml_documents(&repo_file("deploy/kustomization.yaml")).remove(0);
+    let images = kustomization["images"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(images.len(), 1, "{images:?}");
+    assert_eq!(images[0]["name"], RELEASE_IMAGE);
+    assert_eq!(images[0]["newTag"], version, "deploy/kustomization.yaml");
+    assert!(
+        images[0]["newName"].is_null() || images[0]["newName"] == RELEASE_IMAGE,
+        "{images:?}"
+    );
+    assert_eq!(
+        operator_image(&repo_file("deploy/04-deployment.yaml")),
+        release,
+        "deploy/04-deployment.yaml"
+    );
+
+    let readme = repo_file("README.md");
+    let tags = regex::Regex::new(r"pgtoolbox-operator:(\d+\.\d+\.\d+)").expect("regex");
+    let named: Vec<&str> = tags
+        .captures_iter(&readme)
+        .map(|c| c.get(1).map_or("", |m| m.as_str()))
+        .collect();
+    assert!(named.contains(&version), "the README names no {release}");
+    assert!(named.iter().all(|v| *v == version), "README tags {named:?}");
+    assert!(
+        repo_file("CHANGELOG.md").contains(&format!("\n## [{version}]")),
+        "CHANGELOG.md has no section for {version}"
+    );
+
+    // What kustomize renders: deploy/ and each overlay run the release image.
+    for dir in ["deploy", "overlays/namespaced", "overlays/sharded"] {
+        let Some(rendered) = kustomize(dir) else {
+            return;
+        };
+        assert_eq!(operator_image(&rendered), release, "{dir}");
+    }
+    // The README's overlay for an image of your own registry, as written there.
+    let overlay: String = readme
+        .lines()
+        .skip_while(|l| !l.contains("cat > my-install/kustomization.yaml <<'YAML'"))
+        .skip(1)
+        .take_while(|l| *l != "YAML")
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let theirs = yaml_documents(&overlay).remove(0);
+    let wanted = format!(
+        "{}:{}",
+        theirs["images"][0]["newName"].as_str().expect("newName"),
+        theirs["images"][0]["newTag"].as_str().expect("newTag")
+    );
+    assert_ne!(wanted, release);
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("temporary directory");
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The README's overlay sits beside deploy/: its `../deploy` from wherever this one is.
+    let base = relative(dir.path(), &repo.join("deploy"));
+    let overlay = overlay.replace("../deploy", &base.to_string_lossy());
+    std::fs::write(dir.path().join("kustomization.yaml"), overlay).expect("written");
+    let out = std::process::Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir.path())
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        operator_image(&String::from_utf8(out.stdout).expect("UTF-8")),
+        wanted
+    );
 }

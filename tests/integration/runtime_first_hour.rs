@@ -194,3 +194,121 @@ fn logs_written_to_a_pipe_carry_no_escape_sequences() {
         assert!(!line.contains('\u{1b}'), "escape sequence in {line:?}");
     }
 }
+
+/// `sim --examples DIR` holding `files`, its stdout discarded and stderr kept, its address
+/// space capped at 3 GiB where `prlimit` exists (the malformed-YAML reader once allocated
+/// about 1 GB/s until the machine killed it). Returns the exit status and stderr, or fails
+/// if it has not ended within a minute.
+fn sim_with_examples(files: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = dir.path().join("examples");
+    std::fs::create_dir_all(&examples).unwrap();
+    for (name, text) in files {
+        std::fs::write(examples.join(name), text).unwrap();
+    }
+    let binary_path = env!("CARGO_BIN_EXE_pgtoolbox-operator");
+    let capped = std::process::Command::new("prlimit")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let mut command = if capped {
+        let mut c = std::process::Command::new("prlimit");
+        c.args(["--as=3221225472", "--", binary_path]);
+        c
+    } else {
+        std::process::Command::new(binary_path)
+    };
+    let mut child = command
+        .args(["sim", "--examples"])
+        .arg(&examples)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+        text
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("sim --examples did not end within a minute");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    (status, reader.join().unwrap())
+}
+
+#[test]
+fn a_malformed_example_ends_sim_at_once_naming_the_file_the_document_and_the_line() {
+    let (status, stderr) = sim_with_examples(&[
+        (
+            "a-good.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine}\n",
+        ),
+        (
+            "b-broken.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: ConfigMap\ndata: [unclosed\n---\nkind: Secret\n",
+        ),
+    ]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("b-broken.yaml: document 2 (line "),
+        "the error names the file, the document and the line: {stderr}"
+    );
+    assert!(!stderr.contains("a-good.yaml"), "{stderr}");
+    assert!(!stderr.contains("memory allocation"), "{stderr}");
+}
+
+#[test]
+fn an_example_with_an_unknown_field_is_refused_with_its_path_as_kubectl_apply_refuses_it() {
+    let request = include_str!("../../examples/pgaccessrequest.yaml").replace(
+        "  clusterRole: view\n",
+        "  clusterRole: view\n  imagee: typo\n",
+    );
+    let (status, stderr) = sim_with_examples(&[("pgaccessrequest.yaml", &request)]);
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("pgaccessrequest.yaml: document 2 (PgAccessRequest/alice-orders)")
+            && stderr.contains("unknown field \"spec.imagee\""),
+        "{stderr}"
+    );
+    // A person reads it: the server's sentence, not a Rust debug dump.
+    assert!(
+        !stderr.contains("Status {") && !stderr.contains("Some("),
+        "{stderr}"
+    );
+}
+
+/// Twice: the error a stop once logged (a Secret watch outliving the shutdown, reconnecting to
+/// the server that had just stopped) came in about half of the stops.
+#[test]
+fn a_clean_stop_of_sim_exits_zero_and_logs_no_error() {
+    for run in 0..2 {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("stderr.log");
+        let stderr = std::fs::File::create(&log).unwrap();
+        let mut sim = Running::start(&["sim"], dir.path(), Stdio::from(stderr));
+        sim.kubeconfig();
+        // The examples applied and the table drawn: the run is past its start.
+        sim.wait_for("PgAccessRequest team-a/alice-orders");
+        let status = sim.interrupt();
+        let logged = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            status.success(),
+            "run {run}: exit status {status:?}: {logged}"
+        );
+        assert!(
+            !logged.contains("ERROR") && !logged.contains("WARN"),
+            "run {run}: a clean stop logged a problem:\n{logged}"
+        );
+    }
+}

@@ -74,7 +74,6 @@ const JUSTIFIED: &[&str] = &[
     "patch postgresql.cnpg.io/databases",
     "get apiextensions.k8s.io/customresourcedefinitions",
     "get postgresql.cnpg.io/poolers",
-    "patch pgtoolbox.fyannk.dev/pgadminaccesses/status",
 ];
 
 fn deploy(file: &str) -> String {

@@ -72,13 +72,7 @@ const OUTSIDE_THE_TABLE: &[(&str, &str, &str)] = &[
         "databaseroles",
         "optional API (PgAdmin settings database)",
     ),
-    // Not yet rows of the table (named in the issue 17 report): PgAdmin writes its accesses'
-    // status and its settings Database.
-    (
-        "pgtoolbox.fyannk.dev",
-        "pgadminaccesses/status",
-        "PgAdmin; not a table row yet",
-    ),
+    // Not yet a row of the table (named in the issue 17 report): PgAdmin's settings Database.
     (
         "postgresql.cnpg.io",
         "databases",

@@ -392,6 +392,11 @@ async fn kubectl_explains_every_kind_and_prints_built_in_columns() {
         assert!(cnpg.contains("GROUP:      postgresql.cnpg.io"), "{cnpg}");
         let ours = k.ok(&["explain", "pgadmin.spec.exposure"]);
         assert!(ours.contains("KIND:       PgAdmin"), "{ours}");
+        // Our fields carry their descriptions, nested and in status too (fields that had none).
+        let backup = k.ok(&["explain", "pgadmin.spec.upgradeBackup.enabled"]);
+        assert!(backup.contains("pg_dump"), "{backup}");
+        let state = k.ok(&["explain", "pgadmin.status.servers.state"]);
+        assert!(state.contains("NotOffered"), "{state}");
 
         let manifest = k.file("web.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n");
         assert!(k.ok(&["apply", "-f", &manifest]).contains("created"));

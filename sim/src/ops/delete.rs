@@ -131,6 +131,18 @@ pub fn delete(
             ),
         ));
     }
+    crate::admission::validate(
+        server,
+        l,
+        &crate::admission::Attributes {
+            operation: crate::admission::Operation::Delete,
+            info,
+            namespace,
+            name,
+            object: None,
+            old_object: Some(&old),
+        },
+    )?;
     if opts.orphan {
         orphan_dependents(l, &uid);
     }

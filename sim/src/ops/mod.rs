@@ -131,6 +131,18 @@ pub fn create(
     ] {
         remove_meta(&mut body, f);
     }
+    crate::admission::validate(
+        server,
+        l,
+        &crate::admission::Attributes {
+            operation: crate::admission::Operation::Create,
+            info,
+            namespace,
+            name: &name,
+            object: Some(&body),
+            old_object: None,
+        },
+    )?;
     if let Some(cluster) = server.cluster.get() {
         cluster.admit_create(l, info, namespace, &mut body)?;
     }
@@ -287,6 +299,18 @@ pub fn update(
         None
     };
     set_meta(&mut new, "resourceVersion", json!(old_rv));
+    crate::admission::validate(
+        server,
+        l,
+        &crate::admission::Attributes {
+            operation: crate::admission::Operation::Update,
+            info,
+            namespace,
+            name,
+            object: Some(&new),
+            old_object: Some(&old),
+        },
+    )?;
     if new == *old {
         // A no-op write changes nothing, not even the resourceVersion, and notifies nobody.
         return Ok(old);

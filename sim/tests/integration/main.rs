@@ -3,6 +3,7 @@
 //! share `sim_support` and `kubectl_support` with these.
 
 mod kubectl_support;
+mod sim_admission;
 mod sim_answers;
 mod sim_eviction;
 mod sim_faults;

@@ -121,7 +121,7 @@ pub async fn apply_all(to: Target<'_>, plan: &ChildPlan<'_>) -> Result<Applied, 
     workload
         .apply(&c.service_accounts, [service_account(input)])
         .await?
-        .apply(&c.role_bindings, bindings)
+        .apply_as_account(&c.role_bindings, bindings)
         .await?;
     let mut bundle = to.set();
     bundle
@@ -130,7 +130,7 @@ pub async fn apply_all(to: Target<'_>, plan: &ChildPlan<'_>) -> Result<Applied, 
     workload
         .apply(&c.services, [service(input)])
         .await?
-        .apply(
+        .apply_as_account(
             &c.deployments,
             [deployment(input, plan.obj.spec.resources.as_ref())],
         )

@@ -29,7 +29,7 @@ const CA_BACKDATE: jiff::SignedDuration = jiff::SignedDuration::from_hours(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CaError {
-    #[error(transparent)]
+    #[error("kubernetes API: {}", crate::conditions::readable(.0))]
     Kube(#[from] kube::Error),
     #[error(
         "Secret {CA_SECRET_NAME} in {namespace} holds no usable CA ({what}); delete it to have the operator create a new CA, which re-issues every EvidenceAgent certificate"

@@ -178,7 +178,7 @@ impl EvidenceAgentReconciler {
                 .await?
                 .apply(&c.services, [children.service])
                 .await?
-                .apply(&c.deployments, children.deployment)
+                .apply_as_account(&c.deployments, children.deployment)
                 .await
                 .map(|_| ())
         };

@@ -134,6 +134,7 @@ impl PgAdminReconciler {
             service,
             egress_policy,
             jobs,
+            kept_jobs,
         } = rendered.objects;
         let applier = Applier {
             client: &cx.client,
@@ -146,9 +147,11 @@ impl PgAdminReconciler {
             .apply(&c.persistent_volume_claims, [data_claim])
             .await
             .map_err(PgAdminError::from)?;
-        // No Deployment until CloudNativePG applied the settings database.
-        if let Some(deployment) = deployment {
-            set.apply(&c.deployments, [deployment])
+        // No Deployment until CloudNativePG applied the settings database; none (and no Job)
+        // while a foreign ServiceAccount holds the name ours would have.
+        let account_taken = set.account_taken();
+        if account_taken || deployment.is_some() {
+            set.apply_as_account(&c.deployments, deployment)
                 .await
                 .map_err(PgAdminError::from)?;
         }
@@ -160,8 +163,14 @@ impl PgAdminReconciler {
         set.apply(&c.network_policies, [egress_policy])
             .await
             .map_err(PgAdminError::from)?;
-        // Every Job of the owner in one apply, each with its own component.
-        set.apply_parts(&c.jobs, jobs)
+        // Every Job of the owner in one apply, each with its own component; the latest
+        // completed backup Job is left as it is.
+        let (jobs, kept_jobs) = if account_taken {
+            (Vec::new(), Vec::new())
+        } else {
+            (jobs, kept_jobs)
+        };
+        set.apply_parts_keeping(&c.jobs, jobs, &kept_jobs)
             .await
             .map_err(PgAdminError::from)?;
         let report = set.report();

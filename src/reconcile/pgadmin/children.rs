@@ -77,6 +77,8 @@ pub struct ChildObjects {
     pub egress_policy: NetworkPolicy,
     /// The registration Job and the upgrade's backup Job, in one apply of the owner's Jobs.
     pub jobs: Vec<(Component, Job)>,
+    /// The completed backup Job kept as it is in that apply (its logs stay readable).
+    pub kept_jobs: Vec<String>,
 }
 
 /// Every child a rendered pass applies, and what the conclusion judges of them.
@@ -172,6 +174,13 @@ pub fn children(f: &ChildrenFacts<'_>) -> Result<PgAdminChildren, RenderError> {
             service: service(input)?,
             egress_policy: policy,
             jobs,
+            kept_jobs: f
+                .plan
+                .upgrade
+                .kept_job()
+                .map(str::to_owned)
+                .into_iter()
+                .collect(),
         },
         judged: ChildrenJudged {
             egress_rules: rules,

@@ -215,9 +215,10 @@ pub fn plan(o: &Observed<'_>, decision: Decision, settings: Option<SettingsDb>) 
     ];
     watched.extend(consumed.iter().cloned());
     watched.extend(credential_secrets(&decision.offered.servers));
-    // With a settings database, an image change waits for its backup.
+    // With a settings database, an image change waits for its backup; the latest backup Job
+    // (the running image's) stays until the next image change.
     let target = decision.images.pgadmin.as_str();
-    let backup_job = upgrade_backup_job_name(o.name, target);
+    let backup_of = |image: &str| (o.job)(&upgrade_backup_job_name(o.name, image));
     let upgrade = upgrade_gate(
         o.name,
         &UpgradeFacts {
@@ -225,7 +226,8 @@ pub fn plan(o: &Observed<'_>, decision: Decision, settings: Option<SettingsDb>) 
             target,
             backup_required: config_db.is_some() && o.spec.upgrade_backup.enabled,
             skip_annotation: o.skip_upgrade_backup,
-            backup: (o.job)(&backup_job),
+            backup: backup_of(target),
+            running_backup: o.running.and_then(backup_of),
         },
     );
     let renders = gates.renders(foreign.is_some());

@@ -292,6 +292,33 @@ fn an_image_change_waits_for_its_backup_only_with_a_ready_settings_database() {
     }
 }
 
+/// The latest backup Job is the running image's, looked up by its own name: kept while that
+/// image runs, dropped once a new backup Job is due.
+#[test]
+fn the_running_images_backup_job_is_kept_until_a_new_backup_is_due() {
+    let old = "docker.io/dpage/pgadmin4:9.10";
+    let new = "docker.io/dpage/pgadmin4:9.11";
+    let old_job = upgrade_backup_job_name("admin", old);
+    let new_job = upgrade_backup_job_name("admin", new);
+    // (situation, spec.image, Job applied, Job kept as it is)
+    let cases = [
+        ("the old image runs", old, None, Some(old_job.as_str())),
+        ("an upgrade", new, Some(new_job.as_str()), None),
+    ];
+    for (situation, image, applied, kept) in cases {
+        let spec = PgAdminSpec {
+            image: Some(image.into()),
+            ..spec(false, true, true)
+        };
+        let mut o = observed(&spec, false, &[], None, Some(old), None);
+        let complete = old_job.clone();
+        o.job = Box::new(move |n| (n == complete).then_some(JobState::Complete));
+        let p = plan(&o, decide(&o), Some(SettingsDb::Ready(connection())));
+        assert_eq!(p.upgrade.job(), applied, "{situation}");
+        assert_eq!(p.upgrade.kept_job(), kept, "{situation}");
+    }
+}
+
 #[test]
 fn configuration_valid_names_the_missing_client_secret_and_the_name_taken() {
     let spec = spec(true, false, false);

@@ -2,6 +2,12 @@
 //! change first runs the backup Job `<name>-pgadmin-upgrade-backup-<hash8>` while the old image
 //! keeps running; its success releases the rollout, its failure keeps the old image (a stall).
 //! The skip annotation releases exactly the image it names, without a backup.
+//!
+//! The completed Job stays, untouched, so its logs can be read: the backup Job of the running
+//! image is the latest backup, kept while that image runs. The next image change drops it: a
+//! new backup Job supersedes it at once; an upgrade without a backup drops it once the new
+//! image runs. A Job is never kept past its image's run, so an upgrade back to an image always
+//! gets a backup of its own rather than finding an old complete Job under the same name.
 
 use crate::conditions::Reason;
 use crate::conditions::reasons::pgadmin;
@@ -26,12 +32,15 @@ pub struct UpgradeFacts<'a> {
     pub skip_annotation: Option<&'a str>,
     /// The backup Job of `target`, as the cache shows it.
     pub backup: Option<JobState>,
+    /// The backup Job of `running` (made before it was rolled out), as the cache shows it.
+    pub running_backup: Option<JobState>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UpgradeGate {
-    /// Render `image`; an Event of the release when this pass releases it; the completed
-    /// backup Job, kept until the new image runs (so the release holds meanwhile).
+    /// Render `image`; an Event of the release when this pass releases it; a completed backup
+    /// Job kept as it is: the target's while the release waits for the new image to run, or
+    /// the running image's (the latest backup) until the next image change.
     Roll {
         image: String,
         event: Option<(Reason, String)>,
@@ -57,24 +66,42 @@ impl UpgradeGate {
         }
     }
 
-    /// The backup Job to keep this pass, if any.
+    /// The backup Job to render and apply this pass, if any: the one an image change waits for.
     pub fn job(&self) -> Option<&str> {
         match self {
-            UpgradeGate::Roll { backup, .. } => backup.as_deref(),
+            UpgradeGate::Roll { .. } => None,
             UpgradeGate::BackingUp { job, .. } | UpgradeGate::Failed { job, .. } => Some(job),
+        }
+    }
+
+    /// The completed backup Job to keep as it is this pass (never rewritten: a Job's template
+    /// cannot change), if any. Every other backup Job of the PgAdmin goes.
+    pub fn kept_job(&self) -> Option<&str> {
+        match self {
+            UpgradeGate::Roll { backup, .. } => backup.as_deref(),
+            UpgradeGate::BackingUp { .. } | UpgradeGate::Failed { .. } => None,
         }
     }
 }
 
 pub fn upgrade_gate(owner: &str, facts: &UpgradeFacts<'_>) -> UpgradeGate {
     let target = facts.target.to_owned();
+    let complete = |state: &Option<JobState>, image: &str| {
+        (*state == Some(JobState::Complete)).then(|| upgrade_backup_job_name(owner, image))
+    };
+    let Some(running) = facts.running.filter(|r| *r != facts.target) else {
+        // No image change: the backup made before the target was rolled out is the latest.
+        return UpgradeGate::Roll {
+            image: target.clone(),
+            event: None,
+            backup: complete(&facts.backup, facts.target),
+        };
+    };
+    // An image change without a backup keeps the running image's until the new one runs.
     let roll = |event| UpgradeGate::Roll {
         image: target.clone(),
         event,
-        backup: None,
-    };
-    let Some(running) = facts.running.filter(|r| *r != facts.target) else {
-        return roll(None);
+        backup: complete(&facts.running_backup, running),
     };
     if !facts.backup_required {
         return roll(None);
@@ -87,6 +114,7 @@ pub fn upgrade_gate(owner: &str, facts: &UpgradeFacts<'_>) -> UpgradeGate {
             ),
         )));
     }
+    // From here the target's backup Job supersedes the running image's.
     let job = upgrade_backup_job_name(owner, facts.target);
     match &facts.backup {
         Some(JobState::Complete) => UpgradeGate::Roll {
@@ -120,56 +148,91 @@ mod tests {
         let old = "docker.io/dpage/pgadmin4:9.9";
         let new = "docker.io/dpage/pgadmin4:9.10";
         let job = upgrade_backup_job_name("p", new);
+        let old_job = upgrade_backup_job_name("p", old);
         assert!(job.starts_with("p-pgadmin-upgrade-backup-"), "{job}");
-        let facts = |running, required, skip, backup| UpgradeFacts {
+        assert_ne!(job, old_job);
+        let done = Some(JobState::Complete);
+        let facts = |running, required, skip, backup, running_backup| UpgradeFacts {
             running,
             target: new,
             backup_required: required,
             skip_annotation: skip,
             backup,
+            running_backup,
         };
-        let cases: Vec<(&str, UpgradeFacts<'_>, &str, Option<Reason>, bool)> = vec![
+        // (situation, facts, image rendered, Event, Job applied, Job kept as it is)
+        type Case<'a> = (
+            &'a str,
+            UpgradeFacts<'a>,
+            &'a str,
+            Option<Reason>,
+            Option<&'a str>,
+            Option<&'a str>,
+        );
+        let cases: Vec<Case<'_>> = vec![
             (
                 "first rollout",
-                facts(None, true, None, None),
+                facts(None, true, None, None, None),
                 new,
                 None,
-                false,
+                None,
+                None,
             ),
             (
                 "unchanged",
-                facts(Some(new), true, None, None),
+                facts(Some(new), true, None, None, None),
                 new,
                 None,
-                false,
+                None,
+                None,
             ),
             (
-                "no backup required",
-                facts(Some(old), false, None, None),
+                "unchanged: the latest backup stays",
+                facts(Some(new), true, None, done.clone(), done.clone()),
                 new,
                 None,
-                false,
+                None,
+                Some(&job),
             ),
             (
-                "backup starts",
-                facts(Some(old), true, None, None),
+                "unchanged: the latest backup stays without a backup required now",
+                facts(Some(new), false, None, done.clone(), done.clone()),
+                new,
+                None,
+                None,
+                Some(&job),
+            ),
+            (
+                "no backup required: the running image's backup stays until the new one runs",
+                facts(Some(old), false, None, None, done.clone()),
+                new,
+                None,
+                None,
+                Some(&old_job),
+            ),
+            (
+                "backup starts: it supersedes the running image's",
+                facts(Some(old), true, None, None, done.clone()),
                 old,
                 None,
-                true,
+                Some(&job),
+                None,
             ),
             (
                 "backup runs",
-                facts(Some(old), true, None, Some(JobState::Running)),
+                facts(Some(old), true, None, Some(JobState::Running), done.clone()),
                 old,
                 None,
-                true,
+                Some(&job),
+                None,
             ),
             (
-                "backup done",
-                facts(Some(old), true, None, Some(JobState::Complete)),
+                "backup done: kept while the release rolls",
+                facts(Some(old), true, None, done.clone(), done.clone()),
                 new,
                 Some(pgadmin::UPGRADE_BACKUP_COMPLETED),
-                true,
+                None,
+                Some(&job),
             ),
             (
                 "backup failed keeps the old image",
@@ -180,30 +243,49 @@ mod tests {
                     Some(JobState::Failed {
                         fact: "BackoffLimitExceeded".into(),
                     }),
+                    None,
                 ),
                 old,
                 None,
-                true,
+                Some(&job),
+                None,
             ),
             (
-                "skip names the target",
-                facts(Some(old), true, Some(new), None),
+                "skip names the target: the running image's backup stays until the new one runs",
+                facts(Some(old), true, Some(new), None, done.clone()),
                 new,
                 Some(pgadmin::UPGRADE_BACKUP_SKIPPED),
-                false,
+                None,
+                Some(&old_job),
             ),
             (
                 "skip names another image",
-                facts(Some(old), true, Some("docker.io/dpage/pgadmin4:9.11"), None),
+                facts(
+                    Some(old),
+                    true,
+                    Some("docker.io/dpage/pgadmin4:9.11"),
+                    None,
+                    None,
+                ),
                 old,
                 None,
-                true,
+                Some(&job),
+                None,
+            ),
+            (
+                "a backup Job still running is no backup to keep",
+                facts(Some(new), true, None, Some(JobState::Running), None),
+                new,
+                None,
+                None,
+                None,
             ),
         ];
-        for (name, f, image, event, has_job) in cases {
+        for (name, f, image, event, applied, kept) in cases {
             let gate = upgrade_gate("p", &f);
             assert_eq!(gate.image(), image, "{name}");
-            assert_eq!(gate.job().is_some(), has_job, "{name}");
+            assert_eq!(gate.job(), applied, "{name}");
+            assert_eq!(gate.kept_job(), kept, "{name}");
             let got = match &gate {
                 UpgradeGate::Roll { event, .. } => event.as_ref().map(|(r, _)| *r),
                 _ => None,
