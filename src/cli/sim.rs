@@ -173,7 +173,7 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     let client = sim.client();
     // Each step of the start races Ctrl-C: a stop is honoured at once, whatever is running.
     let started = tokio::select! {
-        started = start_operator(&client, &args.settings) => Some(started?),
+        started = start_operator(&sim, &client, &args.settings) => Some(started?),
         _ = stop.wait() => None,
     };
     let outcome = match started {
@@ -205,9 +205,12 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
     outcome
 }
 
-/// The operator inside `sim`: its namespace, the start-up checks, the kinds, and the console
-/// ClusterRoles an installation provides.
+/// The operator inside `sim`, installed as `deploy/` installs it: its namespace, its
+/// ServiceAccount and ClusterRole, the console and user roles and the access-request admission
+/// policy; then the start-up checks and the kinds, running as that ServiceAccount with exactly
+/// an installation's rights (the policy judges its writes as it does in a cluster).
 async fn start_operator(
+    sim: &Sim,
     client: &kube::Client,
     settings: &SettingsArgs,
 ) -> Result<(SharedActors, Operator), CliError> {
@@ -226,31 +229,74 @@ async fn start_operator(
             )])
         })?;
     }
+    install(client).await;
+    let operator_client = sim
+        .admin()
+        .client_for(OPERATOR_ACCOUNT, &service_account_groups())
+        .map_err(|err| CliError::Examples(vec![format!("the operator's client: {err}")]))?;
     // The same start-up checks as `run`: `--deny` and `--unserve` show how the operator degrades.
     let shared_actors = start_shared_actors(
-        client,
-        &super::run::kind_names(client),
+        &operator_client,
+        &super::run::kind_names(&operator_client),
         settings,
         OperatorMetrics::new(),
         Readiness::new(),
     )
     .await?;
     let operator = register_all(OperatorBuilder::new(
-        client.clone(),
+        operator_client,
         shared_actors.shared.clone(),
     ))
     .start()
     .await?;
-    install_console_roles(client).await;
     Ok((shared_actors, operator))
 }
 
-/// The ClusterRoles an installation provides for consoles (deploy/), as a real install has them.
-async fn install_console_roles(client: &kube::Client) {
-    const ROLES: &str = include_str!("../../deploy/05-console-clusterroles.yaml");
-    for result in apply_manifests(client, ROLES, "pgtoolbox-sim").await {
-        if let Err(err) = result {
-            eprintln!("deploy/05-console-clusterroles.yaml: {err}");
+/// The identity `deploy/` gives the operator.
+const OPERATOR_ACCOUNT: &str = "system:serviceaccount:pgtoolbox-system:pgtoolbox-operator";
+
+/// The groups a ServiceAccount's token carries.
+fn service_account_groups() -> Vec<String> {
+    [
+        "system:serviceaccounts",
+        "system:serviceaccounts:pgtoolbox-system",
+        "system:authenticated",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// What `sim` installs of `deploy/`: as a cluster has it after `kubectl apply -k deploy/`, but
+/// the Deployment (the operator runs inside `sim`).
+const INSTALL: [(&str, &str); 5] = [
+    (
+        "deploy/01-serviceaccount.yaml",
+        include_str!("../../deploy/01-serviceaccount.yaml"),
+    ),
+    (
+        "deploy/02-clusterrole.yaml",
+        include_str!("../../deploy/02-clusterrole.yaml"),
+    ),
+    (
+        "deploy/05-console-clusterroles.yaml",
+        include_str!("../../deploy/05-console-clusterroles.yaml"),
+    ),
+    (
+        "deploy/06-user-roles.yaml",
+        include_str!("../../deploy/06-user-roles.yaml"),
+    ),
+    (
+        "deploy/08-access-request-admission.yaml",
+        include_str!("../../deploy/08-access-request-admission.yaml"),
+    ),
+];
+
+async fn install(client: &kube::Client) {
+    for (file, text) in INSTALL {
+        for result in apply_manifests(client, text, "pgtoolbox-sim").await {
+            if let Err(err) = result {
+                eprintln!("{file}: {err}");
+            }
         }
     }
 }

@@ -78,7 +78,8 @@ const KINDS: &[KindNeeds] = &[
         plural: "pgadmins",
         workload: true,
         uses: &[
-            (OWN_GROUP, "pgadminaccesses", WATCH),
+            // Watched metadata-only; the grants a PgAdmin is named in are read whole.
+            (OWN_GROUP, "pgadminaccesses", READ),
             ("", "secrets", MANAGE),
             ("", "persistentvolumeclaims", MANAGE),
             ("networking.k8s.io", "networkpolicies", MANAGE),

@@ -92,7 +92,19 @@ spec:
         ),
     );
     sim.wait_reason("AwaitingDecision");
+    // bob decides, as himself: sim installs deploy/'s admission policy, which refuses an
+    // approver name other than the writer's.
     sim.apply(
+        "bob.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: bob-approves, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pgtoolbox-access-request-approver}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]
+",
+    );
+    let bob = sim.kubeconfig_for("bob");
+    let binding = sim.kubectl.file(
         "binding.yaml",
         "apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -104,7 +116,11 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
 ",
     );
+    sim.kubectl
+        .ok(&["--kubeconfig", &bob, "apply", "-f", &binding]);
     sim.kubectl.ok(&[
+        "--kubeconfig",
+        &bob,
         "patch",
         "-n",
         "team-a",
@@ -279,6 +295,21 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}]
         "an editor is no approver: {out}"
     );
     assert_eq!(sim.can_i(&["list", "pods", "--as", "alice"]), "no");
+
+    // sim installs deploy/'s admission policy: an approver cannot record someone else's name.
+    let (ok, out) = sim.kubectl.run(&[
+        "--kubeconfig",
+        &bob,
+        "patch",
+        "-n",
+        "team-a",
+        "pgar/alice-db",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Approved","approver":"carol"}}"#,
+    ]);
+    assert!(!ok && out.contains("ValidatingAdmissionPolicy"), "{out}");
 
     let (ok, out) = sim.access(&bob, &["approve", "alice-db"]);
     assert!(ok, "{out}");

@@ -182,8 +182,16 @@ async fn the_operator_runs_under_the_namespaced_overlay() {
         ),
     )
     .await;
+    // The decision is bob's, written as bob: the install's admission policy refuses an
+    // approver name other than the writer's.
+    let bob = sim.admin().client_for("bob", &[]).expect("bob's client");
+    apply(
+        &admin,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: bob-approves, namespace: team-a}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pgtoolbox-access-request-approver}\nsubjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}]\n",
+    )
+    .await;
     let requests = ours(&admin, "team-a", "PgAccessRequest", "pgaccessrequests");
-    requests
+    ours(&bob, "team-a", "PgAccessRequest", "pgaccessrequests")
         .patch_status(
             "oncall",
             &PatchParams::default(),

@@ -74,6 +74,7 @@ const JUSTIFIED: &[&str] = &[
     "patch postgresql.cnpg.io/databases",
     "get apiextensions.k8s.io/customresourcedefinitions",
     "get postgresql.cnpg.io/poolers",
+    "get pgtoolbox.fyannk.dev/pgadminaccesses",
 ];
 
 fn deploy(file: &str) -> String {
