@@ -196,3 +196,84 @@ impl NotWatchedMarker {
         }
     }
 }
+
+/// The PgAccessRequests of the dropped namespaces: nothing expires or revokes them, nor deletes
+/// their RoleBindings, until the permission is restored.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnreachableRequests {
+    /// Each request found, as `namespace/name`.
+    pub requests: Vec<String>,
+    /// Dropped namespaces whose requests could not be listed (their count is unknown).
+    pub unlisted: Vec<String>,
+}
+
+/// The names shown in the start-up warning; the count says how many more.
+const NAMED: usize = 20;
+
+impl UnreachableRequests {
+    /// The requests by name, the first [`NAMED`] of them.
+    pub fn named(&self) -> String {
+        let mut shown = self
+            .requests
+            .iter()
+            .take(NAMED)
+            .cloned()
+            .collect::<Vec<_>>();
+        if self.requests.len() > NAMED {
+            shown.push(format!("and {} more", self.requests.len() - NAMED));
+        }
+        shown.join(", ")
+    }
+}
+
+/// Finds the PgAccessRequests of the dropped namespaces of `plan`, warns about them by name in
+/// the log and with one Warning Event on each (those `ownership` holds, so each is told once
+/// across members), and returns them to be counted.
+pub async fn find_unreachable_requests(
+    client: &Client,
+    events: &EventSink,
+    writes: &WriteBudget,
+    plan: &WatchPlan,
+    ownership: &Ownership,
+) -> UnreachableRequests {
+    let gvk = GroupVersionKind::gvk(OWN_GROUP, VERSION, "PgAccessRequest");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "pgaccessrequests");
+    let mut found = UnreachableRequests::default();
+    for dropped in &plan.dropped {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), &dropped.namespace, &resource);
+        let objects = match api.list(&ListParams::default()).await {
+            Ok(list) => list.items,
+            Err(error) => {
+                warn!(namespace = %dropped.namespace, %error, "cannot list the PgAccessRequests of a namespace not watched: they may be unreachable");
+                found.unlisted.push(dropped.namespace.clone());
+                continue;
+            }
+        };
+        let message = format!(
+            "{}; this request cannot expire, be revoked or lose its RoleBindings until the \
+             permission is restored",
+            dropped.message()
+        );
+        for object in objects {
+            let name = object.name_any();
+            found.requests.push(format!("{}/{name}", dropped.namespace));
+            if ownership.owns_object("PgAccessRequest", &dropped.namespace, &name) {
+                let reference = reference_of(&object, &resource);
+                let decision = crate::conditions::EventDecision::warning(
+                    crate::conditions::reasons::common::NAMESPACE_NOT_WATCHED,
+                    &message,
+                );
+                events.publish(writes, &reference, &[decision]).await;
+            }
+        }
+    }
+    if !found.requests.is_empty() {
+        warn!(
+            count = found.requests.len(),
+            requests = %found.named(),
+            "PgAccessRequests in namespaces not watched: they cannot expire until the operator's permissions there are restored"
+        );
+    }
+    found
+}

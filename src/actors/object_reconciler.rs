@@ -25,6 +25,10 @@ pub trait Reconciler: Send + Sync + 'static {
         + Sync
         + 'static;
 
+    /// What the operator does about an object of this kind it cannot decode, said in the
+    /// Warning Event on it (the object is left out of the kind's passes).
+    const UNDECODABLE: &'static str = "it is not reconciled until it can be decoded";
+
     /// One pass: read what is needed, decide (pure module), write, return what to schedule.
     /// Never runs twice at once for the same object.
     fn reconcile(

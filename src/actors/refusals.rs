@@ -14,10 +14,10 @@ use kube::api::{Api, PostParams};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SpawnErr};
 use tracing::{info, instrument, warn};
 
-use crate::actors::not_watched::NotWatchedMarker;
+use crate::actors::not_watched::{NotWatchedMarker, find_unreachable_requests};
 use crate::actors::runtime_refusals::RuntimeRefusals;
-use crate::k8s::EventSink;
 use crate::k8s::WatchScope;
+use crate::k8s::{EventSink, WriteBudget};
 use crate::metrics::OperatorMetrics;
 use crate::reconcile::namespace_permissions::{
     Permission, WatchPlan, plan_watch, required_permissions,
@@ -178,6 +178,19 @@ impl Actor for NamespaceRefusalTracker {
     ) -> Result<Self::State, ActorProcessingErr> {
         let plan = Arc::new(check_namespaces(&args.client, &args.scope, &args.kinds).await?);
         args.metrics.set_dropped_namespaces(plan.dropped.len());
+        if args.kinds.iter().any(|k| k == "PgAccessRequest") && !plan.dropped.is_empty() {
+            let writes = WriteBudget::new(1);
+            let found = find_unreachable_requests(
+                &args.client,
+                &args.events,
+                &writes,
+                &plan,
+                &args.ownership,
+            )
+            .await;
+            args.metrics
+                .set_unreachable_access_requests(found.requests.len());
+        }
         let marker = NotWatchedMarker::new(args.client, plan.clone(), args.kinds, args.events);
         marker.mark(&args.ownership).await;
         Ok(TrackerState {

@@ -32,6 +32,9 @@ pub trait StatusPass: Send + Sync + 'static {
         + Sync
         + 'static;
 
+    /// See [`Reconciler::UNDECODABLE`].
+    const UNDECODABLE: &'static str = "it is not reconciled until it can be decoded";
+
     fn status(&self) -> &StatusWriter<Self::Object>;
 
     fn caches(&self) -> &OperatorCaches;
@@ -74,6 +77,7 @@ pub fn user_of<K: Resource<DynamicType = ()>>(key: &ObjectKey) -> KindKey {
 
 impl<P: StatusPass> Reconciler for P {
     type Object = P::Object;
+    const UNDECODABLE: &'static str = <P as StatusPass>::UNDECODABLE;
 
     fn reported(obj: &P::Object) -> Reported {
         <P as StatusPass>::reported(obj)

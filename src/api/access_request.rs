@@ -18,6 +18,10 @@ const IMMUTABLE_RULE: &str = "self.subject == oldSelf.subject \
     && has(self.reason) == has(oldSelf.reason) \
     && (!has(self.reason) || self.reason == oldSelf.reason)";
 
+/// The latest `expiresAt` admitted: RFC 3339 reaches 9999-12-31T23:59:59Z, the operator's time
+/// type stops a little before (and a request it cannot decode could never expire).
+const EXPIRES_AT_BOUND: &str = "self.expiresAt < timestamp('9999-01-01T00:00:00Z')";
+
 /// The request: who, which ClusterRole, until when and why. Fixed at creation, except that
 /// expiresAt may move earlier.
 #[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, KubeSchema)]
@@ -54,6 +58,7 @@ const IMMUTABLE_RULE: &str = "self.subject == oldSelf.subject \
 #[x_kube(
     validation = Rule::new(IMMUTABLE_RULE).message("spec is immutable, except that expiresAt may move earlier"),
     validation = Rule::new("self.expiresAt <= oldSelf.expiresAt").message("expiresAt may only move earlier"),
+    validation = Rule::new(EXPIRES_AT_BOUND).message("expiresAt must be before 9999-01-01T00:00:00Z: a later time cannot be represented by the operator, so it could never expire"),
 )]
 pub struct PgAccessRequestSpec {
     /// Who gets the access; an approver may not be the subject (four eyes).

@@ -129,7 +129,8 @@ pub fn derive_status(facts: &PassFacts, stored: StoredStatus<'_>, now: Timestamp
         .iter()
         .all(|c| evaluated_now(c) && c.status == ConditionStatus::True.as_str());
     let converged = facts.children_converged && facts.error.is_none() && all_aspects_hold;
-    let progressing = derive_progressing(facts.paused, stall.as_ref(), converged, &builder);
+    let paused = facts.paused.then(|| facts.paused_message());
+    let progressing = derive_progressing(paused.as_deref(), stall.as_ref(), converged, &builder);
     let stalled = match &stall {
         Some(s) => builder.make(
             ConditionType::Stalled,
@@ -275,6 +276,51 @@ pub fn namespace_not_watched(
     }
 }
 
+/// Status for an object the operator cannot decode (it is left out of its kind's passes):
+/// `ConfigurationValid` and `Ready` turn False, reason `ConfigurationInvalid`, with `message`;
+/// everything else is left as stored. The Warning Event is the caller's.
+pub fn undecodable_status(
+    generation: i64,
+    stored: StoredStatus<'_>,
+    message: &str,
+    now: Timestamp,
+) -> StatusUpdate {
+    let builder = Builder {
+        stored: stored.conditions,
+        generation,
+        now: whole_seconds(now),
+    };
+    let make = |condition| {
+        builder.make(
+            condition,
+            ConditionStatus::False,
+            common::CONFIGURATION_INVALID,
+            message,
+        )
+    };
+    let replaced = [ConditionType::Ready, ConditionType::ConfigurationValid];
+    let mut conditions: Vec<Condition> = replaced.iter().map(|c| make(*c)).collect();
+    conditions.extend(
+        stored
+            .conditions
+            .iter()
+            .filter(|c| !replaced.iter().any(|r| c.type_ == r.as_str()))
+            .cloned(),
+    );
+    conditions.truncate(MAX_CONDITIONS);
+    StatusUpdate {
+        changed: !same_conditions(&conditions, stored.conditions),
+        messages_only: false,
+        conditions,
+        observed_generation: stored.observed_generation.unwrap_or(generation),
+        fields: serde_json::Map::new(),
+        events: Vec::new(),
+        stall: None,
+        recheck_after: None,
+        timers: Vec::new(),
+    }
+}
+
 /// metav1.Time is written with whole seconds; truncating keeps what we compare equal to what
 /// we read back.
 fn whole_seconds(now: Timestamp) -> Timestamp {
@@ -371,7 +417,7 @@ fn derive_ready(
         return make(
             ConditionStatus::Unknown,
             common::RECONCILIATION_PAUSED,
-            "reconciliation is paused by the annotation pgtoolbox.fyannk.dev/reconcile=skip",
+            &facts.paused_message(),
         );
     }
     if aspects
@@ -410,24 +456,24 @@ fn derive_ready(
 }
 
 fn derive_progressing(
-    paused: bool,
+    paused: Option<&str>,
     stall: Option<&Stall>,
     converged: bool,
     builder: &Builder<'_>,
 ) -> Condition {
     let (status, reason, message) = match (stall, paused, converged) {
         (Some(s), _, _) => (ConditionStatus::False, s.reason, s.message.as_str()),
-        (None, true, _) => (
+        (None, Some(message), _) => (
             ConditionStatus::False,
             common::RECONCILIATION_PAUSED,
-            "reconciliation is paused by the annotation pgtoolbox.fyannk.dev/reconcile=skip",
+            message,
         ),
-        (None, false, true) => (
+        (None, None, true) => (
             ConditionStatus::False,
             common::AS_EXPECTED,
             "every child is at its desired state",
         ),
-        (None, false, false) => (
+        (None, None, false) => (
             ConditionStatus::True,
             common::RECONCILING,
             "children are converging",

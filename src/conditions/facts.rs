@@ -100,6 +100,9 @@ pub struct PassFacts {
     pub children_converged: bool,
     /// The `pgtoolbox.fyannk.dev/reconcile: skip` annotation is set.
     pub paused: bool,
+    /// What the pause still holds and what it does not, for a kind whose pause is partial
+    /// (appended to the paused message).
+    pub(crate) pause_note: Option<&'static str>,
     pub(crate) hostname: Option<Hostname>,
     pub(crate) fields: Vec<FieldWrite>,
     pub(crate) events: Vec<EventDecision>,
@@ -116,6 +119,7 @@ impl PassFacts {
             error: None,
             children_converged: false,
             paused: false,
+            pause_note: None,
             hostname: None,
             fields: Vec::new(),
             events: Vec::new(),
@@ -290,6 +294,21 @@ impl PassFacts {
     pub fn with_paused(mut self, paused: bool) -> Self {
         self.paused = paused;
         self
+    }
+
+    /// Says, in the paused message, what the pause still holds (a kind whose pause is partial).
+    pub fn with_pause_note(mut self, note: &'static str) -> Self {
+        self.pause_note = Some(note);
+        self
+    }
+
+    /// The message of the conditions a pause sets.
+    pub(crate) fn paused_message(&self) -> String {
+        let base = "reconciliation is paused by the annotation pgtoolbox.fyannk.dev/reconcile=skip";
+        match self.pause_note {
+            Some(note) => format!("{base}; {note}"),
+            None => base.to_string(),
+        }
     }
 
     /// The hostname fact as stated, or as implied: a pass that evaluated ConfigurationValid

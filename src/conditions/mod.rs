@@ -54,6 +54,7 @@ mod verdict;
 
 pub use engine::{
     StatusUpdate, StoredStatus, derive_status, find_condition, namespace_not_watched,
+    undecodable_status,
 };
 pub use errors::{ClassifiedError, ErrorClass, classify};
 pub use events::{EventDecision, EventType};

@@ -2,6 +2,7 @@
 
 mod delete;
 mod events;
+mod lenient;
 mod manifests;
 mod owner;
 mod packed;
@@ -15,13 +16,14 @@ mod write_budget;
 
 pub use delete::{Pinned, delete_pinned};
 pub use events::EventSink;
+pub use lenient::{Lenient, UndecodableReport};
 pub use manifests::{apply_manifests, parse_manifests};
 pub use owner::add_owner_pinned;
 pub use packed::{Kept, Packed};
 pub use read_your_writes::ReadYourWrites;
 pub use server_shard::{ShardSelector, server_filters, sharded_client};
 pub use status::{get_object, patch_status};
-pub use watch::{EventSource, WatchClients, WatchScope, raw_events, watch_events};
+pub use watch::{EventSource, WatchClients, WatchScope, raw_events, watch_each_object};
 pub use watch_backoff::backoff_until_progress;
 pub use watch_restart::{FirstList, Generation, Restarts, restartable};
 pub use write_budget::{WriteBudget, WriteBudgetClosed};

@@ -10,6 +10,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
+use super::lenient::{Lenient, UndecodableFilter, UndecodableReport};
 use super::watch_restart::{FirstList, Generation, restartable};
 
 /// Events of one watch of the managed kind.
@@ -97,6 +98,24 @@ where
     )
     .filter_map(|(_, result)| async move { log_watch_error::<K, _>(result) })
     .boxed()
+}
+
+/// [`watch_events`] of one of our kinds, each object decoded on its own: one the kind's type
+/// cannot decode is reported through `report` and left out, the others go on.
+pub fn watch_each_object<K>(
+    api: Api<Lenient<K>>,
+    config: watcher::Config,
+    restarts: watch::Receiver<Generation>,
+    first: FirstList,
+    report: UndecodableReport,
+) -> EventSource<K>
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+{
+    let mut filter = UndecodableFilter::new(report);
+    watch_events(api, config, restarts, first)
+        .filter_map(move |event| std::future::ready(filter.decoded(event)))
+        .boxed()
 }
 
 /// The watcher's events with the backoff and without `managedFields`, errors included.

@@ -180,7 +180,7 @@ mod wiring_tests {
         .await;
         let kind_lists = lists_in_a_minute(|client| {
             let restarts = super::super::Restarts::default();
-            let events = super::super::watch_events(
+            let events = super::super::watch::watch_events(
                 Api::<ConfigMap>::all(client),
                 Default::default(),
                 restarts.subscribe(),

@@ -19,7 +19,13 @@ impl ObjectKey {
 
     /// The key of a namespaced object; `None` when its metadata lacks a name or namespace.
     pub fn of<K: Resource>(obj: &K) -> Option<Self> {
-        let meta = obj.meta();
+        Self::of_meta(obj.meta())
+    }
+
+    /// The key of namespaced metadata; `None` when it lacks a name or namespace.
+    pub fn of_meta(
+        meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    ) -> Option<Self> {
         Some(Self::new(meta.namespace.clone()?, meta.name.clone()?))
     }
 }

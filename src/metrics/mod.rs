@@ -53,6 +53,8 @@ struct Series {
     write_capacity: Gauge,
     write_wait: Counter<f64, AtomicU64>,
     dropped_namespaces: Gauge,
+    unreachable_access_requests: Gauge,
+    undecodable_objects: Family<KindLabels, Gauge>,
     refused_namespaces: Family<ApiLabels, Gauge>,
     optional_api_unavailable: Family<ApiLabels, Gauge>,
 }
@@ -91,6 +93,8 @@ impl OperatorMetrics {
             write_capacity: Gauge::default(),
             write_wait: Counter::default(),
             dropped_namespaces: Gauge::default(),
+            unreachable_access_requests: Gauge::default(),
+            undecodable_objects: Family::default(),
             refused_namespaces: Family::default(),
             optional_api_unavailable: Family::default(),
         };
@@ -136,6 +140,16 @@ impl OperatorMetrics {
             "pgtoolbox_dropped_namespaces",
             "Namespaces of WATCH_NAMESPACES left out at start for missing permissions",
             series.dropped_namespaces.clone(),
+        );
+        registry.register(
+            "pgtoolbox_unreachable_access_requests",
+            "PgAccessRequests in namespaces left out at start for missing permissions: nothing expires them",
+            series.unreachable_access_requests.clone(),
+        );
+        registry.register(
+            "pgtoolbox_undecodable_objects",
+            "Watched objects of our kinds the operator cannot decode, by kind: left out of reconciliation",
+            series.undecodable_objects.clone(),
         );
         registry.register(
             "pgtoolbox_optional_api_refused_namespaces",
@@ -210,6 +224,23 @@ impl OperatorMetrics {
 
     pub fn set_dropped_namespaces(&self, count: usize) {
         self.series.dropped_namespaces.set(gauge_value(count));
+    }
+
+    /// The PgAccessRequests found at start in the namespaces left out for missing permissions.
+    pub fn set_unreachable_access_requests(&self, count: usize) {
+        self.series
+            .unreachable_access_requests
+            .set(gauge_value(count));
+    }
+
+    /// The gauge of the objects of `kind` a watch could not decode.
+    pub fn undecodable_objects(&self, kind: &str) -> Gauge {
+        self.series
+            .undecodable_objects
+            .get_or_create(&KindLabels {
+                kind: kind.to_owned(),
+            })
+            .clone()
     }
 
     /// Publishes what the start-up probe found for one optional API.

@@ -14,12 +14,15 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::kind::{KindArgs, KindOptions, KindSupervisor};
 use super::root::RootSupervisor;
-use super::watch::{EventSource, WatchScope, watch_events};
+use super::watch::{EventSource, WatchScope};
 use crate::actors::Registry;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{Reconciler, Shared};
 use crate::children::{CacheStart, FollowsShare, Wakeups};
-use crate::k8s::{FirstList, Restarts, ShardSelector, WatchClients, WriteBudget, sharded_client};
+use crate::k8s::{
+    EventSink, FirstList, Lenient, Restarts, ShardSelector, UndecodableReport, WatchClients,
+    WriteBudget, sharded_client, watch_each_object,
+};
 use crate::messages::{KindCensus, KindMsg, RootMsg};
 use crate::ring::{Ownership, Placement};
 
@@ -197,18 +200,29 @@ impl OperatorBuilder {
         self.shared
             .notices
             .add_kind(&name, kind.registry.clone(), asleep);
+        let kind_name = name.clone();
         let start: KindStart = Box::new(move |env: &Env| {
             // A member that owns nothing yet lists the kind once its share is agreed (the
             // adoption that follows asks the watches to list), not before: that list would
             // keep nothing.
             let first = FirstList::for_share(&env.ownership);
             let sources = kind.sources.unwrap_or_else(|| {
+                // Each object decoded on its own: one the type cannot read is reported, and
+                // never stops the others.
+                let report = UndecodableReport {
+                    client: env.client.clone(),
+                    gauge: env.shared.metrics.undecodable_objects(&kind_name),
+                    events: EventSink::new(env.client.clone()),
+                    writes: env.writes.clone(),
+                    consequence: R::UNDECODABLE,
+                };
                 env.scope
-                    .apis::<R::Object>(&env.watch_clients.share)
+                    .apis::<Lenient<R::Object>>(&env.watch_clients.share)
                     .into_iter()
                     .map(|api| {
                         let restarts = kind.relists.subscribe();
-                        watch_events(api, kind.watch_config.clone(), restarts, first)
+                        let config = kind.watch_config.clone();
+                        watch_each_object(api, config, restarts, first, report.clone())
                     })
                     .collect()
             });

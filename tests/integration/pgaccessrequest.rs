@@ -322,8 +322,10 @@ async fn missing_cluster_is_reported_and_clears_when_it_appears() {
     assert_eq!(state(&got, "Ready").0, "True");
 }
 
+/// The pause never stretches the time box (issue 45): a decision, a drift or the expiry of a
+/// paused request still takes its grant away, and the paused conditions say so.
 #[tokio::test]
-async fn a_paused_request_is_left_alone() {
+async fn a_paused_request_still_loses_its_grant() {
     let env = support::start().await;
     env.request("paused", HOUR).await;
     env.wait_reason("paused", "RoleBindingSynced", "AwaitingDecision")
@@ -341,25 +343,49 @@ async fn a_paused_request_is_left_alone() {
         state(&obj, "Progressing"),
         ("False".into(), "ReconciliationPaused".into())
     );
+    let ready = support::condition_of(&obj, "Ready").expect("Ready");
+    assert!(
+        ready
+            .message
+            .contains("expiry, revocation, the self-approval refusal"),
+        "the pause says what it still holds: {}",
+        ready.message
+    );
     env.decide("paused", "Denied", "bob").await;
     env.bind("paused", &["alice"], ROLE).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        env.bindings()
-            .get_opt("pgar-paused")
-            .await
-            .unwrap()
-            .is_some()
-    );
-    // Unpausing lets the decision take effect.
-    let patch = json!({"metadata": {"annotations": {"pgtoolbox.fyannk.dev/reconcile": null}}});
+    // The denial takes effect while the request stays paused.
+    env.wait_binding_gone("pgar-paused").await;
+    let obj = env
+        .wait_reason("paused", "RoleBindingSynced", "AccessDenied")
+        .await;
+    assert_eq!(state(&obj, "Ready").1, "ReconciliationPaused");
+}
+
+/// Annotating a granted request `reconcile: skip` does not keep its RoleBinding past
+/// `expiresAt`: the request expires on time, paused or not.
+#[tokio::test]
+async fn a_pause_never_stretches_the_time_box() {
+    let env = support::start().await;
+    env.request("boxed", 4).await;
+    env.approve("boxed", "bob").await;
+    env.wait_reason("boxed", "RoleBindingSynced", "AccessGranted")
+        .await;
+    let patch = json!({"metadata": {"annotations": {"pgtoolbox.fyannk.dev/reconcile": "skip"}}});
     env.requests()
-        .patch("paused", &PatchParams::default(), &Patch::Merge(&patch))
+        .patch("boxed", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .unwrap();
-    env.wait_binding_gone("pgar-paused").await;
-    env.wait_reason("paused", "RoleBindingSynced", "AccessDenied")
+    env.wait_reason("boxed", "Ready", "ReconciliationPaused")
         .await;
+    env.wait_binding_gone("pgar-boxed").await;
+    let obj = env
+        .wait_reason("boxed", "RoleBindingSynced", "AccessExpired")
+        .await;
+    assert_eq!(
+        obj.status.as_ref().map(|s| s.phase.clone()),
+        Some(AccessPhase::Expired)
+    );
+    env.wait_event("boxed", "AccessExpired").await;
 }
 
 #[tokio::test]

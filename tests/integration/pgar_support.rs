@@ -35,7 +35,12 @@ pub async fn start() -> Env {
 }
 
 pub async fn start_without_operator() -> Env {
-    let crds = render_crds_yaml().expect("CRDs render");
+    start_with_crds(render_crds_yaml().expect("CRDs render")).await
+}
+
+/// The embedded API server with these CRDs (our kinds' as rendered, or altered by a test), and
+/// no operator yet.
+pub async fn start_with_crds(crds: String) -> Env {
     let sim = Sim::start(SimConfig {
         extra_crds: vec![crds],
         ..SimConfig::default()
@@ -73,6 +78,12 @@ impl Env {
     pub async fn until_passes(&self, count: u64, what: &str) {
         let shared = self.shared.as_ref().expect("an operator started");
         super::wait_support::until_passes(shared, "PgAccessRequest", 0, count, what).await;
+    }
+
+    /// The running operator's metrics in the exposition format.
+    pub fn metrics_text(&self) -> String {
+        let shared = self.shared.as_ref().expect("an operator started");
+        shared.metrics.encode().expect("metrics encode")
     }
 
     pub async fn stop_operator(&mut self) {

@@ -64,6 +64,8 @@ pub(crate) fn exported_samples() -> BTreeMap<String, String> {
     metrics.set_write_capacity(32);
     metrics.write_waited(std::time::Duration::from_millis(5));
     metrics.set_optional_api("routes", 0, false);
+    metrics.set_unreachable_access_requests(0);
+    metrics.undecodable_objects("PgAccessRequest").set(0);
     shared.runtime.pass("PgAdmin", PassResult::Converged);
     shared.runtime.restart("PgAdmin");
     shared.runtime.set_actors("PgAdmin", 1);

@@ -93,3 +93,63 @@ async fn a_namespace_lacking_a_permission_is_dropped_and_told_once() {
     );
     assert!(warnings_in(&client, "team-a").await.is_empty());
 }
+
+/// Issue 45: the PgAccessRequests of a dropped namespace cannot expire. The tracker counts them
+/// in a metric (with an alert) and warns about each, by name, at start.
+#[tokio::test]
+async fn requests_of_a_dropped_namespace_are_counted_and_named() {
+    use kube::api::{Api, DynamicObject, PostParams};
+
+    let sim = sim_with_crds(&["delete:rbac.authorization.k8s.io/rolebindings:team-b"]).await;
+    let client = sim.client();
+    create_namespaces(&client, &["team-a", "team-b"]).await;
+    let resource = kube::api::ApiResource::erase::<pgtoolbox_operator::api::PgAccessRequest>(&());
+    for (ns, name) in [("team-a", "kept"), ("team-b", "stuck")] {
+        let obj: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
+            "kind": "PgAccessRequest",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "subject": {"kind": "User", "name": "alice"},
+                "clusterRole": "view",
+                "expiresAt": "2030-01-01T00:00:00Z",
+            },
+        }))
+        .expect("request");
+        Api::<DynamicObject>::namespaced_with(client.clone(), ns, &resource)
+            .create(&PostParams::default(), &obj)
+            .await
+            .expect("request created");
+    }
+
+    let metrics = OperatorMetrics::new();
+    let tracking = start_refusal_tracker(TrackerArgs {
+        client: sim.client(),
+        scope: WatchScope::Namespaces(vec!["team-a".into(), "team-b".into()]),
+        metrics: metrics.clone(),
+        kinds: vec!["PgAccessRequest".to_owned()],
+        ownership: Ownership::default(),
+        events: EventSink::new(sim.client()),
+    })
+    .await
+    .expect("tracker starts");
+    tracking.actor.stop(None);
+    assert_eq!(tracking.plan.dropped.len(), 1);
+    let text = metrics.encode().expect("encode");
+    assert!(
+        text.contains("pgtoolbox_unreachable_access_requests 1"),
+        "{text}"
+    );
+    let events = warnings_in(&client, "team-b").await;
+    let on_request: Vec<_> = events
+        .iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("stuck"))
+        .collect();
+    assert_eq!(on_request.len(), 1, "{events:#?}");
+    let note = on_request[0].note.as_deref().unwrap_or_default();
+    assert!(
+        note.contains("cannot expire") && note.contains("rolebindings"),
+        "{note}"
+    );
+    assert!(warnings_in(&client, "team-a").await.is_empty());
+}

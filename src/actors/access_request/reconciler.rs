@@ -16,9 +16,15 @@ use crate::api::{PgAccessRequest, ReportsConditions};
 use crate::children::{CACHE_WAIT, OperatorCaches, Synced};
 use crate::messages::ObjectKey;
 use crate::reconcile::pgaccessrequest::{
-    Decision, decide, needs_live_read, pass_facts, request_events, status_fields, timers,
+    Decision, TIMER_SLACK, decide, needs_live_read, pass_facts, request_events, status_fields,
+    timers,
 };
 use crate::status::{Extras, StatusWriter};
+
+/// What the pause of a request holds, and what it never holds (said in its paused conditions).
+pub const PAUSE_HOLDS: &str = "for a PgAccessRequest the pause holds only the owner reference \
+    the operator adds to the request's RoleBindings: expiry, revocation, the self-approval \
+    refusal and the deletion of drifted or orphaned RoleBindings still apply";
 
 pub struct AccessRequestReconciler {
     caches: OperatorCaches,
@@ -39,14 +45,9 @@ impl AccessRequestReconciler {
         cx: &ObjectContext,
     ) -> Result<Outcome, ReconcileError> {
         let now = cx.shared.settings.clock.now();
-        let facts = obj.pass_facts();
-        if facts.paused {
-            let written = self
-                .status
-                .write(obj, &facts, Extras::default(), cx.target());
-            written.await?;
-            return Ok(Outcome::done());
-        }
+        // The pause never stretches the time box: expiry, revocation, the self-approval
+        // refusal and every deletion still apply; it holds only the adoption.
+        let facts = obj.pass_facts().with_pause_note(PAUSE_HOLDS);
         let Observed { request, bindings } = observe(&self.caches, obj, cx);
         let cached: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         let mut decision = decide(&request, &cached, now);
@@ -55,6 +56,9 @@ impl AccessRequestReconciler {
             if !live.is_empty() {
                 decision = decide(&request, &live.iter().collect::<Vec<_>>(), now);
             }
+        }
+        if facts.paused {
+            decision.adoptions.clear();
         }
         // A refused write fails the pass so that it is retried (an adoption left undone would
         // leave the grant to outlive its request's deletion if the operator were down then),
@@ -79,6 +83,14 @@ impl AccessRequestReconciler {
     }
 }
 
+/// When the orphan grace of a RoleBinding ends (`None`: it has no creation time).
+fn grace_ends(rb: &RoleBinding, grace: std::time::Duration) -> Option<Timestamp> {
+    rb.metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| t.0.checked_add(grace).ok())
+}
+
 /// The decision's timers as the pass's outcome.
 fn schedule(decision: &Decision, now: Timestamp) -> Outcome {
     timers(decision, now)
@@ -90,6 +102,9 @@ fn schedule(decision: &Decision, now: Timestamp) -> Outcome {
 
 impl StatusPass for AccessRequestReconciler {
     type Object = PgAccessRequest;
+    /// Fail closed: nobody can tell what such a request grants, or until when.
+    const UNDECODABLE: &'static str = "it is not reconciled until it can be decoded, and the \
+        RoleBindings labelled for it are deleted (fail closed)";
 
     fn status(&self) -> &StatusWriter<PgAccessRequest> {
         &self.status
@@ -117,24 +132,51 @@ impl StatusPass for AccessRequestReconciler {
 
     /// RoleBindings labelled for a request that does not exist grant what nobody approved:
     /// deleted (pinned), whether the request was deleted before it adopted them or never was.
+    /// Only the API server's word that the request does not exist counts, and not before the
+    /// orphan grace of a binding is over: a binding may be created before its request (one
+    /// `kubectl apply -f` with the RoleBinding first), and the request's own watch event comes
+    /// later still. A binding of a request that exists but cannot be decoded is deleted at once
+    /// (fail closed).
     async fn on_orphan(&self, key: &ObjectKey, cx: &ObjectContext) {
         let bindings = &self.caches.access_bindings;
         if bindings.wait_synced(CACHE_WAIT).await.is_err() {
             return;
         }
-        let orphans = bindings.children_of(&user_of::<PgAccessRequest>(key));
-        if orphans.is_empty() {
-            return;
-        }
-        // The request's watch and the bindings' watch are not ordered: a binding may be seen
-        // before the request it was made for. Only the API says the request does not exist.
         let requests: Api<PgAccessRequest> = Api::namespaced(cx.client.clone(), &key.namespace);
-        match requests.get_opt(&key.name).await {
-            Ok(None) => delete_orphans(bindings, &orphans, cx).await,
-            Ok(Some(_)) => {}
-            Err(error) => {
-                tracing::warn!(request = %key, %error, "cannot tell whether the request exists; its RoleBindings are left for its next change or list");
+        loop {
+            let orphans = bindings.children_of(&user_of::<PgAccessRequest>(key));
+            if orphans.is_empty() {
+                return;
             }
+            match requests.get_opt(&key.name).await {
+                Ok(None) => {}
+                Ok(Some(_)) => return,
+                // It exists but cannot be decoded (its watch left it out): nobody can tell what
+                // it grants or until when, so nothing stays bound (fail closed).
+                Err(kube::Error::SerdeError(error)) => {
+                    tracing::warn!(request = %key, %error, "the request cannot be decoded; its RoleBindings are deleted");
+                    delete_orphans(bindings, &orphans, cx).await;
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(request = %key, %error, "cannot tell whether the request exists; its RoleBindings are left for its next change or list");
+                    return;
+                }
+            }
+            let now = cx.shared.settings.clock.now();
+            let grace = cx.shared.settings.access_request_orphan_grace;
+            let (young, old): (Vec<_>, Vec<_>) = orphans
+                .into_iter()
+                .partition(|rb| grace_ends(rb, grace).is_some_and(|ends| ends > now));
+            if !old.is_empty() {
+                delete_orphans(bindings, &old, cx).await;
+            }
+            let Some(ends) = young.iter().filter_map(|rb| grace_ends(rb, grace)).min() else {
+                return;
+            };
+            // Looked at again once the youngest grace is over (this runs in its own task).
+            let wait = now.duration_until(ends).unsigned_abs() + TIMER_SLACK;
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -143,14 +185,17 @@ impl StatusPass for AccessRequestReconciler {
         if bindings.wait_synced(CACHE_WAIT).await.is_err() {
             return;
         }
+        let mut sweeps = Vec::new();
         for owner in bindings.owners() {
             let key = owner.object_key();
             if owner.kind == <PgAccessRequest as kube::Resource>::kind(&())
                 && listed.is_my_orphan(&key)
             {
                 let cx = ObjectContext::new(key.clone(), env.clone(), 0);
-                self.on_orphan(&key, &cx).await;
+                sweeps.push(async move { self.on_orphan(&key, &cx).await });
             }
         }
+        // At once: one within its grace must not hold back the others.
+        futures::future::join_all(sweeps).await;
     }
 }

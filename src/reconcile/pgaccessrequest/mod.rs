@@ -10,7 +10,7 @@ pub use decide::{ConfigVerdict, DeletionCause, RequestEvent};
 #[cfg(test)]
 pub use identity::rbac_subject;
 pub use identity::{binds_exactly, describe};
-pub use pass::{needs_live_read, timers};
+pub use pass::{TIMER_SLACK, needs_live_read, timers};
 pub use status::{deletion_event, pass_facts, request_events, status_fields};
 
 #[cfg(test)]
