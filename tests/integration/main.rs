@@ -67,6 +67,7 @@ mod sim_cluster_faults;
 mod sim_cluster_pods;
 mod sim_cluster_support;
 mod sim_cluster_workloads;
+mod sim_pod_security;
 mod sim_cnpg;
 mod sim_crud;
 mod sim_fidelity;

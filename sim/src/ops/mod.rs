@@ -131,6 +131,7 @@ pub fn create(
     ] {
         remove_meta(&mut body, f);
     }
+    crate::pod_security::admit(l, info, namespace, &name, &body, None)?;
     if let Some(cluster) = server.cluster.get() {
         cluster.admit_create(l, info, namespace, &mut body)?;
     }
@@ -277,6 +278,7 @@ pub fn update(
         if !problems.is_empty() {
             return Err(ApiError::invalid(&info.group, &info.kind, name, problems));
         }
+        crate::pod_security::admit(l, info, namespace, name, &new, Some(&old))?;
     }
     let crd = if info.group == "apiextensions.k8s.io"
         && info.plural == "customresourcedefinitions"

@@ -17,6 +17,8 @@ pub use hash::{
 pub use pods::{PodFact, PodFactKind};
 pub use pods::{is_active, pod_fact};
 pub use security::restrict_pod;
+#[cfg(test)]
+pub use security::restricted_violations;
 pub use verdict::{REVISION_ANNOTATION, Rollout, rollout_state, workload_verdict};
 
 #[cfg(test)]

@@ -37,6 +37,19 @@ fn restrict_container(container: &mut Container, read_only_root: bool) {
     context.read_only_root_filesystem = Some(read_only_root);
 }
 
+/// What the API server's Pod Security "restricted" level says of a rendered Pod template (its
+/// 403 text; empty when admitted): the sim's admission, the one kube-apiserver's words follow.
+#[cfg(test)]
+pub fn restricted_violations(template: &serde_json::Value) -> String {
+    use pgtoolbox_sim::pod_security::{Level, describe, violations};
+    let null = serde_json::Value::Null;
+    describe(&violations(
+        Level::Restricted,
+        template.get("metadata").unwrap_or(&null),
+        template.get("spec").unwrap_or(&null),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -68,5 +81,10 @@ mod tests {
         assert_eq!(v["initContainers"][0]["securityContext"], restricted(true));
         assert_eq!(v["containers"][0]["securityContext"], restricted(true));
         assert_eq!(v["containers"][1]["securityContext"], restricted(false));
+        assert_eq!(restricted_violations(&serde_json::json!({"spec": v})), "");
+        assert_ne!(
+            restricted_violations(&serde_json::json!({"spec": serde_json::to_value(self::spec()).unwrap()})),
+            ""
+        );
     }
 }
