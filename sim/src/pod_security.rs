@@ -797,11 +797,19 @@ impl Pod<'_> {
                 ok = false;
                 bad_types.push(t.to_string());
             }
-            if opts.get("user").and_then(Value::as_str).is_some_and(|u| !u.is_empty()) {
+            if opts
+                .get("user")
+                .and_then(Value::as_str)
+                .is_some_and(|u| !u.is_empty())
+            {
                 ok = false;
                 set_user = true;
             }
-            if opts.get("role").and_then(Value::as_str).is_some_and(|r| !r.is_empty()) {
+            if opts
+                .get("role")
+                .and_then(Value::as_str)
+                .is_some_and(|r| !r.is_empty())
+            {
                 ok = false;
                 set_role = true;
             }

@@ -92,8 +92,12 @@ async fn enforce_refuses_pods_and_workload_templates_only_warn() {
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
                  "template": {"metadata": {"labels": {"app": "web"}},
                               "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}});
-    let (code, warnings, body) =
-        post(&client, "/apis/apps/v1/namespaces/psa/deployments", &deployment).await;
+    let (code, warnings, body) = post(
+        &client,
+        "/apis/apps/v1/namespaces/psa/deployments",
+        &deployment,
+    )
+    .await;
     assert_eq!(code, 201, "{body}");
     assert_eq!(
         warnings,

@@ -80,7 +80,8 @@ fn restricted_controls_replace_their_baseline_variants() {
     spec["containers"][0]["securityContext"]["runAsNonRoot"] = json!(false);
     spec["containers"][0]["securityContext"]["capabilities"]["add"] = json!(["CHOWN"]);
     spec["containers"][0]["securityContext"]["seccompProfile"] = json!({"type": "Unconfined"});
-    spec["volumes"] = json!([{"name": "host", "hostPath": {"path": "/"}}, {"name": "n", "nfs": {}}]);
+    spec["volumes"] =
+        json!([{"name": "host", "hostPath": {"path": "/"}}, {"name": "n", "nfs": {}}]);
     assert_eq!(
         check(Level::Restricted, &spec),
         "unrestricted capabilities (container \"app\" must not include \"CHOWN\" in securityContext.capabilities.add), \
@@ -106,9 +107,18 @@ fn policies_from_labels() {
         "pod-security.kubernetes.io/warn": "bogus",
         "pod-security.kubernetes.io/warn-version": "1.30",
     });
-    assert_eq!(Policy::of(Some(&labels), "enforce").name(), "baseline:v1.30");
+    assert_eq!(
+        Policy::of(Some(&labels), "enforce").name(),
+        "baseline:v1.30"
+    );
     // An unparsable level fails closed, an unparsable version means latest.
-    assert_eq!(Policy::of(Some(&labels), "warn").name(), "restricted:latest");
-    assert_eq!(Policy::of(Some(&labels), "audit").name(), "privileged:latest");
+    assert_eq!(
+        Policy::of(Some(&labels), "warn").name(),
+        "restricted:latest"
+    );
+    assert_eq!(
+        Policy::of(Some(&labels), "audit").name(),
+        "privileged:latest"
+    );
     assert_eq!(Policy::of(None, "enforce").level, Level::Privileged);
 }

@@ -783,18 +783,32 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
     let job = serde_json::to_value(registration_job(&input, "r").unwrap()).unwrap();
     let backup = upgrade_backup_job(&input, "b", "docker.io/dpage/pgadmin4:9.9").unwrap();
     let backup = serde_json::to_value(backup.unwrap()).unwrap();
-    for (what, object) in [("Deployment", &d), ("registration", &job), ("backup", &backup)] {
-        assert_eq!(restricted_violations(&template(object.clone())), "", "{what}");
+    for (what, object) in [
+        ("Deployment", &d),
+        ("registration", &job),
+        ("backup", &backup),
+    ] {
+        assert_eq!(
+            restricted_violations(&template(object.clone())),
+            "",
+            "{what}"
+        );
     }
     let read_only = |v: &Value, kind: &str, i: usize| {
         v["spec"]["template"]["spec"][kind][i]["securityContext"]["readOnlyRootFilesystem"].clone()
     };
-    assert_eq!(d["spec"]["template"]["spec"]["containers"][1]["name"], "oauth2-proxy");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][1]["name"],
+        "oauth2-proxy"
+    );
     assert_eq!(read_only(&d, "containers", 1), true);
     assert_eq!(read_only(&d, "initContainers", 0), true);
     assert_eq!(read_only(&d, "containers", 0), false);
     assert_eq!(read_only(&job, "containers", 0), false);
     assert_eq!(read_only(&backup, "containers", 0), true);
     // pgAdmin's own user stays.
-    assert_eq!(d["spec"]["template"]["spec"]["securityContext"]["runAsUser"], 5050);
+    assert_eq!(
+        d["spec"]["template"]["spec"]["securityContext"]["runAsUser"],
+        5050
+    );
 }

@@ -83,7 +83,9 @@ mod tests {
         assert_eq!(v["containers"][1]["securityContext"], restricted(false));
         assert_eq!(restricted_violations(&serde_json::json!({"spec": v})), "");
         assert_ne!(
-            restricted_violations(&serde_json::json!({"spec": serde_json::to_value(self::spec()).unwrap()})),
+            restricted_violations(
+                &serde_json::json!({"spec": serde_json::to_value(self::spec()).unwrap()})
+            ),
             ""
         );
     }

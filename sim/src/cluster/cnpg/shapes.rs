@@ -274,10 +274,16 @@ pub fn instance_pod(c: &Value, serial: usize, role: &str) -> Value {
         },
         "spec": {
             "hostname": pod,
+            // As CloudNativePG runs its instances: postgres (uid 26), Pod Security "restricted".
+            "securityContext": {"runAsUser": 26, "runAsGroup": 26, "fsGroup": 26,
+                "runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{
                 "name": "postgres",
                 "image": image(c),
                 "command": ["/controller/manager", "instance", "run"],
+                "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]},
+                    "privileged": false, "readOnlyRootFilesystem": true, "runAsNonRoot": true,
+                    "seccompProfile": {"type": "RuntimeDefault"}},
                 "ports": [
                     {"name": "postgresql", "containerPort": PORT, "protocol": "TCP"},
                     {"name": "metrics", "containerPort": 9187, "protocol": "TCP"},
