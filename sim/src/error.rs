@@ -117,6 +117,14 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// An admission plugin's refusal of one object: `<resource> "<name>" is forbidden: <why>`,
+    /// with the object in the details.
+    pub fn forbidden_object(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let target = qualified(group, resource);
+        Self::forbidden(format!("{target} \"{name}\" is forbidden: {why}"))
+            .with_target(group, resource, name)
+    }
+
     /// NamespaceLifecycle's refusal of a create in a terminating namespace.
     pub fn namespace_terminating(group: &str, resource: &str, name: &str, namespace: &str) -> Self {
         let target = qualified(group, resource);

@@ -32,6 +32,7 @@ pub mod openapi;
 pub mod openapi_schemas;
 pub mod ops;
 pub mod patch;
+pub mod pod_security;
 pub mod printers;
 pub mod proto;
 pub mod rbac_audit;

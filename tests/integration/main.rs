@@ -61,6 +61,7 @@ mod shared_events;
 mod shared_least_privilege;
 mod shared_metrics;
 mod shared_operator;
+mod shared_pod_security;
 mod shared_prober;
 mod shared_rbac;
 mod shared_refusals;
@@ -76,6 +77,7 @@ mod sim_fidelity;
 mod sim_kubectl;
 mod sim_net;
 mod sim_net_support;
+mod sim_pod_security;
 #[path = "../../sim/tests/integration/sim_support.rs"]
 mod sim_support;
 mod status_write;

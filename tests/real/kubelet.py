@@ -13,7 +13,9 @@ in for the image's (docs/testing.md lists what is emulated and why).
 - The env is resolved as the kubelet does: `$(VAR)` expands only variables defined earlier in
   the list, `$$(VAR)` is a literal, an unresolved reference stays as written; a missing Secret
   or key refuses to start the container (CreateContainerConfigError).
-- The process runs chrooted with runAsUser, runAsGroup and supplementary group fsGroup.
+- The process runs chrooted with runAsUser, runAsGroup and supplementary group fsGroup; with
+  runAsNonRoot a uid 0 refuses to start, as the kubelet does. With readOnlyRootFilesystem the
+  root (its /tmp, /run and /var too, as in an image) is read-only: only volumes are writable.
 
 Every Pod of a scenario shares one network namespace (the caller's): Pod IPs are loopback.
 """
@@ -146,7 +148,7 @@ def prepare_pod(pod_dir, pod, secrets):
         volume_source(pod_dir, volume, secrets, fs_group)
 
 
-def build_root(root, layout):
+def build_root(root, layout, read_only):
     """The image's root filesystem, inside the container's own mount namespace."""
     os.makedirs(root)
     sh("mount", "-t", "tmpfs", "tmpfs", root)
@@ -161,8 +163,9 @@ def build_root(root, layout):
     sh("mount", "-o", "remount,bind,ro", f"{root}/etc")
     sh("mount", "--bind", layout["hosts"], f"{root}/etc/hosts")
     sh("mount", "-t", "proc", "proc", f"{root}/proc")
-    for d in ("tmp", "run", "var"):
-        sh("mount", "-t", "tmpfs", "-o", "mode=1777", "tmpfs", f"{root}/{d}")
+    if not read_only:
+        for d in ("tmp", "run", "var"):
+            sh("mount", "-t", "tmpfs", "-o", "mode=1777", "tmpfs", f"{root}/{d}")
     sh("mount", "--bind", VENV, f"{root}/venv")
     sh("mount", "-o", "remount,bind,ro", f"{root}/venv")
     # /pgadmin4: pgAdmin's web directory, the image's own files, an empty config_distro.py
@@ -213,7 +216,8 @@ def run_in_container(spec_file):
     pod, container, secrets = spec["pod"], spec["container"], spec["secrets"]
     sh("mount", "--make-rprivate", "/")
     root = spec["root"]
-    build_root(root, spec["layout"])
+    read_only = ((container.get("securityContext") or {}).get("readOnlyRootFilesystem") is True)
+    build_root(root, spec["layout"], read_only)
     mount_volumes(root, spec["pod_dir"], pod, container, secrets)
     env = dict(IMAGE_ENV)
     env.update(resolve_env(container.get("env"), secrets))
@@ -225,6 +229,14 @@ def run_in_container(spec_file):
         argv[0] = "/run/entrypoint.sh"
     ctx = pod.get("securityContext") or {}
     uid, gid = ctx.get("runAsUser", 5050), ctx.get("runAsGroup", 0)
+    own = container.get("securityContext") or {}
+    uid = own.get("runAsUser", uid)
+    if own.get("runAsNonRoot", ctx.get("runAsNonRoot")) and uid == 0:
+        raise ContainerConfigError("container has runAsNonRoot and image will run as root")
+    if read_only:
+        # Every mount of the root is in place: the root itself becomes read-only.
+        for d in ("", "/pgadmin4", "/usr/local"):
+            sh("mount", "-o", "remount,ro", root + d)
     groups = [g for g in [ctx.get("fsGroup")] + list(ctx.get("supplementalGroups", [])) if g is not None]
     os.chroot(root)
     os.chdir(container.get("workingDir", IMAGE_WORKDIR))

@@ -138,6 +138,7 @@ pub fn create(
     ] {
         remove_meta(&mut body, f);
     }
+    crate::pod_security::admit(l, info, namespace, &name, &body, None)?;
     crate::admission::validate(
         server,
         l,
@@ -319,6 +320,7 @@ pub fn update(
         if !problems.is_empty() {
             return Err(ApiError::invalid(&info.group, &info.kind, name, problems));
         }
+        crate::pod_security::admit(l, info, namespace, name, &new, Some(&old))?;
     }
     let crd = if info.group == "apiextensions.k8s.io"
         && info.plural == "customresourcedefinitions"

@@ -1147,6 +1147,13 @@ fn rendered_children_are_stable_and_carry_the_grant_only_when_granted() {
     };
     let plain = deployment(&input(None), None);
     assert_eq!(
+        crate::reconcile::workload::restricted_violations(
+            &serde_json::to_value(&plain.spec.template).unwrap()
+        ),
+        "",
+        "the console's Pod passes Pod Security \"restricted\""
+    );
+    assert_eq!(
         serde_json::to_value(&plain).ok(),
         serde_json::to_value(deployment(&input(None), None)).ok()
     );

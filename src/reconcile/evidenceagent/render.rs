@@ -20,7 +20,7 @@ use super::config::ValidConfig;
 use super::pki::{CertAndKey, TLS_CA_KEY, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::CertificateProvider;
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
-use crate::reconcile::workload::{SecretDigest, stamp_workload_hash};
+use crate::reconcile::workload::{SecretDigest, restrict_pod, stamp_workload_hash};
 
 /// The Service annotation that makes the OpenShift service CA issue a serving certificate.
 pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
@@ -273,6 +273,9 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
             ..PodSpec::default()
         }),
     };
+    if let Some(spec) = template.spec.as_mut() {
+        restrict_pod(spec, &[]);
+    }
     stamp_workload_hash(&mut template, input.secrets);
     Deployment {
         metadata: meta(&names.workload, input.agent),

@@ -569,6 +569,13 @@ fn children_follow_the_provider() {
         assert_eq!(ca_config_map(&input).is_some(), openshift, "{provider:?}");
         let dep = deployment(&input);
         assert_eq!(dep.spec.replicas, Some(2));
+        assert_eq!(
+            crate::reconcile::workload::restricted_violations(
+                &serde_json::to_value(&dep.spec.template).unwrap()
+            ),
+            "",
+            "the agent's Pod passes Pod Security \"restricted\" ({provider:?})"
+        );
         let pod = dep.spec.template.spec.clone().unwrap();
         let volumes: Vec<String> = pod.volumes.unwrap().into_iter().map(|v| v.name).collect();
         assert_eq!(

@@ -48,7 +48,7 @@ pub use render::{
     servers_secret,
 };
 #[cfg(test)]
-pub use render::{RenderInput, data_claim, deployment, registration_job};
+pub use render::{RenderInput, data_claim, deployment, registration_job, upgrade_backup_job};
 #[cfg(test)]
 pub use selector::selector_matches;
 #[cfg(test)]

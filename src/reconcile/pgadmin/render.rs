@@ -21,7 +21,7 @@ use super::offered::POSTGRES_PORT;
 use super::servers_file::{SERVERS_FILE_KEY, SERVERS_MOUNT};
 use crate::api::{OAuth2, PgAdminStorage};
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
-use crate::reconcile::workload::{SecretDigest, stamp_workload_hash};
+use crate::reconcile::workload::{SecretDigest, restrict_pod, stamp_workload_hash};
 
 /// The Service port the exposure targets.
 pub const HTTP_PORT_NAME: &str = "http";
@@ -278,6 +278,9 @@ pub fn deployment(input: &RenderInput<'_>) -> Result<(Deployment, String), Rende
     });
     let mut template: k8s_openapi::api::core::v1::PodTemplateSpec =
         typed("pod template", template)?;
+    if let Some(spec) = template.spec.as_mut() {
+        restrict_pod(spec, WRITABLE_ROOT);
+    }
     let hash = stamp_workload_hash(&mut template, input.consumed);
     let deployment = typed(
         "Deployment",
@@ -330,7 +333,7 @@ fn registration_env(input: &RenderInput<'_>) -> Vec<Value> {
 /// shows exactly that set.
 pub fn registration_job(input: &RenderInput<'_>, job_name: &str) -> Result<Job, RenderError> {
     let email = admin_email(input.owner, input.namespace);
-    typed(
+    restricted_job(typed(
         "Job",
         json!({
             "apiVersion": "batch/v1", "kind": "Job",
@@ -367,7 +370,7 @@ pub fn registration_job(input: &RenderInput<'_>, job_name: &str) -> Result<Job, 
                 },
             },
         }),
-    )
+    )?)
 }
 
 /// The backup of the settings database before an image change: pg_dump (of the running
@@ -388,7 +391,7 @@ pub fn upgrade_backup_job(
         &db.role,
         &db.database,
     );
-    typed(
+    restricted_job(typed(
         "Job",
         json!({
             "apiVersion": "batch/v1", "kind": "Job",
@@ -423,6 +426,19 @@ pub fn upgrade_backup_job(
                 },
             },
         }),
-    )
+    )?)
     .map(Some)
+}
+
+/// The containers whose program writes into the image: the entrypoint (and the registration
+/// script, as the entrypoint would) writes pgAdmin's `config_distro.py` under `/pgadmin4`, and
+/// gunicorn and `dump-servers` write under `/tmp`. Every other container's root is read-only.
+const WRITABLE_ROOT: &[&str] = &["pgadmin", "register"];
+
+/// A Job whose Pod carries the restricted security context (see [`restrict_pod`]).
+fn restricted_job(mut job: Job) -> Result<Job, RenderError> {
+    if let Some(spec) = job.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+        restrict_pod(spec, WRITABLE_ROOT);
+    }
+    Ok(job)
 }

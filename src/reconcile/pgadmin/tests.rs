@@ -749,3 +749,66 @@ fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
     assert!(pod["volumes"].to_string().contains("\"medium\":\"Memory\""));
     assert_eq!(names.servers_secret, "team-pgadmin-pgadmin-servers");
 }
+
+/// Every Pod pgAdmin's children run passes Pod Security "restricted": the Deployment (with the
+/// OAuth2 proxy), the registration Job and the upgrade backup Job. Only pgAdmin and the
+/// registration, which write pgAdmin's configuration into the image, keep a writable root.
+#[test]
+fn every_pgadmin_pod_passes_pod_security_restricted() {
+    use crate::api::OAuth2;
+    use crate::reconcile::pgadmin::config_database::ConfigConnection;
+    use crate::reconcile::workload::restricted_violations;
+    let obj = pgadmin("  image: docker.io/dpage/pgadmin4:9.10\n");
+    let names = ChildNames::of("team-pgadmin");
+    let oauth2 = OAuth2::default();
+    let db = ConfigConnection {
+        host: "orders-rw.team-a.svc".into(),
+        database: "pgadmin".into(),
+        role: "pgadmin".into(),
+        password_secret: "orders-pgadmin".into(),
+    };
+    let input = RenderInput {
+        owner: "team-pgadmin",
+        namespace: "team-a",
+        image: "docker.io/dpage/pgadmin4:9.10",
+        resources: None,
+        storage: &obj.spec.storage,
+        oauth2: Some((&oauth2, "quay.io/oauth2-proxy/oauth2-proxy:v7.12.0")),
+        config_db: Some(&db),
+        consumed: &[],
+        names: &names,
+    };
+    let template = |v: Value| v["spec"]["template"].clone();
+    let d = serde_json::to_value(deployment(&input).unwrap().0).unwrap();
+    let job = serde_json::to_value(registration_job(&input, "r").unwrap()).unwrap();
+    let backup = upgrade_backup_job(&input, "b", "docker.io/dpage/pgadmin4:9.9").unwrap();
+    let backup = serde_json::to_value(backup.unwrap()).unwrap();
+    for (what, object) in [
+        ("Deployment", &d),
+        ("registration", &job),
+        ("backup", &backup),
+    ] {
+        assert_eq!(
+            restricted_violations(&template(object.clone())),
+            "",
+            "{what}"
+        );
+    }
+    let read_only = |v: &Value, kind: &str, i: usize| {
+        v["spec"]["template"]["spec"][kind][i]["securityContext"]["readOnlyRootFilesystem"].clone()
+    };
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][1]["name"],
+        "oauth2-proxy"
+    );
+    assert_eq!(read_only(&d, "containers", 1), true);
+    assert_eq!(read_only(&d, "initContainers", 0), true);
+    assert_eq!(read_only(&d, "containers", 0), false);
+    assert_eq!(read_only(&job, "containers", 0), false);
+    assert_eq!(read_only(&backup, "containers", 0), true);
+    // pgAdmin's own user stays.
+    assert_eq!(
+        d["spec"]["template"]["spec"]["securityContext"]["runAsUser"],
+        5050
+    );
+}

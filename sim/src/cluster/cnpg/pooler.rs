@@ -44,9 +44,12 @@ pub fn deployment(pooler: &Value, cluster: &str) -> Value {
             "selector": {"matchLabels": {POOLER_LABEL: shapes::name(pooler)}},
             "template": {
                 "metadata": {"labels": labels(pooler, cluster)},
-                "spec": {"containers": [{
+                "spec": {
+                    "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [{
                     "name": "pgbouncer",
                     "image": PGBOUNCER_IMAGE,
+                    "securityContext": shapes::restricted_container_context(),
                     "ports": [
                         {"name": "pgbouncer", "containerPort": shapes::PORT, "protocol": "TCP"},
                         {"name": "metrics", "containerPort": 9127, "protocol": "TCP"},

@@ -258,6 +258,14 @@ pub fn instance_labels(c: &Value, instance: &str, role: &str) -> Value {
 }
 
 /// Instance Pod `<c>-<serial>`.
+/// The container security context CloudNativePG gives its instances and PgBouncer Pods:
+/// Pod Security "restricted".
+pub fn restricted_container_context() -> Value {
+    json!({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]},
+        "privileged": false, "readOnlyRootFilesystem": true, "runAsNonRoot": true,
+        "seccompProfile": {"type": "RuntimeDefault"}})
+}
+
 pub fn instance_pod(c: &Value, serial: usize, role: &str) -> Value {
     let pod = instance_name(name(c), serial);
     let resources = c
@@ -274,10 +282,14 @@ pub fn instance_pod(c: &Value, serial: usize, role: &str) -> Value {
         },
         "spec": {
             "hostname": pod,
+            // As CloudNativePG runs its instances: postgres (uid 26), Pod Security "restricted".
+            "securityContext": {"runAsUser": 26, "runAsGroup": 26, "fsGroup": 26,
+                "runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{
                 "name": "postgres",
                 "image": image(c),
                 "command": ["/controller/manager", "instance", "run"],
+                "securityContext": restricted_container_context(),
                 "ports": [
                     {"name": "postgresql", "containerPort": PORT, "protocol": "TCP"},
                     {"name": "metrics", "containerPort": 9187, "protocol": "TCP"},
@@ -297,6 +309,16 @@ mod tests {
     fn cluster() -> Value {
         json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
             "metadata": {"namespace": "team-a", "name": "db", "uid": "u1"}, "spec": {"instances": 3}})
+    }
+
+    #[test]
+    fn instance_pods_pass_pod_security_restricted() {
+        use crate::pod_security::{Level, violations};
+        let pod = instance_pod(&cluster(), 1, "primary");
+        assert_eq!(
+            violations(Level::Restricted, &pod["metadata"], &pod["spec"]),
+            vec![]
+        );
     }
 
     #[test]
