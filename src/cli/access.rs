@@ -13,7 +13,6 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::json;
 
 use crate::api::{AccessPhase, AccessSubject, PgAccessRequest, PgAccessRequestSpec, SubjectKind};
@@ -103,13 +102,8 @@ fn parse_duration(text: &str) -> Result<k8s_openapi::jiff::SignedDuration, Strin
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccessError {
-    #[error("kubeconfig: {0}")]
-    Kubeconfig(#[from] kube::config::KubeconfigError),
-    #[error("no kubeconfig ({kubeconfig}) and not in a cluster ({in_cluster})")]
-    NoConfig {
-        kubeconfig: kube::config::KubeconfigError,
-        in_cluster: kube::config::InClusterError,
-    },
+    #[error(transparent)]
+    Config(#[from] super::caller::CallerConfigError),
     #[error("{}", crate::conditions::readable(.0))]
     Api(#[from] kube::Error),
     #[error("{0}")]
@@ -208,25 +202,6 @@ pub fn grant_binding(request: &PgAccessRequest, namespace: &str) -> RoleBinding 
     }
 }
 
-/// The caller's kube config, as kubectl would choose it.
-async fn config(args: &AccessArgs) -> Result<kube::Config, AccessError> {
-    let options = KubeConfigOptions {
-        context: args.context.clone(),
-        ..KubeConfigOptions::default()
-    };
-    if let Some(path) = &args.kubeconfig {
-        let file = Kubeconfig::read_from(path)?;
-        return Ok(kube::Config::from_custom_kubeconfig(file, &options).await?);
-    }
-    match kube::Config::from_kubeconfig(&options).await {
-        Ok(config) => Ok(config),
-        Err(kubeconfig) => kube::Config::incluster().map_err(|in_cluster| AccessError::NoConfig {
-            kubeconfig,
-            in_cluster,
-        }),
-    }
-}
-
 /// Who the API server says the caller is (`kubectl auth whoami`).
 async fn whoami(client: &kube::Client) -> Result<Caller, AccessError> {
     let api: Api<SelfSubjectReview> = Api::all(client.clone());
@@ -257,7 +232,8 @@ fn now() -> Time {
 
 /// Runs one access command; returns what to print.
 pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
-    let config = config(args).await?;
+    let config =
+        super::caller::caller_config(args.kubeconfig.as_deref(), args.context.clone()).await?;
     let namespace = args
         .namespace
         .clone()

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::explain::{GatherError, Target, TargetError, observe, render_text, report};
 
@@ -42,42 +41,19 @@ pub enum ExplainError {
     Target(#[from] TargetError),
     #[error(transparent)]
     Gather(#[from] GatherError),
-    #[error("kubeconfig: {0}")]
-    Kubeconfig(#[from] kube::config::KubeconfigError),
-    #[error("no kubeconfig ({kubeconfig}) and not in a cluster ({in_cluster})")]
-    NoConfig {
-        kubeconfig: kube::config::KubeconfigError,
-        in_cluster: kube::config::InClusterError,
-    },
+    #[error(transparent)]
+    Config(#[from] super::caller::CallerConfigError),
     #[error("kubernetes client: {}", crate::conditions::readable(.0))]
     Client(#[from] kube::Error),
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
 }
 
-/// The client and default namespace kubectl would use.
-async fn config(args: &ExplainArgs) -> Result<kube::Config, ExplainError> {
-    let options = KubeConfigOptions {
-        context: args.context.clone(),
-        ..KubeConfigOptions::default()
-    };
-    if let Some(path) = &args.kubeconfig {
-        let file = Kubeconfig::read_from(path)?;
-        return Ok(kube::Config::from_custom_kubeconfig(file, &options).await?);
-    }
-    match kube::Config::from_kubeconfig(&options).await {
-        Ok(config) => Ok(config),
-        Err(kubeconfig) => kube::Config::incluster().map_err(|in_cluster| ExplainError::NoConfig {
-            kubeconfig,
-            in_cluster,
-        }),
-    }
-}
-
 /// The report as printed, and whether the object is Ready.
 pub async fn explain(args: &ExplainArgs) -> Result<(String, bool), ExplainError> {
     let target = Target::parse(&args.target)?;
-    let config = config(args).await?;
+    let config =
+        super::caller::caller_config(args.kubeconfig.as_deref(), args.context.clone()).await?;
     let namespace = args
         .namespace
         .clone()

@@ -1,6 +1,7 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
 mod access;
+mod caller;
 mod crds;
 mod examples;
 mod explain;
