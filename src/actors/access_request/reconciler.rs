@@ -83,6 +83,10 @@ impl AccessRequestReconciler {
     }
 }
 
+/// How many failed reads of a request an orphan check retries (2 s, 4 s, ... 32 s: about two
+/// minutes) before it leaves the RoleBindings to the request's next change or list.
+const ORPHAN_READ_TRIES: u32 = 8;
+
 /// When the orphan grace of a RoleBinding ends (`None`: it has no creation time).
 fn grace_ends(rb: &RoleBinding, grace: std::time::Duration) -> Option<Timestamp> {
     rb.metadata
@@ -143,13 +147,14 @@ impl StatusPass for AccessRequestReconciler {
             return;
         }
         let requests: Api<PgAccessRequest> = Api::namespaced(cx.client.clone(), &key.namespace);
+        let mut failed_reads = 0u32;
         loop {
             let orphans = bindings.children_of(&user_of::<PgAccessRequest>(key));
             if orphans.is_empty() {
                 return;
             }
             match requests.get_opt(&key.name).await {
-                Ok(None) => {}
+                Ok(None) => failed_reads = 0,
                 Ok(Some(_)) => return,
                 // It exists but cannot be decoded (its watch left it out): nobody can tell what
                 // it grants or until when, so nothing stays bound (fail closed).
@@ -158,8 +163,17 @@ impl StatusPass for AccessRequestReconciler {
                     delete_orphans(bindings, &orphans, cx).await;
                     return;
                 }
+                // A passing refusal or outage must not leave the grant for ever: the read is
+                // tried again, with doubling waits, before it is left to the next change or list.
+                Err(error) if failed_reads < ORPHAN_READ_TRIES => {
+                    failed_reads += 1;
+                    tracing::debug!(request = %key, error = %crate::conditions::readable(&error), "whether the request exists is unknown; read again");
+                    tokio::time::sleep(std::time::Duration::from_secs(1 << failed_reads.min(5)))
+                        .await;
+                    continue;
+                }
                 Err(error) => {
-                    tracing::warn!(request = %key, %error, "cannot tell whether the request exists; its RoleBindings are left for its next change or list");
+                    tracing::warn!(request = %key, error = %crate::conditions::readable(&error), "cannot tell whether the request exists; its RoleBindings are left for its next change or list");
                     return;
                 }
             }
