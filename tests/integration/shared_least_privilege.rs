@@ -225,6 +225,8 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
     let settings = OperatorSettings {
         startup_jitter: Duration::ZERO,
         stall_rechecks: (Duration::from_millis(500), Duration::from_millis(1500)),
+        // A RoleBinding of a missing request is deleted once this grace is over (below).
+        access_request_orphan_grace: Duration::from_secs(2),
         ..OperatorSettings::default()
     };
     let kinds: Vec<String> = KINDS.iter().map(|k| k.to_string()).collect();
@@ -399,8 +401,8 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
         "AccessExpired",
     )
     .await;
-    // A RoleBinding labelled for a request that does not exist: the operator asks the API
-    // whether the request exists, then deletes it.
+    // A RoleBinding labelled for a request that does not exist: once its orphan grace is over,
+    // the operator asks the API whether the request exists, then deletes it.
     create(&admin, "rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", json!({
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": "pgar-ghost", "namespace": NS,
