@@ -164,23 +164,12 @@ impl Sim {
             plugin.parent().expect("plugin directory").display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let out = Command::new("kubectl")
-            .arg("pgtoolbox")
-            .arg("access")
-            .args(args)
-            .args(["-n", "team-a"])
-            .env("KUBECONFIG", kubeconfig)
-            .env("PATH", path)
-            .env("KUBECACHEDIR", self.kubectl.dir.path().join("kube-cache"))
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .output()
-            .expect("kubectl runs");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (out.status.success(), text)
+        let mut all = vec!["pgtoolbox", "access"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-n", "team-a"]);
+        let mut command = self.kubectl.command(&all);
+        command.env("KUBECONFIG", kubeconfig).env("PATH", path);
+        Kubectl::output(command)
     }
 
     fn wait_request(&self, name: &str, reason: &str) {

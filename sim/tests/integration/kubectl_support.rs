@@ -30,24 +30,35 @@ impl Kubectl {
         Kubectl { kubeconfig, dir }
     }
 
-    /// Runs kubectl; success and the combined output.
-    pub fn run(&self, args: &[&str]) -> (bool, String) {
-        let out = Command::new("kubectl")
+    /// kubectl with `args`, against this sim, in the scratch directory (callers may override
+    /// the environment, e.g. another user's KUBECONFIG).
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("kubectl");
+        command
             .args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             // Discovery is cached per host:port; a sim reusing a port of an earlier one must
             // not be described by that one's cache.
             .env("KUBECACHEDIR", self.dir.path().join("kube-cache"))
             .env_remove("KUBERNETES_SERVICE_HOST")
-            .current_dir(self.dir.path())
-            .output()
-            .expect("kubectl runs");
+            .current_dir(self.dir.path());
+        command
+    }
+
+    /// Runs a prepared kubectl command; success and the combined output.
+    pub fn output(mut command: Command) -> (bool, String) {
+        let out = command.output().expect("kubectl runs");
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
         (out.status.success(), text)
+    }
+
+    /// Runs kubectl; success and the combined output.
+    pub fn run(&self, args: &[&str]) -> (bool, String) {
+        Self::output(self.command(args))
     }
 
     pub fn ok(&self, args: &[&str]) -> String {
