@@ -77,6 +77,9 @@ impl std::fmt::Display for DenyRule {
 #[derive(Debug, Clone)]
 pub struct SimConfig {
     pub listen: SocketAddr,
+    /// Host names a served request may name in its `Host` header besides `localhost` and IP
+    /// addresses (`crate::host`): the names a non-loopback listen is reached by.
+    pub accept_hosts: Vec<String>,
     pub deny: Vec<DenyRule>,
     /// API groups not served (404), e.g. `route.openshift.io`, or single kinds as
     /// `GROUP/RESOURCE` (`postgresql.cnpg.io/databaseroles`; `core/` for the core group).
@@ -121,6 +124,7 @@ impl Default for SimConfig {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            accept_hosts: Vec::new(),
             deny: Vec::new(),
             unserve: Vec::new(),
             unauthorized: false,

@@ -159,16 +159,6 @@ impl ApiError {
         Self::new(405, "MethodNotAllowed", message)
     }
 
-    pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {content_type:?})"
-            ),
-        )
-    }
-
     pub fn too_large() -> Self {
         Self::new(
             413,

@@ -129,6 +129,9 @@ impl Sim {
             })?;
         listener.set_nonblocking(true).map_err(SimError::Runtime)?;
         let addr = listener.local_addr().map_err(SimError::Runtime)?;
+        if let Some(warning) = crate::host::exposure_warning(addr) {
+            tracing::warn!("{warning}");
+        }
         let server = Arc::new(Server::new(config, addr.to_string()));
         seed(&server)?;
         let cluster = if server.config.controllers {
@@ -161,8 +164,19 @@ impl Sim {
                     if let Some(cluster) = &cluster {
                         cluster.spawn();
                     }
-                    let app = axum::Router::new()
-                        .fallback(move |req| http::handle(app_server.clone(), req));
+                    // Over a socket, a request must name this server (`crate::host`).
+                    let app = axum::Router::new().fallback(
+                        move |req: axum::http::Request<axum::body::Body>| {
+                            let server = app_server.clone();
+                            async move {
+                                let accept = &server.config.accept_hosts;
+                                match crate::host::refusal(req.headers(), req.uri(), accept) {
+                                    Some(refused) => refused,
+                                    None => http::handle(server, req).await,
+                                }
+                            }
+                        },
+                    );
                     tokio::select! {
                         served = axum::serve(listener, app) => {
                             if let Err(e) = served {

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::error::ApiError;
 use crate::faults::Verdict;
 use crate::filter::{Filter, decode_continue, encode_continue, validate_list_options};
+use crate::media::BodyFormat;
 use crate::ops::{self, DeleteOpts, PatchKind, Subresource};
 use crate::resources::ResourceInfo;
 use crate::server::Server;
@@ -411,7 +412,7 @@ async fn api(
             "create" => SubRequest::Create(read_body(body, &parts.headers).await?),
             "update" => SubRequest::Put(read_body(body, &parts.headers).await?),
             "patch" => {
-                let (kind, patch) = read_patch(body, &parts.headers).await?;
+                let (kind, patch) = read_patch(body, &parts.headers, &info).await?;
                 SubRequest::Patch(kind, patch)
             }
             _ => SubRequest::Get,
@@ -495,7 +496,7 @@ async fn api(
             Ok(ctx.object(StatusCode::OK, &updated))
         }
         "patch" => {
-            let (kind, patch) = read_patch(body, &parts.headers).await?;
+            let (kind, patch) = read_patch(body, &parts.headers, &info).await?;
             if kind == PatchKind::Apply && query.get("fieldManager").is_none_or(String::is_empty) {
                 return Err(crate::apply::field_manager_required());
             }
@@ -683,49 +684,35 @@ fn decode(bytes: &[u8], yaml: bool) -> Result<Value, ApiError> {
     })
 }
 
-/// A body in JSON, YAML or (for the kinds `proto` knows) protobuf, by its content type.
-fn decode_any(bytes: &[u8], headers: &HeaderMap) -> Result<Value, ApiError> {
-    let ct = headers
+/// The `Content-Type` of a request, when it has one a header can hold.
+fn content_type(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
-    if ct.starts_with(crate::proto::MEDIA_TYPE) {
-        return Ok(crate::proto::decode(bytes)?);
-    }
-    decode(bytes, ct.contains("yaml"))
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
 }
 
-async fn read_patch(body: Body, headers: &HeaderMap) -> Result<(PatchKind, Value), ApiError> {
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let kind =
-        PatchKind::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))?;
+/// A body in JSON, YAML or (for the kinds `proto` knows) protobuf, by its content type; any
+/// other content type is refused (415) before the body is decoded.
+fn decode_any(bytes: &[u8], headers: &HeaderMap) -> Result<Value, ApiError> {
+    match crate::media::body_format(content_type(headers))? {
+        BodyFormat::Protobuf => Ok(crate::proto::decode(bytes)?),
+        format => decode(bytes, format == BodyFormat::Yaml),
+    }
+}
+
+async fn read_patch(
+    body: Body,
+    headers: &HeaderMap,
+    info: &ResourceInfo,
+) -> Result<(PatchKind, Value), ApiError> {
     let bytes = read_bytes(body).await?;
+    let kind = crate::media::patch_kind(content_type(headers).unwrap_or(""), info.custom)?;
     Ok((kind, decode(&bytes, kind == PatchKind::Apply)?))
 }
 
 async fn read_body(body: Body, headers: &HeaderMap) -> Result<Value, ApiError> {
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json");
-    if ct.starts_with(crate::proto::MEDIA_TYPE) {
-        let bytes = read_bytes(body).await?;
-        return Ok(crate::proto::decode(&bytes)?);
-    }
-    if ct.contains("protobuf") || ct.contains("cbor") {
-        return Err(ApiError::new(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {ct:?})"
-            ),
-        ));
-    }
     let bytes = read_bytes(body).await?;
-    let value = decode(&bytes, ct.contains("yaml"))?;
+    let value = decode_any(&bytes, headers)?;
     if !value.is_object() {
         return Err(ApiError::bad_request(
             "the request body must be a JSON object",

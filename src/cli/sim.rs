@@ -34,6 +34,10 @@ pub struct SimArgs {
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
+    /// A host name clients may reach the server by besides `localhost` and IP addresses
+    /// (requests naming any other host are refused: DNS rebinding). Repeatable.
+    #[arg(long = "accept-host")]
+    pub accept_hosts: Vec<String>,
     /// Write the kubeconfig to this file; an existing file is replaced only if `sim` wrote it,
     /// and it is kept on exit (default: a temporary file, removed on exit).
     #[arg(long)]
@@ -87,6 +91,7 @@ impl SimArgs {
         }
         let mut config = SimConfig {
             listen: self.listen,
+            accept_hosts: self.accept_hosts.clone(),
             deny: self.deny.clone(),
             unserve: self.unserve.clone(),
             unauthorized: self.unauthorized,

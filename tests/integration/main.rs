@@ -80,6 +80,7 @@ mod sim_net_support;
 mod sim_pod_security;
 #[path = "../../sim/tests/integration/sim_support.rs"]
 mod sim_support;
+mod sim_surface_cli;
 mod status_write;
 mod upstream_crds;
 mod wait_support;

@@ -58,12 +58,29 @@ fn text<'a>(body: &'a Value, name: &str) -> Result<&'a str, ApiError> {
 
 async fn run(server: Arc<Server>, req: Request<Body>) -> Result<Value, ApiError> {
     let (parts, body) = req.into_parts();
+    // The endpoint is for test programs: a browser's request (it always says where it comes
+    // from) is refused, and a body is JSON, never what a cross-site form or `text/plain` sends.
+    if parts.headers.contains_key(axum::http::header::ORIGIN) {
+        return Err(ApiError::forbidden(
+            "the /_sim endpoint does not answer requests from web pages",
+        ));
+    }
     let bytes = axum::body::to_bytes(body, MAX_BODY)
         .await
         .map_err(|_| ApiError::too_large())?;
     let body: Value = if bytes.is_empty() {
         json!({})
     } else {
+        let content_type = parts
+            .headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+        if !matches!(
+            crate::media::body_format(content_type),
+            Ok(crate::media::BodyFormat::Json)
+        ) {
+            return Err(crate::media::unsupported(&["application/json"]));
+        }
         serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::bad_request(format!("admin body is not JSON: {e}")))?
     };

@@ -398,7 +398,7 @@ impl PatchKind {
             "application/merge-patch+json" => Some(Self::Merge),
             "application/json-patch+json" => Some(Self::Json),
             "application/strategic-merge-patch+json" => Some(Self::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+cbor" => Some(Self::Apply),
+            "application/apply-patch+yaml" => Some(Self::Apply),
             _ => None,
         }
     }
@@ -452,9 +452,7 @@ pub fn patch(
         }
         PatchKind::Strategic => {
             if info.custom {
-                return Err(ApiError::unsupported_media_type(
-                    "application/strategic-merge-patch+json",
-                ));
+                return Err(crate::media::unsupported(crate::media::patch_types(true)));
             }
             patch::strategic_merge_patch(
                 &mut target,
@@ -464,9 +462,9 @@ pub fn patch(
             .map_err(ApiError::bad_request)?;
         }
         PatchKind::Apply => {
-            return Err(ApiError::unsupported_media_type(
-                "application/apply-patch+yaml",
-            ));
+            return Err(crate::media::unsupported(crate::media::patch_types(
+                info.custom,
+            )));
         }
     }
     update(server, l, info, namespace, name, target, sub)

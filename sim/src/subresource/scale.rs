@@ -244,9 +244,7 @@ pub fn write(call: &Call<'_>, l: &mut Locked<'_>, req: Edit) -> Result<Value, Ap
                     )
                 })?,
                 PatchKind::Apply => {
-                    return Err(ApiError::unsupported_media_type(
-                        "application/apply-patch+yaml",
-                    ));
+                    return Err(crate::media::unsupported(crate::media::patch_types(false)));
                 }
             }
             scale

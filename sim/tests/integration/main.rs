@@ -17,6 +17,7 @@ mod sim_rbac;
 mod sim_scale;
 mod sim_sharding;
 mod sim_support;
+mod sim_surface;
 mod sim_watch;
 mod sim_workload_faults;
 mod sim_write_rules;
