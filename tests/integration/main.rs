@@ -57,6 +57,7 @@ mod runtime_shards;
 mod runtime_support;
 mod runtime_traces;
 mod runtime_watch;
+mod shared_checkov;
 mod shared_events;
 mod shared_least_privilege;
 mod shared_metrics;
