@@ -116,13 +116,22 @@ pub fn our_owner<C: Resource + 'static>() -> OwnerOf<C> {
 /// holding every pass until a deadline: passes judge optional APIs by the prober's answer per
 /// namespace, and a write into a refused namespace is refused and reported by its pass.
 fn unreadable(error: &watcher::Error) -> bool {
-    let response = match error {
+    matches!(api_code(error), Some(403 | 404))
+}
+
+/// The code of the API server's answer a watch failed on, if it answered.
+fn api_code(error: &watcher::Error) -> Option<u16> {
+    match error {
         watcher::Error::InitialListFailed(kube::Error::Api(response))
         | watcher::Error::WatchStartFailed(kube::Error::Api(response))
-        | watcher::Error::WatchError(response) => response,
-        _ => return false,
-    };
-    matches!(response.code, 403 | 404)
+        | watcher::Error::WatchError(response) => Some(response.code),
+        _ => None,
+    }
+}
+
+/// The API of the store is not served (404), as when a CRD or an aggregated API went away.
+fn not_served(error: &watcher::Error) -> bool {
+    api_code(error) == Some(404)
 }
 
 /// What a store keeps of each object as it enters it, and which objects may be written: a
@@ -447,8 +456,15 @@ where
             .flat_map(move |(generation, result)| {
                 let owners = match result {
                     Ok(event) => {
+                        // Served again once the watch makes progress (`Init` comes before a
+                        // list that may still fail): the owners it failed are woken.
+                        let revived = !matches!(event, watcher::Event::Init)
+                            && self.synced.set_served(true);
                         let done = matches!(event, watcher::Event::InitDone);
                         let mut owners = self.apply(event, namespace.as_deref(), &mut relist);
+                        if revived {
+                            owners.extend(self.by_owner.iter().map(|e| e.key().clone()));
+                        }
                         // Until the first list is done no pass has read this store (each waits
                         // for it to sync): waking the owners of what it brings would only queue
                         // a second pass behind each first one.
@@ -466,6 +482,7 @@ where
                     }
                     Err(error) => {
                         let kind = C::kind(&());
+                        let listed_before = !first;
                         let unreadable = unreadable(&error);
                         if unreadable && std::mem::take(&mut first) {
                             tracing::warn!(%kind, namespace = ?namespace, %error, "cannot be listed: read as empty");
@@ -477,7 +494,18 @@ where
                             reported = generation;
                             self.relisted_one(generation);
                         }
-                        Vec::new()
+                        // Listed before, not served now: the cache is the last list, which
+                        // nothing will correct. Passes fail until it is served again, and the
+                        // owners of what it holds are woken to say so.
+                        if listed_before && not_served(&error) && self.synced.set_served(false) {
+                            tracing::warn!(%kind, "no longer served: passes reading it fail until it is");
+                            // A resumed watch says nothing until something changes: list
+                            // again instead, so the end of that list says it is back.
+                            self.restarts.restart();
+                            self.by_owner.iter().map(|e| e.key().clone()).collect()
+                        } else {
+                            Vec::new()
+                        }
                     }
                 };
                 futures::stream::iter(owners)

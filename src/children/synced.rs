@@ -6,12 +6,18 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// The cache was not synced in time.
+/// The cache cannot be read as the truth: not listed in time, or its API went away.
 #[derive(Debug, thiserror::Error)]
-#[error("{what} not listed after {limit:?}: the operator may lack list/watch permission")]
-pub struct NotSynced {
-    pub what: &'static str,
-    pub limit: Duration,
+pub enum NotSynced {
+    #[error("{what} not listed after {limit:?}: the operator may lack list/watch permission")]
+    Timeout { what: &'static str, limit: Duration },
+    /// Served when the watch first listed, answered 404 since: what the cache holds is the
+    /// last list, which nothing will update or remove (issue 46, finding 13).
+    #[error(
+        "{what} are no longer served by the API server (they were when the operator listed \
+         them): what the operator last saw of them may be stale"
+    )]
+    NoLongerServed { what: &'static str },
 }
 
 /// Counts the watches of one cache that finished their first list.
@@ -21,6 +27,8 @@ pub struct Synced {
     expected: AtomicUsize,
     done: AtomicUsize,
     flag: AtomicBool,
+    /// The API answered "not served" after a first list ([`NotSynced::NoLongerServed`]).
+    gone: AtomicBool,
     /// Wakes the waiters once synced. A `Notify`, not a `watch` channel: a `watch` wakes its
     /// receivers in a random order, so the passes waiting here (every actor started before the
     /// first list) would resume, and write, in a different order in each run of a seed.
@@ -34,6 +42,7 @@ impl Synced {
             expected: AtomicUsize::new(usize::MAX),
             done: AtomicUsize::new(0),
             flag: AtomicBool::new(false),
+            gone: AtomicBool::new(false),
             synced: Notify::new(),
         }
     }
@@ -62,9 +71,23 @@ impl Synced {
         self.flag.load(Ordering::SeqCst)
     }
 
+    /// The API of this cache is served (`true`) or answered "not served" after a first list;
+    /// returns whether that changed.
+    pub fn set_served(&self, served: bool) -> bool {
+        self.gone.swap(!served, Ordering::SeqCst) == served
+    }
+
+    fn still_served(&self) -> Result<(), NotSynced> {
+        if self.gone.load(Ordering::SeqCst) {
+            return Err(NotSynced::NoLongerServed { what: self.what });
+        }
+        Ok(())
+    }
+
     /// Waits for every first list; gives up after `limit`, so a watch that cannot list fails
     /// the pass visibly instead of hanging it.
     pub async fn wait(&self, limit: Duration) -> Result<(), NotSynced> {
+        self.still_served()?;
         // Every pass asks: once synced, answer without subscribing or a timer.
         if self.is_synced() {
             return Ok(());
@@ -80,7 +103,7 @@ impl Synced {
         };
         tokio::time::timeout(limit, synced)
             .await
-            .map_err(|_| NotSynced {
+            .map_err(|_| NotSynced::Timeout {
                 what: self.what,
                 limit,
             })
@@ -123,5 +146,26 @@ mod tests {
             task.await.unwrap();
         }
         assert_eq!(*resumed.lock().unwrap(), (0..32).collect::<Vec<_>>());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_api_gone_after_its_first_list_fails_every_wait_until_served_again() {
+        let synced = Synced::new("Routes");
+        synced.expect(1);
+        synced.one_done();
+        assert!(synced.wait(Duration::from_secs(1)).await.is_ok());
+        assert!(synced.set_served(false), "a change");
+        assert!(!synced.set_served(false), "no change");
+        let err = synced.wait(Duration::from_secs(1)).await.unwrap_err();
+        assert!(
+            matches!(err, NotSynced::NoLongerServed { what: "Routes" }),
+            "{err}"
+        );
+        assert!(
+            err.to_string().starts_with("Routes are no longer served"),
+            "{err}"
+        );
+        assert!(synced.set_served(true));
+        assert!(synced.wait(Duration::from_secs(1)).await.is_ok());
     }
 }

@@ -13,6 +13,7 @@ mod console_ready;
 mod console_sim;
 mod console_support;
 mod console_trust;
+mod console_vanished_api;
 mod console_workload;
 mod corpus;
 mod crds;
