@@ -10,6 +10,7 @@ mod console_converged;
 mod console_exposure;
 mod console_namespaces;
 mod console_ready;
+mod console_refused_children;
 mod console_sim;
 mod console_support;
 mod console_trust;
