@@ -46,34 +46,7 @@ async fn a_quota_that_refuses_the_deployment_is_quota_exceeded_until_lifted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admission_policy_that_refuses_the_deployment_is_admission_denied_until_lifted() {
     let env = start(with_controllers(), settings(), true).await;
-    let policies: Api<ValidatingAdmissionPolicy> = Api::all(env.client.clone());
-    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(env.client.clone());
-    let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
-        "metadata": {"name": "no-consoles"},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {"resourceRules": [{
-                "apiGroups": ["apps"], "apiVersions": ["v1"],
-                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
-            "validations": [{"expression": "!object.metadata.name.endsWith('-console')",
-                             "message": "no consoles here"}]
-        }
-    }))
-    .expect("policy");
-    policies
-        .create(&PostParams::default(), &policy)
-        .await
-        .expect("policy created");
-    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
-        "metadata": {"name": "no-consoles"},
-        "spec": {"policyName": "no-consoles", "validationActions": ["Deny"]}
-    }))
-    .expect("binding");
-    bindings
-        .create(&PostParams::default(), &binding)
-        .await
-        .expect("binding created");
-
+    let lift = deny_deployments(&env.client, "-console", "no consoles here").await;
     env.console("denied", json!({"image": IMAGE})).await;
     let failed = env.wait("denied", "Ready", "ReconcileError").await;
     assert_eq!(state(&failed, "Ready").0, "False");
@@ -84,9 +57,49 @@ async fn an_admission_policy_that_refuses_the_deployment_is_admission_denied_unt
     assert_eq!(kind, "Warning");
     assert!(note.contains("no consoles here"), "{note}");
 
-    bindings
-        .delete("no-consoles", &DeleteParams::default())
-        .await
-        .expect("binding deleted");
+    lift.await;
     env.ready("denied").await;
+}
+
+/// A ValidatingAdmissionPolicy (and its binding) refusing every Deployment whose name ends
+/// with `suffix`, with `message`; the future returned lifts it (deletes the binding).
+pub async fn deny_deployments(
+    client: &kube::Client,
+    suffix: &str,
+    message: &str,
+) -> impl std::future::Future<Output = ()> + use<> {
+    let name = format!("no{suffix}");
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    let policy: ValidatingAdmissionPolicy = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": format!("!object.metadata.name.endsWith('{suffix}')"),
+                             "message": message}]
+        }
+    }))
+    .expect("policy");
+    policies
+        .create(&PostParams::default(), &policy)
+        .await
+        .expect("policy created");
+    let binding: ValidatingAdmissionPolicyBinding = serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]}
+    }))
+    .expect("binding");
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("binding created");
+    async move {
+        bindings
+            .delete(&name, &DeleteParams::default())
+            .await
+            .expect("binding deleted");
+    }
 }

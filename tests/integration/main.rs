@@ -20,6 +20,7 @@ mod corpus;
 mod crds;
 mod evidence_agent;
 mod evidence_agent_faults;
+mod evidence_agent_refused;
 mod evidence_agent_restart;
 mod evidence_agent_tls;
 mod explain_cli;
