@@ -33,6 +33,7 @@ mod machinery_support;
 mod machinery_workload;
 mod operator_support;
 mod pgaccessrequest;
+mod pgadmin_not_running;
 mod pgadmin_reasons;
 mod pgadmin_servers;
 mod pgadmin_settings;
