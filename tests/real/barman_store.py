@@ -148,5 +148,36 @@ def down(work):
         pass
 
 
+def s3_client(desc):
+    os.environ["AWS_CA_BUNDLE"] = desc["ca"]
+    import boto3  # noqa: E402 (the venv's interpreter runs this command)
+    return boto3.client("s3", endpoint_url=desc["endpoint"], aws_access_key_id=ACCESS_KEY,
+                        aws_secret_access_key=SECRET_KEY, region_name=REGION)
+
+
+def objects(work):
+    """Every object of the bucket with its ETag and modification time, as JSON."""
+    with open(os.path.join(work, "store.json")) as f:
+        desc = json.load(f)
+    client = s3_client(desc)
+    out = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+        for o in page.get("Contents", []):
+            out.append([o["Key"], o["ETag"], o["LastModified"].isoformat(), o["Size"]])
+    print(json.dumps(out))
+
+
+def delete(work, key):
+    with open(os.path.join(work, "store.json")) as f:
+        desc = json.load(f)
+    s3_client(desc).delete_object(Bucket=BUCKET, Key=key)
+
+
 if __name__ == "__main__":
-    {"up": up, "down": down}[sys.argv[1]](sys.argv[2])
+    command = sys.argv[1]
+    if command in ("objects", "delete"):
+        # These need boto3: the store's venv runs them.
+        python = os.path.join(VENV, "bin", "python3")
+        if os.path.realpath(sys.prefix) != os.path.realpath(VENV):
+            os.execv(python, [python] + sys.argv)
+    {"up": up, "down": down, "objects": objects, "delete": delete}[command](*sys.argv[2:])

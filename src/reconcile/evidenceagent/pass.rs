@@ -113,6 +113,7 @@ pub fn credential_secrets(valid: &ValidConfig) -> Vec<String> {
     let mut secrets: Vec<String> = [&valid.store.access_key_id, &valid.store.secret_access_key]
         .into_iter()
         .chain(valid.store.region.as_ref())
+        .chain(valid.store.endpoint_ca.as_ref())
         .map(|(secret, _)| secret.clone())
         .collect();
     secrets.sort();
