@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use pgtoolbox_api::evidence as contract;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
@@ -411,6 +412,22 @@ async fn the_agent_serves_what_barman_says_of_real_backups() {
     let billing = agent_ready(&env, &store.s("other")).await;
     let pod = kubelet(&env, &orders, None).await;
     assert_eq!(pod.env[contract::ENV_SERVER_NAME], store.s("server"));
+    // Its NetworkPolicy lets it reach the store's port (and DNS) only.
+    let policy = Api::<NetworkPolicy>::namespaced(env.client.clone(), NS)
+        .get(&format!("{orders}-evidence"))
+        .await
+        .expect("the agent's NetworkPolicy");
+    let policy = serde_json::to_value(policy).expect("json");
+    let store_port: u16 = store
+        .s("endpoint")
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("endpoint port");
+    assert_eq!(
+        policy["spec"]["egress"][1],
+        json!({"ports": [{"protocol": "TCP", "port": store_port}]})
+    );
     let agent = run_agent(&pod);
 
     // The evidence equals barman-cloud-backup-list, field for field.

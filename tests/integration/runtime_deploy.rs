@@ -407,10 +407,10 @@ fn deploy_names_the_evidence_agent_image_the_dockerfile_builds() {
     assert_eq!(image, Some(format!("{AGENT_IMAGE}:{version}")));
     for example in ["examples/evidenceagent.yaml"] {
         for doc in yaml_documents(&repo_file(example)) {
-            if doc["kind"] == "EvidenceAgent" {
-                if let Some(image) = doc["spec"]["image"].as_str() {
-                    assert_eq!(image, format!("{AGENT_IMAGE}:{version}"), "{example}");
-                }
+            if let Some(image) = doc["spec"]["image"].as_str()
+                && doc["kind"] == "EvidenceAgent"
+            {
+                assert_eq!(image, format!("{AGENT_IMAGE}:{version}"), "{example}");
             }
         }
     }

@@ -13,6 +13,10 @@ use k8s_openapi::api::core::v1::{
     SecretKeySelector, SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec,
     Volume, VolumeMount,
 };
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
+    NetworkPolicyPort, NetworkPolicySpec,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use pgtoolbox_api::evidence as contract;
@@ -22,7 +26,9 @@ use super::config::ValidConfig;
 use super::pki::{CertAndKey, TLS_CA_KEY, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::CertificateProvider;
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
-use crate::reconcile::workload::{SecretDigest, restrict_pod, stamp_workload_hash};
+use crate::reconcile::workload::{
+    SecretDigest, dns_egress_rule, restrict_pod, stamp_workload_hash,
+};
 
 /// The Service annotation that makes the OpenShift service CA issue a serving certificate.
 pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
@@ -202,6 +208,70 @@ fn plain_env(name: &str, value: &str) -> EnvVar {
         name: name.to_owned(),
         value: Some(value.to_owned()),
         ..EnvVar::default()
+    }
+}
+
+/// The port of the store's endpoint (`endpointURL`'s, else HTTPS's 443).
+fn store_port(endpoint: Option<&str>) -> i32 {
+    let Some(url) = endpoint else {
+        return 443;
+    };
+    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    // An IPv6 literal keeps its colons inside brackets.
+    let after_host = host_port
+        .rsplit_once(']')
+        .map_or(host_port, |(_, rest)| rest);
+    after_host
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+        .unwrap_or(if scheme.eq_ignore_ascii_case("http") {
+            80
+        } else {
+            443
+        })
+}
+
+/// The agent's NetworkPolicy `<name>-evidence`: in, only `clients` (omitted: the namespace's
+/// Pods) on the HTTPS port; out, only DNS and the store's port. A policy cannot name a host
+/// outside the cluster, so the store is confined by its port, to any address.
+pub fn network_policy(input: &RenderInput<'_>, clients: &[NetworkPolicyPeer]) -> NetworkPolicy {
+    let names = ChildNames::of(input.agent);
+    let from = if clients.is_empty() {
+        vec![NetworkPolicyPeer {
+            pod_selector: Some(LabelSelector::default()),
+            ..NetworkPolicyPeer::default()
+        }]
+    } else {
+        clients.to_vec()
+    };
+    let tcp = |port: i32| NetworkPolicyPort {
+        protocol: Some("TCP".into()),
+        port: Some(IntOrString::Int(port)),
+        ..NetworkPolicyPort::default()
+    };
+    let store = store_port(input.config.store.endpoint_url.as_deref());
+    NetworkPolicy {
+        metadata: meta(&names.workload, input.agent),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(child_labels(input.agent, COMPONENT)),
+                ..LabelSelector::default()
+            }),
+            policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
+            ingress: Some(vec![NetworkPolicyIngressRule {
+                from: Some(from),
+                ports: Some(vec![tcp(AGENT_PORT)]),
+            }]),
+            egress: Some(vec![
+                dns_egress_rule(),
+                NetworkPolicyEgressRule {
+                    to: None,
+                    ports: Some(vec![tcp(store)]),
+                },
+            ]),
+        }),
     }
 }
 

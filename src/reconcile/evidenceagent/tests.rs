@@ -769,3 +769,79 @@ fn the_deployment_renders_the_agents_contract() {
     }]}}));
     assert_eq!(named.run().valid.expect("valid").server_name, "orders-2026");
 }
+
+/// The NetworkPolicy admits the named clients (omitted: the namespace's Pods) to the HTTPS
+/// port only, and lets the agent reach DNS and the store's port only.
+#[test]
+fn the_network_policy_admits_the_clients_and_reaches_the_store() {
+    use crate::api::CertificateProvider;
+    use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
+    let render = |endpoint: Option<&str>, clients: &[NetworkPolicyPeer]| {
+        let mut case = Case::new("policy");
+        if let Some(endpoint) = endpoint {
+            case.store = store_with("/spec/configuration/endpointURL", json!(endpoint)).map(|s| {
+                with(
+                    s,
+                    "/spec/configuration/s3Credentials/region",
+                    json!({"name": "orders-s3", "key": "REGION"}),
+                )
+            });
+        }
+        let valid = case.run().valid.expect("valid");
+        let input = RenderInput {
+            agent: "orders-evidence",
+            replicas: 1,
+            resources: None,
+            provider: CertificateProvider::Operator,
+            config: &valid,
+            secrets: &[],
+        };
+        serde_json::to_value(network_policy(&input, clients)).unwrap()
+    };
+    let policy = render(None, &[]);
+    assert_eq!(policy["metadata"]["name"], "orders-evidence-evidence");
+    let spec = &policy["spec"];
+    assert_eq!(spec["policyTypes"], json!(["Ingress", "Egress"]));
+    assert_eq!(
+        spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+        "evidence-agent"
+    );
+    assert_eq!(
+        spec["ingress"],
+        json!([{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 8443}]}]),
+        "omitted clients: the namespace's Pods"
+    );
+    assert_eq!(
+        spec["egress"][0]["ports"][0],
+        json!({"protocol": "UDP", "port": 53})
+    );
+    assert_eq!(
+        spec["egress"][1],
+        json!({"ports": [{"protocol": "TCP", "port": 443}]}),
+        "AWS S3 over HTTPS"
+    );
+    assert_eq!(spec["egress"].as_array().map(Vec::len), Some(2));
+    for (endpoint, port) in [
+        ("https://minio.storage.svc:9000", 9000),
+        ("http://s3.internal", 80),
+        ("https://[fd00::1]:9443/", 9443),
+        ("https://user@s3.example.com", 443),
+    ] {
+        assert_eq!(
+            render(Some(endpoint), &[])["spec"]["egress"][1]["ports"][0]["port"],
+            json!(port),
+            "{endpoint}"
+        );
+    }
+    let grafana: NetworkPolicyPeer = serde_json::from_value(json!({
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+        "podSelector": {"matchLabels": {"app": "grafana"}}
+    }))
+    .unwrap();
+    let named = render(None, std::slice::from_ref(&grafana));
+    assert_eq!(
+        named["spec"]["ingress"][0]["from"],
+        json!([serde_json::to_value(&grafana).unwrap()]),
+        "only the named clients"
+    );
+}
