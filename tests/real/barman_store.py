@@ -117,7 +117,8 @@ def up(work):
     for _ in range(3):
         psql(work, pg_port, "SELECT pg_switch_wal()")
         psql(work, pg_port, "INSERT INTO t SELECT generate_series(1, 100)")
-    backup = ["barman-cloud-backup", "--endpoint-url", endpoint, "-h", work, "-p", str(pg_port), "-U", "postgres"]
+    backup = ["barman-cloud-backup", "--immediate-checkpoint", "--endpoint-url", endpoint, "-h", work,
+              "-p", str(pg_port), "-U", "postgres"]
     run(backup + ["-n", "nightly-1", dest, SERVER], env=env, user="postgres")
     psql(work, pg_port, "INSERT INTO t SELECT generate_series(1, 100)")
     psql(work, pg_port, "SELECT pg_switch_wal()")
