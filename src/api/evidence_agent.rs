@@ -1,6 +1,7 @@
 //! `EvidenceAgent`: a read-only agent serving backup evidence of one Cluster's object store.
 
 use k8s_openapi::api::core::v1::ResourceRequirements;
+use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -61,6 +62,10 @@ pub struct EvidenceAgentSpec {
     /// The TLS certificate the agent serves with (Secret `<name>-evidence-tls`).
     #[serde(default)]
     pub serving_certificate: ServingCertificate,
+    /// Who may reach the agent: the peers its NetworkPolicy `<name>-evidence` admits to the
+    /// HTTPS port. Omitted: every Pod of the agent's namespace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<NetworkPolicyPeer>,
 }
 
 /// A CloudNativePG Cluster of the object's namespace.

@@ -23,6 +23,7 @@ mod evidence_agent_faults;
 mod evidence_agent_refused;
 mod evidence_agent_restart;
 mod evidence_agent_tls;
+mod evidence_real;
 mod explain_cli;
 mod explain_golden;
 mod explain_support;

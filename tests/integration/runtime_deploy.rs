@@ -365,3 +365,53 @@ fn deploy_installs_the_release_image_of_the_cargo_version() {
         wanted
     );
 }
+
+/// The evidence agent's image: the Dockerfile builds it (stage `evidence-agent`, the agent
+/// binary of this workspace at the release's version) and deploy/ names it, at that version,
+/// as the operator's --default-evidence-agent-image; the examples run it.
+#[test]
+fn deploy_names_the_evidence_agent_image_the_dockerfile_builds() {
+    const AGENT_IMAGE: &str = "ghcr.io/pgtoolbox/evidence-agent";
+    let version = env!("CARGO_PKG_VERSION");
+    let dockerfile = repo_file("Dockerfile");
+    assert!(
+        dockerfile.contains("--bin pgtoolbox-evidence-agent")
+            && dockerfile.contains("AS evidence-agent\n")
+            && dockerfile.contains(&format!("{AGENT_IMAGE}:<VERSION>")),
+        "the Dockerfile builds the agent's image"
+    );
+    let last_stage = dockerfile.rsplit("\nFROM ").next().unwrap_or_default();
+    assert!(
+        last_stage.contains("pgtoolbox-operator\"]"),
+        "a build without --target is still the operator's image"
+    );
+    let agent = repo_file("evidence-agent/Cargo.toml");
+    for line in [
+        "name = \"pgtoolbox-evidence-agent\"",
+        "version.workspace = true",
+        "license.workspace = true",
+    ] {
+        assert!(
+            agent.contains(line),
+            "evidence-agent/Cargo.toml lacks {line}"
+        );
+    }
+    let deployment = yaml_documents(&repo_file("deploy/04-deployment.yaml")).remove(0);
+    let image = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["name"] == "DEFAULT_EVIDENCE_AGENT_IMAGE")
+        .and_then(|e| e["value"].as_str())
+        .map(str::to_owned);
+    assert_eq!(image, Some(format!("{AGENT_IMAGE}:{version}")));
+    for example in ["examples/evidenceagent.yaml"] {
+        for doc in yaml_documents(&repo_file(example)) {
+            if let Some(image) = doc["spec"]["image"].as_str()
+                && doc["kind"] == "EvidenceAgent"
+            {
+                assert_eq!(image, format!("{AGENT_IMAGE}:{version}"), "{example}");
+            }
+        }
+    }
+}

@@ -178,6 +178,8 @@ impl EvidenceAgentReconciler {
                 .await?
                 .apply(&c.services, [children.service])
                 .await?
+                .apply(&c.network_policies, [children.network_policy])
+                .await?
                 .apply_as_account(&c.deployments, children.deployment)
                 .await
                 .map(|_| ())
@@ -217,6 +219,7 @@ impl StatusPass for EvidenceAgentReconciler {
         vec![
             c.service_accounts.synced(),
             c.services.synced(),
+            c.network_policies.synced(),
             c.deployments.synced(),
             c.config_maps.synced(),
             c.replica_sets.synced(),

@@ -55,6 +55,8 @@ pub struct StoreProfile {
     pub access_key_id: (String, String),
     pub secret_access_key: (String, String),
     pub region: Option<(String, String)>,
+    /// `(Secret name, key)` of the CA bundle of a custom endpoint (`endpointCA`).
+    pub endpoint_ca: Option<(String, String)>,
 }
 
 /// The ConfigurationValid verdict, and what a valid configuration renders from.
@@ -72,6 +74,9 @@ pub struct ConfigOutcome {
 pub struct ValidConfig {
     pub image: String,
     pub store: StoreProfile,
+    /// The barman server name the Cluster's backups are stored under (the plugin's
+    /// `serverName` parameter, else the Cluster's name).
+    pub server_name: String,
 }
 
 /// The `barmanObjectName` of the Cluster's enabled barman-cloud plugin, if any.
@@ -89,6 +94,26 @@ pub fn barman_object_name(cluster: &Value) -> Option<String> {
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
         })
+}
+
+/// The server name the Cluster's barman-cloud plugin archives under: its `serverName`
+/// parameter, else the Cluster's own name.
+pub fn barman_server_name(cluster: &Value, cluster_name: &str) -> String {
+    cluster
+        .pointer("/spec/plugins")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| p.get("name").and_then(Value::as_str) == Some(BARMAN_PLUGIN))
+        .filter(|p| p.get("enabled").and_then(Value::as_bool) != Some(false))
+        .find_map(|p| {
+            p.pointer("/parameters/serverName")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        })
+        .unwrap_or_else(|| cluster_name.to_owned())
 }
 
 fn selector(v: Option<&Value>) -> Option<(String, String)> {
@@ -156,6 +181,7 @@ fn store_profile(name: &str, store: &Value) -> Result<StoreProfile, Verdict> {
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
     let region = selector(s3.get("region"));
+    let endpoint_ca = selector(field("endpointCA"));
     if let (Some(endpoint), None) = (&endpoint_url, &region) {
         return Err(fail(
             r::REGION_REQUIRED,
@@ -171,6 +197,7 @@ fn store_profile(name: &str, store: &Value) -> Result<StoreProfile, Verdict> {
         access_key_id,
         secret_access_key,
         region,
+        endpoint_ca,
     })
 }
 
@@ -274,6 +301,7 @@ pub fn decide(facts: &AgentFacts<'_>) -> ConfigOutcome {
         valid: Some(ValidConfig {
             image,
             store: profile,
+            server_name: barman_server_name(cluster, facts.cluster_name),
         }),
     }
 }

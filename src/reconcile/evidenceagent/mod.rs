@@ -28,8 +28,8 @@ pub use plan::{CertificatePlan, plan_certificate};
 pub use render::{CABUNDLE_KEY, ChildNames, pull_policy};
 #[cfg(test)]
 pub use render::{
-    RenderInput, SERVING_CERT_ANNOTATION, ca_config_map, deployment, service, service_account,
-    serving_secret,
+    RenderInput, SERVING_CERT_ANNOTATION, ca_config_map, deployment, network_policy, service,
+    service_account, serving_secret,
 };
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use jiff::Timestamp;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::certificate::{
@@ -14,7 +15,9 @@ use super::certificate::{
 };
 use super::config::{AgentFacts, ConfigOutcome, ForeignChild, ValidConfig, decide};
 use super::plan::CertificatePlan;
-use super::render::{ChildNames, RenderInput, ca_config_map, deployment, service, service_account};
+use super::render::{
+    ChildNames, RenderInput, ca_config_map, deployment, network_policy, service, service_account,
+};
 use crate::api::EvidenceAgentStatus;
 use crate::api::{CertificateProvider, CertificateStatus, EvidenceAgentSpec, ObjectStoreStatus};
 use crate::conditions::reasons::{common, evidenceagent as r};
@@ -60,6 +63,7 @@ pub struct AgentChildren {
     pub service_account: ServiceAccount,
     pub ca_config_map: Option<ConfigMap>,
     pub service: Service,
+    pub network_policy: NetworkPolicy,
     pub deployment: Option<Deployment>,
 }
 
@@ -113,6 +117,7 @@ pub fn credential_secrets(valid: &ValidConfig) -> Vec<String> {
     let mut secrets: Vec<String> = [&valid.store.access_key_id, &valid.store.secret_access_key]
         .into_iter()
         .chain(valid.store.region.as_ref())
+        .chain(valid.store.endpoint_ca.as_ref())
         .map(|(secret, _)| secret.clone())
         .collect();
     secrets.sort();
@@ -180,6 +185,7 @@ pub fn plan(observed: Observed<'_>) -> Plan {
         service_account: service_account(&input),
         ca_config_map: ca_config_map(&input),
         service: service(&input),
+        network_policy: network_policy(&input, &observed.spec.clients),
         deployment: (!deployment_held).then(|| deployment(&input)),
     };
     Plan::Apply(Box::new(ApplyPlan {

@@ -8,19 +8,27 @@ use std::collections::BTreeMap;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, PodSpec,
-    PodTemplateSpec, ResourceRequirements, Secret, SecretKeySelector, SecretVolumeSource, Service,
-    ServiceAccount, ServicePort, ServiceSpec, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
+    HTTPGetAction, KeyToPath, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Secret,
+    SecretKeySelector, SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec,
+    Volume, VolumeMount,
+};
+use k8s_openapi::api::networking::v1::{
+    NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
+    NetworkPolicyPort, NetworkPolicySpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use pgtoolbox_api::evidence as contract;
 
 use super::certificate::{CERTIFICATE_DIGEST_ANNOTATION, certificate_digest};
 use super::config::ValidConfig;
 use super::pki::{CertAndKey, TLS_CA_KEY, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::CertificateProvider;
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
-use crate::reconcile::workload::{SecretDigest, restrict_pod, stamp_workload_hash};
+use crate::reconcile::workload::{
+    SecretDigest, dns_egress_rule, restrict_pod, stamp_workload_hash,
+};
 
 /// The Service annotation that makes the OpenShift service CA issue a serving certificate.
 pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
@@ -29,7 +37,7 @@ pub const INJECT_CABUNDLE_ANNOTATION: &str = "service.beta.openshift.io/inject-c
 /// The key the service CA injects its bundle under.
 pub const CABUNDLE_KEY: &str = "service-ca.crt";
 /// The port the agent serves TLS on.
-pub const AGENT_PORT: i32 = 8443;
+pub const AGENT_PORT: i32 = contract::PORT as i32;
 
 const COMPONENT: Component = Component::EvidenceAgent;
 
@@ -162,6 +170,24 @@ pub fn ca_config_map(input: &RenderInput<'_>) -> Option<ConfigMap> {
     })
 }
 
+/// The agent's `/readyz` over HTTPS, with the fields the API server defaults stated (the
+/// rendered container compares whole).
+fn readiness_probe() -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(contract::PATH_READYZ.into()),
+            port: IntOrString::String("https".into()),
+            scheme: Some("HTTPS".into()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(10),
+        timeout_seconds: Some(1),
+        success_threshold: Some(1),
+        failure_threshold: Some(3),
+        ..Probe::default()
+    }
+}
+
 fn secret_env(name: &str, (secret, key): &(String, String)) -> EnvVar {
     EnvVar {
         name: name.to_owned(),
@@ -185,21 +211,86 @@ fn plain_env(name: &str, value: &str) -> EnvVar {
     }
 }
 
+/// The port of the store's endpoint (`endpointURL`'s, else HTTPS's 443).
+fn store_port(endpoint: Option<&str>) -> i32 {
+    let Some(url) = endpoint else {
+        return 443;
+    };
+    let (scheme, rest) = url.split_once("://").unwrap_or(("https", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit('@').next().unwrap_or_default();
+    // An IPv6 literal keeps its colons inside brackets.
+    let after_host = host_port
+        .rsplit_once(']')
+        .map_or(host_port, |(_, rest)| rest);
+    after_host
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse().ok())
+        .unwrap_or(if scheme.eq_ignore_ascii_case("http") {
+            80
+        } else {
+            443
+        })
+}
+
+/// The agent's NetworkPolicy `<name>-evidence`: in, only `clients` (omitted: the namespace's
+/// Pods) on the HTTPS port; out, only DNS and the store's port. A policy cannot name a host
+/// outside the cluster, so the store is confined by its port, to any address.
+pub fn network_policy(input: &RenderInput<'_>, clients: &[NetworkPolicyPeer]) -> NetworkPolicy {
+    let names = ChildNames::of(input.agent);
+    let from = if clients.is_empty() {
+        vec![NetworkPolicyPeer {
+            pod_selector: Some(LabelSelector::default()),
+            ..NetworkPolicyPeer::default()
+        }]
+    } else {
+        clients.to_vec()
+    };
+    let tcp = |port: i32| NetworkPolicyPort {
+        protocol: Some("TCP".into()),
+        port: Some(IntOrString::Int(port)),
+        ..NetworkPolicyPort::default()
+    };
+    let store = store_port(input.config.store.endpoint_url.as_deref());
+    NetworkPolicy {
+        metadata: meta(&names.workload, input.agent),
+        spec: Some(NetworkPolicySpec {
+            pod_selector: Some(LabelSelector {
+                match_labels: Some(child_labels(input.agent, COMPONENT)),
+                ..LabelSelector::default()
+            }),
+            policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
+            ingress: Some(vec![NetworkPolicyIngressRule {
+                from: Some(from),
+                ports: Some(vec![tcp(AGENT_PORT)]),
+            }]),
+            egress: Some(vec![
+                dns_egress_rule(),
+                NetworkPolicyEgressRule {
+                    to: None,
+                    ports: Some(vec![tcp(store)]),
+                },
+            ]),
+        }),
+    }
+}
+
 pub fn deployment(input: &RenderInput<'_>) -> Deployment {
     let names = ChildNames::of(input.agent);
     let store = &input.config.store;
     let mut env = vec![
-        plain_env("EVIDENCE_DESTINATION_PATH", &store.destination_path),
-        plain_env("EVIDENCE_OBJECT_STORE", &store.name),
-        plain_env("EVIDENCE_TLS_DIR", "/etc/evidence/tls"),
-        secret_env("AWS_ACCESS_KEY_ID", &store.access_key_id),
-        secret_env("AWS_SECRET_ACCESS_KEY", &store.secret_access_key),
+        plain_env(contract::ENV_DESTINATION_PATH, &store.destination_path),
+        plain_env(contract::ENV_SERVER_NAME, &input.config.server_name),
+        plain_env(contract::ENV_OBJECT_STORE, &store.name),
+        plain_env(contract::ENV_TLS_DIR, contract::TLS_DIR),
+        secret_env(contract::ENV_ACCESS_KEY_ID, &store.access_key_id),
+        secret_env(contract::ENV_SECRET_ACCESS_KEY, &store.secret_access_key),
     ];
     if let Some(endpoint) = &store.endpoint_url {
-        env.push(plain_env("EVIDENCE_ENDPOINT_URL", endpoint));
+        env.push(plain_env(contract::ENV_ENDPOINT_URL, endpoint));
     }
     if let Some(region) = &store.region {
-        env.push(secret_env("AWS_REGION", region));
+        env.push(secret_env(contract::ENV_REGION, region));
     }
     let mut volumes = vec![Volume {
         name: "tls".into(),
@@ -212,21 +303,21 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
     }];
     let mut mounts = vec![VolumeMount {
         name: "tls".into(),
-        mount_path: "/etc/evidence/tls".into(),
+        mount_path: contract::TLS_DIR.into(),
         read_only: Some(true),
         ..VolumeMount::default()
     }];
     if input.provider == CertificateProvider::Operator {
         // The operator's CA travels in the certificate Secret.
         env.push(plain_env(
-            "EVIDENCE_CA_FILE",
-            &format!("/etc/evidence/tls/{TLS_CA_KEY}"),
+            contract::ENV_CA_FILE,
+            &format!("{}/{TLS_CA_KEY}", contract::TLS_DIR),
         ));
     }
     if input.provider == CertificateProvider::Openshift {
         env.push(plain_env(
-            "EVIDENCE_CA_FILE",
-            "/etc/evidence/ca/service-ca.crt",
+            contract::ENV_CA_FILE,
+            &format!("{}/{CABUNDLE_KEY}", contract::SERVICE_CA_DIR),
         ));
         volumes.push(Volume {
             name: "ca".into(),
@@ -239,7 +330,38 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
         });
         mounts.push(VolumeMount {
             name: "ca".into(),
-            mount_path: "/etc/evidence/ca".into(),
+            mount_path: contract::SERVICE_CA_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+    }
+    if let Some((secret, key)) = &store.endpoint_ca {
+        // The one key of the endpoint CA Secret, under the file name the agent reads.
+        env.push(plain_env(
+            contract::ENV_ENDPOINT_CA_FILE,
+            &format!(
+                "{}/{}",
+                contract::ENDPOINT_CA_DIR,
+                contract::ENDPOINT_CA_FILE
+            ),
+        ));
+        volumes.push(Volume {
+            name: "endpoint-ca".into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(secret.clone()),
+                default_mode: Some(DEFAULT_MODE),
+                items: Some(vec![KeyToPath {
+                    key: key.clone(),
+                    path: contract::ENDPOINT_CA_FILE.into(),
+                    ..KeyToPath::default()
+                }]),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+        mounts.push(VolumeMount {
+            name: "endpoint-ca".into(),
+            mount_path: contract::ENDPOINT_CA_DIR.into(),
             read_only: Some(true),
             ..VolumeMount::default()
         });
@@ -267,6 +389,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
                 env: Some(env),
                 volume_mounts: Some(mounts),
                 resources: Some(input.resources.cloned().unwrap_or_default()),
+                readiness_probe: Some(readiness_probe()),
                 ..Container::default()
             }],
             volumes: Some(volumes),

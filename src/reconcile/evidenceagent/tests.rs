@@ -663,3 +663,185 @@ fn pull_policy_is_the_servers_default() {
         assert_eq!(pull_policy(image), policy, "{image}");
     }
 }
+
+/// The Deployment renders what `pgtoolbox-evidence-agent` reads: the contract's variable
+/// names and paths, the server name (the plugin's `serverName`, else the Cluster's name),
+/// the endpoint CA as one projected file, and the readiness probe on `/readyz` over HTTPS.
+#[test]
+fn the_deployment_renders_the_agents_contract() {
+    use crate::api::CertificateProvider;
+    use pgtoolbox_api::evidence as contract;
+    let mut case = Case::new("endpoint");
+    case.store = store_with(
+        "/spec/configuration/endpointURL",
+        json!("https://s3.internal:9000"),
+    )
+    .map(|s| {
+        with(
+            s,
+            "/spec/configuration/endpointCA",
+            json!({"name": "s3-ca", "key": "bundle.pem"}),
+        )
+    })
+    .map(|s| {
+        with(
+            s,
+            "/spec/configuration/s3Credentials/region",
+            json!({"name": "orders-s3", "key": "REGION"}),
+        )
+    });
+    let valid = case.run().valid.expect("valid");
+    assert_eq!(
+        valid.server_name, "orders",
+        "no serverName: the Cluster's name"
+    );
+    assert_eq!(
+        valid.store.endpoint_ca,
+        Some(("s3-ca".into(), "bundle.pem".into()))
+    );
+    assert!(
+        super::pass::credential_secrets(&valid).contains(&"s3-ca".to_owned()),
+        "a new endpoint CA rolls the Pods"
+    );
+    let input = RenderInput {
+        agent: "orders-evidence",
+        replicas: 1,
+        resources: None,
+        provider: CertificateProvider::Operator,
+        config: &valid,
+        secrets: &[],
+    };
+    let dep = serde_json::to_value(deployment(&input)).unwrap();
+    let c = &dep["spec"]["template"]["spec"]["containers"][0];
+    let env = |name: &str| {
+        c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    assert_eq!(env(contract::ENV_SERVER_NAME)["value"], "orders");
+    assert_eq!(
+        env(contract::ENV_DESTINATION_PATH)["value"],
+        "s3://orders-backups/team-a"
+    );
+    assert_eq!(
+        env(contract::ENV_ENDPOINT_URL)["value"],
+        "https://s3.internal:9000"
+    );
+    assert_eq!(env(contract::ENV_TLS_DIR)["value"], contract::TLS_DIR);
+    assert_eq!(
+        env(contract::ENV_REGION)["valueFrom"]["secretKeyRef"],
+        json!({"name": "orders-s3", "key": "REGION", "optional": false})
+    );
+    assert_eq!(
+        env(contract::ENV_ENDPOINT_CA_FILE)["value"],
+        format!(
+            "{}/{}",
+            contract::ENDPOINT_CA_DIR,
+            contract::ENDPOINT_CA_FILE
+        )
+    );
+    let volume = dep["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "endpoint-ca")
+        .cloned()
+        .expect("endpoint CA volume");
+    assert_eq!(volume["secret"]["secretName"], "s3-ca");
+    assert_eq!(
+        volume["secret"]["items"],
+        json!([{"key": "bundle.pem", "path": contract::ENDPOINT_CA_FILE}])
+    );
+    assert_eq!(c["ports"][0]["containerPort"], json!(contract::PORT));
+    assert_eq!(
+        c["readinessProbe"]["httpGet"],
+        json!({"path": contract::PATH_READYZ, "port": "https", "scheme": "HTTPS"})
+    );
+
+    let mut named = Case::new("server-name");
+    named.cluster = Some(json!({"spec": {"plugins": [{
+        "name": "barman-cloud.cloudnative-pg.io",
+        "parameters": {"barmanObjectName": "orders-store", "serverName": "orders-2026"}
+    }]}}));
+    assert_eq!(named.run().valid.expect("valid").server_name, "orders-2026");
+}
+
+/// The NetworkPolicy admits the named clients (omitted: the namespace's Pods) to the HTTPS
+/// port only, and lets the agent reach DNS and the store's port only.
+#[test]
+fn the_network_policy_admits_the_clients_and_reaches_the_store() {
+    use crate::api::CertificateProvider;
+    use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
+    let render = |endpoint: Option<&str>, clients: &[NetworkPolicyPeer]| {
+        let mut case = Case::new("policy");
+        if let Some(endpoint) = endpoint {
+            case.store = store_with("/spec/configuration/endpointURL", json!(endpoint)).map(|s| {
+                with(
+                    s,
+                    "/spec/configuration/s3Credentials/region",
+                    json!({"name": "orders-s3", "key": "REGION"}),
+                )
+            });
+        }
+        let valid = case.run().valid.expect("valid");
+        let input = RenderInput {
+            agent: "orders-evidence",
+            replicas: 1,
+            resources: None,
+            provider: CertificateProvider::Operator,
+            config: &valid,
+            secrets: &[],
+        };
+        serde_json::to_value(network_policy(&input, clients)).unwrap()
+    };
+    let policy = render(None, &[]);
+    assert_eq!(policy["metadata"]["name"], "orders-evidence-evidence");
+    let spec = &policy["spec"];
+    assert_eq!(spec["policyTypes"], json!(["Ingress", "Egress"]));
+    assert_eq!(
+        spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"],
+        "evidence-agent"
+    );
+    assert_eq!(
+        spec["ingress"],
+        json!([{"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 8443}]}]),
+        "omitted clients: the namespace's Pods"
+    );
+    assert_eq!(
+        spec["egress"][0]["ports"][0],
+        json!({"protocol": "UDP", "port": 53})
+    );
+    assert_eq!(
+        spec["egress"][1],
+        json!({"ports": [{"protocol": "TCP", "port": 443}]}),
+        "AWS S3 over HTTPS"
+    );
+    assert_eq!(spec["egress"].as_array().map(Vec::len), Some(2));
+    for (endpoint, port) in [
+        ("https://minio.storage.svc:9000", 9000),
+        ("http://s3.internal", 80),
+        ("https://[fd00::1]:9443/", 9443),
+        ("https://user@s3.example.com", 443),
+    ] {
+        assert_eq!(
+            render(Some(endpoint), &[])["spec"]["egress"][1]["ports"][0]["port"],
+            json!(port),
+            "{endpoint}"
+        );
+    }
+    let grafana: NetworkPolicyPeer = serde_json::from_value(json!({
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+        "podSelector": {"matchLabels": {"app": "grafana"}}
+    }))
+    .unwrap();
+    let named = render(None, std::slice::from_ref(&grafana));
+    assert_eq!(
+        named["spec"]["ingress"][0]["from"],
+        json!([serde_json::to_value(&grafana).unwrap()]),
+        "only the named clients"
+    );
+}

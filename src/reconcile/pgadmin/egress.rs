@@ -12,6 +12,7 @@ use super::render::RenderError;
 use crate::conditions::Verdict;
 use crate::conditions::reasons::{common, pgadmin};
 use crate::reconcile::children::{Component, child_labels};
+use crate::reconcile::workload::dns_egress_rule;
 
 const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
@@ -44,19 +45,10 @@ pub fn egress_rules(
     extra: &[NetworkPolicyEgressRule],
 ) -> Result<Vec<EgressRule>, RenderError> {
     let postgres = json!([{"protocol": "TCP", "port": POSTGRES_PORT}]);
-    let mut rules = vec![rule(
-        "DNS".to_owned(),
-        json!({
-            "to": [
-                {"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}},
-                {"namespaceSelector": {}, "podSelector": {"matchLabels": {"dns.operator.openshift.io/daemonset-dns": "default"}}},
-            ],
-            "ports": [
-                {"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53},
-                {"protocol": "UDP", "port": 5353}, {"protocol": "TCP", "port": 5353},
-            ],
-        }),
-    )?];
+    let mut rules = vec![EgressRule {
+        what: "DNS".to_owned(),
+        rule: dns_egress_rule(),
+    }];
     for (ns, cluster) in clusters {
         rules.push(rule(
             format!("Cluster {ns}/{cluster}"),

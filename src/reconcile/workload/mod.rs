@@ -16,9 +16,9 @@ pub use hash::{
 #[cfg(test)]
 pub use pods::{PodFact, PodFactKind};
 pub use pods::{is_active, pod_fact};
-pub use security::restrict_pod;
 #[cfg(test)]
 pub use security::restricted_violations;
+pub use security::{dns_egress_rule, restrict_pod};
 pub use verdict::{REVISION_ANNOTATION, Rollout, rollout_state, workload_verdict};
 
 #[cfg(test)]

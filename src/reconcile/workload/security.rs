@@ -37,6 +37,41 @@ fn restrict_container(container: &mut Container, read_only_root: bool) {
     context.read_only_root_filesystem = Some(read_only_root);
 }
 
+/// The egress rule every confined workload needs: DNS, to the cluster's resolver Pods
+/// (kube-dns, or OpenShift's DNS daemonset), on 53 and 5353 over UDP and TCP.
+pub fn dns_egress_rule() -> k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
+    use k8s_openapi::api::networking::v1::{
+        NetworkPolicyEgressRule, NetworkPolicyPeer, NetworkPolicyPort,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let resolver = |key: &str, value: &str| NetworkPolicyPeer {
+        namespace_selector: Some(LabelSelector::default()),
+        pod_selector: Some(LabelSelector {
+            match_labels: Some([(key.to_owned(), value.to_owned())].into()),
+            ..LabelSelector::default()
+        }),
+        ..NetworkPolicyPeer::default()
+    };
+    let port = |protocol: &str, port: i32| NetworkPolicyPort {
+        protocol: Some(protocol.to_owned()),
+        port: Some(IntOrString::Int(port)),
+        ..NetworkPolicyPort::default()
+    };
+    NetworkPolicyEgressRule {
+        to: Some(vec![
+            resolver("k8s-app", "kube-dns"),
+            resolver("dns.operator.openshift.io/daemonset-dns", "default"),
+        ]),
+        ports: Some(vec![
+            port("UDP", 53),
+            port("TCP", 53),
+            port("UDP", 5353),
+            port("TCP", 5353),
+        ]),
+    }
+}
+
 /// What the API server's Pod Security "restricted" level says of a rendered Pod template (its
 /// 403 text; empty when admitted): the sim's admission, the one kube-apiserver's words follow.
 #[cfg(test)]
