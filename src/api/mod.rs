@@ -22,7 +22,8 @@ pub use access_request::{
 };
 pub use common::{
     CommonStatus, ConsoleExposure, Exposure, ExposureKind, ExposureNetworkPolicy, ExposureTls,
-    ExposureType, ExtraMount, GROUP, GatewayExposure, GatewayParentRef, KeyRef, VERSION,
+    ExposureType, ExtraMount, GROUP, GatewayExposure, GatewayParentRef, KeyRef, PodTemplate,
+    VERSION,
 };
 pub use console::{
     ConsoleAuthentication, InstanceCaBundleStatus, MissingInstanceCa, Oidc, PgToolBoxConsole,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{
     CommonStatus, DNS_SUBDOMAIN, Exposure, ExposureKind, KeyRef, NAME_LABEL_MESSAGE,
-    NAME_LABEL_RULE, default_true,
+    NAME_LABEL_RULE, PodTemplate, default_true,
 };
 
 /// The pgAdmin to run: its image, the Clusters it offers as servers, where it keeps its
@@ -96,6 +96,10 @@ pub struct PgAdminSpec {
     /// registered Clusters, the settings database and the OAuth2 issuer by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<Egress>,
+    /// Placement, pull secrets, labels and annotations of the pgAdmin Pod and its Jobs
+    /// (docs/api.md, "Pod template").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
 }
 
 fn default_endpoints() -> Vec<String> {

@@ -269,6 +269,7 @@ impl Plan {
             config_db: self.config_db.as_ref(),
             consumed,
             names,
+            pod_template: o.spec.pod_template.as_ref(),
         }
     }
 

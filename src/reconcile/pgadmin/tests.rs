@@ -714,6 +714,7 @@ fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
         config_db: None,
         consumed: &[],
         names: &names,
+        pod_template: None,
     };
     let (d, hash) = deployment(&input).unwrap();
     let d = serde_json::to_value(&d).unwrap();
@@ -777,6 +778,7 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
         config_db: Some(&db),
         consumed: &[],
         names: &names,
+        pod_template: None,
     };
     let template = |v: Value| v["spec"]["template"].clone();
     let d = serde_json::to_value(deployment(&input).unwrap().0).unwrap();
@@ -811,4 +813,86 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
         d["spec"]["template"]["spec"]["securityContext"]["runAsUser"],
         5050
     );
+}
+
+/// The `podTemplate` block reaches the pgAdmin Pod and both Jobs' Pods (which keep their Pod
+/// affinity to pgAdmin's), and a new block is a new registration Job (a Job's template is
+/// immutable) and a new workload hash.
+#[test]
+fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
+    use crate::api::PodTemplate;
+    use crate::reconcile::pgadmin::config_database::ConfigConnection;
+    use crate::reconcile::pgadmin::registration_hash;
+    let obj = pgadmin("  image: docker.io/dpage/pgadmin4:9.10\n");
+    let names = ChildNames::of("team-pgadmin");
+    let db = ConfigConnection {
+        host: "orders-rw.team-a.svc".into(),
+        database: "pgadmin".into(),
+        role: "pgadmin".into(),
+        password_secret: "orders-pgadmin".into(),
+    };
+    let block: PodTemplate = serde_json::from_value(serde_json::json!({
+        "nodeSelector": {"pool": "tools"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}],
+        "imagePullSecrets": [{"name": "registry"}],
+        "priorityClassName": "tools",
+        "labels": {"team": "a", "app.kubernetes.io/component": "forged"},
+    }))
+    .unwrap();
+    let input = |pod_template| RenderInput {
+        owner: "team-pgadmin",
+        namespace: "team-a",
+        image: "docker.io/dpage/pgadmin4:9.10",
+        resources: None,
+        storage: &obj.spec.storage,
+        oauth2: None,
+        config_db: Some(&db),
+        consumed: &[],
+        names: &names,
+        pod_template,
+    };
+    let placed = input(Some(&block));
+    let (d, hash) = deployment(&placed).unwrap();
+    let job = registration_job(&placed, "r").unwrap();
+    let backup = upgrade_backup_job(&placed, "b", "docker.io/dpage/pgadmin4:9.9")
+        .unwrap()
+        .unwrap();
+    let templates = [
+        (
+            "Deployment",
+            serde_json::to_value(&d.spec.template).unwrap(),
+        ),
+        (
+            "registration",
+            serde_json::to_value(&job.spec.unwrap().template).unwrap(),
+        ),
+        (
+            "backup",
+            serde_json::to_value(&backup.spec.unwrap().template).unwrap(),
+        ),
+    ];
+    for (what, t) in &templates {
+        let spec = &t["spec"];
+        assert_eq!(spec["nodeSelector"]["pool"], "tools", "{what}");
+        assert_eq!(spec["tolerations"][0]["key"], "dedicated", "{what}");
+        assert_eq!(spec["imagePullSecrets"][0]["name"], "registry", "{what}");
+        assert_eq!(spec["priorityClassName"], "tools", "{what}");
+        assert_eq!(t["metadata"]["labels"]["team"], "a", "{what}");
+        assert_ne!(
+            t["metadata"]["labels"]["app.kubernetes.io/component"], "forged",
+            "{what}: the operator's label wins"
+        );
+    }
+    for (what, t) in &templates[1..] {
+        let own =
+            &t["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+        assert_eq!(own[0]["topologyKey"], "kubernetes.io/hostname", "{what}");
+    }
+    assert_ne!(deployment(&input(None)).unwrap().1, hash);
+    assert_eq!(registration_hash("abc", None), "abc");
+    assert_eq!(
+        registration_hash("abc", Some(&PodTemplate::default())),
+        "abc"
+    );
+    assert_ne!(registration_hash("abc", Some(&block)), "abc");
 }
