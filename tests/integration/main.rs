@@ -83,3 +83,4 @@ mod sim_support;
 mod status_write;
 mod upstream_crds;
 mod wait_support;
+mod workload_pod_template;

@@ -1,6 +1,6 @@
 //! The shared `podTemplate` block (api.md, "Pod template") put on a rendered pod template, and
 //! the finishing every rendered Pod of every kind goes through: [`finish_pod`] places it, then
-//! restricts it ([`super::restrict_pod`]). The Deployment's workload hash is stamped after it,
+//! restricts it (`restrict_pod`). The Deployment's workload hash is stamped after it,
 //! so a change of the block is a new hash, hence one rollout.
 //!
 //! What the operator renders wins: its labels and annotations over the user's of the same key,
