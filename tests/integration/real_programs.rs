@@ -226,6 +226,9 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
         cases.push(case(name, deployment(&env, name).await, registration));
     }
     let settings_deployment = cases[1]["deployment"].clone();
+    // verify-full: a certificate of the same CA for another host name is refused.
+    cases[0]["wrong_host"] = json!("elsewhere.team-a.svc");
+    cases[0]["ca_secret"] = json!("orders-ca");
     cases[2]["oauth2"] = json!(true);
 
     // The oauth2-proxy sidecar: every flag is one v7.12.0 registers.
@@ -313,7 +316,11 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
     let mut perms = std::fs::metadata(work.path()).expect("meta").permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
     std::fs::set_permissions(work.path(), perms).expect("chmod");
+    // PostgreSQL serves the orders Cluster's server certificate, signed by its CA.
+    let server_tls = json!({"cert": secrets["orders-server"]["tls.crt"],
+        "key": secrets["orders-server"]["tls.key"]});
     let scenario = json!({
+        "server_tls": server_tls,
         "work": work.path(),
         "hosts": hosts,
         "roles": roles,

@@ -37,7 +37,9 @@ pub use offered::{
     GrantFacts, MAX_SERVERS, Offered, OfferedInputs, PoolerFacts, Problem, offered_set,
 };
 pub use pass::{BUILTIN_OAUTH2_PROXY_IMAGE, ForeignChild, Gates};
-pub use plan::{Observed, Plan, Referenced, SettingsDb, credential_secrets, decide, plan};
+pub use plan::{
+    Observed, Plan, Referenced, SettingsDb, ca_secrets, credential_secrets, decide, plan,
+};
 pub use registration::{JobState, job_state, pgadmin_pod_ready};
 #[cfg(test)]
 pub use registration::{

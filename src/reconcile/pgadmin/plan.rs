@@ -160,6 +160,17 @@ pub fn credential_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
     keys
 }
 
+/// The Secrets holding the server CAs of the offered servers' Clusters.
+pub fn ca_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
+    let mut keys: Vec<ObjectKey> = servers
+        .iter()
+        .map(|s| ObjectKey::new(s.namespace.as_str(), s.ca_secret().as_str()))
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
 /// What the pass does with its children.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -215,6 +226,7 @@ pub fn plan(o: &Observed<'_>, decision: Decision, settings: Option<SettingsDb>) 
     ];
     watched.extend(consumed.iter().cloned());
     watched.extend(credential_secrets(&decision.offered.servers));
+    watched.extend(ca_secrets(&decision.offered.servers));
     // With a settings database, an image change waits for its backup; the latest backup Job
     // (the running image's) stays until the next image change.
     let target = decision.images.pgadmin.as_str();
