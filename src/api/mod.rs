@@ -36,8 +36,8 @@ pub use evidence_agent::{
 };
 pub use pgadmin::{
     ConfigDatabase, CrossNamespaceClusterRef, Egress, OAuth2, PgAdmin, PgAdminAuthentication,
-    PgAdminSpec, PgAdminStatus, PgAdminStorage, RegistrationStatus, ServerState, ServerStatus,
-    UpgradeBackup,
+    PgAdminConfig, PgAdminSpec, PgAdminStatus, PgAdminStorage, RegistrationStatus, ServerState,
+    ServerStatus, UpgradeBackup,
 };
 pub use pgadmin_access::{PgAdminAccess, PgAdminAccessSpec, PgAdminAccessStatus, PgAdminRef};
 pub use status::ReportsConditions;

@@ -30,6 +30,7 @@ mod machinery_support;
 mod machinery_workload;
 mod operator_support;
 mod pgaccessrequest;
+mod pgadmin_config_settings;
 mod pgadmin_reasons;
 mod pgadmin_servers;
 mod pgadmin_settings;

@@ -401,6 +401,26 @@ def pgadmin_scenario(work, pg, case, secrets, layout):
             check(value not in config_distro,
                   f"{name}: config_distro.py holds {secret_name}/{key}")
 
+        settings = case.get("settings")
+        if settings:
+            # spec.config.settings as pgAdmin's configuration loader reads them, in the
+            # registration Job's container (its config_distro.py built as the entrypoint builds
+            # it): each value exactly the data given, a hostile string included.
+            probe = ("import json, sys; sys.path.insert(0, '/pgadmin4'); import config; "
+                     f"print(json.dumps({{k: getattr(config, k) for k in {sorted(settings)!r}}}))")
+            c = with_command(job_container, ["/bin/sh", "-c", job_script_config(job_container) +
+                                             "; cd /pgadmin4 && /venv/bin/python3 -c \"$PROBE\""])
+            c["env"] = c.get("env", []) + [{"name": "PROBE", "value": probe}]
+            code, out = pod.run(c)
+            check(code == 0, f"{name}: pgAdmin's configuration does not load: {out}")
+            loaded = json.loads(out.strip().splitlines()[-1])
+            check(loaded == settings, f"{name}: pgAdmin read {loaded!r}, not {settings!r}")
+            ran = [d for d, _, files in os.walk(work) if "pwned" in files]
+            check(not ran, f"{name}: a setting ran code: {ran}")
+            for key, value in settings.items():
+                check(f"{key} = " in config_distro, f"{name}: {key} not in config_distro.py")
+            log(f"{name}: pgAdmin reads the {len(settings)} settings as data: {sorted(settings)}")
+
         # The registration Job's exact command, next to pgAdmin on its data volume.
         job_pod = Pod(work, f"{name}-register", job, secrets, layout)
         code, out = job_pod.run(job_container)

@@ -15,6 +15,7 @@ mod registration;
 mod render;
 mod selector;
 mod servers_file;
+mod settings;
 mod upgrade;
 
 #[cfg(test)]

@@ -97,6 +97,8 @@ pub struct Decision {
     pub missing_oauth2_secret: bool,
     /// The gates, `settings_problem` not yet known.
     pub gates: Gates,
+    /// `spec.config.settings` naming keys the operator owns (not a stall).
+    pub settings_refusal: Option<Verdict>,
 }
 
 /// The images, the offered set, the OAuth2 client Secret and the gates.
@@ -127,6 +129,11 @@ pub fn decide(o: &Observed<'_>) -> Decision {
         oauth2_secret,
         missing_oauth2_secret,
         gates,
+        settings_refusal: o
+            .spec
+            .config
+            .as_ref()
+            .and_then(|c| super::settings::settings_refusal(&c.settings)),
     }
 }
 
@@ -282,6 +289,7 @@ impl Plan {
             consumed,
             names,
             pod_template: o.spec.pod_template.as_ref(),
+            settings: o.spec.config.as_ref().map(|c| &c.settings),
         }
     }
 
@@ -297,6 +305,7 @@ impl Plan {
                 .as_ref()
                 .filter(|_| d.missing_oauth2_secret)
                 .map(|k| k.name.as_str()),
+            settings_refusal: d.settings_refusal.clone(),
             problems: &d.offered.problems,
             offered: d.offered.servers.len(),
         }

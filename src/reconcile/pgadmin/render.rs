@@ -96,6 +96,8 @@ pub struct RenderInput<'a> {
     pub names: &'a ChildNames,
     /// The object's `podTemplate` block, on the pgAdmin Pod and on its Jobs' Pods.
     pub pod_template: Option<&'a PodTemplate>,
+    /// `spec.config.settings` (the keys the operator owns are never rendered).
+    pub settings: Option<&'a BTreeMap<String, Value>>,
 }
 
 /// pgAdmin's configuration, the same for the pgAdmin container and the registration Job (whose
@@ -129,6 +131,9 @@ fn config_env(input: &RenderInput<'_>) -> Vec<Value> {
         // uses a key of the session (nothing is saved with it: servers connect with their
         // credential files).
         env.push(json!({"name": "PGADMIN_CONFIG_MASTER_PASSWORD_REQUIRED", "value": "False"}));
+    }
+    if let Some(settings) = input.settings {
+        env.extend(super::settings::settings_env(settings));
     }
     env
 }

@@ -757,6 +757,7 @@ fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
         consumed: &[],
         names: &names,
         pod_template: None,
+        settings: None,
     };
     let (d, hash) = deployment(&input).unwrap();
     let d = serde_json::to_value(&d).unwrap();
@@ -821,6 +822,7 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
         consumed: &[],
         names: &names,
         pod_template: None,
+        settings: None,
     };
     let template = |v: Value| v["spec"]["template"].clone();
     let d = serde_json::to_value(deployment(&input).unwrap().0).unwrap();
@@ -892,6 +894,7 @@ fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
         consumed: &[],
         names: &names,
         pod_template,
+        settings: None,
     };
     let placed = input(Some(&block));
     let (d, hash) = deployment(&placed).unwrap();
