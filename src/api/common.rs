@@ -1,5 +1,10 @@
 //! Field types shared by several kinds.
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, LocalObjectReference, Toleration, TopologySpreadConstraint,
+};
 use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::KubeSchema;
@@ -200,6 +205,49 @@ pub struct ConsoleExposure {
     /// The console's ingress NetworkPolicy `<name>-ingress`, while it is published.
     #[serde(default)]
     pub network_policy: ExposureNetworkPolicy,
+}
+
+/// Where and how the Pods of a workload run, the same block on every kind that runs Pods:
+/// placement, pull secrets and extra metadata, put on every Pod and Job Pod the kind renders.
+/// A change rolls the workload once (it is part of the workload hash).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodTemplate {
+    /// Node labels a Node must carry for the Pods to be scheduled on it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Taints of Nodes the Pods tolerate (e.g. the taint of dedicated database nodes), added to
+    /// the ones the API server adds itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub tolerations: Vec<Toleration>,
+    /// Node affinity, Pod affinity and anti-affinity of the Pods. A Job that must run beside
+    /// the workload's Pod (pgAdmin's registration and backup Jobs share its volume) keeps that
+    /// Pod affinity term in addition to these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// How the Pods spread over zones or nodes. A constraint without a labelSelector selects the
+    /// Pods of the same workload (its `app.kubernetes.io/instance` and `component` labels).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    /// The PriorityClass of the Pods. Omitted, the cluster's default priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253), regex(pattern = DNS_SUBDOMAIN))]
+    pub priority_class_name: Option<String>,
+    /// Secrets of the object's namespace holding registry credentials the kubelet pulls the
+    /// images with (a private registry).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+    /// Labels added to the Pods. The operator's own labels (`app.kubernetes.io/*` it sets) win
+    /// over a label of the same key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations added to the Pods. The operator's own annotations (the workload hash
+    /// `pgtoolbox.fyannk.dev/workload-hash` among them) win over one of the same key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
 }
 
 // The status fields every kind has (flattened into each kind's status).

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{
     CommonStatus, ConsoleExposure, ExposureKind, ExtraMount, KeyRef, NAME_LABEL_MESSAGE,
-    NAME_LABEL_RULE, default_one, default_true,
+    NAME_LABEL_RULE, PodTemplate, default_one, default_true,
 };
 
 /// The console to run: its image and size, the Clusters it shows, what its users may do
@@ -92,6 +92,10 @@ pub struct PgToolBoxConsoleSpec {
     /// Service only.
     #[serde(default)]
     pub exposure: ConsoleExposure,
+    /// Placement, pull secrets, labels and annotations of the console Pods
+    /// (docs/api.md, "Pod template").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

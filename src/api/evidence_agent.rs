@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    CommonStatus, DNS_SUBDOMAIN, NAME_LABEL_MESSAGE, NAME_LABEL_RULE, default_one,
+    CommonStatus, DNS_SUBDOMAIN, NAME_LABEL_MESSAGE, NAME_LABEL_RULE, PodTemplate, default_one,
 };
 
 /// The agent to run: the Cluster whose backups it reports on (read from the barman-cloud
@@ -66,6 +66,10 @@ pub struct EvidenceAgentSpec {
     /// HTTPS port. Omitted: every Pod of the agent's namespace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clients: Vec<NetworkPolicyPeer>,
+    /// Placement, pull secrets, labels and annotations of the agent Pods
+    /// (docs/api.md, "Pod template").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
 }
 
 /// A CloudNativePG Cluster of the object's namespace.

@@ -22,7 +22,8 @@ pub use access_request::{
 };
 pub use common::{
     CommonStatus, ConsoleExposure, Exposure, ExposureKind, ExposureNetworkPolicy, ExposureTls,
-    ExposureType, ExtraMount, GROUP, GatewayExposure, GatewayParentRef, KeyRef, VERSION,
+    ExposureType, ExtraMount, GROUP, GatewayExposure, GatewayParentRef, KeyRef, PodTemplate,
+    VERSION,
 };
 pub use console::{
     ConsoleAuthentication, InstanceCaBundleStatus, MissingInstanceCa, Oidc, PgToolBoxConsole,
@@ -35,8 +36,8 @@ pub use evidence_agent::{
 };
 pub use pgadmin::{
     ConfigDatabase, CrossNamespaceClusterRef, Egress, OAuth2, PgAdmin, PgAdminAuthentication,
-    PgAdminSpec, PgAdminStatus, PgAdminStorage, RegistrationStatus, ServerState, ServerStatus,
-    UpgradeBackup,
+    PgAdminConfig, PgAdminSpec, PgAdminStatus, PgAdminStorage, RegistrationStatus, ServerState,
+    ServerStatus, UpgradeBackup,
 };
 pub use pgadmin_access::{PgAdminAccess, PgAdminAccessSpec, PgAdminAccessStatus, PgAdminRef};
 pub use status::ReportsConditions;

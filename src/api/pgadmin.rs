@@ -1,5 +1,7 @@
 //! `PgAdmin`: a pgAdmin 4 with the CloudNativePG Clusters registered as its servers.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::api::networking::v1::NetworkPolicyEgressRule;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -10,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{
     CommonStatus, DNS_SUBDOMAIN, Exposure, ExposureKind, KeyRef, NAME_LABEL_MESSAGE,
-    NAME_LABEL_RULE, default_true,
+    NAME_LABEL_RULE, PodTemplate, default_true,
 };
 
 /// The pgAdmin to run: its image, the Clusters it offers as servers, where it keeps its
@@ -96,6 +98,39 @@ pub struct PgAdminSpec {
     /// registered Clusters, the settings database and the OAuth2 issuer by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub egress: Option<Egress>,
+    /// pgAdmin's own configuration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<PgAdminConfig>,
+    /// Placement, pull secrets, labels and annotations of the pgAdmin Pod and its Jobs
+    /// (docs/api.md, "Pod template").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template: Option<PodTemplate>,
+}
+
+/// pgAdmin's own configuration (its `config.py` settings).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PgAdminConfig {
+    /// pgAdmin configuration settings by name (e.g. `SESSION_EXPIRATION_TIME`,
+    /// `MAX_LOGIN_ATTEMPTS`, `ALLOWED_HOSTS`), each any JSON value, passed to pgAdmin as the
+    /// Python value it reads. At most 64; names are upper-case letters, digits and `_`. The
+    /// settings the operator owns (the settings database, the authentication sources, the
+    /// master password, the storage paths, ...) are refused: ConfigurationInvalid names them
+    /// and pgAdmin runs without them. A change rolls pgAdmin.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(schema_with = "settings_schema")]
+    pub settings: BTreeMap<String, serde_json::Value>,
+}
+
+fn settings_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "object",
+        "maxProperties": 64,
+        "additionalProperties": {"x-kubernetes-preserve-unknown-fields": true},
+        "x-kubernetes-validations": [{
+            "rule": "self.all(k, k.matches('^[A-Z][A-Z0-9_]*$'))",
+            "message": "settings are named with upper-case letters, digits and '_', a letter first",
+        }],
+    })
 }
 
 fn default_endpoints() -> Vec<String> {

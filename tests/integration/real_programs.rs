@@ -133,6 +133,17 @@ fn roles(
     (roles, hosts)
 }
 
+/// `config.settings` of the first pgAdmin: plain values, and a string written to break out of
+/// the Python line and the shell line the image writes it through.
+fn settings() -> Value {
+    json!({
+        "MAX_LOGIN_ATTEMPTS": 7,
+        "SESSION_EXPIRATION_TIME": 2,
+        "ALLOWED_HOSTS": ["127.0.0.1", "::1"],
+        "LOGIN_BANNER": "x'); import os; os.system('touch /pwned') #\n$(touch /pwned) `id` * [a]",
+    })
+}
+
 fn case(name: &str, deployment: Value, registration: Value) -> Value {
     json!({
         "name": name,
@@ -201,7 +212,8 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
     let selector = json!({"matchLabels": {"team": "a"}});
     env.pgadmin(
         "sqlite",
-        json!({"image": IMAGE, "clusterSelector": selector, "endpoints": ["rw", "ro"]}),
+        json!({"image": IMAGE, "clusterSelector": selector, "endpoints": ["rw", "ro"],
+            "config": {"settings": settings()}}),
     )
     .await;
     env.pgadmin(
@@ -226,6 +238,10 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
         cases.push(case(name, deployment(&env, name).await, registration));
     }
     let settings_deployment = cases[1]["deployment"].clone();
+    // verify-full: a certificate of the same CA for another host name is refused.
+    cases[0]["settings"] = settings();
+    cases[0]["wrong_host"] = json!("elsewhere.team-a.svc");
+    cases[0]["ca_secret"] = json!("orders-ca");
     cases[2]["oauth2"] = json!(true);
 
     // The oauth2-proxy sidecar: every flag is one v7.12.0 registers.
@@ -313,7 +329,11 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
     let mut perms = std::fs::metadata(work.path()).expect("meta").permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
     std::fs::set_permissions(work.path(), perms).expect("chmod");
+    // PostgreSQL serves the orders Cluster's server certificate, signed by its CA.
+    let server_tls = json!({"cert": secrets["orders-server"]["tls.crt"],
+        "key": secrets["orders-server"]["tls.key"]});
     let scenario = json!({
+        "server_tls": server_tls,
         "work": work.path(),
         "hosts": hosts,
         "roles": roles,

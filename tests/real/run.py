@@ -47,7 +47,7 @@ def check(condition, message):
 
 
 class Postgres:
-    def __init__(self, work, roles, databases):
+    def __init__(self, work, roles, databases, tls=None):
         self.data = os.path.join(work, "pgdata")
         self.sock = os.path.join(work, "pgsock")
         os.makedirs(self.sock)
@@ -55,10 +55,16 @@ class Postgres:
         os.makedirs(self.data)
         shutil.chown(self.data, "postgres", "postgres")
         self.as_postgres([f"{PG}/initdb", "-D", self.data, "-A", "peer", "-U", "postgres"])
-        self.as_postgres(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                          "-subj", "/CN=postgres", "-keyout", f"{self.data}/server.key",
-                          "-out", f"{self.data}/server.crt"])
-        os.chmod(f"{self.data}/server.key", 0o600)
+        self.tls = tls
+        if tls:
+            # The Cluster's server certificate, signed by its CA (as the instances serve it).
+            self.serve(tls)
+        else:
+            self.as_postgres(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                              "-days", "1", "-subj", "/CN=postgres",
+                              "-keyout", f"{self.data}/server.key",
+                              "-out", f"{self.data}/server.crt"])
+            os.chmod(f"{self.data}/server.key", 0o600)
         with open(f"{self.data}/postgresql.conf", "a") as f:
             f.write(f"listen_addresses = '127.0.0.1'\nport = 5432\nssl = on\n"
                     f"unix_socket_directories = '{self.sock}'\n")
@@ -72,6 +78,19 @@ class Postgres:
             self.sql(f"CREATE ROLE {ident(role['name'])} LOGIN PASSWORD {literal(role['password'])}")
         for db in databases:
             self.sql(f"CREATE DATABASE {ident(db['name'])} OWNER {ident(db['owner'])}")
+
+    def serve(self, tls):
+        """Writes the certificate and key PostgreSQL serves (read at start and on reload)."""
+        for name, text in (("server.crt", tls["cert"]), ("server.key", tls["key"])):
+            path = f"{self.data}/{name}"
+            with open(path, "w") as f:
+                f.write(text)
+            shutil.chown(path, "postgres", "postgres")
+            os.chmod(path, 0o600)
+
+    def reload(self):
+        self.as_postgres([f"{PG}/pg_ctl", "-D", self.data, "reload"])
+        time.sleep(1)
 
     def as_postgres(self, argv):
         out = subprocess.run(["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
@@ -89,6 +108,22 @@ class Postgres:
         subprocess.run(["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
                         f"{PG}/pg_ctl", "-D", self.data, "-m", "immediate", "stop"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def issue(work, ca_cert, ca_key, host):
+    """A server certificate for `host` signed by the CA (`cert`, `key` PEM texts)."""
+    d = os.path.join(work, f"issued-{host}")
+    os.makedirs(d)
+    for name, text in (("ca.crt", ca_cert), ("ca.key", ca_key), ("ext", f"subjectAltName=DNS:{host}\n")):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    run = lambda argv: subprocess.run(argv, check=True, capture_output=True, cwd=d)
+    run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-subj", f"/CN={host}", "-keyout", "tls.key", "-out", "tls.csr"])
+    run(["openssl", "x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+         "-CAcreateserial", "-days", "1", "-extfile", "ext", "-out", "tls.crt"])
+    with open(os.path.join(d, "tls.crt")) as c, open(os.path.join(d, "tls.key")) as k:
+        return {"cert": c.read(), "key": k.read()}
 
 
 def ident(name):
@@ -315,9 +350,11 @@ def job_script_config(job_container):
     return script[start:end].rstrip("; ")
 
 
-def libpq_connects(pod, container, server, passfile):
+def libpq_connects(pod, container, server, passfile, rootcert=None):
     conninfo = (f"host={server['Host']} port={server['Port']} user={server['Username']} "
                 f"dbname={server['MaintenanceDB']} sslmode={server['SSLMode']} passfile={passfile}")
+    if rootcert:
+        conninfo += f" sslrootcert={rootcert}"
     c = with_command(container, ["/usr/bin/psql", "-w", "-XAtq", conninfo, "-c",
                                  "select current_user"])
     c["env"] = [e for e in c.get("env", []) if "valueFrom" not in e]
@@ -364,6 +401,26 @@ def pgadmin_scenario(work, pg, case, secrets, layout):
             check(value not in config_distro,
                   f"{name}: config_distro.py holds {secret_name}/{key}")
 
+        settings = case.get("settings")
+        if settings:
+            # spec.config.settings as pgAdmin's configuration loader reads them, in the
+            # registration Job's container (its config_distro.py built as the entrypoint builds
+            # it): each value exactly the data given, a hostile string included.
+            probe = ("import json, sys; sys.path.insert(0, '/pgadmin4'); import config; "
+                     f"print(json.dumps({{k: getattr(config, k) for k in {sorted(settings)!r}}}))")
+            c = with_command(job_container, ["/bin/sh", "-c", job_script_config(job_container) +
+                                             "; cd /pgadmin4 && /venv/bin/python3 -c \"$PROBE\""])
+            c["env"] = c.get("env", []) + [{"name": "PROBE", "value": probe}]
+            code, out = pod.run(c)
+            check(code == 0, f"{name}: pgAdmin's configuration does not load: {out}")
+            loaded = json.loads(out.strip().splitlines()[-1])
+            check(loaded == settings, f"{name}: pgAdmin read {loaded!r}, not {settings!r}")
+            ran = [d for d, _, files in os.walk(work) if "pwned" in files]
+            check(not ran, f"{name}: a setting ran code: {ran}")
+            for key, value in settings.items():
+                check(f"{key} = " in config_distro, f"{name}: {key} not in config_distro.py")
+            log(f"{name}: pgAdmin reads the {len(settings)} settings as data: {sorted(settings)}")
+
         # The registration Job's exact command, next to pgAdmin on its data volume.
         job_pod = Pod(work, f"{name}-register", job, secrets, layout)
         code, out = job_pod.run(job_container)
@@ -382,13 +439,18 @@ def pgadmin_scenario(work, pg, case, secrets, layout):
                 check(got.get(key) == want[key], f"{name}: {key} {got.get(key)!r} != {want[key]!r}")
             check(params.get("sslmode") == want["SSLMode"], f"{name}: SSLMode {params}")
             check(params.get("passfile") == want["PassFile"], f"{name}: PassFile {params}")
+            check(params.get("sslrootcert") == want.get("SSLRootCert"),
+                  f"{name}: SSLRootCert {params}")
             check(got.get("Shared") is True, f"{name}: {want['Name']} is not shared")
         log(f"{name}: dump-servers shows the {len(dumped)} offered servers")
 
         # libpq with the file pgAdmin resolves, in the pgAdmin container: no password typed.
         for server in offered:
             path = shared_storage_path(pgadmin_container, server["PassFile"])
-            code, out = libpq_connects(pod, pgadmin_container, server, path)
+            check(server["SSLMode"] == "verify-full" and "SSLRootCert" in server,
+                  f"{name}: {server['Name']} is not verified against its CA: {server}")
+            rootcert = shared_storage_path(pgadmin_container, server["SSLRootCert"])
+            code, out = libpq_connects(pod, pgadmin_container, server, path, rootcert)
             check(code == 0 and out.strip() == server["Username"],
                   f"{name}: libpq with {path} as {server['Username']}: {out}")
         log(f"{name}: libpq connects to each server with its mounted credential file")
@@ -412,6 +474,35 @@ def pgadmin_scenario(work, pg, case, secrets, layout):
                 check(status == 200 and connected,
                       f"{name}: {label} could not connect to {server_name}: {status} {answer}")
             log(f"{name}: {label} connects to all {len(seen)} servers through pgAdmin")
+
+        if case.get("wrong_host"):
+            # The same CA, a certificate for another host name: verify-full refuses it, in
+            # pgAdmin and in libpq; the Cluster's own certificate is served again afterwards.
+            ca = secrets[case["ca_secret"]]
+            pg.serve(issue(work, ca["ca.crt"], ca["ca.key"], case["wrong_host"]))
+            pg.reload()
+            try:
+                label, browser = users[0]
+                for gid, sid, server_name in browser.servers():
+                    browser.request("DELETE", f"/browser/server/connect/{gid}/{sid}")
+                    status, answer = browser.connect(gid, sid)
+                    text = json.dumps(answer)
+                    connected = isinstance(answer.get("data"), dict) and \
+                        answer["data"].get("connected")
+                    check(not connected and "does not match host name" in text,
+                          f"{name}: {server_name} with a certificate for another host: "
+                          f"{status} {text[:400]}")
+                server = offered[0]
+                path = shared_storage_path(pgadmin_container, server["PassFile"])
+                rootcert = shared_storage_path(pgadmin_container, server["SSLRootCert"])
+                code, out = libpq_connects(pod, pgadmin_container, server, path, rootcert)
+                check(code != 0 and "does not match host name" in out,
+                      f"{name}: libpq accepted a certificate for another host: {out}")
+                log(f"{name}: a certificate of the same CA for another host name is refused "
+                    f"({out.strip().splitlines()[-1]})")
+            finally:
+                pg.serve(pg.tls)
+                pg.reload()
 
         if case.get("settings_database"):
             db = case["settings_database"]
@@ -534,7 +625,7 @@ def main():
     # The 9.10 image carries pg_dump and psql per PostgreSQL major in /usr/local/pgsql-<major>;
     # this machine has 15.
     layout = {"hosts": hosts, "pgsql_dirs": ["15"]}
-    pg = Postgres(work, scenario["roles"], scenario["databases"])
+    pg = Postgres(work, scenario["roles"], scenario["databases"], scenario.get("server_tls"))
     try:
         for case in scenario["cases"]:
             pgadmin_scenario(work, pg, case, scenario["secrets"], layout)

@@ -1,6 +1,7 @@
 //! The scheduler (`default-scheduler`): binds a pending Pod to a Node that passes the filters
-//! the real scheduler runs first (unschedulable nodes, readiness taint, nodeSelector, resources
-//! fit, bound PersistentVolumeClaims), preferring the least allocated node; otherwise writes
+//! the real scheduler runs first (unschedulable nodes, readiness taint, the node's taints
+//! against the Pod's tolerations, nodeSelector and required node affinity, resources fit, bound
+//! PersistentVolumeClaims), preferring the least allocated node; otherwise writes
 //! `PodScheduled=False` `Unschedulable` with the scheduler's message
 //! (`0/3 nodes are available: 3 Insufficient cpu.`) and a `FailedScheduling` Event. Pending
 //! Pods are retried when Nodes or claims change and when a Pod leaves a Node.
@@ -135,13 +136,81 @@ fn node_ready(node: &Value) -> bool {
 }
 
 /// The filter reasons of one node, in the scheduler's plugin order; empty when it fits.
-fn node_reasons(node: &Value, pod: &Value, used: Usage, req: (i64, i64)) -> Vec<&'static str> {
+fn node_reasons(node: &Value, pod: &Value, used: Usage, req: (i64, i64)) -> Vec<String> {
     if node.pointer("/spec/unschedulable") == Some(&json!(true)) {
-        return vec!["node(s) were unschedulable"];
+        return vec!["node(s) were unschedulable".into()];
     }
     if !node_ready(node) {
-        return vec!["node(s) had untolerated taint {node.kubernetes.io/not-ready: }"];
+        return vec!["node(s) had untolerated taint {node.kubernetes.io/not-ready: }".into()];
     }
+    if let Some(taint) = untolerated_taint(node, pod) {
+        return vec![taint];
+    }
+    if !node_affinity_matches(node, pod) {
+        return vec!["node(s) didn't match Pod's node affinity/selector".into()];
+    }
+    let alloc = |r: &str, f: fn(&Value) -> i64| {
+        node.pointer(&format!("/status/allocatable/{r}"))
+            .map(f)
+            .unwrap_or(0)
+    };
+    let mut out = Vec::new();
+    if used.pods + 1 > alloc("pods", util::count) {
+        out.push("Too many pods".into());
+    }
+    if req.0 > 0 && used.cpu + req.0 > alloc("cpu", util::cpu_millis) {
+        out.push("Insufficient cpu".into());
+    }
+    if req.1 > 0 && used.memory + req.1 > alloc("memory", util::bytes) {
+        out.push("Insufficient memory".into());
+    }
+    out
+}
+
+/// TaintToleration's filter: the node's first `NoSchedule` or `NoExecute` taint no toleration
+/// of the Pod tolerates, in the plugin's words (`PreferNoSchedule` only scores).
+fn untolerated_taint(node: &Value, pod: &Value) -> Option<String> {
+    let taints = node.pointer("/spec/taints").and_then(Value::as_array)?;
+    let tolerations = pod
+        .pointer("/spec/tolerations")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    taints
+        .iter()
+        .filter(|t| matches!(str_at(t, "/effect"), Some("NoSchedule" | "NoExecute")))
+        .find(|t| !tolerations.iter().any(|tol| tolerates(tol, t)))
+        .map(|t| {
+            format!(
+                "node(s) had untolerated taint {{{}: {}}}",
+                str_at(t, "/key").unwrap_or(""),
+                str_at(t, "/value").unwrap_or("")
+            )
+        })
+}
+
+/// `Toleration.ToleratesTaint` of k8s.io/api: an empty effect or key matches any; `Exists`
+/// any value, `Equal` (or no operator) the same value.
+fn tolerates(toleration: &Value, taint: &Value) -> bool {
+    let field = |v: &Value, f: &str| str_at(v, f).unwrap_or("").to_string();
+    let effect = field(toleration, "/effect");
+    if !effect.is_empty() && effect != field(taint, "/effect") {
+        return false;
+    }
+    let key = field(toleration, "/key");
+    if !key.is_empty() && key != field(taint, "/key") {
+        return false;
+    }
+    match str_at(toleration, "/operator").unwrap_or("") {
+        "" | "Equal" => field(toleration, "/value") == field(taint, "/value"),
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+/// NodeAffinity's filter: the Pod's `nodeSelector` and, when it has one, its required node
+/// affinity (any term whose expressions and fields all match; an empty term matches nothing).
+fn node_affinity_matches(node: &Value, pod: &Value) -> bool {
     let node_labels = labels(node);
     let selector_ok = pod
         .pointer("/spec/nodeSelector")
@@ -152,30 +221,58 @@ fn node_reasons(node: &Value, pod: &Value, used: Usage, req: (i64, i64)) -> Vec<
                     .is_some_and(|v| node_labels.get(k).is_some_and(|l| l == v))
             })
         });
-    if !selector_ok {
-        return vec!["node(s) didn't match Pod's node affinity/selector"];
-    }
-    let alloc = |r: &str, f: fn(&Value) -> i64| {
-        node.pointer(&format!("/status/allocatable/{r}"))
-            .map(f)
-            .unwrap_or(0)
+    let Some(terms) = pod
+        .pointer("/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .and_then(Value::as_array)
+    else {
+        return selector_ok;
     };
-    let mut out = Vec::new();
-    if used.pods + 1 > alloc("pods", util::count) {
-        out.push("Too many pods");
+    let name = str_at(node, "/metadata/name").unwrap_or("");
+    let fields = BTreeMap::from([("metadata.name".to_string(), name.to_string())]);
+    let all = |term: &Value, list: &str, values: &BTreeMap<String, String>| {
+        term.get(list)
+            .and_then(Value::as_array)
+            .is_none_or(|reqs| reqs.iter().all(|r| requirement_matches(r, values)))
+    };
+    let term_ok = |term: &Value| {
+        let empty = ["matchExpressions", "matchFields"].iter().all(|l| {
+            term.get(*l)
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+        });
+        !empty && all(term, "matchExpressions", &node_labels) && all(term, "matchFields", &fields)
+    };
+    selector_ok && terms.iter().any(term_ok)
+}
+
+/// One node selector requirement against a node's labels (or fields).
+fn requirement_matches(req: &Value, values: &BTreeMap<String, String>) -> bool {
+    let key = str_at(req, "/key").unwrap_or("");
+    let wanted: Vec<&str> = req
+        .get("values")
+        .and_then(Value::as_array)
+        .map(|v| v.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let have = values.get(key).map(String::as_str);
+    let number = |s: &str| s.parse::<i64>().ok();
+    match str_at(req, "/operator").unwrap_or("") {
+        "In" => have.is_some_and(|h| wanted.contains(&h)),
+        "NotIn" => have.is_none_or(|h| !wanted.contains(&h)),
+        "Exists" => have.is_some(),
+        "DoesNotExist" => have.is_none(),
+        "Gt" => {
+            matches!((have.and_then(number), wanted.first().and_then(|w| number(w))), (Some(h), Some(w)) if h > w)
+        }
+        "Lt" => {
+            matches!((have.and_then(number), wanted.first().and_then(|w| number(w))), (Some(h), Some(w)) if h < w)
+        }
+        _ => false,
     }
-    if req.0 > 0 && used.cpu + req.0 > alloc("cpu", util::cpu_millis) {
-        out.push("Insufficient cpu");
-    }
-    if req.1 > 0 && used.memory + req.1 > alloc("memory", util::bytes) {
-        out.push("Insufficient memory");
-    }
-    out
 }
 
 /// `0/N nodes are available: 2 Insufficient cpu, 1 node(s) didn't match ....` — reasons with
 /// their node counts, sorted as the scheduler sorts them.
-pub fn fit_error(nodes: usize, reasons: &BTreeMap<&str, usize>) -> String {
+pub fn fit_error(nodes: usize, reasons: &BTreeMap<String, usize>) -> String {
     let mut parts: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
     parts.sort();
     format!("0/{nodes} nodes are available: {}.", parts.join(", "))
@@ -299,7 +396,7 @@ impl Scheduler {
         }
         let cache = self.cache();
         let usage = &cache.usage;
-        let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut best: Vec<(String, i64)> = Vec::new();
         for node in nodes {
             let name = key_of(node).1;
@@ -377,14 +474,17 @@ mod tests {
 
     #[test]
     fn fit_errors_read_like_the_scheduler() {
-        let reasons: BTreeMap<&str, usize> = [("Insufficient cpu", 3)].into();
+        let reasons: BTreeMap<String, usize> = [("Insufficient cpu".to_string(), 3)].into();
         assert_eq!(
             fit_error(3, &reasons),
             "0/3 nodes are available: 3 Insufficient cpu."
         );
-        let reasons: BTreeMap<&str, usize> = [
-            ("node(s) didn't match Pod's node affinity/selector", 1),
-            ("Insufficient memory", 2),
+        let reasons: BTreeMap<String, usize> = [
+            (
+                "node(s) didn't match Pod's node affinity/selector".to_string(),
+                1,
+            ),
+            ("Insufficient memory".to_string(), 2),
         ]
         .into();
         assert_eq!(
@@ -414,5 +514,70 @@ mod tests {
             vec!["Too many pods", "Insufficient cpu"]
         );
         assert!(node_reasons(&node, &pod, Usage::default(), (4000, 1 << 30)).is_empty());
+    }
+
+    #[test]
+    fn taints_need_a_toleration_and_node_affinity_is_required() {
+        let node = json!({"metadata": {"name": "sim-node-1", "labels": {"zone": "a", "cores": "8"}},
+            "spec": {"taints": [
+                {"key": "soft", "value": "x", "effect": "PreferNoSchedule"},
+                {"key": "dedicated", "value": "db", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}]}});
+        let reasons = |pod: Value| node_reasons(&node, &pod, Usage::default(), (0, 0));
+        assert_eq!(
+            reasons(json!({"spec": {}})),
+            vec!["node(s) had untolerated taint {dedicated: db}"]
+        );
+        for tol in [
+            json!({"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}),
+            json!({"key": "dedicated", "operator": "Exists"}),
+            json!({"operator": "Exists"}),
+            json!({"key": "dedicated", "value": "db"}),
+        ] {
+            assert!(
+                reasons(json!({"spec": {"tolerations": [tol]}})).is_empty(),
+                "{tol}"
+            );
+        }
+        for tol in [
+            json!({"key": "dedicated", "operator": "Equal", "value": "web"}),
+            json!({"key": "dedicated", "operator": "Exists", "effect": "NoExecute"}),
+            json!({"key": "other", "operator": "Exists"}),
+        ] {
+            assert_eq!(
+                reasons(json!({"spec": {"tolerations": [tol]}})).len(),
+                1,
+                "{tol}"
+            );
+        }
+        let tolerated = json!({"operator": "Exists"});
+        let affinity = |term: Value| {
+            json!({"spec": {"tolerations": [tolerated], "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}}})
+        };
+        let fits = |term: Value| reasons(affinity(term)).is_empty();
+        assert!(fits(
+            json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]})
+        ));
+        assert!(!fits(
+            json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]})
+        ));
+        assert!(fits(
+            json!({"matchExpressions": [{"key": "cores", "operator": "Gt", "values": ["4"]}]})
+        ));
+        assert!(!fits(
+            json!({"matchExpressions": [{"key": "gpu", "operator": "Exists"}]})
+        ));
+        assert!(fits(
+            json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["sim-node-1"]}]})
+        ));
+        assert!(!fits(json!({})));
+        assert_eq!(
+            reasons(affinity(
+                json!({"matchExpressions": [{"key": "gpu", "operator": "Exists"}]})
+            )),
+            vec!["node(s) didn't match Pod's node affinity/selector"]
+        );
     }
 }

@@ -23,10 +23,11 @@ use crate::children::{
 use crate::k8s::WriteBudget;
 use crate::messages::ObjectKey;
 use crate::reconcile::children::{Component, child_labels};
+use crate::reconcile::console::pem_certificates;
 use crate::reconcile::pgadmin::ChildNames;
 use crate::reconcile::pgadmin::{
-    COOKIE_SECRET_KEY, Credential, LOGIN_PASSWORD_KEY, OfferedServer, credential_secrets,
-    servers_file, servers_secret,
+    COOKIE_SECRET_KEY, Credential, LOGIN_PASSWORD_KEY, OfferedServer, ca_secrets,
+    credential_secrets, servers_file, servers_secret,
 };
 use crate::reconcile::workload::SecretDigest;
 
@@ -60,7 +61,10 @@ pub enum ServersOutcome {
 fn fingerprint(servers: &[OfferedServer], index: &ReferenceIndex) -> String {
     let mut hasher = Sha256::new();
     hasher.update(format!("{servers:?}").as_bytes());
-    for key in credential_secrets(servers) {
+    for key in credential_secrets(servers)
+        .into_iter()
+        .chain(ca_secrets(servers))
+    {
         hasher.update(key.to_string().as_bytes());
         hasher.update(index.version(&key).unwrap_or_else(|| "absent".into()));
     }
@@ -137,11 +141,34 @@ impl ServersSecrets {
                 );
             }
         }
-        let file = servers_file(servers, &|server: &OfferedServer| {
-            let name = server.credentials.secret()?;
-            read.get(&ObjectKey::new(server.namespace.as_str(), name))
+        // The Clusters' server CAs: their certificates only (a CA Secret also holds its key).
+        let mut cas: BTreeMap<ObjectKey, String> = BTreeMap::new();
+        for secret_key in ca_secrets(servers) {
+            let secrets: Api<Secret> = Api::namespaced(client.clone(), &secret_key.namespace);
+            if let Some(secret) = secrets.get_opt(&secret_key.name).await?
+                && let Some(ca) = text(&secret, "ca.crt")
+            {
+                let certificates = pem_certificates(&ca).concat();
+                if !certificates.is_empty() {
+                    cas.insert(secret_key, certificates);
+                }
+            }
+        }
+        let file = servers_file(
+            servers,
+            &|server: &OfferedServer| {
+                let name = server.credentials.secret()?;
+                read.get(&ObjectKey::new(server.namespace.as_str(), name))
+                    .cloned()
+            },
+            &|server: &OfferedServer| {
+                cas.get(&ObjectKey::new(
+                    server.namespace.as_str(),
+                    server.ca_secret().as_str(),
+                ))
                 .cloned()
-        });
+            },
+        );
         drop(read);
         let mut secret =
             servers_secret(names, &file.data).map_err(|e| kube::Error::Service(Box::new(e)))?;

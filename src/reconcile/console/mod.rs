@@ -12,7 +12,7 @@ mod peers;
 mod plan;
 mod render;
 
-#[cfg(test)]
+// Also the PgAdmin servers file's (its servers' CA files).
 pub use ca_bundle::pem_certificates;
 pub use ca_bundle::{
     BUNDLE_LIMIT_BYTES, BundleOutcome, CA_KEY, CaSource, ClusterCa, mirror_bundle,

@@ -26,7 +26,7 @@ use crate::api::PgToolBoxConsoleSpec;
 use crate::reconcile::children::{Component, child_labels, pod_template_labels};
 use crate::reconcile::evidenceagent::pull_policy;
 use crate::reconcile::exposure::BackendPort;
-use crate::reconcile::workload::{SecretDigest, restrict_pod, stamp_workload_hash};
+use crate::reconcile::workload::{SecretDigest, finish_pod, stamp_workload_hash};
 
 const COMPONENT: Component = Component::Console;
 /// The console's HTTP port (Service, exposure, NetworkPolicy).
@@ -312,9 +312,7 @@ pub fn deployment(input: &RenderInput<'_>, resources: Option<&ResourceRequiremen
             ..PodSpec::default()
         }),
     };
-    if let Some(spec) = template.spec.as_mut() {
-        restrict_pod(spec, &[]);
-    }
+    finish_pod(&mut template, spec.pod_template.as_ref(), &[]);
     stamp_workload_hash(&mut template, input.secrets);
     Deployment {
         metadata: meta(&names.workload, input.console),

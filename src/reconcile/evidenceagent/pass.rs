@@ -179,6 +179,7 @@ pub fn plan(observed: Observed<'_>) -> Plan {
         provider,
         config: &valid,
         secrets: &digests,
+        pod_template: observed.spec.pod_template.as_ref(),
     };
     let children = AgentChildren {
         certificate: secret,

@@ -24,11 +24,9 @@ use pgtoolbox_api::evidence as contract;
 use super::certificate::{CERTIFICATE_DIGEST_ANNOTATION, certificate_digest};
 use super::config::ValidConfig;
 use super::pki::{CertAndKey, TLS_CA_KEY, TLS_CERT_KEY, TLS_KEY_KEY};
-use crate::api::CertificateProvider;
+use crate::api::{CertificateProvider, PodTemplate};
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
-use crate::reconcile::workload::{
-    SecretDigest, dns_egress_rule, restrict_pod, stamp_workload_hash,
-};
+use crate::reconcile::workload::{SecretDigest, dns_egress_rule, finish_pod, stamp_workload_hash};
 
 /// The Service annotation that makes the OpenShift service CA issue a serving certificate.
 pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
@@ -87,6 +85,8 @@ pub struct RenderInput<'a> {
     /// The Secrets the Pods consume (the credentials, the serving certificate): a new version
     /// of any of them is a new workload hash, hence a rollout.
     pub secrets: &'a [SecretDigest],
+    /// The object's `podTemplate` block (placement, pull secrets, Pod metadata).
+    pub pod_template: Option<&'a PodTemplate>,
 }
 
 fn meta(name: &str, agent: &str) -> ObjectMeta {
@@ -396,9 +396,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
             ..PodSpec::default()
         }),
     };
-    if let Some(spec) = template.spec.as_mut() {
-        restrict_pod(spec, &[]);
-    }
+    finish_pod(&mut template, input.pod_template, &[]);
     stamp_workload_hash(&mut template, input.secrets);
     Deployment {
         metadata: meta(&names.workload, input.agent),

@@ -548,6 +548,7 @@ fn children_follow_the_provider() {
             provider,
             config: &valid,
             secrets: &[],
+            pod_template: None,
         };
         let openshift = provider == CertificateProvider::Openshift;
         let svc = service(&input);
@@ -617,6 +618,7 @@ fn a_rotated_secret_rolls_the_deployment() {
             provider: CertificateProvider::Operator,
             config: &valid,
             secrets,
+            pod_template: None,
         };
         current_workload_hash(&deployment(&input))
             .map(str::to_owned)

@@ -18,6 +18,8 @@ pub struct ConfigFacts<'a> {
     pub settings_problem: Option<Verdict>,
     /// The OAuth2 client Secret `spec.authentication.oauth2.clientSecretRef.name`, missing.
     pub missing_oauth2_secret: Option<&'a str>,
+    /// `spec.config.settings` naming keys the operator owns: reported, not a stall.
+    pub settings_refusal: Option<Verdict>,
     /// The offered set's problems.
     pub problems: &'a [Problem],
     /// The number of servers offered, for the healthy message.
@@ -50,6 +52,9 @@ pub fn configuration_valid(facts: &ConfigFacts<'_>, namespace: &str) -> Verdict 
             )
             .about(Subject::OAuth2ClientSecret),
         );
+    }
+    if first.is_none() {
+        first = facts.settings_refusal.clone();
     }
     let rest: Vec<&str> = facts.problems.iter().map(|p| p.message.as_str()).collect();
     match (first, facts.problems.first()) {

@@ -11,7 +11,7 @@
 //! - libpq ignores a password file that its group or others may read, and the kubelet gives a
 //!   Secret volume's files the Pod's `fsGroup` group bits: the credential files are copied,
 //!   0600 and owned by pgAdmin's user, into a memory volume when the Pod starts.
-//! - In server mode pgAdmin resolves a server's `PassFile` under the connecting user's storage
+//! - In server mode pgAdmin resolves a server's `PassFile` (and `SSLRootCert`) under the connecting user's storage
 //!   directory, or under a named shared storage (`<name>:/<file>`): the copies are a shared
 //!   storage, so every pgAdmin user resolves the same file.
 
@@ -79,11 +79,11 @@ pub fn pass_file(file: &str) -> String {
     format!("{CREDENTIALS_STORAGE}:/{file}")
 }
 
-/// The init container's script: copies each credential file of the servers Secret (mounted at
-/// `from`), readable by pgAdmin's user alone, into the memory volume.
+/// The init container's script: copies each credential file and server CA file of the servers
+/// Secret (mounted at `from`), readable by pgAdmin's user alone, into the memory volume.
 pub fn copy_credentials_script(from: &str) -> String {
     format!(
-        "set -eu; umask 077; for f in {from}/*.pgpass; do [ -e \"$f\" ] || continue; \
+        "set -eu; umask 077; for f in {from}/*.pgpass {from}/*.ca.crt; do [ -e \"$f\" ] || continue; \
          cat \"$f\" > \"{CREDENTIALS_MOUNT}/${{f##*/}}\"; done"
     )
 }
@@ -101,7 +101,8 @@ keys = ('Name', 'Group', 'Host', 'Port', 'MaintenanceDB', 'Username', 'Shared', 
 def row(s):
     params = s.get('ConnectionParameters') or {}
     return json.dumps([s.get(k) for k in keys] + [
-        s.get('SSLMode', params.get('sslmode')), s.get('PassFile', params.get('passfile'))])
+        s.get('SSLMode', params.get('sslmode')), s.get('PassFile', params.get('passfile')),
+        s.get('SSLRootCert', params.get('sslrootcert'))])
 def servers(path):
     try:
         with open(path) as f:

@@ -15,6 +15,7 @@ mod registration;
 mod render;
 mod selector;
 mod servers_file;
+mod settings;
 mod upgrade;
 
 #[cfg(test)]
@@ -37,11 +38,14 @@ pub use offered::{
     GrantFacts, MAX_SERVERS, Offered, OfferedInputs, PoolerFacts, Problem, offered_set,
 };
 pub use pass::{BUILTIN_OAUTH2_PROXY_IMAGE, ForeignChild, Gates};
-pub use plan::{Observed, Plan, Referenced, SettingsDb, credential_secrets, decide, plan};
+pub use plan::{
+    Observed, Plan, Referenced, SettingsDb, ca_secrets, credential_secrets, decide, plan,
+};
 pub use registration::{JobState, job_state, pgadmin_pod_ready};
 #[cfg(test)]
 pub use registration::{
-    RegistrationFacts, job_wanted, registration_job_name, servers_registered_event, servers_synced,
+    RegistrationFacts, job_wanted, registration_hash, registration_job_name,
+    servers_registered_event, servers_synced,
 };
 pub use render::{
     COOKIE_SECRET_KEY, ChildNames, HTTP_PORT_NAME, LOGIN_PASSWORD_KEY, RenderError, SERVICE_PORT,

@@ -97,6 +97,24 @@ pub struct OfferedServer {
 }
 
 impl OfferedServer {
+    /// The Secret holding the Cluster's server CA (`ca.crt`), as CloudNativePG names it by
+    /// default: `<cluster>-ca`. pgAdmin verifies the server's certificate against it.
+    pub fn ca_secret(&self) -> String {
+        format!("{}-ca", self.cluster)
+    }
+
+    /// `verify-full` (the certificate must name the host) for the Cluster's own Services,
+    /// whose names CloudNativePG puts in the server certificate; `verify-ca` for a Pooler's
+    /// Service, which that certificate does not name unless the Cluster lists it in
+    /// `serverAltDNSNames`.
+    pub fn ssl_mode(&self) -> &'static str {
+        if self.endpoint.starts_with("pooler:") {
+            "verify-ca"
+        } else {
+            "verify-full"
+        }
+    }
+
     /// The name pgAdmin shows.
     pub fn display_name(&self) -> String {
         let base = format!("{}/{} ({})", self.namespace, self.cluster, self.endpoint);

@@ -97,6 +97,8 @@ pub struct Decision {
     pub missing_oauth2_secret: bool,
     /// The gates, `settings_problem` not yet known.
     pub gates: Gates,
+    /// `spec.config.settings` naming keys the operator owns (not a stall).
+    pub settings_refusal: Option<Verdict>,
 }
 
 /// The images, the offered set, the OAuth2 client Secret and the gates.
@@ -127,6 +129,11 @@ pub fn decide(o: &Observed<'_>) -> Decision {
         oauth2_secret,
         missing_oauth2_secret,
         gates,
+        settings_refusal: o
+            .spec
+            .config
+            .as_ref()
+            .and_then(|c| super::settings::settings_refusal(&c.settings)),
     }
 }
 
@@ -154,6 +161,17 @@ pub fn credential_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
                 .secret()
                 .map(|name| ObjectKey::new(s.namespace.as_str(), name))
         })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+/// The Secrets holding the server CAs of the offered servers' Clusters.
+pub fn ca_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
+    let mut keys: Vec<ObjectKey> = servers
+        .iter()
+        .map(|s| ObjectKey::new(s.namespace.as_str(), s.ca_secret().as_str()))
         .collect();
     keys.sort();
     keys.dedup();
@@ -215,6 +233,7 @@ pub fn plan(o: &Observed<'_>, decision: Decision, settings: Option<SettingsDb>) 
     ];
     watched.extend(consumed.iter().cloned());
     watched.extend(credential_secrets(&decision.offered.servers));
+    watched.extend(ca_secrets(&decision.offered.servers));
     // With a settings database, an image change waits for its backup; the latest backup Job
     // (the running image's) stays until the next image change.
     let target = decision.images.pgadmin.as_str();
@@ -269,6 +288,8 @@ impl Plan {
             config_db: self.config_db.as_ref(),
             consumed,
             names,
+            pod_template: o.spec.pod_template.as_ref(),
+            settings: o.spec.config.as_ref().map(|c| &c.settings),
         }
     }
 
@@ -284,6 +305,7 @@ impl Plan {
                 .as_ref()
                 .filter(|_| d.missing_oauth2_secret)
                 .map(|k| k.name.as_str()),
+            settings_refusal: d.settings_refusal.clone(),
             problems: &d.offered.problems,
             offered: d.offered.servers.len(),
         }

@@ -4,6 +4,9 @@
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 
+use sha2::{Digest, Sha256};
+
+use crate::api::PodTemplate;
 use crate::conditions::reasons::{common, pgadmin};
 use crate::conditions::{ConditionStatus, Verdict, message_matches};
 use crate::reconcile::children::child_name;
@@ -14,6 +17,21 @@ pub fn registration_job_name(owner: &str, hash: &str) -> String {
         owner,
         &format!("pgadmin-register-{}", super::servers_file::hash8(hash)),
     )
+}
+
+/// What names the registration Job: the offered-set hash alone, or with the object's
+/// `podTemplate` block digested in. A Job's Pod template cannot be changed once created, so a
+/// new block is a new registration Job (the same set registered again, on the new placement).
+pub fn registration_hash(servers_hash: &str, block: Option<&PodTemplate>) -> String {
+    let Some(block) = block.filter(|b| **b != PodTemplate::default()) else {
+        return servers_hash.to_owned();
+    };
+    let mut hasher = Sha256::new();
+    hasher.update(servers_hash.as_bytes());
+    hasher.update([0]);
+    // serde_json writes maps sorted and fields in declaration order: stable bytes.
+    hasher.update(serde_json::to_vec(block).unwrap_or_default());
+    hex::encode(hasher.finalize())
 }
 
 /// Where a Job stands, from its status conditions.

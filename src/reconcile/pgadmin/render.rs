@@ -19,9 +19,9 @@ use super::config_database::ConfigConnection;
 use super::image;
 use super::offered::POSTGRES_PORT;
 use super::servers_file::{SERVERS_FILE_KEY, SERVERS_MOUNT};
-use crate::api::{OAuth2, PgAdminStorage};
+use crate::api::{OAuth2, PgAdminStorage, PodTemplate};
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
-use crate::reconcile::workload::{SecretDigest, restrict_pod, stamp_workload_hash};
+use crate::reconcile::workload::{SecretDigest, finish_pod, stamp_workload_hash};
 
 /// The Service port the exposure targets.
 pub const HTTP_PORT_NAME: &str = "http";
@@ -94,6 +94,10 @@ pub struct RenderInput<'a> {
     /// Digests of the Secrets the pgAdmin Pod consumes: a change rolls it.
     pub consumed: &'a [SecretDigest],
     pub names: &'a ChildNames,
+    /// The object's `podTemplate` block, on the pgAdmin Pod and on its Jobs' Pods.
+    pub pod_template: Option<&'a PodTemplate>,
+    /// `spec.config.settings` (the keys the operator owns are never rendered).
+    pub settings: Option<&'a BTreeMap<String, Value>>,
 }
 
 /// pgAdmin's configuration, the same for the pgAdmin container and the registration Job (whose
@@ -127,6 +131,9 @@ fn config_env(input: &RenderInput<'_>) -> Vec<Value> {
         // uses a key of the session (nothing is saved with it: servers connect with their
         // credential files).
         env.push(json!({"name": "PGADMIN_CONFIG_MASTER_PASSWORD_REQUIRED", "value": "False"}));
+    }
+    if let Some(settings) = input.settings {
+        env.extend(super::settings::settings_env(settings));
     }
     env
 }
@@ -278,9 +285,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Result<(Deployment, String), Rende
     });
     let mut template: k8s_openapi::api::core::v1::PodTemplateSpec =
         typed("pod template", template)?;
-    if let Some(spec) = template.spec.as_mut() {
-        restrict_pod(spec, WRITABLE_ROOT);
-    }
+    finish_pod(&mut template, input.pod_template, WRITABLE_ROOT);
     let hash = stamp_workload_hash(&mut template, input.consumed);
     let deployment = typed(
         "Deployment",
@@ -333,44 +338,47 @@ fn registration_env(input: &RenderInput<'_>) -> Vec<Value> {
 /// shows exactly that set.
 pub fn registration_job(input: &RenderInput<'_>, job_name: &str) -> Result<Job, RenderError> {
     let email = admin_email(input.owner, input.namespace);
-    restricted_job(typed(
-        "Job",
-        json!({
-            "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": meta(job_name),
-            "spec": {
-                "backoffLimit": 0,
-                "template": {
-                    "metadata": {"labels": pod_template_labels(input.owner, Component::PgAdminRegistration)},
-                    "spec": {
-                        "restartPolicy": "Never",
-                        "serviceAccountName": input.names.workload,
-                        "automountServiceAccountToken": false,
-                        "securityContext": {"runAsUser": PGADMIN_UID, "runAsGroup": PGADMIN_UID, "fsGroup": PGADMIN_UID},
-                        "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-                            "labelSelector": {"matchLabels": child_labels(input.owner, COMPONENT)},
-                            "topologyKey": "kubernetes.io/hostname",
-                        }]}},
-                        "containers": [{
-                            "name": "register",
-                            "image": input.image,
-                            "env": registration_env(input),
-                            "command": ["/bin/sh", "-c", image::registration_script(
-                                &format!("{SERVERS_MOUNT}/{SERVERS_FILE_KEY}"), &email)],
-                            "volumeMounts": [
-                                {"name": "data", "mountPath": DATA_MOUNT},
-                                {"name": "servers", "mountPath": SERVERS_MOUNT, "readOnly": true},
+    restricted_job(
+        input,
+        typed(
+            "Job",
+            json!({
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": meta(job_name),
+                "spec": {
+                    "backoffLimit": 0,
+                    "template": {
+                        "metadata": {"labels": pod_template_labels(input.owner, Component::PgAdminRegistration)},
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "serviceAccountName": input.names.workload,
+                            "automountServiceAccountToken": false,
+                            "securityContext": {"runAsUser": PGADMIN_UID, "runAsGroup": PGADMIN_UID, "fsGroup": PGADMIN_UID},
+                            "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                                "labelSelector": {"matchLabels": child_labels(input.owner, COMPONENT)},
+                                "topologyKey": "kubernetes.io/hostname",
+                            }]}},
+                            "containers": [{
+                                "name": "register",
+                                "image": input.image,
+                                "env": registration_env(input),
+                                "command": ["/bin/sh", "-c", image::registration_script(
+                                    &format!("{SERVERS_MOUNT}/{SERVERS_FILE_KEY}"), &email)],
+                                "volumeMounts": [
+                                    {"name": "data", "mountPath": DATA_MOUNT},
+                                    {"name": "servers", "mountPath": SERVERS_MOUNT, "readOnly": true},
+                                ],
+                            }],
+                            "volumes": [
+                                {"name": "data", "persistentVolumeClaim": {"claimName": input.names.workload}},
+                                {"name": "servers", "secret": {"secretName": input.names.servers_secret}},
                             ],
-                        }],
-                        "volumes": [
-                            {"name": "data", "persistentVolumeClaim": {"claimName": input.names.workload}},
-                            {"name": "servers", "secret": {"secretName": input.names.servers_secret}},
-                        ],
+                        },
                     },
                 },
-            },
-        }),
-    )?)
+            }),
+        )?,
+    )
 }
 
 /// The backup of the settings database before an image change: pg_dump (of the running
@@ -391,7 +399,9 @@ pub fn upgrade_backup_job(
         &db.role,
         &db.database,
     );
-    restricted_job(typed(
+    restricted_job(
+        input,
+        typed(
         "Job",
         json!({
             "apiVersion": "batch/v1", "kind": "Job",
@@ -435,10 +445,11 @@ pub fn upgrade_backup_job(
 /// gunicorn and `dump-servers` write under `/tmp`. Every other container's root is read-only.
 const WRITABLE_ROOT: &[&str] = &["pgadmin", "register"];
 
-/// A Job whose Pod carries the restricted security context (see [`restrict_pod`]).
-fn restricted_job(mut job: Job) -> Result<Job, RenderError> {
-    if let Some(spec) = job.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
-        restrict_pod(spec, WRITABLE_ROOT);
+/// A Job whose Pod is finished as the pgAdmin Pod is (see [`finish_pod`]): the object's
+/// `podTemplate` block and the restricted security context.
+fn restricted_job(input: &RenderInput<'_>, mut job: Job) -> Result<Job, RenderError> {
+    if let Some(spec) = job.spec.as_mut() {
+        finish_pod(&mut spec.template, input.pod_template, WRITABLE_ROOT);
     }
     Ok(job)
 }

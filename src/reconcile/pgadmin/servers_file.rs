@@ -35,7 +35,7 @@ impl std::fmt::Debug for Credential {
 
 /// The Secret's data and the offered-set hash.
 pub struct ServersFile {
-    /// Key → contents: `servers.json` and `server-<n>.pgpass`.
+    /// Key → contents: `servers.json`, `server-<n>.pgpass` and `server-<n>.ca.crt`.
     pub data: BTreeMap<String, String>,
     /// Hex SHA-256 over the whole data: any change of a server or a credential changes it.
     pub hash: String,
@@ -65,10 +65,14 @@ fn pgpass_field(s: &str) -> String {
 
 /// Renders the servers file and the credential files. `credential(server)` answers the
 /// contents of the server's credential Secret, `None` when there is none (the server is
-/// registered without a password file; pgAdmin asks for the password).
+/// registered without a password file; pgAdmin asks for the password). `server_ca(server)`
+/// answers its Cluster's server CA certificates (PEM): the server is verified against them
+/// (`SSLRootCert`, a file delivered with the credential files). Without them it is still
+/// verified, against nothing pgAdmin has, so it does not connect: never unverified.
 pub fn servers_file(
     servers: &[OfferedServer],
     credential: &dyn Fn(&OfferedServer) -> Option<Credential>,
+    server_ca: &dyn Fn(&OfferedServer) -> Option<String>,
 ) -> ServersFile {
     let mut entries = serde_json::Map::new();
     let mut data = BTreeMap::new();
@@ -87,7 +91,7 @@ pub fn servers_file(
             "Port": server.port,
             "MaintenanceDB": "postgres",
             "Username": username,
-            "SSLMode": "require",
+            "SSLMode": server.ssl_mode(),
             // Every pgAdmin user sees the server; the others connect as the same role.
             "Shared": true,
             "SharedUsername": username,
@@ -105,6 +109,11 @@ pub fn servers_file(
                     pgpass_field(&cred.password)
                 ),
             );
+        }
+        if let Some(ca) = server_ca(server) {
+            let file = format!("server-{id}.ca.crt");
+            entry["SSLRootCert"] = Value::String(super::image::pass_file(&file));
+            data.insert(file, ca);
         }
         entries.insert(id.to_string(), entry);
     }

@@ -431,8 +431,8 @@ fn a_switchover_changes_neither_the_offered_set_nor_its_hash() {
         })
     };
     assert_eq!(
-        servers_file(&before.servers, &cred).hash,
-        servers_file(&after.servers, &cred).hash
+        servers_file(&before.servers, &cred, &no_ca).hash,
+        servers_file(&after.servers, &cred, &no_ca).hash
     );
 }
 
@@ -448,7 +448,7 @@ fn the_servers_file_is_what_pgadmin_imports_and_its_hash_follows_credentials() {
             })
         }
     };
-    let file = servers_file(&offered.servers, &with("s3cr:et"));
+    let file = servers_file(&offered.servers, &with("s3cr:et"), &no_ca);
     let json: Value = serde_json::from_str(&file.data[SERVERS_FILE_KEY]).unwrap();
     let server = &json["Servers"]["1"];
     assert_eq!(server["Host"], "orders-rw.team-a.svc");
@@ -466,21 +466,63 @@ fn the_servers_file_is_what_pgadmin_imports_and_its_hash_follows_credentials() {
     // Stable, and a rotated password is a new hash (a new registration Job).
     assert_eq!(
         file.hash,
-        servers_file(&offered.servers, &with("s3cr:et")).hash
+        servers_file(&offered.servers, &with("s3cr:et"), &no_ca).hash
     );
-    let rotated = servers_file(&offered.servers, &with("other"));
+    let rotated = servers_file(&offered.servers, &with("other"), &no_ca);
     assert_ne!(file.hash, rotated.hash);
     assert!(
         !format!("{file:?}").contains("s3cr"),
         "Debug shows no secret"
     );
     // Without the Secret: registered with no password file.
-    let none = servers_file(&offered.servers, &|_: &OfferedServer| None);
+    let none = servers_file(&offered.servers, &|_: &OfferedServer| None, &no_ca);
     assert_eq!(none.data.len(), 1);
     assert_eq!(
         registration_job_name("team-pgadmin", &file.hash),
         format!("team-pgadmin-pgadmin-register-{}", &file.hash[..8])
     );
+}
+
+/// No server CA known.
+fn no_ca(_: &OfferedServer) -> Option<String> {
+    None
+}
+
+/// Every server is verified: `verify-full` against its Cluster's CA, delivered as a file of
+/// the shared storage next to the credential files (`verify-ca` for a Pooler, whose Service
+/// the server certificate does not name); without a CA it is still verified (and so does not
+/// connect), never `require`.
+#[test]
+fn servers_are_verified_against_their_clusters_ca() {
+    let obj = pgadmin("  clusterSelector: {matchLabels: {team: a}}\n  endpoints: [rw]\n");
+    let offered = World::standard().offered(&obj);
+    let ca = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n";
+    let with_ca =
+        |server: &OfferedServer| (server.ca_secret() == "orders-ca").then(|| ca.to_owned());
+    let file = servers_file(&offered.servers, &|_: &OfferedServer| None, &with_ca);
+    let json: Value = serde_json::from_str(&file.data[SERVERS_FILE_KEY]).unwrap();
+    let server = &json["Servers"]["1"];
+    assert_eq!(server["SSLMode"], "verify-full");
+    assert_eq!(
+        server["SSLRootCert"],
+        "pgtoolbox-credentials:/server-1.ca.crt"
+    );
+    assert_eq!(file.data["server-1.ca.crt"], ca);
+    // A new CA is new credential files: the pgAdmin Pod copies them again.
+    let other = servers_file(&offered.servers, &|_: &OfferedServer| None, &no_ca);
+    assert_ne!(file.credentials_hash, other.credentials_hash);
+    let json: Value = serde_json::from_str(&other.data[SERVERS_FILE_KEY]).unwrap();
+    assert_eq!(json["Servers"]["1"]["SSLMode"], "verify-full");
+    assert!(json["Servers"]["1"].get("SSLRootCert").is_none());
+    assert!(!other.data[SERVERS_FILE_KEY].contains("require"));
+    let pooled = OfferedServer {
+        endpoint: "pooler:orders-pooler".into(),
+        ..offered.servers[0].clone()
+    };
+    assert_eq!(pooled.ssl_mode(), "verify-ca");
+    // The init container copies the CA files with the password files.
+    let script = super::image::copy_credentials_script("/s");
+    assert!(script.contains("/s/*.ca.crt"), "{script}");
 }
 
 fn problem(reason: crate::conditions::Reason) -> Problem {
@@ -714,6 +756,8 @@ fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
         config_db: None,
         consumed: &[],
         names: &names,
+        pod_template: None,
+        settings: None,
     };
     let (d, hash) = deployment(&input).unwrap();
     let d = serde_json::to_value(&d).unwrap();
@@ -777,6 +821,8 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
         config_db: Some(&db),
         consumed: &[],
         names: &names,
+        pod_template: None,
+        settings: None,
     };
     let template = |v: Value| v["spec"]["template"].clone();
     let d = serde_json::to_value(deployment(&input).unwrap().0).unwrap();
@@ -811,4 +857,87 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
         d["spec"]["template"]["spec"]["securityContext"]["runAsUser"],
         5050
     );
+}
+
+/// The `podTemplate` block reaches the pgAdmin Pod and both Jobs' Pods (which keep their Pod
+/// affinity to pgAdmin's), and a new block is a new registration Job (a Job's template is
+/// immutable) and a new workload hash.
+#[test]
+fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
+    use crate::api::PodTemplate;
+    use crate::reconcile::pgadmin::config_database::ConfigConnection;
+    use crate::reconcile::pgadmin::registration_hash;
+    let obj = pgadmin("  image: docker.io/dpage/pgadmin4:9.10\n");
+    let names = ChildNames::of("team-pgadmin");
+    let db = ConfigConnection {
+        host: "orders-rw.team-a.svc".into(),
+        database: "pgadmin".into(),
+        role: "pgadmin".into(),
+        password_secret: "orders-pgadmin".into(),
+    };
+    let block: PodTemplate = serde_json::from_value(serde_json::json!({
+        "nodeSelector": {"pool": "tools"},
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}],
+        "imagePullSecrets": [{"name": "registry"}],
+        "priorityClassName": "tools",
+        "labels": {"team": "a", "app.kubernetes.io/component": "forged"},
+    }))
+    .unwrap();
+    let input = |pod_template| RenderInput {
+        owner: "team-pgadmin",
+        namespace: "team-a",
+        image: "docker.io/dpage/pgadmin4:9.10",
+        resources: None,
+        storage: &obj.spec.storage,
+        oauth2: None,
+        config_db: Some(&db),
+        consumed: &[],
+        names: &names,
+        pod_template,
+        settings: None,
+    };
+    let placed = input(Some(&block));
+    let (d, hash) = deployment(&placed).unwrap();
+    let job = registration_job(&placed, "r").unwrap();
+    let backup = upgrade_backup_job(&placed, "b", "docker.io/dpage/pgadmin4:9.9")
+        .unwrap()
+        .unwrap();
+    let templates = [
+        (
+            "Deployment",
+            serde_json::to_value(&d.spec.template).unwrap(),
+        ),
+        (
+            "registration",
+            serde_json::to_value(&job.spec.unwrap().template).unwrap(),
+        ),
+        (
+            "backup",
+            serde_json::to_value(&backup.spec.unwrap().template).unwrap(),
+        ),
+    ];
+    for (what, t) in &templates {
+        let spec = &t["spec"];
+        assert_eq!(spec["nodeSelector"]["pool"], "tools", "{what}");
+        assert_eq!(spec["tolerations"][0]["key"], "dedicated", "{what}");
+        assert_eq!(spec["imagePullSecrets"][0]["name"], "registry", "{what}");
+        assert_eq!(spec["priorityClassName"], "tools", "{what}");
+        assert_eq!(t["metadata"]["labels"]["team"], "a", "{what}");
+        assert_ne!(
+            t["metadata"]["labels"]["app.kubernetes.io/component"], "forged",
+            "{what}: the operator's label wins"
+        );
+    }
+    for (what, t) in &templates[1..] {
+        let own =
+            &t["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+        assert_eq!(own[0]["topologyKey"], "kubernetes.io/hostname", "{what}");
+    }
+    assert_ne!(deployment(&input(None)).unwrap().1, hash);
+    assert_eq!(registration_hash("abc", None), "abc");
+    assert_eq!(
+        registration_hash("abc", Some(&PodTemplate::default())),
+        "abc"
+    );
+    assert_ne!(registration_hash("abc", Some(&block)), "abc");
 }

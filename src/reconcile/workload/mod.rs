@@ -3,6 +3,7 @@
 //! hash stamped on the pod template.
 
 mod hash;
+mod placement;
 mod pods;
 mod security;
 mod verdict;
@@ -13,6 +14,7 @@ pub use hash::{
     SecretDigest, WORKLOAD_HASH_ANNOTATION, current_workload_hash, rollout_started,
     stamp_workload_hash,
 };
+pub use placement::finish_pod;
 #[cfg(test)]
 pub use pods::{PodFact, PodFactKind};
 pub use pods::{is_active, pod_fact};

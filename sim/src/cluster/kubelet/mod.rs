@@ -132,6 +132,19 @@ fn env_problem(tx: &Tx<'_>, ns: &str, container: &Value) -> Option<String> {
     None
 }
 
+/// The `imagePullSecrets` of a Pod that the kubelet cannot read (they do not exist), in the
+/// Pod's order: it pulls without them (`FailedToRetrieveImagePullSecret`).
+fn missing_pull_secrets(tx: &Tx<'_>, ns: &str, pod: &Value) -> Vec<String> {
+    pod.pointer("/spec/imagePullSecrets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| str_at(r, "/name"))
+        .filter(|name| !name.is_empty() && tx.get(SECRETS, ns, name).is_none())
+        .map(str::to_string)
+        .collect()
+}
+
 /// Secret and ConfigMap volumes (also inside projected ones) that cannot be mounted:
 /// `(volume, message)` for the FailedMount Event.
 fn mount_problems(tx: &Tx<'_>, ns: &str, pod: &Value) -> Vec<(String, String)> {

@@ -11,7 +11,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::{Kubelet, RECHECK, Track, container_names, env_problem, image_valid, mount_problems};
+use super::{
+    Kubelet, RECHECK, Track, container_names, env_problem, image_valid, missing_pull_secrets,
+    mount_problems,
+};
 use crate::cluster::nodes::node_ip;
 use crate::cluster::util::str_at;
 use crate::cluster::{Ctx, EventKind, Next, PODS, Tx, WorkloadFault};
@@ -38,6 +41,8 @@ pub(super) struct Facts {
     pub start_left: Duration,
     /// A missing Secret, ConfigMap or key in `env`/`envFrom` (read only before the start).
     pub config_problem: Option<String>,
+    /// `imagePullSecrets` that do not exist (the pull goes on without them).
+    pub missing_pull_secrets: Vec<String>,
 }
 
 impl Facts {
@@ -66,6 +71,7 @@ impl Facts {
             } else {
                 containers.iter().find_map(|c| env_problem(tx, &key.0, c))
             },
+            missing_pull_secrets: missing_pull_secrets(tx, &key.0, pod),
         }
     }
 }
@@ -320,6 +326,19 @@ fn container_creating(k: &Kubelet, s: &mut Sync<'_, '_>) -> Result<Option<Next>,
         &s.unready,
         false,
     )?;
+    if !s.facts.missing_pull_secrets.is_empty() {
+        // kubelet's getPullSecretsForPod: the pull goes on with the secrets it could read.
+        s.tx.event(
+            s.pod,
+            EventKind::Warning,
+            "FailedToRetrieveImagePullSecret",
+            &format!(
+                "Unable to retrieve some image pull secrets ({}); attempting to pull the image may not succeed.",
+                s.facts.missing_pull_secrets.join(", ")
+            ),
+            Some(s.node),
+        )?;
+    }
     for c in &s.containers {
         let image = str_at(c, "/image").unwrap_or("");
         s.tx.event(
