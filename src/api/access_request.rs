@@ -16,11 +16,18 @@ const IMMUTABLE_RULE: &str = "self.subject == oldSelf.subject \
     && has(self.cluster) == has(oldSelf.cluster) \
     && (!has(self.cluster) || self.cluster == oldSelf.cluster) \
     && has(self.reason) == has(oldSelf.reason) \
-    && (!has(self.reason) || self.reason == oldSelf.reason)";
+    && (!has(self.reason) || self.reason == oldSelf.reason) \
+    && self.approvalsRequired == oldSelf.approvalsRequired";
 
 /// The latest `expiresAt` admitted: RFC 3339 reaches 9999-12-31T23:59:59Z, the operator's time
 /// type stops a little before (and a request it cannot decode could never expire).
 const EXPIRES_AT_BOUND: &str = "self.expiresAt < timestamp('9999-01-01T00:00:00Z')";
+
+/// The same bound for the decision times in status (`decidedAt`, each approval's): the operator
+/// decodes them with the same time type, and a request it cannot decode is never reconciled.
+const DECIDED_AT_BOUND: &str = "self < timestamp('9999-01-01T00:00:00Z')";
+const DECIDED_AT_MESSAGE: &str = "must be before 9999-01-01T00:00:00Z: a later time cannot be \
+    represented by the operator";
 
 /// The request: who, which ClusterRole, until when and why. Fixed at creation, except that
 /// expiresAt may move earlier.
@@ -78,6 +85,12 @@ pub struct PgAccessRequestSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 1024))]
     pub reason: Option<String>,
+    /// How many distinct people (never the subject) must approve before access is granted; at
+    /// least what the namespace's access policy (PgAccessPolicy) requires, which the API server
+    /// checks at creation. Fixed at creation.
+    #[serde(default = "super::common::default_one")]
+    #[schemars(range(min = 1, max = 8))]
+    pub approvals_required: i32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -195,8 +208,21 @@ impl JsonSchema for AccessPhase {
     }
 }
 
+/// One approval of a request: who approved and when.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    /// Who approved, as the API server authenticated them: a user name or
+    /// `system:serviceaccount:<ns>:<name>` (the admission policy refuses any other name).
+    #[schemars(length(min = 1, max = 253))]
+    pub approver: String,
+    /// When they approved.
+    #[x_kube(validation = Rule::new(DECIDED_AT_BOUND).message(DECIDED_AT_MESSAGE))]
+    pub decided_at: Time,
+}
+
 /// What the operator and the console observed and decided.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, KubeSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PgAccessRequestStatus {
     #[serde(flatten)]
@@ -204,12 +230,20 @@ pub struct PgAccessRequestStatus {
     /// The decision, written by the console; Pending until it decides.
     #[serde(default)]
     pub phase: AccessPhase,
-    /// Who decided: a user name or `system:serviceaccount:<ns>:<name>`.
+    /// Who decided (for an approval, the last approver): a user name or
+    /// `system:serviceaccount:<ns>:<name>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
-    /// When the console decided.
+    /// When the decision was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(DECIDED_AT_BOUND).message(DECIDED_AT_MESSAGE))]
     pub decided_at: Option<Time>,
+    /// The approvals so far, one per distinct approver, in order; the request turns Approved
+    /// with the one that reaches `spec.approvalsRequired` (its approver is then `approver`).
+    /// Only ever appended to, each approver adding their own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    pub approvals: Vec<Approval>,
     /// The RoleBinding the console created for the approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub role_binding_name: Option<String>,

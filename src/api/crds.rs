@@ -7,7 +7,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::CustomResourceExt;
 
-use super::{EvidenceAgent, PgAccessRequest, PgAdmin, PgAdminAccess, PgToolBoxConsole};
+use super::{
+    EvidenceAgent, PgAccessPolicy, PgAccessRequest, PgAdmin, PgAdminAccess, PgToolBoxConsole,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CrdError {
@@ -33,6 +35,7 @@ pub fn crd_manifests() -> Vec<CustomResourceDefinition> {
         EvidenceAgent::crd(),
         PgToolBoxConsole::crd(),
         PgAccessRequest::crd(),
+        PgAccessPolicy::crd(),
     ];
     for version in crds.iter_mut().flat_map(|c| c.spec.versions.iter_mut()) {
         if let Some(schema) = version

@@ -3,6 +3,8 @@
 
 // kube's repeated printcolumn(name = .., type_ = ..) arguments are not duplicates.
 #[allow(clippy::duplicated_attributes)]
+mod access_policy;
+#[allow(clippy::duplicated_attributes)]
 mod access_request;
 mod common;
 #[allow(clippy::duplicated_attributes)]
@@ -16,9 +18,10 @@ mod pgadmin;
 mod pgadmin_access;
 mod status;
 
+pub use access_policy::{PgAccessPolicy, PgAccessPolicySpec};
 pub use access_request::{
-    AccessPhase, AccessSubject, PgAccessRequest, PgAccessRequestSpec, PgAccessRequestStatus,
-    SubjectKind,
+    AccessPhase, AccessSubject, Approval, PgAccessRequest, PgAccessRequestSpec,
+    PgAccessRequestStatus, SubjectKind,
 };
 pub use common::{
     CommonStatus, ConsoleExposure, Exposure, ExposureKind, ExposureNetworkPolicy, ExposureTls,

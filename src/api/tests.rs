@@ -107,7 +107,13 @@ fn every_crd_has_its_names_columns_and_status_subresource() {
             vec!["Ready", "Reason", "Phase", "Subject", "Expires", "Age"],
         ),
     ];
-    assert_eq!(crd_manifests().len(), cases.len());
+    // And PgAccessPolicy, which the API server reads and nothing reconciles: no status.
+    assert_eq!(crd_manifests().len(), cases.len() + 1);
+    let policy = crd("PgAccessPolicy");
+    assert_eq!(policy.spec.names.plural, "pgaccesspolicies");
+    assert_eq!(policy.spec.names.short_names, Some(vec!["pgap".to_owned()]));
+    assert_eq!(policy.spec.scope, "Namespaced");
+    assert!(policy.spec.versions[0].subresources.is_none());
     for (kind, plural, short, columns) in cases {
         let crd = crd(kind);
         assert_eq!(crd.spec.group, GROUP);

@@ -15,7 +15,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use crate::api::{AccessPhase, AccessSubject, PgAccessRequest, PgAccessRequestSpec, SubjectKind};
+use crate::api::{
+    AccessPhase, AccessSubject, Approval, PgAccessRequest, PgAccessRequestSpec, SubjectKind,
+};
 use crate::children::REQUEST_LABEL;
 
 /// The prefix of the RoleBinding an approval creates (`pgar-<request>`), as the README's
@@ -52,8 +54,9 @@ pub enum AccessCommand {
     },
     /// One request: who, what, until when, its decision and its conditions.
     Show { name: String },
-    /// Approve a pending request as yourself: creates its RoleBinding with your credentials,
-    /// then records you as its approver. Refused for your own request.
+    /// Approve a pending request as yourself: records your approval; the approval that
+    /// reaches the number the request needs creates its RoleBinding with your credentials and
+    /// records you as its approver. Refused for your own request.
     Approve { name: String },
     /// Deny a pending request as yourself.
     Deny { name: String },
@@ -78,6 +81,10 @@ pub struct RequestArgs {
     /// Why the access is needed (shown to approvers).
     #[arg(long)]
     pub reason: Option<String>,
+    /// How many distinct approvers the request needs: at least what the namespace's access
+    /// policy (PgAccessPolicy) requires.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(i32).range(1..=8))]
+    pub approvals: i32,
     /// Request for this user instead of yourself.
     #[arg(long, conflicts_with_all = ["group", "service_account"])]
     pub user: Option<String>,
@@ -259,6 +266,7 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
                     cluster_role: request.role.clone(),
                     expires_at: Time(expires),
                     reason: request.reason.clone(),
+                    approvals_required: request.approvals,
                 },
                 status: None,
             };
@@ -281,6 +289,28 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
         AccessCommand::Approve { name } => {
             let caller = whoami(&client).await?;
             let request = decidable(&requests, name, &caller).await?;
+            let mut approvals = approvals_of(&request);
+            if approvals.iter().any(|a| a.approver == caller.username) {
+                return Err(AccessError::Refused(format!(
+                    "pgaccessrequest/{name}: you ({}) approved it already; it needs another approver",
+                    caller.username
+                )));
+            }
+            approvals.push(Approval {
+                approver: caller.username.clone(),
+                decided_at: now(),
+            });
+            let needed = usize::try_from(request.spec.approvals_required.max(1)).unwrap_or(1);
+            if approvals.len() < needed {
+                // Not the last approval: recorded, nothing granted yet.
+                let status = json!({"approvals": approvals});
+                record(&requests, &request, status).await?;
+                return Ok(format!(
+                    "pgaccessrequest/{name} approved by {} ({} of {needed} approvals): waiting for another approver\n",
+                    caller.username,
+                    approvals.len()
+                ));
+            }
             let binding = grant_binding(&request, &namespace);
             let binding_name = binding.metadata.name.clone().unwrap_or_default();
             // The grant first, as the caller: the API server's escalation check judges
@@ -300,7 +330,9 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
                 }
                 Err(err) => return Err(err.into()),
             }
-            decide(&requests, name, "Approved", &caller, Some(&binding_name)).await?;
+            let mut status = decision("Approved", &caller, Some(&binding_name));
+            status["approvals"] = json!(approvals);
+            record(&requests, &request, status).await?;
             Ok(format!(
                 "pgaccessrequest/{name} approved by {}: rolebinding/{binding_name} grants {} until {}\n",
                 caller.username, request.spec.cluster_role, request.spec.expires_at.0
@@ -308,8 +340,8 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
         }
         AccessCommand::Deny { name } => {
             let caller = whoami(&client).await?;
-            decidable(&requests, name, &caller).await?;
-            decide(&requests, name, "Denied", &caller, None).await?;
+            let request = decidable(&requests, name, &caller).await?;
+            record(&requests, &request, decision("Denied", &caller, None)).await?;
             Ok(format!(
                 "pgaccessrequest/{name} denied by {}\n",
                 caller.username
@@ -345,7 +377,7 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
                 ));
             }
             // A revocation is a decision too: recorded with who made it, like an approval.
-            decide(&requests, name, "Revoked", &caller, None).await?;
+            record(&requests, &request, decision("Revoked", &caller, None)).await?;
             Ok(format!(
                 "pgaccessrequest/{name} revoked by {}\n",
                 caller.username
@@ -377,14 +409,8 @@ async fn decidable(
     Ok(request)
 }
 
-/// Records the decision in the request's status, with the caller as its approver.
-async fn decide(
-    requests: &Api<PgAccessRequest>,
-    name: &str,
-    phase: &str,
-    caller: &Caller,
-    binding: Option<&str>,
-) -> Result<(), AccessError> {
+/// A decision with the caller as its approver, as the request's status records it.
+fn decision(phase: &str, caller: &Caller, binding: Option<&str>) -> serde_json::Value {
     let mut status = json!({
         "phase": phase,
         "approver": caller.username,
@@ -393,12 +419,37 @@ async fn decide(
     if let Some(binding) = binding {
         status["roleBindingName"] = json!(binding);
     }
+    status
+}
+
+/// The approvals recorded so far.
+fn approvals_of(request: &PgAccessRequest) -> Vec<Approval> {
+    request
+        .status
+        .as_ref()
+        .map(|s| s.approvals.clone())
+        .unwrap_or_default()
+}
+
+/// Writes `status` into the request's status, on the version that was read: a decision made
+/// meanwhile by someone else (another approval appended) refuses this write (409) instead of
+/// being overwritten.
+async fn record(
+    requests: &Api<PgAccessRequest>,
+    request: &PgAccessRequest,
+    status: serde_json::Value,
+) -> Result<(), AccessError> {
     let params = PatchParams {
         field_manager: Some(MANAGER.into()),
         ..PatchParams::default()
     };
+    let name = request.metadata.name.clone().unwrap_or_default();
+    let patch = json!({
+        "metadata": {"resourceVersion": request.metadata.resource_version},
+        "status": status,
+    });
     requests
-        .patch_status(name, &params, &Patch::Merge(&json!({"status": status})))
+        .patch_status(&name, &params, &Patch::Merge(&patch))
         .await?;
     Ok(())
 }
@@ -476,6 +527,20 @@ fn render_one(request: &PgAccessRequest) -> String {
             .and_then(|s| s.role_binding_name.as_deref())
             .unwrap_or("-"),
     );
+    let approvals = approvals_of(request);
+    if spec.approvals_required > 1 || !approvals.is_empty() {
+        let names: Vec<&str> = approvals.iter().map(|a| a.approver.as_str()).collect();
+        out.push_str(&format!(
+            "Approvals:   {} of {} ({})\n",
+            approvals.len(),
+            spec.approvals_required,
+            if names.is_empty() {
+                "-".to_string()
+            } else {
+                names.join(", ")
+            }
+        ));
+    }
     let conditions = status
         .map(|s| s.common.conditions.as_slice())
         .unwrap_or_default();
@@ -593,6 +658,7 @@ mod tests {
                 cluster_role: "view".into(),
                 expires_at: Time(Timestamp::UNIX_EPOCH),
                 reason: None,
+                approvals_required: 1,
             },
         );
         let binding = grant_binding(&request, "team-a");

@@ -211,8 +211,8 @@ pub async fn sim(args: SimArgs) -> Result<(), CliError> {
 }
 
 /// The operator inside `sim`, installed as `deploy/` installs it: its namespace, its
-/// ServiceAccount and ClusterRole, the console and user roles and the access-request admission
-/// policy; then the start-up checks and the kinds, running as that ServiceAccount with exactly
+/// ServiceAccount and ClusterRole, the console and user roles, the access-request admission
+/// policies and the default access policy; then the start-up checks and the kinds, running as that ServiceAccount with exactly
 /// an installation's rights (the policy judges its writes as it does in a cluster).
 async fn start_operator(
     sim: &Sim,
@@ -273,7 +273,7 @@ fn service_account_groups() -> Vec<String> {
 
 /// What `sim` installs of `deploy/`: as a cluster has it after `kubectl apply -k deploy/`, but
 /// the Deployment (the operator runs inside `sim`).
-const INSTALL: [(&str, &str); 5] = [
+const INSTALL: [(&str, &str); 7] = [
     (
         "deploy/01-serviceaccount.yaml",
         include_str!("../../deploy/01-serviceaccount.yaml"),
@@ -293,6 +293,14 @@ const INSTALL: [(&str, &str); 5] = [
     (
         "deploy/08-access-request-admission.yaml",
         include_str!("../../deploy/08-access-request-admission.yaml"),
+    ),
+    (
+        "deploy/10-access-policy.yaml",
+        include_str!("../../deploy/10-access-policy.yaml"),
+    ),
+    (
+        "deploy/access-policy/default.yaml",
+        include_str!("../../deploy/access-policy/default.yaml"),
     ),
 ];
 
@@ -371,6 +379,9 @@ async fn our_kinds(client: &kube::Client) -> Vec<OurKind> {
         .filter(|crd| crd.spec.group == GROUP)
         .filter_map(|crd| {
             let version = crd.spec.versions.iter().find(|v| v.served)?;
+            // Managed objects report a status; a kind without one (PgAccessPolicy) is read by
+            // the API server, not reconciled.
+            version.subresources.as_ref()?.status.as_ref()?;
             let gvk = GroupVersionKind::gvk(GROUP, &version.name, &crd.spec.names.kind);
             let resource = ApiResource::from_gvk_with_plural(&gvk, &crd.spec.names.plural);
             let columns: Vec<(String, String)> = version

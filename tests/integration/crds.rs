@@ -47,7 +47,7 @@ async fn generated_crds_apply_and_print_their_columns() {
     let (sim, _client) = start().await;
     let k = Kubectl::for_sim(&sim);
     tokio::task::spawn_blocking(move || {
-        for file in ["pgadmins", "pgadminaccesses", "evidenceagents", "pgtoolboxconsoles", "pgaccessrequests"] {
+        for file in ["pgadmins", "pgadminaccesses", "evidenceagents", "pgtoolboxconsoles", "pgaccessrequests", "pgaccesspolicies"] {
             k.ok(&["apply", "--validate=false", "-f", &repo(&format!("crds/{file}.yaml"))]);
         }
         for ns in ["team-a", "team-b"] {

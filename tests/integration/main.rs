@@ -44,6 +44,7 @@ mod pgar_converged;
 mod pgar_kubectl;
 mod pgar_namespaces;
 mod pgar_orphans;
+mod pgar_policy;
 mod pgar_stale_cache;
 mod pgar_support;
 mod pgar_timebox;

@@ -50,16 +50,29 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
         applied.contains(&"Deployment/pgtoolbox-operator".to_string()),
         "{applied:?}"
     );
-    // The five CRDs, the operator's own objects, the three ClusterRoles it binds for consoles,
+    // The six CRDs, the operator's own objects, the three ClusterRoles it binds for consoles,
     // the user roles, the metrics Service, the access-request admission policy and its
-    // binding, the operator's NetworkPolicy and the Grafana dashboard's ConfigMap.
-    assert_eq!(applied.len(), 24, "{applied:?}");
+    // binding, the access policy's admission policy and its two bindings, the operator's
+    // NetworkPolicy and the Grafana dashboard's ConfigMap.
+    assert_eq!(applied.len(), 28, "{applied:?}");
     for policy in [
         "ValidatingAdmissionPolicy/pgtoolbox-access-request-decisions",
         "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-decisions",
+        "ValidatingAdmissionPolicy/pgtoolbox-access-request-policy",
+        "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-policy-default",
+        "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-policy-namespace",
     ] {
         assert!(applied.contains(&policy.to_string()), "{applied:?}");
     }
+    // The default access policy, in a second step once the CRDs are served (as the README
+    // installs it).
+    let Some(default_policy) = kustomize("deploy/access-policy") else {
+        return;
+    };
+    assert_eq!(
+        apply_all(&client, &default_policy).await,
+        ["PgAccessPolicy/default"]
+    );
     // Nothing but Prometheus's namespace reaches the unauthenticated /metrics, and only the
     // probe port is open besides.
     let policy = Api::<k8s_openapi::api::networking::v1::NetworkPolicy>::namespaced(

@@ -277,7 +277,7 @@ fn an_example_with_an_unknown_field_is_refused_with_its_path_as_kubectl_apply_re
     let (status, stderr) = sim_with_examples(&[("pgaccessrequest.yaml", &request)]);
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("pgaccessrequest.yaml: document 2 (PgAccessRequest/alice-orders)")
+        stderr.contains("pgaccessrequest.yaml: document 3 (PgAccessRequest/alice-orders)")
             && stderr.contains("unknown field \"spec.imagee\""),
         "{stderr}"
     );

@@ -15,6 +15,8 @@ pub mod authorizer;
 pub mod cel;
 pub mod matching;
 #[cfg(test)]
+mod policy_tests;
+#[cfg(test)]
 mod tests;
 
 use std::collections::BTreeMap;

@@ -51,6 +51,12 @@ pub fn observe<'a>(
         expires_at: obj.spec.expires_at.0,
         phase: status.phase.clone(),
         approver: status.approver.as_deref(),
+        approvals: status
+            .approvals
+            .iter()
+            .map(|a| a.approver.as_str())
+            .collect(),
+        approvals_required: obj.spec.approvals_required,
         cluster: obj
             .spec
             .cluster

@@ -29,6 +29,11 @@ pub struct RequestFacts<'a> {
     pub expires_at: Timestamp,
     pub phase: Phase,
     pub approver: Option<&'a str>,
+    /// The approvers recorded in `status.approvals`, in order.
+    pub approvals: Vec<&'a str>,
+    /// `spec.approvalsRequired`: how many distinct approvers, never the subject, an approval
+    /// needs.
+    pub approvals_required: i32,
     /// `spec.cluster` and whether a Cluster of that name exists in the namespace (`None`: the
     /// operator cannot read Clusters there).
     pub cluster: Option<(&'a str, Option<bool>)>,
@@ -182,7 +187,7 @@ pub fn decide(req: &RequestFacts<'_>, bindings: &[&RoleBinding], now: Timestamp)
             judged.delete_all(bindings, DeletionCause::InvalidStatus);
             (BindingVerdict::NotEvaluated, unjudged_message(req))
         }
-        Phase::Approved if req.approver.is_none_or(str::is_empty) => {
+        Phase::Approved if req.approver.is_none_or(str::is_empty) || !enough_approvals(req) => {
             judged.delete_all(bindings, DeletionCause::InvalidStatus);
             (BindingVerdict::NotEvaluated, unjudged_message(req))
         }
@@ -279,6 +284,22 @@ fn config_verdict(req: &RequestFacts<'_>) -> ConfigVerdict {
                 .to_string(),
         };
     }
+    if req.phase == Phase::Approved && !enough_approvals(req) {
+        let counted = distinct_approvers(req);
+        return ConfigVerdict::Invalid {
+            message: format!(
+                "status.phase is Approved with {} distinct approver(s) other than the subject \
+                 ({}) but spec.approvalsRequired is {}: nothing stays bound",
+                counted.len(),
+                if counted.is_empty() {
+                    "none".to_string()
+                } else {
+                    counted.join(", ")
+                },
+                req.approvals_required
+            ),
+        };
+    }
     match req.cluster {
         Some((cluster, None)) => ConfigVerdict::ClusterNotFound {
             message: format!(
@@ -306,6 +327,28 @@ fn config_verdict(req: &RequestFacts<'_>) -> ConfigVerdict {
             ),
         },
     }
+}
+
+/// The distinct approvers of the request that are not its subject: those of
+/// `status.approvals` and the deciding `status.approver` (an approval recorded before approvals
+/// were listed names its approver only).
+fn distinct_approvers<'a>(req: &RequestFacts<'a>) -> Vec<&'a str> {
+    let subject = req.subject.identity();
+    let mut seen: Vec<&str> = Vec::new();
+    for approver in req.approvals.iter().copied().chain(req.approver) {
+        if approver.is_empty() || subject.as_deref() == Some(approver) || seen.contains(&approver) {
+            continue;
+        }
+        seen.push(approver);
+    }
+    seen
+}
+
+/// Defence in depth behind the admission policy: an approval counts only with as many distinct
+/// approvers, none the subject, as the request asks for.
+fn enough_approvals(req: &RequestFacts<'_>) -> bool {
+    let needed = usize::try_from(req.approvals_required.max(1)).unwrap_or(usize::MAX);
+    distinct_approvers(req).len() >= needed
 }
 
 fn is_self_approval(req: &RequestFacts<'_>) -> bool {

@@ -72,6 +72,8 @@ mod tests {
             expires_at: Timestamp::UNIX_EPOCH,
             phase: AccessPhase::Approved,
             approver: Some("bob"),
+            approvals: Vec::new(),
+            approvals_required: 1,
             cluster: None,
             orphan_grace: Duration::from_secs(120),
             previous_binding_reason: previous,

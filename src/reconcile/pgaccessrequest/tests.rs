@@ -34,6 +34,8 @@ fn request(phase: Phase, approver: Option<&'static str>) -> RequestFacts<'static
         expires_at: at(3600),
         phase,
         approver,
+        approvals: Vec::new(),
+        approvals_required: 1,
         cluster: None,
         orphan_grace: ORPHAN_GRACE,
         previous_binding_reason: None,
@@ -440,4 +442,65 @@ fn kept_bindings_are_adopted_once_and_deleted_ones_never() {
         d.adoptions.is_empty(),
         "a binding being deleted is not adopted"
     );
+}
+
+/// Defence in depth behind the admission policy: an approval grants only with as many
+/// distinct approvers, never the subject, as the request asks for.
+#[test]
+fn an_approval_grants_only_with_enough_distinct_approvers_other_than_the_subject() {
+    let two = |approvals: Vec<&'static str>, approver: &'static str| RequestFacts {
+        approvals,
+        approvals_required: 2,
+        ..request(Phase::Approved, Some(approver))
+    };
+    let binding = exact(5);
+    let cases: Vec<(&str, RequestFacts<'static>, bool)> = vec![
+        (
+            "two distinct approvers",
+            two(vec!["bob", "carol"], "carol"),
+            true,
+        ),
+        ("one approver", two(vec!["carol"], "carol"), false),
+        ("nobody listed, one deciding", two(vec![], "carol"), false),
+        (
+            "the same approver twice",
+            two(vec!["carol", "carol"], "carol"),
+            false,
+        ),
+        (
+            "the subject counts for nothing",
+            two(vec!["alice", "carol"], "carol"),
+            false,
+        ),
+        (
+            "the deciding approver counts when not listed",
+            two(vec!["bob"], "carol"),
+            true,
+        ),
+        (
+            "one is enough where one is asked for",
+            request(Phase::Approved, Some("bob")),
+            true,
+        ),
+    ];
+    for (name, req, granted) in cases {
+        let d = decide(&req, &[&binding], now());
+        if granted {
+            assert_eq!(d.binding, BindingVerdict::AccessGranted, "{name}");
+            assert!(d.deletions.is_empty(), "{name}");
+            assert!(matches!(d.config, ConfigVerdict::Valid { .. }), "{name}");
+        } else {
+            assert_eq!(d.binding, BindingVerdict::NotEvaluated, "{name}");
+            assert_eq!(causes(&d), vec![DeletionCause::InvalidStatus], "{name}");
+            let ConfigVerdict::Invalid { message } = &d.config else {
+                panic!("{name}: {:?}", d.config);
+            };
+            assert!(
+                message.contains("spec.approvalsRequired is 2"),
+                "{name}: {message}"
+            );
+            // Never a stall: the request still expires.
+            assert_eq!(d.expiry_at, Some(req.expires_at), "{name}");
+        }
+    }
 }
