@@ -20,7 +20,7 @@ pub use pods::{PodFact, PodFactKind};
 pub use pods::{is_active, pod_fact};
 #[cfg(test)]
 pub use security::restricted_violations;
-pub use security::{dns_egress_rule, restrict_pod};
+pub use security::dns_egress_rule;
 pub use verdict::{REVISION_ANNOTATION, Rollout, rollout_state, workload_verdict};
 
 #[cfg(test)]
