@@ -12,7 +12,7 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::api::{
@@ -288,27 +288,30 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
         AccessCommand::Show { name } => Ok(render_one(&requests.get(name).await?)),
         AccessCommand::Approve { name } => {
             let caller = whoami(&client).await?;
+            let raw = raw_request(&client, &namespace, name).await?;
             let request = decidable(&requests, name, &caller).await?;
-            let mut approvals = approvals_of(&request);
+            if request.metadata.resource_version != raw.metadata.resource_version {
+                return Err(AccessError::Refused(format!(
+                    "pgaccessrequest/{name} changed while it was read; try again"
+                )));
+            }
+            let approvals = approvals_of(&request);
             if approvals.iter().any(|a| a.approver == caller.username) {
                 return Err(AccessError::Refused(format!(
                     "pgaccessrequest/{name}: you ({}) approved it already; it needs another approver",
                     caller.username
                 )));
             }
-            approvals.push(Approval {
-                approver: caller.username.clone(),
-                decided_at: now(),
-            });
+            let mine = json!({"approver": caller.username, "decidedAt": now()});
             let needed = usize::try_from(request.spec.approvals_required.max(1)).unwrap_or(1);
-            if approvals.len() < needed {
+            let count = approvals.len() + 1;
+            if count < needed {
                 // Not the last approval: recorded, nothing granted yet.
-                let status = json!({"approvals": approvals});
+                let status = json!({"approvals": appended(&raw, mine)});
                 record(&requests, &request, status).await?;
                 return Ok(format!(
-                    "pgaccessrequest/{name} approved by {} ({} of {needed} approvals): waiting for another approver\n",
-                    caller.username,
-                    approvals.len()
+                    "pgaccessrequest/{name} approved by {} ({count} of {needed} approvals): waiting for another approver\n",
+                    caller.username
                 ));
             }
             let binding = grant_binding(&request, &namespace);
@@ -331,7 +334,7 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
                 Err(err) => return Err(err.into()),
             }
             let mut status = decision("Approved", &caller, Some(&binding_name));
-            status["approvals"] = json!(approvals);
+            status["approvals"] = appended(&raw, mine);
             record(&requests, &request, status).await?;
             Ok(format!(
                 "pgaccessrequest/{name} approved by {}: rolebinding/{binding_name} grants {} until {}\n",
@@ -431,27 +434,54 @@ fn approvals_of(request: &PgAccessRequest) -> Vec<Approval> {
         .unwrap_or_default()
 }
 
+fn status_params() -> PatchParams {
+    PatchParams {
+        field_manager: Some(MANAGER.into()),
+        ..PatchParams::default()
+    }
+}
+
 /// Writes `status` into the request's status, on the version that was read: a decision made
-/// meanwhile by someone else (another approval appended) refuses this write (409) instead of
-/// being overwritten.
+/// meanwhile by someone else refuses this write (409) instead of being overwritten.
 async fn record(
     requests: &Api<PgAccessRequest>,
     request: &PgAccessRequest,
     status: serde_json::Value,
 ) -> Result<(), AccessError> {
-    let params = PatchParams {
-        field_manager: Some(MANAGER.into()),
-        ..PatchParams::default()
-    };
     let name = request.metadata.name.clone().unwrap_or_default();
     let patch = json!({
         "metadata": {"resourceVersion": request.metadata.resource_version},
         "status": status,
     });
     requests
-        .patch_status(&name, &params, &Patch::Merge(&patch))
+        .patch_status(&name, &status_params(), &Patch::Merge(&patch))
         .await?;
     Ok(())
+}
+
+/// The request as the API server stores it, untyped: its approvals are sent back exactly as
+/// their approvers wrote them (the admission policy refuses any rewrite, and a typed round trip
+/// may print a time differently).
+async fn raw_request(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<DynamicObject, AccessError> {
+    let resource = ApiResource::erase::<PgAccessRequest>(&());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    Ok(api.get(name).await?)
+}
+
+/// `status.approvals` as stored, with `approval` appended.
+fn appended(raw: &DynamicObject, approval: serde_json::Value) -> serde_json::Value {
+    let mut approvals = raw
+        .data
+        .pointer("/status/approvals")
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    approvals.push(approval);
+    serde_json::Value::Array(approvals)
 }
 
 fn subject_text(subject: &AccessSubject) -> String {
