@@ -249,6 +249,12 @@ impl RawIo<'_> {
             expires_at: obj.spec.expires_at.0,
             phase: status.phase.clone(),
             approver: status.approver.as_deref(),
+            approvals: status
+                .approvals
+                .iter()
+                .map(|a| a.approver.as_str())
+                .collect(),
+            approvals_required: obj.spec.approvals_required,
             cluster: None,
             orphan_grace: self.grace,
             previous_binding_reason: find_condition(

@@ -12,7 +12,7 @@ use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::api::{
@@ -288,60 +288,12 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
         AccessCommand::Show { name } => Ok(render_one(&requests.get(name).await?)),
         AccessCommand::Approve { name } => {
             let caller = whoami(&client).await?;
-            let request = decidable(&requests, name, &caller).await?;
-            let mut approvals = approvals_of(&request);
-            if approvals.iter().any(|a| a.approver == caller.username) {
-                return Err(AccessError::Refused(format!(
-                    "pgaccessrequest/{name}: you ({}) approved it already; it needs another approver",
-                    caller.username
-                )));
-            }
-            approvals.push(Approval {
-                approver: caller.username.clone(),
-                decided_at: now(),
-            });
-            let needed = usize::try_from(request.spec.approvals_required.max(1)).unwrap_or(1);
-            if approvals.len() < needed {
-                // Not the last approval: recorded, nothing granted yet.
-                let status = json!({"approvals": approvals});
-                record(&requests, &request, status).await?;
-                return Ok(format!(
-                    "pgaccessrequest/{name} approved by {} ({} of {needed} approvals): waiting for another approver\n",
-                    caller.username,
-                    approvals.len()
-                ));
-            }
-            let binding = grant_binding(&request, &namespace);
-            let binding_name = binding.metadata.name.clone().unwrap_or_default();
-            // The grant first, as the caller: the API server's escalation check judges
-            // whether this person may hand out the ClusterRole at all.
-            let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), &namespace);
-            match bindings.create(&PostParams::default(), &binding).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 409 => {
-                    let existing = bindings.get(&binding_name).await?;
-                    if existing.role_ref != binding.role_ref
-                        || existing.subjects != binding.subjects
-                    {
-                        return Err(AccessError::Refused(format!(
-                            "rolebinding/{binding_name} exists and grants something else; delete it first"
-                        )));
-                    }
-                }
-                Err(err) => return Err(err.into()),
-            }
-            let mut status = decision("Approved", &caller, Some(&binding_name));
-            status["approvals"] = json!(approvals);
-            record(&requests, &request, status).await?;
-            Ok(format!(
-                "pgaccessrequest/{name} approved by {}: rolebinding/{binding_name} grants {} until {}\n",
-                caller.username, request.spec.cluster_role, request.spec.expires_at.0
-            ))
+            approve(&client, &requests, &namespace, name, &caller).await
         }
         AccessCommand::Deny { name } => {
             let caller = whoami(&client).await?;
-            let request = decidable(&requests, name, &caller).await?;
-            record(&requests, &request, decision("Denied", &caller, None)).await?;
+            decidable(&requests.get(name).await?, &caller)?;
+            record(&requests, name, decision("Denied", &caller, None), None).await?;
             Ok(format!(
                 "pgaccessrequest/{name} denied by {}\n",
                 caller.username
@@ -377,7 +329,7 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
                 ));
             }
             // A revocation is a decision too: recorded with who made it, like an approval.
-            record(&requests, &request, decision("Revoked", &caller, None)).await?;
+            record(&requests, name, decision("Revoked", &caller, None), None).await?;
             Ok(format!(
                 "pgaccessrequest/{name} revoked by {}\n",
                 caller.username
@@ -386,14 +338,10 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
     }
 }
 
-/// The request `name`, if the caller may decide it: pending, and not their own.
-async fn decidable(
-    requests: &Api<PgAccessRequest>,
-    name: &str,
-    caller: &Caller,
-) -> Result<PgAccessRequest, AccessError> {
-    let request = requests.get(name).await?;
-    let phase = phase_of(&request);
+/// Whether the caller may decide `request`: pending, and not their own.
+fn decidable(request: &PgAccessRequest, caller: &Caller) -> Result<(), AccessError> {
+    let name = request.metadata.name.as_deref().unwrap_or_default();
+    let phase = phase_of(request);
     if phase != AccessPhase::Pending {
         return Err(AccessError::Refused(format!(
             "pgaccessrequest/{name} is {} already",
@@ -406,7 +354,91 @@ async fn decidable(
             caller.username
         )));
     }
-    Ok(request)
+    Ok(())
+}
+
+/// How often an approval is tried again when the request changed between its read and its
+/// write (the operator writes its conditions, another approver appends).
+const APPROVAL_TRIES: usize = 5;
+
+/// Appends the caller's approval; the one that reaches `spec.approvalsRequired` first creates
+/// the grant's RoleBinding as the caller, then records the decision. Each write is made on the
+/// version read: a change meanwhile (409) reads the request again and judges anew.
+async fn approve(
+    client: &kube::Client,
+    requests: &Api<PgAccessRequest>,
+    namespace: &str,
+    name: &str,
+    caller: &Caller,
+) -> Result<String, AccessError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let raw = raw_request(client, namespace, name).await?;
+        let request: PgAccessRequest = serde_json::to_value(&raw)
+            .and_then(serde_json::from_value)
+            .map_err(|e| AccessError::Refused(format!("pgaccessrequest/{name}: {e}")))?;
+        decidable(&request, caller)?;
+        let approvals = approvals_of(&request);
+        if approvals.iter().any(|a| a.approver == caller.username) {
+            return Err(AccessError::Refused(format!(
+                "pgaccessrequest/{name}: you ({}) approved it already; it needs another approver",
+                caller.username
+            )));
+        }
+        let mine = json!({"approver": caller.username, "decidedAt": now()});
+        let needed = usize::try_from(request.spec.approvals_required.max(1)).unwrap_or(1);
+        let count = approvals.len() + 1;
+        let version = request.metadata.resource_version.as_deref();
+        let (status, done) = if count < needed {
+            // Not the last approval: recorded, nothing granted yet.
+            let done = format!(
+                "pgaccessrequest/{name} approved by {} ({count} of {needed} approvals): waiting for another approver\n",
+                caller.username
+            );
+            (json!({"approvals": appended(&raw, mine)}), done)
+        } else {
+            let binding_name = grant(client, &request, namespace).await?;
+            let mut status = decision("Approved", caller, Some(&binding_name));
+            status["approvals"] = appended(&raw, mine);
+            let done = format!(
+                "pgaccessrequest/{name} approved by {}: rolebinding/{binding_name} grants {} until {}\n",
+                caller.username, request.spec.cluster_role, request.spec.expires_at.0
+            );
+            (status, done)
+        };
+        match record(requests, name, status, version).await {
+            Ok(()) => return Ok(done),
+            Err(AccessError::Api(kube::Error::Api(status)))
+                if status.code == 409 && tries < APPROVAL_TRIES => {}
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// Creates the grant's RoleBinding as the caller (the API server's escalation check judges
+/// whether this person may hand out the ClusterRole at all); an identical one is kept.
+async fn grant(
+    client: &kube::Client,
+    request: &PgAccessRequest,
+    namespace: &str,
+) -> Result<String, AccessError> {
+    let binding = grant_binding(request, namespace);
+    let binding_name = binding.metadata.name.clone().unwrap_or_default();
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), namespace);
+    match bindings.create(&PostParams::default(), &binding).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {
+            let existing = bindings.get(&binding_name).await?;
+            if existing.role_ref != binding.role_ref || existing.subjects != binding.subjects {
+                return Err(AccessError::Refused(format!(
+                    "rolebinding/{binding_name} exists and grants something else; delete it first"
+                )));
+            }
+        }
+        Err(err) => return Err(err.into()),
+    }
+    Ok(binding_name)
 }
 
 /// A decision with the caller as its approver, as the request's status records it.
@@ -431,27 +463,54 @@ fn approvals_of(request: &PgAccessRequest) -> Vec<Approval> {
         .unwrap_or_default()
 }
 
-/// Writes `status` into the request's status, on the version that was read: a decision made
-/// meanwhile by someone else (another approval appended) refuses this write (409) instead of
-/// being overwritten.
-async fn record(
-    requests: &Api<PgAccessRequest>,
-    request: &PgAccessRequest,
-    status: serde_json::Value,
-) -> Result<(), AccessError> {
-    let params = PatchParams {
+fn status_params() -> PatchParams {
+    PatchParams {
         field_manager: Some(MANAGER.into()),
         ..PatchParams::default()
-    };
-    let name = request.metadata.name.clone().unwrap_or_default();
-    let patch = json!({
-        "metadata": {"resourceVersion": request.metadata.resource_version},
-        "status": status,
-    });
+    }
+}
+
+/// Writes `status` into the request's status; with a `version`, only on that version (a change
+/// meanwhile is refused with 409 instead of being overwritten).
+async fn record(
+    requests: &Api<PgAccessRequest>,
+    name: &str,
+    status: serde_json::Value,
+    version: Option<&str>,
+) -> Result<(), AccessError> {
+    let mut patch = json!({"status": status});
+    if let Some(version) = version {
+        patch["metadata"] = json!({"resourceVersion": version});
+    }
     requests
-        .patch_status(&name, &params, &Patch::Merge(&patch))
+        .patch_status(name, &status_params(), &Patch::Merge(&patch))
         .await?;
     Ok(())
+}
+
+/// The request as the API server stores it, untyped: its approvals are sent back exactly as
+/// their approvers wrote them (the admission policy refuses any rewrite, and a typed round trip
+/// may print a time differently).
+async fn raw_request(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+) -> Result<DynamicObject, AccessError> {
+    let resource = ApiResource::erase::<PgAccessRequest>(&());
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    Ok(api.get(name).await?)
+}
+
+/// `status.approvals` as stored, with `approval` appended.
+fn appended(raw: &DynamicObject, approval: serde_json::Value) -> serde_json::Value {
+    let mut approvals = raw
+        .data
+        .pointer("/status/approvals")
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    approvals.push(approval);
+    serde_json::Value::Array(approvals)
 }
 
 fn subject_text(subject: &AccessSubject) -> String {

@@ -38,10 +38,16 @@ impl Sim {
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         // The API answers before the built-in examples are applied; the walkthrough's
-        // namespace comes with them.
+        // namespace and its access policy come with them.
         while !sim.kubectl.kubeconfig.exists()
             || !sim.kubectl.run(&["get", "pgaccessrequests", "-A"]).0
             || !sim.kubectl.run(&["get", "namespace", "team-a"]).0
+            // team-a's own access policy (examples/pgaccessrequest.yaml): until it is applied,
+            // the labelled namespace refuses every request (fail closed).
+            || !sim
+                .kubectl
+                .run(&["get", "pgaccesspolicy", "default", "-n", "team-a"])
+                .0
         {
             assert!(Instant::now() < deadline, "sim never answered");
             std::thread::sleep(Duration::from_millis(100));
@@ -92,8 +98,8 @@ spec:
         ),
     );
     sim.wait_reason("AwaitingDecision");
-    // bob decides, as himself: sim installs deploy/'s admission policy, which refuses an
-    // approver name other than the writer's.
+    // bob decides, as himself: sim installs deploy/'s admission policies, which refuse an
+    // approver name other than the writer's, and an approval he does not append as his own.
     sim.apply(
         "bob.yaml",
         "apiVersion: rbac.authorization.k8s.io/v1
@@ -128,7 +134,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}]
         "--subresource=status",
         "--type=merge",
         "-p",
-        r#"{"status":{"phase":"Approved","approver":"bob"}}"#,
+        r#"{"status":{"phase":"Approved","approver":"bob","approvals":[{"approver":"bob","decidedAt":"2026-01-01T00:00:00Z"}]}}"#,
     ]);
     sim.wait_reason("AccessGranted");
     let table = sim.kubectl.ok(&["get", "-n", "team-a", "pgar/demo"]);
@@ -331,7 +337,12 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}]
 
     // An approver revokes another, and denies a third.
     for name in ["alice-db2", "alice-db3"] {
-        let (ok, out) = sim.access(&alice, &["request", name, "--role", "view", "--for", "1h"]);
+        let (ok, out) = sim.access(
+            &alice,
+            &[
+                "request", name, "--role", "view", "--for", "1h", "--reason", "INC-2",
+            ],
+        );
         assert!(ok, "{out}");
     }
     assert!(sim.access(&bob, &["approve", "alice-db2"]).0);
@@ -342,6 +353,76 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}]
     let (ok, out) = sim.access(&bob, &["deny", "alice-db3"]);
     assert!(ok, "{out}");
     sim.wait_request("alice-db3", "AccessDenied");
+
+    // The access policy (team-a's own, from the examples) refuses at once, naming the rule.
+    let (ok, out) = sim.access(
+        &alice,
+        &[
+            "request",
+            "alice-admin",
+            "--role",
+            "cluster-admin",
+            "--for",
+            "1h",
+            "--reason",
+            "x",
+        ],
+    );
+    assert!(
+        !ok && out.contains("ClusterRole cluster-admin is not allowed"),
+        "{out}"
+    );
+    let (ok, out) = sim.access(
+        &alice,
+        &["request", "alice-why", "--role", "view", "--for", "1h"],
+    );
+    assert!(!ok && out.contains("reason required"), "{out}");
+    // Two approvers: bob's approval is recorded and grants nothing; he cannot give the second;
+    // dave's, the second, creates the RoleBinding.
+    sim.kubectl.ok(&[
+        "create",
+        "rolebinding",
+        "dave-approves",
+        "-n",
+        "team-a",
+        "--clusterrole=pgtoolbox-access-request-approver",
+        "--user=dave",
+    ]);
+    let dave = sim.kubeconfig_for("dave");
+    let (ok, out) = sim.access(
+        &alice,
+        &[
+            "request",
+            "alice-two",
+            "--role",
+            "view",
+            "--for",
+            "1h",
+            "--reason",
+            "INC-3",
+            "--approvals",
+            "2",
+        ],
+    );
+    assert!(ok, "{out}");
+    let (ok, out) = sim.access(&bob, &["approve", "alice-two"]);
+    assert!(ok && out.contains("1 of 2 approvals"), "{out}");
+    let (ok, out) = sim.access(&bob, &["approve", "alice-two"]);
+    assert!(!ok && out.contains("approved it already"), "{out}");
+    assert!(
+        !sim.kubectl
+            .run(&["get", "rolebinding", "pgar-alice-two", "-n", "team-a"])
+            .0
+    );
+    let (ok, out) = sim.access(&dave, &["approve", "alice-two"]);
+    assert!(ok, "{out}");
+    sim.wait_request("alice-two", "AccessGranted");
+    let (ok, shown) = sim.access(&bob, &["show", "alice-two"]);
+    assert!(
+        ok && shown.contains("Approvals:   2 of 2 (bob, dave)"),
+        "{shown}"
+    );
+    assert!(shown.contains("Approver:    dave"), "{shown}");
 
     // The console's ServiceAccount cannot decide or grant anything.
     let console = "system:serviceaccount:team-a:team-console-console";

@@ -210,17 +210,16 @@ async fn two_distinct_approvers_other_than_the_subject_are_needed_where_the_poli
         status(&bob, "two", json!({"phase": "Approved", "approver": "bob", "decidedAt": Timestamp::now().to_string(), "approvals": [approval("bob")]})).await,
         "reaching 2 distinct approvals",
     );
-    let first = status(&bob, "two", json!({"approvals": [approval("bob")]}))
+    let bobs = approval("bob");
+    let first = status(&bob, "two", json!({"approvals": [bobs]}))
         .await
         .expect("bob approves");
     let recorded = first.status.clone().unwrap_or_default();
     assert_eq!(recorded.phase.as_str(), "Pending");
     assert_eq!(recorded.approvals.len(), 1);
     // bob again, as the second: refused.
-    let mut twice = serde_json::to_value(&recorded.approvals).expect("json");
-    twice.as_array_mut().expect("list").push(approval("bob"));
     refused(
-        status(&bob, "two", json!({"approvals": twice})).await,
+        status(&bob, "two", json!({"approvals": [bobs, approval("bob")]})).await,
         "bob approved this request already",
     );
     // carol removes bob's approval: refused.
@@ -229,11 +228,14 @@ async fn two_distinct_approvers_other_than_the_subject_are_needed_where_the_poli
         "only ever appended to",
     );
     // carol, the second distinct approver: Approved, and she is the deciding approver.
-    let mut both = serde_json::to_value(&recorded.approvals).expect("json");
-    both.as_array_mut().expect("list").push(approval("carol"));
-    let approved = status(&carol, "two", json!({"phase": "Approved", "approver": "carol", "decidedAt": Timestamp::now().to_string(), "approvals": both}))
-        .await
-        .expect("carol approves");
+    let approved = status(
+        &carol,
+        "two",
+        json!({"phase": "Approved", "approver": "carol", "decidedAt": Timestamp::now().to_string(),
+            "approvals": [bobs, approval("carol")]}),
+    )
+    .await
+    .expect("carol approves");
     let s = approved.status.unwrap_or_default();
     assert_eq!(
         (s.phase.as_str(), s.approver.as_deref()),
