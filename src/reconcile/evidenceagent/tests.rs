@@ -712,6 +712,7 @@ fn the_deployment_renders_the_agents_contract() {
         provider: CertificateProvider::Operator,
         config: &valid,
         secrets: &[],
+        pod_template: None,
     };
     let dep = serde_json::to_value(deployment(&input)).unwrap();
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
@@ -797,6 +798,7 @@ fn the_network_policy_admits_the_clients_and_reaches_the_store() {
             provider: CertificateProvider::Operator,
             config: &valid,
             secrets: &[],
+            pod_template: None,
         };
         serde_json::to_value(network_policy(&input, clients)).unwrap()
     };

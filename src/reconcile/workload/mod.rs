@@ -18,9 +18,9 @@ pub use placement::finish_pod;
 #[cfg(test)]
 pub use pods::{PodFact, PodFactKind};
 pub use pods::{is_active, pod_fact};
+pub use security::dns_egress_rule;
 #[cfg(test)]
 pub use security::restricted_violations;
-pub use security::dns_egress_rule;
 pub use verdict::{REVISION_ANNOTATION, Rollout, rollout_state, workload_verdict};
 
 #[cfg(test)]
