@@ -195,6 +195,13 @@ async fn two_distinct_approvers_other_than_the_subject_are_needed_where_the_poli
     erin.create(&Default::default(), &request)
         .await
         .expect("erin asks");
+    // The approvals do not read the policy: with it gone (every new request in the namespace
+    // is refused now), the request already made is still decided, and the operator's status
+    // writes (its expiry) never depend on it.
+    Api::<pgtoolbox_operator::api::PgAccessPolicy>::namespaced(env.client.clone(), NS)
+        .delete("default", &Default::default())
+        .await
+        .expect("policy deleted");
 
     let bob = as_user(&env, "bob");
     let carol = as_user(&env, "carol");

@@ -52,15 +52,17 @@ async fn deploy_manifests_apply_and_carry_probes_and_least_privilege() {
     );
     // The six CRDs, the operator's own objects, the three ClusterRoles it binds for consoles,
     // the user roles, the metrics Service, the access-request admission policy and its
-    // binding, the access policy's admission policy and its two bindings, the operator's
-    // NetworkPolicy and the Grafana dashboard's ConfigMap.
-    assert_eq!(applied.len(), 28, "{applied:?}");
+    // binding, the access policy's two admission policies and their three bindings, the
+    // operator's NetworkPolicy and the Grafana dashboard's ConfigMap.
+    assert_eq!(applied.len(), 30, "{applied:?}");
     for policy in [
         "ValidatingAdmissionPolicy/pgtoolbox-access-request-decisions",
         "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-decisions",
         "ValidatingAdmissionPolicy/pgtoolbox-access-request-policy",
         "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-policy-default",
         "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-policy-namespace",
+        "ValidatingAdmissionPolicy/pgtoolbox-access-request-approvals",
+        "ValidatingAdmissionPolicyBinding/pgtoolbox-access-request-approvals",
     ] {
         assert!(applied.contains(&policy.to_string()), "{applied:?}");
     }

@@ -16,13 +16,19 @@ fn documents(text: &str) -> Vec<Value> {
         .collect()
 }
 
+fn shipped(name: &str) -> Value {
+    documents(SHIPPED)
+        .into_iter()
+        .find(|d| d["kind"] == "ValidatingAdmissionPolicy" && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("deploy/ ships {name}"))
+}
+
 fn policy() -> CompiledPolicy {
-    let docs = documents(SHIPPED);
-    let vap = docs
-        .iter()
-        .find(|d| d["kind"] == "ValidatingAdmissionPolicy")
-        .expect("deploy/ ships the policy");
-    CompiledPolicy::new(&vap["spec"])
+    CompiledPolicy::new(&shipped("pgtoolbox-access-request-policy")["spec"])
+}
+
+fn approvals_policy() -> CompiledPolicy {
+    CompiledPolicy::new(&shipped("pgtoolbox-access-request-approvals")["spec"])
 }
 
 fn default_policy() -> Value {
@@ -92,19 +98,17 @@ fn create(spec: Value, params: Value) -> Vec<String> {
 }
 
 /// The refusals of a status write from `old` to `new` by `user` on a request needing `asked`
-/// approvals, under a policy needing `needed`.
-fn write(old: Value, new: Value, user: &str, asked: i64, needed: i64) -> Vec<String> {
-    let mut params = default_policy();
-    params["spec"]["approvalsRequired"] = json!(needed);
+/// approvals (the approvals policy takes no parameters).
+fn write(old: Value, new: Value, user: &str, asked: i64) -> Vec<String> {
     let spec = json!({"approvalsRequired": asked});
     let activation = Activation::new(
         access_request(spec.clone(), new),
         access_request(spec, old),
         request("UPDATE", user, &["devs"]),
-        Some(params),
+        None,
         json!({"metadata": {"name": "team-a"}}),
     );
-    denials(policy().decide(activation, true))
+    denials(approvals_policy().decide(activation, true))
 }
 
 fn approval(who: &str) -> Value {
@@ -121,44 +125,72 @@ fn approved(approvals: &[&str], by: &str) -> Value {
 }
 
 #[test]
-fn the_shipped_policy_compiles_and_its_bindings_fail_closed() {
-    let docs = documents(SHIPPED);
-    let vap = &docs[0];
-    let compiled = CompiledPolicy::new(&vap["spec"]);
-    for e in compiled
-        .variables
-        .iter()
-        .map(|(_, e)| e)
-        .chain(compiled.validations.iter().map(|v| &v.expression))
-        .chain(
-            compiled
-                .validations
-                .iter()
-                .filter_map(|v| v.message_expression.as_ref()),
-        )
-    {
-        assert_eq!(e.compile_error(), None, "{}", e.source);
+fn the_shipped_policies_compile_and_their_bindings_fail_closed() {
+    for name in [
+        "pgtoolbox-access-request-policy",
+        "pgtoolbox-access-request-approvals",
+    ] {
+        let vap = shipped(name);
+        let compiled = CompiledPolicy::new(&vap["spec"]);
+        for e in compiled
+            .variables
+            .iter()
+            .map(|(_, e)| e)
+            .chain(compiled.validations.iter().map(|v| &v.expression))
+            .chain(
+                compiled
+                    .validations
+                    .iter()
+                    .filter_map(|v| v.message_expression.as_ref()),
+            )
+        {
+            assert_eq!(e.compile_error(), None, "{name}: {}", e.source);
+        }
+        assert_eq!(vap["spec"]["failurePolicy"], "Fail");
     }
-    assert_eq!(vap["spec"]["paramKind"]["kind"], "PgAccessPolicy");
-    assert_eq!(vap["spec"]["failurePolicy"], "Fail");
+    // The creation rules read the policy; the approvals read none, so no status write (the
+    // operator's expiry) depends on a PgAccessPolicy being there.
+    let create = shipped("pgtoolbox-access-request-policy");
+    assert_eq!(create["spec"]["paramKind"]["kind"], "PgAccessPolicy");
+    assert_eq!(
+        create["spec"]["matchConstraints"]["resourceRules"][0]["operations"],
+        json!(["CREATE"])
+    );
+    let approvals = shipped("pgtoolbox-access-request-approvals");
+    assert!(approvals["spec"].get("paramKind").is_none());
+    assert_eq!(
+        approvals["spec"]["matchConstraints"]["resourceRules"][0]["resources"],
+        json!(["pgaccessrequests/status"])
+    );
+    let docs = documents(SHIPPED);
     let bindings: Vec<&Value> = docs
         .iter()
         .filter(|d| d["kind"] == "ValidatingAdmissionPolicyBinding")
         .collect();
-    assert_eq!(bindings.len(), 2);
+    assert_eq!(bindings.len(), 3);
     for b in &bindings {
-        assert_eq!(b["spec"]["policyName"], vap["metadata"]["name"]);
         assert_eq!(b["spec"]["validationActions"], json!(["Deny"]));
+    }
+    let with_params: Vec<&&Value> = bindings
+        .iter()
+        .filter(|b| b["spec"]["policyName"] == "pgtoolbox-access-request-policy")
+        .collect();
+    assert_eq!(with_params.len(), 2);
+    for b in &with_params {
         assert_eq!(b["spec"]["paramRef"]["parameterNotFoundAction"], "Deny");
         assert_eq!(b["spec"]["paramRef"]["name"], "default");
     }
     // The default binding names the default in the operator's namespace; the other takes the
     // request's own namespace (no paramRef.namespace).
     assert_eq!(
-        bindings[0]["spec"]["paramRef"]["namespace"],
+        with_params[0]["spec"]["paramRef"]["namespace"],
         "pgtoolbox-system"
     );
-    assert!(bindings[1]["spec"]["paramRef"].get("namespace").is_none());
+    assert!(
+        with_params[1]["spec"]["paramRef"]
+            .get("namespace")
+            .is_none()
+    );
     let default = default_policy();
     assert_eq!(
         (
@@ -238,11 +270,11 @@ fn each_rule_refuses_with_a_message_naming_it() {
 fn approvals_are_appended_by_their_writer_distinct_and_never_by_the_subject() {
     // bob approves first of two: recorded, still Pending.
     assert_eq!(
-        write(pending(&[]), pending(&["bob"]), "bob", 2, 2),
+        write(pending(&[]), pending(&["bob"]), "bob", 2),
         Vec::<String>::new()
     );
     // bob writes carol's name.
-    let refused = write(pending(&[]), pending(&["carol"]), "bob", 2, 2);
+    let refused = write(pending(&[]), pending(&["carol"]), "bob", 2);
     assert!(
         refused
             .iter()
@@ -250,7 +282,7 @@ fn approvals_are_appended_by_their_writer_distinct_and_never_by_the_subject() {
         "{refused:?}"
     );
     // bob twice.
-    let refused = write(pending(&["bob"]), pending(&["bob", "bob"]), "bob", 2, 2);
+    let refused = write(pending(&["bob"]), pending(&["bob", "bob"]), "bob", 2);
     assert!(
         refused
             .iter()
@@ -258,18 +290,18 @@ fn approvals_are_appended_by_their_writer_distinct_and_never_by_the_subject() {
         "{refused:?}"
     );
     // The subject approves itself.
-    let refused = write(pending(&[]), pending(&["alice"]), "alice", 2, 2);
+    let refused = write(pending(&[]), pending(&["alice"]), "alice", 2);
     assert!(
         refused.iter().any(|r| r.contains("alice is the subject")),
         "{refused:?}"
     );
     // Two at once, or an approval taken away or rewritten.
-    let refused = write(pending(&[]), pending(&["bob", "carol"]), "bob", 2, 2);
+    let refused = write(pending(&[]), pending(&["bob", "carol"]), "bob", 2);
     assert!(
         refused.iter().any(|r| r.contains("only ever appended to")),
         "{refused:?}"
     );
-    let refused = write(pending(&["bob"]), pending(&[]), "carol", 2, 2);
+    let refused = write(pending(&["bob"]), pending(&[]), "carol", 2);
     assert!(
         refused.iter().any(|r| r.contains("only ever appended to")),
         "{refused:?}"
@@ -279,7 +311,6 @@ fn approvals_are_appended_by_their_writer_distinct_and_never_by_the_subject() {
         json!({"phase": "Denied", "approver": "dave"}),
         json!({"phase": "Denied", "approver": "dave", "approvals": [approval("bob")]}),
         "bob",
-        1,
         1,
     );
     assert!(
@@ -299,38 +330,15 @@ fn the_phase_turns_approved_only_with_the_approval_reaching_the_count() {
             approved(&["bob", "carol"], "carol"),
             "carol",
             2,
-            2
         ),
         Vec::<String>::new()
     );
     // Approved on the first of two.
-    let refused = write(pending(&[]), approved(&["bob"], "bob"), "bob", 2, 2);
+    let refused = write(pending(&[]), approved(&["bob"], "bob"), "bob", 2);
     assert!(
         refused
             .iter()
             .any(|r| r.contains("reaching 2 distinct approvals") && r.contains("it has 1")),
-        "{refused:?}"
-    );
-    // The policy needs more than the request asked for (raised since): the policy counts.
-    let refused = write(
-        pending(&["bob"]),
-        approved(&["bob", "carol"], "carol"),
-        "carol",
-        2,
-        3,
-    );
-    assert!(
-        refused
-            .iter()
-            .any(|r| r.contains("reaching 3 distinct approvals")),
-        "{refused:?}"
-    );
-    // The request asked for more than the policy needs: the request counts.
-    let refused = write(pending(&[]), approved(&["bob"], "bob"), "bob", 2, 1);
-    assert!(
-        refused
-            .iter()
-            .any(|r| r.contains("reaching 2 distinct approvals")),
         "{refused:?}"
     );
     // Approved without appending one's own approval (a decision by name only).
@@ -339,7 +347,6 @@ fn the_phase_turns_approved_only_with_the_approval_reaching_the_count() {
         json!({"phase": "Approved", "approver": "bob"}),
         "bob",
         1,
-        1,
     );
     assert!(
         refused.iter().any(|r| r.contains("it has 0")),
@@ -347,7 +354,7 @@ fn the_phase_turns_approved_only_with_the_approval_reaching_the_count() {
     );
     // One approval is enough where one is needed.
     assert_eq!(
-        write(pending(&[]), approved(&["bob"], "bob"), "bob", 1, 1),
+        write(pending(&[]), approved(&["bob"], "bob"), "bob", 1),
         Vec::<String>::new()
     );
     // Writes that leave the approvals alone: a denial, the operator's conditions and expiry.
@@ -357,7 +364,6 @@ fn the_phase_turns_approved_only_with_the_approval_reaching_the_count() {
             json!({"phase": "Denied", "approver": "carol", "approvals": [approval("bob")]}),
             "carol",
             2,
-            2
         ),
         Vec::<String>::new()
     );
@@ -367,7 +373,6 @@ fn the_phase_turns_approved_only_with_the_approval_reaching_the_count() {
             json!({"phase": "Expired", "approver": "bob", "approvals": [approval("bob")], "conditions": []}),
             "system:serviceaccount:pgtoolbox-system:pgtoolbox-operator",
             1,
-            1
         ),
         Vec::<String>::new()
     );
