@@ -6,7 +6,25 @@ COPY . .
 RUN cargo build --release --locked --bin pgtoolbox-operator \
     && cp target/release/pgtoolbox-operator /pgtoolbox-operator
 
-FROM gcr.io/distroless/cc-debian12:nonroot
+# The console image (`docker build --target console`): ghcr.io/pgtoolbox/pgtoolbox-console:<VERSION>,
+# the image the operator's --default-console-image names in deploy/04-deployment.yaml.
+FROM build AS console-build
+RUN cargo build --release --locked --bin pgtoolbox-console \
+    && cp target/release/pgtoolbox-console /pgtoolbox-console
+
+FROM gcr.io/distroless/cc-debian12:nonroot AS console
+ARG VERSION=0.1.0
+LABEL org.opencontainers.image.title="pgtoolbox-console" \
+      org.opencontainers.image.description="The web console of PgToolBoxConsole: each signed-in user acts as themself" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
+COPY --from=console-build /pgtoolbox-console /usr/local/bin/pgtoolbox-console
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/pgtoolbox-console"]
+
+# The operator image, the default target (last stage).
+
+FROM gcr.io/distroless/cc-debian12:nonroot AS operator
 # A release is published as ghcr.io/pgtoolbox/pgtoolbox-operator:<VERSION>, the tag deploy/
 # installs (its kustomization's `images:` entry). VERSION is the workspace version of Cargo.toml.
 ARG VERSION=0.1.0

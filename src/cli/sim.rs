@@ -77,7 +77,7 @@ pub struct SimArgs {
     #[arg(long, value_parser = FeatureGates::parse)]
     pub feature_gates: Option<FeatureGates>,
     #[command(flatten)]
-    pub oidc: OidcArgs,
+    pub oidc: Box<OidcArgs>,
     #[command(flatten)]
     pub settings: SettingsArgs,
 }

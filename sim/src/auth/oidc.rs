@@ -443,13 +443,21 @@ fn header_and_payload_len(token: &str) -> usize {
     token.rfind('.').unwrap_or(token.len())
 }
 
-type HttpsClient = hyper_util::client::legacy::Client<
+/// An HTTPS-only client sending bodies of type `B`.
+pub type HttpsClientOf<B> = hyper_util::client::legacy::Client<
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    http_body_util::Empty<bytes::Bytes>,
+    B,
 >;
+type HttpsClient = HttpsClientOf<http_body_util::Empty<bytes::Bytes>>;
 
-/// An HTTPS-only client trusting `ca_file` when given, the system's roots otherwise.
-fn https_client(ca_file: Option<&std::path::Path>) -> Result<HttpsClient, String> {
+/// An HTTPS-only client trusting `ca_file` when given, the system's roots otherwise (the
+/// console talks to its OpenID provider with it too).
+pub fn https_client<B>(ca_file: Option<&std::path::Path>) -> Result<HttpsClientOf<B>, String>
+where
+    B: hyper::body::Body + Send + 'static + Unpin,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
