@@ -68,15 +68,7 @@ async fn oidc_id_tokens_authenticate_the_mapped_user_and_rbac_applies() {
                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "oidc:dba"}]}),
         ),
     ] {
-        let (code, answer) = raw(
-            &admin,
-            "POST",
-            path,
-            "application/json",
-            body.to_string().into_bytes(),
-        )
-        .await;
-        assert_eq!(code, 201, "{answer}");
+        crate::sim_admission::apply(&admin, path, body).await;
     }
 
     let alice_token = provider.id_token("kubernetes", "alice", 600, false).await;
