@@ -16,3 +16,7 @@ pub(crate) mod status;
 pub(crate) mod supervisor;
 #[doc(hidden)]
 pub mod testing;
+
+/// CIDR blocks as the console's ingress analysis reads them; the console program checks its
+/// trusted proxies with the same type.
+pub use reconcile::console::cidr::Cidr;

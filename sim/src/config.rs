@@ -118,6 +118,8 @@ pub struct SimConfig {
     /// watches honour `shardSelector`. Off by default, as in a real server, which then ignores
     /// the parameter.
     pub sharded_list_and_watch: bool,
+    /// Authenticate OpenID Connect ID tokens as kube-apiserver's `--oidc-*` flags do.
+    pub oidc: Option<crate::auth::oidc::OidcConfig>,
 }
 
 impl Default for SimConfig {
@@ -143,6 +145,7 @@ impl Default for SimConfig {
             pod_start: Duration::from_millis(300),
             seed: None,
             sharded_list_and_watch: false,
+            oidc: None,
         }
     }
 }

@@ -34,6 +34,8 @@ pub enum SimError {
     Client(String),
     #[error("the simulated cluster cannot start: {0}")]
     Cluster(String),
+    #[error("invalid OIDC configuration: {0}")]
+    Oidc(String),
     #[error("waiting for a signal failed: {0}")]
     Signal(std::io::Error),
 }
@@ -132,7 +134,16 @@ impl Sim {
         if let Some(warning) = crate::host::exposure_warning(addr) {
             tracing::warn!("{warning}");
         }
+        let oidc = match &config.oidc {
+            Some(c) => Some(Arc::new(
+                crate::auth::oidc::OidcAuthenticator::new(c.clone()).map_err(SimError::Oidc)?,
+            )),
+            None => None,
+        };
         let server = Arc::new(Server::new(config, addr.to_string()));
+        if let Some(oidc) = &oidc {
+            let _ = server.oidc.set(oidc.clone());
+        }
         seed(&server)?;
         let cluster = if server.config.controllers {
             Some(
@@ -163,6 +174,9 @@ impl Sim {
                     };
                     if let Some(cluster) = &cluster {
                         cluster.spawn();
+                    }
+                    if let Some(oidc) = oidc {
+                        tokio::spawn(oidc.run());
                     }
                     // Over a socket, a request must name this server (`crate::host`).
                     let app = axum::Router::new().fallback(

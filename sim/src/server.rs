@@ -149,6 +149,8 @@ pub struct Server {
     pub address: String,
     /// The RBAC rules that allowed a request, per user (least-privilege audits).
     pub rbac_audit: Audit,
+    /// The OIDC token authenticator, when `SimConfig::oidc` configures one.
+    pub oidc: std::sync::OnceLock<Arc<crate::auth::oidc::OidcAuthenticator>>,
 }
 
 impl Server {
@@ -166,6 +168,7 @@ impl Server {
             config,
             address,
             rbac_audit: Audit::default(),
+            oidc: std::sync::OnceLock::new(),
         }
     }
 

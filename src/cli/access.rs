@@ -96,7 +96,7 @@ pub struct RequestArgs {
     pub service_account: Option<String>,
 }
 
-fn parse_duration(text: &str) -> Result<k8s_openapi::jiff::SignedDuration, String> {
+pub fn parse_duration(text: &str) -> Result<k8s_openapi::jiff::SignedDuration, String> {
     let parsed: k8s_openapi::jiff::SignedDuration = text
         .trim()
         .parse()
@@ -246,8 +246,20 @@ pub async fn access(args: &AccessArgs) -> Result<String, AccessError> {
         .clone()
         .unwrap_or_else(|| config.default_namespace.clone());
     let client = kube::Client::try_from(config)?;
+    act(client, &namespace, &args.command).await
+}
+
+/// Runs one access command with `client`'s credentials in `namespace`; returns what to tell
+/// the caller. The plugin passes the caller's kubeconfig client, the console the signed-in
+/// user's own (their ID token as the bearer): both act as the person, never as a program.
+pub async fn act(
+    client: kube::Client,
+    namespace: &str,
+    command: &AccessCommand,
+) -> Result<String, AccessError> {
+    let namespace = namespace.to_string();
     let requests: Api<PgAccessRequest> = Api::namespaced(client.clone(), &namespace);
-    match &args.command {
+    match command {
         AccessCommand::Request(request) => {
             let caller = whoami(&client).await?;
             let subject = subject_of(request, &caller)?;

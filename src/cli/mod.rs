@@ -1,6 +1,6 @@
 //! The command line: `run` (against a cluster) and `sim` (embedded API server).
 
-mod access;
+pub mod access;
 mod caller;
 mod crds;
 mod examples;

@@ -81,7 +81,64 @@ pub struct SimArgs {
     #[arg(long, value_parser = FeatureGates::parse)]
     pub feature_gates: Option<FeatureGates>,
     #[command(flatten)]
+    pub oidc: Box<OidcArgs>,
+    #[command(flatten)]
     pub settings: SettingsArgs,
+}
+
+/// OpenID Connect ID tokens as bearer tokens: kube-apiserver's `--oidc-*` flags, same names,
+/// same defaults (docs/sim.md, "Signing in with OpenID Connect").
+#[derive(Args, Debug, Default)]
+pub struct OidcArgs {
+    /// The provider's issuer URL (https): tokens whose `iss` it is are authenticated with its keys.
+    #[arg(long)]
+    pub oidc_issuer_url: Option<String>,
+    /// The client id every token's `aud` must name.
+    #[arg(long, requires = "oidc_issuer_url")]
+    pub oidc_client_id: Option<String>,
+    /// The claim naming the user.
+    #[arg(long, default_value = "sub")]
+    pub oidc_username_claim: String,
+    /// Prefix of usernames; unset: `<issuer URL>#` for any claim but `email`; `-`: none.
+    #[arg(long)]
+    pub oidc_username_prefix: Option<String>,
+    /// The claim listing the user's groups (a string or a list of strings).
+    #[arg(long)]
+    pub oidc_groups_claim: Option<String>,
+    /// Prefix of every group.
+    #[arg(long, default_value = "")]
+    pub oidc_groups_prefix: String,
+    /// PEM CA bundle the provider's serving certificate is verified with (default: system roots).
+    #[arg(long)]
+    pub oidc_ca_file: Option<PathBuf>,
+    /// Signing algorithms accepted (RS256/384/512, PS256/384/512, ES256/384).
+    #[arg(long, value_delimiter = ',', default_value = "RS256")]
+    pub oidc_signing_algs: Vec<String>,
+}
+
+impl OidcArgs {
+    /// The configuration, when an issuer is given (then a client id must be too).
+    pub fn config(&self) -> Result<Option<pgtoolbox_sim::auth::oidc::OidcConfig>, CliError> {
+        let Some(issuer) = &self.oidc_issuer_url else {
+            return Ok(None);
+        };
+        let client_id = self.oidc_client_id.as_deref().ok_or_else(|| {
+            CliError::Sim(pgtoolbox_sim::SimError::Oidc(
+                "--oidc-client-id is required with --oidc-issuer-url".into(),
+            ))
+        })?;
+        let mut config = pgtoolbox_sim::auth::oidc::OidcConfig::new(issuer, client_id);
+        config.username_claim = self.oidc_username_claim.clone();
+        config.username_prefix = self.oidc_username_prefix.clone();
+        config.groups_claim = self.oidc_groups_claim.clone();
+        config.groups_prefix = self.oidc_groups_prefix.clone();
+        config.ca_file = self.oidc_ca_file.clone();
+        config.signing_algs = self.oidc_signing_algs.clone();
+        config
+            .validate()
+            .map_err(|e| CliError::Sim(pgtoolbox_sim::SimError::Oidc(e)))?;
+        Ok(Some(config))
+    }
 }
 
 impl SimArgs {
@@ -101,6 +158,7 @@ impl SimArgs {
             pod_start: Duration::from_millis(self.pod_start_ms),
             seed: self.seed,
             external_crds: self.third_party_crds.is_none(),
+            oidc: self.oidc.config()?,
             ..SimConfig::default()
         };
         if let Some(gates) = &self.feature_gates {

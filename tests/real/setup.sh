@@ -26,6 +26,15 @@ if [ ! -x /usr/lib/postgresql/15/bin/postgres ] || ! command -v unshare >/dev/nu
     >/dev/null
 fi
 
+# Debian's chromium for the console's browser tests (console/tests/browser.rs, driven by
+# playwright-core from tests/browser): a browser download cannot work here. About 80 s on a
+# fresh machine (apt-get update included), nothing once installed.
+if ! command -v chromium >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq chromium >/dev/null
+fi
+
 stamp="$VENV/.pgtoolbox-installed-$PGADMIN_VERSION-$GUNICORN_VERSION"
 if [ ! -e "$stamp" ]; then
   rm -rf "$VENV"

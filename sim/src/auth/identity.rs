@@ -2,6 +2,8 @@
 //!
 //! - No `Authorization` header: the sim's own kubeconfig, the admin (`system:masters`).
 //! - `sim-user.<base64url JSON {"user","groups"}>`: a kubeconfig `/_sim/kubeconfig` issued.
+//! - An OpenID Connect ID token of the configured issuer (`super::oidc`), as kube-apiserver's
+//!   `--oidc-*` flags authenticate it.
 //! - A ServiceAccount token from `serviceaccounts/<name>/token`: the ServiceAccount, while it
 //!   exists with the same uid and the token has not expired.
 
@@ -125,6 +127,16 @@ pub fn authenticate(server: &Server, authorization: Option<&str>) -> Result<Iden
             })
             .unwrap_or_default();
         return Ok(Identity::new(user, &groups));
+    }
+    if let Some(oidc) = server.oidc.get()
+        && super::oidc::unverified_issuer(token).as_deref() == Some(oidc.issuer_url())
+    {
+        return oidc
+            .authenticate(token, jiff::Timestamp::now().as_second())
+            .map_err(|e| {
+                tracing::info!(error = %e, "bearer token refused");
+                ApiError::unauthorized()
+            });
     }
     service_account_token(server, token).ok_or_else(ApiError::unauthorized)
 }

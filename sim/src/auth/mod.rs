@@ -4,6 +4,7 @@
 pub mod escalation;
 pub mod identity;
 pub mod impersonate;
+pub mod oidc;
 pub mod rbac;
 
 pub use crate::rbac_audit::{Audit, RuleRef};

@@ -3,12 +3,14 @@
 //! share `sim_support` and `kubectl_support` with these.
 
 mod kubectl_support;
+mod oidc_support;
 mod sim_admission;
 mod sim_answers;
 mod sim_eviction;
 mod sim_faults;
 mod sim_fidelity;
 mod sim_js;
+mod sim_oidc;
 mod sim_paging;
 mod sim_protobuf;
 mod sim_protobuf_generators;

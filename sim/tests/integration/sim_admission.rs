@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::sim_support::{namespace, raw_with_warnings, refusal, start};
 
-async fn apply(client: &kube::Client, path: &str, body: Value) {
+pub(crate) async fn apply(client: &kube::Client, path: &str, body: Value) {
     let (code, _, answer) = raw_with_warnings(
         client,
         "POST",

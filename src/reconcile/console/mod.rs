@@ -3,7 +3,7 @@
 //! peer analysis. `WorkloadReady` and `ExposureReady` are the shared facts'.
 
 mod ca_bundle;
-mod cidr;
+pub mod cidr;
 mod config;
 mod confined;
 mod names;

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, PodSpec,
-    PodTemplateSpec, ResourceRequirements, SecretKeySelector, SecretVolumeSource, Service,
-    ServiceAccount, ServicePort, ServiceSpec, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
+    HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SecretKeySelector,
+    SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -18,6 +18,7 @@ use k8s_openapi::api::networking::v1::{
 use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use pgtoolbox_api::console as contract;
 use sha2::{Digest, Sha256};
 
 use super::ca_bundle::CA_KEY;
@@ -40,7 +41,7 @@ pub const TRUST_ANNOTATION: &str = "pgtoolbox.fyannk.dev/forwarded-for-trust";
 /// The same digest on the NetworkPolicy: which `from` it renders.
 pub const PEERS_ANNOTATION: &str = "pgtoolbox.fyannk.dev/ingress-peers";
 /// The environment variable the console reads: `true` only while granted.
-pub const TRUST_ENV: &str = "CONSOLE_TRUST_X_FORWARDED_FOR";
+pub const TRUST_ENV: &str = pgtoolbox_api::console::TRUST_X_FORWARDED_FOR;
 /// The OpenShift routers' namespaces carry this label (value `ingress`).
 pub const POLICY_GROUP_LABEL: &str = "network.openshift.io/policy-group";
 
@@ -214,25 +215,26 @@ pub fn deployment(input: &RenderInput<'_>, resources: Option<&ResourceRequiremen
         .and_then(|s| serde_json::to_string(s).ok())
         .unwrap_or_default();
     let mut envs = vec![
-        env("CONSOLE_NAMESPACE", input.namespace),
-        env("CONSOLE_CLUSTER_SELECTOR", &selector),
+        env(contract::NAMESPACE, input.namespace),
+        env(contract::CLUSTER_SELECTOR, &selector),
         env(
-            "CONSOLE_INSTANCE_CA_FILE",
+            contract::INSTANCE_CA_FILE,
             &format!("{INSTANCE_CA_DIR}/{ca_key}"),
         ),
-        env("CONSOLE_POD_LOGS", &spec.pod_logs.to_string()),
+        env(contract::POD_LOGS, &spec.pod_logs.to_string()),
         env(
-            "CONSOLE_RESTORE_DRILLS",
+            contract::RESTORE_DRILLS,
             &spec.restore_drills.enabled.to_string(),
         ),
-        env("CONSOLE_LISTEN_PORT", &CONSOLE_PORT.number.to_string()),
+        env(contract::LISTEN_PORT, &CONSOLE_PORT.number.to_string()),
         env(TRUST_ENV, &input.grant.is_some().to_string()),
+        env(contract::NAME, input.console),
     ];
     if let Some(oidc) = spec.authentication.as_ref().and_then(|a| a.oidc.as_ref()) {
-        envs.push(env("CONSOLE_OIDC_ISSUER_URL", &oidc.issuer_url));
-        envs.push(env("CONSOLE_OIDC_CLIENT_ID", &oidc.client_id));
+        envs.push(env(contract::OIDC_ISSUER_URL, &oidc.issuer_url));
+        envs.push(env(contract::OIDC_CLIENT_ID, &oidc.client_id));
         envs.push(EnvVar {
-            name: "CONSOLE_OIDC_CLIENT_SECRET".into(),
+            name: contract::OIDC_CLIENT_SECRET.into(),
             value_from: Some(EnvVarSource {
                 secret_key_ref: Some(SecretKeySelector {
                     name: oidc.client_secret_ref.name.clone(),
@@ -304,6 +306,21 @@ pub fn deployment(input: &RenderInput<'_>, resources: Option<&ResourceRequiremen
                     ..ContainerPort::default()
                 }]),
                 env: Some(envs),
+                // Ready only while the program answers: without a probe a crash-looping
+                // console turns Ready at each restart.
+                readiness_probe: Some(Probe {
+                    http_get: Some(HTTPGetAction {
+                        path: Some(contract::READYZ_PATH.into()),
+                        port: IntOrString::String(CONSOLE_PORT.name.into()),
+                        scheme: Some("HTTP".into()),
+                        ..HTTPGetAction::default()
+                    }),
+                    period_seconds: Some(10),
+                    timeout_seconds: Some(1),
+                    success_threshold: Some(1),
+                    failure_threshold: Some(3),
+                    ..Probe::default()
+                }),
                 volume_mounts: Some(mounts),
                 resources: Some(resources.cloned().unwrap_or_default()),
                 ..Container::default()

@@ -1,0 +1,13 @@
+//! pgtoolbox-console: the web console a PgToolBoxConsole deploys.
+//!
+//! It reads what the operator renders (`pgtoolbox_api::console`), signs users in with OpenID
+//! Connect and acts for each of them with their own ID token, never with its ServiceAccount.
+//! docs/console.md describes the pages and the security model.
+
+pub mod addr;
+pub mod auth;
+pub mod html;
+pub mod server;
+pub mod views;
+
+pub use server::{Console, ConsoleError, serve};

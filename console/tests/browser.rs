@@ -1,0 +1,341 @@
+//! The console with real peers: the embedded API server trusting a real OpenID provider
+//! (npm `oidc-provider`), the console in process, and Debian's chromium driven by
+//! playwright-core (tests/browser/console_flow.mjs). Every action is the signed-in user's: the
+//! API server records them as the approver, its RBAC refuses the user who may not.
+//! Screenshots of each page are kept in `target/tmp/console-screenshots/`.
+
+#[path = "../../sim/tests/integration/oidc_support.rs"]
+mod oidc_support;
+
+use std::path::Path;
+use std::process::Command;
+
+use pgtoolbox_api::console::{Env, OidcEnv};
+use pgtoolbox_console::Console;
+use pgtoolbox_sim::auth::oidc::OidcConfig;
+use pgtoolbox_sim::{Sim, SimConfig};
+use serde_json::{Value, json};
+
+use oidc_support::{BROWSER_DIR, Provider};
+
+const GROUP: &str = pgtoolbox_operator::api::GROUP;
+
+async fn send(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> (u16, String) {
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", content_type)
+        .body(body.to_string().into_bytes())
+        .expect("request");
+    match client.request_text(request).await {
+        Ok(text) => (200, text),
+        Err(kube::Error::Api(s)) => (s.code, s.message.clone()),
+        Err(e) => (0, e.to_string()),
+    }
+}
+
+async fn create(client: &kube::Client, path: &str, body: Value) {
+    let (code, text) = send(client, "POST", path, "application/json", &body).await;
+    assert_eq!(code, 200, "POST {path}: {text}");
+}
+
+async fn status(client: &kube::Client, path: &str, body: Value) {
+    let (code, text) = send(
+        client,
+        "PATCH",
+        &format!("{path}/status"),
+        "application/merge-patch+json",
+        &body,
+    )
+    .await;
+    assert_eq!(code, 200, "PATCH {path}/status: {text}");
+}
+
+/// The namespace, two Clusters (orders with a mirrored CA, billing without), Events, the
+/// console whose status names billing's CA as missing, and RBAC: everyone authenticated may
+/// read and ask; group dba may approve and hold `pg-reader`.
+async fn seed(admin: &kube::Client) {
+    create(
+        admin,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+    )
+    .await;
+    for (name, phase, ready) in [
+        ("orders", "Cluster in healthy state", 2),
+        ("billing", "Setting up primary", 0),
+    ] {
+        let path = "/apis/postgresql.cnpg.io/v1/namespaces/team/clusters";
+        create(
+            admin,
+            path,
+            json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+            "metadata": {"name": name}, "spec": {"instances": 2}}),
+        )
+        .await;
+        let names = if ready > 0 {
+            json!([format!("{name}-1"), format!("{name}-2")])
+        } else {
+            json!([])
+        };
+        status(
+            admin,
+            &format!("{path}/{name}"),
+            json!({"status": {"phase": phase, "readyInstances": ready,
+            "currentPrimary": if ready > 0 { format!("{name}-1") } else { String::new() },
+            "instanceNames": names,
+            "lastSuccessfulBackup": if ready > 0 { "2026-12-07T03:00:00Z" } else { "" }}}),
+        )
+        .await;
+    }
+    create(admin, "/api/v1/namespaces/team/events", json!({"apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "orders.1"},
+        "involvedObject": {"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster", "name": "orders", "namespace": "team"},
+        "reason": "SwitchoverCompleted", "message": "orders-1 is the primary", "type": "Normal",
+        "lastTimestamp": "2026-12-07T09:00:00Z", "source": {"component": "cloudnative-pg"}})).await;
+    let consoles = format!("/apis/{GROUP}/v1alpha1/namespaces/team/pgtoolboxconsoles");
+    create(
+        admin,
+        &consoles,
+        json!({"apiVersion": format!("{GROUP}/v1alpha1"), "kind": "PgToolBoxConsole",
+        "metadata": {"name": "console"}, "spec": {}}),
+    )
+    .await;
+    status(
+        admin,
+        &format!("{consoles}/console"),
+        json!({"status": {"instanceCABundle": {
+        "configMap": "console-instance-ca", "clusters": 1,
+        "missing": [{"cluster": "billing", "secret": "billing-ca", "reason": "SecretNotFound"}]}}}),
+    )
+    .await;
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let role = |name: &str, rules: Value| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules});
+    create(admin, &format!("{rbac}/clusterroles"), role("console-viewer", json!([
+        {"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["get", "list"]},
+        {"apiGroups": [GROUP], "resources": ["pgaccessrequests"], "verbs": ["get", "list", "create", "patch"]},
+        {"apiGroups": [GROUP], "resources": ["pgtoolboxconsoles"], "verbs": ["get"]}]))).await;
+    create(admin, &format!("{rbac}/clusterroles"), role("pg-reader", json!([
+        {"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters"], "verbs": ["get", "list"]}]))).await;
+    create(admin, &format!("{rbac}/clusterroles"), role("access-approver", json!([
+        {"apiGroups": [GROUP], "resources": ["pgaccessrequests/status"], "verbs": ["patch", "update"]},
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings"], "verbs": ["create", "get"]}]))).await;
+    let binding = |name: &str, role: &str, group: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]})
+    };
+    let bindings = format!("{rbac}/namespaces/team/rolebindings");
+    create(
+        admin,
+        &bindings,
+        binding("viewers", "console-viewer", "system:authenticated"),
+    )
+    .await;
+    create(
+        admin,
+        &bindings,
+        binding("approvers", "access-approver", "oidc:dba"),
+    )
+    .await;
+    create(
+        admin,
+        &bindings,
+        binding("dba-reads", "pg-reader", "oidc:dba"),
+    )
+    .await;
+}
+
+fn chromium_present() -> bool {
+    Command::new("chromium")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signed_in_users_act_as_themselves_in_a_real_browser() {
+    assert!(
+        chromium_present(),
+        "chromium is missing: install it with `bash tests/real/setup.sh` (Debian's package, as CI does)"
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let console_url = format!("http://{}", listener.local_addr().expect("addr"));
+    let provider = Provider::start(
+        json!([{"client_id": "console", "client_secret": "console-secret",
+            "redirect_uris": [format!("{console_url}/auth/callback")]}]),
+        json!({"alice": {"groups": ["dba"], "name": "Alice Approver"},
+               "bob": {"groups": ["dev"], "name": "Bob Builder"},
+               "carol": {"groups": ["dev"], "name": "Carol Editor"}}),
+    );
+    // The API server trusts the same issuer, with the console's client as the audience.
+    let mut oidc = OidcConfig::new(&provider.issuer, "console");
+    oidc.username_prefix = Some("oidc:".into());
+    oidc.groups_claim = Some("groups".into());
+    oidc.groups_prefix = "oidc:".into();
+    oidc.ca_file = Some(provider.ca_file.clone());
+    let sim = Sim::start(SimConfig {
+        oidc: Some(oidc),
+        extra_crds: vec![pgtoolbox_operator::api::render_crds_yaml().expect("CRDs")],
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim");
+    let admin = sim.client();
+    seed(&admin).await;
+
+    let ca_bundle = provider.dir.path().join("instance-ca.crt");
+    std::fs::write(
+        &ca_bundle,
+        std::fs::read_to_string(&provider.ca_file).expect("ca"),
+    )
+    .expect("bundle");
+    let env = Env {
+        name: "console".into(),
+        namespace: "team".into(),
+        instance_ca_file: Some(ca_bundle.display().to_string()),
+        oidc: Some(OidcEnv {
+            issuer_url: provider.issuer.clone(),
+            client_id: "console".into(),
+            client_secret: "console-secret".into(),
+            ca_file: Some(provider.ca_file.display().to_string()),
+        }),
+        ..Env::default()
+    };
+    let mut kube_base = kube::Config::new(sim.url().parse().expect("url"));
+    kube_base.default_namespace = "team".into();
+    let console = Console::new(env, kube_base).expect("console");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(pgtoolbox_console::serve(console, listener, async {
+        let _ = stopped.await;
+    }));
+    // Ready once the provider's metadata is read.
+    let mut ready = false;
+    for _ in 0..300 {
+        let status = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                &format!("{console_url}/readyz"),
+            ])
+            .output();
+        if status.is_ok_and(|o| o.stdout == b"200") {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(ready, "the console never turned ready");
+
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
+    std::fs::create_dir_all(&shots).expect("screenshots dir");
+    let script = Path::new(BROWSER_DIR).join("console_flow.mjs");
+    let config = json!({"console": console_url, "shots": shots}).to_string();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(script)
+            .arg(config)
+            .current_dir(BROWSER_DIR)
+            .output()
+            .expect("node runs")
+    })
+    .await
+    .expect("joined");
+    assert!(
+        output.status.success(),
+        "the browser flow failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    // The API server recorded the people, not the console: alice approved (then revoked) and
+    // the grant's RoleBinding was created with her credentials.
+    let (code, text) = send(
+        &admin,
+        "GET",
+        &format!("/apis/{GROUP}/v1alpha1/namespaces/team/pgaccessrequests/bob-debug"),
+        "application/json",
+        &json!(null),
+    )
+    .await;
+    assert_eq!(code, 200, "{text}");
+    let request: Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(request["spec"]["subject"]["name"], "oidc:bob", "{request}");
+    assert_eq!(request["status"]["phase"], "Revoked", "{request}");
+    assert_eq!(request["status"]["approver"], "oidc:alice", "{request}");
+    let (code, text) = send(
+        &admin,
+        "GET",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings/pgar-bob-debug",
+        "application/json",
+        &json!(null),
+    )
+    .await;
+    assert_eq!(code, 200, "the approval's RoleBinding: {text}");
+
+    let _ = stop.send(());
+    served
+        .await
+        .expect("joined")
+        .expect("the console stops cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_oidc_only_health_and_a_notice_are_served() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let env = Env {
+        namespace: "team".into(),
+        ..Env::default()
+    };
+    let console = Console::new(
+        env,
+        kube::Config::new("http://127.0.0.1:9".parse().expect("url")),
+    )
+    .expect("console");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(pgtoolbox_console::serve(console, listener, async {
+        let _ = stopped.await;
+    }));
+    let get = |path: &str| {
+        let out = Command::new("curl")
+            .args(["-s", "-w", "\n%{http_code}", &format!("{url}{path}")])
+            .output()
+            .expect("curl");
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", ""));
+        (code.to_string(), body.to_string())
+    };
+    let mut answer = get("/healthz");
+    for _ in 0..50 {
+        if answer.0 == "200" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        answer = get("/healthz");
+    }
+    assert_eq!(answer.0, "200");
+    assert_eq!(get("/readyz").0, "200");
+    assert!(get("/metrics").1.contains("pgtoolbox_console_sessions 0"));
+    for path in ["/", "/access", "/login", "/auth/callback?code=x&state=y"] {
+        let (code, body) = get(path);
+        assert_eq!(code, "404", "{path}");
+        assert!(body.contains("Sign-in is not configured"), "{path}: {body}");
+    }
+    let _ = stop.send(());
+    served.await.expect("joined").expect("stops");
+}
