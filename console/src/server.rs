@@ -316,6 +316,10 @@ struct RequestForm {
     duration: String,
     #[serde(default)]
     reason: String,
+    /// How many distinct approvers the request asks for (the namespace's access policy may
+    /// require more than one); absent: one.
+    #[serde(default)]
+    approvals: Option<i32>,
 }
 
 /// The session of a form post whose CSRF token is the session's; else the refusal.
@@ -419,6 +423,7 @@ async fn request_access(
         name: form.name.trim().to_string(),
         role: form.role.trim().to_string(),
         duration,
+        approvals: form.approvals.unwrap_or(1).clamp(1, 8),
         cluster: None,
         reason: Some(form.reason.trim().to_string()).filter(|r| !r.is_empty()),
         user: None,
