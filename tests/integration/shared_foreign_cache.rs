@@ -123,21 +123,7 @@ async fn foreign_objects_labelled_as_ours_are_cached_as_metadata_only() {
         }
     })
     .await;
-    for store in ["ownedSecrets", "configMaps"] {
-        for object in named(&dump, store, "foreign-") {
-            assert!(object.get("data").is_none(), "{store}: {object}");
-            assert!(
-                object["metadata"].get("annotations").is_none(),
-                "{store}: {object}"
-            );
-            assert_eq!(object["metadata"]["labels"][MANAGED_BY_LABEL], MANAGED_BY);
-        }
-    }
-    let service = named(&dump, "services", "ops-console");
-    assert_eq!(service.len(), 1, "{service:?}");
-    assert!(service[0].get("spec").is_none(), "{}", service[0]);
     let text = dump.to_string();
-    assert!(!text.contains(MARK), "a cache holds a foreign payload");
     // Measured, not asserted beyond the payloads' absence: what the caches hold in all.
     eprintln!(
         "caches: {} bytes of JSON for {} foreign objects of {} bytes each",
@@ -145,4 +131,19 @@ async fn foreign_objects_labelled_as_ours_are_cached_as_metadata_only() {
         2 * FOREIGN,
         PAYLOAD
     );
+    for store in ["ownedSecrets", "configMaps"] {
+        for object in named(&dump, store, "foreign-") {
+            let name = &object["metadata"]["name"];
+            assert!(object.get("data").is_none(), "{store} {name}: data kept");
+            assert!(
+                object["metadata"].get("annotations").is_none(),
+                "{store} {name}: annotations kept"
+            );
+            assert_eq!(object["metadata"]["labels"][MANAGED_BY_LABEL], MANAGED_BY);
+        }
+    }
+    let service = named(&dump, "services", "ops-console");
+    assert_eq!(service.len(), 1, "{service:?}");
+    assert!(service[0].get("spec").is_none(), "{}", service[0]);
+    assert!(!text.contains(MARK), "a cache holds a foreign payload");
 }
