@@ -232,9 +232,9 @@ impl OperatorCaches {
         let roles = OptionalApi::DatabaseRoles.resource();
         let databases = OptionalApi::Databases.resource();
         Self {
-            service_accounts: ChildStore::new("ServiceAccounts", our_owner()),
-            services: ChildStore::new("Services", our_owner()),
-            deployments: ChildStore::new("Deployments", our_owner()),
+            service_accounts: ChildStore::of_ours("ServiceAccounts", None),
+            services: ChildStore::of_ours("Services", None),
+            deployments: ChildStore::of_ours("Deployments", None),
             replica_sets: ChildStore::with_ingest(
                 "ReplicaSets",
                 our_owner(),
@@ -251,21 +251,20 @@ impl OperatorCaches {
                     complete: pod_is_complete,
                 },
             ),
-            config_maps: ChildStore::new("ConfigMaps", our_owner()),
-            jobs: ChildStore::new("Jobs", our_owner()),
-            persistent_volume_claims: ChildStore::new("PersistentVolumeClaims", our_owner()),
-            role_bindings: ChildStore::new("RoleBindings", our_owner()),
-            network_policies: ChildStore::new("NetworkPolicies", our_owner()),
-            ingresses: ChildStore::new("Ingresses", our_owner()),
-            routes: ChildStore::new("Routes", our_owner()),
-            http_routes: ChildStore::new("HTTPRoutes", our_owner()),
-            owned_secrets: ChildStore::with_ingest(
+            config_maps: ChildStore::of_ours("ConfigMaps", None),
+            jobs: ChildStore::of_ours("Jobs", None),
+            persistent_volume_claims: ChildStore::of_ours("PersistentVolumeClaims", None),
+            role_bindings: ChildStore::of_ours("RoleBindings", None),
+            network_policies: ChildStore::of_ours("NetworkPolicies", None),
+            ingresses: ChildStore::of_ours("Ingresses", None),
+            routes: ChildStore::of_ours("Routes", None),
+            http_routes: ChildStore::of_ours("HTTPRoutes", None),
+            owned_secrets: ChildStore::of_ours(
                 "Secrets",
-                our_owner(),
-                Ingest {
+                Some(Ingest {
                     keep: redact_secret,
                     complete: secret_is_complete,
-                },
+                }),
             ),
             access_bindings: ChildStore::new(
                 "RoleBindings of requests",

@@ -31,6 +31,7 @@ use crate::k8s::{
 };
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::children::{COMPONENT_LABEL, Component, INSTANCE_LABEL};
+use crate::reconcile::observed::keep_meta;
 use crate::ring::Ownership;
 
 /// What a child store can hold: a namespaced object it watches, packs and decodes.
@@ -111,6 +112,33 @@ pub fn our_owner<C: Resource + 'static>() -> OwnerOf<C> {
     })
 }
 
+/// Whether `child` is controlled by an object of one of our kinds that owns children (its
+/// controller ownerReference names our API group and such a kind). Anyone who may edit a
+/// namespace can put our labels on an object; an ownerReference to one of our objects points
+/// at an object the garbage collector removes the child with.
+pub fn controlled_by_ours<C: Resource>(child: &C) -> bool {
+    child.owner_references().iter().any(|r| {
+        r.controller == Some(true)
+            && r.api_version.split('/').next() == Some(crate::api::GROUP)
+            && Component::owns_children(&r.kind)
+    })
+}
+
+/// `child` as a guarded store keeps it: whole when one of our objects controls it, else its
+/// metadata only (no annotations, no body). A foreign object holding a child's name is judged
+/// by its ownerReferences alone (`ResourceNotOwned`), so its metadata is all a pass needs,
+/// and labelling objects cannot make the operator hold their contents.
+fn ours_whole<C: StoredChild + Default>(child: C) -> C {
+    if controlled_by_ours(&child) {
+        return child;
+    }
+    let mut child = child;
+    let meta = keep_meta(std::mem::take(child.meta_mut()), &[]);
+    let mut bare = C::default();
+    *bare.meta_mut() = meta;
+    bare
+}
+
 /// A watch the server answers "not served" (404: an optional API such as Routes off
 /// OpenShift) or "forbidden" (403: refused in this namespace) reads as empty rather than
 /// holding every pass until a deadline: passes judge optional APIs by the prober's answer per
@@ -175,6 +203,8 @@ pub struct ChildStore<C> {
     owner_of: OwnerOf<C>,
     synced: Synced,
     ingest: Option<Ingest<C>>,
+    /// What a guarded store keeps of an object before its ingest (`ours_whole`).
+    guard: Option<fn(C) -> C>,
     /// The owners whose children are kept (a member keeps only its share's); children of no
     /// owner of ours are kept whatever the share.
     share: RwLock<Arc<Ownership>>,
@@ -204,15 +234,30 @@ where
 {
     /// `what` names the children in errors ("RoleBindings").
     pub fn new(what: &'static str, owner_of: OwnerOf<C>) -> Arc<Self> {
-        Self::build(what, owner_of, None)
+        Self::build(what, owner_of, None, None)
     }
 
     /// A store that keeps of each object only what `ingest` keeps.
     pub fn with_ingest(what: &'static str, owner_of: OwnerOf<C>, ingest: Ingest<C>) -> Arc<Self> {
-        Self::build(what, owner_of, Some(ingest))
+        Self::build(what, owner_of, Some(ingest), None)
     }
 
-    fn build(what: &'static str, owner_of: OwnerOf<C>, ingest: Option<Ingest<C>>) -> Arc<Self> {
+    /// A store of the children the operator applies (owner by [`our_owner`]): an object one
+    /// of our objects controls is kept whole (as `ingest` keeps it), any other object the
+    /// watch brings (labelled by someone else) only as its metadata.
+    pub fn of_ours(what: &'static str, ingest: Option<Ingest<C>>) -> Arc<Self>
+    where
+        C: Default,
+    {
+        Self::build(what, our_owner(), ingest, Some(ours_whole::<C>))
+    }
+
+    fn build(
+        what: &'static str,
+        owner_of: OwnerOf<C>,
+        ingest: Option<Ingest<C>>,
+        guard: Option<fn(C) -> C>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             entries: DashMap::new(),
             by_owner: DashMap::new(),
@@ -221,6 +266,7 @@ where
             owner_of,
             synced: Synced::new(what),
             ingest,
+            guard,
             share: RwLock::new(Arc::new(Ownership::default())),
             restarts: Restarts::default(),
             relisted: watch::Sender::new((0, 0)),
@@ -289,6 +335,10 @@ where
 
     /// `object` as this store would keep it.
     pub fn kept_form(&self, object: C) -> C {
+        let object = match self.guard {
+            Some(guard) => guard(object),
+            None => object,
+        };
         match &self.ingest {
             Some(ingest) => (ingest.keep)(object),
             None => object,
@@ -337,6 +387,13 @@ where
     /// One child by key (whatever its owner), unless this operator just deleted it.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<C>> {
         self.visible(key)
+    }
+
+    /// One child by key as [`Self::get`], only when this store keeps it whole: a guarded store
+    /// keeps a foreign object's metadata only, which a reader of its body must fetch instead.
+    pub fn get_whole(&self, key: &ObjectKey) -> Option<Arc<C>> {
+        self.visible(key)
+            .filter(|object| self.guard.is_none() || controlled_by_ours(object.as_ref()))
     }
 
     fn visible(&self, key: &ObjectKey) -> Option<Arc<C>> {
@@ -883,6 +940,90 @@ mod tests {
         let woken = store.apply(watcher::Event::Apply(meta), Some("ns"), &mut relist);
         assert_eq!(woken, vec![owner("a")]);
         assert_eq!(store.children_of(&owner("a")).len(), 1);
+    }
+
+    #[test]
+    fn a_store_of_ours_keeps_whole_only_what_one_of_our_objects_controls() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let reference = |api_version: &str, kind: &str, controller: bool| OwnerReference {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: "web".into(),
+            uid: "owner-uid".into(),
+            controller: Some(controller),
+            block_owner_deletion: None,
+        };
+        let map = |name: &str, owner: Option<OwnerReference>| ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                uid: Some(format!("uid-{name}")),
+                resource_version: Some("1".into()),
+                labels: Some(
+                    [
+                        (COMPONENT_LABEL.to_string(), "pgadmin".to_string()),
+                        (INSTANCE_LABEL.to_string(), "web".to_string()),
+                    ]
+                    .into(),
+                ),
+                annotations: Some([("note".to_string(), "big".to_string())].into()),
+                owner_references: owner.map(|r| vec![r]),
+                ..Default::default()
+            },
+            data: Some([("blob".to_string(), "payload".to_string())].into()),
+            ..Default::default()
+        };
+        let store = ChildStore::<ConfigMap>::of_ours("ConfigMaps", None);
+        let ours = crate::api::GROUP.to_owned() + "/v1alpha1";
+        let cases = [
+            ("ours", Some(reference(&ours, "PgAdmin", true)), true),
+            ("labelled", None, false),
+            (
+                "not-controller",
+                Some(reference(&ours, "PgAdmin", false)),
+                false,
+            ),
+            (
+                "other-group",
+                Some(reference("apps/v1", "PgAdmin", true)),
+                false,
+            ),
+            // A kind of ours that owns no children.
+            (
+                "other-kind",
+                Some(reference(&ours, "PgAccessRequest", true)),
+                false,
+            ),
+        ];
+        let mut relist = Relist::default();
+        for (name, owner, whole) in cases {
+            store.apply(
+                watcher::Event::Apply(map(name, owner)),
+                Some("ns"),
+                &mut relist,
+            );
+            let key = ObjectKey::new("ns", name);
+            let kept = store.get(&key).expect("cached");
+            assert_eq!(kept.data.is_some(), whole, "{name}");
+            assert_eq!(kept.metadata.annotations.is_some(), whole, "{name}");
+            // Filed under its owner either way: the applier judges the name taken.
+            assert_eq!(kept.metadata.labels, map(name, None).metadata.labels);
+            assert_eq!(kept.metadata.uid, Some(format!("uid-{name}")));
+            assert_eq!(store.get_whole(&key).is_some(), whole, "{name}");
+        }
+        // The one controlled by a PgAccessRequest is filed under that request.
+        assert_eq!(
+            store
+                .children_of(&KindKey::new("PgAdmin", "ns", "web"))
+                .len(),
+            4
+        );
+        // Kept twice, the same (the applier compares kept forms).
+        let foreign = store.kept_form(map("labelled", None));
+        assert_eq!(store.kept_form(foreign.clone()), foreign);
+        // A plain store keeps every object whole.
+        let plain = ChildStore::<ConfigMap>::new("ConfigMaps", our_owner());
+        assert!(plain.kept_form(map("labelled", None)).data.is_some());
     }
 
     #[test]

@@ -8,9 +8,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
-use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::cli::{register_all, register_all_with};
 use pgtoolbox_operator::testing::actors::Shared;
 use pgtoolbox_operator::testing::actors::shared::SharedActors;
+use pgtoolbox_operator::testing::children::OperatorCaches;
 use pgtoolbox_operator::testing::k8s::apply_manifests;
 use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
@@ -53,6 +54,16 @@ pub fn with_controllers() -> SimConfig {
 }
 
 pub async fn start(config: SimConfig, settings: OperatorSettings, roles: bool) -> Env {
+    start_with(config, settings, roles, None).await
+}
+
+/// As `start`, the operator reading `caches` when given (a test inspects what they hold).
+pub async fn start_with(
+    config: SimConfig,
+    settings: OperatorSettings,
+    roles: bool,
+    caches: Option<OperatorCaches>,
+) -> Env {
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
         extra_crds: vec![crds],
@@ -71,15 +82,12 @@ pub async fn start(config: SimConfig, settings: OperatorSettings, roles: bool) -
     if roles {
         env.install_roles().await;
     }
-    env.operator = Some(
-        register_all(OperatorBuilder::new(
-            client.clone(),
-            Arc::new(Shared::new(settings)),
-        ))
-        .start()
-        .await
-        .expect("operator starts"),
-    );
+    let builder = OperatorBuilder::new(client.clone(), Arc::new(Shared::new(settings)));
+    let builder = match caches {
+        Some(caches) => register_all_with(builder, caches),
+        None => register_all(builder),
+    };
+    env.operator = Some(builder.start().await.expect("operator starts"));
     env
 }
 

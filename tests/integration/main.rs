@@ -66,6 +66,7 @@ mod runtime_traces;
 mod runtime_watch;
 mod shared_checkov;
 mod shared_events;
+mod shared_foreign_cache;
 mod shared_least_privilege;
 mod shared_metrics;
 mod shared_operator;

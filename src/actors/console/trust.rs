@@ -21,7 +21,7 @@ pub async fn other_policies(
     let mut policies = Vec::new();
     for (name, _) in names.into_iter().filter(|(n, _)| n != ours) {
         let key = ObjectKey::new(ns, name.as_str());
-        if let Some(cached) = caches.network_policies.get(&key) {
+        if let Some(cached) = caches.network_policies.get_whole(&key) {
             policies.push(cached.as_ref().clone());
         } else if let Some(value) = contents.get(client, &key).await?
             && let Ok(policy) = serde_json::from_value::<NetworkPolicy>(value.as_ref().clone())

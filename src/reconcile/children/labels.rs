@@ -37,17 +37,24 @@ impl Component {
         }
     }
 
+    /// Every component.
+    pub const ALL: [Self; 5] = [
+        Self::Console,
+        Self::PgAdmin,
+        Self::EvidenceAgent,
+        Self::PgAdminRegistration,
+        Self::PgAdminUpgradeBackup,
+    ];
+
     /// The component a `component` label names, if it is one of ours.
     pub fn parse(label: &str) -> Option<Self> {
-        [
-            Self::Console,
-            Self::PgAdmin,
-            Self::EvidenceAgent,
-            Self::PgAdminRegistration,
-            Self::PgAdminUpgradeBackup,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == label)
+        Self::ALL.into_iter().find(|c| c.as_str() == label)
+    }
+
+    /// Whether `kind` is the kind of an object that owns children (a console, a PgAdmin, an
+    /// EvidenceAgent).
+    pub fn owns_children(kind: &str) -> bool {
+        Self::ALL.iter().any(|c| c.owner_kind() == kind)
     }
 
     /// The kind of the object whose children carry this component.

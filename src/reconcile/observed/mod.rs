@@ -14,6 +14,7 @@ mod meta;
 mod pod;
 mod replica_set;
 
+pub use meta::keep_meta;
 pub use pod::{keep_pod, pod_is_complete};
 pub use replica_set::{keep_replica_set, replica_set_is_complete};
 

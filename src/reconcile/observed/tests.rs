@@ -240,6 +240,22 @@ fn the_operator_stores_keep_observed_children_projected_and_applied_ones_whole()
         caches.replica_sets.kept_form(rs.clone()),
         keep_replica_set(rs)
     );
-    let deployment: Deployment = load(DEADLINE);
+    // An applied child one of our objects controls is kept whole; one labelled by anyone
+    // else only as its metadata (issue 46).
+    let mut deployment: Deployment = load(DEADLINE);
+    deployment.metadata.owner_references = Some(vec![
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: format!("{}/v1alpha1", crate::api::GROUP),
+            kind: "PgToolBoxConsole".into(),
+            name: "ops".into(),
+            uid: "u".into(),
+            controller: Some(true),
+            block_owner_deletion: Some(true),
+        },
+    ]);
     assert_eq!(caches.deployments.kept_form(deployment.clone()), deployment);
+    deployment.metadata.owner_references = None;
+    let foreign = caches.deployments.kept_form(deployment.clone());
+    assert_eq!(foreign.spec, Default::default());
+    assert_eq!(foreign.metadata.name, deployment.metadata.name);
 }
