@@ -407,13 +407,16 @@ def pgadmin_scenario(work, pg, case, secrets, layout):
             # registration Job's container (its config_distro.py built as the entrypoint builds
             # it): each value exactly the data given, a hostile string included.
             probe = ("import json, sys; sys.path.insert(0, '/pgadmin4'); import config; "
-                     f"print(json.dumps({{k: getattr(config, k) for k in {sorted(settings)!r}}}))")
+                     "print('PGTOOLBOX-SETTINGS', "
+                     f"json.dumps({{k: getattr(config, k) for k in {sorted(settings)!r}}}))")
             c = with_command(job_container, ["/bin/sh", "-c", job_script_config(job_container) +
                                              "; cd /pgadmin4 && /venv/bin/python3 -c \"$PROBE\""])
             c["env"] = c.get("env", []) + [{"name": "PROBE", "value": probe}]
             code, out = pod.run(c)
             check(code == 0, f"{name}: pgAdmin's configuration does not load: {out}")
-            loaded = json.loads(out.strip().splitlines()[-1])
+            said = [l for l in out.splitlines() if l.startswith("PGTOOLBOX-SETTINGS ")]
+            check(len(said) == 1, f"{name}: the settings probe said: {out}")
+            loaded = json.loads(said[0].partition(" ")[2])
             check(loaded == settings, f"{name}: pgAdmin read {loaded!r}, not {settings!r}")
             ran = [d for d, _, files in os.walk(work) if "pwned" in files]
             check(not ran, f"{name}: a setting ran code: {ran}")

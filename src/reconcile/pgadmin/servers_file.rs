@@ -17,6 +17,9 @@ use super::offered::{Credentials, OfferedServer};
 pub const SERVERS_FILE_KEY: &str = "servers.json";
 pub const SERVERS_MOUNT: &str = "/pgadmin-servers";
 
+/// The suffix of a server's CA file in the Secret.
+const CA_FILE_SUFFIX: &str = ".ca.crt";
+
 /// A username and password as read from a Secret (`username`, `password` keys).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credential {
@@ -37,9 +40,10 @@ impl std::fmt::Debug for Credential {
 pub struct ServersFile {
     /// Key → contents: `servers.json`, `server-<n>.pgpass` and `server-<n>.ca.crt`.
     pub data: BTreeMap<String, String>,
-    /// Hex SHA-256 over the whole data: any change of a server or a credential changes it.
+    /// Hex SHA-256 over the servers file and the password files: any change of a server or a
+    /// credential changes it (not of a CA file, which only the pgAdmin Pod reads).
     pub hash: String,
-    /// Hex SHA-256 over the credential files alone: what the pgAdmin Pod copies at start.
+    /// Hex SHA-256 over the credential and CA files alone: what the pgAdmin Pod copies at start.
     pub credentials_hash: String,
 }
 
@@ -111,7 +115,7 @@ pub fn servers_file(
             );
         }
         if let Some(ca) = server_ca(server) {
-            let file = format!("server-{id}.ca.crt");
+            let file = format!("server-{id}{CA_FILE_SUFFIX}");
             entry["SSLRootCert"] = Value::String(super::image::pass_file(&file));
             data.insert(file, ca);
         }
@@ -120,7 +124,9 @@ pub fn servers_file(
     let file = json!({ "Servers": entries });
     // serde_json maps are ordered: the same servers always render the same bytes.
     data.insert(SERVERS_FILE_KEY.to_owned(), format!("{file:#}\n"));
-    let hash = digest(data.iter());
+    // The CA files do not name the registration Job: registering reads only the servers file
+    // (which names them by path) and the password files; the Pod copies them (below).
+    let hash = digest(data.iter().filter(|(k, _)| !k.ends_with(CA_FILE_SUFFIX)));
     let credentials_hash = digest(data.iter().filter(|(k, _)| k.as_str() != SERVERS_FILE_KEY));
     ServersFile {
         data,

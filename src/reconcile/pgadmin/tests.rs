@@ -508,9 +508,13 @@ fn servers_are_verified_against_their_clusters_ca() {
         "pgtoolbox-credentials:/server-1.ca.crt"
     );
     assert_eq!(file.data["server-1.ca.crt"], ca);
-    // A new CA is new credential files: the pgAdmin Pod copies them again.
+    // A new CA is new credential files: the pgAdmin Pod copies them again. The servers file
+    // names the CA file by path, so the registration (named by `hash`) does not depend on it.
+    let other_ca = |_: &OfferedServer| Some(ca.replace("QUJD", "REVG"));
+    let rotated = servers_file(&offered.servers, &|_: &OfferedServer| None, &other_ca);
+    assert_ne!(file.credentials_hash, rotated.credentials_hash);
+    assert_eq!(file.hash, rotated.hash);
     let other = servers_file(&offered.servers, &|_: &OfferedServer| None, &no_ca);
-    assert_ne!(file.credentials_hash, other.credentials_hash);
     let json: Value = serde_json::from_str(&other.data[SERVERS_FILE_KEY]).unwrap();
     assert_eq!(json["Servers"]["1"]["SSLMode"], "verify-full");
     assert!(json["Servers"]["1"].get("SSLRootCert").is_none());
