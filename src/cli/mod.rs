@@ -90,6 +90,10 @@ pub enum CliError {
 
 /// Entry point of the binary.
 pub async fn main() -> ExitCode {
+    // One reqwest serves the OTLP exporter and the programs of the workspace; their rustls is
+    // built without a process-wide crypto provider, so without this every HTTP client the
+    // exporter builds fails and no span leaves the process. ring: the crypto the tree builds.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run::run(args).await,
