@@ -21,7 +21,7 @@ const UNWATCHED: &str = "team-c";
 const TEAM_A: &str = r#"apiVersion: pgtoolbox.fyannk.dev/v1alpha1
 kind: PgAccessRequest
 metadata: {name: oncall, namespace: team-a}
-spec: {subject: {kind: User, name: alice}, clusterRole: cnpg-viewer, expiresAt: "2999-01-01T00:00:00Z", reason: on call}
+spec: {subject: {kind: User, name: alice}, clusterRole: cnpg-viewer, expiresAt: "2099-01-01T00:00:00Z", reason: on call}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -156,6 +156,10 @@ async fn the_operator_runs_under_the_namespaced_overlay() {
     let admin = sim.client();
     crate::shared_support::create_namespaces(&admin, &["team-a", "team-b", UNWATCHED]).await;
     apply_all(&admin, &rendered).await;
+    // The cluster default access policy the install's admission policy reads (deploy/ ships
+    // one allowing `view` for 8 hours, applied in a second step): here, the role and the
+    // duration of team-a's request.
+    apply(&admin, "apiVersion: pgtoolbox.fyannk.dev/v1alpha1\nkind: PgAccessPolicy\nmetadata: {name: default, namespace: pgtoolbox-system}\nspec: {allowedClusterRoles: [cnpg-viewer], maxDuration: 876000h, reasonRequired: true, approvalsRequired: 1}\n").await;
     // The role a request asks for.
     apply(&admin, "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: cnpg-viewer\nrules:\n- apiGroups: [postgresql.cnpg.io]\n  resources: [clusters]\n  verbs: [get]\n").await;
 
@@ -182,8 +186,8 @@ async fn the_operator_runs_under_the_namespaced_overlay() {
         ),
     )
     .await;
-    // The decision is bob's, written as bob: the install's admission policy refuses an
-    // approver name other than the writer's.
+    // The decision is bob's, written as bob: the install's admission policies refuse an
+    // approver name other than the writer's, and an approval without its entry.
     let bob = sim.admin().client_for("bob", &[]).expect("bob's client");
     apply(
         &admin,
@@ -196,7 +200,8 @@ async fn the_operator_runs_under_the_namespaced_overlay() {
             "oncall",
             &PatchParams::default(),
             &Patch::Merge(&json!({"status": {"phase": "Approved", "approver": "bob",
-                "decidedAt": Timestamp::now().to_string(), "roleBindingName": "pgar-oncall"}})),
+                "decidedAt": Timestamp::now().to_string(), "roleBindingName": "pgar-oncall",
+                "approvals": [{"approver": "bob", "decidedAt": Timestamp::now().to_string()}]}})),
         )
         .await
         .expect("decision recorded");
