@@ -209,3 +209,74 @@ impl State {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::State;
+
+    /// The sample names the agent exports: every registered metric, with the suffixes its
+    /// type gives its samples (read from the `# TYPE` lines of an agent whose every family
+    /// holds a value: the encoder leaves empty families out).
+    fn exported() -> BTreeSet<String> {
+        let state = State::new("orders");
+        state.read_failed("unreachable".into());
+        let labels = state.labels();
+        state.metrics.gaps.get_or_create(&labels).set(0);
+        state
+            .metrics
+            .read_duration
+            .get_or_create(&labels)
+            .observe(0.1);
+        if let Ok(mut last) = state.last.write() {
+            last.backup_end = Some(0);
+            last.wal_time = Some(0);
+        }
+        let text = state.metrics_text().expect("metrics");
+        let mut names = BTreeSet::new();
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            if (words.next(), words.next()) != (Some("#"), Some("TYPE")) {
+                continue;
+            }
+            let (Some(name), Some(kind)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let suffixes: &[&str] = match kind {
+                "counter" => &["_total"],
+                "histogram" => &["_bucket", "_sum", "_count"],
+                _ => &[""],
+            };
+            names.extend(suffixes.iter().map(|s| format!("{name}{s}")));
+        }
+        names
+    }
+
+    #[test]
+    fn the_alert_rules_query_only_what_the_agent_exports() {
+        let exported = exported();
+        assert!(
+            exported.contains("pgtoolbox_evidence_wal_gaps"),
+            "{exported:?}"
+        );
+        let rule = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../deploy/monitoring/evidence-agent-rule.yaml"
+        );
+        let text = std::fs::read_to_string(rule).expect("the agents' PrometheusRule");
+        let queried: BTreeSet<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("expr:"))
+            .flat_map(|l| l.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+            .filter(|word| word.starts_with("pgtoolbox_"))
+            .collect();
+        assert!(queried.len() >= 4, "{queried:?}");
+        for metric in queried {
+            assert!(
+                exported.contains(metric),
+                "the rule queries {metric}, which the agent does not export ({exported:?})"
+            );
+        }
+    }
+}

@@ -1,6 +1,8 @@
-//! deploy/monitoring: the ServiceMonitor finds the metrics Service, and every alert of the
-//! PrometheusRule names a runbook section of docs/operations.md, queries only metrics the
-//! operator exports, and is covered by the promtool tests (firing and silent), which pass.
+//! deploy/monitoring: the ServiceMonitor finds the metrics Service, and every alert of the two
+//! PrometheusRules (the operator's, the evidence agents') names a runbook section of
+//! docs/operations.md, is covered by the promtool tests (firing and silent), which pass, and
+//! the operator's query only metrics the operator exports (the agents' rule is checked against
+//! the agent's own registry beside it, in evidence-agent/src/state.rs).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -92,15 +94,17 @@ fn monitoring_renders_a_servicemonitor_for_the_metrics_service_and_the_rule() {
         assert_eq!(doc["metadata"]["namespace"], "pgtoolbox-system", "{doc}");
         assert!(doc["metadata"]["name"].is_string(), "{doc}");
     }
-    let rule = docs
-        .iter()
-        .find(|d| d["kind"] == "PrometheusRule")
-        .expect("rule");
-    assert_eq!(
-        rule["spec"],
-        yaml_file("deploy/monitoring/prometheusrule.yaml")["spec"],
-        "the rendered rule is the file promtool tests"
-    );
+    for (name, file) in RULES.iter().map(|r| (r.name, r.file)) {
+        let rule = docs
+            .iter()
+            .find(|d| d["kind"] == "PrometheusRule" && d["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("rule {name} in {rendered}"));
+        assert_eq!(
+            rule["spec"],
+            yaml_file(file)["spec"],
+            "the rendered rule {name} is the file promtool tests"
+        );
+    }
 
     // The ServiceMonitor selects the metrics Service of deploy/ by its labels and port name.
     let monitor = docs
@@ -132,16 +136,60 @@ fn monitoring_renders_a_servicemonitor_for_the_metrics_service_and_the_rule() {
     }
 }
 
+/// A PrometheusRule of deploy/monitoring and its promtool tests.
+struct Rules {
+    name: &'static str,
+    file: &'static str,
+    tests: &'static str,
+    /// The least number of alerts it holds (an alert dropped by mistake fails).
+    at_least: usize,
+}
+
+const RULES: [Rules; 2] = [
+    Rules {
+        name: "pgtoolbox-operator",
+        file: "deploy/monitoring/prometheusrule.yaml",
+        tests: "deploy/monitoring/tests/alerts.test.yaml",
+        at_least: 9,
+    },
+    Rules {
+        name: "pgtoolbox-evidence-agent",
+        file: "deploy/monitoring/evidence-agent-rule.yaml",
+        tests: "deploy/monitoring/tests/evidence-agent.test.yaml",
+        at_least: 4,
+    },
+];
+
 #[test]
 fn every_alert_has_a_runbook_queries_exported_metrics_and_passes_its_promtool_tests() {
-    let rule = yaml_file("deploy/monitoring/prometheusrule.yaml");
+    let samples = exported_samples();
+    check_rules(&RULES[0], &|metric: &str| {
+        assert!(
+            samples.contains_key(metric),
+            "it queries {metric}, which the operator does not export (it does: {:?})",
+            samples.keys()
+        );
+    });
+}
+
+#[test]
+fn every_evidence_agent_alert_has_a_runbook_and_passes_its_promtool_tests() {
+    // The names are the agent's: its own test holds them against its registry.
+    check_rules(&RULES[1], &|metric: &str| {
+        assert!(metric.starts_with("pgtoolbox_evidence_"), "{metric}");
+    });
+}
+
+/// Every alert of `rules` has a severity, a summary, a `for`, its own runbook section, queries
+/// metrics `exported` accepts, and is tested firing and silent; promtool checks and runs them.
+fn check_rules(rules: &Rules, exported: &dyn Fn(&str)) {
+    let rule = yaml_file(rules.file);
     let alerts = alerts(&rule);
-    assert!(alerts.len() >= 9, "{} alerts", alerts.len());
+    assert!(alerts.len() >= rules.at_least, "{} alerts", alerts.len());
     let operations = std::fs::read_to_string(repo("docs/operations.md")).expect("docs");
     let anchors = anchors(&operations);
-    let samples = exported_samples();
     let metric_name = regex::Regex::new(r"\bpgtoolbox_[a-z0-9_]+").expect("regex");
-    let tests = yaml_file("deploy/monitoring/tests/alerts.test.yaml");
+    let tests = yaml_file(rules.tests);
     let cases: Vec<&Value> = tests["tests"]
         .as_array()
         .expect("tests")
@@ -173,11 +221,7 @@ fn every_alert_has_a_runbook_queries_exported_metrics_and_passes_its_promtool_te
         let used: Vec<&str> = metric_name.find_iter(expr).map(|m| m.as_str()).collect();
         assert!(!used.is_empty(), "{name} queries none of ours: {expr}");
         for metric in used {
-            assert!(
-                samples.contains_key(metric),
-                "{name} queries {metric}, which the operator does not export (it does: {:?})",
-                samples.keys()
-            );
+            exported(metric);
         }
 
         let of_alert = || cases.iter().filter(|c| c["alertname"] == name);
@@ -193,11 +237,7 @@ fn every_alert_has_a_runbook_queries_exported_metrics_and_passes_its_promtool_te
     let dir = tempfile::tempdir().expect("a scratch directory");
     let groups = serde_yaml_ng::to_string(&rule["spec"]).expect("rules as YAML");
     std::fs::write(dir.path().join("rules.yaml"), groups).expect("rules.yaml");
-    std::fs::copy(
-        repo("deploy/monitoring/tests/alerts.test.yaml"),
-        dir.path().join("alerts.test.yaml"),
-    )
-    .expect("the tests");
+    std::fs::copy(repo(rules.tests), dir.path().join("alerts.test.yaml")).expect("the tests");
     let checked = promtool(&["check", "rules", "rules.yaml"], dir.path());
     assert!(
         checked.contains(&format!("SUCCESS: {} rules found", alerts.len())),
