@@ -108,16 +108,6 @@ impl Env {
 
     /// A request by user `alice` for [`ROLE`], expiring `expires_in` from now (negative: past).
     pub async fn request(&self, name: &str, expires_in_secs: i64) -> PgAccessRequest {
-        self.request_for(name, ROLE, expires_in_secs).await
-    }
-
-    /// A request by user `alice` for the ClusterRole `role`, expiring `expires_in` from now.
-    pub async fn request_for(
-        &self,
-        name: &str,
-        role: &str,
-        expires_in_secs: i64,
-    ) -> PgAccessRequest {
         let expires = Timestamp::now() + SignedDuration::from_secs(expires_in_secs);
         let obj: PgAccessRequest = serde_json::from_value(json!({
             "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
@@ -125,7 +115,7 @@ impl Env {
             "metadata": {"name": name, "namespace": NS},
             "spec": {
                 "subject": {"kind": "User", "name": "alice"},
-                "clusterRole": role,
+                "clusterRole": ROLE,
                 "expiresAt": expires.to_string(),
                 "reason": "incident 42",
             },
