@@ -44,8 +44,7 @@ pub fn timers(
     .filter_map(|(purpose, at)| at.map(|at| (purpose, delay(at))))
     .collect();
     if request.cluster_role_exists != Some(true) && decision.expiry_at.is_some() {
-        // After the kept read has aged past `recheck`, so that the pass reads again.
-        timers.push((TimerPurpose::Recheck2m, recheck.saturating_add(TIMER_SLACK)));
+        timers.push((TimerPurpose::Recheck2m, recheck));
     }
     timers
 }
@@ -160,7 +159,7 @@ mod tests {
             req.cluster_role_exists = exists;
             let armed = timers(&d, &req, now, recheck);
             assert_eq!(
-                armed.contains(&(TimerPurpose::Recheck2m, recheck + TIMER_SLACK)),
+                armed.contains(&(TimerPurpose::Recheck2m, recheck)),
                 rechecked,
                 "{exists:?}: {armed:?}"
             );
