@@ -256,7 +256,6 @@ impl RawIo<'_> {
                 .collect(),
             approvals_required: obj.spec.approvals_required,
             cluster: None,
-            cluster_role_exists: Some(true),
             orphan_grace: self.grace,
             previous_binding_reason: find_condition(
                 &status.common.conditions,
