@@ -338,46 +338,22 @@ fn registration_env(input: &RenderInput<'_>) -> Vec<Value> {
 /// shows exactly that set.
 pub fn registration_job(input: &RenderInput<'_>, job_name: &str) -> Result<Job, RenderError> {
     let email = admin_email(input.owner, input.namespace);
-    restricted_job(
+    job_beside_pgadmin(
         input,
-        typed(
-            "Job",
-            json!({
-                "apiVersion": "batch/v1", "kind": "Job",
-                "metadata": meta(job_name),
-                "spec": {
-                    "backoffLimit": 0,
-                    "template": {
-                        "metadata": {"labels": pod_template_labels(input.owner, Component::PgAdminRegistration)},
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "serviceAccountName": input.names.workload,
-                            "automountServiceAccountToken": false,
-                            "securityContext": {"runAsUser": PGADMIN_UID, "runAsGroup": PGADMIN_UID, "fsGroup": PGADMIN_UID},
-                            "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-                                "labelSelector": {"matchLabels": child_labels(input.owner, COMPONENT)},
-                                "topologyKey": "kubernetes.io/hostname",
-                            }]}},
-                            "containers": [{
-                                "name": "register",
-                                "image": input.image,
-                                "env": registration_env(input),
-                                "command": ["/bin/sh", "-c", image::registration_script(
-                                    &format!("{SERVERS_MOUNT}/{SERVERS_FILE_KEY}"), &email)],
-                                "volumeMounts": [
-                                    {"name": "data", "mountPath": DATA_MOUNT},
-                                    {"name": "servers", "mountPath": SERVERS_MOUNT, "readOnly": true},
-                                ],
-                            }],
-                            "volumes": [
-                                {"name": "data", "persistentVolumeClaim": {"claimName": input.names.workload}},
-                                {"name": "servers", "secret": {"secretName": input.names.servers_secret}},
-                            ],
-                        },
-                    },
-                },
-            }),
-        )?,
+        job_name,
+        Component::PgAdminRegistration,
+        json!({
+            "name": "register",
+            "image": input.image,
+            "env": registration_env(input),
+            "command": ["/bin/sh", "-c", image::registration_script(
+                &format!("{SERVERS_MOUNT}/{SERVERS_FILE_KEY}"), &email)],
+            "volumeMounts": [
+                {"name": "data", "mountPath": DATA_MOUNT},
+                {"name": "servers", "mountPath": SERVERS_MOUNT, "readOnly": true},
+            ],
+        }),
+        &[json!({"name": "servers", "secret": {"secretName": input.names.servers_secret}})],
     )
 }
 
@@ -399,9 +375,45 @@ pub fn upgrade_backup_job(
         &db.role,
         &db.database,
     );
-    restricted_job(
+    job_beside_pgadmin(
         input,
-        typed(
+        job_name,
+        Component::PgAdminUpgradeBackup,
+        json!({
+            "name": "backup",
+            "image": running_image,
+            "command": ["/bin/sh", "-c", script],
+            "env": [
+                {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": db.password_secret, "key": "password"}}},
+                {"name": "PGSSLMODE", "value": "require"},
+            ],
+            "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT}],
+        }),
+        &[],
+    )
+    .map(Some)
+}
+
+/// The containers whose program writes into the image: the entrypoint (and the registration
+/// script, as the entrypoint would) writes pgAdmin's `config_distro.py` under `/pgadmin4`, and
+/// gunicorn and `dump-servers` write under `/tmp`. Every other container's root is read-only.
+const WRITABLE_ROOT: &[&str] = &["pgadmin", "register"];
+
+/// A one-shot Job of `component` running `container` next to the pgAdmin Pod (pgAdmin's data
+/// volume is ReadWriteOnce, mounted as `data`, beside `volumes`), as pgAdmin's user, finished as
+/// the pgAdmin Pod is (see [`finish_pod`]): the object's `podTemplate` block and the restricted
+/// security context.
+fn job_beside_pgadmin(
+    input: &RenderInput<'_>,
+    job_name: &str,
+    component: Component,
+    container: Value,
+    volumes: &[Value],
+) -> Result<Job, RenderError> {
+    let mut all_volumes =
+        vec![json!({"name": "data", "persistentVolumeClaim": {"claimName": input.names.workload}})];
+    all_volumes.extend(volumes.iter().cloned());
+    let mut job: Job = typed(
         "Job",
         json!({
             "apiVersion": "batch/v1", "kind": "Job",
@@ -409,7 +421,7 @@ pub fn upgrade_backup_job(
             "spec": {
                 "backoffLimit": 0,
                 "template": {
-                    "metadata": {"labels": pod_template_labels(input.owner, Component::PgAdminUpgradeBackup)},
+                    "metadata": {"labels": pod_template_labels(input.owner, component)},
                     "spec": {
                         "restartPolicy": "Never",
                         "serviceAccountName": input.names.workload,
@@ -419,35 +431,13 @@ pub fn upgrade_backup_job(
                             "labelSelector": {"matchLabels": child_labels(input.owner, COMPONENT)},
                             "topologyKey": "kubernetes.io/hostname",
                         }]}},
-                        "containers": [{
-                            "name": "backup",
-                            "image": running_image,
-                            "command": ["/bin/sh", "-c", script],
-                            "env": [
-                                {"name": "PGPASSWORD", "valueFrom": {"secretKeyRef": {"name": db.password_secret, "key": "password"}}},
-                                {"name": "PGSSLMODE", "value": "require"},
-                            ],
-                            "volumeMounts": [{"name": "data", "mountPath": DATA_MOUNT}],
-                        }],
-                        "volumes": [
-                            {"name": "data", "persistentVolumeClaim": {"claimName": input.names.workload}},
-                        ],
+                        "containers": [container],
+                        "volumes": all_volumes,
                     },
                 },
             },
         }),
-    )?)
-    .map(Some)
-}
-
-/// The containers whose program writes into the image: the entrypoint (and the registration
-/// script, as the entrypoint would) writes pgAdmin's `config_distro.py` under `/pgadmin4`, and
-/// gunicorn and `dump-servers` write under `/tmp`. Every other container's root is read-only.
-const WRITABLE_ROOT: &[&str] = &["pgadmin", "register"];
-
-/// A Job whose Pod is finished as the pgAdmin Pod is (see [`finish_pod`]): the object's
-/// `podTemplate` block and the restricted security context.
-fn restricted_job(input: &RenderInput<'_>, mut job: Job) -> Result<Job, RenderError> {
+    )?;
     if let Some(spec) = job.spec.as_mut() {
         finish_pod(&mut spec.template, input.pod_template, WRITABLE_ROOT);
     }
