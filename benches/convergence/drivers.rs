@@ -17,9 +17,7 @@ use pgtoolbox_operator::cli::register_all;
 use pgtoolbox_operator::testing::actors::access_request::AccessRequestReconciler;
 use pgtoolbox_operator::testing::actors::{PassEnv, Shared};
 use pgtoolbox_operator::testing::children::OperatorCaches;
-use pgtoolbox_operator::testing::conditions::{
-    ConditionType, derive_status, find_condition, status_patch,
-};
+use pgtoolbox_operator::testing::conditions::{derive_status, status_patch};
 use pgtoolbox_operator::testing::k8s::{
     EventSink, WatchClients, WriteBudget, delete_pinned, patch_status,
 };
@@ -240,29 +238,7 @@ impl RawIo<'_> {
         let key = ObjectKey::of(obj).expect("seeded key");
         let status = obj.status.clone().unwrap_or_default();
         let bindings: Vec<&RoleBinding> = binding.into_iter().collect();
-        let request = RequestFacts {
-            name: &key.name,
-            uid: obj.metadata.uid.as_deref(),
-            namespace: &key.namespace,
-            subject: &obj.spec.subject,
-            cluster_role: &obj.spec.cluster_role,
-            expires_at: obj.spec.expires_at.0,
-            phase: status.phase.clone(),
-            approver: status.approver.as_deref(),
-            approvals: status
-                .approvals
-                .iter()
-                .map(|a| a.approver.as_str())
-                .collect(),
-            approvals_required: obj.spec.approvals_required,
-            cluster: None,
-            orphan_grace: self.grace,
-            previous_binding_reason: find_condition(
-                &status.common.conditions,
-                ConditionType::RoleBindingSynced,
-            )
-            .map(|c| c.reason.as_str()),
-        };
+        let request = RequestFacts::of(obj, &key.name, &key.namespace, &status, None, self.grace);
         let decision = decide(&request, &bindings, now);
         let regarding = obj.object_ref(&());
         let rbs: Api<RoleBinding> = Api::namespaced(self.client.clone(), &key.namespace);

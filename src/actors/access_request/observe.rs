@@ -10,7 +10,6 @@ use kube::api::{Api, ListParams};
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::{PgAccessRequest, PgAccessRequestStatus};
 use crate::children::{OperatorCaches, REQUEST_LABEL, Track};
-use crate::conditions::{ConditionType, find_condition};
 use crate::messages::ObjectKey;
 use crate::reconcile::pgaccessrequest::RequestFacts;
 
@@ -42,34 +41,18 @@ pub fn observe<'a>(
         .status
         .as_ref()
         .unwrap_or_else(|| NO_STATUS.get_or_init(PgAccessRequestStatus::default));
-    let request = RequestFacts {
-        name: &cx.key.name,
-        uid: obj.metadata.uid.as_deref(),
-        namespace: &cx.key.namespace,
-        subject: &obj.spec.subject,
-        cluster_role: &obj.spec.cluster_role,
-        expires_at: obj.spec.expires_at.0,
-        phase: status.phase.clone(),
-        approver: status.approver.as_deref(),
-        approvals: status
-            .approvals
-            .iter()
-            .map(|a| a.approver.as_str())
-            .collect(),
-        approvals_required: obj.spec.approvals_required,
-        cluster: obj
-            .spec
+    let request = RequestFacts::of(
+        obj,
+        &cx.key.name,
+        &cx.key.namespace,
+        status,
+        obj.spec
             .cluster
             .as_deref()
             .zip(cluster.as_ref())
             .map(|(name, key)| (name, clusters.exists(key))),
-        orphan_grace: cx.shared.settings.access_request_orphan_grace,
-        previous_binding_reason: find_condition(
-            &status.common.conditions,
-            ConditionType::RoleBindingSynced,
-        )
-        .map(|c| c.reason.as_str()),
-    };
+        cx.shared.settings.access_request_orphan_grace,
+    );
     Observed {
         request,
         bindings: caches.access_bindings.children_of(&owner),

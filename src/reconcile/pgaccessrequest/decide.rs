@@ -11,7 +11,8 @@ use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
 
 use super::identity::{binds_exactly, describe};
-use crate::api::{AccessPhase as Phase, AccessSubject};
+use crate::api::{AccessPhase as Phase, AccessSubject, PgAccessRequest, PgAccessRequestStatus};
+use crate::conditions::{ConditionType, find_condition};
 
 /// How long a RoleBinding of a request that is not Approved may live: the console creates the
 /// binding before it records the approval, so a binding younger than this is an approval in flight.
@@ -41,6 +42,44 @@ pub struct RequestFacts<'a> {
     pub orphan_grace: Duration,
     /// The RoleBindingSynced reason stored by the previous pass, if any.
     pub previous_binding_reason: Option<&'a str>,
+}
+
+impl<'a> RequestFacts<'a> {
+    /// The facts of `obj` as stored (`status`: its status, or an empty one when it has none),
+    /// with what was observed beside it: `cluster` (see [`RequestFacts::cluster`]) and the
+    /// orphan grace in force.
+    pub fn of(
+        obj: &'a PgAccessRequest,
+        name: &'a str,
+        namespace: &'a str,
+        status: &'a PgAccessRequestStatus,
+        cluster: Option<(&'a str, Option<bool>)>,
+        orphan_grace: Duration,
+    ) -> Self {
+        RequestFacts {
+            name,
+            uid: obj.metadata.uid.as_deref(),
+            namespace,
+            subject: &obj.spec.subject,
+            cluster_role: &obj.spec.cluster_role,
+            expires_at: obj.spec.expires_at.0,
+            phase: status.phase.clone(),
+            approver: status.approver.as_deref(),
+            approvals: status
+                .approvals
+                .iter()
+                .map(|a| a.approver.as_str())
+                .collect(),
+            approvals_required: obj.spec.approvals_required,
+            cluster,
+            orphan_grace,
+            previous_binding_reason: find_condition(
+                &status.common.conditions,
+                ConditionType::RoleBindingSynced,
+            )
+            .map(|c| c.reason.as_str()),
+        }
+    }
 }
 
 /// Why a RoleBinding is deleted; carried into the `RoleBindingDeleted` Event.
