@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
-    HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, SecretKeySelector,
-    SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, PodSpec,
+    PodTemplateSpec, ResourceRequirements, SecretKeySelector, SecretVolumeSource, Service,
+    ServiceAccount, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort,
@@ -27,7 +27,7 @@ use crate::api::PgToolBoxConsoleSpec;
 use crate::reconcile::children::{Component, child_labels, pod_template_labels};
 use crate::reconcile::evidenceagent::pull_policy;
 use crate::reconcile::exposure::BackendPort;
-use crate::reconcile::workload::{SecretDigest, finish_pod, stamp_workload_hash};
+use crate::reconcile::workload::{SecretDigest, finish_pod, readiness_probe, stamp_workload_hash};
 
 const COMPONENT: Component = Component::Console;
 /// The console's HTTP port (Service, exposure, NetworkPolicy).
@@ -306,21 +306,11 @@ pub fn deployment(input: &RenderInput<'_>, resources: Option<&ResourceRequiremen
                     ..ContainerPort::default()
                 }]),
                 env: Some(envs),
-                // Ready only while the program answers: without a probe a crash-looping
-                // console turns Ready at each restart.
-                readiness_probe: Some(Probe {
-                    http_get: Some(HTTPGetAction {
-                        path: Some(contract::READYZ_PATH.into()),
-                        port: IntOrString::String(CONSOLE_PORT.name.into()),
-                        scheme: Some("HTTP".into()),
-                        ..HTTPGetAction::default()
-                    }),
-                    period_seconds: Some(10),
-                    timeout_seconds: Some(1),
-                    success_threshold: Some(1),
-                    failure_threshold: Some(3),
-                    ..Probe::default()
-                }),
+                readiness_probe: Some(readiness_probe(
+                    contract::READYZ_PATH,
+                    CONSOLE_PORT.name,
+                    "HTTP",
+                )),
                 volume_mounts: Some(mounts),
                 resources: Some(resources.cloned().unwrap_or_default()),
                 ..Container::default()

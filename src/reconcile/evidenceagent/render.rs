@@ -8,10 +8,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource,
-    HTTPGetAction, KeyToPath, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Secret,
-    SecretKeySelector, SecretVolumeSource, Service, ServiceAccount, ServicePort, ServiceSpec,
-    Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, KeyToPath,
+    PodSpec, PodTemplateSpec, ResourceRequirements, Secret, SecretKeySelector, SecretVolumeSource,
+    Service, ServiceAccount, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{
     NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer,
@@ -26,7 +25,9 @@ use super::config::ValidConfig;
 use super::pki::{CertAndKey, TLS_CA_KEY, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::{CertificateProvider, PodTemplate};
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
-use crate::reconcile::workload::{SecretDigest, dns_egress_rule, finish_pod, stamp_workload_hash};
+use crate::reconcile::workload::{
+    SecretDigest, dns_egress_rule, finish_pod, readiness_probe, stamp_workload_hash,
+};
 
 /// The Service annotation that makes the OpenShift service CA issue a serving certificate.
 pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
@@ -168,24 +169,6 @@ pub fn ca_config_map(input: &RenderInput<'_>) -> Option<ConfigMap> {
             ..ConfigMap::default()
         }
     })
-}
-
-/// The agent's `/readyz` over HTTPS, with the fields the API server defaults stated (the
-/// rendered container compares whole).
-fn readiness_probe() -> Probe {
-    Probe {
-        http_get: Some(HTTPGetAction {
-            path: Some(contract::PATH_READYZ.into()),
-            port: IntOrString::String("https".into()),
-            scheme: Some("HTTPS".into()),
-            ..HTTPGetAction::default()
-        }),
-        period_seconds: Some(10),
-        timeout_seconds: Some(1),
-        success_threshold: Some(1),
-        failure_threshold: Some(3),
-        ..Probe::default()
-    }
 }
 
 fn secret_env(name: &str, (secret, key): &(String, String)) -> EnvVar {
@@ -389,7 +372,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Deployment {
                 env: Some(env),
                 volume_mounts: Some(mounts),
                 resources: Some(input.resources.cloned().unwrap_or_default()),
-                readiness_probe: Some(readiness_probe()),
+                readiness_probe: Some(readiness_probe(contract::PATH_READYZ, "https", "HTTPS")),
                 ..Container::default()
             }],
             volumes: Some(volumes),

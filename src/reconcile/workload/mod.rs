@@ -5,6 +5,7 @@
 mod hash;
 mod placement;
 mod pods;
+mod probe;
 mod security;
 mod verdict;
 
@@ -18,6 +19,7 @@ pub use placement::finish_pod;
 #[cfg(test)]
 pub use pods::{PodFact, PodFactKind};
 pub use pods::{is_active, pod_fact};
+pub use probe::readiness_probe;
 pub use security::dns_egress_rule;
 #[cfg(test)]
 pub use security::restricted_violations;
