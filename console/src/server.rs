@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
 use axum::extract::{ConnectInfo, Form, Path, Query, State};
@@ -19,6 +18,7 @@ use crate::auth::{
     LOGIN_COOKIE, Oidc, SESSION_COOKIE, Session, Sessions, cookie, now, same, set_cookie,
 };
 use crate::html::{self, Chrome};
+use crate::metrics::Metrics;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -26,15 +26,6 @@ pub enum ConsoleError {
     Config(String),
     #[error("serving: {0}")]
     Io(#[from] std::io::Error),
-}
-
-#[derive(Default)]
-struct Counters {
-    sign_ins: AtomicU64,
-    sign_in_failures: AtomicU64,
-    actions_done: AtomicU64,
-    actions_refused: AtomicU64,
-    csrf_refused: AtomicU64,
 }
 
 /// The console's state.
@@ -45,7 +36,7 @@ pub struct Console {
     trust: ProxyTrust,
     /// Where the API server is, without any credentials: each request adds its user's.
     kube_base: kube::Config,
-    counters: Counters,
+    metrics: Metrics,
 }
 
 impl Console {
@@ -70,7 +61,7 @@ impl Console {
             sessions: Sessions::default(),
             trust,
             kube_base,
-            counters: Counters::default(),
+            metrics: Metrics::new(),
         })
     }
 
@@ -113,18 +104,8 @@ impl Console {
         }
     }
 
-    fn metrics_text(&self) -> String {
-        let c = &self.counters;
-        let ready = u8::from(self.ready());
-        format!(
-            "# HELP pgtoolbox_console_sign_ins_total Completed sign-ins.\n# TYPE pgtoolbox_console_sign_ins_total counter\npgtoolbox_console_sign_ins_total {}\n# HELP pgtoolbox_console_sign_in_failures_total Sign-ins that could not be completed.\n# TYPE pgtoolbox_console_sign_in_failures_total counter\npgtoolbox_console_sign_in_failures_total {}\n# HELP pgtoolbox_console_actions_total Access-request actions, by outcome.\n# TYPE pgtoolbox_console_actions_total counter\npgtoolbox_console_actions_total{{outcome=\"done\"}} {}\npgtoolbox_console_actions_total{{outcome=\"refused\"}} {}\n# HELP pgtoolbox_console_csrf_refused_total Form posts refused for a missing or wrong CSRF token.\n# TYPE pgtoolbox_console_csrf_refused_total counter\npgtoolbox_console_csrf_refused_total {}\n# HELP pgtoolbox_console_sessions Signed-in sessions held.\n# TYPE pgtoolbox_console_sessions gauge\npgtoolbox_console_sessions {}\n# HELP pgtoolbox_console_ready Whether the console is ready (its identity provider's metadata read).\n# TYPE pgtoolbox_console_ready gauge\npgtoolbox_console_ready {ready}\n",
-            c.sign_ins.load(Ordering::Relaxed),
-            c.sign_in_failures.load(Ordering::Relaxed),
-            c.actions_done.load(Ordering::Relaxed),
-            c.actions_refused.load(Ordering::Relaxed),
-            c.csrf_refused.load(Ordering::Relaxed),
-            self.sessions.len(),
-        )
+    fn metrics_text(&self) -> Result<String, std::fmt::Error> {
+        self.metrics.text(self.sessions.len(), self.ready())
     }
 
     fn ready(&self) -> bool {
@@ -209,14 +190,17 @@ async fn readyz(State(c): State<Shared>) -> Response {
 }
 
 async fn metrics(State(c): State<Shared>) -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        c.metrics_text(),
-    )
-        .into_response()
+    match c.metrics_text() {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    }
 }
 
 async fn style() -> Response {
@@ -322,40 +306,87 @@ struct RequestForm {
     approvals: Option<i32>,
 }
 
-/// The session of a form post whose CSRF token is the session's; else the refusal.
-fn checked(
-    c: &Console,
-    headers: &HeaderMap,
-    csrf: &str,
-) -> Result<(String, Session), Box<Response>> {
-    let Some((id, session)) = c.session(headers) else {
-        return Err(Box::new(redirect_with_cookies("/", &[])));
-    };
-    if !same(&session.csrf, csrf) {
-        c.counters.csrf_refused.fetch_add(1, Ordering::Relaxed);
-        return Err(Box::new(html_response(
-            StatusCode::FORBIDDEN,
-            html::page(
-                "Refused",
-                &c.chrome(Some(&session), ""),
-                &html::error_page(
-                    "This form was not sent from a page of this console (CSRF check failed).",
-                ),
-            ),
-        )));
-    }
-    Ok((id, session))
+/// A form post of a signed-in session whose CSRF token is the session's, with the client
+/// address the decision is logged with. Every form handler takes its form through this, so
+/// none can skip the check: without a session the post is sent home, with a wrong token it is
+/// refused (403).
+struct SignedPost<T> {
+    id: String,
+    session: Session,
+    client: std::net::IpAddr,
+    forwarded: bool,
+    form: T,
 }
 
-async fn run_action(
-    c: &Console,
-    id: &str,
-    session: &Session,
-    client_addr: std::net::IpAddr,
-    forwarded: bool,
-    what: &str,
-    command: AccessCommand,
-) {
+/// A form carrying the session's CSRF token.
+trait CsrfToken {
+    fn csrf(&self) -> &str;
+}
+
+impl<T> axum::extract::FromRequest<Shared> for SignedPost<T>
+where
+    T: serde::de::DeserializeOwned + CsrfToken + Send,
+{
+    type Rejection = Response;
+
+    async fn from_request(req: axum::extract::Request, c: &Shared) -> Result<Self, Response> {
+        use axum::extract::FromRequestParts;
+        let (mut parts, body) = req.into_parts();
+        let ConnectInfo(peer) = ConnectInfo::<SocketAddr>::from_request_parts(&mut parts, c)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let headers = parts.headers.clone();
+        let Form(form) =
+            Form::<T>::from_request(axum::extract::Request::from_parts(parts, body), c)
+                .await
+                .map_err(IntoResponse::into_response)?;
+        let Some((id, session)) = c.session(&headers) else {
+            return Err(redirect_with_cookies("/", &[]));
+        };
+        if !same(&session.csrf, form.csrf()) {
+            c.metrics.csrf_refused.inc();
+            return Err(html_response(
+                StatusCode::FORBIDDEN,
+                html::page(
+                    "Refused",
+                    &c.chrome(Some(&session), ""),
+                    &html::error_page(
+                        "This form was not sent from a page of this console (CSRF check failed).",
+                    ),
+                ),
+            ));
+        }
+        let (client, forwarded) = c.trust.client(peer, &headers);
+        Ok(SignedPost {
+            id,
+            session,
+            client,
+            forwarded,
+            form,
+        })
+    }
+}
+
+impl CsrfToken for CsrfForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+impl CsrfToken for RequestForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+async fn run_action<T>(c: &Console, post: &SignedPost<T>, what: &str, command: AccessCommand) {
+    let SignedPost {
+        id,
+        session,
+        client: client_addr,
+        forwarded,
+        ..
+    } = post;
     let outcome = match c.user_client(session) {
         Ok(client) => act(client, &c.env.namespace, &command)
             .await
@@ -364,11 +395,11 @@ async fn run_action(
     };
     match &outcome {
         Ok(message) => {
-            c.counters.actions_done.fetch_add(1, Ordering::Relaxed);
+            c.metrics.action(true);
             tracing::info!(user = %session.display, client = %client_addr, forwarded, action = what, outcome = %message.trim(), "access-request action done");
         }
         Err(reason) => {
-            c.counters.actions_refused.fetch_add(1, Ordering::Relaxed);
+            c.metrics.action(false);
             tracing::info!(user = %session.display, client = %client_addr, forwarded, action = what, %reason, "access-request action refused");
         }
     }
@@ -381,41 +412,26 @@ async fn run_action(
 
 async fn decide(
     State(c): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     Path((name, verb)): Path<(String, String)>,
-    headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
+    post: SignedPost<CsrfForm>,
 ) -> Response {
-    let (id, session) = match checked(&c, &headers, &form.csrf) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
     let command = match verb.as_str() {
         "approve" => AccessCommand::Approve { name },
         "deny" => AccessCommand::Deny { name },
         "revoke" => AccessCommand::Revoke { name },
         _ => return StatusCode::NOT_FOUND.into_response(),
     };
-    let (addr, forwarded) = c.trust.client(peer, &headers);
-    run_action(&c, &id, &session, addr, forwarded, &verb, command).await;
+    run_action(&c, &post, &verb, command).await;
     redirect_with_cookies("/access", &[])
 }
 
-async fn request_access(
-    State(c): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Form(form): Form<RequestForm>,
-) -> Response {
-    let (id, session) = match checked(&c, &headers, &form.csrf) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
+async fn request_access(State(c): State<Shared>, post: SignedPost<RequestForm>) -> Response {
+    let form = &post.form;
     let duration = match parse_duration(form.duration.trim()) {
         Ok(d) => d,
         Err(e) => {
             c.sessions
-                .set_flash(&id, Some((false, format!("For how long: {e}"))));
+                .set_flash(&post.id, Some((false, format!("For how long: {e}"))));
             return redirect_with_cookies("/access", &[]);
         }
     };
@@ -430,8 +446,7 @@ async fn request_access(
         group: None,
         service_account: None,
     });
-    let (addr, forwarded) = c.trust.client(peer, &headers);
-    run_action(&c, &id, &session, addr, forwarded, "request", command).await;
+    run_action(&c, &post, "request", command).await;
     redirect_with_cookies("/access", &[])
 }
 
@@ -497,7 +512,7 @@ async fn callback(
     };
     match result {
         Ok(session) => {
-            c.counters.sign_ins.fetch_add(1, Ordering::Relaxed);
+            c.metrics.sign_ins.inc();
             tracing::info!(user = %session.display, client = %addr, forwarded, "signed in");
             let max_age = (session.expires_at - now()).max(0);
             let id = c.sessions.insert(session);
@@ -510,7 +525,7 @@ async fn callback(
             )
         }
         Err(e) => {
-            c.counters.sign_in_failures.fetch_add(1, Ordering::Relaxed);
+            c.metrics.sign_in_failures.inc();
             tracing::info!(client = %addr, forwarded, reason = %e, "sign-in refused");
             let mut r = html_response(
                 StatusCode::UNAUTHORIZED,
@@ -526,17 +541,11 @@ async fn callback(
 
 async fn logout(
     State(c): State<Shared>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
+    post: SignedPost<CsrfForm>,
 ) -> Response {
-    let (id, session) = match checked(&c, &headers, &form.csrf) {
-        Ok(s) => s,
-        Err(r) => return *r,
-    };
-    c.sessions.remove(&id);
-    let (addr, forwarded) = c.trust.client(peer, &headers);
-    tracing::info!(user = %session.display, client = %addr, forwarded, "signed out");
+    c.sessions.remove(&post.id);
+    tracing::info!(user = %post.session.display, client = %post.client, forwarded = post.forwarded, "signed out");
     redirect_with_cookies(
         "/",
         &[set_cookie(SESSION_COOKIE, "", c.secure(&headers), 0)],
