@@ -7,6 +7,7 @@
 pub mod addr;
 pub mod auth;
 pub mod html;
+mod metrics;
 pub mod server;
 pub mod views;
 
