@@ -14,12 +14,13 @@ use std::process::{Child, Command, Stdio};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use pgtoolbox_api::evidence as contract;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use serde_json::{Value, json};
 
 use super::evidence_agent::{Env, IMAGE, NS, start, with_controllers};
+use super::shared_support::secret_data;
 use super::wait_support::wait_for;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -186,25 +187,6 @@ struct Pod {
     host: String,
 }
 
-async fn secret_data(env: &Env) -> BTreeMap<String, BTreeMap<String, Vec<u8>>> {
-    Api::<Secret>::namespaced(env.client.clone(), NS)
-        .list(&ListParams::default())
-        .await
-        .expect("Secrets")
-        .items
-        .into_iter()
-        .map(|s| {
-            let data = s
-                .data
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (k, v.0))
-                .collect();
-            (s.metadata.name.unwrap_or_default(), data)
-        })
-        .collect()
-}
-
 /// Writes the Secret volumes of the agent's Deployment under `root` and resolves its env.
 async fn kubelet(env: &Env, agent: &str, root: Option<tempfile::TempDir>) -> Pod {
     let name = format!("{agent}-evidence");
@@ -214,7 +196,7 @@ async fn kubelet(env: &Env, agent: &str, root: Option<tempfile::TempDir>) -> Pod
         .expect("Deployment");
     let dep = serde_json::to_value(dep).expect("json");
     let spec = &dep["spec"]["template"]["spec"];
-    let secrets = secret_data(env).await;
+    let secrets = secret_data(&env.client, NS).await;
     let root = root.unwrap_or_else(|| tempfile::tempdir().expect("pod root"));
     let container = &spec["containers"][0];
     let mounts = container["volumeMounts"]
@@ -555,14 +537,14 @@ async fn the_agent_serves_what_barman_says_of_real_backups() {
     let first = agent.served_certificate();
     let tls_secret = format!("{orders}-evidence-tls");
     let secrets = Api::<Secret>::namespaced(env.client.clone(), NS);
-    let old = secret_data(&env).await[&tls_secret]["tls.crt"].clone();
+    let old = secret_data(&env.client, NS).await[&tls_secret]["tls.crt"].clone();
     assert_eq!(first.trim(), String::from_utf8_lossy(&old).trim());
     secrets
         .delete(&tls_secret, &DeleteParams::default())
         .await
         .expect("certificate Secret deleted");
     wait_for("a new certificate", || async {
-        match secret_data(&env)
+        match secret_data(&env.client, NS)
             .await
             .get(&tls_secret)
             .and_then(|d| d.get("tls.crt"))

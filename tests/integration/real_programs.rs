@@ -16,6 +16,7 @@ use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use serde_json::{Value, json};
 
 use super::pgadmin_support::{Env, IMAGE, NS, cluster_config, start, state};
+use super::shared_support::{job_starting_with, secret_data};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 /// An image the backup is taken for (the backup itself runs the running image).
@@ -44,39 +45,21 @@ async fn deployment(env: &Env, name: &str) -> Value {
 }
 
 async fn job(env: &Env, prefix: &str) -> Value {
-    let jobs = Api::<Job>::namespaced(env.client.clone(), NS)
-        .list(&ListParams::default())
-        .await
-        .expect("Jobs");
-    let job = jobs
-        .items
-        .into_iter()
-        .find(|j| {
-            j.metadata
-                .name
-                .as_deref()
-                .is_some_and(|n| n.starts_with(prefix))
-        })
-        .unwrap_or_else(|| panic!("no Job {prefix}*"));
+    let job = job_starting_with(&env.client, NS, "", prefix).await;
     serde_json::to_value(job).expect("json")
 }
 
 /// Every Secret of the namespace, as the kubelet would read them.
 async fn secrets(env: &Env) -> BTreeMap<String, BTreeMap<String, String>> {
-    let list = Api::<Secret>::namespaced(env.client.clone(), NS)
-        .list(&ListParams::default())
+    secret_data(&env.client, NS)
         .await
-        .expect("Secrets");
-    list.items
         .into_iter()
-        .map(|s| {
-            let data = s
-                .data
-                .unwrap_or_default()
+        .map(|(name, data)| {
+            let data = data
                 .into_iter()
-                .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+                .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
                 .collect();
-            (s.metadata.name.unwrap_or_default(), data)
+            (name, data)
         })
         .collect()
 }

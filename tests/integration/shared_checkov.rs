@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use crate::cli_support::Running;
-use crate::kubectl_support::kubectl_present;
+use crate::kubectl_support::{Kubectl, kubectl_present};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -62,19 +62,16 @@ fn justified() -> BTreeSet<String> {
 /// Every child the running `sim` rendered, one JSON file each, without what the API server
 /// adds (status, managedFields, uid...).
 fn write_children(kubeconfig: &str, dir: &Path) -> usize {
-    let out = Command::new("kubectl")
-        .args(["get", CHILD_KINDS, "-A", "-o", "json"])
-        .args(["-l", "app.kubernetes.io/managed-by=pgtoolbox-operator"])
-        .env("KUBECONFIG", kubeconfig)
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let list: Value = serde_json::from_slice(&out.stdout).expect("a list");
+    let out = Kubectl::at(kubeconfig.into()).stdout(&[
+        "get",
+        CHILD_KINDS,
+        "-A",
+        "-o",
+        "json",
+        "-l",
+        "app.kubernetes.io/managed-by=pgtoolbox-operator",
+    ]);
+    let list: Value = serde_json::from_slice(&out).expect("a list");
     let items = list["items"].as_array().expect("items");
     for item in items {
         let mut item = item.clone();

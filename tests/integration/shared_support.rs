@@ -93,3 +93,49 @@ pub async fn warnings_in(client: &kube::Client, ns: &str) -> Vec<Event> {
 }
 
 pub use super::wait_support::eventually;
+
+/// Every Secret of `ns` with its data, by name: what a kubelet would mount.
+pub async fn secret_data(
+    client: &kube::Client,
+    ns: &str,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, Vec<u8>>> {
+    Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .expect("Secrets")
+        .items
+        .into_iter()
+        .map(|s| {
+            let data = s
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (k, v.0))
+                .collect();
+            (s.metadata.name.unwrap_or_default(), data)
+        })
+        .collect()
+}
+
+/// The Job of `ns` whose name starts with `prefix` (a Job's name carries a hash), among those
+/// `labels` selects (`""`: all).
+pub async fn job_starting_with(
+    client: &kube::Client,
+    ns: &str,
+    labels: &str,
+    prefix: &str,
+) -> k8s_openapi::api::batch::v1::Job {
+    Api::<k8s_openapi::api::batch::v1::Job>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().labels(labels))
+        .await
+        .expect("Jobs")
+        .items
+        .into_iter()
+        .find(|j| {
+            j.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .unwrap_or_else(|| panic!("no Job {prefix}* in {ns}"))
+}

@@ -5,11 +5,11 @@
 //! gives the kubelet's `FailedToRetrieveImagePullSecret` Event; a changed block rolls once.
 
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
+use super::shared_support::job_starting_with;
 use super::wait_support::{core_events_of, until_list, wait_for};
 
 const NS: &str = "team-a";
@@ -282,20 +282,13 @@ async fn pgadmin_pod_and_registration_job_carry_the_block() {
     .await;
     assert_placed(&env.client, "placed", "pgadmin").await;
     // The registration Job's Pod: the block, beside pgAdmin's Pod (its own affinity kept).
-    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NS);
-    let job = jobs
-        .list(&ListParams::default().labels("app.kubernetes.io/instance=placed"))
-        .await
-        .expect("Jobs")
-        .items
-        .into_iter()
-        .find(|j| {
-            j.metadata
-                .name
-                .as_deref()
-                .is_some_and(|n| n.starts_with("placed-pgadmin-register-"))
-        })
-        .expect("the registration Job");
+    let job = job_starting_with(
+        &env.client,
+        NS,
+        "app.kubernetes.io/instance=placed",
+        "placed-pgadmin-register-",
+    )
+    .await;
     let template = serde_json::to_value(&job.spec.expect("spec").template).expect("json");
     assert_eq!(template["spec"]["priorityClassName"], "tools");
     assert!(

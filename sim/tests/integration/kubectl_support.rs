@@ -30,6 +30,15 @@ impl Kubectl {
         Kubectl { kubeconfig, dir }
     }
 
+    /// kubectl against the server `kubeconfig` names (a `sim` process of its own), with a
+    /// fresh scratch directory.
+    pub fn at(kubeconfig: PathBuf) -> Self {
+        Kubectl {
+            kubeconfig,
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
     /// kubectl with `args`, against this sim, in the scratch directory (callers may override
     /// the environment, e.g. another user's KUBECONFIG).
     pub fn command(&self, args: &[&str]) -> Command {
@@ -59,6 +68,17 @@ impl Kubectl {
     /// Runs kubectl; success and the combined output.
     pub fn run(&self, args: &[&str]) -> (bool, String) {
         Self::output(self.command(args))
+    }
+
+    /// Runs kubectl, which must succeed; its standard output alone (for `-o json`).
+    pub fn stdout(&self, args: &[&str]) -> Vec<u8> {
+        let out = self.command(args).output().expect("kubectl runs");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
     }
 
     pub fn ok(&self, args: &[&str]) -> String {
