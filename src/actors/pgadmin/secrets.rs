@@ -76,6 +76,23 @@ fn text(secret: &Secret, key: &str) -> Option<String> {
     String::from_utf8(bytes.0.clone()).ok()
 }
 
+/// What `take` finds in each of the Secrets `keys` names, read now (never cached: they hold
+/// credentials); a Secret that is missing or holds nothing usable is left out.
+async fn read_each<T>(
+    client: &Client,
+    keys: Vec<ObjectKey>,
+    take: impl Fn(&Secret) -> Option<T>,
+) -> Result<BTreeMap<ObjectKey, T>, kube::Error> {
+    let mut found = BTreeMap::new();
+    for key in keys {
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), &key.namespace);
+        if let Some(value) = secrets.get_opt(&key.name).await?.as_ref().and_then(&take) {
+            found.insert(key, value);
+        }
+    }
+    Ok(found)
+}
+
 fn controls<K: Resource>(owner: &ChildOwner, secret: &K) -> bool {
     secret
         .meta()
@@ -125,35 +142,20 @@ impl ServersSecrets {
         if existing.as_ref().is_some_and(|e| !controls(owner, e)) {
             return Ok(ServersOutcome::NotOwned);
         }
-        // Read the credentials for this render only.
-        let mut read: BTreeMap<ObjectKey, Credential> = BTreeMap::new();
-        for secret_key in credential_secrets(servers) {
-            let secrets: Api<Secret> = Api::namespaced(client.clone(), &secret_key.namespace);
-            if let Some(secret) = secrets.get_opt(&secret_key.name).await?
-                && let Some(password) = text(&secret, "password")
-            {
-                read.insert(
-                    secret_key,
-                    Credential {
-                        username: text(&secret, "username"),
-                        password,
-                    },
-                );
-            }
-        }
-        // The Clusters' server CAs: their certificates only (a CA Secret also holds its key).
-        let mut cas: BTreeMap<ObjectKey, String> = BTreeMap::new();
-        for secret_key in ca_secrets(servers) {
-            let secrets: Api<Secret> = Api::namespaced(client.clone(), &secret_key.namespace);
-            if let Some(secret) = secrets.get_opt(&secret_key.name).await?
-                && let Some(ca) = text(&secret, "ca.crt")
-            {
-                let certificates = pem_certificates(&ca).concat();
-                if !certificates.is_empty() {
-                    cas.insert(secret_key, certificates);
-                }
-            }
-        }
+        // Read the credentials for this render only, and the Clusters' server CAs: their
+        // certificates only (a CA Secret also holds its key).
+        let read = read_each(client, credential_secrets(servers), |secret| {
+            Some(Credential {
+                username: text(secret, "username"),
+                password: text(secret, "password")?,
+            })
+        })
+        .await?;
+        let cas = read_each(client, ca_secrets(servers), |secret| {
+            let certificates = pem_certificates(&text(secret, "ca.crt")?).concat();
+            (!certificates.is_empty()).then_some(certificates)
+        })
+        .await?;
         let file = servers_file(
             servers,
             &|server: &OfferedServer| {

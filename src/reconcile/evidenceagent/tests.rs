@@ -542,13 +542,9 @@ fn children_follow_the_provider() {
         CertificateProvider::Operator,
     ] {
         let input = RenderInput {
-            agent: "orders-evidence",
             replicas: 2,
-            resources: None,
             provider,
-            config: &valid,
-            secrets: &[],
-            pod_template: None,
+            ..operator_input(&valid)
         };
         let openshift = provider == CertificateProvider::Openshift;
         let svc = service(&input);
@@ -607,18 +603,12 @@ fn children_follow_the_provider() {
 
 #[test]
 fn a_rotated_secret_rolls_the_deployment() {
-    use crate::api::CertificateProvider;
     use crate::reconcile::workload::{SecretDigest, current_workload_hash};
     let valid = Case::new("valid").run().valid.unwrap();
     let hash = |secrets: &[SecretDigest]| {
         let input = RenderInput {
-            agent: "orders-evidence",
-            replicas: 1,
-            resources: None,
-            provider: CertificateProvider::Operator,
-            config: &valid,
             secrets,
-            pod_template: None,
+            ..operator_input(&valid)
         };
         current_workload_hash(&deployment(&input))
             .map(str::to_owned)
@@ -671,7 +661,6 @@ fn pull_policy_is_the_servers_default() {
 /// the endpoint CA as one projected file, and the readiness probe on `/readyz` over HTTPS.
 #[test]
 fn the_deployment_renders_the_agents_contract() {
-    use crate::api::CertificateProvider;
     use pgtoolbox_api::evidence as contract;
     let mut case = Case::new("endpoint");
     case.store = store_with(
@@ -705,15 +694,7 @@ fn the_deployment_renders_the_agents_contract() {
         super::pass::credential_secrets(&valid).contains(&"s3-ca".to_owned()),
         "a new endpoint CA rolls the Pods"
     );
-    let input = RenderInput {
-        agent: "orders-evidence",
-        replicas: 1,
-        resources: None,
-        provider: CertificateProvider::Operator,
-        config: &valid,
-        secrets: &[],
-        pod_template: None,
-    };
+    let input = operator_input(&valid);
     let dep = serde_json::to_value(deployment(&input)).unwrap();
     let c = &dep["spec"]["template"]["spec"]["containers"][0];
     let env = |name: &str| {
@@ -777,7 +758,6 @@ fn the_deployment_renders_the_agents_contract() {
 /// port only, and lets the agent reach DNS and the store's port only.
 #[test]
 fn the_network_policy_admits_the_clients_and_reaches_the_store() {
-    use crate::api::CertificateProvider;
     use k8s_openapi::api::networking::v1::NetworkPolicyPeer;
     let render = |endpoint: Option<&str>, clients: &[NetworkPolicyPeer]| {
         let mut case = Case::new("policy");
@@ -791,15 +771,7 @@ fn the_network_policy_admits_the_clients_and_reaches_the_store() {
             });
         }
         let valid = case.run().valid.expect("valid");
-        let input = RenderInput {
-            agent: "orders-evidence",
-            replicas: 1,
-            resources: None,
-            provider: CertificateProvider::Operator,
-            config: &valid,
-            secrets: &[],
-            pod_template: None,
-        };
+        let input = operator_input(&valid);
         serde_json::to_value(network_policy(&input, clients)).unwrap()
     };
     let policy = render(None, &[]);
@@ -848,4 +820,18 @@ fn the_network_policy_admits_the_clients_and_reaches_the_store() {
         json!([serde_json::to_value(&grafana).unwrap()]),
         "only the named clients"
     );
+}
+
+/// What the agent `orders-evidence` renders from: one replica, the operator's CA, no Secret
+/// digests, no resources and no pod template.
+fn operator_input(valid: &super::config::ValidConfig) -> super::render::RenderInput<'_> {
+    super::render::RenderInput {
+        agent: "orders-evidence",
+        replicas: 1,
+        resources: None,
+        provider: crate::api::CertificateProvider::Operator,
+        config: valid,
+        secrets: &[],
+        pod_template: None,
+    }
 }
