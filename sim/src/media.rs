@@ -5,7 +5,6 @@
 //! without a preflight.
 
 use crate::error::ApiError;
-use crate::ops::PatchKind;
 
 /// The bodies of create, update and delete (`NegotiateInputSerializer` over the server's
 /// serializers, CBOR being off by default): the list a 415 names, in the server's order.
@@ -112,6 +111,28 @@ fn is_token(s: &str) -> bool {
     !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?=".contains(&b))
+}
+
+/// The patch formats the server understands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    Merge,
+    Json,
+    Strategic,
+    Apply,
+}
+
+impl PatchKind {
+    pub fn from_content_type(ct: &str) -> Option<Self> {
+        let base = ct.split(';').next().unwrap_or("").trim();
+        match base {
+            "application/merge-patch+json" => Some(Self::Merge),
+            "application/json-patch+json" => Some(Self::Json),
+            "application/strategic-merge-patch+json" => Some(Self::Strategic),
+            "application/apply-patch+yaml" => Some(Self::Apply),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

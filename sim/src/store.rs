@@ -208,7 +208,7 @@ pub struct Locked<'a> {
     /// `fieldManager` of a non-apply write, recorded in managedFields as an Update.
     field_manager: Option<String>,
     /// Who writes, for the admission policies; `None` for the sim's own components.
-    admission: Option<Arc<crate::admission::Requester>>,
+    admission: Option<Arc<crate::auth::Requester>>,
 }
 
 impl Locked<'_> {
@@ -251,11 +251,11 @@ impl Locked<'_> {
     }
 
     /// The requester whose writes through this lock the admission policies judge.
-    pub fn set_admission_requester(&mut self, requester: Arc<crate::admission::Requester>) {
+    pub fn set_admission_requester(&mut self, requester: Arc<crate::auth::Requester>) {
         self.admission = Some(requester);
     }
 
-    pub fn admission_requester(&self) -> Option<Arc<crate::admission::Requester>> {
+    pub fn admission_requester(&self) -> Option<Arc<crate::auth::Requester>> {
         self.admission.clone()
     }
 

@@ -18,14 +18,11 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::Value;
 
-use super::create::{CreateError, Creation, adopt_creation, create_or_find};
+use super::create::{CreateError, Creation, FIELD_MANAGER, adopt_creation, create_or_find};
 use super::store::ChildStore;
 use crate::k8s::{Pinned, WriteBudget, delete_pinned};
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::children::{Component, child_labels};
-
-/// The one field manager of every write the operator makes to a child.
-pub const FIELD_MANAGER: &str = "pgtoolbox-operator";
 
 /// How long an apply waits for the store's first list (absence must mean absence).
 const SYNC_WAIT: Duration = Duration::from_secs(30);

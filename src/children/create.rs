@@ -16,7 +16,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::applier::FIELD_MANAGER;
+/// The one field manager of every write the operator makes to a child.
+pub const FIELD_MANAGER: &str = "pgtoolbox-operator";
 
 /// How many times the adoption is retried when another writer changed the object in between.
 const ADOPT_ATTEMPTS: usize = 3;

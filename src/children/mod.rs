@@ -17,16 +17,17 @@ mod writes;
 
 pub use crate::reconcile::children::{Component, MANAGED_BY, MANAGED_BY_LABEL};
 pub use applier::{
-    Applier, ApplyError, ApplyReport, ChildOwner, ChildRefusal, ChildVerdict, Desired,
-    FIELD_MANAGER, unchanged,
+    Applier, ApplyError, ApplyReport, ChildOwner, ChildRefusal, ChildVerdict, Desired, unchanged,
 };
 pub(crate) use applier::{applied_hash, carries_applied_hash, with_hash};
 pub use caches::{CACHE_WAIT, CacheStart, OperatorCaches, REQUEST_LABEL, wait_synced};
 pub use child_set::ChildSet;
 pub use contents::Contents;
+pub use create::FIELD_MANAGER;
 pub use external::{HttpRoute, Route};
 pub use one_read::OneRead;
-pub use references::{Meta, Observations, Observed, ReferenceIndex, Track, secrets_resource};
+pub use references::{Meta, Observations, Observed, ReferenceIndex, secrets_resource};
+pub use registrations::Track;
 pub use relist::Relist;
 pub use store::{ChildStore, FollowsShare, Ingest, OwnerOf, Wakeups, our_owner, owner_label};
 pub use synced::{NotSynced, Synced};

@@ -18,22 +18,12 @@ use kube::api::ApiResource;
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 
-use super::registrations::Registrations;
+use super::registrations::{Registrations, Track};
 use super::relist::Relist;
 use super::store::Wakeups;
 use super::synced::{NotSynced, Synced};
 use crate::k8s::WatchScope;
 use crate::messages::{KindKey, ObjectKey};
-
-/// Which changes of a referenced object wake a user; each user says what it needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Track {
-    /// Only appearing and disappearing (and, for a namespace user, a change of labels): a
-    /// Cluster named by a request.
-    Existence,
-    /// Every new resourceVersion (a Secret whose contents a Pod consumes).
-    Version,
-}
 
 pub use crate::messages::shared::{Meta, Observed};
 pub type Labels = BTreeMap<String, String>;

@@ -7,8 +7,17 @@ use std::hash::Hash;
 use dashmap::DashMap;
 use dashmap::mapref::one::Ref;
 
-use super::references::Track;
 use crate::messages::KindKey;
+
+/// Which changes of a referenced object wake a user; each user says what it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Track {
+    /// Only appearing and disappearing (and, for a namespace user, a change of labels): a
+    /// Cluster named by a request.
+    Existence,
+    /// Every new resourceVersion (a Secret whose contents a Pod consumes).
+    Version,
+}
 
 pub struct Registrations<T: Eq + Hash> {
     /// Target → its users and what wakes each.

@@ -12,7 +12,8 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::applier::{Applier, FIELD_MANAGER};
+use super::applier::Applier;
+use super::create::FIELD_MANAGER;
 use crate::k8s::WriteBudgetClosed;
 
 /// What the single-object writes ask of a kind (typed or `DynamicObject`).

@@ -5,12 +5,13 @@ use std::time::Duration;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::{Timestamp, TimestampRound, Unit};
 
-use super::events::{EventDecision, decide_events, reported_errors};
+use super::event::EventDecision;
+use super::events::{decide_events, reported_errors};
 use super::facts::{Hostname, PassFacts, Stall};
 use super::kinds::recheck_purpose;
 use super::message::{bound_message, is_digest, message_matches};
 use super::reasons::{Reason, common};
-use super::types::{ConditionStatus, ConditionType};
+use super::types::{ConditionStatus, ConditionType, find_condition};
 use crate::messages::TimerPurpose;
 
 /// metav1 allows any number of conditions; we promise at most this many.
@@ -58,11 +59,6 @@ impl StatusUpdate {
 pub struct StoredStatus<'a> {
     pub conditions: &'a [Condition],
     pub observed_generation: Option<i64>,
-}
-
-/// Finds a condition by type.
-pub fn find_condition(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
-    conditions.iter().find(|c| c.type_ == type_.as_str())
 }
 
 /// Whether `new` and `stored` differ in messages alone.

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::errors::ClassifiedError;
-use super::events::EventDecision;
+use super::event::EventDecision;
 use super::fields::{FieldWrite, StatusField};
 use super::kinds::Kind;
 use super::message::bound_message;

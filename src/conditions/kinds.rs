@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::events::EventType;
+use super::event::EventType;
 use super::fields::StatusField;
 use super::reasons::{Owner, Reason, common, console, evidenceagent, pgaccessrequest, pgadmin};
 use super::types::{ConditionStatus, ConditionType};

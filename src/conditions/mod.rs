@@ -41,6 +41,7 @@
 
 mod engine;
 mod errors;
+mod event;
 mod events;
 mod facts;
 mod fields;
@@ -53,11 +54,10 @@ mod types;
 mod verdict;
 
 pub use engine::{
-    StatusUpdate, StoredStatus, derive_status, find_condition, namespace_not_watched,
-    undecodable_status,
+    StatusUpdate, StoredStatus, derive_status, namespace_not_watched, undecodable_status,
 };
 pub use errors::{ClassifiedError, ErrorClass, classify};
-pub use events::{EventDecision, EventType};
+pub use event::{EventDecision, EventType};
 pub use facts::{FactsError, Hostname, PassFacts, Subject, Verdict};
 pub use fields::StatusField;
 pub use kinds::{Kind, STALL_RECHECK, STALL_RECHECK_LONG};
@@ -65,7 +65,7 @@ pub use message::{MESSAGE_LIMIT_BYTES, digest_condition_messages, is_digest, mes
 pub use patch::status_patch;
 pub use readable::readable;
 pub use reasons::Reason;
-pub use types::{ConditionStatus, ConditionType};
+pub use types::{ConditionStatus, ConditionType, find_condition};
 
 /// The timestamp type `derive_status` takes (k8s-openapi's jiff, not the crate's own).
 pub use k8s_openapi::jiff::Timestamp;

@@ -1,5 +1,6 @@
 //! Condition types and statuses: the other half of the frozen status vocabulary.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use std::fmt;
 
 /// Every condition type the operator writes.
@@ -94,4 +95,9 @@ impl fmt::Display for ConditionStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// Finds a condition by type.
+pub fn find_condition(conditions: &[Condition], type_: ConditionType) -> Option<&Condition> {
+    conditions.iter().find(|c| c.type_ == type_.as_str())
 }

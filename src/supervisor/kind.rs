@@ -14,7 +14,6 @@ use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::BackoffPolicy;
-use super::kind_shard::owns;
 use super::packed::Latest;
 use super::spare_room::GiveBackRoom;
 use super::watch::EventSource;
@@ -271,6 +270,11 @@ async fn census<R: Reconciler>(state: &KindState<R>) -> crate::messages::KindCen
 
 pub(super) fn kind_of<R: Reconciler>() -> std::borrow::Cow<'static, str> {
     <R::Object as kube::Resource>::kind(&())
+}
+
+/// Whether `ownership` holds `key` of kind `R`.
+pub(super) fn owns<R: Reconciler>(ownership: &Ownership, key: &ObjectKey) -> bool {
+    ownership.owns_object(&kind_of::<R>(), &key.namespace, &key.name)
 }
 
 /// Names one watch of the kind for `/readyz` (each reports its first complete list).

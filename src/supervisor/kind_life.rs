@@ -17,8 +17,7 @@ use ractor::{Actor, ActorCell, ActorId, ActorRef};
 use tokio::time::Instant;
 use tokio_util::task::AbortOnDropHandle;
 
-use super::kind::{IdleSince, KindState, KindSupervisor, Life, Tracked, kind_of};
-use super::kind_shard::owns;
+use super::kind::{IdleSince, KindState, KindSupervisor, Life, Tracked, kind_of, owns};
 use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler};
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 use crate::runtime::Reported;

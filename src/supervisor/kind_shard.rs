@@ -14,15 +14,10 @@ use std::sync::Arc;
 
 use ractor::ActorRef;
 
-use super::kind::{KindState, KindSupervisor, kind_of};
+use super::kind::{KindState, KindSupervisor, kind_of, owns};
 use crate::actors::{Listed, Reconciler};
 use crate::messages::{KindMsg, ObjectKey};
 use crate::ring::Ownership;
-
-/// Whether `ownership` holds `key` of kind `R`.
-pub(super) fn owns<R: Reconciler>(ownership: &Ownership, key: &ObjectKey) -> bool {
-    ownership.owns_object(&kind_of::<R>(), &key.namespace, &key.name)
-}
 
 impl<R: Reconciler> KindSupervisor<R> {
     /// Once every watch listed: lets the reconciler remove what objects that do not exist left

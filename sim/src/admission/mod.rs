@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value, json};
 
+pub use crate::auth::Requester;
 use crate::error::{ApiError, Cause, Details};
 use crate::resources::ResourceInfo;
 use crate::server::Server;
@@ -38,15 +39,6 @@ const POLICIES: &str = "validatingadmissionpolicies";
 const BINDINGS: &str = "validatingadmissionpolicybindings";
 /// `celconfig.MaxEvaluatedMessageExpressionSizeBytes`.
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
-
-/// Who writes, as the admission request's `userInfo` shows it, and through which subresource.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Requester {
-    pub username: String,
-    pub groups: Vec<String>,
-    /// `status`, `scale`, ...; empty for the resource itself.
-    pub subresource: String,
-}
 
 /// The admission operation of a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

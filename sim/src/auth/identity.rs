@@ -12,14 +12,11 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::error::ApiError;
-use crate::server::Server;
-
 pub const ADMIN_USER: &str = "system:sim";
 pub const MASTERS: &str = "system:masters";
 pub const AUTHENTICATED: &str = "system:authenticated";
 const SA_PREFIX: &str = "system:serviceaccount:";
-const TOKEN_PREFIX: &str = "sim-user.";
+pub(super) const TOKEN_PREFIX: &str = "sim-user.";
 
 /// An authenticated identity.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,6 +81,15 @@ impl Identity {
     }
 }
 
+/// Who writes, as the admission request's `userInfo` shows it, and through which subresource.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requester {
+    pub username: String,
+    pub groups: Vec<String>,
+    /// `status`, `scale`, ...; empty for the resource itself.
+    pub subresource: String,
+}
+
 /// `(namespace, name)` of a `system:serviceaccount:<ns>:<name>` user.
 pub fn service_account(user: &str) -> Option<(&str, &str)> {
     let rest = user.strip_prefix(SA_PREFIX)?;
@@ -91,7 +97,7 @@ pub fn service_account(user: &str) -> Option<(&str, &str)> {
     (!ns.is_empty() && !name.is_empty() && !name.contains(':')).then_some((ns, name))
 }
 
-fn b64() -> base64::engine::GeneralPurpose {
+pub(super) fn b64() -> base64::engine::GeneralPurpose {
     base64::engine::general_purpose::URL_SAFE_NO_PAD
 }
 
@@ -99,82 +105,6 @@ fn b64() -> base64::engine::GeneralPurpose {
 pub fn token_for(user: &str, groups: &[String]) -> String {
     let claims = json!({"user": user, "groups": groups});
     format!("{TOKEN_PREFIX}{}", b64().encode(claims.to_string()))
-}
-
-/// The identity of a bearer token, or 401.
-pub fn authenticate(server: &Server, authorization: Option<&str>) -> Result<Identity, ApiError> {
-    let Some(value) = authorization else {
-        return Ok(Identity::admin());
-    };
-    let token = value
-        .strip_prefix("Bearer ")
-        .map(str::trim)
-        .ok_or_else(ApiError::unauthorized)?;
-    if let Some(encoded) = token.strip_prefix(TOKEN_PREFIX) {
-        let claims: Value = b64()
-            .decode(encoded)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or_else(ApiError::unauthorized)?;
-        let user = claims["user"].as_str().ok_or_else(ApiError::unauthorized)?;
-        let groups: Vec<String> = claims["groups"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default();
-        return Ok(Identity::new(user, &groups));
-    }
-    if let Some(oidc) = server.oidc.get()
-        && super::oidc::unverified_issuer(token).as_deref() == Some(oidc.issuer_url())
-    {
-        return oidc
-            .authenticate(token, jiff::Timestamp::now().as_second())
-            .map_err(|e| {
-                tracing::info!(error = %e, "bearer token refused");
-                ApiError::unauthorized()
-            });
-    }
-    service_account_token(server, token).ok_or_else(ApiError::unauthorized)
-}
-
-/// A TokenRequest JWT: its subject, while the ServiceAccount it names lives on with the same
-/// uid and the token is within its lifetime.
-fn service_account_token(server: &Server, token: &str) -> Option<Identity> {
-    let mut parts = token.split('.');
-    let (_, payload) = (parts.next()?, parts.next()?);
-    let claims: Value = serde_json::from_slice(&b64().decode(payload).ok()?).ok()?;
-    let user = claims["sub"].as_str()?;
-    let (ns, name) = service_account(user)?;
-    if claims["exp"].as_i64()? <= jiff::Timestamp::now().as_second() {
-        return None;
-    }
-    let key = ("".to_string(), "serviceaccounts".to_string());
-    let sa = server
-        .store
-        .lock()
-        .get(&key, &(ns.to_string(), name.to_string()))?;
-    let uid = claims
-        .pointer("/kubernetes.io/serviceaccount/uid")
-        .and_then(Value::as_str);
-    let sa_uid = sa.pointer("/metadata/uid").and_then(Value::as_str);
-    if uid != sa_uid {
-        return None;
-    }
-    // The ServiceAccount token authenticator names the ServiceAccount's uid and the token's
-    // id (`JTI=<jti>`) as the credential.
-    let mut id = Identity::new(user, &[]);
-    id.uid = sa_uid.map(str::to_string);
-    if let Some(jti) = claims["jti"].as_str() {
-        id.extra.insert(
-            "authentication.kubernetes.io/credential-id".into(),
-            vec![format!("JTI={jti}")],
-        );
-    }
-    Some(id)
 }
 
 #[cfg(test)]
@@ -196,25 +126,5 @@ mod tests {
         assert!(!id.is_admin());
         assert_eq!(service_account("system:serviceaccount:a:b:c"), None);
         assert_eq!(service_account("alice"), None);
-    }
-
-    #[test]
-    fn issued_tokens_round_trip_and_garbage_is_401() {
-        let server = Server::new(crate::config::SimConfig::default(), "127.0.0.1:0".into());
-        let token = token_for("alice", &["dev".into()]);
-        let id = authenticate(&server, Some(&format!("Bearer {token}"))).unwrap();
-        assert_eq!(id.user, "alice");
-        assert_eq!(id.groups, vec!["dev", AUTHENTICATED]);
-        assert!(authenticate(&server, None).unwrap().is_admin());
-        assert_eq!(
-            authenticate(&server, Some("Bearer nonsense"))
-                .unwrap_err()
-                .code,
-            401
-        );
-        assert_eq!(
-            authenticate(&server, Some("Basic x")).unwrap_err().code,
-            401
-        );
     }
 }

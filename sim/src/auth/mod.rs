@@ -1,6 +1,7 @@
 //! Authentication, RBAC authorization, impersonation and the escalation checks of the
 //! embedded API server. Admin requests (`system:masters`) skip the store entirely.
 
+pub mod bearer;
 pub mod escalation;
 pub mod identity;
 pub mod impersonate;
@@ -8,7 +9,8 @@ pub mod oidc;
 pub mod rbac;
 
 pub use crate::rbac_audit::{Audit, RuleRef};
-pub use identity::{Identity, authenticate, token_for};
+pub use bearer::authenticate;
+pub use identity::{Identity, Requester, token_for};
 pub use rbac::{Attributes, authorize};
 
 use crate::error::ApiError;

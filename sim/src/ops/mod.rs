@@ -14,6 +14,7 @@ use crate::resources::ResourceInfo;
 use crate::server::Server;
 use crate::store::{EventType, Locked, ObjKey};
 
+pub use crate::media::PatchKind;
 use crate::meta::*;
 pub use crate::meta::{Subresource, follow_tokio_clock, meta_str, now, now_rfc3339, res_key, view};
 use checks::*;
@@ -380,28 +381,6 @@ pub fn update(
         register_crd(server, l, infos);
     }
     Ok(stored)
-}
-
-/// The patch formats the server understands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchKind {
-    Merge,
-    Json,
-    Strategic,
-    Apply,
-}
-
-impl PatchKind {
-    pub fn from_content_type(ct: &str) -> Option<Self> {
-        let base = ct.split(';').next().unwrap_or("").trim();
-        match base {
-            "application/merge-patch+json" => Some(Self::Merge),
-            "application/json-patch+json" => Some(Self::Json),
-            "application/strategic-merge-patch+json" => Some(Self::Strategic),
-            "application/apply-patch+yaml" => Some(Self::Apply),
-            _ => None,
-        }
-    }
 }
 
 /// Apply a merge, JSON or strategic merge patch to the stored object and write the result.

@@ -11,10 +11,12 @@ use sha2::{Digest, Sha256};
 use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
 use super::pki::{TLS_CERT_KEY, TLS_KEY_KEY, first_cert_der};
-use super::render::CABUNDLE_KEY;
 use crate::conditions::Verdict;
 use crate::conditions::reasons::{common, evidenceagent as r};
 use crate::reconcile::redact::KeptValue;
+
+/// The key the service CA injects its bundle under.
+pub const CABUNDLE_KEY: &str = "service-ca.crt";
 
 /// The annotation on the certificate Secret recording the SHA-256 of the `tls.crt` the operator
 /// wrote: a certificate that does not match it was put there by someone else.

@@ -9,6 +9,7 @@ mod render;
 
 #[cfg(test)]
 pub use bucket::{BucketNameError, parse_destination, validate_bucket_name};
+pub use certificate::CABUNDLE_KEY;
 pub use certificate::{
     CA_VALIDITY, DEFAULT_CERTIFICATE_VALIDITY, ServiceCaFacts, service_dns_names,
 };
@@ -25,7 +26,7 @@ pub use pass::{
     needs_certificate, plan, watched_secrets,
 };
 pub use plan::{CertificatePlan, plan_certificate};
-pub use render::{CABUNDLE_KEY, ChildNames, pull_policy};
+pub use render::{ChildNames, pull_policy};
 #[cfg(test)]
 pub use render::{
     RenderInput, SERVING_CERT_ANNOTATION, ca_config_map, deployment, network_policy, service,

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use pgtoolbox_api::evidence as contract;
 
-use super::certificate::{CERTIFICATE_DIGEST_ANNOTATION, certificate_digest};
+use super::certificate::{CABUNDLE_KEY, CERTIFICATE_DIGEST_ANNOTATION, certificate_digest};
 use super::config::ValidConfig;
 use super::pki::{CertAndKey, TLS_CA_KEY, TLS_CERT_KEY, TLS_KEY_KEY};
 use crate::api::{CertificateProvider, PodTemplate};
@@ -33,8 +33,6 @@ use crate::reconcile::workload::{
 pub const SERVING_CERT_ANNOTATION: &str = "service.beta.openshift.io/serving-cert-secret-name";
 /// The ConfigMap annotation that makes the OpenShift service CA inject its bundle.
 pub const INJECT_CABUNDLE_ANNOTATION: &str = "service.beta.openshift.io/inject-cabundle";
-/// The key the service CA injects its bundle under.
-pub const CABUNDLE_KEY: &str = "service-ca.crt";
 /// The port the agent serves TLS on.
 pub const AGENT_PORT: i32 = contract::PORT as i32;
 
