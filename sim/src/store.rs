@@ -35,6 +35,15 @@ impl EventType {
     }
 }
 
+/// Who writes, as the admission request's `userInfo` shows it, and through which subresource.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requester {
+    pub username: String,
+    pub groups: Vec<String>,
+    /// `status`, `scale`, ...; empty for the resource itself.
+    pub subresource: String,
+}
+
 /// One committed change, as watches see it.
 #[derive(Debug)]
 pub struct Event {
@@ -208,7 +217,7 @@ pub struct Locked<'a> {
     /// `fieldManager` of a non-apply write, recorded in managedFields as an Update.
     field_manager: Option<String>,
     /// Who writes, for the admission policies; `None` for the sim's own components.
-    admission: Option<Arc<crate::auth::Requester>>,
+    admission: Option<Arc<Requester>>,
 }
 
 impl Locked<'_> {
@@ -251,11 +260,11 @@ impl Locked<'_> {
     }
 
     /// The requester whose writes through this lock the admission policies judge.
-    pub fn set_admission_requester(&mut self, requester: Arc<crate::auth::Requester>) {
+    pub fn set_admission_requester(&mut self, requester: Arc<Requester>) {
         self.admission = Some(requester);
     }
 
-    pub fn admission_requester(&self) -> Option<Arc<crate::auth::Requester>> {
+    pub fn admission_requester(&self) -> Option<Arc<Requester>> {
         self.admission.clone()
     }
 

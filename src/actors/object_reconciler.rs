@@ -10,8 +10,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{Listed, ObjectContext, PassEnv, PassFailure, ReconcileError};
+use crate::api::Reported;
 use crate::messages::{ObjectKey, TimerPurpose};
-use crate::runtime::{PassResult, Reported};
+use crate::runtime::PassResult;
 
 /// One kind's behaviour. The object actor, the supervisor, the watches, the timers and the
 /// restarts are shared; a kind only says how one pass goes.

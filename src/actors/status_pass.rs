@@ -14,10 +14,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::{Listed, ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError, Reconciler};
+use crate::api::Reported;
 use crate::api::ReportsConditions;
 use crate::children::{CACHE_WAIT, OperatorCaches, Synced, wait_synced};
 use crate::messages::{KindKey, ObjectKey};
-use crate::runtime::Reported;
 use crate::status::StatusWriter;
 
 /// One kind of the operator: its pass, and what it keeps beside the shared caches.

@@ -43,7 +43,7 @@ pub use pgadmin::{
     ServerStatus, UpgradeBackup,
 };
 pub use pgadmin_access::{PgAdminAccess, PgAdminAccessSpec, PgAdminAccessStatus, PgAdminRef};
-pub use status::ReportsConditions;
+pub use status::{Reported, ReportsConditions};
 
 /// The annotation that pauses reconciliation of an object (value `skip`).
 pub const RECONCILE_ANNOTATION: &str = "pgtoolbox.fyannk.dev/reconcile";

@@ -4,7 +4,20 @@ use kube::ResourceExt;
 
 use super::{CommonStatus, EvidenceAgent, PgAccessRequest, PgAdmin, PgToolBoxConsole};
 use crate::conditions::{ConditionStatus, ConditionType, Kind, PassFacts, Reason, StoredStatus};
-use crate::runtime::Reported;
+
+/// What an object's stored status says, as the object gauges count it. Reasons are the
+/// registry's names (or `Other` for one the registry does not hold), so the label values stay
+/// a bounded set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reported {
+    /// The Ready condition's status (`True`, `False`, `Unknown`) and reason; `None` before the
+    /// first status is written.
+    pub ready: Option<(&'static str, &'static str)>,
+    /// The reason of a `Stalled=True` condition.
+    pub stalled: Option<&'static str>,
+    /// The `notAfter` (Unix seconds) of a certificate the operator issued for the object.
+    pub certificate_not_after: Option<i64>,
+}
 
 impl<'a> From<&'a CommonStatus> for StoredStatus<'a> {
     fn from(status: &'a CommonStatus) -> Self {

@@ -93,9 +93,7 @@ impl Applier<'_> {
         name: &str,
         patch: &serde_json::Value,
     ) -> Result<K, kube::Error> {
-        let _permit = self.permit().await?;
-        api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
+        crate::k8s::merge_status(self.writes, api, name, patch).await
     }
 }
 

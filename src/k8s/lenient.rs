@@ -20,8 +20,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::Map;
 
+use super::status::merge_status;
 use super::{EventSink, WriteBudget};
-use crate::children::Applier;
 use crate::conditions::reasons::common;
 use crate::conditions::{EventDecision, StoredStatus, status_patch, undecodable_status};
 use crate::messages::ObjectKey;
@@ -140,7 +140,7 @@ fn bounded(text: &str) -> String {
 /// Where the objects a watch cannot decode are reported: their gauge and Warning Events.
 #[derive(Clone)]
 pub struct UndecodableReport {
-    /// Writes the status that says so (through the applier).
+    /// Writes the status that says so (through `merge_status`, the one status write).
     pub client: Client,
     pub gauge: Gauge,
     pub events: EventSink,
@@ -273,13 +273,9 @@ impl UndecodableFilter {
                     Map::new(),
                     reference.resource_version.as_deref(),
                 ) {
-                    Ok(patch) => Applier {
-                        client: &report.client,
-                        writes: &report.writes,
-                    }
-                    .merge_status(&api, &name, &patch)
-                    .await
-                    .map(drop),
+                    Ok(patch) => merge_status(&report.writes, &api, &name, &patch)
+                        .await
+                        .map(drop),
                     Err(error) => Err(kube::Error::SerdeError(error)),
                 };
                 if let Err(error) = written {

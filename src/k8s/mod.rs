@@ -22,7 +22,7 @@ pub use owner::add_owner_pinned;
 pub use packed::{Kept, Packed};
 pub use read_your_writes::ReadYourWrites;
 pub use server_shard::{ShardSelector, server_filters, sharded_client};
-pub use status::{get_object, patch_status};
+pub use status::{get_object, merge_status, patch_status};
 pub use watch::{EventSource, WatchClients, WatchScope, raw_events, watch_each_object};
 pub use watch_backoff::backoff_until_progress;
 pub use watch_restart::{FirstList, Generation, Restarts, restartable};

@@ -25,11 +25,25 @@ where
         + Serialize,
 {
     let api: Api<K> = Api::namespaced(client.clone(), &key.namespace);
+    merge_status(budget, &api, &key.name, patch).await
+}
+
+/// The one status write of the operator (every other door leads here): a JSON merge patch of
+/// `name`'s `/status` through `api`, holding a permit of the write budget.
+pub async fn merge_status<K>(
+    budget: &WriteBudget,
+    api: &Api<K>,
+    name: &str,
+    patch: &serde_json::Value,
+) -> Result<K, kube::Error>
+where
+    K: Clone + Debug + DeserializeOwned,
+{
     let _permit = budget
         .acquire()
         .await
         .map_err(|closed| kube::Error::Service(Box::new(closed)))?;
-    api.patch_status(&key.name, &PatchParams::default(), &Patch::Merge(patch))
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
         .await
 }
 

@@ -2,6 +2,7 @@
 //! timers, per kind; and what the objects' stored statuses report (Ready and Stalled by reason,
 //! the earliest certificate expiry), counted by the kind's supervisor from its watch.
 
+use crate::api::Reported;
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -37,20 +38,6 @@ struct ReadyLabels {
 struct ReasonLabels {
     kind: String,
     reason: &'static str,
-}
-
-/// What an object's stored status says, as the object gauges count it. Reasons are the
-/// registry's names (or `Other` for one the registry does not hold), so the label values stay
-/// a bounded set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Reported {
-    /// The Ready condition's status (`True`, `False`, `Unknown`) and reason; `None` before the
-    /// first status is written.
-    pub ready: Option<(&'static str, &'static str)>,
-    /// The reason of a `Stalled=True` condition.
-    pub stalled: Option<&'static str>,
-    /// The `notAfter` (Unix seconds) of a certificate the operator issued for the object.
-    pub certificate_not_after: Option<i64>,
 }
 
 #[derive(Debug, Default)]

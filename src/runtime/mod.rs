@@ -10,6 +10,8 @@ mod timer_wheel;
 
 pub use backoff::BackoffPolicy;
 pub use clock::Clock;
-pub use metrics::{PassResult, Reported, RuntimeMetrics};
-pub use settings::{DEFAULT_OPERATOR_NAMESPACE, DefaultImages, OperatorSettings};
+pub use metrics::{PassResult, RuntimeMetrics};
+pub use settings::{
+    DEFAULT_OPERATOR_NAMESPACE, DefaultImages, FIRST_PASSES_AT_ONCE, OperatorSettings,
+};
 pub use timer_wheel::TimerWheel;

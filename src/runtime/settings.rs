@@ -35,6 +35,9 @@ pub struct OperatorSettings {
 
 /// The operator's namespace when `POD_NAMESPACE` is not set (deploy/ installs it there).
 pub const DEFAULT_OPERATOR_NAMESPACE: &str = "pgtoolbox-system";
+/// How many new objects of one kind may owe their first pass at once, by default: far above
+/// the write budget (32), so passes still queue for writes, not slots.
+pub const FIRST_PASSES_AT_ONCE: usize = 1024;
 
 /// Image defaults; `None` means a kind that needs the image reports it as required.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -55,7 +58,7 @@ impl Default for OperatorSettings {
             max_inflight_writes: 32,
             access_request_orphan_grace: crate::reconcile::pgaccessrequest::ORPHAN_GRACE,
             startup_jitter: std::time::Duration::from_secs(2),
-            first_passes_at_once: crate::supervisor::KindOptions::default().first_passes_at_once,
+            first_passes_at_once: Some(FIRST_PASSES_AT_ONCE),
             clock: super::Clock::System,
             operator_namespace: DEFAULT_OPERATOR_NAMESPACE.to_owned(),
             evidence_certificate_validity:

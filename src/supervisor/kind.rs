@@ -19,11 +19,12 @@ use super::spare_room::GiveBackRoom;
 use super::watch::EventSource;
 use crate::actors::notice_routes::Wakeup;
 use crate::actors::{PassEnv, Reconciler, Registry, Shared};
+use crate::api::Reported;
 use crate::children::Relist;
 use crate::k8s::{Restarts, WriteBudget};
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 use crate::ring::Ownership;
-use crate::runtime::{Reported, TimerWheel};
+use crate::runtime::TimerWheel;
 
 /// Tuning of one kind's supervision.
 #[derive(Clone, Copy, Debug)]
@@ -56,8 +57,7 @@ impl Default for KindOptions {
             shutdown_grace: Duration::from_secs(20),
             // Long enough that the delta of a pass's own write finds the actor still live.
             hibernate_after: Some(Duration::from_secs(1)),
-            // Far above the write budget (32), so passes still queue for writes, not slots.
-            first_passes_at_once: Some(1024),
+            first_passes_at_once: Some(crate::runtime::FIRST_PASSES_AT_ONCE),
         }
     }
 }

@@ -19,8 +19,8 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::kind::{IdleSince, KindState, KindSupervisor, Life, Tracked, kind_of, owns};
 use crate::actors::{ObjectActor, ObjectArgs, ObjectContext, PassFailure, Reconciler};
+use crate::api::Reported;
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
-use crate::runtime::Reported;
 
 impl<R: Reconciler> KindSupervisor<R> {
     /// Something for `key` arrived: hand it to its live actor, or respawn a hibernated one

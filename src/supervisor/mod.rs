@@ -13,8 +13,9 @@ mod spare_room;
 mod watch;
 
 pub use crate::actors::Registry;
+pub use crate::api::Reported;
 pub use crate::runtime::{
-    BackoffPolicy, Clock, DefaultImages, OperatorSettings, PassResult, Reported, random,
+    BackoffPolicy, Clock, DefaultImages, OperatorSettings, PassResult, random,
 };
 pub use kind::KindOptions;
 pub use operator::{Kind, Operator, OperatorBuilder, Resharder};

@@ -25,10 +25,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value, json};
 
-pub use crate::auth::Requester;
 use crate::error::{ApiError, Cause, Details};
 use crate::resources::ResourceInfo;
 use crate::server::Server;
+pub use crate::store::Requester;
 use crate::store::{Locked, ResKey};
 
 use self::cel::{Activation, Expression};

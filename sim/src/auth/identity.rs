@@ -81,15 +81,6 @@ impl Identity {
     }
 }
 
-/// Who writes, as the admission request's `userInfo` shows it, and through which subresource.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Requester {
-    pub username: String,
-    pub groups: Vec<String>,
-    /// `status`, `scale`, ...; empty for the resource itself.
-    pub subresource: String,
-}
-
 /// `(namespace, name)` of a `system:serviceaccount:<ns>:<name>` user.
 pub fn service_account(user: &str) -> Option<(&str, &str)> {
     let rest = user.strip_prefix(SA_PREFIX)?;

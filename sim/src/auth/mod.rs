@@ -10,7 +10,7 @@ pub mod rbac;
 
 pub use crate::rbac_audit::{Audit, RuleRef};
 pub use bearer::authenticate;
-pub use identity::{Identity, Requester, token_for};
+pub use identity::{Identity, token_for};
 pub use rbac::{Attributes, authorize};
 
 use crate::error::ApiError;

@@ -233,14 +233,14 @@ impl StatusPass for EvidenceAgentReconciler {
 
     /// Besides the conditions, the `notAfter` of the serving certificate the operator issued
     /// (the status holds one only for the `operator` provider).
-    fn reported(obj: &EvidenceAgent) -> crate::runtime::Reported {
+    fn reported(obj: &EvidenceAgent) -> crate::api::Reported {
         let not_after = obj
             .status
             .as_ref()
             .and_then(|s| s.certificate.as_ref())
             .and_then(|c| c.not_after.as_ref())
             .map(|t| t.0.as_second());
-        crate::runtime::Reported {
+        crate::api::Reported {
             certificate_not_after: not_after,
             ..obj.reported()
         }

@@ -97,7 +97,7 @@ impl Reconciler for Probe {
 
     /// A probe object states what it reports in its data: `ready` (`True`, `False`), `reason`
     /// and `stalled` (registered reasons), `notAfter` (Unix seconds).
-    fn reported(obj: &ConfigMap) -> crate::runtime::Reported {
+    fn reported(obj: &ConfigMap) -> crate::api::Reported {
         let get = |k: &str| obj.data.as_ref().and_then(|d| d.get(k));
         let reason =
             |k: &str| get(k).and_then(|r| crate::conditions::Reason::parse(r).map(|r| r.as_str()));
@@ -106,7 +106,7 @@ impl Reconciler for Probe {
             "False" => "False",
             _ => "Unknown",
         });
-        crate::runtime::Reported {
+        crate::api::Reported {
             ready: ready.zip(reason("reason")),
             stalled: reason("stalled"),
             certificate_not_after: get("notAfter").and_then(|v| v.parse().ok()),
