@@ -4,7 +4,9 @@
 //! (`tests/real/barman_store.py`); the operator renders an EvidenceAgent on the embedded API
 //! server; the `pgtoolbox-evidence-agent` binary runs with exactly the environment and files
 //! of that Deployment (its Secrets projected under a directory of the test, as a kubelet
-//! would mount them) and is compared with barman's own tools. `tests/real/setup.sh` installs
+//! would mount them) and is compared with barman's own tools. moto enforces IAM: barman writes
+//! with an administrator's keys, the agents read with a user allowed only to list and get (a
+//! write with those keys is refused), and one of the Cluster's backups fails for real. `tests/real/setup.sh` installs
 //! the programs; the binary is the workspace's (`cargo test` builds it).
 
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@ run. Prints a Markdown table (BENCHMARKS.md holds one). Not part of CI: it takes
 
     cargo build --release -p pgtoolbox-evidence-agent
     bash tests/real/setup.sh        # barman-cloud in target/real-programs/barman-venv
-    python3 tests/real/evidence_scale.py [--scales 0.1,1] [--agent target/release/pgtoolbox-evidence-agent]
+    python3 tests/real/evidence_scale.py [--scales 0.1,1] [--backups N] [--agent target/release/pgtoolbox-evidence-agent]
 
 The store: moto's S3 server lists a bucket by walking and sorting every key of it on each
 page request, so a listing of a million keys would take hours; this script serves the
@@ -298,11 +298,13 @@ def measure_barman(endpoint):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--scales", default="1", help="fractions of 10,000 backups / 1,000,000 segments")
+    parser.add_argument("--backups", type=int, help="base backups in every run (default: the scale's share of 10,000)")
     parser.add_argument("--agent", default=os.path.join(ROOT, "target/release/pgtoolbox-evidence-agent"))
     args = parser.parse_args()
     rows = []
     for scale in (float(s) for s in args.scales.split(",")):
-        layout = Layout(int(10_000 * scale), int(1_000_000 * scale))
+        backups = args.backups if args.backups is not None else int(10_000 * scale)
+        layout = Layout(backups, int(1_000_000 * scale))
         server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler_for(layout))
         server.daemon_threads = True
         threading.Thread(target=server.serve_forever, daemon=True).start()
