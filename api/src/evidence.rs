@@ -87,12 +87,14 @@ pub struct Evidence {
 pub type BackupFields = BTreeMap<String, Option<BarmanValue>>;
 
 /// A value of a `backup.info` field as barman's JSON has it: a number for its integer
-/// fields, else a string.
+/// fields, the JSON of the Python literal for the fields barman evaluates as literals
+/// (`tablespaces`, `included_files`, `copy_stats`, `snapshots_info`), else a string.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum BarmanValue {
     Integer(i64),
     Text(String),
+    Literal(serde_json::Value),
 }
 
 /// How the catalog was read.

@@ -27,12 +27,54 @@ const INTEGER_FIELDS: [&str; 8] = [
     "cluster_size",
 ];
 
-/// Fields barman reads as Python literals and shows as JSON lists or objects; not served.
+/// Fields barman reads as Python literals (`ast.literal_eval`) and shows as JSON lists or
+/// objects (`BackupInfo.to_json`); `backup_label` is a literal too, but barman shows it as
+/// the `repr()` it was written as, so it stays text.
 const LITERAL_FIELDS: [&str; 4] = [
     "tablespaces",
     "included_files",
     "copy_stats",
     "snapshots_info",
+];
+
+/// Every field of barman's `BackupInfo` (barman 3.19): its JSON shows each one, `null` when
+/// the file has none, but for these defaults.
+const BACKUP_INFO_FIELDS: [&str; 35] = [
+    "backup_label",
+    "backup_name",
+    "begin_offset",
+    "begin_time",
+    "begin_wal",
+    "begin_xlog",
+    "children_backup_ids",
+    "cluster_size",
+    "compression",
+    "config_file",
+    "copy_stats",
+    "data_checksums",
+    "deduplicated_size",
+    "encryption",
+    "end_offset",
+    "end_time",
+    "end_wal",
+    "end_xlog",
+    "error",
+    "hba_file",
+    "ident_file",
+    "included_files",
+    "mode",
+    "parent_backup_id",
+    "pgdata",
+    "server_name",
+    "size",
+    "snapshots_info",
+    "status",
+    "summarize_wal",
+    "systemid",
+    "tablespaces",
+    "timeline",
+    "version",
+    "xlog_segment_size",
 ];
 
 /// Fields barman leaves out of its JSON when they are null.
@@ -46,12 +88,17 @@ pub enum InfoError {
     Integer { field: String, value: String },
     #[error("{field}={value:?} is not a time barman writes")]
     Time { field: String, value: String },
+    #[error("{field}: {source}")]
+    Literal {
+        field: String,
+        source: crate::literal::LiteralError,
+    },
     #[error("the file is not UTF-8")]
     Utf8,
 }
 
 /// Parses a `backup.info` into barman's JSON fields for `backup_id` (the directory name, as
-/// barman names the backup).
+/// barman names the backup): the values `barman-cloud-backup-list --format json` gives.
 pub fn parse_backup_info(backup_id: &str, bytes: &[u8]) -> Result<BackupFields, InfoError> {
     let text = std::str::from_utf8(bytes).map_err(|_| InfoError::Utf8)?;
     let mut fields = BackupFields::new();
@@ -63,16 +110,24 @@ pub fn parse_backup_info(backup_id: &str, bytes: &[u8]) -> Result<BackupFields, 
             return Err(InfoError::Line { line: n + 1 });
         };
         let (key, value) = (key.trim(), value.trim());
-        if LITERAL_FIELDS.contains(&key) {
-            continue;
-        }
         if value == "None" {
-            if !HIDDEN_IF_NULL.contains(&key) {
-                fields.insert(key.to_owned(), None);
-            }
+            fields.insert(key.to_owned(), None);
             continue;
         }
-        if INTEGER_FIELDS.contains(&key) {
+        if LITERAL_FIELDS.contains(&key) {
+            let literal = crate::literal::parse(value).map_err(|source| InfoError::Literal {
+                field: key.to_owned(),
+                source,
+            })?;
+            // barman's tablespace loader turns an empty list into None.
+            let empty = matches!(&literal, serde_json::Value::Array(a) if a.is_empty());
+            let shown = match literal {
+                serde_json::Value::Null => None,
+                _ if empty && key == "tablespaces" => None,
+                v => Some(BarmanValue::Literal(v)),
+            };
+            fields.insert(key.to_owned(), shown);
+        } else if INTEGER_FIELDS.contains(&key) {
             let number = value.parse::<i64>().map_err(|_| InfoError::Integer {
                 field: key.to_owned(),
                 value: value.to_owned(),
@@ -89,13 +144,22 @@ pub fn parse_backup_info(backup_id: &str, bytes: &[u8]) -> Result<BackupFields, 
             fields.insert(key.to_owned(), Some(BarmanValue::Text(value.to_owned())));
         }
     }
+    for field in BACKUP_INFO_FIELDS {
+        let default = match field {
+            "status" => Some(BarmanValue::Text("EMPTY".into())),
+            "xlog_segment_size" => Some(BarmanValue::Integer(
+                i64::try_from(DEFAULT_SEGMENT_SIZE).unwrap_or(i64::MAX),
+            )),
+            _ => None,
+        };
+        // A field the file sets to None stays null (barman's `Field` defaults only unset ones).
+        fields.entry(field.to_owned()).or_insert(default);
+    }
+    fields.retain(|k, v| v.is_some() || !HIDDEN_IF_NULL.contains(&k.as_str()));
     fields.insert(
         "backup_id".into(),
         Some(BarmanValue::Text(backup_id.to_owned())),
     );
-    fields
-        .entry("status".into())
-        .or_insert_with(|| Some(BarmanValue::Text("EMPTY".into())));
     Ok(fields)
 }
 
@@ -468,14 +532,53 @@ xlog_segment_size=16777216
         assert_eq!(f["error"], None);
         assert_eq!(f["systemid"], s("7123456789012345678"));
         assert!(!f.contains_key("backup_name"), "hidden when null");
-        assert!(
-            !f.contains_key("copy_stats"),
-            "Python literals are not served"
+        assert_eq!(
+            f["copy_stats"],
+            Some(BarmanValue::Literal(serde_json::json!({"total_time": 1.5})))
+        );
+        assert_eq!(f["tablespaces"], None);
+        assert_eq!(
+            f["mode"], None,
+            "a field the file lacks is null, as in barman's JSON"
         );
         assert_eq!(
             f["backup_label"],
             s("'START WAL LOCATION: 0/2000028 (file 000000010000000000000002)\\n'")
         );
+    }
+
+    /// `testdata/*.backup.info` are backup.info files the real tier's barman-cloud-backup wrote
+    /// (a DONE one, given the `tablespaces` and `included_files` a Cluster with tablespaces
+    /// and included configuration has, and a FAILED one); `*.barman.json` is what barman
+    /// 3.19's own `BackupInfo(id).load(...).to_json()`, which `barman-cloud-backup-list
+    /// --format json` prints, makes of each.
+    #[test]
+    fn every_field_is_served_as_barman_json_gives_it() {
+        for (name, id, info, barman) in [
+            (
+                "done",
+                "20261207T201821",
+                include_str!("../testdata/done.backup.info"),
+                include_str!("../testdata/done.barman.json"),
+            ),
+            (
+                "failed",
+                "20261207T201848",
+                include_str!("../testdata/failed.backup.info"),
+                include_str!("../testdata/failed.barman.json"),
+            ),
+        ] {
+            let ours = parse_backup_info(id, info.as_bytes()).expect("parses");
+            let ours = serde_json::to_value(&ours).expect("JSON");
+            let theirs: serde_json::Value = serde_json::from_str(barman).expect("barman's JSON");
+            assert_eq!(ours, theirs, "{name}");
+        }
+    }
+
+    #[test]
+    fn python_literals_that_are_no_literal_make_the_backup_unreadable() {
+        let bad = parse_backup_info("x", b"status=DONE\ntablespaces=[('a', 1\n");
+        assert!(matches!(bad, Err(InfoError::Literal { .. })), "{bad:?}");
     }
 
     #[test]

@@ -91,6 +91,7 @@ fn cell(v: Option<&Option<BarmanValue>>) -> String {
     match v {
         Some(Some(BarmanValue::Text(s))) => esc(s),
         Some(Some(BarmanValue::Integer(n))) => n.to_string(),
+        Some(Some(BarmanValue::Literal(v))) => esc(&v.to_string()),
         _ => String::from("&ndash;"),
     }
 }

@@ -6,6 +6,7 @@
 mod catalog;
 mod config;
 mod http;
+mod literal;
 mod state;
 mod store;
 mod tls;
@@ -77,7 +78,7 @@ async fn refresh(
         let attempt = (|| read_once(&store, &config)).retry(backoff).notify(
             |error: &StoreError, after: Duration| {
                 tracing::warn!(%error, retry_in = ?after, "reading the catalog failed");
-                state.read_failed(error.to_string());
+                state.read_failed(error.reason(), error.to_string());
             },
         );
         let read = tokio::select! {
@@ -95,7 +96,7 @@ async fn refresh(
                 state.read_succeeded(evidence);
             }
             // Without a limit on retries this is not reached; reported all the same.
-            Err(error) => state.read_failed(error.to_string()),
+            Err(error) => state.read_failed(error.reason(), error.to_string()),
         }
         tokio::select! {
             _ = tokio::time::sleep(config.refresh) => {}

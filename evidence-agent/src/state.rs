@@ -57,7 +57,7 @@ impl Metrics {
         );
         registry.register(
             "read_errors",
-            "Reads of the object store that failed",
+            "Reads of the object store that failed, by reason",
             read_errors.clone(),
         );
         registry.register(
@@ -157,9 +157,13 @@ impl State {
         }
     }
 
-    pub fn read_failed(&self, error: String) {
+    /// A failed read: `reason` (a word of [`crate::store::StoreError::reason`]) labels the
+    /// counter, `error` is the not-ready reason in words.
+    pub fn read_failed(&self, reason: &'static str, error: String) {
         let labels = self.labels();
-        self.metrics.read_errors.get_or_create(&labels).inc();
+        let mut by_reason = labels.clone();
+        by_reason.push(("reason", reason.to_owned()));
+        self.metrics.read_errors.get_or_create(&by_reason).inc();
         self.metrics.readable.get_or_create(&labels).set(0);
         if let Ok(mut last) = self.last.write() {
             last.error = Some(error);
@@ -221,7 +225,7 @@ mod tests {
     /// holds a value: the encoder leaves empty families out).
     fn exported() -> BTreeSet<String> {
         let state = State::new("orders");
-        state.read_failed("unreachable".into());
+        state.read_failed("unreachable", "unreachable".into());
         let labels = state.labels();
         state.metrics.gaps.get_or_create(&labels).set(0);
         state

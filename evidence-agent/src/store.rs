@@ -34,16 +34,90 @@ pub enum StoreError {
     },
     #[error("cannot set up the S3 client: {0}")]
     Client(object_store::Error),
-    #[error("listing {url} failed: {source}")]
+    #[error("listing {url} failed: {}", Answer::of(source))]
     List {
         url: String,
         source: object_store::Error,
     },
-    #[error("reading {url} failed: {source}")]
+    #[error("reading {url} failed: {}", Answer::of(source))]
     Get {
         url: String,
         source: object_store::Error,
     },
+}
+
+impl StoreError {
+    /// Why the read failed, as the `reason` label of the read-error counter.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::EndpointCa { .. } | Self::EndpointCaPem { .. } | Self::Client(_) => "setup",
+            Self::List { source, .. } | Self::Get { source, .. } => Answer::of(source).reason(),
+        }
+    }
+}
+
+/// What the store answered a request, in words: an S3 error response's code and message,
+/// with what it means for the ObjectStore's settings; else the client's own error (no
+/// answer: the store was not reached).
+pub enum Answer {
+    Refused { code: String, message: String },
+    Other(String),
+}
+
+impl Answer {
+    pub fn of(error: &object_store::Error) -> Self {
+        let text = error.to_string();
+        let tag = |name: &str| {
+            let open = format!("<{name}>");
+            let start = text.find(&open)? + open.len();
+            let end = text[start..].find(&format!("</{name}>"))?;
+            Some(text[start..start + end].to_owned())
+        };
+        match tag("Code") {
+            Some(code) => Self::Refused {
+                message: tag("Message").unwrap_or_default(),
+                code,
+            },
+            None => Self::Other(text),
+        }
+    }
+
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Refused { code, .. } => match code.as_str() {
+                "SignatureDoesNotMatch"
+                | "InvalidAccessKeyId"
+                | "InvalidToken"
+                | "ExpiredToken" => "credentials_refused",
+                "AccessDenied" => "access_denied",
+                "NoSuchBucket" => "no_such_bucket",
+                _ => "refused",
+            },
+            Self::Other(text) if text.contains("error sending request") => "unreachable",
+            Self::Other(_) => "other",
+        }
+    }
+}
+
+impl std::fmt::Display for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused { code, message } => {
+                let meaning = match code.as_str() {
+                    "SignatureDoesNotMatch" => {
+                        "the secret access key does not match the access key id"
+                    }
+                    "InvalidAccessKeyId" => "the store knows no such access key id",
+                    "InvalidToken" | "ExpiredToken" => "the session token is not valid",
+                    "AccessDenied" => "the credentials may not list or read this bucket",
+                    "NoSuchBucket" => "the bucket does not exist",
+                    _ => "the store refused the request",
+                };
+                write!(f, "{meaning} (the store answered {code}: {message})")
+            }
+            Self::Other(text) => f.write_str(text),
+        }
+    }
 }
 
 /// The S3 bucket of the destination, scoped to one server name.
@@ -174,5 +248,50 @@ impl Store {
             catalog.add_wal(name, &modified);
         }
         Ok(catalog)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Answer;
+
+    fn s3_error(text: &str) -> object_store::Error {
+        object_store::Error::Generic {
+            store: "S3",
+            source: text.to_owned().into(),
+        }
+    }
+
+    #[test]
+    fn refusals_are_told_in_words_and_counted_by_reason() {
+        let refused = s3_error(
+            "Error performing list request: Server returned non-2xx status code: 403 Forbidden: \
+             <?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code><Message>The \
+             request signature we calculated does not match</Message></Error>",
+        );
+        let answer = Answer::of(&refused);
+        assert_eq!(answer.reason(), "credentials_refused");
+        assert_eq!(
+            answer.to_string(),
+            "the secret access key does not match the access key id (the store answered \
+             SignatureDoesNotMatch: The request signature we calculated does not match)"
+        );
+        for (code, reason) in [
+            ("InvalidAccessKeyId", "credentials_refused"),
+            ("AccessDenied", "access_denied"),
+            ("NoSuchBucket", "no_such_bucket"),
+            ("SlowDown", "refused"),
+        ] {
+            let e = s3_error(&format!("<Error><Code>{code}</Code></Error>"));
+            assert_eq!(Answer::of(&e).reason(), reason, "{code}");
+        }
+        let unreachable =
+            s3_error("Error performing GET https://s3 - HTTP error: error sending request");
+        assert_eq!(Answer::of(&unreachable).reason(), "unreachable");
+        assert!(
+            Answer::of(&unreachable)
+                .to_string()
+                .contains("error sending request")
+        );
     }
 }

@@ -4,7 +4,9 @@
 //! (`tests/real/barman_store.py`); the operator renders an EvidenceAgent on the embedded API
 //! server; the `pgtoolbox-evidence-agent` binary runs with exactly the environment and files
 //! of that Deployment (its Secrets projected under a directory of the test, as a kubelet
-//! would mount them) and is compared with barman's own tools. `tests/real/setup.sh` installs
+//! would mount them) and is compared with barman's own tools. moto enforces IAM: barman writes
+//! with an administrator's keys, the agents read with a user allowed only to list and get (a
+//! write with those keys is refused), and one of the Cluster's backups fails for real. `tests/real/setup.sh` installs
 //! the programs; the binary is the workspace's (`cargo test` builds it).
 
 use std::collections::BTreeMap;
@@ -134,35 +136,50 @@ impl Drop for Store {
     }
 }
 
-/// The ObjectStore, its Secrets, a Cluster per server name and an agent per Cluster.
+/// The ObjectStore `backups`, its Secrets, with the read-only user's keys (what the agents
+/// get: they may list and read, never write); and the CA Secret every ObjectStore shares.
 async fn declare(env: &Env, endpoint: &str, ca: &str, store: &Store) {
-    let secrets = Api::<Secret>::namespaced(env.client.clone(), NS);
-    for (name, data) in [
-        (
-            "orders-s3",
-            json!({"ACCESS_KEY_ID": store.s("access_key"), "ACCESS_SECRET_KEY": store.s("secret_key"), "REGION": store.s("region")}),
-        ),
-        ("s3-ca", json!({"bundle.pem": ca})),
-    ] {
-        let secret: Secret = serde_json::from_value(
-            json!({"metadata": {"name": name, "namespace": NS}, "stringData": data}),
-        )
-        .expect("secret");
-        secrets
-            .create(&PostParams::default(), &secret)
-            .await
-            .expect("secret created");
-    }
+    let secret: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "s3-ca", "namespace": NS}, "stringData": {"bundle.pem": ca}}),
+    )
+    .expect("secret");
+    Api::<Secret>::namespaced(env.client.clone(), NS)
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("secret created");
+    let keys = (store.s("reader_access_key"), store.s("reader_secret_key"));
+    declare_object_store(env, "backups", endpoint, &keys, store).await;
+}
+
+/// An ObjectStore of the store's destination with `keys` (access key id, secret key) in a
+/// Secret of its own.
+async fn declare_object_store(
+    env: &Env,
+    name: &str,
+    endpoint: &str,
+    keys: &(String, String),
+    store: &Store,
+) {
+    let secret_name = format!("{name}-s3");
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": secret_name, "namespace": NS},
+        "stringData": {"ACCESS_KEY_ID": keys.0, "ACCESS_SECRET_KEY": keys.1, "REGION": store.s("region")}
+    }))
+    .expect("secret");
+    Api::<Secret>::namespaced(env.client.clone(), NS)
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("secret created");
     env.object_store(
-        "backups",
+        name,
         json!({
             "destinationPath": store.s("destination"),
             "endpointURL": endpoint,
             "endpointCA": {"name": "s3-ca", "key": "bundle.pem"},
             "s3Credentials": {
-                "accessKeyId": {"name": "orders-s3", "key": "ACCESS_KEY_ID"},
-                "secretAccessKey": {"name": "orders-s3", "key": "ACCESS_SECRET_KEY"},
-                "region": {"name": "orders-s3", "key": "REGION"}
+                "accessKeyId": {"name": secret_name, "key": "ACCESS_KEY_ID"},
+                "secretAccessKey": {"name": secret_name, "key": "ACCESS_SECRET_KEY"},
+                "region": {"name": secret_name, "key": "REGION"}
             }
         }),
     )
@@ -170,8 +187,12 @@ async fn declare(env: &Env, endpoint: &str, ca: &str, store: &Store) {
 }
 
 async fn agent_ready(env: &Env, cluster: &str) -> String {
+    agent_ready_with(env, cluster, "backups").await
+}
+
+async fn agent_ready_with(env: &Env, cluster: &str, object_store: &str) -> String {
     let name = format!("{cluster}-evidence");
-    env.cluster(cluster, Some("backups")).await;
+    env.cluster(cluster, Some(object_store)).await;
     env.agent(&name, cluster, Some(IMAGE), "operator").await;
     env.wait_reason(&name, "Ready", "AsExpected").await;
     name
@@ -412,47 +433,57 @@ async fn the_agent_serves_what_barman_says_of_real_backups() {
     );
     let agent = run_agent(&pod);
 
-    // The evidence equals barman-cloud-backup-list, field for field.
+    // The agent's credentials cannot write: the store refuses a put and a delete with them
+    // (so any write the agent attempted would fail, and the bucket check at the end holds).
+    let work = store.work.path().to_string_lossy().into_owned();
+    let info_key = format!(
+        "{}/{}/base/{}/backup.info",
+        store.s("prefix"),
+        store.s("server"),
+        ids(&store.backup_list(&store.s("server")))[0]
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&store.script(&["put", &work, &info_key])).trim(),
+        "AccessDenied AccessDenied",
+        "the agent's keys may not write"
+    );
+    assert_eq!(
+        pod.env[contract::ENV_ACCESS_KEY_ID],
+        store.s("reader_access_key")
+    );
+
+    // The evidence equals barman-cloud-backup-list: every backup, every field, every value
+    // (barman's Python literals as barman's JSON shows them, null for None).
     let barman = store.backup_list(&store.s("server"));
-    assert_eq!(barman.len(), 2, "two backups of {}", store.s("server"));
+    let statuses: Vec<&str> = barman.iter().filter_map(|b| b["status"].as_str()).collect();
+    assert_eq!(
+        statuses,
+        ["DONE", "DONE", "FAILED"],
+        "two backups of {} and one that failed",
+        store.s("server")
+    );
     let evidence = agent
         .evidence_when("the first read", |v| v["backups"].is_array())
         .await;
     let served = evidence["backups"].as_array().cloned().unwrap_or_default();
     assert_eq!(ids(&served), ids(&barman));
     for (ours, theirs) in served.iter().zip(&barman) {
-        let ours = ours.as_object().expect("object");
-        for field in [
-            "backup_id",
-            "backup_name",
-            "status",
-            "begin_time",
-            "begin_time_iso",
-            "end_time",
-            "end_time_iso",
-            "begin_wal",
-            "end_wal",
-            "begin_xlog",
-            "end_xlog",
-            "timeline",
-            "systemid",
-            "server_name",
-            "cluster_size",
-            "size",
-            "error",
-            "version",
-            "xlog_segment_size",
-            "backup_label",
-        ] {
-            assert!(ours.contains_key(field), "{field} is served");
-        }
-        for (field, value) in ours {
-            assert_eq!(value, &theirs[field], "{field} of {}", theirs["backup_id"]);
-        }
+        assert_eq!(ours, theirs, "backup {}", theirs["backup_id"]);
     }
-    let newest = ids(&barman).pop();
-    assert_eq!(evidence["lastSuccessfulBackup"].as_str(), newest.as_deref());
-    assert_eq!(evidence["lastFailedBackup"], Value::Null);
+    assert!(
+        barman[0]["copy_stats"].is_object(),
+        "a Python literal compared"
+    );
+    // The failed backup is the last failed one, with barman's status and error.
+    let failed = &barman[2];
+    assert_eq!(evidence["lastFailedBackup"], failed["backup_id"]);
+    assert!(
+        failed["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("Permission denied")),
+        "{failed}"
+    );
+    assert_eq!(evidence["lastSuccessfulBackup"], barman[1]["backup_id"]);
     assert_eq!(
         evidence["recoveryWindow"]["firstRecoverabilityPoint"],
         barman[0]["end_time_iso"]
@@ -510,6 +541,50 @@ async fn the_agent_serves_what_barman_says_of_real_backups() {
         );
     }
     drop(billing_agent);
+
+    // Wrong keys: an ObjectStore whose secret key is wrong. Its agent is not ready and says
+    // why in words, counts the refused reads by reason, keeps retrying, and does not crash.
+    let wrong_keys = (
+        store.s("reader_access_key"),
+        "not-the-secret-key".to_owned(),
+    );
+    declare_object_store(
+        &env,
+        "wrong-keys",
+        &store.s("endpoint"),
+        &wrong_keys,
+        &store,
+    )
+    .await;
+    let wrong = agent_ready_with(&env, "wrongkeys", "wrong-keys").await;
+    let wrong_pod = kubelet(&env, &wrong, None).await;
+    assert_eq!(wrong_pod.env[contract::ENV_SECRET_ACCESS_KEY], wrong_keys.1);
+    let mut wrong_agent = run_agent(&wrong_pod);
+    let reason = wait_for("not ready, the keys refused", || async {
+        match wrong_agent.get(contract::PATH_READYZ) {
+            (503, body) if body.contains("the secret access key does not match") => Ok(body),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert!(
+        reason.starts_with("not ready: listing s3://pgtoolbox-backups/team-a/wrongkeys/base/")
+            && reason.contains("SignatureDoesNotMatch"),
+        "{reason}"
+    );
+    let refused =
+        r#"pgtoolbox_evidence_read_errors_total{server="wrongkeys",reason="credentials_refused"}"#;
+    wait_for("refused reads retried", || async {
+        let (_, metrics) = wrong_agent.get(contract::PATH_METRICS);
+        match metric(&metrics, refused) {
+            Some(n) if n >= 2.0 => Ok(()),
+            other => Err(format!("{other:?} in {metrics}")),
+        }
+    })
+    .await;
+    assert_eq!(wrong_agent.get(contract::PATH_HEALTHZ).0, 200);
+    assert!(wrong_agent.alive(), "no crash on wrong keys");
+    drop(wrong_agent);
 
     // A deleted segment is a gap, and the metric says so.
     let prefix = format!(

@@ -6,6 +6,16 @@ TLS with them, the bucket, and PostgreSQL 15 (Debian) archiving its WAL into it 
 barman-cloud-wal-archive and taking base backups with barman-cloud-backup, as the barman-cloud
 plugin of CloudNativePG runs them. Prints a JSON description of what runs (ports, pids, paths).
 `down WORK`: stops what `up` started.
+`put WORK KEY`: writes KEY with the agents' read-only credentials; prints the store's answer
+(the tier expects AccessDenied: those credentials cannot write).
+
+moto enforces IAM (after the two users are made, `/moto-api/reset-auth 0`): barman works with
+an administrator's keys, the agents get a user whose only policy allows s3:GetObject and
+s3:ListBucket on the bucket, and a wrong secret key is refused as AWS refuses it.
+
+One more backup of the Cluster fails for real: a file in PGDATA the postgres user cannot
+read makes barman-cloud-backup's upload fail after it began, and barman records the backup
+with status FAILED and its error.
 
 Everything runs as the `postgres` user the Debian package creates; nothing is left outside WORK.
 """
@@ -27,9 +37,19 @@ PREFIX = "team-a"
 # same bucket.
 SERVER = "orders"
 OTHER = "billing"
-ACCESS_KEY = "AKIAEVIDENCEAGENT"
-SECRET_KEY = "evidence-agent-secret"
 REGION = "eu-west-3"
+# The policy of the agents' user: read only, on the bucket. AWS authorises ListObjectsV2 as
+# s3:ListBucket; moto 5.2 checks the operation's own name, s3:ListObjectsV2, so both are
+# granted (neither writes).
+READ_ONLY_POLICY = {
+    "Version": "2012-10-17",
+    "Statement": [{
+        "Effect": "Allow",
+        "Action": ["s3:GetObject", "s3:ListBucket", "s3:ListObjectsV2"],
+        "Resource": ["arn:aws:s3:::%s" % BUCKET, "arn:aws:s3:::%s/*" % BUCKET],
+    }],
+}
+ADMIN_POLICY = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
 
 
 def free_port():
@@ -73,11 +93,31 @@ def wait_port(port, what, timeout=30):
     sys.exit("%s never listened on %d" % (what, port))
 
 
-def barman_env(ca, endpoint):
+def iam_users(endpoint, ca):
+    """An administrator and a read-only user with their access keys, then IAM enforced."""
+    import boto3
+    import urllib.request
+    import ssl
+    os.environ["AWS_CA_BUNDLE"] = ca
+    iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
+                       aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
+    keys = {}
+    for user, policy in (("barman", ADMIN_POLICY), ("evidence-reader", READ_ONLY_POLICY)):
+        iam.create_user(UserName=user)
+        iam.put_user_policy(UserName=user, PolicyName=user, PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName=user)["AccessKey"]
+        keys[user] = (key["AccessKeyId"], key["SecretAccessKey"])
+    request = urllib.request.Request(endpoint + "/moto-api/reset-auth", data=b"0", method="POST",
+                                     headers={"Content-Type": "text/plain"})
+    urllib.request.urlopen(request, context=ssl.create_default_context(cafile=ca)).read()
+    return keys
+
+
+def barman_env(ca, endpoint, keys):
     env = dict(os.environ)
     env.update({
-        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_ACCESS_KEY_ID": keys[0],
+        "AWS_SECRET_ACCESS_KEY": keys[1],
         "AWS_DEFAULT_REGION": REGION,
         "AWS_CA_BUNDLE": ca,
         "PATH": "%s/bin:%s:%s" % (VENV, PGBIN, env.get("PATH", "/usr/bin:/bin")),
@@ -100,7 +140,8 @@ def up(work):
     moto = subprocess.Popen(["%s/bin/moto_server" % VENV, "-H", "127.0.0.1", "-p", str(s3_port), "-c", crt, "-k", key],
                             stdout=moto_log, stderr=subprocess.STDOUT, start_new_session=True)
     wait_port(s3_port, "moto")
-    env = barman_env(ca, endpoint)
+    users = iam_users(endpoint, ca)
+    env = barman_env(ca, endpoint, users["barman"])
     run(["%s/bin/python3" % VENV, "-c",
          "import boto3,sys; boto3.client('s3', endpoint_url=sys.argv[1]).create_bucket(Bucket=sys.argv[2], "
          "CreateBucketConfiguration={'LocationConstraint': sys.argv[3]})", endpoint, BUCKET, REGION], env=env)
@@ -123,6 +164,18 @@ def up(work):
     psql(work, pg_port, "INSERT INTO t SELECT generate_series(1, 100)")
     psql(work, pg_port, "SELECT pg_switch_wal()")
     run(backup + ["-n", "nightly-2", dest, SERVER], env=env, user="postgres")
+    # A backup that fails after it began: barman cannot read a file of PGDATA (the server
+    # ignores files it does not know). Backup ids are times to the second.
+    time.sleep(1.1)
+    unreadable = os.path.join(pgdata, "unreadable-by-postgres")
+    with open(unreadable, "w") as f:
+        f.write("root only\n")
+    os.chmod(unreadable, 0o600)
+    failed = run(backup + ["-n", "broken-1", dest, SERVER], env=env, user="postgres", check=False)
+    os.remove(unreadable)
+    if failed.returncode == 0:
+        sys.exit("the backup with an unreadable file did not fail")
+    time.sleep(1.1)
     # Another Cluster's backup and WAL in the same bucket, under its own server name.
     run(backup + ["-n", "billing-1", dest, OTHER], env=env, user="postgres")
     psql(work, pg_port, "INSERT INTO t SELECT generate_series(1, 100)")
@@ -135,8 +188,9 @@ def up(work):
     run(["%s/pg_ctl" % PGBIN, "-D", pgdata, "-m", "fast", "-w", "stop"], user="postgres")
     print(json.dumps({
         "endpoint": endpoint, "ca": ca, "bucket": BUCKET, "prefix": PREFIX, "destination": dest,
-        "server": SERVER, "other": OTHER, "access_key": ACCESS_KEY, "secret_key": SECRET_KEY,
-        "region": REGION, "moto_pid": moto.pid, "venv": VENV, "last_wal": last,
+        "server": SERVER, "other": OTHER, "access_key": users["barman"][0],
+        "secret_key": users["barman"][1], "reader_access_key": users["evidence-reader"][0],
+        "reader_secret_key": users["evidence-reader"][1], "region": REGION, "moto_pid": moto.pid, "venv": VENV, "last_wal": last,
     }))
 
 
@@ -149,11 +203,12 @@ def down(work):
         pass
 
 
-def s3_client(desc):
+def s3_client(desc, who="barman"):
     os.environ["AWS_CA_BUNDLE"] = desc["ca"]
     import boto3  # noqa: E402 (the venv's interpreter runs this command)
-    return boto3.client("s3", endpoint_url=desc["endpoint"], aws_access_key_id=ACCESS_KEY,
-                        aws_secret_access_key=SECRET_KEY, region_name=REGION)
+    prefix = "" if who == "barman" else "reader_"
+    return boto3.client("s3", endpoint_url=desc["endpoint"], aws_access_key_id=desc[prefix + "access_key"],
+                        aws_secret_access_key=desc[prefix + "secret_key"], region_name=REGION)
 
 
 def objects(work):
@@ -174,11 +229,28 @@ def delete(work, key):
     s3_client(desc).delete_object(Bucket=BUCKET, Key=key)
 
 
+def put(work, key):
+    """Writes with the agents' credentials (a put, then a delete of KEY): prints the store's
+    answer to each, its error code or "done"."""
+    with open(os.path.join(work, "store.json")) as f:
+        desc = json.load(f)
+    import botocore.exceptions
+    client = s3_client(desc, "reader")
+    answers = []
+    for write in (lambda: client.put_object(Bucket=BUCKET, Key=key, Body=b"written by the reader"),
+                  lambda: client.delete_object(Bucket=BUCKET, Key=key)):
+        try:
+            write()
+            answers.append("done")
+        except botocore.exceptions.ClientError as e:
+            answers.append(e.response["Error"]["Code"])
+    print(" ".join(answers))
+
+
 if __name__ == "__main__":
     command = sys.argv[1]
-    if command in ("objects", "delete"):
-        # These need boto3: the store's venv runs them.
-        python = os.path.join(VENV, "bin", "python3")
-        if os.path.realpath(sys.prefix) != os.path.realpath(VENV):
-            os.execv(python, [python] + sys.argv)
-    {"up": up, "down": down, "objects": objects, "delete": delete}[command](*sys.argv[2:])
+    # boto3 is needed: the store's venv runs every command.
+    python = os.path.join(VENV, "bin", "python3")
+    if os.path.realpath(sys.prefix) != os.path.realpath(VENV):
+        os.execv(python, [python] + sys.argv)
+    {"up": up, "down": down, "objects": objects, "delete": delete, "put": put}[command](*sys.argv[2:])
