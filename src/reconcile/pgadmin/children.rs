@@ -11,8 +11,7 @@ use super::egress::{EgressRule, egress_policy, egress_rules};
 use super::pass::{applies_deployment, egress_clusters, pgadmin_image, upgrade_event};
 use super::plan::Plan;
 use super::registration::{
-    JobState, RegistrationFacts, job_wanted, registration_hash, registration_job_name,
-    servers_synced,
+    JobState, RegistrationFacts, job_wanted, registration_job_name, servers_synced, with_block,
 };
 use super::render::{
     RenderError, RenderInput, data_claim, deployment, registration_job, service, service_account,
@@ -142,10 +141,8 @@ pub fn children(f: &ChildrenFacts<'_>) -> Result<PgAdminChildren, RenderError> {
     let rules = egress_rules(&clusters, &offered.poolers, input.oauth2.is_some(), &extra)?;
     let policy = egress_policy(input.owner, &names.egress_policy, &rules)?;
 
-    let job_name = registration_job_name(
-        input.owner,
-        &registration_hash(f.servers_hash, input.pod_template),
-    );
+    let job_name =
+        registration_job_name(input.owner, &with_block(f.servers_hash, input.pod_template));
     let mut registration = Registration {
         job: (f.job)(&job_name),
         job_name,

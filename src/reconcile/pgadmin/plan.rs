@@ -171,7 +171,7 @@ pub fn credential_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
 pub fn ca_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
     let mut keys: Vec<ObjectKey> = servers
         .iter()
-        .map(|s| ObjectKey::new(s.namespace.as_str(), s.ca_secret().as_str()))
+        .map(|s| ObjectKey::new(s.namespace.as_str(), s.ca_secret.as_str()))
         .collect();
     keys.sort();
     keys.dedup();
@@ -237,12 +237,14 @@ pub fn plan(o: &Observed<'_>, decision: Decision, settings: Option<SettingsDb>) 
     // With a settings database, an image change waits for its backup; the latest backup Job
     // (the running image's) stays until the next image change.
     let target = decision.images.pgadmin.as_str();
-    let backup_of = |image: &str| (o.job)(&upgrade_backup_job_name(o.name, image));
+    let block = o.spec.pod_template.as_ref();
+    let backup_of = |image: &str| (o.job)(&upgrade_backup_job_name(o.name, image, block));
     let upgrade = upgrade_gate(
         o.name,
         &UpgradeFacts {
             running: o.running,
             target,
+            block,
             backup_required: config_db.is_some() && o.spec.upgrade_backup.enabled,
             skip_annotation: o.skip_upgrade_backup,
             backup: backup_of(target),

@@ -298,8 +298,8 @@ fn an_image_change_waits_for_its_backup_only_with_a_ready_settings_database() {
 fn the_running_images_backup_job_is_kept_until_a_new_backup_is_due() {
     let old = "docker.io/dpage/pgadmin4:9.10";
     let new = "docker.io/dpage/pgadmin4:9.11";
-    let old_job = upgrade_backup_job_name("admin", old);
-    let new_job = upgrade_backup_job_name("admin", new);
+    let old_job = upgrade_backup_job_name("admin", old, None);
+    let new_job = upgrade_backup_job_name("admin", new, None);
     // (situation, spec.image, Job applied, Job kept as it is)
     let cases = [
         ("the old image runs", old, None, Some(old_job.as_str())),
@@ -317,6 +317,49 @@ fn the_running_images_backup_job_is_kept_until_a_new_backup_is_due() {
         assert_eq!(p.upgrade.job(), applied, "{situation}");
         assert_eq!(p.upgrade.kept_job(), kept, "{situation}");
     }
+}
+
+/// A Job's Pod template cannot change: a backup Job made under one `podTemplate` block is not
+/// the backup Job of another (a failed one is retried on the new placement, not reapplied).
+#[test]
+fn a_new_pod_template_block_names_a_new_backup_job() {
+    let old = "docker.io/dpage/pgadmin4:9.10";
+    let new = "docker.io/dpage/pgadmin4:9.11";
+    let block = crate::api::PodTemplate {
+        node_selector: [("pool".to_owned(), "tools".to_owned())].into(),
+        ..Default::default()
+    };
+    let before = upgrade_backup_job_name("admin", new, None);
+    let after = upgrade_backup_job_name("admin", new, Some(&block));
+    assert_ne!(before, after);
+    assert!(
+        after.starts_with("admin-pgadmin-upgrade-backup-"),
+        "{after}"
+    );
+    assert_eq!(
+        upgrade_backup_job_name("admin", new, Some(&crate::api::PodTemplate::default())),
+        before,
+        "an empty block names the Job as no block does"
+    );
+    let spec = PgAdminSpec {
+        image: Some(new.into()),
+        pod_template: Some(block),
+        ..spec(false, true, true)
+    };
+    let mut o = observed(&spec, false, &[], None, Some(old), None);
+    let failed = before.clone();
+    o.job = Box::new(move |n| {
+        (n == failed).then(|| JobState::Failed {
+            fact: "BackoffLimitExceeded".into(),
+        })
+    });
+    let p = plan(&o, decide(&o), Some(SettingsDb::Ready(connection())));
+    assert_eq!(p.upgrade.job(), Some(after.as_str()));
+    assert!(
+        matches!(p.upgrade, UpgradeGate::BackingUp { .. }),
+        "{:?}",
+        p.upgrade
+    );
 }
 
 #[test]

@@ -380,6 +380,7 @@ fn more_than_64_servers_are_cut_to_64_and_reported() {
             namespace: "team-a".into(),
             name: format!("c{i:02}"),
             labels: [("team".to_owned(), "a".to_owned())].into(),
+            ca_secret: format!("c{i:02}-ca"),
         })
         .collect();
     let offered = world.offered(&pgadmin(
@@ -483,6 +484,32 @@ fn the_servers_file_is_what_pgadmin_imports_and_its_hash_follows_credentials() {
     );
 }
 
+/// A Cluster serving a certificate of a CA its user provides (`spec.certificates.serverCASecret`)
+/// is verified against that CA, every server of it (its DatabaseRoles' too), and the pass reads
+/// and watches that Secret, not `<cluster>-ca`.
+#[test]
+fn a_clusters_own_server_ca_secret_is_the_one_verified_against() {
+    let mut world = World::standard();
+    let mut orders = yaml(ORDERS);
+    orders["spec"]["certificates"] = serde_json::json!({"serverCASecret": "orders-own-ca"});
+    orders["status"]["certificates"] = serde_json::json!({"serverCASecret": "orders-own-ca"});
+    world.clusters[0] = cluster_facts(&orders).unwrap();
+    let obj = pgadmin("  clusterSelector: {matchLabels: {team: a}}\n  endpoints: [rw, ro]\n");
+    let offered = world.offered(&obj);
+    let orders_servers: Vec<&OfferedServer> = offered
+        .servers
+        .iter()
+        .filter(|s| s.cluster == "orders")
+        .collect();
+    assert!(!orders_servers.is_empty());
+    for server in &orders_servers {
+        assert_eq!(server.ca_secret, "orders-own-ca", "{server:?}");
+    }
+    let keys = super::plan::ca_secrets(&offered.servers);
+    assert!(keys.iter().any(|k| k.name == "orders-own-ca"), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.name == "orders-ca"), "{keys:?}");
+}
+
 /// No server CA known.
 fn no_ca(_: &OfferedServer) -> Option<String> {
     None
@@ -497,8 +524,7 @@ fn servers_are_verified_against_their_clusters_ca() {
     let obj = pgadmin("  clusterSelector: {matchLabels: {team: a}}\n  endpoints: [rw]\n");
     let offered = World::standard().offered(&obj);
     let ca = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n";
-    let with_ca =
-        |server: &OfferedServer| (server.ca_secret() == "orders-ca").then(|| ca.to_owned());
+    let with_ca = |server: &OfferedServer| (server.ca_secret == "orders-ca").then(|| ca.to_owned());
     let file = servers_file(&offered.servers, &|_: &OfferedServer| None, &with_ca);
     let json: Value = serde_json::from_str(&file.data[SERVERS_FILE_KEY]).unwrap();
     let server = &json["Servers"]["1"];
@@ -870,7 +896,7 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
 fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
     use crate::api::PodTemplate;
     use crate::reconcile::pgadmin::config_database::ConfigConnection;
-    use crate::reconcile::pgadmin::registration_hash;
+    use crate::reconcile::pgadmin::with_block;
     let obj = pgadmin("  image: docker.io/dpage/pgadmin4:9.10\n");
     let names = ChildNames::of("team-pgadmin");
     let db = ConfigConnection {
@@ -938,10 +964,7 @@ fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
         assert_eq!(own[0]["topologyKey"], "kubernetes.io/hostname", "{what}");
     }
     assert_ne!(deployment(&input(None)).unwrap().1, hash);
-    assert_eq!(registration_hash("abc", None), "abc");
-    assert_eq!(
-        registration_hash("abc", Some(&PodTemplate::default())),
-        "abc"
-    );
-    assert_ne!(registration_hash("abc", Some(&block)), "abc");
+    assert_eq!(with_block("abc", None), "abc");
+    assert_eq!(with_block("abc", Some(&PodTemplate::default())), "abc");
+    assert_ne!(with_block("abc", Some(&block)), "abc");
 }
