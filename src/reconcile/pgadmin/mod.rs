@@ -8,6 +8,7 @@ mod config_database;
 mod egress;
 mod facts;
 mod image;
+mod ldap;
 mod offered;
 mod pass;
 mod plan;

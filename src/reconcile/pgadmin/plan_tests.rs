@@ -10,6 +10,7 @@ fn spec(oauth2: bool, settings: bool, backup: bool) -> PgAdminSpec {
     PgAdminSpec {
         image: Some("docker.io/dpage/pgadmin4:9.11".into()),
         authentication: oauth2.then(|| PgAdminAuthentication {
+            ldap: None,
             oauth2: Some(OAuth2 {
                 client_secret_ref: KeyRef {
                     name: "sso".into(),
@@ -128,12 +129,15 @@ fn decide_sets_the_gates_from_the_hostname_the_images_and_the_oauth2_secret() {
         assert_eq!(d.gates.hostname_refused, hostname, "{situation}");
         assert_eq!(d.gates.image_refused, image, "{situation}");
         assert_eq!(d.image_refusal.is_some(), image, "{situation}");
-        assert_eq!(d.missing_oauth2_secret, missing, "{situation}");
-        assert_eq!(d.gates.missing_oauth2_secret, missing, "{situation}");
+        assert_eq!(d.missing_sign_in_secret, missing, "{situation}");
+        assert_eq!(d.gates.missing_sign_in_secret, missing, "{situation}");
         assert_eq!(d.gates.ensures_settings_db(), ensured, "{situation}");
         assert_eq!(
-            d.oauth2_secret,
-            oauth2.then(|| ObjectKey::new(NS, "sso")),
+            d.sign_in_secret,
+            oauth2.then(|| (
+                "spec.authentication.oauth2.clientSecretRef",
+                ObjectKey::new(NS, "sso")
+            )),
             "{situation}"
         );
     }
@@ -372,7 +376,13 @@ fn configuration_valid_names_the_missing_client_secret_and_the_name_taken() {
     };
     let cases = [
         ("present", Some(true), None, None, None),
-        ("missing", Some(false), None, None, Some("sso")),
+        (
+            "missing",
+            Some(false),
+            None,
+            None,
+            Some(("spec.authentication.oauth2.clientSecretRef", "sso")),
+        ),
         (
             "name taken",
             Some(true),
@@ -386,7 +396,7 @@ fn configuration_valid_names_the_missing_client_secret_and_the_name_taken() {
         let p = plan(&o, decide(&o), None);
         let config = p.config_facts(found);
         assert_eq!(config.foreign_child, foreign, "{situation}");
-        assert_eq!(config.missing_oauth2_secret, missing, "{situation}");
+        assert_eq!(config.missing_sign_in_secret, missing, "{situation}");
         assert_eq!(config.offered, 0, "{situation}");
     }
 }

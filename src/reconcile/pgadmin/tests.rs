@@ -590,7 +590,10 @@ fn only_the_seed_s_stalling_reasons_stall() {
         (
             "the OAuth2 client Secret",
             ConfigFacts {
-                missing_oauth2_secret: Some("oidc"),
+                missing_sign_in_secret: Some((
+                    "spec.authentication.oauth2.clientSecretRef",
+                    "oidc",
+                )),
                 ..Default::default()
             },
             "SecretNotFound",
@@ -647,7 +650,7 @@ fn only_the_seed_s_stalling_reasons_stall() {
             assert!(v.message.contains(&p.message), "{name}: {}", v.message);
         }
         if reason == "SecretNotFound" {
-            assert_eq!(v.subject, Some(Subject::OAuth2ClientSecret));
+            assert_eq!(v.subject, Some(Subject::SignInSecret));
         }
     }
 }
@@ -772,6 +775,80 @@ fn servers_synced_follows_the_pod_and_the_job() {
     }
 }
 
+/// LDAP sign-in on the pgAdmin Pod: pgAdmin's settings, the bind password only as a Secret
+/// reference, the CA mounted where LDAP_CA_CERT_FILE says, and the directory's port allowed out.
+#[test]
+fn ldap_sign_in_is_on_the_pgadmin_pod_and_in_its_egress() {
+    let obj = pgadmin(
+        "  authentication:\n    ldap:\n      serverURI: ldap://ldap.example.org:3389\n      baseDN: ou=people,dc=example,dc=org\n      bindDN: cn=reader,dc=example,dc=org\n      bindPasswordRef: {name: ldap-bind, key: password}\n      startTLS: true\n      ca: {secretKeyRef: {name: ldap-ca, key: ca.pem}}\n",
+    );
+    let ldap = obj
+        .spec
+        .authentication
+        .as_ref()
+        .and_then(|a| a.ldap.as_ref());
+    assert_eq!(ldap.map(|l| l.username_attribute.as_str()), Some("uid"));
+    let names = ChildNames::of("team-pgadmin");
+    let input = RenderInput {
+        owner: "team-pgadmin",
+        namespace: "team-a",
+        image: "docker.io/dpage/pgadmin4:9.10",
+        resources: None,
+        storage: &obj.spec.storage,
+        oauth2: None,
+        ldap,
+        config_db: None,
+        consumed: &[],
+        names: &names,
+        pod_template: None,
+        settings: None,
+    };
+    let (d, _) = deployment(&input).unwrap();
+    let d = serde_json::to_value(&d).unwrap();
+    let pod = &d["spec"]["template"]["spec"];
+    let env = pod["containers"][0]["env"].as_array().unwrap();
+    let var = |name: &str| env.iter().find(|e| e["name"] == name).cloned();
+    assert_eq!(
+        var("PGTOOLBOX_LDAP_BIND_PASSWORD").unwrap()["valueFrom"]["secretKeyRef"],
+        serde_json::json!({"name": "ldap-bind", "key": "password"})
+    );
+    assert_eq!(
+        var("PGADMIN_CONFIG_AUTHENTICATION_SOURCES").unwrap()["value"],
+        "list(('ldap','internal',))"
+    );
+    assert_eq!(
+        var("PGADMIN_CONFIG_LDAP_USE_STARTTLS").unwrap()["value"],
+        "True"
+    );
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "ldap-ca")
+        .cloned()
+        .unwrap();
+    assert_eq!(volume["secret"]["secretName"], "ldap-ca");
+    assert!(
+        pod["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "ldap-ca" && m["mountPath"] == "/etc/pgtoolbox/ldap-ca")
+    );
+    let sign_in = Some(super::egress::SignInPeer::LdapDirectory(super::ldap::port(
+        ldap.unwrap(),
+    )));
+    let rules = super::egress::egress_rules(&[], &[], sign_in, &[]).unwrap();
+    let directory = rules
+        .iter()
+        .find(|r| r.what == "the LDAP directory")
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&directory.rule).unwrap()["ports"][0]["port"],
+        3389
+    );
+}
+
 #[test]
 fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
     let obj = pgadmin("  image: docker.io/dpage/pgadmin4:9.10\n");
@@ -783,6 +860,7 @@ fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
         resources: None,
         storage: &obj.spec.storage,
         oauth2: None,
+        ldap: None,
         config_db: None,
         consumed: &[],
         names: &names,
@@ -848,6 +926,7 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
         resources: None,
         storage: &obj.spec.storage,
         oauth2: Some((&oauth2, "quay.io/oauth2-proxy/oauth2-proxy:v7.12.0")),
+        ldap: None,
         config_db: Some(&db),
         consumed: &[],
         names: &names,
@@ -920,6 +999,7 @@ fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
         resources: None,
         storage: &obj.spec.storage,
         oauth2: None,
+        ldap: None,
         config_db: Some(&db),
         consumed: &[],
         names: &names,
