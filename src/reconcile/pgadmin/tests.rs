@@ -775,6 +775,25 @@ fn servers_synced_follows_the_pod_and_the_job() {
     }
 }
 
+/// What the children of `obj` (its image `docker.io/dpage/pgadmin4:9.10`) render from, with no
+/// sign-in, settings database, consumed Secret nor block.
+fn render_input<'a>(obj: &'a PgAdmin, names: &'a ChildNames) -> RenderInput<'a> {
+    RenderInput {
+        owner: "team-pgadmin",
+        namespace: "team-a",
+        image: "docker.io/dpage/pgadmin4:9.10",
+        resources: None,
+        storage: &obj.spec.storage,
+        oauth2: None,
+        ldap: None,
+        config_db: None,
+        consumed: &[],
+        names,
+        pod_template: None,
+        settings: None,
+    }
+}
+
 /// LDAP sign-in on the pgAdmin Pod: pgAdmin's settings, the bind password only as a Secret
 /// reference, the CA mounted where LDAP_CA_CERT_FILE says, and the directory's port allowed out.
 #[test]
@@ -790,18 +809,8 @@ fn ldap_sign_in_is_on_the_pgadmin_pod_and_in_its_egress() {
     assert_eq!(ldap.map(|l| l.username_attribute.as_str()), Some("uid"));
     let names = ChildNames::of("team-pgadmin");
     let input = RenderInput {
-        owner: "team-pgadmin",
-        namespace: "team-a",
-        image: "docker.io/dpage/pgadmin4:9.10",
-        resources: None,
-        storage: &obj.spec.storage,
-        oauth2: None,
         ldap,
-        config_db: None,
-        consumed: &[],
-        names: &names,
-        pod_template: None,
-        settings: None,
+        ..render_input(&obj, &names)
     };
     let (d, _) = deployment(&input).unwrap();
     let d = serde_json::to_value(&d).unwrap();
@@ -853,20 +862,7 @@ fn ldap_sign_in_is_on_the_pgadmin_pod_and_in_its_egress() {
 fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
     let obj = pgadmin("  image: docker.io/dpage/pgadmin4:9.10\n");
     let names = ChildNames::of("team-pgadmin");
-    let input = RenderInput {
-        owner: "team-pgadmin",
-        namespace: "team-a",
-        image: "docker.io/dpage/pgadmin4:9.10",
-        resources: None,
-        storage: &obj.spec.storage,
-        oauth2: None,
-        ldap: None,
-        config_db: None,
-        consumed: &[],
-        names: &names,
-        pod_template: None,
-        settings: None,
-    };
+    let input = render_input(&obj, &names);
     let (d, hash) = deployment(&input).unwrap();
     let d = serde_json::to_value(&d).unwrap();
     assert_eq!(d["spec"]["replicas"], 1);
@@ -920,18 +916,9 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
         password_secret: "orders-pgadmin".into(),
     };
     let input = RenderInput {
-        owner: "team-pgadmin",
-        namespace: "team-a",
-        image: "docker.io/dpage/pgadmin4:9.10",
-        resources: None,
-        storage: &obj.spec.storage,
         oauth2: Some((&oauth2, "quay.io/oauth2-proxy/oauth2-proxy:v7.12.0")),
-        ldap: None,
         config_db: Some(&db),
-        consumed: &[],
-        names: &names,
-        pod_template: None,
-        settings: None,
+        ..render_input(&obj, &names)
     };
     let template = |v: Value| v["spec"]["template"].clone();
     let d = serde_json::to_value(deployment(&input).unwrap().0).unwrap();
@@ -993,18 +980,9 @@ fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
     }))
     .unwrap();
     let input = |pod_template| RenderInput {
-        owner: "team-pgadmin",
-        namespace: "team-a",
-        image: "docker.io/dpage/pgadmin4:9.10",
-        resources: None,
-        storage: &obj.spec.storage,
-        oauth2: None,
-        ldap: None,
         config_db: Some(&db),
-        consumed: &[],
-        names: &names,
         pod_template,
-        settings: None,
+        ..render_input(&obj, &names)
     };
     let placed = input(Some(&block));
     let (d, hash) = deployment(&placed).unwrap();
