@@ -38,9 +38,9 @@ pub use evidence_agent::{
     LocalClusterRef, ObjectStoreStatus, ServingCertificate,
 };
 pub use pgadmin::{
-    ConfigDatabase, CrossNamespaceClusterRef, Egress, OAuth2, PgAdmin, PgAdminAuthentication,
-    PgAdminConfig, PgAdminSpec, PgAdminStatus, PgAdminStorage, RegistrationStatus, ServerState,
-    ServerStatus, UpgradeBackup,
+    ConfigDatabase, CrossNamespaceClusterRef, Egress, Ldap, LdapCa, OAuth2, PgAdmin,
+    PgAdminAuthentication, PgAdminConfig, PgAdminSpec, PgAdminStatus, PgAdminStorage,
+    RegistrationStatus, ServerState, ServerStatus, UpgradeBackup,
 };
 pub use pgadmin_access::{PgAdminAccess, PgAdminAccessSpec, PgAdminAccessStatus, PgAdminRef};
 pub use status::{Reported, ReportsConditions};

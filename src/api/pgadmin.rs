@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::ResourceRequirements;
 use k8s_openapi::api::networking::v1::NetworkPolicyEgressRule;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kube::CustomResource;
+use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -172,12 +172,106 @@ pub struct CrossNamespaceClusterRef {
     pub name: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[x_kube(validation = Rule::new("!(has(self.oauth2) && has(self.ldap))")
+    .message("oauth2 and ldap exclude each other: the OAuth2 proxy signs every user in"))]
 pub struct PgAdminAuthentication {
     /// Sign in through an OAuth2 proxy sidecar in front of pgAdmin: pgAdmin then listens on
     /// loopback only and trusts the user the proxy passes on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oauth2: Option<OAuth2>,
+    /// Sign in with an LDAP directory's accounts on pgAdmin's login form (pgAdmin's initial user
+    /// keeps its own password). Excludes oauth2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ldap: Option<Ldap>,
+}
+
+impl PgAdminAuthentication {
+    /// The Secret key pgAdmin cannot start without (the OAuth2 client secret, the LDAP bind
+    /// password), with the field naming it.
+    pub fn secret_ref(&self) -> Option<(&'static str, &KeyRef)> {
+        if let Some(oauth2) = &self.oauth2 {
+            return Some((
+                "spec.authentication.oauth2.clientSecretRef",
+                &oauth2.client_secret_ref,
+            ));
+        }
+        self.ldap
+            .as_ref()
+            .and_then(|l| l.bind_password_ref.as_ref())
+            .map(|r| ("spec.authentication.ldap.bindPasswordRef", r))
+    }
+}
+
+/// pgAdmin's LDAP sign-in: pgAdmin finds the user's entry (binding as `bindDN`, else as the
+/// user) and signs the user in when the directory accepts a bind with the typed password.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.bindDN) == has(self.bindPasswordRef)")
+    .message("bindDN and bindPasswordRef go together"))]
+pub struct Ldap {
+    /// The directory: `ldap://host[:port]` or `ldaps://host[:port]` (TLS from the start).
+    #[serde(rename = "serverURI")]
+    #[schemars(length(min = 1, max = 512), regex(pattern = r"^ldaps?://[^/?#\s]+/?$"))]
+    pub server_uri: String,
+    /// The DN under which the users' entries are (pgAdmin's LDAP_BASE_DN).
+    #[serde(rename = "baseDN")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub base_dn: String,
+    /// Where users are searched. Omitted, baseDN.
+    #[serde(
+        default,
+        rename = "searchBaseDN",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(min = 1, max = 1024))]
+    pub search_base_dn: Option<String>,
+    /// The DN pgAdmin binds as to search for users; with bindPasswordRef. Omitted, pgAdmin
+    /// binds as `<usernameAttribute>=<user>,<baseDN>` with the typed password.
+    #[serde(default, rename = "bindDN", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub bind_dn: Option<String>,
+    /// The Secret key (in the PgAdmin's namespace) holding bindDN's password; a change of it
+    /// rolls pgAdmin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bind_password_ref: Option<KeyRef>,
+    /// The attribute holding the name users type. Default `uid`.
+    #[serde(default = "default_username_attribute")]
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(pattern = r"^[A-Za-z][A-Za-z0-9-]*$")
+    )]
+    pub username_attribute: String,
+    /// An LDAP filter users must also match, e.g. `(memberOf=cn=dba,ou=groups,dc=example,dc=org)`.
+    /// Omitted, every entry under searchBaseDN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 1024))]
+    pub search_filter: Option<String>,
+    /// Upgrade an ldap:// connection with StartTLS. Default false.
+    #[serde(default, rename = "startTLS")]
+    pub start_tls: bool,
+    /// The CA the directory's certificate is verified against (ldaps:// or startTLS). Omitted,
+    /// the image's trusted CAs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<LdapCa>,
+}
+
+fn default_username_attribute() -> String {
+    "uid".to_owned()
+}
+
+/// A PEM CA certificate in a Secret or a ConfigMap key of the PgAdmin's namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, KubeSchema)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("has(self.secretKeyRef) != has(self.configMapKeyRef)")
+    .message("exactly one of secretKeyRef and configMapKeyRef"))]
+pub struct LdapCa {
+    /// The Secret key holding the CA certificate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_key_ref: Option<KeyRef>,
+    /// The ConfigMap key holding the CA certificate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_key_ref: Option<KeyRef>,
 }
 
 /// An OAuth2 proxy sidecar in front of pgAdmin.

@@ -219,7 +219,7 @@ impl Kind {
                 ];
                 always.contains(&reason)
                     || (reason == common::SECRET_NOT_FOUND
-                        && subject == Some(Subject::OAuth2ClientSecret))
+                        && subject == Some(Subject::SignInSecret))
                     || (about_settings_database.contains(&reason)
                         && subject == Some(Subject::SettingsDatabase))
             }

@@ -5,13 +5,14 @@ use super::reasons::Reason;
 use super::types::ConditionStatus;
 
 /// What a verdict is about, when the kind's stall table cannot tell from the reason alone.
-/// Only a PgAdmin has such reasons: a missing Secret stalls it only when it is the OAuth2 client
+/// Only a PgAdmin has such reasons: a missing Secret stalls it only when it is its sign-in
 /// Secret, and `ConfigurationInvalid` / `DatabaseRoleAPIUnavailable` only when they concern the
 /// settings database (`spec.configDatabase`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Subject {
-    /// The OAuth2 client Secret, without which pgAdmin cannot start.
-    OAuth2ClientSecret,
+    /// The sign-in Secret (OAuth2 client secret, LDAP bind password), without which pgAdmin
+    /// cannot start.
+    SignInSecret,
     /// The settings database (`spec.configDatabase`).
     SettingsDatabase,
 }

@@ -1,5 +1,6 @@
 //! Pure decisions: observed world in, desired children, condition facts and routing out. No I/O.
 pub mod children;
+pub mod cluster_ca;
 pub mod console;
 pub mod evidenceagent;
 pub mod exposure;

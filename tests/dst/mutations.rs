@@ -528,6 +528,7 @@ fn workload_mutants(real: &History) -> Vec<(&'static str, &'static str, History)
             let job = pgtoolbox_operator::testing::reconcile::pgadmin::upgrade_backup_job_name(
                 "p0",
                 "docker.io/dpage/pgadmin4:9.11",
+                None,
             );
             h.snapshots[i].jobs.push(Arc::new(json!({
                 "metadata": {"name": job, "namespace": "team-a",

@@ -166,8 +166,13 @@ fn upgrade_backup(h: &History, snap: &Snapshot, obj: &Value) -> Verdict {
     if obj["metadata"]["annotations"][annotation].as_str() == Some(target.as_str()) {
         return Holds;
     }
-    let job_name =
-        pgtoolbox_operator::testing::reconcile::pgadmin::upgrade_backup_job_name(instance, &target);
+    let block: Option<pgtoolbox_operator::api::PodTemplate> =
+        serde_json::from_value(obj["spec"]["podTemplate"].clone()).unwrap_or_default();
+    let job_name = pgtoolbox_operator::testing::reconcile::pgadmin::upgrade_backup_job_name(
+        instance,
+        &target,
+        block.as_ref(),
+    );
     let Some(job) = snap.jobs.iter().find(|j| name(j) == job_name) else {
         return Holds;
     };

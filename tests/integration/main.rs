@@ -35,6 +35,7 @@ mod machinery_workload;
 mod operator_support;
 mod pgaccessrequest;
 mod pgadmin_config_settings;
+mod pgadmin_ldap;
 mod pgadmin_not_running;
 mod pgadmin_reasons;
 mod pgadmin_servers;

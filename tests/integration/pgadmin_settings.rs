@@ -126,7 +126,7 @@ async fn pgadmin_settings_database_and_upgrade_backup() {
 
     // The completed backup Job stays while the new image runs, so its logs can be read: passes
     // that see the new image running (woken by changes of the object) leave it untouched.
-    let backup = upgrade_backup_job_name("p", NEW);
+    let backup = upgrade_backup_job_name("p", NEW, None);
     for touch in ["1", "2"] {
         let seen = env.passes();
         env.merge(
@@ -192,7 +192,7 @@ async fn pgadmin_settings_database_and_upgrade_backup() {
     assert_eq!(deployed_image(&env.client).await.as_deref(), Some(NEW));
     // The new upgrade's backup Job superseded the previous one.
     assert!(
-        backup_job(&env.client, &upgrade_backup_job_name("p", NEWER))
+        backup_job(&env.client, &upgrade_backup_job_name("p", NEWER, None))
             .await
             .is_some()
     );

@@ -3,7 +3,6 @@
 //! the pure bundle is made.
 
 use kube::core::{Selector, SelectorExt};
-use serde_json::Value;
 
 use super::error::ConsoleError;
 use super::reads::PastCache;
@@ -11,6 +10,7 @@ use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::PgToolBoxConsole;
 use crate::children::{OperatorCaches, Track};
 use crate::messages::{KindKey, ObjectKey};
+use crate::reconcile::cluster_ca::server_ca_secret;
 use crate::reconcile::console::{
     BUNDLE_LIMIT_BYTES, BundleOutcome, CaSource, ChildNames, ClusterCa, mirror_bundle,
 };
@@ -43,8 +43,8 @@ pub async fn mirror(
     Ok(mirror_bundle(&names.instance_ca, &cas, BUNDLE_LIMIT_BYTES))
 }
 
-/// The selected Clusters of the console's namespace, by name, with the CA Secret each
-/// reports (`status.certificates.serverCASecret`).
+/// The selected Clusters of the console's namespace, by name, with the Secret of each one's
+/// server CA (see [`server_ca_secret`]).
 pub async fn selected_clusters(
     caches: &OperatorCaches,
     obj: &PgToolBoxConsole,
@@ -73,16 +73,8 @@ pub async fn selected_clusters(
             .clusters
             .get(&cx.client, &key)
             .await?
-            .and_then(|c| server_ca_secret(&c));
+            .map(|c| server_ca_secret(&name, &c));
         selected.push((name, secret));
     }
     Ok(selected)
-}
-
-fn server_ca_secret(cluster: &Value) -> Option<String> {
-    cluster
-        .pointer("/status/certificates/serverCASecret")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
 }

@@ -1,5 +1,5 @@
 //! What the offered set is decided from, read from the shared caches: the Clusters (with their
-//! labels) of the PgAdmin's namespace and of each namespace it names, the PgAdminAccesses of
+//! labels and server CA Secret) of the PgAdmin's namespace and of each namespace it names, the PgAdminAccesses of
 //! those namespaces, the Poolers its endpoints name and the DatabaseRoles of the registered
 //! Clusters. Each read registers this PgAdmin as a user first, so a Cluster, grant, Pooler or
 //! role appearing, changing or going wakes exactly the PgAdmins that read it.
@@ -9,6 +9,7 @@ use kube::Client;
 use crate::api::PgAdminSpec;
 use crate::children::{OperatorCaches, Track};
 use crate::messages::{KindKey, ObjectKey};
+use crate::reconcile::cluster_ca::server_ca_secret;
 use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
 use crate::reconcile::pgadmin::{
     ClusterFacts, Referenced, RoleFacts, grant_facts, pooler_facts, role_facts,
@@ -47,18 +48,29 @@ pub async fn read_referenced(
 
     let clusters = caches.clusters.index();
     clusters.register_namespaces(owner, cluster_ns.clone(), Track::Existence);
+    let mut read = Vec::new();
     for ns in &cluster_ns {
-        match clusters.in_namespace(ns) {
-            Some(objects) => out
-                .clusters
-                .extend(objects.into_iter().map(|(name, labels)| ClusterFacts {
-                    namespace: ns.clone(),
-                    name,
-                    labels,
-                })),
-            None => out.clusters_unreadable.push(ns.clone()),
+        let Some(objects) = clusters.in_namespace(ns) else {
+            out.clusters_unreadable.push(ns.clone());
+            continue;
+        };
+        for (name, labels) in objects {
+            // Each Cluster's server CA Secret is named in the Cluster: a change rewrites the
+            // servers' CA files.
+            let key = ObjectKey::new(ns.as_str(), name.as_str());
+            let Some(value) = caches.clusters.get(client, &key).await? else {
+                continue;
+            };
+            read.push(key);
+            out.clusters.push(ClusterFacts {
+                namespace: ns.clone(),
+                ca_secret: server_ca_secret(&name, &value),
+                name,
+                labels,
+            });
         }
     }
+    clusters.register(owner, read, Track::Version);
 
     let accesses = &caches.pgadmin_accesses;
     accesses

@@ -166,7 +166,7 @@ impl ServersSecrets {
             &|server: &OfferedServer| {
                 cas.get(&ObjectKey::new(
                     server.namespace.as_str(),
-                    server.ca_secret().as_str(),
+                    server.ca_secret.as_str(),
                 ))
                 .cloned()
             },

@@ -188,7 +188,7 @@ fn the_kinds_table_alone_decides_a_stall() {
     ] {
         let facts = PassFacts::new(kind, 1).with_aspect(
             C::ConfigurationValid,
-            Verdict::fails(common::SECRET_NOT_FOUND, "m").about(Subject::OAuth2ClientSecret),
+            Verdict::fails(common::SECRET_NOT_FOUND, "m").about(Subject::SignInSecret),
         );
         assert_eq!(facts, Err(FactsError::NoSubjects { kind }), "{kind:?}");
     }

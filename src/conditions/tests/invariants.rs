@@ -47,8 +47,7 @@ fn random_verdict(rng: &mut Rng, kind: Kind) -> Verdict {
     let message = "ü".repeat(rng.below(700));
     let mut verdict = Verdict::new(status, rng.pick(&usable), message);
     if kind.has_subjects() && rng.chance(3) {
-        verdict =
-            verdict.about(rng.pick(&[Subject::OAuth2ClientSecret, Subject::SettingsDatabase]));
+        verdict = verdict.about(rng.pick(&[Subject::SignInSecret, Subject::SettingsDatabase]));
     }
     if rng.chance(6) {
         verdict = verdict.with_suffix(" — a sentence that must stay");

@@ -371,7 +371,7 @@ fn stalls_follow_each_kinds_table() {
         (
             Kind::PgAdmin,
             C::ConfigurationValid,
-            Verdict::fails(common::SECRET_NOT_FOUND, "m").about(Subject::OAuth2ClientSecret),
+            Verdict::fails(common::SECRET_NOT_FOUND, "m").about(Subject::SignInSecret),
             true,
         ),
         (

@@ -7,12 +7,11 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 
-use super::egress::{EgressRule, egress_policy, egress_rules};
+use super::egress::{EgressRule, SignInPeer, egress_policy, egress_rules};
 use super::pass::{applies_deployment, egress_clusters, pgadmin_image, upgrade_event};
 use super::plan::Plan;
 use super::registration::{
-    JobState, RegistrationFacts, job_wanted, registration_hash, registration_job_name,
-    servers_synced,
+    JobState, RegistrationFacts, job_wanted, registration_job_name, servers_synced, with_block,
 };
 use super::render::{
     RenderError, RenderInput, data_claim, deployment, registration_job, service, service_account,
@@ -139,13 +138,16 @@ pub fn children(f: &ChildrenFacts<'_>) -> Result<PgAdminChildren, RenderError> {
     let settings_cluster = f.spec.config_database.as_ref().map(|c| c.cluster.as_str());
     let offered = &f.plan.decision.offered;
     let clusters = egress_clusters(offered, input.namespace, settings_cluster);
-    let rules = egress_rules(&clusters, &offered.poolers, input.oauth2.is_some(), &extra)?;
+    let sign_in = match (input.oauth2, input.ldap) {
+        (Some(_), _) => Some(SignInPeer::OAuth2Issuer),
+        (None, Some(ldap)) => Some(SignInPeer::LdapDirectory(super::ldap::port(ldap))),
+        (None, None) => None,
+    };
+    let rules = egress_rules(&clusters, &offered.poolers, sign_in, &extra)?;
     let policy = egress_policy(input.owner, &names.egress_policy, &rules)?;
 
-    let job_name = registration_job_name(
-        input.owner,
-        &registration_hash(f.servers_hash, input.pod_template),
-    );
+    let job_name =
+        registration_job_name(input.owner, &with_block(f.servers_hash, input.pod_template));
     let mut registration = Registration {
         job: (f.job)(&job_name),
         job_name,

@@ -16,8 +16,8 @@ pub struct ConfigFacts<'a> {
     pub image_refusal: Option<Verdict>,
     /// A problem of the settings database (`spec.configDatabase`), a stall.
     pub settings_problem: Option<Verdict>,
-    /// The OAuth2 client Secret `spec.authentication.oauth2.clientSecretRef.name`, missing.
-    pub missing_oauth2_secret: Option<&'a str>,
+    /// The sign-in Secret (OAuth2 client, LDAP bind password) missing: its field and name.
+    pub missing_sign_in_secret: Option<(&'static str, &'a str)>,
     /// `spec.config.settings` naming keys the operator owns: reported, not a stall.
     pub settings_refusal: Option<Verdict>,
     /// The offered set's problems.
@@ -41,16 +41,16 @@ pub fn configuration_valid(facts: &ConfigFacts<'_>, namespace: &str) -> Verdict 
         first = facts.settings_problem.clone();
     }
     if first.is_none()
-        && let Some(secret) = facts.missing_oauth2_secret
+        && let Some((field, secret)) = facts.missing_sign_in_secret
     {
         first = Some(
             Verdict::fails(
                 common::SECRET_NOT_FOUND,
                 format!(
-                    "Secret {secret} (spec.authentication.oauth2.clientSecretRef) does not exist in {namespace}: pgAdmin cannot start without its OAuth2 client"
+                    "Secret {secret} ({field}) does not exist in {namespace}: pgAdmin cannot start without it"
                 ),
             )
-            .about(Subject::OAuth2ClientSecret),
+            .about(Subject::SignInSecret),
         );
     }
     if first.is_none() {

@@ -38,10 +38,19 @@ fn in_namespace(ns: &str, pods: serde_json::Value) -> serde_json::Value {
 }
 
 /// The generated rules, then the user's.
+/// Whom pgAdmin reaches to sign users in, on any address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignInPeer {
+    /// The OAuth2 issuer, on 443.
+    OAuth2Issuer,
+    /// The LDAP directory, on its port.
+    LdapDirectory(i32),
+}
+
 pub fn egress_rules(
     clusters: &[(String, String)],
     poolers: &[(String, String)],
-    oauth2_issuer: bool,
+    sign_in: Option<SignInPeer>,
     extra: &[NetworkPolicyEgressRule],
 ) -> Result<Vec<EgressRule>, RenderError> {
     let postgres = json!([{"protocol": "TCP", "port": POSTGRES_PORT}]);
@@ -61,11 +70,15 @@ pub fn egress_rules(
             json!({"to": [in_namespace(ns, json!({"cnpg.io/poolerName": pooler}))], "ports": postgres}),
         )?);
     }
-    if oauth2_issuer {
-        // The issuer lives outside the cluster at an address the operator cannot know.
+    if let Some(peer) = sign_in {
+        // The issuer or directory lives at an address the operator cannot know.
+        let (what, port) = match peer {
+            SignInPeer::OAuth2Issuer => ("the OAuth2 issuer", 443),
+            SignInPeer::LdapDirectory(port) => ("the LDAP directory", port),
+        };
         rules.push(rule(
-            "the OAuth2 issuer".to_owned(),
-            json!({"ports": [{"protocol": "TCP", "port": 443}]}),
+            what.to_owned(),
+            json!({"ports": [{"protocol": "TCP", "port": port}]}),
         )?);
     }
     for (i, r) in extra.iter().enumerate() {
@@ -242,7 +255,13 @@ mod tests {
             ),
         ];
         for (name, oauth2, extra, status, named) in cases {
-            let rules = egress_rules(&clusters, &poolers, oauth2, &extra).unwrap();
+            let rules = egress_rules(
+                &clusters,
+                &poolers,
+                oauth2.then_some(SignInPeer::OAuth2Issuer),
+                &extra,
+            )
+            .unwrap();
             let v = egress_confined(&rules, true, "p-pgadmin-egress");
             assert_eq!(v.status, status, "{name}: {}", v.message);
             for n in named {
@@ -256,7 +275,7 @@ mod tests {
                 "billing"
             );
         }
-        let rules = egress_rules(&clusters, &poolers, false, &[]).unwrap();
+        let rules = egress_rules(&clusters, &poolers, None, &[]).unwrap();
         assert_eq!(
             egress_confined(&rules, false, "p").reason,
             pgadmin::PGADMIN_NOT_RUNNING

@@ -32,6 +32,7 @@ pub fn cluster_facts(v: &Value) -> Option<ClusterFacts> {
         .unwrap_or_default();
     Some(ClusterFacts {
         namespace,
+        ca_secret: crate::reconcile::cluster_ca::server_ca_secret(&name, v),
         name,
         labels,
     })

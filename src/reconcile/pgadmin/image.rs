@@ -51,8 +51,8 @@ fn uri_component(text: &str) -> String {
 /// `postgresql` scheme selects psycopg2 in the entrypoint's own check.
 pub fn config_database_uri(role: &str, host: &str, port: i32, database: &str) -> String {
     let password = format!(
-        "__import__('urllib.parse').parse.quote(__import__('os').environ.get({}),safe='')",
-        py_str(CONFIG_DB_PASSWORD_ENV)
+        "__import__('urllib.parse').parse.quote({},safe='')",
+        env_value(CONFIG_DB_PASSWORD_ENV)
     );
     format!(
         "{}+{password}+{}",
@@ -63,6 +63,13 @@ pub fn config_database_uri(role: &str, host: &str, port: i32, database: &str) ->
             uri_component(database)
         )),
     )
+}
+
+/// A Python expression reading the variable `name` when pgAdmin imports its configuration, so
+/// a secret passed through it (from a Secret reference) is in no file, `config_distro.py`
+/// included. `name` is one of our constants (letters and `_`).
+pub fn env_value(name: &str) -> String {
+    format!("__import__('os').environ.get({})", py_str(name))
 }
 
 /// `SHARED_STORAGE`: the credential copies, read-only to users who are not administrators.

@@ -8,6 +8,7 @@ mod config_database;
 mod egress;
 mod facts;
 mod image;
+mod ldap;
 mod offered;
 mod pass;
 mod plan;
@@ -44,8 +45,8 @@ pub use plan::{
 pub use registration::{JobState, job_state, pgadmin_pod_ready};
 #[cfg(test)]
 pub use registration::{
-    RegistrationFacts, job_wanted, registration_hash, registration_job_name,
-    servers_registered_event, servers_synced,
+    RegistrationFacts, job_wanted, registration_job_name, servers_registered_event, servers_synced,
+    with_block,
 };
 pub use render::{
     COOKIE_SECRET_KEY, ChildNames, HTTP_PORT_NAME, LOGIN_PASSWORD_KEY, RenderError, SERVICE_PORT,

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use crate::api::{PgAdminSpec, ServerState, ServerStatus};
 use crate::conditions::Reason;
 use crate::conditions::reasons::{common, pgadmin};
+use crate::reconcile::cluster_ca::server_ca_secret;
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 
 use super::selector::selector_matches;
@@ -24,6 +25,8 @@ pub struct ClusterFacts {
     pub namespace: String,
     pub name: String,
     pub labels: BTreeMap<String, String>,
+    /// The Secret holding its server CA (see [`crate::reconcile::cluster_ca`]).
+    pub ca_secret: String,
 }
 
 /// A PgAdminAccess: in `namespace`, it grants the PgAdmin `pgadmin` these Clusters.
@@ -94,15 +97,13 @@ pub struct OfferedServer {
     pub host: String,
     pub port: i32,
     pub credentials: Credentials,
+    /// The Secret holding the Cluster's server CA (`ca.crt`): `spec.certificates.serverCASecret`
+    /// when the Cluster names one, else CloudNativePG's `<cluster>-ca`. pgAdmin verifies the
+    /// server's certificate against it.
+    pub ca_secret: String,
 }
 
 impl OfferedServer {
-    /// The Secret holding the Cluster's server CA (`ca.crt`), as CloudNativePG names it by
-    /// default: `<cluster>-ca`. pgAdmin verifies the server's certificate against it.
-    pub fn ca_secret(&self) -> String {
-        format!("{}-ca", self.cluster)
-    }
-
     /// `verify-full` (the certificate must name the host) for the Cluster's own Services,
     /// whose names CloudNativePG puts in the server certificate; `verify-ca` for a Pooler's
     /// Service, which that certificate does not name unless the Cluster lists it in
@@ -348,6 +349,15 @@ fn offer_cluster(
             hosts.push((endpoint, host));
         }
     }
+    // A registered Cluster is one the caches showed, with its CA Secret.
+    let ca_secret = inputs
+        .clusters
+        .iter()
+        .find(|c| c.namespace == ns && c.name == cluster)
+        .map_or_else(
+            || server_ca_secret(cluster, &serde_json::Value::Null),
+            |c| c.ca_secret.clone(),
+        );
     for (endpoint, host) in &hosts {
         servers.push(OfferedServer {
             namespace: ns.to_owned(),
@@ -359,6 +369,7 @@ fn offer_cluster(
             credentials: Credentials::ClusterApp {
                 secret: format!("{cluster}-app"),
             },
+            ca_secret: ca_secret.clone(),
         });
     }
     if !inputs.spec.offer_database_roles {
@@ -414,6 +425,7 @@ fn offer_cluster(
                             username: role.role.clone(),
                             secret: role.password_secret.clone(),
                         },
+                        ca_secret: ca_secret.clone(),
                     });
                 }
             }

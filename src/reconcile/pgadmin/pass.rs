@@ -57,21 +57,21 @@ pub struct Gates {
     pub image_refused: bool,
     /// The settings database cannot be made (a `ConfigurationValid` stall).
     pub settings_problem: bool,
-    /// The OAuth2 client Secret is missing.
-    pub missing_oauth2_secret: bool,
+    /// The sign-in Secret (OAuth2 client, LDAP bind password) is missing.
+    pub missing_sign_in_secret: bool,
 }
 
 impl Gates {
     /// A stall of the configuration: ConfigurationValid says why, nothing is rendered.
     pub fn stalled(&self) -> bool {
-        self.image_refused || self.settings_problem || self.missing_oauth2_secret
+        self.image_refused || self.settings_problem || self.missing_sign_in_secret
     }
 
     /// Whether the settings database is ensured this pass (its problem is not yet known):
     /// only once the hostname is allowed and nothing else stalls, so a stalled PgAdmin writes
     /// no DatabaseRole.
     pub fn ensures_settings_db(&self) -> bool {
-        !self.hostname_refused && !self.image_refused && !self.missing_oauth2_secret
+        !self.hostname_refused && !self.image_refused && !self.missing_sign_in_secret
     }
 
     /// Whether the children are rendered and applied: not while refused or stalled, nor when

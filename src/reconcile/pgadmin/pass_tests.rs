@@ -24,7 +24,7 @@ fn gates(hostname: bool, image: bool, settings: bool, oauth2: bool) -> Gates {
         hostname_refused: hostname,
         image_refused: image,
         settings_problem: settings,
-        missing_oauth2_secret: oauth2,
+        missing_sign_in_secret: oauth2,
     }
 }
 
@@ -319,6 +319,7 @@ fn images_come_from_the_spec_then_the_flags_then_the_built_in_ones() {
     let with = |image: Option<&str>, proxy: Option<Option<&str>>| PgAdminSpec {
         image: image.map(str::to_owned),
         authentication: proxy.map(|p| PgAdminAuthentication {
+            ldap: None,
             oauth2: Some(OAuth2 {
                 proxy_image: p.map(str::to_owned),
                 ..OAuth2::default()

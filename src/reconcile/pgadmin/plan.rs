@@ -91,10 +91,10 @@ pub struct Decision {
     /// `ImageNotAllowed`, naming every refused image.
     pub image_refusal: Option<Verdict>,
     pub offered: Offered,
-    /// The OAuth2 client Secret, when OAuth2 is on.
-    pub oauth2_secret: Option<ObjectKey>,
-    /// The OAuth2 client Secret is known to be missing (an unknown answer is not missing).
-    pub missing_oauth2_secret: bool,
+    /// The sign-in Secret (OAuth2 client, LDAP bind password) with the field naming it.
+    pub sign_in_secret: Option<(&'static str, ObjectKey)>,
+    /// The sign-in Secret is known to be missing (an unknown answer is not missing).
+    pub missing_sign_in_secret: bool,
     /// The gates, `settings_problem` not yet known.
     pub gates: Gates,
     /// `spec.config.settings` naming keys the operator owns (not a stall).
@@ -105,20 +105,20 @@ pub struct Decision {
 pub fn decide(o: &Observed<'_>) -> Decision {
     let images = PassImages::of(o.spec, o.default_images.0, o.default_images.1);
     let image_refusal = o.allow.verdict(&images.by_role());
-    let oauth2_secret = o
+    let sign_in_secret = o
         .spec
         .authentication
         .as_ref()
-        .and_then(|a| a.oauth2.as_ref())
-        .map(|a| ObjectKey::new(o.namespace, a.client_secret_ref.name.as_str()));
-    let missing_oauth2_secret = oauth2_secret
+        .and_then(|a| a.secret_ref())
+        .map(|(field, r)| (field, ObjectKey::new(o.namespace, r.name.as_str())));
+    let missing_sign_in_secret = sign_in_secret
         .as_ref()
-        .is_some_and(|k| (o.secret_exists)(&k.name) == Some(false));
+        .is_some_and(|(_, k)| (o.secret_exists)(&k.name) == Some(false));
     let gates = Gates {
         hostname_refused: o.hostname_refused,
         image_refused: image_refusal.is_some(),
         settings_problem: false,
-        missing_oauth2_secret,
+        missing_sign_in_secret,
     };
     Decision {
         images,
@@ -126,8 +126,8 @@ pub fn decide(o: &Observed<'_>) -> Decision {
         offered: o
             .referenced
             .offered(o.namespace, o.name, o.spec, &o.roles, &*o.apis),
-        oauth2_secret,
-        missing_oauth2_secret,
+        sign_in_secret,
+        missing_sign_in_secret,
         gates,
         settings_refusal: o
             .spec
@@ -171,7 +171,7 @@ pub fn credential_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
 pub fn ca_secrets(servers: &[OfferedServer]) -> Vec<ObjectKey> {
     let mut keys: Vec<ObjectKey> = servers
         .iter()
-        .map(|s| ObjectKey::new(s.namespace.as_str(), s.ca_secret().as_str()))
+        .map(|s| ObjectKey::new(s.namespace.as_str(), s.ca_secret.as_str()))
         .collect();
     keys.sort();
     keys.dedup();
@@ -217,9 +217,9 @@ pub fn plan(o: &Observed<'_>, decision: Decision, settings: Option<SettingsDb>) 
         ..decision.gates
     };
     let consumed: Vec<ObjectKey> = decision
-        .oauth2_secret
+        .sign_in_secret
         .iter()
-        .cloned()
+        .map(|(_, k)| k.clone())
         .chain(
             config_db
                 .as_ref()
@@ -237,12 +237,14 @@ pub fn plan(o: &Observed<'_>, decision: Decision, settings: Option<SettingsDb>) 
     // With a settings database, an image change waits for its backup; the latest backup Job
     // (the running image's) stays until the next image change.
     let target = decision.images.pgadmin.as_str();
-    let backup_of = |image: &str| (o.job)(&upgrade_backup_job_name(o.name, image));
+    let block = o.spec.pod_template.as_ref();
+    let backup_of = |image: &str| (o.job)(&upgrade_backup_job_name(o.name, image, block));
     let upgrade = upgrade_gate(
         o.name,
         &UpgradeFacts {
             running: o.running,
             target,
+            block,
             backup_required: config_db.is_some() && o.spec.upgrade_backup.enabled,
             skip_annotation: o.skip_upgrade_backup,
             backup: backup_of(target),
@@ -285,6 +287,7 @@ impl Plan {
             resources: o.spec.resources.as_ref(),
             storage: &o.spec.storage,
             oauth2: oauth2.zip(self.decision.images.oauth2_proxy.as_deref()),
+            ldap: o.spec.authentication.as_ref().and_then(|a| a.ldap.as_ref()),
             config_db: self.config_db.as_ref(),
             consumed,
             names,
@@ -300,11 +303,11 @@ impl Plan {
             foreign_child: foreign.map(|f| (f.kind.as_str(), f.name.as_str())),
             image_refusal: d.image_refusal.clone(),
             settings_problem: self.settings_problem.clone(),
-            missing_oauth2_secret: d
-                .oauth2_secret
+            missing_sign_in_secret: d
+                .sign_in_secret
                 .as_ref()
-                .filter(|_| d.missing_oauth2_secret)
-                .map(|k| k.name.as_str()),
+                .filter(|_| d.missing_sign_in_secret)
+                .map(|(field, k)| (*field, k.name.as_str())),
             settings_refusal: d.settings_refusal.clone(),
             problems: &d.offered.problems,
             offered: d.offered.servers.len(),

@@ -10,6 +10,7 @@ fn spec(oauth2: bool, settings: bool, backup: bool) -> PgAdminSpec {
     PgAdminSpec {
         image: Some("docker.io/dpage/pgadmin4:9.11".into()),
         authentication: oauth2.then(|| PgAdminAuthentication {
+            ldap: None,
             oauth2: Some(OAuth2 {
                 client_secret_ref: KeyRef {
                     name: "sso".into(),
@@ -128,12 +129,15 @@ fn decide_sets_the_gates_from_the_hostname_the_images_and_the_oauth2_secret() {
         assert_eq!(d.gates.hostname_refused, hostname, "{situation}");
         assert_eq!(d.gates.image_refused, image, "{situation}");
         assert_eq!(d.image_refusal.is_some(), image, "{situation}");
-        assert_eq!(d.missing_oauth2_secret, missing, "{situation}");
-        assert_eq!(d.gates.missing_oauth2_secret, missing, "{situation}");
+        assert_eq!(d.missing_sign_in_secret, missing, "{situation}");
+        assert_eq!(d.gates.missing_sign_in_secret, missing, "{situation}");
         assert_eq!(d.gates.ensures_settings_db(), ensured, "{situation}");
         assert_eq!(
-            d.oauth2_secret,
-            oauth2.then(|| ObjectKey::new(NS, "sso")),
+            d.sign_in_secret,
+            oauth2.then(|| (
+                "spec.authentication.oauth2.clientSecretRef",
+                ObjectKey::new(NS, "sso")
+            )),
             "{situation}"
         );
     }
@@ -298,8 +302,8 @@ fn an_image_change_waits_for_its_backup_only_with_a_ready_settings_database() {
 fn the_running_images_backup_job_is_kept_until_a_new_backup_is_due() {
     let old = "docker.io/dpage/pgadmin4:9.10";
     let new = "docker.io/dpage/pgadmin4:9.11";
-    let old_job = upgrade_backup_job_name("admin", old);
-    let new_job = upgrade_backup_job_name("admin", new);
+    let old_job = upgrade_backup_job_name("admin", old, None);
+    let new_job = upgrade_backup_job_name("admin", new, None);
     // (situation, spec.image, Job applied, Job kept as it is)
     let cases = [
         ("the old image runs", old, None, Some(old_job.as_str())),
@@ -319,6 +323,49 @@ fn the_running_images_backup_job_is_kept_until_a_new_backup_is_due() {
     }
 }
 
+/// A Job's Pod template cannot change: a backup Job made under one `podTemplate` block is not
+/// the backup Job of another (a failed one is retried on the new placement, not reapplied).
+#[test]
+fn a_new_pod_template_block_names_a_new_backup_job() {
+    let old = "docker.io/dpage/pgadmin4:9.10";
+    let new = "docker.io/dpage/pgadmin4:9.11";
+    let block = crate::api::PodTemplate {
+        node_selector: [("pool".to_owned(), "tools".to_owned())].into(),
+        ..Default::default()
+    };
+    let before = upgrade_backup_job_name("admin", new, None);
+    let after = upgrade_backup_job_name("admin", new, Some(&block));
+    assert_ne!(before, after);
+    assert!(
+        after.starts_with("admin-pgadmin-upgrade-backup-"),
+        "{after}"
+    );
+    assert_eq!(
+        upgrade_backup_job_name("admin", new, Some(&crate::api::PodTemplate::default())),
+        before,
+        "an empty block names the Job as no block does"
+    );
+    let spec = PgAdminSpec {
+        image: Some(new.into()),
+        pod_template: Some(block),
+        ..spec(false, true, true)
+    };
+    let mut o = observed(&spec, false, &[], None, Some(old), None);
+    let failed = before.clone();
+    o.job = Box::new(move |n| {
+        (n == failed).then(|| JobState::Failed {
+            fact: "BackoffLimitExceeded".into(),
+        })
+    });
+    let p = plan(&o, decide(&o), Some(SettingsDb::Ready(connection())));
+    assert_eq!(p.upgrade.job(), Some(after.as_str()));
+    assert!(
+        matches!(p.upgrade, UpgradeGate::BackingUp { .. }),
+        "{:?}",
+        p.upgrade
+    );
+}
+
 #[test]
 fn configuration_valid_names_the_missing_client_secret_and_the_name_taken() {
     let spec = spec(true, false, false);
@@ -329,7 +376,13 @@ fn configuration_valid_names_the_missing_client_secret_and_the_name_taken() {
     };
     let cases = [
         ("present", Some(true), None, None, None),
-        ("missing", Some(false), None, None, Some("sso")),
+        (
+            "missing",
+            Some(false),
+            None,
+            None,
+            Some(("spec.authentication.oauth2.clientSecretRef", "sso")),
+        ),
         (
             "name taken",
             Some(true),
@@ -343,7 +396,7 @@ fn configuration_valid_names_the_missing_client_secret_and_the_name_taken() {
         let p = plan(&o, decide(&o), None);
         let config = p.config_facts(found);
         assert_eq!(config.foreign_child, foreign, "{situation}");
-        assert_eq!(config.missing_oauth2_secret, missing, "{situation}");
+        assert_eq!(config.missing_sign_in_secret, missing, "{situation}");
         assert_eq!(config.offered, 0, "{situation}");
     }
 }

@@ -19,15 +19,17 @@ pub fn registration_job_name(owner: &str, hash: &str) -> String {
     )
 }
 
-/// What names the registration Job: the offered-set hash alone, or with the object's
-/// `podTemplate` block digested in. A Job's Pod template cannot be changed once created, so a
-/// new block is a new registration Job (the same set registered again, on the new placement).
-pub fn registration_hash(servers_hash: &str, block: Option<&PodTemplate>) -> String {
+/// What names a Job beside pgAdmin (the registration Job, the upgrade backup Job): what the Job
+/// is for (the offered-set hash, the target image) alone, or with the object's `podTemplate`
+/// block digested in. A Job's Pod template cannot be changed once created, so a new block is a
+/// new Job (the same work done again, on the new placement). `base` alone without a block (or
+/// an empty one), else the SHA-256 of `base` and the block.
+pub fn with_block(base: &str, block: Option<&PodTemplate>) -> String {
     let Some(block) = block.filter(|b| **b != PodTemplate::default()) else {
-        return servers_hash.to_owned();
+        return base.to_owned();
     };
     let mut hasher = Sha256::new();
-    hasher.update(servers_hash.as_bytes());
+    hasher.update(base.as_bytes());
     hasher.update([0]);
     // serde_json writes maps sorted and fields in declaration order: stable bytes.
     hasher.update(serde_json::to_vec(block).unwrap_or_default());

@@ -19,7 +19,7 @@ use super::config_database::ConfigConnection;
 use super::image;
 use super::offered::POSTGRES_PORT;
 use super::servers_file::{SERVERS_FILE_KEY, SERVERS_MOUNT};
-use crate::api::{OAuth2, PgAdminStorage, PodTemplate};
+use crate::api::{Ldap, OAuth2, PgAdminStorage, PodTemplate};
 use crate::reconcile::children::{Component, child_labels, child_name, pod_template_labels};
 use crate::reconcile::workload::{SecretDigest, finish_pod, stamp_workload_hash};
 
@@ -89,6 +89,8 @@ pub struct RenderInput<'a> {
     pub storage: &'a PgAdminStorage,
     /// The OAuth2 settings and the proxy image resolved.
     pub oauth2: Option<(&'a OAuth2, &'a str)>,
+    /// `spec.authentication.ldap`.
+    pub ldap: Option<&'a Ldap>,
     /// The settings database, once CloudNativePG applied it.
     pub config_db: Option<&'a ConfigConnection>,
     /// Digests of the Secrets the pgAdmin Pod consumes: a change rolls it.
@@ -131,6 +133,9 @@ fn config_env(input: &RenderInput<'_>) -> Vec<Value> {
         // uses a key of the session (nothing is saved with it: servers connect with their
         // credential files).
         env.push(json!({"name": "PGADMIN_CONFIG_MASTER_PASSWORD_REQUIRED", "value": "False"}));
+    }
+    if let Some(ldap) = input.ldap {
+        env.extend(super::ldap::config_env(ldap));
     }
     if let Some(settings) = input.settings {
         env.extend(super::settings::settings_env(settings));
@@ -202,14 +207,17 @@ fn pgadmin_container(input: &RenderInput<'_>) -> Value {
     } else {
         ports.push(json!({"name": HTTP_PORT_NAME, "containerPort": PGADMIN_PORT}));
     }
+    let mut mounts = vec![
+        json!({"name": "data", "mountPath": DATA_MOUNT}),
+        json!({"name": "credentials", "mountPath": image::CREDENTIALS_MOUNT, "readOnly": true}),
+    ];
+    let ldap_ca = input.ldap.and_then(super::ldap::ca_volume);
+    mounts.extend(ldap_ca.map(|(_, mount)| mount));
     let mut container = json!({
         "name": "pgadmin",
         "image": input.image,
         "env": env,
-        "volumeMounts": [
-            {"name": "data", "mountPath": DATA_MOUNT},
-            {"name": "credentials", "mountPath": image::CREDENTIALS_MOUNT, "readOnly": true},
-        ],
+        "volumeMounts": mounts,
     });
     if !ports.is_empty() {
         container["ports"] = json!(ports);
@@ -267,6 +275,18 @@ pub fn deployment(input: &RenderInput<'_>) -> Result<(Deployment, String), Rende
     if let Some((oauth2, image)) = input.oauth2 {
         containers.push(proxy_container(input, oauth2, image));
     }
+    let mut volumes = vec![
+        json!({"name": "data", "persistentVolumeClaim": {"claimName": input.names.workload}}),
+        json!({"name": "servers", "secret": {"secretName": input.names.servers_secret}}),
+        // The credential copies live as long as the Pod, in memory.
+        json!({"name": "credentials", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}),
+    ];
+    volumes.extend(
+        input
+            .ldap
+            .and_then(super::ldap::ca_volume)
+            .map(|(volume, _)| volume),
+    );
     let template = json!({
         "metadata": {"labels": pod_template_labels(input.owner, COMPONENT)},
         "spec": {
@@ -275,12 +295,7 @@ pub fn deployment(input: &RenderInput<'_>) -> Result<(Deployment, String), Rende
             "securityContext": {"runAsUser": PGADMIN_UID, "runAsGroup": PGADMIN_UID, "fsGroup": PGADMIN_UID},
             "initContainers": [credentials_container(input)],
             "containers": containers,
-            "volumes": [
-                {"name": "data", "persistentVolumeClaim": {"claimName": input.names.workload}},
-                {"name": "servers", "secret": {"secretName": input.names.servers_secret}},
-                // The credential copies live as long as the Pod, in memory.
-                {"name": "credentials", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
-            ],
+            "volumes": volumes,
         },
     });
     let mut template: k8s_openapi::api::core::v1::PodTemplateSpec =

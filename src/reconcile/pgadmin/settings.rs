@@ -50,9 +50,15 @@ fn valid_key(key: &str) -> bool {
         && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
+/// Whether the operator owns a key: [`OWNED_SETTINGS`], and the LDAP sign-in's (rendered from
+/// `spec.authentication.ldap`, see [`super::ldap::OWNED`]).
+fn owned(key: &str) -> bool {
+    OWNED_SETTINGS.contains(&key) || super::ldap::OWNED.contains(&key)
+}
+
 /// Whether a key is rendered: a valid name the operator does not own.
 fn rendered(key: &str) -> bool {
-    valid_key(key) && !OWNED_SETTINGS.contains(&key)
+    valid_key(key) && !owned(key)
 }
 
 /// The `PGADMIN_CONFIG_<KEY>` variables of the settings the operator renders, in key order.
@@ -69,7 +75,7 @@ pub fn settings_refusal(settings: &BTreeMap<String, Value>) -> Option<Verdict> {
     let owned: Vec<&str> = settings
         .keys()
         .map(String::as_str)
-        .filter(|k| OWNED_SETTINGS.contains(k))
+        .filter(|k| owned(k))
         .collect();
     let invalid: Vec<&str> = settings
         .keys()

@@ -380,6 +380,7 @@ fn more_than_64_servers_are_cut_to_64_and_reported() {
             namespace: "team-a".into(),
             name: format!("c{i:02}"),
             labels: [("team".to_owned(), "a".to_owned())].into(),
+            ca_secret: format!("c{i:02}-ca"),
         })
         .collect();
     let offered = world.offered(&pgadmin(
@@ -483,6 +484,32 @@ fn the_servers_file_is_what_pgadmin_imports_and_its_hash_follows_credentials() {
     );
 }
 
+/// A Cluster serving a certificate of a CA its user provides (`spec.certificates.serverCASecret`)
+/// is verified against that CA, every server of it (its DatabaseRoles' too), and the pass reads
+/// and watches that Secret, not `<cluster>-ca`.
+#[test]
+fn a_clusters_own_server_ca_secret_is_the_one_verified_against() {
+    let mut world = World::standard();
+    let mut orders = yaml(ORDERS);
+    orders["spec"]["certificates"] = serde_json::json!({"serverCASecret": "orders-own-ca"});
+    orders["status"]["certificates"] = serde_json::json!({"serverCASecret": "orders-own-ca"});
+    world.clusters[0] = cluster_facts(&orders).unwrap();
+    let obj = pgadmin("  clusterSelector: {matchLabels: {team: a}}\n  endpoints: [rw, ro]\n");
+    let offered = world.offered(&obj);
+    let orders_servers: Vec<&OfferedServer> = offered
+        .servers
+        .iter()
+        .filter(|s| s.cluster == "orders")
+        .collect();
+    assert!(!orders_servers.is_empty());
+    for server in &orders_servers {
+        assert_eq!(server.ca_secret, "orders-own-ca", "{server:?}");
+    }
+    let keys = super::plan::ca_secrets(&offered.servers);
+    assert!(keys.iter().any(|k| k.name == "orders-own-ca"), "{keys:?}");
+    assert!(!keys.iter().any(|k| k.name == "orders-ca"), "{keys:?}");
+}
+
 /// No server CA known.
 fn no_ca(_: &OfferedServer) -> Option<String> {
     None
@@ -497,8 +524,7 @@ fn servers_are_verified_against_their_clusters_ca() {
     let obj = pgadmin("  clusterSelector: {matchLabels: {team: a}}\n  endpoints: [rw]\n");
     let offered = World::standard().offered(&obj);
     let ca = "-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n";
-    let with_ca =
-        |server: &OfferedServer| (server.ca_secret() == "orders-ca").then(|| ca.to_owned());
+    let with_ca = |server: &OfferedServer| (server.ca_secret == "orders-ca").then(|| ca.to_owned());
     let file = servers_file(&offered.servers, &|_: &OfferedServer| None, &with_ca);
     let json: Value = serde_json::from_str(&file.data[SERVERS_FILE_KEY]).unwrap();
     let server = &json["Servers"]["1"];
@@ -564,7 +590,10 @@ fn only_the_seed_s_stalling_reasons_stall() {
         (
             "the OAuth2 client Secret",
             ConfigFacts {
-                missing_oauth2_secret: Some("oidc"),
+                missing_sign_in_secret: Some((
+                    "spec.authentication.oauth2.clientSecretRef",
+                    "oidc",
+                )),
                 ..Default::default()
             },
             "SecretNotFound",
@@ -621,7 +650,7 @@ fn only_the_seed_s_stalling_reasons_stall() {
             assert!(v.message.contains(&p.message), "{name}: {}", v.message);
         }
         if reason == "SecretNotFound" {
-            assert_eq!(v.subject, Some(Subject::OAuth2ClientSecret));
+            assert_eq!(v.subject, Some(Subject::SignInSecret));
         }
     }
 }
@@ -746,23 +775,94 @@ fn servers_synced_follows_the_pod_and_the_job() {
     }
 }
 
-#[test]
-fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
-    let obj = pgadmin("  image: docker.io/dpage/pgadmin4:9.10\n");
-    let names = ChildNames::of("team-pgadmin");
-    let input = RenderInput {
+/// What the children of `obj` (its image `docker.io/dpage/pgadmin4:9.10`) render from, with no
+/// sign-in, settings database, consumed Secret nor block.
+fn render_input<'a>(obj: &'a PgAdmin, names: &'a ChildNames) -> RenderInput<'a> {
+    RenderInput {
         owner: "team-pgadmin",
         namespace: "team-a",
         image: "docker.io/dpage/pgadmin4:9.10",
         resources: None,
         storage: &obj.spec.storage,
         oauth2: None,
+        ldap: None,
         config_db: None,
         consumed: &[],
-        names: &names,
+        names,
         pod_template: None,
         settings: None,
+    }
+}
+
+/// LDAP sign-in on the pgAdmin Pod: pgAdmin's settings, the bind password only as a Secret
+/// reference, the CA mounted where LDAP_CA_CERT_FILE says, and the directory's port allowed out.
+#[test]
+fn ldap_sign_in_is_on_the_pgadmin_pod_and_in_its_egress() {
+    let obj = pgadmin(
+        "  authentication:\n    ldap:\n      serverURI: ldap://ldap.example.org:3389\n      baseDN: ou=people,dc=example,dc=org\n      bindDN: cn=reader,dc=example,dc=org\n      bindPasswordRef: {name: ldap-bind, key: password}\n      startTLS: true\n      ca: {secretKeyRef: {name: ldap-ca, key: ca.pem}}\n",
+    );
+    let ldap = obj
+        .spec
+        .authentication
+        .as_ref()
+        .and_then(|a| a.ldap.as_ref());
+    assert_eq!(ldap.map(|l| l.username_attribute.as_str()), Some("uid"));
+    let names = ChildNames::of("team-pgadmin");
+    let input = RenderInput {
+        ldap,
+        ..render_input(&obj, &names)
     };
+    let (d, _) = deployment(&input).unwrap();
+    let d = serde_json::to_value(&d).unwrap();
+    let pod = &d["spec"]["template"]["spec"];
+    let env = pod["containers"][0]["env"].as_array().unwrap();
+    let var = |name: &str| env.iter().find(|e| e["name"] == name).cloned();
+    assert_eq!(
+        var("PGTOOLBOX_LDAP_BIND_PASSWORD").unwrap()["valueFrom"]["secretKeyRef"],
+        serde_json::json!({"name": "ldap-bind", "key": "password"})
+    );
+    assert_eq!(
+        var("PGADMIN_CONFIG_AUTHENTICATION_SOURCES").unwrap()["value"],
+        "list(('ldap','internal',))"
+    );
+    assert_eq!(
+        var("PGADMIN_CONFIG_LDAP_USE_STARTTLS").unwrap()["value"],
+        "True"
+    );
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "ldap-ca")
+        .cloned()
+        .unwrap();
+    assert_eq!(volume["secret"]["secretName"], "ldap-ca");
+    assert!(
+        pod["containers"][0]["volumeMounts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["name"] == "ldap-ca" && m["mountPath"] == "/etc/pgtoolbox/ldap-ca")
+    );
+    let sign_in = Some(super::egress::SignInPeer::LdapDirectory(super::ldap::port(
+        ldap.unwrap(),
+    )));
+    let rules = super::egress::egress_rules(&[], &[], sign_in, &[]).unwrap();
+    let directory = rules
+        .iter()
+        .find(|r| r.what == "the LDAP directory")
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&directory.rule).unwrap()["ports"][0]["port"],
+        3389
+    );
+}
+
+#[test]
+fn the_workload_is_one_pgadmin_process_with_its_data_volume() {
+    let obj = pgadmin("  image: docker.io/dpage/pgadmin4:9.10\n");
+    let names = ChildNames::of("team-pgadmin");
+    let input = render_input(&obj, &names);
     let (d, hash) = deployment(&input).unwrap();
     let d = serde_json::to_value(&d).unwrap();
     assert_eq!(d["spec"]["replicas"], 1);
@@ -816,17 +916,9 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
         password_secret: "orders-pgadmin".into(),
     };
     let input = RenderInput {
-        owner: "team-pgadmin",
-        namespace: "team-a",
-        image: "docker.io/dpage/pgadmin4:9.10",
-        resources: None,
-        storage: &obj.spec.storage,
         oauth2: Some((&oauth2, "quay.io/oauth2-proxy/oauth2-proxy:v7.12.0")),
         config_db: Some(&db),
-        consumed: &[],
-        names: &names,
-        pod_template: None,
-        settings: None,
+        ..render_input(&obj, &names)
     };
     let template = |v: Value| v["spec"]["template"].clone();
     let d = serde_json::to_value(deployment(&input).unwrap().0).unwrap();
@@ -870,7 +962,7 @@ fn every_pgadmin_pod_passes_pod_security_restricted() {
 fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
     use crate::api::PodTemplate;
     use crate::reconcile::pgadmin::config_database::ConfigConnection;
-    use crate::reconcile::pgadmin::registration_hash;
+    use crate::reconcile::pgadmin::with_block;
     let obj = pgadmin("  image: docker.io/dpage/pgadmin4:9.10\n");
     let names = ChildNames::of("team-pgadmin");
     let db = ConfigConnection {
@@ -888,17 +980,9 @@ fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
     }))
     .unwrap();
     let input = |pod_template| RenderInput {
-        owner: "team-pgadmin",
-        namespace: "team-a",
-        image: "docker.io/dpage/pgadmin4:9.10",
-        resources: None,
-        storage: &obj.spec.storage,
-        oauth2: None,
         config_db: Some(&db),
-        consumed: &[],
-        names: &names,
         pod_template,
-        settings: None,
+        ..render_input(&obj, &names)
     };
     let placed = input(Some(&block));
     let (d, hash) = deployment(&placed).unwrap();
@@ -938,10 +1022,7 @@ fn the_pod_template_block_is_on_the_pgadmin_pod_and_its_jobs() {
         assert_eq!(own[0]["topologyKey"], "kubernetes.io/hostname", "{what}");
     }
     assert_ne!(deployment(&input(None)).unwrap().1, hash);
-    assert_eq!(registration_hash("abc", None), "abc");
-    assert_eq!(
-        registration_hash("abc", Some(&PodTemplate::default())),
-        "abc"
-    );
-    assert_ne!(registration_hash("abc", Some(&block)), "abc");
+    assert_eq!(with_block("abc", None), "abc");
+    assert_eq!(with_block("abc", Some(&PodTemplate::default())), "abc");
+    assert_ne!(with_block("abc", Some(&block)), "abc");
 }

@@ -13,20 +13,28 @@ use crate::conditions::Reason;
 use crate::conditions::reasons::pgadmin;
 use crate::reconcile::children::hashed_child_name;
 
-use super::registration::JobState;
+use super::registration::{JobState, with_block};
+use crate::api::PodTemplate;
 
 /// `pgtoolbox.fyannk.dev/skip-upgrade-backup: <target image>`.
 pub const SKIP_UPGRADE_BACKUP_ANNOTATION: &str = "pgtoolbox.fyannk.dev/skip-upgrade-backup";
 
-/// The backup Job before rolling out `target`.
-pub fn upgrade_backup_job_name(owner: &str, target: &str) -> String {
-    hashed_child_name(owner, "pgadmin-upgrade-backup", target.as_bytes())
+/// The backup Job before rolling out `target`, with the object's `podTemplate` block (a Job's
+/// Pod template cannot change: a new block is a new backup Job, placed as told).
+pub fn upgrade_backup_job_name(owner: &str, target: &str, block: Option<&PodTemplate>) -> String {
+    hashed_child_name(
+        owner,
+        "pgadmin-upgrade-backup",
+        with_block(target, block).as_bytes(),
+    )
 }
 
 pub struct UpgradeFacts<'a> {
     /// `status.image`: the image running now (`None` before the first rollout).
     pub running: Option<&'a str>,
     pub target: &'a str,
+    /// The object's `podTemplate` block, part of the backup Jobs' names.
+    pub block: Option<&'a PodTemplate>,
     /// `spec.configDatabase` is set and `spec.upgradeBackup.enabled`.
     pub backup_required: bool,
     pub skip_annotation: Option<&'a str>,
@@ -87,7 +95,8 @@ impl UpgradeGate {
 pub fn upgrade_gate(owner: &str, facts: &UpgradeFacts<'_>) -> UpgradeGate {
     let target = facts.target.to_owned();
     let complete = |state: &Option<JobState>, image: &str| {
-        (*state == Some(JobState::Complete)).then(|| upgrade_backup_job_name(owner, image))
+        (*state == Some(JobState::Complete))
+            .then(|| upgrade_backup_job_name(owner, image, facts.block))
     };
     let Some(running) = facts.running.filter(|r| *r != facts.target) else {
         // No image change: the backup made before the target was rolled out is the latest.
@@ -115,7 +124,7 @@ pub fn upgrade_gate(owner: &str, facts: &UpgradeFacts<'_>) -> UpgradeGate {
         )));
     }
     // From here the target's backup Job supersedes the running image's.
-    let job = upgrade_backup_job_name(owner, facts.target);
+    let job = upgrade_backup_job_name(owner, facts.target, facts.block);
     match &facts.backup {
         Some(JobState::Complete) => UpgradeGate::Roll {
             image: target.clone(),
@@ -147,14 +156,15 @@ mod tests {
     fn an_image_change_waits_for_the_backup_unless_skipped() {
         let old = "docker.io/dpage/pgadmin4:9.9";
         let new = "docker.io/dpage/pgadmin4:9.10";
-        let job = upgrade_backup_job_name("p", new);
-        let old_job = upgrade_backup_job_name("p", old);
+        let job = upgrade_backup_job_name("p", new, None);
+        let old_job = upgrade_backup_job_name("p", old, None);
         assert!(job.starts_with("p-pgadmin-upgrade-backup-"), "{job}");
         assert_ne!(job, old_job);
         let done = Some(JobState::Complete);
         let facts = |running, required, skip, backup, running_backup| UpgradeFacts {
             running,
             target: new,
+            block: None,
             backup_required: required,
             skip_annotation: skip,
             backup,
