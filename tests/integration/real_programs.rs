@@ -24,6 +24,15 @@ const NEXT_IMAGE: &str = "docker.io/dpage/pgadmin4:9.11";
 /// The flags oauth2-proxy v7.12.0 (the default proxy image) registers, read from its sources.
 const PROXY_FLAGS: &str = include_str!("../real/fixtures/oauth2-proxy-v7.12.0-flags.txt");
 
+/// The directory the `ldap` pgAdmin signs in against: slapd in the tier's own network
+/// namespace, so a fixed port cannot collide.
+const LDAP_HOST: &str = "ldap.team-a.svc";
+const LDAP_PORT: u16 = 3890;
+const LDAP_SUFFIX: &str = "dc=example,dc=org";
+const LDAP_PEOPLE: &str = "ou=people,dc=example,dc=org";
+const LDAP_BIND_DN: &str = "cn=pgadmin-search,dc=example,dc=org";
+const LDAP_BIND_PASSWORD: &str = "ldap-bind-secret-1";
+
 fn venv_python() -> PathBuf {
     Path::new(REPO).join("target/real-programs/venv/bin/python3")
 }
@@ -192,6 +201,15 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
         )
         .await
         .expect("created");
+    Api::<Secret>::namespaced(env.client.clone(), NS)
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "metadata": {"name": "ldap-bind"}, "stringData": {"password": LDAP_BIND_PASSWORD}}))
+            .expect("Secret"),
+        )
+        .await
+        .expect("created");
     let selector = json!({"matchLabels": {"team": "a"}});
     env.pgadmin(
         "sqlite",
@@ -212,11 +230,22 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
                 "clientID": "pgadmin", "clientSecretRef": {"name": "oidc", "key": "secret"}}}}),
     )
     .await;
-    for name in ["sqlite", "settings", "oauth"] {
+    // LDAP sign-in against slapd (tests/real/run.py starts it on the port the URI names).
+    env.pgadmin(
+        "ldap",
+        json!({"image": IMAGE, "clusterSelector": selector,
+            "authentication": {"ldap": {"serverURI": format!("ldap://{LDAP_HOST}:{LDAP_PORT}"),
+                "baseDN": LDAP_PEOPLE, "bindDN": LDAP_BIND_DN,
+                "bindPasswordRef": {"name": "ldap-bind", "key": "password"},
+                "usernameAttribute": "uid"}}}),
+    )
+    .await;
+    let names = ["sqlite", "settings", "oauth", "ldap"];
+    for name in names {
         ready(&env, name).await;
     }
     let mut cases = Vec::new();
-    for name in ["sqlite", "settings", "oauth"] {
+    for name in names {
         let registration = job(&env, &format!("{name}-pgadmin-register-")).await;
         cases.push(case(name, deployment(&env, name).await, registration));
     }
@@ -226,6 +255,7 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
     cases[0]["wrong_host"] = json!("elsewhere.team-a.svc");
     cases[0]["ca_secret"] = json!("orders-ca");
     cases[2]["oauth2"] = json!(true);
+    cases[3]["ldap"] = json!({"user": "carol", "password": "carol-directory-pass-1"});
 
     // The oauth2-proxy sidecar: every flag is one v7.12.0 registers.
     let known: Vec<&str> = PROXY_FLAGS
@@ -306,7 +336,8 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
     ]);
 
     let secrets = secrets(&env).await;
-    let (roles, hosts) = roles(&secrets, &settings_deployment);
+    let (roles, mut hosts) = roles(&secrets, &settings_deployment);
+    hosts.push(LDAP_HOST.into());
     let work = tempfile::tempdir().expect("tempdir");
     // The pgAdmin user must reach its volumes' host directories through this path.
     let mut perms = std::fs::metadata(work.path()).expect("meta").permissions();
@@ -323,6 +354,9 @@ async fn rendered_pgadmin_workloads_work_with_the_real_programs() {
         "databases": [{"name": "pgadmin", "owner": "pgadmin"}],
         "secrets": secrets,
         "cases": cases,
+        "ldap": {"port": LDAP_PORT, "suffix": LDAP_SUFFIX, "people": LDAP_PEOPLE,
+            "bind_dn": LDAP_BIND_DN, "bind_password": LDAP_BIND_PASSWORD,
+            "user": "carol", "password": "carol-directory-pass-1"},
     });
     run_real_programs(&scenario, work.path());
     if std::env::var_os("PGTOOLBOX_REAL_KEEP").is_some() {

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -108,6 +109,69 @@ class Postgres:
         subprocess.run(["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups",
                         f"{PG}/pg_ctl", "-D", self.data, "-m", "immediate", "stop"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class Directory:
+    """OpenLDAP's slapd (Debian) on loopback with a configuration and database of its own:
+    the bind account pgAdmin searches with and one person who signs in."""
+
+    def __init__(self, work, spec):
+        self.dir = os.path.join(work, "slapd")
+        os.makedirs(os.path.join(self.dir, "db"))
+        suffix = spec["suffix"]
+        conf = os.path.join(self.dir, "slapd.conf")
+        with open(conf, "w") as f:
+            f.write("\n".join([
+                "include /etc/ldap/schema/core.schema",
+                "include /etc/ldap/schema/cosine.schema",
+                "include /etc/ldap/schema/inetorgperson.schema",
+                "modulepath /usr/lib/ldap",
+                "moduleload back_mdb",
+                f"pidfile {self.dir}/slapd.pid",
+                "database mdb",
+                "maxsize 10485760",
+                f'suffix "{suffix}"',
+                f'rootdn "{spec["bind_dn"]}"',
+                f'rootpw {spec["bind_password"]}',
+                f"directory {self.dir}/db",
+                "",
+            ]))
+        people = spec["people"]
+        dc = suffix.split(",")[0].split("=")[1]
+        entries = [
+            f"dn: {suffix}\nobjectClass: dcObject\nobjectClass: organization\no: {dc}\ndc: {dc}\n",
+            f"dn: {people}\nobjectClass: organizationalUnit\nou: {people.split(',')[0].split('=')[1]}\n",
+            f"dn: uid={spec['user']},{people}\nobjectClass: inetOrgPerson\nuid: {spec['user']}\n"
+            f"cn: {spec['user']}\nsn: {spec['user']}\nmail: {spec['user']}@example.org\n"
+            f"userPassword: {spec['password']}\n",
+        ]
+        ldif = os.path.join(self.dir, "data.ldif")
+        with open(ldif, "w") as f:
+            f.write("\n".join(entries))
+        added = subprocess.run(["/usr/sbin/slapadd", "-f", conf, "-l", ldif],
+                               capture_output=True, text=True)
+        check(added.returncode == 0, f"slapadd: {added.stderr}")
+        self.log = open(os.path.join(self.dir, "slapd.log"), "w")
+        self.proc = subprocess.Popen(
+            ["/usr/sbin/slapd", "-f", conf, "-h", f"ldap://127.0.0.1:{spec['port']}/", "-d", "0"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", spec["port"]), timeout=1).close()
+                break
+            except OSError:
+                check(self.proc.poll() is None and time.time() < deadline,
+                      f"slapd did not start: {tail(self.log.name)}")
+                time.sleep(0.1)
+        log(f"slapd serves {suffix} on port {spec['port']}")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
 
 
 def issue(work, ca_cert, ca_key, host):
@@ -541,6 +605,20 @@ def pgadmin_scenario(work, pg, case, secrets, layout):
 
 def case_users(case, email, password, pod, job_container, pgadmin_container):
     base = f"http://127.0.0.1:{PGADMIN_PORT}"
+    if case.get("ldap"):
+        # A directory user signs in through pgAdmin's own form (created on first sign-in); the
+        # same user with a wrong password is refused.
+        ldap = case["ldap"]
+        refused = Browser(base)
+        status, _, page = refused.request("GET", "/login")
+        status, url, page = refused.request("POST", "/authenticate/login", data={
+            "csrf_token": refused.fetch_csrf(page), "email": ldap["user"],
+            "password": ldap["password"] + "-wrong", "language": "en", "internal_button": "Login"})
+        check("/login" in url, f"a wrong LDAP password signed in: {status} {url}")
+        user = Browser(base)
+        user.login(ldap["user"], ldap["password"])
+        log(f"{case['name']}: the directory's {ldap['user']} signs in, a wrong password is refused")
+        return [(f"the directory user {ldap['user']}", user)]
     if case.get("oauth2"):
         # Behind the proxy, pgAdmin takes whoever X-Forwarded-Email names (created on first
         # visit): two users the proxy let in.
@@ -629,6 +707,7 @@ def main():
     # this machine has 15.
     layout = {"hosts": hosts, "pgsql_dirs": ["15"]}
     pg = Postgres(work, scenario["roles"], scenario["databases"], scenario.get("server_tls"))
+    directory = Directory(work, scenario["ldap"]) if scenario.get("ldap") else None
     try:
         for case in scenario["cases"]:
             pgadmin_scenario(work, pg, case, scenario["secrets"], layout)
@@ -637,6 +716,8 @@ def main():
         return 1
     finally:
         pg.stop()
+        if directory:
+            directory.stop()
     log("all checks passed")
     return 0
 

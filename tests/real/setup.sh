@@ -26,6 +26,14 @@ if [ ! -x /usr/lib/postgresql/15/bin/postgres ] || ! command -v unshare >/dev/nu
     >/dev/null
 fi
 
+# Debian's slapd (OpenLDAP) for pgAdmin's LDAP sign-in in the real tier (tests/real/run.py
+# starts it with a configuration of its own): about 11 s, nothing once installed.
+if ! [ -x /usr/sbin/slapd ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends slapd >/dev/null
+fi
+
 # Debian's chromium for the console's browser tests (console/tests/browser.rs, driven by
 # playwright-core from tests/browser): a browser download cannot work here. About 80 s on a
 # fresh machine (apt-get update included), nothing once installed.

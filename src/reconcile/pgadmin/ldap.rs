@@ -51,10 +51,13 @@ pub fn config_env(ldap: &Ldap) -> Vec<Value> {
         setting("LDAP_BASE_DN", json!(ldap.base_dn)),
         setting("LDAP_USERNAME_ATTRIBUTE", json!(ldap.username_attribute)),
         setting("LDAP_USE_STARTTLS", json!(ldap.start_tls)),
+        // Always set: with a bind DN and no search base pgAdmin refuses every sign-in ("Set
+        // the Search Domain"), found by the real tier against slapd.
+        setting(
+            "LDAP_SEARCH_BASE_DN",
+            json!(ldap.search_base_dn.as_deref().unwrap_or(&ldap.base_dn)),
+        ),
     ];
-    if let Some(base) = &ldap.search_base_dn {
-        env.push(setting("LDAP_SEARCH_BASE_DN", json!(base)));
-    }
     if let Some(filter) = &ldap.search_filter {
         env.push(setting("LDAP_SEARCH_FILTER", json!(filter)));
     }
@@ -201,7 +204,7 @@ mod tests {
             bind_password_ref: None,
             ca: None,
             start_tls: true,
-            ..ldap
+            ..ldap.clone()
         };
         let env = env_map(&config_env(&plain));
         assert!(!env.contains_key(BIND_PASSWORD_ENV));
@@ -209,6 +212,15 @@ mod tests {
         assert!(!env.contains_key("PGADMIN_CONFIG_LDAP_CA_CERT_FILE"));
         assert_eq!(env["PGADMIN_CONFIG_LDAP_USE_STARTTLS"]["value"], "True");
         assert!(ca_volume(&plain).is_none());
+        // No search base: the base DN (pgAdmin refuses a bind DN without one).
+        let unset = Ldap {
+            search_base_dn: None,
+            ..ldap.clone()
+        };
+        assert_eq!(
+            env_map(&config_env(&unset))["PGADMIN_CONFIG_LDAP_SEARCH_BASE_DN"]["value"],
+            "'ou=people,dc=example,dc=org'"
+        );
         assert_eq!(port(&plain), 389);
         for (uri, want) in [
             ("ldaps://h", 636),
