@@ -714,8 +714,14 @@ fn trust() -> Trust {
 
 impl Trust {
     fn run(&self) -> Confinement {
+        self.run_with(&NodeCidrs::Known(vec![(
+            "node-1".into(),
+            vec![cidr("10.244.1.0/24")],
+        )]))
+    }
+
+    fn run_with(&self, nodes: &NodeCidrs) -> Confinement {
         let labels = pod_template_labels("ops", Component::Console);
-        let nodes = NodeCidrs::Known(vec![("node-1".into(), vec![cidr("10.244.1.0/24")])]);
         decide_confinement(&ConfinementInput {
             published: &self.published,
             maybe_published_unseen: self.unseen,
@@ -726,9 +732,41 @@ impl Trust {
             template_grant: self.template_grant,
             others: &self.others,
             pod_labels: &labels,
-            nodes: &nodes,
+            nodes,
             verified: self.verified,
         })
+    }
+}
+
+#[test]
+fn selector_peers_are_believed_only_while_the_pod_network_is_known() {
+    let message = |c: &Confinement| {
+        c.verdict
+            .as_ref()
+            .map(|v| v.message.clone())
+            .unwrap_or_default()
+    };
+    let known = trust().run();
+    assert!(known.grant.is_some());
+    assert!(
+        message(&known).ends_with("trust X-Forwarded-For from the peers the policy admits"),
+        "{}",
+        message(&known)
+    );
+    // The router namespaces are a selector: without the Nodes' podCIDRs the Pods are still
+    // granted (ipBlocks, had there been any, would be believed) and the message says who is not.
+    for unknown in [
+        NodeCidrs::NoGrant,
+        NodeCidrs::TooMany,
+        NodeCidrs::NoPodCidrs,
+    ] {
+        let c = trust().run_with(&unknown);
+        assert!(c.grant.is_some());
+        assert!(
+            message(&c).contains("only from the policy's ipBlock peers"),
+            "{}",
+            message(&c)
+        );
     }
 }
 
