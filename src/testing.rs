@@ -85,7 +85,10 @@ pub mod reconcile {
         pub use crate::reconcile::children::{child_labels, child_name, pod_template_labels};
     }
     pub mod console {
-        pub use crate::reconcile::console::{PEERS_ANNOTATION, TRUST_ANNOTATION};
+        pub use crate::reconcile::console::{
+            NodeCidrs, PEERS_ANNOTATION, RenderInput, TRUST_ANNOTATION, deployment, policy_peers,
+            trusted_proxies,
+        };
     }
     pub mod evidenceagent {
         pub use crate::reconcile::evidenceagent::service_dns_names;

@@ -177,7 +177,10 @@ pub fn clusters(views: &Result<Vec<ClusterView>, String>, namespace: &str) -> St
     }
     for v in views {
         let tls = match &v.tls {
-            Ok(()) => "<p class=\"tls\"><span class=\"pill ok\">TLS verifiable</span> <span class=\"muted\">verify-full against the mirrored instance CA</span></p>".to_string(),
+            Ok(()) => format!(
+                "<p class=\"tls\"><span class=\"pill ok\">TLS verified</span> <span class=\"muted\">{} answered with a certificate for its name, signed by the mirrored instance CA (verify-full)</span></p>",
+                esc(&crate::tls::rw_host(&v.name, namespace))
+            ),
             Err(why) => format!(
                 "<p class=\"tls\"><span class=\"pill bad\">not verifiable</span> <span class=\"muted\">{}</span></p>",
                 esc(why)

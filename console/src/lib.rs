@@ -9,6 +9,7 @@ pub mod auth;
 pub mod html;
 mod metrics;
 pub mod server;
+pub mod tls;
 pub mod views;
 
 pub use server::{Console, ConsoleError, serve};

@@ -19,6 +19,7 @@ use crate::auth::{
 };
 use crate::html::{self, Chrome};
 use crate::metrics::Metrics;
+use crate::tls::TlsChecker;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -37,6 +38,7 @@ pub struct Console {
     /// Where the API server is, without any credentials: each request adds its user's.
     kube_base: kube::Config,
     metrics: Metrics,
+    tls: TlsChecker,
 }
 
 impl Console {
@@ -62,7 +64,13 @@ impl Console {
             trust,
             kube_base,
             metrics: Metrics::new(),
+            tls: TlsChecker::default(),
         })
+    }
+
+    /// The Clusters' TLS checker (a handle: clones share its answers and its test mapping).
+    pub fn tls_checker(&self) -> &TlsChecker {
+        &self.tls
     }
 
     /// A client that authenticates as the session's user (their ID token as the bearer).
@@ -244,6 +252,7 @@ async fn clusters_page(State(c): State<Shared>, headers: HeaderMap) -> Response 
                 &c.env.name,
                 c.env.cluster_selector.as_deref(),
                 c.env.instance_ca_file.as_deref(),
+                &c.tls,
             )
             .await
         }

@@ -9,6 +9,8 @@ use kube::core::{GroupVersionKind, Selector};
 use pgtoolbox_operator::api::{PgAccessRequest, PgToolBoxConsole};
 use serde_json::Value;
 
+use crate::tls::{TlsChecker, rw_host};
+
 /// One Cluster as the overview shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterView {
@@ -20,7 +22,8 @@ pub struct ClusterView {
     /// Each instance and its role (primary or replica).
     pub members: Vec<(String, &'static str)>,
     pub last_backup: Option<String>,
-    /// TLS: `Ok(())` verifiable against the mirrored CA (verify-full), `Err(why)` not.
+    /// TLS: `Ok(())` verified against the mirrored CA (verify-full, a real handshake with its
+    /// `-rw` Service), `Err(why)` not verifiable.
     pub tls: Result<(), String>,
     /// The latest Events (time, type, reason, message), newest first.
     pub events: Vec<(String, String, String, String)>,
@@ -107,11 +110,11 @@ pub fn tls_verdict(
 ) -> Result<(), String> {
     if let Some((_, reason)) = missing.iter().find(|(c, _)| c == cluster) {
         return Err(format!(
-            "not verifiable: its CA is missing from the bundle ({reason})"
+            "CA missing: the operator could not mirror it ({reason})"
         ));
     }
     if bundle_certs == 0 {
-        return Err("the mounted CA bundle holds no certificate".into());
+        return Err("CA missing: the mounted instance CA bundle holds no certificate".into());
     }
     Ok(())
 }
@@ -123,13 +126,15 @@ pub fn bundle_certs(path: Option<&str>) -> usize {
         .unwrap_or(0)
 }
 
-/// The selected Clusters of the namespace, each with its recent Events and TLS verdict.
+/// The selected Clusters of the namespace, each with its recent Events and TLS verdict: the
+/// operator's word on a missing CA first, then a real handshake with the `-rw` Service.
 pub async fn clusters(
     client: &kube::Client,
     namespace: &str,
     console: &str,
     selector: Option<&str>,
     ca_file: Option<&str>,
+    checker: &TlsChecker,
 ) -> Result<Vec<ClusterView>, String> {
     let params = selector_params(selector)?;
     let list = clusters_api(client, namespace)
@@ -189,6 +194,24 @@ pub async fn clusters(
         })
         .collect();
     views.sort_by(|a, b| a.name.cmp(&b.name));
+    let bundle = ca_file
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_default();
+    let mut checks = tokio::task::JoinSet::new();
+    for (i, view) in views.iter().enumerate() {
+        if view.tls.is_ok() {
+            let (checker, bundle) = (checker.clone(), bundle.clone());
+            let host = rw_host(&view.name, namespace);
+            checks.spawn(async move { (i, checker.check(&host, &bundle).await) });
+        }
+    }
+    while let Some(done) = checks.join_next().await {
+        if let Ok((i, verdict)) = done
+            && let Some(view) = views.get_mut(i)
+        {
+            view.tls = verdict;
+        }
+    }
     Ok(views)
 }
 

@@ -472,11 +472,35 @@ async fn served_and_granted() -> super::console_support::Env {
         }
     })
     .await;
+    // The Route's peers are the router namespaces (a selector): the console believes them
+    // from the Pod network, the Nodes' podCIDRs.
+    let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(env.client.clone())
+        .list(&Default::default())
+        .await
+        .expect("nodes");
+    let mut cidrs: Vec<String> = nodes
+        .items
+        .iter()
+        .flat_map(|n| n.spec.iter().flat_map(|s| s.pod_cidrs.iter().flatten()))
+        .cloned()
+        .collect();
+    cidrs.sort();
+    cidrs.dedup();
+    assert!(!cidrs.is_empty(), "the sim's Nodes have podCIDRs");
+    assert_eq!(
+        env_var(&env, "CONSOLE_TRUSTED_PROXIES").await,
+        Some(cidrs.join(","))
+    );
     env
 }
 
 /// CONSOLE_TRUST_X_FORWARDED_FOR as the Deployment's Pods run with it.
 async fn trust_env(env: &super::console_support::Env) -> Option<String> {
+    env_var(env, "CONSOLE_TRUST_X_FORWARDED_FOR").await
+}
+
+/// A variable of the console container as the Deployment renders it.
+async fn env_var(env: &super::console_support::Env, name: &str) -> Option<String> {
     let d = Api::<Deployment>::namespaced(env.client.clone(), NS)
         .get("ops-console")
         .await
@@ -487,7 +511,7 @@ async fn trust_env(env: &super::console_support::Env) -> Option<String> {
         .containers
         .iter()
         .flat_map(|c| c.env.iter().flatten())
-        .find(|e| e.name == "CONSOLE_TRUST_X_FORWARDED_FOR")
+        .find(|e| e.name == name)
         .and_then(|e| e.value.clone())
 }
 

@@ -11,6 +11,7 @@ mod console_exposure;
 mod console_namespaces;
 mod console_ready;
 mod console_refused_children;
+mod console_roles;
 mod console_sim;
 mod console_support;
 mod console_trust;

@@ -8,9 +8,10 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::kubectl_support::{Kubectl, kubectl_present};
 
-struct Sim {
+/// `pgtoolbox-operator sim` as a user runs it, driven with kubectl (also console_roles.rs).
+pub(crate) struct Sim {
     child: Child,
-    kubectl: Kubectl,
+    pub(crate) kubectl: Kubectl,
 }
 
 impl Drop for Sim {
@@ -21,7 +22,7 @@ impl Drop for Sim {
 }
 
 impl Sim {
-    fn start() -> Sim {
+    pub(crate) fn start() -> Sim {
         let dir = tempfile::tempdir().expect("tempdir");
         let kubeconfig = dir.path().join("kubeconfig");
         let child = Command::new(env!("CARGO_BIN_EXE_pgtoolbox-operator"))

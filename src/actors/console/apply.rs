@@ -16,6 +16,7 @@ use crate::conditions::{PassFacts, Verdict};
 use crate::reconcile::console::{
     ApplyFacts, ChildNames, Children, ChildrenApplied, ConsolePod, ForeignChild, Observed, Plan,
     PolicyRefusal, RenderInput, TRUST_ANNOTATION, conclude_paused, kept_under_refused_hostname,
+    trusted_proxies,
 };
 use crate::reconcile::exposure::HostAllowList;
 
@@ -118,6 +119,12 @@ impl ConsoleReconciler {
             Children::Apply { image } => image,
         };
         let mut input = render_input(cx, obj, image, plan.confinement.grant.as_deref());
+        // The grant is given for the rendered policy's peers only (confined.rs).
+        let trusted = match (&input.grant, &plan.rendered) {
+            (Some(_), Some(rendered)) => trusted_proxies(&rendered.peers, &observed.nodes),
+            _ => Vec::new(),
+        };
+        input.trusted_proxies = &trusted;
         input.secrets = &observed.digests;
         let children = ChildPlan {
             input,
@@ -167,6 +174,7 @@ fn render_input<'a>(
         spec: &obj.spec,
         image,
         grant,
+        trusted_proxies: &[],
         secrets: &[],
     }
 }

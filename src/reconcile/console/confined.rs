@@ -26,6 +26,9 @@ pub const MAX_OTHER_POLICIES: usize = 250;
 pub const MAX_CONSOLE_PODS: usize = 250;
 
 const TRUSTS: &str = "console Pods trust X-Forwarded-For from the peers the policy admits";
+/// Selector peers connect from the Pod network, known from the Nodes' podCIDRs; without them
+/// only the ipBlock peers are believed.
+const TRUSTS_BLOCKS_ONLY: &str = "console Pods trust X-Forwarded-For only from the policy's ipBlock peers: the Pod network its selector peers connect from is not known (the Nodes' podCIDRs could not be read)";
 const TRUSTS_NONE: &str = "the console trusts no peer with X-Forwarded-For";
 /// While the policy is kept, Pods that carry the grant run with CONSOLE_TRUST_X_FORWARDED_FOR
 /// set: the message says so rather than that nobody is trusted.
@@ -323,11 +326,21 @@ fn analyse(
         );
     }
     let verified = has_blocks.then(|| rendered.digest.clone());
+    // A selector peer is believed from the Pod network (render::trusted_proxies): unknown,
+    // only the ipBlocks are.
+    let selectors = rendered.peers.iter().any(|p| p.ip_block.is_none());
+    let pod_network =
+        matches!(input.nodes, NodeCidrs::Known(n) if n.iter().any(|(_, c)| !c.is_empty()));
+    let trusts = if selectors && !pod_network {
+        TRUSTS_BLOCKS_ONLY
+    } else {
+        TRUSTS
+    };
     (
         Verdict::holds(
             common::AS_EXPECTED,
             format!(
-                "the ingress NetworkPolicy admits only the listed router, ingress controller or gateway peers to the console port{note}; {TRUSTS}"
+                "the ingress NetworkPolicy admits only the listed router, ingress controller or gateway peers to the console port{note}; {trusts}"
             ),
         ),
         Some(rendered.digest.clone()),

@@ -40,12 +40,13 @@ pub use plan::{
     ApplyFacts, Children, ChildrenApplied, Observed, Plan, conclude_pass, conclude_paused, exposed,
     exposure_to_apply, missing_refs, plan, reads_other_policies, refusal_remembered, settle,
 };
+pub use render::policy_peers;
 pub use render::{
     CONSOLE_PORT, PEERS_ANNOTATION, RenderInput, TRUST_ANNOTATION, deployment, instance_ca,
-    network_policy, role_binding, service, service_account,
+    network_policy, role_binding, service, service_account, trusted_proxies,
 };
 #[cfg(test)]
-pub use render::{POLICY_GROUP_LABEL, TRUST_ENV, peers_digest, policy_peers};
+pub use render::{POLICY_GROUP_LABEL, TRUST_ENV, peers_digest};
 
 #[cfg(test)]
 mod fuzz_tests;

@@ -155,10 +155,11 @@ impl Observed<'_> {
             })
     }
 
-    /// The Nodes' podCIDRs are read only to verify a rendered policy's ipBlocks.
+    /// The Nodes' podCIDRs are read for a rendered policy: to verify its ipBlocks, and as the
+    /// Pod network its selector peers connect from (`render::trusted_proxies`).
     pub fn needs_node_cidrs(&self) -> bool {
         self.rendered(&self.exposure())
-            .is_some_and(|r| r.peers.iter().any(|p| p.ip_block.is_some()))
+            .is_some_and(|r| !r.peers.is_empty())
     }
 
     /// The mounted Secrets are read only when the children are applied.

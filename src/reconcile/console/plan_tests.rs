@@ -207,12 +207,12 @@ fn what_a_pass_applies_and_reads() {
             digests: true,
         },
         Row {
-            name: "route with a pod selector peer: no node read",
+            name: "route with a pod selector peer: the Nodes are read (the Pod network it is believed from)",
             spec: exposed_spec("c.apps.example.com", pods),
             missing_role: false,
             remembered: false,
             children: apply(),
-            nodes: false,
+            nodes: true,
             digests: true,
         },
         Row {

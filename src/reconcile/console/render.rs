@@ -22,7 +22,9 @@ use pgtoolbox_api::console as contract;
 use sha2::{Digest, Sha256};
 
 use super::ca_bundle::CA_KEY;
+use super::cidr::Cidr;
 use super::names::{ChildNames, RoleGrant};
+use super::peers::NodeCidrs;
 use crate::api::PgToolBoxConsoleSpec;
 use crate::reconcile::children::{Component, child_labels, pod_template_labels};
 use crate::reconcile::evidenceagent::pull_policy;
@@ -42,6 +44,8 @@ pub const TRUST_ANNOTATION: &str = "pgtoolbox.fyannk.dev/forwarded-for-trust";
 pub const PEERS_ANNOTATION: &str = "pgtoolbox.fyannk.dev/ingress-peers";
 /// The environment variable the console reads: `true` only while granted.
 pub const TRUST_ENV: &str = pgtoolbox_api::console::TRUST_X_FORWARDED_FOR;
+/// The CIDRs of the trusted peers, rendered only with the grant.
+pub const TRUSTED_PROXIES_ENV: &str = pgtoolbox_api::console::TRUSTED_PROXIES;
 /// The OpenShift routers' namespaces carry this label (value `ingress`).
 pub const POLICY_GROUP_LABEL: &str = "network.openshift.io/policy-group";
 
@@ -58,6 +62,9 @@ pub struct RenderInput<'a> {
     pub image: &'a str,
     /// The trust grant: the peers digest the Pods may trust, `None` for no trust.
     pub grant: Option<&'a str>,
+    /// With the grant: the CIDRs of those peers ([`trusted_proxies`]), rendered as
+    /// `CONSOLE_TRUSTED_PROXIES`.
+    pub trusted_proxies: &'a [String],
     /// Digests of the Secrets the Pods consume: a changed one rolls the workload.
     pub secrets: &'a [SecretDigest],
 }
@@ -151,6 +158,32 @@ pub fn policy_peers(spec: &PgToolBoxConsoleSpec) -> Option<Vec<NetworkPolicyPeer
     })
 }
 
+/// The addresses the peers of a granted ingress policy connect from: what the console
+/// believes `X-Forwarded-For` from (`CONSOLE_TRUSTED_PROXIES`). An ipBlock peer is its `cidr`
+/// (its `except` ranges are not admitted, so they never reach the port). A namespace or Pod
+/// selector admits Pods whose addresses come and go: it stands for the Pod network, the
+/// Nodes' `spec.podCIDRs`; the policy, verified confined, lets no other Pod of that network
+/// reach the port. Traffic from the Nodes themselves (host-network Pods, the kubelet) is not
+/// in it: it is not confined by NetworkPolicy. With the Pod network unknown a selector peer
+/// adds nothing, so its `X-Forwarded-For` is believed from no one. Sorted, each block once.
+pub fn trusted_proxies(peers: &[NetworkPolicyPeer], nodes: &NodeCidrs) -> Vec<String> {
+    let mut blocks: Vec<Cidr> = Vec::new();
+    for peer in peers {
+        match &peer.ip_block {
+            Some(block) => blocks.extend(Cidr::parse(&block.cidr)),
+            None => {
+                if let NodeCidrs::Known(nodes) = nodes {
+                    blocks.extend(nodes.iter().flat_map(|(_, cidrs)| cidrs.iter().copied()));
+                }
+            }
+        }
+    }
+    let mut text: Vec<String> = blocks.iter().map(Cidr::to_string).collect();
+    text.sort();
+    text.dedup();
+    text
+}
+
 /// The digest of a peer list (16 hex characters).
 pub fn peers_digest(peers: &[NetworkPolicyPeer]) -> String {
     let json = serde_json::to_vec(peers).unwrap_or_default();
@@ -230,6 +263,9 @@ pub fn deployment(input: &RenderInput<'_>, resources: Option<&ResourceRequiremen
         env(TRUST_ENV, &input.grant.is_some().to_string()),
         env(contract::NAME, input.console),
     ];
+    if input.grant.is_some() && !input.trusted_proxies.is_empty() {
+        envs.push(env(TRUSTED_PROXIES_ENV, &input.trusted_proxies.join(",")));
+    }
     if let Some(oidc) = spec.authentication.as_ref().and_then(|a| a.oidc.as_ref()) {
         envs.push(env(contract::OIDC_ISSUER_URL, &oidc.issuer_url));
         envs.push(env(contract::OIDC_CLIENT_ID, &oidc.client_id));

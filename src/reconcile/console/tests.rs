@@ -714,8 +714,14 @@ fn trust() -> Trust {
 
 impl Trust {
     fn run(&self) -> Confinement {
+        self.run_with(&NodeCidrs::Known(vec![(
+            "node-1".into(),
+            vec![cidr("10.244.1.0/24")],
+        )]))
+    }
+
+    fn run_with(&self, nodes: &NodeCidrs) -> Confinement {
         let labels = pod_template_labels("ops", Component::Console);
-        let nodes = NodeCidrs::Known(vec![("node-1".into(), vec![cidr("10.244.1.0/24")])]);
         decide_confinement(&ConfinementInput {
             published: &self.published,
             maybe_published_unseen: self.unseen,
@@ -726,9 +732,41 @@ impl Trust {
             template_grant: self.template_grant,
             others: &self.others,
             pod_labels: &labels,
-            nodes: &nodes,
+            nodes,
             verified: self.verified,
         })
+    }
+}
+
+#[test]
+fn selector_peers_are_believed_only_while_the_pod_network_is_known() {
+    let message = |c: &Confinement| {
+        c.verdict
+            .as_ref()
+            .map(|v| v.message.clone())
+            .unwrap_or_default()
+    };
+    let known = trust().run();
+    assert!(known.grant.is_some());
+    assert!(
+        message(&known).ends_with("trust X-Forwarded-For from the peers the policy admits"),
+        "{}",
+        message(&known)
+    );
+    // The router namespaces are a selector: without the Nodes' podCIDRs the Pods are still
+    // granted (ipBlocks, had there been any, would be believed) and the message says who is not.
+    for unknown in [
+        NodeCidrs::NoGrant,
+        NodeCidrs::TooMany,
+        NodeCidrs::NoPodCidrs,
+    ] {
+        let c = trust().run_with(&unknown);
+        assert!(c.grant.is_some());
+        assert!(
+            message(&c).contains("only from the policy's ipBlock peers"),
+            "{}",
+            message(&c)
+        );
     }
 }
 
@@ -1137,12 +1175,14 @@ fn rendered_children_are_stable_and_carry_the_grant_only_when_granted() {
         "extraSecrets": [{"name": "extra", "mountPath": "/x"}],
         "extraConfigMaps": [{"name": "conf", "mountPath": "/c"}],
     }));
+    let proxies = vec!["10.128.0.0/23".to_string(), "192.0.2.0/24".to_string()];
     let input = |grant| RenderInput {
         console: "ops",
         namespace: "team-a",
         spec: &s,
         image: "ghcr.io/pgtoolbox/console:1.0.0",
         grant,
+        trusted_proxies: &proxies,
         secrets: &[],
     };
     let plain = deployment(&input(None), None);
@@ -1183,6 +1223,18 @@ fn rendered_children_are_stable_and_carry_the_grant_only_when_granted() {
     assert_eq!(
         find(TRUST_ENV).map(|e| e["value"].clone()),
         Some(json!("true"))
+    );
+    // The peers' CIDRs go with the grant, never without it.
+    assert_eq!(
+        find(crate::reconcile::console::render::TRUSTED_PROXIES_ENV).map(|e| e["value"].clone()),
+        Some(json!("10.128.0.0/23,192.0.2.0/24"))
+    );
+    let plain_value = serde_json::to_value(&plain).expect("json");
+    assert!(
+        !plain_value["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|e| e["name"] == "CONSOLE_TRUSTED_PROXIES")),
+        "no trusted proxies without the grant"
     );
     assert_eq!(
         find("CONSOLE_OIDC_CLIENT_SECRET").map(|e| e["valueFrom"]["secretKeyRef"]["name"].clone()),
@@ -1264,6 +1316,7 @@ fn a_changed_secret_changes_the_workload_hash() {
                 spec: &s,
                 image: "ghcr.io/pgtoolbox/console:1.0.0",
                 grant: None,
+                trusted_proxies: &[],
                 secrets: digests,
             },
             None,
@@ -1280,4 +1333,48 @@ fn a_changed_secret_changes_the_workload_hash() {
     assert_eq!(hash(&one), hash(&one));
     assert_ne!(hash(&one), hash(&two));
     assert_ne!(hash(&one), hash(&[]));
+}
+
+#[test]
+fn trusted_proxies_are_the_ipblocks_and_the_pod_network_for_selector_peers() {
+    use crate::reconcile::console::{NodeCidrs, trusted_proxies};
+    let peer = |v: serde_json::Value| -> NetworkPolicyPeer { serde_json::from_value(v).unwrap() };
+    let block = peer(json!({"ipBlock": {"cidr": "192.0.2.7/24", "except": ["192.0.2.128/25"]}}));
+    let v6 = peer(json!({"ipBlock": {"cidr": "2001:db8::1/64"}}));
+    let routers = peer(
+        json!({"namespaceSelector": {"matchLabels": {"network.openshift.io/policy-group": "ingress"}}}),
+    );
+    let nodes = NodeCidrs::Known(vec![
+        (
+            "n1".into(),
+            vec![crate::reconcile::console::Cidr::parse("10.128.0.0/23").unwrap()],
+        ),
+        (
+            "n2".into(),
+            vec![crate::reconcile::console::Cidr::parse("10.128.2.0/23").unwrap()],
+        ),
+    ]);
+    // ipBlocks alone: their networks (host bits cleared), whatever the Nodes say.
+    assert_eq!(
+        trusted_proxies(&[block.clone(), v6.clone()], &NodeCidrs::NoGrant),
+        ["192.0.2.0/24", "2001:db8::/64"]
+    );
+    // A selector peer: the Pod network, each Node's block once.
+    assert_eq!(
+        trusted_proxies(&[routers.clone(), routers.clone()], &nodes),
+        ["10.128.0.0/23", "10.128.2.0/23"]
+    );
+    assert_eq!(
+        trusted_proxies(&[routers.clone(), block], &nodes),
+        ["10.128.0.0/23", "10.128.2.0/23", "192.0.2.0/24"]
+    );
+    // The Pod network unknown: a selector peer is believed from no one.
+    for unknown in [
+        NodeCidrs::NoGrant,
+        NodeCidrs::TooMany,
+        NodeCidrs::NoPodCidrs,
+    ] {
+        assert!(trusted_proxies(std::slice::from_ref(&routers), &unknown).is_empty());
+    }
+    assert!(trusted_proxies(&[], &nodes).is_empty());
 }
