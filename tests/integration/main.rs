@@ -12,6 +12,7 @@ mod console_namespaces;
 mod console_ready;
 mod console_refused_children;
 mod console_sim;
+mod console_slow_rechecks;
 mod console_support;
 mod console_trust;
 mod console_vanished_api;
@@ -27,6 +28,7 @@ mod evidence_real;
 mod explain_cli;
 mod explain_golden;
 mod explain_support;
+mod exposure_hostname_conflict;
 #[path = "../../sim/tests/integration/kubectl_support.rs"]
 mod kubectl_support;
 mod machinery_exposure;
