@@ -11,7 +11,7 @@ use pgtoolbox_sim::SimConfig;
 use serde_json::json;
 
 use super::console_support::{Env, IMAGE, NS, start, state};
-use super::wait_support::{condition_of, eventually, wait_event_of};
+use super::wait_support::{condition_of, wait_event_of, wait_for};
 
 /// The real durations: the defaults, nothing shortened.
 fn real_rechecks() -> OperatorSettings {
@@ -61,15 +61,15 @@ async fn quiet_until_the_recheck(
         ("True".into(), reason.into()),
         "resolved before the recheck"
     );
-    let mut resolved = None;
-    eventually(MARGIN * 3, "the recheck resolves the stall", || async {
+    // Due within MARGIN: the wait's deadline is well above it.
+    let resolved = wait_for("the recheck resolves the stall", || async {
         let obj = env.consoles().get("ops").await.expect("console");
-        let valid = condition_of(&obj, "ConfigurationValid").filter(|c| c.reason == "AsExpected");
-        resolved = valid.map(|c| c.last_transition_time);
-        resolved.is_some()
+        match condition_of(&obj, "ConfigurationValid") {
+            Some(c) if c.reason == "AsExpected" => Ok(c.last_transition_time),
+            other => Err(format!("ConfigurationValid is {other:?}")),
+        }
     })
     .await;
-    let resolved = resolved.expect("resolved");
     let after = stalled_at.0.duration_until(resolved.0);
     let interval_secs = i64::try_from(interval.as_secs()).expect("seconds");
     // Both times are stored in whole seconds.

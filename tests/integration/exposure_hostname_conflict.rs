@@ -70,10 +70,9 @@ async fn the_later_claimant_of_a_hostname_waits_and_takes_it_once_released() {
         exposure.message
     );
     assert!(exposure.message.contains(HOST), "{}", exposure.message);
-    assert_eq!(
-        state(&obj, "Ready"),
-        ("False".into(), "HostnameConflict".into())
-    );
+    // Ready copies it once the aspects before it (the workload) hold.
+    let obj = until_reason(&later_api, "ops", "Ready", "HostnameConflict").await;
+    assert_eq!(state(&obj, "Ready").0, "False");
     assert_eq!(state(&obj, "Stalled").0, "False", "not a stall");
     assert_eq!(obj.status.as_ref().and_then(|s| s.url.clone()), None);
     let (type_, _, note) = wait_event_of(&env.client, LATER_NS, "ops", "HostnameConflict").await;
