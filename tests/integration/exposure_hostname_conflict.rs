@@ -107,3 +107,69 @@ async fn the_later_claimant_of_a_hostname_waits_and_takes_it_once_released() {
         Some("http://ops.apps.sim.local")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pgadmin_after_a_console_waits_until_the_console_changes_its_hostname() {
+    use super::pgadmin_support as pga;
+    let env = pga::start(pga::cluster_config(), OperatorSettings::default()).await;
+    for result in pgtoolbox_operator::testing::k8s::apply_manifests(
+        &env.client,
+        super::console_support::ROLES,
+        "test",
+    )
+    .await
+    {
+        result.expect("ClusterRole applied");
+    }
+    // The console in team-b holds the name first; the PgAdmin of team-a asks for it later.
+    let consoles: Api<PgToolBoxConsole> = Api::namespaced(env.client.clone(), pga::OTHER);
+    let console: PgToolBoxConsole = serde_json::from_value(json!({
+        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgToolBoxConsole",
+        "metadata": {"name": "ops", "namespace": pga::OTHER},
+        "spec": {"image": IMAGE, "exposure": {"type": "route", "hostname": HOST}},
+    }))
+    .expect("valid console");
+    consoles
+        .create(&PostParams::default(), &console)
+        .await
+        .expect("created");
+    until_reason(&consoles, "ops", "ExposureReady", "AsExpected").await;
+    env.cluster(pga::NS, "orders", json!({"team": "a"}), 1)
+        .await;
+    env.pgadmin(
+        "p",
+        json!({"image": pga::IMAGE, "clusterSelector": {"matchLabels": {"team": "a"}},
+            "exposure": {"type": "route", "hostname": HOST}}),
+    )
+    .await;
+    let obj = env
+        .wait_reason("p", "ExposureReady", "HostnameConflict")
+        .await;
+    let exposure = condition_of(&obj, "ExposureReady").expect("ExposureReady");
+    assert_eq!(exposure.status, "False");
+    assert!(
+        exposure
+            .message
+            .contains(&format!("PgToolBoxConsole {}/ops", pga::OTHER)),
+        "{}",
+        exposure.message
+    );
+    env.wait_event("p", "HostnameConflict").await;
+
+    // The console moves to another name: the PgAdmin publishes under this one by itself.
+    consoles
+        .patch(
+            "ops",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"spec": {"exposure": {"hostname": "ops2.apps.sim.local"}}}),
+            ),
+        )
+        .await
+        .expect("patched");
+    let obj = env.wait_reason("p", "ExposureReady", "AsExpected").await;
+    assert_eq!(
+        obj.status.and_then(|s| s.url).as_deref(),
+        Some("http://ops.apps.sim.local")
+    );
+}

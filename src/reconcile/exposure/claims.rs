@@ -124,7 +124,7 @@ mod tests {
         }
         let same_ns = claimant("PgAdmin", "team-a", "y", at);
         assert_eq!(
-            hostname_conflict(&a, "h", &[same_ns.clone()]).map(|c| c.holder),
+            hostname_conflict(&a, "h", std::slice::from_ref(&same_ns)).map(|c| c.holder),
             Some(same_ns)
         );
     }
@@ -134,11 +134,14 @@ mod tests {
         let offset = claimant("PgAdmin", "b", "b", Some("2026-01-01T11:00:00+02:00"));
         let utc = claimant("PgAdmin", "a", "a", Some("2026-01-01T09:30:00Z"));
         assert_eq!(
-            hostname_conflict(&utc, "h", &[offset.clone()]).map(|c| c.holder),
+            hostname_conflict(&utc, "h", std::slice::from_ref(&offset)).map(|c| c.holder),
             Some(offset.clone())
         );
         let unknown = claimant("PgAdmin", "a", "a", None);
-        assert_eq!(hostname_conflict(&offset, "h", &[unknown.clone()]), None);
+        assert_eq!(
+            hostname_conflict(&offset, "h", std::slice::from_ref(&unknown)),
+            None
+        );
         assert!(hostname_conflict(&unknown, "h", &[offset]).is_some());
     }
 
@@ -146,7 +149,7 @@ mod tests {
     fn alone_or_only_itself_there_is_no_conflict() {
         let me = claimant("PgAdmin", "a", "a", Some("2026-01-01T10:00:00Z"));
         assert_eq!(hostname_conflict(&me, "h", &[]), None);
-        assert_eq!(hostname_conflict(&me, "h", &[me.clone()]), None);
+        assert_eq!(hostname_conflict(&me, "h", std::slice::from_ref(&me)), None);
     }
 
     #[test]
