@@ -146,27 +146,17 @@ fn decide_from_cache(inputs: &ExposureInputs<'_>) -> ExposureDecision {
     let observed = inputs.observed.kinds();
     if let Err(refusal) = inputs.hostname {
         // Withdraw everything published under the name, whatever else the pass finds.
-        return ExposureDecision {
-            verdict: Verdict::fails(common::HOSTNAME_NOT_ALLOWED, refusal.message()),
-            url: None,
-            apply: None,
-            delete: observed,
-            published: Vec::new(),
-            delete_past_cache: Vec::new(),
-            unseen: Vec::new(),
-        };
+        return withdrawn(
+            Verdict::fails(common::HOSTNAME_NOT_ALLOWED, refusal.message()),
+            observed,
+        );
     }
     if let Some(conflict) = inputs.conflict {
         // The earlier claimant keeps the name: withdraw what this object published under it.
-        return ExposureDecision {
-            verdict: Verdict::fails(common::HOSTNAME_CONFLICT, conflict.message()),
-            url: None,
-            apply: None,
-            delete: observed,
-            published: Vec::new(),
-            delete_past_cache: Vec::new(),
-            unseen: Vec::new(),
-        };
+        return withdrawn(
+            Verdict::fails(common::HOSTNAME_CONFLICT, conflict.message()),
+            observed,
+        );
     }
     let wanted = inputs.exposure.kind();
     let delete: Vec<ExposureKind> = observed
@@ -280,6 +270,19 @@ fn decide_from_cache(inputs: &ExposureInputs<'_>) -> ExposureDecision {
         apply: Some(kind),
         delete,
         published: vec![kind],
+        delete_past_cache: Vec::new(),
+        unseen: Vec::new(),
+    }
+}
+
+/// Nothing published under the name: every observed exposure child deleted, no URL.
+fn withdrawn(verdict: Verdict, observed: Vec<ExposureKind>) -> ExposureDecision {
+    ExposureDecision {
+        verdict,
+        url: None,
+        apply: None,
+        delete: observed,
+        published: Vec::new(),
         delete_past_cache: Vec::new(),
         unseen: Vec::new(),
     }
