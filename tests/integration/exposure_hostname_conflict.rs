@@ -133,7 +133,18 @@ async fn a_pgadmin_after_a_console_waits_until_the_console_changes_its_hostname(
         .create(&PostParams::default(), &console)
         .await
         .expect("created");
-    until_reason(&consoles, "ops", "ExposureReady", "AsExpected").await;
+    let holder = until_reason(&consoles, "ops", "ExposureReady", "AsExpected").await;
+    // Created in a later second (else the tie would go to team-a, the PgAdmin's namespace).
+    let created = holder.metadata.creation_timestamp.expect("created").0;
+    wait_for("a second after the console's creation", || async {
+        let now = k8s_openapi::jiff::Timestamp::now();
+        if now.as_second() > created.as_second() {
+            Ok(())
+        } else {
+            Err(format!("it is {now}, the console was created at {created}"))
+        }
+    })
+    .await;
     env.cluster(pga::NS, "orders", json!({"team": "a"}), 1)
         .await;
     env.pgadmin(
