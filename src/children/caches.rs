@@ -18,6 +18,7 @@ use kube::runtime::watcher;
 
 use super::contents::Contents;
 use super::external::{HttpRoute, Route};
+use super::host_claims::HostClaims;
 use super::references::{ReferenceIndex, cnpg_clusters, secrets_resource};
 use super::store::{
     ChildStore, FollowsShare, Ingest, StoredChild, Wakeups, our_owner, owner_label,
@@ -81,6 +82,8 @@ pub struct OperatorCaches {
     pub referenced_config_maps: Arc<ReferenceIndex>,
     /// Every NetworkPolicy of a namespace a console reads (the others add up with its own).
     pub namespace_network_policies: Arc<Contents>,
+    /// The exposure hostnames every PgAdmin and console claims (every watched namespace).
+    pub host_claims: Arc<HostClaims>,
     /// Whether `secrets` is watched by these caches (false: the secret router feeds it).
     watch_secrets: bool,
 }
@@ -139,6 +142,12 @@ fn start<C: StoredChild>(store: &Arc<ChildStore<C>>, config: watcher::Config) ->
 fn start_index(index: &Arc<ReferenceIndex>) -> CacheStart {
     let index = index.clone();
     Box::new(move |clients, scope| index.watch(&clients.all, scope))
+}
+
+/// Claims are decided over every member's objects: watched through the unsharded client.
+fn start_claims(claims: &Arc<HostClaims>) -> CacheStart {
+    let claims = claims.clone();
+    Box::new(move |clients, scope| claims.watch(&clients.all, scope))
 }
 
 impl OperatorCaches {
@@ -295,6 +304,7 @@ impl OperatorCaches {
                 ReferenceIndex::new("NetworkPolicies", network_policies()),
                 network_policies(),
             ),
+            host_claims: HostClaims::new(),
         }
     }
 
@@ -383,6 +393,7 @@ impl OperatorCaches {
             start_index(self.databases.index()),
             start_index(&self.referenced_config_maps),
             start_index(self.namespace_network_policies.index()),
+            start_claims(&self.host_claims),
         ];
         if self.watch_secrets {
             starts.push(start_index(&self.secrets));

@@ -7,6 +7,7 @@ mod child_set;
 mod contents;
 mod create;
 mod external;
+mod host_claims;
 mod one_read;
 mod references;
 mod registrations;

@@ -207,8 +207,8 @@ registry! {
             "Create the Gateway, or correct spec.exposure.gateway.parentRef.",
         },
         HOSTNAME_CONFLICT = "HostnameConflict" {
-            "Another route already claims the hostname; registered, but no current reconciler reports it.",
-            "Choose another hostname, or remove the route that holds it.",
+            "Another PgAdmin or console, created earlier, asks for the same exposure hostname and keeps it: nothing is published under it here.",
+            "Choose another hostname, or release it from the object the message names (delete it or change its hostname); this one then publishes by itself.",
         },
         ROUTE_API_UNAVAILABLE = "RouteAPIUnavailable" {
             "The OpenShift Route API is not served, or the operator may not read Routes in this namespace.",

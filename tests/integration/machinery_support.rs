@@ -184,6 +184,7 @@ impl MachineryPasses {
             child_name: &name,
             service_name: &name,
             hostname: Ok(()),
+            conflict: None,
             routes: &routes,
             http_routes: &http_routes,
             observed: ObservedExposure {

@@ -13,6 +13,7 @@ mod console_ready;
 mod console_refused_children;
 mod console_roles;
 mod console_sim;
+mod console_slow_rechecks;
 mod console_support;
 mod console_trust;
 mod console_vanished_api;
@@ -28,6 +29,7 @@ mod evidence_real;
 mod explain_cli;
 mod explain_golden;
 mod explain_support;
+mod exposure_hostname_conflict;
 #[path = "../../sim/tests/integration/kubectl_support.rs"]
 mod kubectl_support;
 mod machinery_exposure;

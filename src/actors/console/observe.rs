@@ -44,6 +44,7 @@ impl ConsoleReconciler {
             c.secrets.synced(),
             c.referenced_config_maps.synced(),
             c.namespace_network_policies.index().synced(),
+            c.host_claims.synced(),
         ];
         reads.extend(c.exposure_synced(&cx.shared.optional_apis, &cx.key.namespace));
         reads
@@ -127,8 +128,10 @@ impl ConsoleReconciler {
             .children_of(&owner)
             .into_iter()
             .find(|d| d.name_any() == names.workload);
+        let host_conflict = (c.host_claims).conflict_of(obj, &(&obj.spec.exposure).into());
         let mut observed = Observed {
             obj,
+            host_conflict,
             console: &cx.key.name,
             namespace: ns,
             hosts: HostAllowList::new(&settings.exposure_allowed_host_suffixes),

@@ -14,9 +14,9 @@ use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::PgAdmin;
 use crate::children::{Applier, ChildOwner, ChildSet, Component, HttpRoute, Route};
 use crate::reconcile::exposure::{
-    BackendPort, ExposureDecision, ExposureInputs, ExposureView, HostnameRefusal, ObservedExposure,
-    PastCacheCheck, decide_exposure, desired_http_route, desired_ingress, desired_route,
-    past_cache_reads,
+    BackendPort, ExposureDecision, ExposureInputs, ExposureView, HostnameConflict, HostnameRefusal,
+    ObservedExposure, PastCacheCheck, decide_exposure, desired_http_route, desired_ingress,
+    desired_route, past_cache_reads,
 };
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 use crate::reconcile::pgadmin::{ChildNames, HTTP_PORT_NAME, SERVICE_PORT};
@@ -48,6 +48,7 @@ impl SeenExposure {
         namespace: &str,
         names: &ChildNames,
         hostname: Result<(), &HostnameRefusal>,
+        conflict: Option<&HostnameConflict>,
     ) -> ExposureDecision {
         let recorded = obj
             .status
@@ -59,6 +60,7 @@ impl SeenExposure {
             child_name: &names.workload,
             service_name: &names.workload,
             hostname,
+            conflict,
             routes: &self.routes,
             http_routes: &self.http_routes,
             observed: ObservedExposure {

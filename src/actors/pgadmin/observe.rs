@@ -62,6 +62,7 @@ impl PgAdminReconciler {
             c.pgadmin_accesses.index().synced(),
             c.database_roles.index().synced(),
             c.secrets.synced(),
+            c.host_claims.synced(),
         ];
         reads.extend(c.exposure_synced(&cx.shared.optional_apis, &cx.key.namespace));
         reads

@@ -58,7 +58,11 @@ impl PgAdminReconciler {
         let paused = facts.paused;
         let refused = refusal.as_ref().map_or(Ok(()), Err);
         let seen = self.observe_exposure(obj, cx, &owner, &names).await?;
-        let exposure = seen.decide(obj, &cx.key.namespace, &names, refused);
+        // An earlier object holding the hostname keeps it (a paused PgAdmin changes nothing).
+        let conflict = (refusal.is_none() && !paused)
+            .then(|| (self.caches.host_claims).conflict_of(obj, &(&obj.spec.exposure).into()))
+            .flatten();
+        let exposure = seen.decide(obj, &cx.key.namespace, &names, refused, conflict.as_ref());
         let again = (self.withdraw_past_cache(obj, cx, &owner, &names, &exposure)).await?;
         let mut exposure_converged = true;
         if refusal.is_some() {

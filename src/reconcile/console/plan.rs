@@ -23,8 +23,8 @@ use crate::api::{ExposureKind, ExposureType, PgToolBoxConsole, PgToolBoxConsoleS
 use crate::conditions::{FactsError, Hostname, PassFacts, Verdict};
 use crate::reconcile::children::{Component, pod_template_labels};
 use crate::reconcile::exposure::{
-    ExposureDecision, ExposureInputs, ExposureView, HostAllowList, HostnameRefusal,
-    ObservedExposure, PastCacheCheck, decide_exposure,
+    ExposureDecision, ExposureInputs, ExposureView, HostAllowList, HostnameConflict,
+    HostnameRefusal, ObservedExposure, PastCacheCheck, decide_exposure,
 };
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::Availability;
@@ -50,6 +50,8 @@ pub struct Observed<'a> {
     pub missing_config_maps: Vec<NamedRef>,
     /// The ingress policy the server refused on an earlier pass, still remembered.
     pub remembered_refusal: Option<PolicyRefusal>,
+    /// An earlier object holds the hostname (`children::HostClaims`).
+    pub host_conflict: Option<HostnameConflict>,
     pub route: Option<DynamicObject>,
     pub http_route: Option<DynamicObject>,
     pub ingress: Option<Ingress>,
@@ -131,6 +133,7 @@ impl Observed<'_> {
             child_name: &names.workload,
             service_name: &names.workload,
             hostname: host_refusal.as_ref().map_or(Ok(()), Err),
+            conflict: self.host_conflict.as_ref(),
             routes: &self.routes_api,
             http_routes: &self.http_routes_api,
             observed: ObservedExposure {

@@ -34,6 +34,7 @@ fn observed(obj: &PgToolBoxConsole) -> Observed<'_> {
         missing_secrets: Vec::new(),
         missing_config_maps: Vec::new(),
         remembered_refusal: None,
+        host_conflict: None,
         route: None,
         http_route: None,
         ingress: None,

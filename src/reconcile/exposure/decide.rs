@@ -5,6 +5,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::DynamicObject;
 
 use super::admission::{Admission, http_route_admission, ingress_admission, route_admission};
+use super::claims::HostnameConflict;
 use super::hostname::HostnameRefusal;
 use super::refused_kind::{PastCacheRead, append_required, refused_kind_outcome};
 use super::view::ExposureView;
@@ -44,6 +45,8 @@ pub struct ExposureInputs<'a> {
     pub service_name: &'a str,
     /// The hostname check, done first by the caller (`HostAllowList::check`).
     pub hostname: Result<(), &'a HostnameRefusal>,
+    /// An earlier object holds the hostname (`claims::hostname_conflict`): nothing is published.
+    pub conflict: Option<&'a HostnameConflict>,
     /// The prober's answers for this object's namespace.
     pub routes: &'a Availability,
     pub http_routes: &'a Availability,
@@ -101,9 +104,7 @@ pub struct ExposureDecision {
 /// The whole exposure decision: what the cache shows, then the refused-kind rule on top.
 pub fn decide_exposure(inputs: &ExposureInputs<'_>) -> ExposureDecision {
     let mut decision = decide_from_cache(inputs);
-    let wanted = inputs
-        .hostname
-        .is_ok()
+    let wanted = (inputs.hostname.is_ok() && inputs.conflict.is_none())
         .then(|| inputs.exposure.kind())
         .flatten();
     let mut sentences = Vec::new();
@@ -145,15 +146,17 @@ fn decide_from_cache(inputs: &ExposureInputs<'_>) -> ExposureDecision {
     let observed = inputs.observed.kinds();
     if let Err(refusal) = inputs.hostname {
         // Withdraw everything published under the name, whatever else the pass finds.
-        return ExposureDecision {
-            verdict: Verdict::fails(common::HOSTNAME_NOT_ALLOWED, refusal.message()),
-            url: None,
-            apply: None,
-            delete: observed,
-            published: Vec::new(),
-            delete_past_cache: Vec::new(),
-            unseen: Vec::new(),
-        };
+        return withdrawn(
+            Verdict::fails(common::HOSTNAME_NOT_ALLOWED, refusal.message()),
+            observed,
+        );
+    }
+    if let Some(conflict) = inputs.conflict {
+        // The earlier claimant keeps the name: withdraw what this object published under it.
+        return withdrawn(
+            Verdict::fails(common::HOSTNAME_CONFLICT, conflict.message()),
+            observed,
+        );
     }
     let wanted = inputs.exposure.kind();
     let delete: Vec<ExposureKind> = observed
@@ -267,6 +270,19 @@ fn decide_from_cache(inputs: &ExposureInputs<'_>) -> ExposureDecision {
         apply: Some(kind),
         delete,
         published: vec![kind],
+        delete_past_cache: Vec::new(),
+        unseen: Vec::new(),
+    }
+}
+
+/// Nothing published under the name: every observed exposure child deleted, no URL.
+fn withdrawn(verdict: Verdict, observed: Vec<ExposureKind>) -> ExposureDecision {
+    ExposureDecision {
+        verdict,
+        url: None,
+        apply: None,
+        delete: observed,
+        published: Vec::new(),
         delete_past_cache: Vec::new(),
         unseen: Vec::new(),
     }

@@ -5,6 +5,7 @@
 
 mod admission;
 mod build;
+mod claims;
 mod decide;
 mod hostname;
 mod refused_kind;
@@ -12,6 +13,7 @@ mod view;
 
 pub use admission::{Admission, http_route_admission, ingress_admission, route_admission};
 pub use build::{BackendPort, desired_http_route, desired_ingress, desired_route};
+pub use claims::{Claimant, HostnameConflict, claim_key, hostname_conflict};
 pub use decide::{
     ExposureDecision, ExposureInputs, ObservedExposure, PastCacheCheck, decide_exposure,
     past_cache_reads,

@@ -161,6 +161,15 @@ fn exposure_decisions() {
     let refusal = HostAllowList::new(&["corp.example".into()])
         .check(Some("orders.apps.example.com"))
         .expect_err("refused");
+    let conflict = HostnameConflict {
+        hostname: "orders.apps.example.com".into(),
+        holder: Claimant {
+            kind: "PgAdmin".into(),
+            namespace: "team-b".into(),
+            name: "orders".into(),
+            created: None,
+        },
+    };
     let on = Availability::On;
     let not_served = Availability::NotServed;
     let refused_ns = Availability::Refused {
@@ -191,6 +200,7 @@ fn exposure_decisions() {
         name: &'a str,
         exposure: ExposureView<'a>,
         hostname: Result<(), &'a HostnameRefusal>,
+        conflict: Option<&'a HostnameConflict>,
         routes: &'a Availability,
         http_routes: &'a Availability,
         observed: ObservedExposure<'a>,
@@ -207,6 +217,7 @@ fn exposure_decisions() {
             name: "clusterIP deletes whatever was published",
             exposure: view(ExposureType::ClusterIp, None, None),
             hostname: Ok(()),
+            conflict: None,
             routes: &on,
             http_routes: &on,
             observed: all,
@@ -221,6 +232,7 @@ fn exposure_decisions() {
             name: "refused hostname withdraws everything, even the requested kind",
             exposure: view(ExposureType::Route, Some(&tls), None),
             hostname: Err(&refusal),
+            conflict: None,
             routes: &on,
             http_routes: &on,
             observed: all,
@@ -232,9 +244,25 @@ fn exposure_decisions() {
             delete: vec![Route, Ing, HttpRoute],
         },
         Case {
+            name: "a hostname an earlier object holds withdraws everything, naming the holder",
+            exposure: view(ExposureType::Route, Some(&tls), None),
+            hostname: Ok(()),
+            conflict: Some(&conflict),
+            routes: &on,
+            http_routes: &on,
+            observed: all,
+            status: False,
+            reason: common::HOSTNAME_CONFLICT,
+            message_has: "orders.apps.example.com is already claimed by PgAdmin team-b/orders",
+            url: None,
+            apply: None,
+            delete: vec![Route, Ing, HttpRoute],
+        },
+        Case {
             name: "admitted Route with TLS",
             exposure: view(ExposureType::Route, Some(&tls), None),
             hostname: Ok(()),
+            conflict: None,
             routes: &on,
             http_routes: &on,
             observed: all,
@@ -249,6 +277,7 @@ fn exposure_decisions() {
             name: "refused Route: NotAdmitted with the router's reason",
             exposure: view(ExposureType::Route, None, None),
             hostname: Ok(()),
+            conflict: None,
             routes: &on,
             http_routes: &on,
             observed: ObservedExposure {
@@ -266,6 +295,7 @@ fn exposure_decisions() {
             name: "Route not in the cache yet",
             exposure: view(ExposureType::Route, None, None),
             hostname: Ok(()),
+            conflict: None,
             routes: &on,
             http_routes: &on,
             observed: only(Ing),
@@ -280,6 +310,7 @@ fn exposure_decisions() {
             name: "Routes not served",
             exposure: view(ExposureType::Route, None, None),
             hostname: Ok(()),
+            conflict: None,
             routes: &not_served,
             http_routes: &on,
             observed: only(Ing),
@@ -294,6 +325,7 @@ fn exposure_decisions() {
             name: "Routes refused in this namespace",
             exposure: view(ExposureType::Route, None, None),
             hostname: Ok(()),
+            conflict: None,
             routes: &refused_ns,
             http_routes: &on,
             observed: none,
@@ -308,6 +340,7 @@ fn exposure_decisions() {
             name: "published Ingress over plain HTTP",
             exposure: view(ExposureType::Ingress, None, None),
             hostname: Ok(()),
+            conflict: None,
             routes: &not_served,
             http_routes: &not_served,
             observed: only(Ing),
@@ -322,6 +355,7 @@ fn exposure_decisions() {
             name: "accepted HTTPRoute",
             exposure: view(ExposureType::Gateway, Some(&tls), Some(&gateway)),
             hostname: Ok(()),
+            conflict: None,
             routes: &not_served,
             http_routes: &on,
             observed: ObservedExposure {
@@ -340,6 +374,7 @@ fn exposure_decisions() {
             name: "refused HTTPRoute: NotAccepted",
             exposure: view(ExposureType::Gateway, None, Some(&gateway)),
             hostname: Ok(()),
+            conflict: None,
             routes: &on,
             http_routes: &on,
             observed: ObservedExposure {
@@ -357,6 +392,7 @@ fn exposure_decisions() {
             name: "HTTPRoutes refused in this namespace",
             exposure: view(ExposureType::Gateway, None, Some(&gateway)),
             hostname: Ok(()),
+            conflict: None,
             routes: &on,
             http_routes: &refused_ns,
             observed: none,
@@ -374,6 +410,7 @@ fn exposure_decisions() {
             child_name: "orders-console",
             service_name: "orders-console",
             hostname: case.hostname,
+            conflict: case.conflict,
             routes: case.routes,
             http_routes: case.http_routes,
             observed: case.observed,
@@ -763,6 +800,7 @@ fn the_refused_kind_rule_inside_the_decision() {
             child_name: "orders-console",
             service_name: "orders-console",
             hostname: case.hostname,
+            conflict: None,
             routes: &refused,
             http_routes: &on,
             observed: observed_ingress,
