@@ -82,7 +82,16 @@ async fn quiet_until_the_recheck(
     );
 }
 
+/// One test for both: side by side, they hold one test thread for five minutes, not two
+/// threads for seven (the other tests keep the second).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stall_rechecks_run_after_two_and_five_real_minutes_with_no_request_meanwhile() {
+    tokio::join!(
+        a_missing_cluster_role_is_rechecked_after_two_real_minutes(),
+        a_refused_ingress_policy_is_rechecked_after_five_real_minutes(),
+    );
+}
+
 async fn a_missing_cluster_role_is_rechecked_after_two_real_minutes() {
     let env = start(SimConfig::default(), real_rechecks(), false).await;
     env.console(
@@ -100,7 +109,6 @@ async fn a_missing_cluster_role_is_rechecked_after_two_real_minutes() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_ingress_policy_is_rechecked_after_five_real_minutes() {
     let env = start(SimConfig::default(), real_rechecks(), true).await;
     // The server refuses the ingress NetworkPolicy, as an admission policy would.

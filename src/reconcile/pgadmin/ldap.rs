@@ -21,22 +21,7 @@ pub const CA_FILE: &str = "ca.crt";
 /// The volume holding the CA.
 const CA_VOLUME: &str = "ldap-ca";
 
-/// The configuration names [`config_env`] renders (refused in `config.settings`), with
-/// `LDAP_CERT_VALIDATE` and `LDAP_ANONYMOUS_BIND`, which the operator keeps at pgAdmin's
-/// defaults (the directory's certificate verified; no anonymous search).
-pub const OWNED: &[&str] = &[
-    "LDAP_ANONYMOUS_BIND",
-    "LDAP_BASE_DN",
-    "LDAP_BIND_PASSWORD",
-    "LDAP_BIND_USER",
-    "LDAP_CA_CERT_FILE",
-    "LDAP_CERT_VALIDATE",
-    "LDAP_SEARCH_BASE_DN",
-    "LDAP_SEARCH_FILTER",
-    "LDAP_SERVER_URI",
-    "LDAP_USERNAME_ATTRIBUTE",
-    "LDAP_USE_STARTTLS",
-];
+pub use super::settings::LDAP_OWNED as OWNED;
 
 fn setting(name: &str, value: Value) -> Value {
     json!({"name": format!("PGADMIN_CONFIG_{name}"), "value": python_literal(&value)})

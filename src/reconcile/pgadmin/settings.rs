@@ -50,10 +50,27 @@ fn valid_key(key: &str) -> bool {
         && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
+/// The configuration names `ldap::config_env` renders (refused in `config.settings`), with
+/// `LDAP_CERT_VALIDATE` and `LDAP_ANONYMOUS_BIND`, which the operator keeps at pgAdmin's
+/// defaults (the directory's certificate verified; no anonymous search).
+pub const LDAP_OWNED: &[&str] = &[
+    "LDAP_ANONYMOUS_BIND",
+    "LDAP_BASE_DN",
+    "LDAP_BIND_PASSWORD",
+    "LDAP_BIND_USER",
+    "LDAP_CA_CERT_FILE",
+    "LDAP_CERT_VALIDATE",
+    "LDAP_SEARCH_BASE_DN",
+    "LDAP_SEARCH_FILTER",
+    "LDAP_SERVER_URI",
+    "LDAP_USERNAME_ATTRIBUTE",
+    "LDAP_USE_STARTTLS",
+];
+
 /// Whether the operator owns a key: [`OWNED_SETTINGS`], and the LDAP sign-in's (rendered from
-/// `spec.authentication.ldap`, see [`super::ldap::OWNED`]).
+/// `spec.authentication.ldap`, see [`LDAP_OWNED`]).
 fn owned(key: &str) -> bool {
-    OWNED_SETTINGS.contains(&key) || super::ldap::OWNED.contains(&key)
+    OWNED_SETTINGS.contains(&key) || LDAP_OWNED.contains(&key)
 }
 
 /// Whether a key is rendered: a valid name the operator does not own.
