@@ -362,7 +362,48 @@ const INSTALL: [(&str, &str); 7] = [
     ),
 ];
 
+/// The user-facing ClusterRoles every cluster's bootstrap policy creates, so that a request
+/// for `view` (the examples' one) finds its ClusterRole. Their rules are what ClusterRoles
+/// labelled to aggregate into them hold (deploy/06-user-roles.yaml's, here): the built-in
+/// rules a real cluster aggregates as well are not simulated.
+const BOOTSTRAP_ROLES: &str = "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: admin
+  labels: {kubernetes.io/bootstrapping: rbac-defaults}
+aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels: {rbac.authorization.k8s.io/aggregate-to-admin: \"true\"}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: edit
+  labels: {kubernetes.io/bootstrapping: rbac-defaults, rbac.authorization.k8s.io/aggregate-to-admin: \"true\"}
+aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels: {rbac.authorization.k8s.io/aggregate-to-edit: \"true\"}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: view
+  labels: {kubernetes.io/bootstrapping: rbac-defaults, rbac.authorization.k8s.io/aggregate-to-edit: \"true\"}
+aggregationRule:
+  clusterRoleSelectors:
+  - matchLabels: {rbac.authorization.k8s.io/aggregate-to-view: \"true\"}
+rules: []
+";
+
 async fn install(client: &kube::Client) {
+    for result in apply_manifests(client, BOOTSTRAP_ROLES, "pgtoolbox-sim").await {
+        if let Err(err) = result {
+            eprintln!("bootstrap ClusterRoles: {err}");
+        }
+    }
     for (file, text) in INSTALL {
         for result in apply_manifests(client, text, "pgtoolbox-sim").await {
             if let Err(err) = result {

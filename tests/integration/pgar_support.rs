@@ -19,6 +19,12 @@ use serde_json::json;
 pub const NS: &str = "team-a";
 pub const ROLE: &str = "cnpg-viewer";
 
+/// The ClusterRole [`ROLE`] as an installation has it: a request for a ClusterRole that does not
+/// exist reports `ClusterRoleNotFound`.
+pub const ROLE_MANIFEST: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n\
+    metadata:\n  name: cnpg-viewer\nrules:\n- apiGroups: [postgresql.cnpg.io]\n  \
+    resources: [clusters]\n  verbs: [get, list, watch]\n";
+
 pub struct Env {
     pub sim: Sim,
     pub client: kube::Client,
@@ -42,7 +48,7 @@ pub async fn start_without_operator() -> Env {
 /// no operator yet.
 pub async fn start_with_crds(crds: String) -> Env {
     let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
+        extra_crds: vec![crds, ROLE_MANIFEST.to_string()],
         ..SimConfig::default()
     })
     .await

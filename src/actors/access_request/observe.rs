@@ -1,10 +1,10 @@
 //! Every read of a PgAccessRequest pass: the request's RoleBindings and whether its Cluster
-//! exists, from the shared caches, and the RoleBindings as the API server has them now, for the
-//! one case the cache's word is checked.
+//! exists, from the shared caches; whether its ClusterRole exists, from the API server; and the
+//! RoleBindings as the API server has them now, for the one case the cache's word is checked.
 
 use std::sync::Arc;
 
-use k8s_openapi::api::rbac::v1::RoleBinding;
+use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
 use kube::api::{Api, ListParams};
 
 use crate::actors::{ObjectContext, ReconcileError, user_of};
@@ -69,4 +69,18 @@ pub async fn live_bindings(cx: &ObjectContext) -> Result<Vec<RoleBinding>, Recon
         .into_iter()
         .filter(|rb| rb.metadata.deletion_timestamp.is_none())
         .collect())
+}
+
+/// Whether the ClusterRole of `spec.clusterRole` exists, as the API server has it now
+/// (ClusterRoles are not cached). A failed read is `None`: what is unknown is never said to be
+/// missing, and never fails the pass (expiry and revocation must go on).
+pub async fn cluster_role_exists(cx: &ObjectContext, name: &str) -> Option<bool> {
+    let api: Api<ClusterRole> = Api::all(cx.client.clone());
+    match api.get_opt(name).await {
+        Ok(found) => Some(found.is_some()),
+        Err(error) => {
+            tracing::debug!(request = %cx.key, cluster_role = name, error = %crate::conditions::readable(&error), "whether the ClusterRole exists is unknown");
+            None
+        }
+    }
 }

@@ -9,15 +9,15 @@ use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 
-use super::observe::{Observed, live_bindings, observe};
+use super::observe::{Observed, cluster_role_exists, live_bindings, observe};
 use super::writes::{adopt_decided, delete_decided, delete_orphans};
 use crate::actors::{Listed, ObjectContext, Outcome, PassEnv, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAccessRequest, ReportsConditions};
 use crate::children::{CACHE_WAIT, OperatorCaches, Synced};
 use crate::messages::ObjectKey;
 use crate::reconcile::pgaccessrequest::{
-    Decision, TIMER_SLACK, decide, needs_live_read, pass_facts, request_events, status_fields,
-    timers,
+    Decision, RequestFacts, TIMER_SLACK, decide, needs_live_read, pass_facts, request_events,
+    status_fields, timers,
 };
 use crate::status::{Extras, StatusWriter};
 
@@ -48,7 +48,11 @@ impl AccessRequestReconciler {
         // The pause never stretches the time box: expiry, revocation, the self-approval
         // refusal and every deletion still apply; it holds only the adoption.
         let facts = obj.pass_facts().with_pause_note(PAUSE_HOLDS);
-        let Observed { request, bindings } = observe(&self.caches, obj, cx);
+        let Observed {
+            mut request,
+            bindings,
+        } = observe(&self.caches, obj, cx);
+        request.cluster_role_exists = cluster_role_exists(cx, &obj.spec.cluster_role).await;
         let cached: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         let mut decision = decide(&request, &cached, now);
         if needs_live_read(&decision, &request) {
@@ -64,7 +68,12 @@ impl AccessRequestReconciler {
         // leave the grant to outlive its request's deletion if the operator were down then),
         // but the instants the decision waits for are known already: their timers are kept
         // whatever fails, or a new, earlier `expiresAt` would wait for the retry backoff.
-        let decided = schedule(&decision, now);
+        let decided = schedule(
+            &decision,
+            &request,
+            now,
+            cx.shared.settings.stall_rechecks.0,
+        );
         let keep = |err: ReconcileError| err.keeping(&decided);
         let events = self.status.events();
         delete_decided(&self.caches.access_bindings, events, obj, &decision, cx)
@@ -96,8 +105,13 @@ fn grace_ends(rb: &RoleBinding, grace: std::time::Duration) -> Option<Timestamp>
 }
 
 /// The decision's timers as the pass's outcome.
-fn schedule(decision: &Decision, now: Timestamp) -> Outcome {
-    timers(decision, now)
+fn schedule(
+    decision: &Decision,
+    request: &RequestFacts<'_>,
+    now: Timestamp,
+    recheck: std::time::Duration,
+) -> Outcome {
+    timers(decision, request, now, recheck)
         .into_iter()
         .fold(Outcome::done(), |outcome, (purpose, delay)| {
             outcome.after(purpose, delay)

@@ -24,6 +24,9 @@ fn config(verdict: &ConfigVerdict) -> Verdict {
         ConfigVerdict::ClusterNotFound { message } => {
             Verdict::fails(common::CLUSTER_NOT_FOUND, message)
         }
+        ConfigVerdict::ClusterRoleNotFound { message } => {
+            Verdict::fails(r::CLUSTER_ROLE_NOT_FOUND, message)
+        }
         ConfigVerdict::Invalid { message } => {
             Verdict::fails(common::CONFIGURATION_INVALID, message)
         }
@@ -148,6 +151,14 @@ mod tests {
                 BindingVerdict::AccessGranted,
                 "False",
                 "ClusterNotFound",
+            ),
+            (
+                ConfigVerdict::ClusterRoleNotFound {
+                    message: "x".into(),
+                },
+                BindingVerdict::AwaitingDecision,
+                "False",
+                "ClusterRoleNotFound",
             ),
             (
                 ConfigVerdict::Invalid {
