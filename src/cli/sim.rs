@@ -363,38 +363,23 @@ const INSTALL: [(&str, &str); 7] = [
 ];
 
 /// The user-facing ClusterRoles every cluster's bootstrap policy creates, so that a request
-/// for `view` (the examples' one) finds its ClusterRole. Their rules are what ClusterRoles
-/// labelled to aggregate into them hold (deploy/06-user-roles.yaml's, here): the built-in
-/// rules a real cluster aggregates as well are not simulated.
+/// for `view` (the examples' one) finds its ClusterRole. Only that they exist is simulated:
+/// their rules (a real cluster aggregates them) are left empty, so binding one grants nothing
+/// here.
 const BOOTSTRAP_ROLES: &str = "\
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
-metadata:
-  name: admin
-  labels: {kubernetes.io/bootstrapping: rbac-defaults}
-aggregationRule:
-  clusterRoleSelectors:
-  - matchLabels: {rbac.authorization.k8s.io/aggregate-to-admin: \"true\"}
+metadata: {name: admin, labels: {kubernetes.io/bootstrapping: rbac-defaults}}
 rules: []
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
-metadata:
-  name: edit
-  labels: {kubernetes.io/bootstrapping: rbac-defaults, rbac.authorization.k8s.io/aggregate-to-admin: \"true\"}
-aggregationRule:
-  clusterRoleSelectors:
-  - matchLabels: {rbac.authorization.k8s.io/aggregate-to-edit: \"true\"}
+metadata: {name: edit, labels: {kubernetes.io/bootstrapping: rbac-defaults}}
 rules: []
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
-metadata:
-  name: view
-  labels: {kubernetes.io/bootstrapping: rbac-defaults, rbac.authorization.k8s.io/aggregate-to-edit: \"true\"}
-aggregationRule:
-  clusterRoleSelectors:
-  - matchLabels: {rbac.authorization.k8s.io/aggregate-to-view: \"true\"}
+metadata: {name: view, labels: {kubernetes.io/bootstrapping: rbac-defaults}}
 rules: []
 ";
 

@@ -4,12 +4,12 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{Api, ListParams};
 
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::{PgAccessRequest, PgAccessRequestStatus};
-use crate::children::{OperatorCaches, REQUEST_LABEL, Track};
+use crate::children::{OperatorCaches, REQUEST_LABEL, RoleReads, Track};
 use crate::messages::ObjectKey;
 use crate::reconcile::pgaccessrequest::RequestFacts;
 
@@ -71,13 +71,18 @@ pub async fn live_bindings(cx: &ObjectContext) -> Result<Vec<RoleBinding>, Recon
         .collect())
 }
 
-/// Whether the ClusterRole of `spec.clusterRole` exists, as the API server has it now
-/// (ClusterRoles are not cached). A failed read is `None`: what is unknown is never said to be
-/// missing, and never fails the pass (expiry and revocation must go on).
-pub async fn cluster_role_exists(cx: &ObjectContext, name: &str) -> Option<bool> {
-    let api: Api<ClusterRole> = Api::all(cx.client.clone());
-    match api.get_opt(name).await {
-        Ok(found) => Some(found.is_some()),
+/// Whether the ClusterRole of `spec.clusterRole` exists, as the API server had it at most the
+/// short stall recheck ago (ClusterRoles are not watched; a converged pass reads nothing). A
+/// failed read is `None`: what is unknown is never said to be missing, and never fails the pass
+/// (expiry and revocation must go on).
+pub async fn cluster_role_exists(
+    cx: &ObjectContext,
+    roles: &RoleReads,
+    name: &str,
+) -> Option<bool> {
+    let fresh_for = cx.shared.settings.stall_rechecks.0;
+    match roles.exists(&cx.client, name, fresh_for).await {
+        Ok(exists) => Some(exists),
         Err(error) => {
             tracing::debug!(request = %cx.key, cluster_role = name, error = %crate::conditions::readable(&error), "whether the ClusterRole exists is unknown");
             None

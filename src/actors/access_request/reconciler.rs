@@ -13,7 +13,7 @@ use super::observe::{Observed, cluster_role_exists, live_bindings, observe};
 use super::writes::{adopt_decided, delete_decided, delete_orphans};
 use crate::actors::{Listed, ObjectContext, Outcome, PassEnv, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAccessRequest, ReportsConditions};
-use crate::children::{CACHE_WAIT, OperatorCaches, Synced};
+use crate::children::{CACHE_WAIT, OperatorCaches, RoleReads, Synced};
 use crate::messages::ObjectKey;
 use crate::reconcile::pgaccessrequest::{
     Decision, RequestFacts, TIMER_SLACK, decide, needs_live_read, pass_facts, request_events,
@@ -29,6 +29,8 @@ pub const PAUSE_HOLDS: &str = "for a PgAccessRequest the pause holds only the ow
 pub struct AccessRequestReconciler {
     caches: OperatorCaches,
     status: StatusWriter<PgAccessRequest>,
+    /// The requests' ClusterRoles, read past the caches.
+    roles: RoleReads,
 }
 
 impl AccessRequestReconciler {
@@ -36,6 +38,7 @@ impl AccessRequestReconciler {
         Self {
             caches,
             status: StatusWriter::new(events),
+            roles: RoleReads::default(),
         }
     }
 
@@ -52,7 +55,8 @@ impl AccessRequestReconciler {
             mut request,
             bindings,
         } = observe(&self.caches, obj, cx);
-        request.cluster_role_exists = cluster_role_exists(cx, &obj.spec.cluster_role).await;
+        request.cluster_role_exists =
+            cluster_role_exists(cx, &self.roles, &obj.spec.cluster_role).await;
         let cached: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         let mut decision = decide(&request, &cached, now);
         if needs_live_read(&decision, &request) {

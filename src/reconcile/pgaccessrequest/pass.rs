@@ -44,7 +44,8 @@ pub fn timers(
     .filter_map(|(purpose, at)| at.map(|at| (purpose, delay(at))))
     .collect();
     if request.cluster_role_exists != Some(true) && decision.expiry_at.is_some() {
-        timers.push((TimerPurpose::Recheck2m, recheck));
+        // After the kept read has aged past `recheck`, so that the pass reads again.
+        timers.push((TimerPurpose::Recheck2m, recheck.saturating_add(TIMER_SLACK)));
     }
     timers
 }
@@ -159,7 +160,7 @@ mod tests {
             req.cluster_role_exists = exists;
             let armed = timers(&d, &req, now, recheck);
             assert_eq!(
-                armed.contains(&(TimerPurpose::Recheck2m, recheck)),
+                armed.contains(&(TimerPurpose::Recheck2m, recheck + TIMER_SLACK)),
                 rechecked,
                 "{exists:?}: {armed:?}"
             );
