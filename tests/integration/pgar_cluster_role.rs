@@ -6,42 +6,25 @@
 use std::time::Duration;
 
 use k8s_openapi::api::rbac::v1::ClusterRole;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, PostParams};
-use pgtoolbox_operator::api::PgAccessRequest;
 use serde_json::json;
 
-use super::pgar_support::{self as support, NS, ROLE, state};
+use super::pgar_support::{self as support, ROLE, state};
 
-/// A request by `alice` for `role`, expiring `expires_in_secs` from now.
-async fn request_for(env: &support::Env, name: &str, role: &str, expires_in_secs: i64) {
-    let expires = Timestamp::now() + SignedDuration::from_secs(expires_in_secs);
-    let obj: PgAccessRequest = serde_json::from_value(json!({
-        "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
-        "kind": "PgAccessRequest",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "subject": {"kind": "User", "name": "alice"},
-            "clusterRole": role,
-            "expiresAt": expires.to_string(),
-            "reason": "incident 42",
-        },
-    }))
-    .expect("valid request");
-    env.requests()
-        .create(&PostParams::default(), &obj)
-        .await
-        .expect("request created");
+/// The operator with a short stall recheck, the one that looks at a missing ClusterRole again.
+async fn start() -> support::Env {
+    let mut env = support::start_without_operator().await;
+    env.settings.stall_rechecks = (Duration::from_millis(500), Duration::from_millis(1500));
+    env.start_operator().await;
+    env
 }
 
 #[tokio::test]
 async fn a_misspelt_cluster_role_is_reported_and_the_request_still_expires() {
-    let mut env = support::start_without_operator().await;
-    env.settings.stall_rechecks = (Duration::from_millis(500), Duration::from_millis(1500));
-    env.start_operator().await;
+    let env = start().await;
 
-    request_for(&env, "typo", "veiw", 6).await;
-    request_for(&env, "present", ROLE, 3600).await;
+    env.request_for("typo", "veiw", 6).await;
+    env.request_for("present", ROLE, 3600).await;
 
     let got = env
         .wait_reason("typo", "ConfigurationValid", "ClusterRoleNotFound")
@@ -83,11 +66,9 @@ async fn a_misspelt_cluster_role_is_reported_and_the_request_still_expires() {
 
 #[tokio::test]
 async fn a_cluster_role_created_later_turns_the_condition_true() {
-    let mut env = support::start_without_operator().await;
-    env.settings.stall_rechecks = (Duration::from_millis(500), Duration::from_millis(1500));
-    env.start_operator().await;
+    let env = start().await;
 
-    request_for(&env, "late", "cnpg-auditor", 3600).await;
+    env.request_for("late", "cnpg-auditor", 3600).await;
     env.wait_reason("late", "ConfigurationValid", "ClusterRoleNotFound")
         .await;
 

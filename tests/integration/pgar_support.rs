@@ -108,6 +108,16 @@ impl Env {
 
     /// A request by user `alice` for [`ROLE`], expiring `expires_in` from now (negative: past).
     pub async fn request(&self, name: &str, expires_in_secs: i64) -> PgAccessRequest {
+        self.request_for(name, ROLE, expires_in_secs).await
+    }
+
+    /// A request by user `alice` for the ClusterRole `role`, expiring `expires_in` from now.
+    pub async fn request_for(
+        &self,
+        name: &str,
+        role: &str,
+        expires_in_secs: i64,
+    ) -> PgAccessRequest {
         let expires = Timestamp::now() + SignedDuration::from_secs(expires_in_secs);
         let obj: PgAccessRequest = serde_json::from_value(json!({
             "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
@@ -115,7 +125,7 @@ impl Env {
             "metadata": {"name": name, "namespace": NS},
             "spec": {
                 "subject": {"kind": "User", "name": "alice"},
-                "clusterRole": ROLE,
+                "clusterRole": role,
                 "expiresAt": expires.to_string(),
                 "reason": "incident 42",
             },
