@@ -11,6 +11,7 @@ use kube::api::Api;
 use tokio::time::Instant;
 
 use super::OneRead;
+use crate::k8s::get_confirmed;
 
 #[derive(Default)]
 pub struct RoleReads {
@@ -22,7 +23,8 @@ pub struct RoleReads {
 
 impl RoleReads {
     /// Whether the ClusterRole exists: as last read if that read is younger than `fresh_for`,
-    /// else read again. A failed read is an error, never a missing role.
+    /// else read again. A failed read is an error, never a missing role: only a `NotFound`
+    /// that names the role ([`crate::k8s::get_confirmed`]) says it is missing.
     pub async fn exists(
         &self,
         client: &Client,
@@ -43,7 +45,9 @@ impl RoleReads {
             return Ok(exists);
         }
         let api: Api<ClusterRole> = Api::all(client.clone());
-        let exists = api.get_opt(name).await?.is_some();
+        // Only the server's word that the role is missing: any other answer (a 404 for a path
+        // not served among them) is an error, never kept.
+        let exists = get_confirmed(&api, name).await?.is_some();
         self.known.insert(name.to_owned(), (exists, Instant::now()));
         Ok(exists)
     }

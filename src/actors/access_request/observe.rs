@@ -72,20 +72,17 @@ pub async fn live_bindings(cx: &ObjectContext) -> Result<Vec<RoleBinding>, Recon
 }
 
 /// Whether the ClusterRole of `spec.clusterRole` exists, as the API server had it at most the
-/// short stall recheck ago (ClusterRoles are not watched; a converged pass reads nothing). A
-/// failed read is `None`: what is unknown is never said to be missing, and never fails the pass
-/// (expiry and revocation must go on).
+/// short stall recheck ago (ClusterRoles are not watched; a converged pass reads nothing). Only
+/// the server's confirmation says it is missing; a failed read (a 404 that does not name it
+/// among them) is an error, which the pass reports after it did everything else (expiry and
+/// revocation must go on).
 pub async fn cluster_role_exists(
     cx: &ObjectContext,
     roles: &RoleReads,
     name: &str,
-) -> Option<bool> {
+) -> Result<bool, kube::Error> {
     let fresh_for = cx.shared.settings.stall_rechecks.0;
-    match roles.exists(&cx.client, name, fresh_for).await {
-        Ok(exists) => Some(exists),
-        Err(error) => {
-            tracing::debug!(request = %cx.key, cluster_role = name, error = %crate::conditions::readable(&error), "whether the ClusterRole exists is unknown");
-            None
-        }
-    }
+    roles.exists(&cx.client, name, fresh_for).await.inspect_err(|error| {
+        tracing::debug!(request = %cx.key, cluster_role = name, error = %crate::conditions::readable(error), "whether the ClusterRole exists is unknown");
+    })
 }

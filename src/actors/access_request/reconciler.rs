@@ -14,6 +14,8 @@ use super::writes::{adopt_decided, delete_decided, delete_orphans};
 use crate::actors::{Listed, ObjectContext, Outcome, PassEnv, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAccessRequest, ReportsConditions};
 use crate::children::{CACHE_WAIT, OperatorCaches, RoleReads, Synced};
+use crate::conditions::ClassifiedError;
+use crate::k8s::get_confirmed;
 use crate::messages::ObjectKey;
 use crate::reconcile::pgaccessrequest::{
     Decision, RequestFacts, TIMER_SLACK, decide, needs_live_read, pass_facts, request_events,
@@ -55,8 +57,10 @@ impl AccessRequestReconciler {
             mut request,
             bindings,
         } = observe(&self.caches, obj, cx);
-        request.cluster_role_exists =
-            cluster_role_exists(cx, &self.roles, &obj.spec.cluster_role).await;
+        // A failed read leaves ConfigurationValid as stored and fails the pass at its end, so
+        // it is retried with backoff: never a stall, and never a guess.
+        let role_read = cluster_role_exists(cx, &self.roles, &obj.spec.cluster_role).await;
+        request.cluster_role_exists = role_read.as_ref().ok().copied();
         let cached: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         let mut decision = decide(&request, &cached, now);
         if needs_live_read(&decision, &request) {
@@ -85,6 +89,13 @@ impl AccessRequestReconciler {
             .map_err(keep)?;
         adopt_decided(obj, &decision, cx).await.map_err(keep)?;
         let facts = pass_facts(facts, &decision).map_err(ReconcileError::other)?;
+        // The failed read is in this write already, as the failure report after the pass
+        // writes it: the two agree, so the report writes nothing and its watch event does not
+        // start a pass that would undo it.
+        let facts = match &role_read {
+            Ok(_) => facts,
+            Err(error) => facts.with_error(ClassifiedError::from_kube(error)),
+        };
         let extras = Extras {
             fields: status_fields(&decision),
             events: request_events(&decision),
@@ -92,7 +103,11 @@ impl AccessRequestReconciler {
         };
         let written = self.status.write(obj, &facts, extras, cx.target()).await;
         let written = written.map_err(|e| keep(e.into()))?;
-        Ok(decided.with_status(written))
+        let outcome = decided.with_status(written);
+        match role_read {
+            Ok(_) => Ok(outcome),
+            Err(error) => Err(ReconcileError::from(error).keeping(&outcome)),
+        }
     }
 }
 
@@ -171,7 +186,8 @@ impl StatusPass for AccessRequestReconciler {
             if orphans.is_empty() {
                 return;
             }
-            match requests.get_opt(&key.name).await {
+            // Only the server's word that the request is missing (a 404 naming it) counts.
+            match get_confirmed(&requests, &key.name).await {
                 Ok(None) => failed_reads = 0,
                 Ok(Some(_)) => return,
                 // It exists but cannot be decoded (its watch left it out): nobody can tell what

@@ -38,8 +38,8 @@ pub struct RequestFacts<'a> {
     /// `spec.cluster` and whether a Cluster of that name exists in the namespace (`None`: the
     /// operator cannot read Clusters there).
     pub cluster: Option<(&'a str, Option<bool>)>,
-    /// Whether the ClusterRole of `spec.clusterRole` exists (`None`: it could not be read, and
-    /// what is unknown is not reported as missing).
+    /// Whether the ClusterRole of `spec.clusterRole` exists (`None`: it could not be read; what
+    /// is unknown is neither reported missing nor present: [`ConfigVerdict::Unknown`]).
     pub cluster_role_exists: Option<bool>,
     /// How long a RoleBinding of a request that is not Approved may live ([`ORPHAN_GRACE`]).
     pub orphan_grace: Duration,
@@ -149,6 +149,9 @@ pub enum ConfigVerdict {
     Invalid {
         message: String,
     },
+    /// Whether the ClusterRole exists could not be read (a transient error, a 404 that does
+    /// not name it): the stored condition stands, whatever it says, until a read answers.
+    Unknown,
 }
 
 /// The RoleBindingSynced verdict; each variant is one registered reason.
@@ -380,6 +383,7 @@ fn config_verdict(req: &RequestFacts<'_>) -> ConfigVerdict {
                 req.namespace
             ),
         },
+        _ if req.cluster_role_exists.is_none() => ConfigVerdict::Unknown,
         _ if req.cluster_role_exists == Some(false) => ConfigVerdict::ClusterRoleNotFound {
             message: format!(
                 "spec.clusterRole names ClusterRole {:?}, which does not exist: a RoleBinding \
