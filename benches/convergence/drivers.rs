@@ -238,7 +238,10 @@ impl RawIo<'_> {
         let key = ObjectKey::of(obj).expect("seeded key");
         let status = obj.status.clone().unwrap_or_default();
         let bindings: Vec<&RoleBinding> = binding.into_iter().collect();
-        let request = RequestFacts::of(obj, &key.name, &key.namespace, &status, None, self.grace);
+        let mut request =
+            RequestFacts::of(obj, &key.name, &key.namespace, &status, None, self.grace);
+        // The bench serves every role its requests name.
+        request.cluster_role_exists = Some(true);
         let decision = decide(&request, &bindings, now);
         let regarding = obj.object_ref(&());
         let rbs: Api<RoleBinding> = Api::namespaced(self.client.clone(), &key.namespace);

@@ -1,6 +1,7 @@
 //! API errors rendered as `meta/v1 Status` objects, with the codes and reasons a real server uses.
 
 use axum::http::StatusCode;
+use axum::http::header::{CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
@@ -20,6 +21,9 @@ pub struct ApiError {
     pub reason: &'static str,
     pub message: String,
     pub details: Option<Box<Details>>,
+    /// Answered as Go's `http.NotFound` does (plain text, no `Status`): see
+    /// [`ApiError::path_not_installed`].
+    pub plain_text: bool,
 }
 
 /// What the error is about (`details` of the Status).
@@ -39,6 +43,7 @@ impl ApiError {
             reason,
             message: message.into(),
             details: None,
+            plain_text: false,
         }
     }
 
@@ -183,6 +188,18 @@ impl ApiError {
         )
     }
 
+    /// A path no handler is installed for: a group or resource that is not served (a
+    /// CustomResourceDefinition removed, an API not installed). kube-apiserver hands such a
+    /// request down its delegation chain to the last handler, which answers with Go's
+    /// `http.NotFound`: a plain-text `404 page not found`, no `Status`, so nothing in the answer
+    /// says that an object is missing.
+    pub fn path_not_installed() -> Self {
+        Self {
+            plain_text: true,
+            ..Self::new(404, "NotFound", PAGE_NOT_FOUND.trim_end())
+        }
+    }
+
     /// The `Status` object a real server sends for this error.
     pub fn to_status(&self) -> Value {
         let mut status = json!({
@@ -240,9 +257,24 @@ fn qualified(group: &str, resource: &str) -> String {
     }
 }
 
+/// The body of Go's `http.NotFound`.
+const PAGE_NOT_FOUND: &str = "404 page not found\n";
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if self.plain_text {
+            // As `http.Error` writes it.
+            return (
+                code,
+                [
+                    (CONTENT_TYPE, "text/plain; charset=utf-8"),
+                    (X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                ],
+                PAGE_NOT_FOUND,
+            )
+                .into_response();
+        }
         crate::wire::json_response(code, &self.to_status())
     }
 }
@@ -274,6 +306,21 @@ mod tests {
         assert_eq!(s["reason"], "NotFound");
         assert_eq!(s["message"], "deployments.apps \"web\" not found");
         assert_eq!(s["details"]["kind"], "deployments");
+    }
+
+    #[tokio::test]
+    async fn a_path_not_installed_answers_as_go_http_not_found() {
+        let response = ApiError::path_not_installed().into_response();
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            response.headers()[CONTENT_TYPE],
+            "text/plain; charset=utf-8"
+        );
+        assert_eq!(response.headers()[X_CONTENT_TYPE_OPTIONS], "nosniff");
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .expect("body");
+        assert_eq!(&body[..], b"404 page not found\n");
     }
 
     #[test]

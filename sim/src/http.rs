@@ -270,14 +270,20 @@ async fn api(
         Route::Discovery(d) => return discovery::answer(&server, d, &parts.headers),
         Route::Resource(t) => t,
     };
+    // A group or kind made unserved is not installed at all: no handler answers for it.
     if server.faults.is_unserved(&target.group) {
-        return Err(ApiError::not_found_path());
+        return Err(ApiError::path_not_installed());
     }
     let info = server
         .registry()
         .lookup(&target.group, &target.version, &target.plural)
-        .filter(|i| !server.faults.is_unserved_resource(&i.group, &i.plural))
         .ok_or_else(ApiError::not_found_path)?;
+    if server
+        .faults
+        .is_unserved_resource(&info.group, &info.plural)
+    {
+        return Err(ApiError::path_not_installed());
+    }
     let misplaced = (!info.namespaced && target.namespace.is_some())
         || (info.namespaced
             && target.namespace.is_none()

@@ -362,7 +362,33 @@ const INSTALL: [(&str, &str); 7] = [
     ),
 ];
 
+/// The user-facing ClusterRoles every cluster's bootstrap policy creates, so that a request
+/// for `view` (the examples' one) finds its ClusterRole. Only that they exist is simulated:
+/// their rules (a real cluster aggregates them) are left empty, so binding one grants nothing
+/// here.
+const BOOTSTRAP_ROLES: &str = "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: admin, labels: {kubernetes.io/bootstrapping: rbac-defaults}}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: edit, labels: {kubernetes.io/bootstrapping: rbac-defaults}}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: view, labels: {kubernetes.io/bootstrapping: rbac-defaults}}
+rules: []
+";
+
 async fn install(client: &kube::Client) {
+    for result in apply_manifests(client, BOOTSTRAP_ROLES, "pgtoolbox-sim").await {
+        if let Err(err) = result {
+            eprintln!("bootstrap ClusterRoles: {err}");
+        }
+    }
     for (file, text) in INSTALL {
         for result in apply_manifests(client, text, "pgtoolbox-sim").await {
             if let Err(err) = result {

@@ -446,6 +446,10 @@ registry! {
             "The recorded approver is the request's own subject, so the operator revoked the grant.",
             "Have someone other than the subject decide a new request.",
         },
+        CLUSTER_ROLE_NOT_FOUND = "ClusterRoleNotFound" {
+            "The ClusterRole the request names in spec.clusterRole does not exist, so a RoleBinding to it would grant nothing; expiry and revocation keep working.",
+            "Check the ClusterRole's name in the request (requests are immutable: file a corrected one), or create the ClusterRole; the operator looks again every two minutes.",
+        },
         ROLE_BINDING_DELETED = "RoleBindingDeleted" {
             "An Event: the operator deleted a RoleBinding of the request; the note gives the cause.",
             "Nothing to do, unless the cause is unexpected.",

@@ -22,6 +22,7 @@ pub async fn add_owner_pinned<K>(
 ) -> Result<Pinned, kube::Error>
 where
     K: Resource<Scope = NamespaceResourceScope> + Clone + Debug + DeserializeOwned,
+    K::DynamicType: Default,
 {
     let patch = serde_json::json!({"metadata": {
         "resourceVersion": resource_version,
@@ -36,7 +37,9 @@ where
         .await
     {
         Ok(_) => Ok(Pinned::Done),
-        Err(kube::Error::Api(status)) if super::delete::object_missing(&status, name) => {
+        Err(kube::Error::Api(status))
+            if super::missing::confirms_missing_of::<K>(&status, name) =>
+        {
             Ok(Pinned::AlreadyGone)
         }
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(Pinned::Changed),

@@ -176,6 +176,28 @@ fn regressions() -> Vec<(u64, Mix, &'static str, Vec<Step>)> {
             ],
         ),
         (
+            71,
+            Mix::Access,
+            "a ClusterRole read answered 404 while RBAC was unserved, kept as ClusterRoleNotFound",
+            vec![
+                Step::Create {
+                    req: 2,
+                    expires_in: 133,
+                    cluster: None,
+                },
+                Step::Create {
+                    req: 3,
+                    expires_in: 100,
+                    cluster: None,
+                },
+                Step::Fault(Fault::Unserved {
+                    group: "rbac.authorization.k8s.io",
+                    secs: 55,
+                }),
+                Step::JumpToExpiry { req: 2, offset: 2 },
+            ],
+        ),
+        (
             WORKLOAD_SEEDS + 62,
             Mix::Workloads,
             "a deleted PgAdmin with a settings database stayed registered for its Database",

@@ -25,6 +25,10 @@ use crate::transport::{Log, Transport, Who};
 
 pub const NS: &str = "team-a";
 pub const ROLE: &str = "cnpg-viewer";
+/// [`ROLE`] as an installation has it (a request for a missing one says ClusterRoleNotFound).
+const ROLE_MANIFEST: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n\
+    metadata:\n  name: cnpg-viewer\nrules:\n- apiGroups: [postgresql.cnpg.io]\n  \
+    resources: [clusters]\n  verbs: [get]\n";
 pub const SUBJECT: &str = "alice";
 /// The instant every schedule starts at, so timestamps repeat from run to run.
 pub const EPOCH: &str = "2030-01-01T00:00:00Z";
@@ -170,6 +174,7 @@ impl World {
         let sim = InProcessSim::start(SimConfig {
             extra_crds: std::iter::once(crds.to_string())
                 .chain(crate::workloads::external_crds(cnpg))
+                .chain(std::iter::once(ROLE_MANIFEST.to_string()))
                 .collect(),
             external_crds: false,
             seed: Some(seed),

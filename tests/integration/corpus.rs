@@ -290,7 +290,11 @@ async fn every_invalid_input_is_refused_or_gets_a_clear_condition_and_nothing_cr
     let valid = "valid";
     namespace(&env.client, valid).await;
     let console = "apiVersion: pgtoolbox.fyannk.dev/v1alpha1\nkind: PgToolBoxConsole\nmetadata:\n  name: console\nspec:\n  image: ghcr.io/pgtoolbox/console:0.1.0\n";
+    // The request names `view`, a ClusterRole every real cluster has (its bootstrap policy):
+    // without it the request says ClusterRoleNotFound.
+    let view = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: view\nrules: []\n";
     for (file, text) in [
+        ("view.yaml", view.to_owned()),
         ("pgar-valid.yaml", read("pgar-valid.yaml")),
         ("console.yaml", console.to_owned()),
     ] {

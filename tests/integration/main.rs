@@ -44,6 +44,7 @@ mod pgadmin_reasons;
 mod pgadmin_servers;
 mod pgadmin_settings;
 mod pgadmin_support;
+mod pgar_cluster_role;
 mod pgar_converged;
 mod pgar_kubectl;
 mod pgar_namespaces;

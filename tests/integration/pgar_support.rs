@@ -19,6 +19,12 @@ use serde_json::json;
 pub const NS: &str = "team-a";
 pub const ROLE: &str = "cnpg-viewer";
 
+/// The ClusterRole [`ROLE`] as an installation has it: a request for a ClusterRole that does not
+/// exist reports `ClusterRoleNotFound`.
+pub const ROLE_MANIFEST: &str = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n\
+    metadata:\n  name: cnpg-viewer\nrules:\n- apiGroups: [postgresql.cnpg.io]\n  \
+    resources: [clusters]\n  verbs: [get, list, watch]\n";
+
 pub struct Env {
     pub sim: Sim,
     pub client: kube::Client,
@@ -42,7 +48,7 @@ pub async fn start_without_operator() -> Env {
 /// no operator yet.
 pub async fn start_with_crds(crds: String) -> Env {
     let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
+        extra_crds: vec![crds, ROLE_MANIFEST.to_string()],
         ..SimConfig::default()
     })
     .await
@@ -102,6 +108,16 @@ impl Env {
 
     /// A request by user `alice` for [`ROLE`], expiring `expires_in` from now (negative: past).
     pub async fn request(&self, name: &str, expires_in_secs: i64) -> PgAccessRequest {
+        self.request_for(name, ROLE, expires_in_secs).await
+    }
+
+    /// A request by user `alice` for the ClusterRole `role`, expiring `expires_in` from now.
+    pub async fn request_for(
+        &self,
+        name: &str,
+        role: &str,
+        expires_in_secs: i64,
+    ) -> PgAccessRequest {
         let expires = Timestamp::now() + SignedDuration::from_secs(expires_in_secs);
         let obj: PgAccessRequest = serde_json::from_value(json!({
             "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
@@ -109,7 +125,7 @@ impl Env {
             "metadata": {"name": name, "namespace": NS},
             "spec": {
                 "subject": {"kind": "User", "name": "alice"},
-                "clusterRole": ROLE,
+                "clusterRole": role,
                 "expiresAt": expires.to_string(),
                 "reason": "incident 42",
             },

@@ -67,6 +67,12 @@ fn ready(obj: &Value) -> bool {
 }
 
 const SCENARIO: &str = r#"
+# A ClusterRole every real cluster has: the request below names it (else ClusterRoleNotFound).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: view}
+rules: []
+---
 apiVersion: v1
 kind: Secret
 metadata: {name: orders-s3, namespace: team-a}

@@ -117,6 +117,22 @@ async fn unserved_groups_answer_404_and_leave_discovery() {
         .0,
         404
     );
+    // As kube-apiserver's last handler (Go's http.NotFound) answers a path nothing serves: plain
+    // text, no Status, so no client reads it as "this object does not exist".
+    let (code, body) = raw(
+        &client,
+        "GET",
+        "/apis/postgresql.cnpg.io/v1/namespaces/default/clusters/main",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!((code, body), (404, serde_json::Value::Null));
+    let got = cnpg_clusters(&client, "default").get_opt("main").await;
+    assert!(
+        matches!(&got, Err(kube::Error::Api(s)) if s.code == 404 && !s.is_not_found()),
+        "{got:?}"
+    );
     sim.admin().serve("postgresql.cnpg.io");
     assert!(
         cnpg_clusters(&client, "default")

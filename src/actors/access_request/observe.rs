@@ -1,6 +1,6 @@
 //! Every read of a PgAccessRequest pass: the request's RoleBindings and whether its Cluster
-//! exists, from the shared caches, and the RoleBindings as the API server has them now, for the
-//! one case the cache's word is checked.
+//! exists, from the shared caches; whether its ClusterRole exists, from the API server; and the
+//! RoleBindings as the API server has them now, for the one case the cache's word is checked.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use kube::api::{Api, ListParams};
 
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::{PgAccessRequest, PgAccessRequestStatus};
-use crate::children::{OperatorCaches, REQUEST_LABEL, Track};
+use crate::children::{OperatorCaches, REQUEST_LABEL, RoleReads, Track};
 use crate::messages::ObjectKey;
 use crate::reconcile::pgaccessrequest::RequestFacts;
 
@@ -69,4 +69,20 @@ pub async fn live_bindings(cx: &ObjectContext) -> Result<Vec<RoleBinding>, Recon
         .into_iter()
         .filter(|rb| rb.metadata.deletion_timestamp.is_none())
         .collect())
+}
+
+/// Whether the ClusterRole of `spec.clusterRole` exists, as the API server had it at most the
+/// short stall recheck ago (ClusterRoles are not watched; a converged pass reads nothing). Only
+/// the server's confirmation says it is missing; a failed read (a 404 that does not name it
+/// among them) is an error, which the pass reports after it did everything else (expiry and
+/// revocation must go on).
+pub async fn cluster_role_exists(
+    cx: &ObjectContext,
+    roles: &RoleReads,
+    name: &str,
+) -> Result<bool, kube::Error> {
+    let fresh_for = cx.shared.settings.stall_rechecks.0;
+    roles.exists(&cx.client, name, fresh_for).await.inspect_err(|error| {
+        tracing::debug!(request = %cx.key, cluster_role = name, error = %crate::conditions::readable(error), "whether the ClusterRole exists is unknown");
+    })
 }

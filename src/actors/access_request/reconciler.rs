@@ -9,15 +9,17 @@ use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 
-use super::observe::{Observed, live_bindings, observe};
+use super::observe::{Observed, cluster_role_exists, live_bindings, observe};
 use super::writes::{adopt_decided, delete_decided, delete_orphans};
 use crate::actors::{Listed, ObjectContext, Outcome, PassEnv, ReconcileError, StatusPass, user_of};
 use crate::api::{PgAccessRequest, ReportsConditions};
-use crate::children::{CACHE_WAIT, OperatorCaches, Synced};
+use crate::children::{CACHE_WAIT, OperatorCaches, RoleReads, Synced};
+use crate::conditions::ClassifiedError;
+use crate::k8s::get_confirmed;
 use crate::messages::ObjectKey;
 use crate::reconcile::pgaccessrequest::{
-    Decision, TIMER_SLACK, decide, needs_live_read, pass_facts, request_events, status_fields,
-    timers,
+    Decision, RequestFacts, TIMER_SLACK, decide, needs_live_read, pass_facts, request_events,
+    status_fields, timers,
 };
 use crate::status::{Extras, StatusWriter};
 
@@ -29,6 +31,8 @@ pub const PAUSE_HOLDS: &str = "for a PgAccessRequest the pause holds only the ow
 pub struct AccessRequestReconciler {
     caches: OperatorCaches,
     status: StatusWriter<PgAccessRequest>,
+    /// The requests' ClusterRoles, read past the caches.
+    roles: RoleReads,
 }
 
 impl AccessRequestReconciler {
@@ -36,6 +40,7 @@ impl AccessRequestReconciler {
         Self {
             caches,
             status: StatusWriter::new(events),
+            roles: RoleReads::default(),
         }
     }
 
@@ -48,7 +53,14 @@ impl AccessRequestReconciler {
         // The pause never stretches the time box: expiry, revocation, the self-approval
         // refusal and every deletion still apply; it holds only the adoption.
         let facts = obj.pass_facts().with_pause_note(PAUSE_HOLDS);
-        let Observed { request, bindings } = observe(&self.caches, obj, cx);
+        let Observed {
+            mut request,
+            bindings,
+        } = observe(&self.caches, obj, cx);
+        // A failed read leaves ConfigurationValid as stored and fails the pass at its end, so
+        // it is retried with backoff: never a stall, and never a guess.
+        let role_read = cluster_role_exists(cx, &self.roles, &obj.spec.cluster_role).await;
+        request.cluster_role_exists = role_read.as_ref().ok().copied();
         let cached: Vec<&RoleBinding> = bindings.iter().map(Arc::as_ref).collect();
         let mut decision = decide(&request, &cached, now);
         if needs_live_read(&decision, &request) {
@@ -64,7 +76,12 @@ impl AccessRequestReconciler {
         // leave the grant to outlive its request's deletion if the operator were down then),
         // but the instants the decision waits for are known already: their timers are kept
         // whatever fails, or a new, earlier `expiresAt` would wait for the retry backoff.
-        let decided = schedule(&decision, now);
+        let decided = schedule(
+            &decision,
+            &request,
+            now,
+            cx.shared.settings.stall_rechecks.0,
+        );
         let keep = |err: ReconcileError| err.keeping(&decided);
         let events = self.status.events();
         delete_decided(&self.caches.access_bindings, events, obj, &decision, cx)
@@ -72,6 +89,13 @@ impl AccessRequestReconciler {
             .map_err(keep)?;
         adopt_decided(obj, &decision, cx).await.map_err(keep)?;
         let facts = pass_facts(facts, &decision).map_err(ReconcileError::other)?;
+        // The failed read is in this write already, as the failure report after the pass
+        // writes it: the two agree, so the report writes nothing and its watch event does not
+        // start a pass that would undo it.
+        let facts = match &role_read {
+            Ok(_) => facts,
+            Err(error) => facts.with_error(ClassifiedError::from_kube(error)),
+        };
         let extras = Extras {
             fields: status_fields(&decision),
             events: request_events(&decision),
@@ -79,7 +103,11 @@ impl AccessRequestReconciler {
         };
         let written = self.status.write(obj, &facts, extras, cx.target()).await;
         let written = written.map_err(|e| keep(e.into()))?;
-        Ok(decided.with_status(written))
+        let outcome = decided.with_status(written);
+        match role_read {
+            Ok(_) => Ok(outcome),
+            Err(error) => Err(ReconcileError::from(error).keeping(&outcome)),
+        }
     }
 }
 
@@ -96,8 +124,13 @@ fn grace_ends(rb: &RoleBinding, grace: std::time::Duration) -> Option<Timestamp>
 }
 
 /// The decision's timers as the pass's outcome.
-fn schedule(decision: &Decision, now: Timestamp) -> Outcome {
-    timers(decision, now)
+fn schedule(
+    decision: &Decision,
+    request: &RequestFacts<'_>,
+    now: Timestamp,
+    recheck: std::time::Duration,
+) -> Outcome {
+    timers(decision, request, now, recheck)
         .into_iter()
         .fold(Outcome::done(), |outcome, (purpose, delay)| {
             outcome.after(purpose, delay)
@@ -153,7 +186,8 @@ impl StatusPass for AccessRequestReconciler {
             if orphans.is_empty() {
                 return;
             }
-            match requests.get_opt(&key.name).await {
+            // Only the server's word that the request is missing (a 404 naming it) counts.
+            match get_confirmed(&requests, &key.name).await {
                 Ok(None) => failed_reads = 0,
                 Ok(Some(_)) => return,
                 // It exists but cannot be decoded (its watch left it out): nobody can tell what

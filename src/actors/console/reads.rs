@@ -11,26 +11,24 @@ use tokio::time::Instant;
 
 use dashmap::DashMap;
 use k8s_openapi::api::core::v1::{Node, Secret};
-use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, ListParams};
 use kube::{Client, ResourceExt};
 
-use crate::children::{OneRead, ReferenceIndex};
+use crate::children::{OneRead, ReferenceIndex, RoleReads};
 use crate::messages::ObjectKey;
 use crate::reconcile::console::{CA_KEY, CaSource, MAX_NODES, NodeCidrs, node_cidrs_of};
 use crate::reconcile::workload::SecretDigest;
 
 #[derive(Default)]
 pub struct PastCache {
-    /// ClusterRole name → (exists, when read).
-    roles: DashMap<String, (bool, Instant)>,
+    /// The installation's ClusterRoles, each read once per recheck.
+    roles: RoleReads,
     nodes: Mutex<Option<(NodeCidrs, Instant)>>,
     /// CA Secret → (resourceVersion read, what it held).
     cas: DashMap<ObjectKey, (Option<String>, CaSource)>,
     /// A Secret the Pods consume → (resourceVersion read, digest of its contents).
     digests: DashMap<ObjectKey, (Option<String>, SecretDigest)>,
-    /// The first passes after a start read each ClusterRole and Secret once, not each.
-    reading_roles: OneRead<&'static str>,
+    /// The first passes after a start read each Secret once, not each.
     reading_secrets: OneRead<ObjectKey>,
     /// How many reads the last sweep of unused ones kept.
     kept_after_sweep: AtomicUsize,
@@ -47,29 +45,9 @@ impl PastCache {
         names: &[&'static str],
         fresh_for: Duration,
     ) -> Result<Vec<&'static str>, kube::Error> {
-        let api: Api<ClusterRole> = Api::all(client.clone());
         let mut missing = Vec::new();
         for name in names {
-            let known = || {
-                self.roles
-                    .get(*name)
-                    .filter(|e| e.1.elapsed() < fresh_for)
-                    .map(|e| e.0)
-            };
-            let exists = match known() {
-                Some(exists) => exists,
-                None => {
-                    let _turn = self.reading_roles.turn(name).await;
-                    let exists = match known() {
-                        Some(exists) => exists,
-                        None => api.get_opt(name).await?.is_some(),
-                    };
-                    self.roles
-                        .insert((*name).to_owned(), (exists, Instant::now()));
-                    exists
-                }
-            };
-            if !exists {
+            if !self.roles.exists(client, name, fresh_for).await? {
                 missing.push(*name);
             }
         }

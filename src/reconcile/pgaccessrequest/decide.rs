@@ -38,6 +38,9 @@ pub struct RequestFacts<'a> {
     /// `spec.cluster` and whether a Cluster of that name exists in the namespace (`None`: the
     /// operator cannot read Clusters there).
     pub cluster: Option<(&'a str, Option<bool>)>,
+    /// Whether the ClusterRole of `spec.clusterRole` exists (`None`: it could not be read; what
+    /// is unknown is neither reported missing nor present: [`ConfigVerdict::Unknown`]).
+    pub cluster_role_exists: Option<bool>,
     /// How long a RoleBinding of a request that is not Approved may live ([`ORPHAN_GRACE`]).
     pub orphan_grace: Duration,
     /// The RoleBindingSynced reason stored by the previous pass, if any.
@@ -47,7 +50,7 @@ pub struct RequestFacts<'a> {
 impl<'a> RequestFacts<'a> {
     /// The facts of `obj` as stored (`status`: its status, or an empty one when it has none),
     /// with what was observed beside it: `cluster` (see [`RequestFacts::cluster`]) and the
-    /// orphan grace in force.
+    /// orphan grace in force. Whether the ClusterRole exists is not known yet (`None`).
     pub fn of(
         obj: &'a PgAccessRequest,
         name: &'a str,
@@ -72,6 +75,8 @@ impl<'a> RequestFacts<'a> {
                 .collect(),
             approvals_required: obj.spec.approvals_required,
             cluster,
+            // Read past the caches by the pass, which sets it.
+            cluster_role_exists: None,
             orphan_grace,
             previous_binding_reason: find_condition(
                 &status.common.conditions,
@@ -130,9 +135,23 @@ pub struct Adoption {
 /// The ConfigurationValid verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConfigVerdict {
-    Valid { message: String },
-    ClusterNotFound { message: String },
-    Invalid { message: String },
+    Valid {
+        message: String,
+    },
+    ClusterNotFound {
+        message: String,
+    },
+    /// `spec.clusterRole` names no ClusterRole: reported, never a stall (expiry, revocation and
+    /// drift removal keep working). A missing Cluster is said first.
+    ClusterRoleNotFound {
+        message: String,
+    },
+    Invalid {
+        message: String,
+    },
+    /// Whether the ClusterRole exists could not be read (a transient error, a 404 that does
+    /// not name it): the stored condition stands, whatever it says, until a read answers.
+    Unknown,
 }
 
 /// The RoleBindingSynced verdict; each variant is one registered reason.
@@ -339,20 +358,37 @@ fn config_verdict(req: &RequestFacts<'_>) -> ConfigVerdict {
             ),
         };
     }
+    // The Cluster is said first: the ClusterRole, when missing too, is named in its message.
+    let role_too = if req.cluster_role_exists == Some(false) {
+        format!(
+            " (ClusterRole {:?} does not exist either)",
+            req.cluster_role
+        )
+    } else {
+        String::new()
+    };
     match req.cluster {
         Some((cluster, None)) => ConfigVerdict::ClusterNotFound {
             message: format!(
                 "spec.cluster names Cluster {cluster:?}, which cannot be verified: the operator \
-                 may not read CloudNativePG Clusters in namespace {:?}; expiry and revocation \
-                 keep working",
+                 may not read CloudNativePG Clusters in namespace {:?}{role_too}; expiry and \
+                 revocation keep working",
                 req.namespace
             ),
         },
         Some((cluster, Some(false))) => ConfigVerdict::ClusterNotFound {
             message: format!(
-                "spec.cluster names Cluster {cluster:?}, which does not exist in namespace {:?}; \
-                 expiry and revocation keep working",
+                "spec.cluster names Cluster {cluster:?}, which does not exist in namespace \
+                 {:?}{role_too}; expiry and revocation keep working",
                 req.namespace
+            ),
+        },
+        _ if req.cluster_role_exists.is_none() => ConfigVerdict::Unknown,
+        _ if req.cluster_role_exists == Some(false) => ConfigVerdict::ClusterRoleNotFound {
+            message: format!(
+                "spec.clusterRole names ClusterRole {:?}, which does not exist: a RoleBinding \
+                 to it grants nothing until it is created; expiry and revocation keep working",
+                req.cluster_role
             ),
         },
         _ => ConfigVerdict::Valid {

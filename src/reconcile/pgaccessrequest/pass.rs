@@ -22,20 +22,32 @@ pub fn needs_live_read(decision: &Decision, request: &RequestFacts<'_>) -> bool 
 }
 
 /// The timers for the instants the decision waits for (expiry, the end of an orphan grace),
-/// each a little after its instant; one already passed fires at once.
-pub fn timers(decision: &Decision, now: Timestamp) -> Vec<(TimerPurpose, Duration)> {
+/// each a little after its instant; one already passed fires at once. ClusterRoles are not
+/// watched: while the request's ClusterRole is missing or could not be read, it is looked at
+/// again after `recheck` (the short stall recheck, two minutes by default).
+pub fn timers(
+    decision: &Decision,
+    request: &RequestFacts<'_>,
+    now: Timestamp,
+    recheck: Duration,
+) -> Vec<(TimerPurpose, Duration)> {
     let delay = |at: Timestamp| {
         Duration::try_from(at.duration_since(now))
             .unwrap_or(Duration::ZERO)
             .saturating_add(TIMER_SLACK)
     };
-    [
+    let mut timers: Vec<_> = [
         (TimerPurpose::Expiry, decision.expiry_at),
         (TimerPurpose::Grace, decision.grace_ends),
     ]
     .into_iter()
     .filter_map(|(purpose, at)| at.map(|at| (purpose, delay(at))))
-    .collect()
+    .collect();
+    if request.cluster_role_exists != Some(true) && decision.expiry_at.is_some() {
+        // After the kept read has aged past `recheck`, so that the pass reads again.
+        timers.push((TimerPurpose::Recheck2m, recheck.saturating_add(TIMER_SLACK)));
+    }
+    timers
 }
 
 #[cfg(test)]
@@ -75,6 +87,7 @@ mod tests {
             approvals: Vec::new(),
             approvals_required: 1,
             cluster: None,
+            cluster_role_exists: Some(true),
             orphan_grace: Duration::from_secs(120),
             previous_binding_reason: previous,
         }
@@ -111,16 +124,51 @@ mod tests {
     #[test]
     fn timers_aim_just_after_their_instants_and_a_passed_one_fires_at_once() {
         let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let alice = AccessSubject {
+            kind: SubjectKind::User,
+            name: "alice".into(),
+            namespace: None,
+        };
+        let req = request(&alice, None);
+        let recheck = Duration::from_secs(120);
         let mut d = decision(BindingVerdict::AccessGranted);
-        assert!(timers(&d, now).is_empty());
+        assert!(timers(&d, &req, now, recheck).is_empty());
         d.expiry_at = Some(now + SignedDuration::from_secs(60));
         d.grace_ends = Some(now - SignedDuration::from_secs(5));
         assert_eq!(
-            timers(&d, now),
+            timers(&d, &req, now, recheck),
             vec![
                 (TimerPurpose::Expiry, Duration::from_secs(60) + TIMER_SLACK),
                 (TimerPurpose::Grace, TIMER_SLACK),
             ]
         );
+    }
+
+    #[test]
+    fn a_missing_or_unread_cluster_role_is_looked_at_again_until_the_request_ends() {
+        let now: Timestamp = "2026-11-29T12:00:00Z".parse().unwrap();
+        let alice = AccessSubject {
+            kind: SubjectKind::User,
+            name: "alice".into(),
+            namespace: None,
+        };
+        let recheck = Duration::from_secs(120);
+        let mut d = decision(BindingVerdict::AwaitingDecision);
+        d.expiry_at = Some(now + SignedDuration::from_secs(600));
+        for (exists, rechecked) in [(Some(false), true), (None, true), (Some(true), false)] {
+            let mut req = request(&alice, None);
+            req.cluster_role_exists = exists;
+            let armed = timers(&d, &req, now, recheck);
+            assert_eq!(
+                armed.contains(&(TimerPurpose::Recheck2m, recheck + TIMER_SLACK)),
+                rechecked,
+                "{exists:?}: {armed:?}"
+            );
+        }
+        // A terminal request (nothing left to expire) is not looked at again for its role.
+        d.expiry_at = None;
+        let mut req = request(&alice, None);
+        req.cluster_role_exists = Some(false);
+        assert!(timers(&d, &req, now, recheck).is_empty());
     }
 }

@@ -8,8 +8,12 @@ use crate::conditions::{ConditionType, EventDecision, FactsError, PassFacts, Ver
 
 /// Adds this pass's aspects to `facts` (which carries kind, generation and pause).
 pub fn pass_facts(facts: PassFacts, decision: &Decision) -> Result<PassFacts, FactsError> {
+    // An aspect this pass does not say is kept as stored by the conditions engine.
+    let facts = match config(&decision.config) {
+        Some(verdict) => facts.with_aspect(ConditionType::ConfigurationValid, verdict)?,
+        None => facts,
+    };
     facts
-        .with_aspect(ConditionType::ConfigurationValid, config(&decision.config))?
         .with_aspect(
             ConditionType::RoleBindingSynced,
             binding(decision.binding, &decision.binding_message),
@@ -17,17 +21,22 @@ pub fn pass_facts(facts: PassFacts, decision: &Decision) -> Result<PassFacts, Fa
         .map(|f| f.with_children_converged(decision.converged()))
 }
 
-fn config(verdict: &ConfigVerdict) -> Verdict {
-    match verdict {
+/// The ConfigurationValid verdict; `None` when this pass cannot tell (the stored one stands).
+fn config(verdict: &ConfigVerdict) -> Option<Verdict> {
+    Some(match verdict {
         ConfigVerdict::Valid { message } => Verdict::holds(common::AS_EXPECTED, message),
         // A request never stalls (its table says so): expiry and revocation keep working.
         ConfigVerdict::ClusterNotFound { message } => {
             Verdict::fails(common::CLUSTER_NOT_FOUND, message)
         }
+        ConfigVerdict::ClusterRoleNotFound { message } => {
+            Verdict::fails(r::CLUSTER_ROLE_NOT_FOUND, message)
+        }
         ConfigVerdict::Invalid { message } => {
             Verdict::fails(common::CONFIGURATION_INVALID, message)
         }
-    }
+        ConfigVerdict::Unknown => return None,
+    })
 }
 
 fn binding(verdict: BindingVerdict, message: &str) -> Verdict {
@@ -150,6 +159,14 @@ mod tests {
                 "ClusterNotFound",
             ),
             (
+                ConfigVerdict::ClusterRoleNotFound {
+                    message: "x".into(),
+                },
+                BindingVerdict::AwaitingDecision,
+                "False",
+                "ClusterRoleNotFound",
+            ),
+            (
                 ConfigVerdict::Invalid {
                     message: "x".into(),
                 },
@@ -162,6 +179,51 @@ mod tests {
             let d = decision(config, binding);
             assert_eq!(ready_of(&d), (status.into(), reason.into()), "{binding:?}");
         }
+    }
+
+    #[test]
+    fn a_pass_that_could_not_read_the_cluster_role_keeps_the_stored_condition() {
+        let now = Timestamp::now();
+        let stored_after = |config: ConfigVerdict| {
+            let d = decision(config, BindingVerdict::AwaitingDecision);
+            let facts = pass_facts(PassFacts::new(Kind::PgAccessRequest, 1), &d).unwrap();
+            derive_status(&facts, StoredStatus::default(), now).conditions
+        };
+        let unknown = decision(ConfigVerdict::Unknown, BindingVerdict::AwaitingDecision);
+        let facts = pass_facts(PassFacts::new(Kind::PgAccessRequest, 1), &unknown).unwrap();
+        for (before, reason) in [
+            (
+                ConfigVerdict::ClusterRoleNotFound {
+                    message: "x".into(),
+                },
+                "ClusterRoleNotFound",
+            ),
+            (
+                ConfigVerdict::Valid {
+                    message: "ok".into(),
+                },
+                "AsExpected",
+            ),
+        ] {
+            let stored = stored_after(before);
+            let update = derive_status(
+                &facts,
+                StoredStatus {
+                    conditions: &stored,
+                    observed_generation: Some(1),
+                },
+                now,
+            );
+            let kept = find_condition(&update.conditions, ConditionType::ConfigurationValid);
+            assert_eq!(kept.map(|c| c.reason.as_str()), Some(reason));
+        }
+        // Never read yet: not evaluated, rather than said valid or missing.
+        let update = derive_status(&facts, StoredStatus::default(), now);
+        let first = find_condition(&update.conditions, ConditionType::ConfigurationValid);
+        assert_eq!(
+            first.map(|c| (c.status.as_str(), c.reason.as_str())),
+            Some(("Unknown", "Initializing"))
+        );
     }
 
     #[test]

@@ -37,6 +37,7 @@ fn request(phase: Phase, approver: Option<&'static str>) -> RequestFacts<'static
         approvals: Vec::new(),
         approvals_required: 1,
         cluster: None,
+        cluster_role_exists: Some(true),
         orphan_grace: ORPHAN_GRACE,
         previous_binding_reason: None,
     }
@@ -503,4 +504,73 @@ fn an_approval_grants_only_with_enough_distinct_approvers_other_than_the_subject
             assert_eq!(d.expiry_at, Some(req.expires_at), "{name}");
         }
     }
+}
+
+#[test]
+fn a_missing_cluster_role_is_reported_and_never_blocks_the_lifecycle() {
+    // Approved and bound, the ClusterRole misspelt: reported, the grant's lifecycle unchanged.
+    let mut granted = request(Phase::Approved, Some("bob"));
+    granted.cluster_role_exists = Some(false);
+    let b = exact(5);
+    let d = decide(&granted, &[&b], now());
+    match &d.config {
+        ConfigVerdict::ClusterRoleNotFound { message } => {
+            assert!(message.contains("\"cnpg-viewer\""), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(d.binding, BindingVerdict::AccessGranted);
+    assert!(d.deletions.is_empty());
+    assert_eq!(d.expiry_at, Some(at(3600)));
+
+    // Expiry still withdraws the grant.
+    let mut expired = granted.clone();
+    expired.expires_at = at(-1);
+    let d = decide(&expired, &[&b], now());
+    assert!(matches!(
+        d.config,
+        ConfigVerdict::ClusterRoleNotFound { .. }
+    ));
+    assert_eq!(d.new_phase, Some(Phase::Expired));
+    assert_eq!(d.deletions.len(), 1);
+    assert_eq!(d.deletions[0].cause, DeletionCause::Expired);
+
+    // Drift is still removed.
+    let drifted = rb("pgar-orders", vec![alice().clone()], "cluster-admin", 5);
+    let d = decide(&granted, &[&drifted], now());
+    assert!(matches!(
+        d.config,
+        ConfigVerdict::ClusterRoleNotFound { .. }
+    ));
+    assert_eq!(d.binding, BindingVerdict::RoleBindingDrifted);
+    assert_eq!(d.deletions[0].cause, DeletionCause::Drifted);
+}
+
+#[test]
+fn an_unreadable_cluster_role_is_not_said_missing() {
+    let mut unknown = request(Phase::Pending, None);
+    unknown.cluster_role_exists = None;
+    // Neither valid nor missing: the stored condition stands until a read answers.
+    assert_eq!(decide(&unknown, &[], now()).config, ConfigVerdict::Unknown);
+}
+
+#[test]
+fn a_missing_cluster_is_said_before_a_missing_cluster_role() {
+    let mut both = request(Phase::Pending, None);
+    both.cluster_role_exists = Some(false);
+    for cluster in [Some(false), None] {
+        both.cluster = Some(("orders-db", cluster));
+        match decide(&both, &[], now()).config {
+            ConfigVerdict::ClusterNotFound { message } => assert!(
+                message.contains("ClusterRole \"cnpg-viewer\" does not exist either"),
+                "{message}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+    both.cluster = Some(("orders-db", Some(true)));
+    assert!(matches!(
+        decide(&both, &[], now()).config,
+        ConfigVerdict::ClusterRoleNotFound { .. }
+    ));
 }
