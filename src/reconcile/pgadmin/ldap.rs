@@ -21,8 +21,6 @@ pub const CA_FILE: &str = "ca.crt";
 /// The volume holding the CA.
 const CA_VOLUME: &str = "ldap-ca";
 
-pub use super::settings::LDAP_OWNED as OWNED;
-
 fn setting(name: &str, value: Value) -> Value {
     json!({"name": format!("PGADMIN_CONFIG_{name}"), "value": python_literal(&value)})
 }
