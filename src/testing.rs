@@ -49,8 +49,8 @@ pub mod conditions {
                 AS_EXPECTED, RESOURCE_NOT_OWNED, ROLLOUT_IN_PROGRESS,
             };
         }
-        pub mod pgaccessrequest {
-            pub use crate::conditions::reasons::pgaccessrequest::{
+        pub mod access_request {
+            pub use crate::conditions::reasons::access_request::{
                 AWAITING_DECISION, ROLE_BINDING_MISSING,
             };
         }
@@ -90,10 +90,10 @@ pub mod reconcile {
             trusted_proxies,
         };
     }
-    pub mod evidenceagent {
-        pub use crate::reconcile::evidenceagent::service_dns_names;
+    pub mod evidence_agent {
+        pub use crate::reconcile::evidence_agent::service_dns_names;
         pub mod pki {
-            pub use crate::reconcile::evidenceagent::pki::{
+            pub use crate::reconcile::evidence_agent::pki::{
                 OperatorCa, first_cert_der, public_key_of,
             };
         }
@@ -112,8 +112,8 @@ pub mod reconcile {
             ApiState, Availability, OptionalApi, ProbeError, ProbeResult,
         };
     }
-    pub mod pgaccessrequest {
-        pub use crate::reconcile::pgaccessrequest::{
+    pub mod access_request {
+        pub use crate::reconcile::access_request::{
             RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
         };
     }

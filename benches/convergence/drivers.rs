@@ -22,7 +22,7 @@ use pgtoolbox_operator::testing::k8s::{
     EventSink, WatchClients, WriteBudget, delete_pinned, patch_status,
 };
 use pgtoolbox_operator::testing::messages::ObjectKey;
-use pgtoolbox_operator::testing::reconcile::pgaccessrequest::{
+use pgtoolbox_operator::testing::reconcile::access_request::{
     RequestFacts, decide, deletion_event, pass_facts, request_events, status_fields,
 };
 use pgtoolbox_operator::testing::supervisor::{

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::event::EventType;
 use super::fields::StatusField;
-use super::reasons::{Owner, Reason, common, console, evidenceagent, pgaccessrequest, pgadmin};
+use super::reasons::{Owner, Reason, access_request, common, console, evidence_agent, pgadmin};
 use super::types::{ConditionStatus, ConditionType};
 use super::verdict::Subject;
 use crate::messages::TimerPurpose;
@@ -113,12 +113,12 @@ impl Kind {
                 (pgadmin::UPGRADE_BACKUP_COMPLETED, Normal),
                 (pgadmin::UPGRADE_BACKUP_SKIPPED, Warning),
             ],
-            Kind::EvidenceAgent => &[(evidenceagent::CERTIFICATE_ISSUED, Normal)],
+            Kind::EvidenceAgent => &[(evidence_agent::CERTIFICATE_ISSUED, Normal)],
             Kind::PgToolBoxConsole => &[],
             Kind::PgAccessRequest => &[
-                (pgaccessrequest::ROLE_BINDING_DELETED, Normal),
-                (pgaccessrequest::ACCESS_EXPIRED, Normal),
-                (pgaccessrequest::SELF_APPROVAL_REFUSED, Warning),
+                (access_request::ROLE_BINDING_DELETED, Normal),
+                (access_request::ACCESS_EXPIRED, Normal),
+                (access_request::SELF_APPROVAL_REFUSED, Warning),
             ],
         }
     }
@@ -184,7 +184,7 @@ impl Kind {
                 pgadmin::UPGRADE_BACKUP_RUNNING,
                 pgadmin::CONFIG_DATABASE_NOT_READY,
             ],
-            Kind::EvidenceAgent => &[evidenceagent::SERVICE_CA_PENDING],
+            Kind::EvidenceAgent => &[evidence_agent::SERVICE_CA_PENDING],
             Kind::PgToolBoxConsole | Kind::PgAccessRequest => &[],
         };
         shared.contains(&reason) || own.contains(&reason)

@@ -325,7 +325,7 @@ registry! {
             "Install a CloudNativePG that serves Database or grant the operator access to it, or drop spec.configDatabase.",
         },
     }
-    evidenceagent => Owner::EvidenceAgent, {
+    evidence_agent => Owner::EvidenceAgent, {
         BARMAN_PLUGIN_NOT_CONFIGURED = "BarmanPluginNotConfigured" {
             "The Cluster does not use the barman-cloud plugin with a barmanObjectName parameter.",
             "Configure the barman-cloud plugin on the Cluster, naming its ObjectStore in barmanObjectName.",
@@ -409,7 +409,7 @@ registry! {
             "Usually nothing: it goes once no Pod holds the trust grant; deal with a Pod stuck terminating if one is named.",
         },
     }
-    pgaccessrequest => Owner::PgAccessRequest, {
+    access_request => Owner::PgAccessRequest, {
         AWAITING_DECISION = "AwaitingDecision" {
             "The request waits for a decision; nothing is bound.",
             "An approver other than the subject decides it in the console.",

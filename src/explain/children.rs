@@ -12,11 +12,11 @@ use kube::api::DynamicObject;
 
 use super::report::ChildFact;
 use crate::api::{AccessSubject, GatewayParentRef};
+use crate::reconcile::access_request::{binds_exactly, describe};
 use crate::reconcile::console::{NodeCidrs, PodAddress, broad_peer};
 use crate::reconcile::exposure::{
     Admission, http_route_admission, ingress_admission, route_admission,
 };
-use crate::reconcile::pgaccessrequest::{binds_exactly, describe};
 use crate::reconcile::pgadmin::{JobState, job_state};
 use crate::reconcile::workload::{Rollout, is_active, pod_fact, rollout_state};
 

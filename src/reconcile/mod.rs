@@ -1,8 +1,9 @@
 //! Pure decisions: observed world in, desired children, condition facts and routing out. No I/O.
+pub mod access_request;
 pub mod children;
 pub mod cluster_ca;
 pub mod console;
-pub mod evidenceagent;
+pub mod evidence_agent;
 pub mod exposure;
 #[cfg(test)]
 pub(crate) mod fuzz_support;
@@ -10,7 +11,6 @@ pub mod images;
 pub mod namespace_permissions;
 pub mod observed;
 pub mod optional_api;
-pub mod pgaccessrequest;
 pub mod pgadmin;
 pub mod redact;
 pub mod remembered;

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::Secret;
 use sha2::{Digest, Sha256};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use super::evidenceagent::pki::{first_cert_der, public_key_of};
+use super::evidence_agent::pki::{first_cert_der, public_key_of};
 
 const PREFIX: &str = "pgtoolbox-redacted:sha256=";
 
@@ -144,7 +144,7 @@ pub fn secret_is_complete(secret: &Secret) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::evidenceagent::pki::OperatorCa;
+    use crate::reconcile::evidence_agent::pki::OperatorCa;
     use jiff::Timestamp;
 
     fn bytes(text: &str) -> ByteString {

@@ -56,13 +56,13 @@ impl Default for OperatorSettings {
             allowed_image_repositories: Vec::new(),
             default_images: DefaultImages::default(),
             max_inflight_writes: 32,
-            access_request_orphan_grace: crate::reconcile::pgaccessrequest::ORPHAN_GRACE,
+            access_request_orphan_grace: crate::reconcile::access_request::ORPHAN_GRACE,
             startup_jitter: std::time::Duration::from_secs(2),
             first_passes_at_once: Some(FIRST_PASSES_AT_ONCE),
             clock: super::Clock::System,
             operator_namespace: DEFAULT_OPERATOR_NAMESPACE.to_owned(),
             evidence_certificate_validity:
-                crate::reconcile::evidenceagent::DEFAULT_CERTIFICATE_VALIDITY,
+                crate::reconcile::evidence_agent::DEFAULT_CERTIFICATE_VALIDITY,
             stall_rechecks: (
                 crate::conditions::STALL_RECHECK,
                 crate::conditions::STALL_RECHECK_LONG,

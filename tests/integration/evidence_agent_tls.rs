@@ -12,8 +12,8 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::api::EvidenceAgent;
 use pgtoolbox_operator::testing::actors::evidence_agent::CA_SECRET_NAME;
-use pgtoolbox_operator::testing::reconcile::evidenceagent::pki::{OperatorCa, first_cert_der};
-use pgtoolbox_operator::testing::reconcile::evidenceagent::service_dns_names;
+use pgtoolbox_operator::testing::reconcile::evidence_agent::pki::{OperatorCa, first_cert_der};
+use pgtoolbox_operator::testing::reconcile::evidence_agent::service_dns_names;
 use pgtoolbox_operator::testing::reconcile::workload::WORKLOAD_HASH_ANNOTATION;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
@@ -436,7 +436,7 @@ async fn evidence_a_secret_edited_around_a_usable_certificate_is_issued_anew_who
     // Written whole: a key, and the key of the new certificate.
     let key = text(&after, "tls.key");
     assert_ne!(key, text(&before, "tls.key"));
-    let public = pgtoolbox_operator::testing::reconcile::evidenceagent::pki::public_key_of(&key)
+    let public = pgtoolbox_operator::testing::reconcile::evidence_agent::pki::public_key_of(&key)
         .expect("a private key");
     let der = first_cert_der(&text(&after, "tls.crt")).expect("a certificate");
     let (_, cert) = x509_parser::parse_x509_certificate(&der).expect("X.509");

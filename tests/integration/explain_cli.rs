@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Output;
 
-use pgtoolbox_operator::testing::conditions::reasons::pgaccessrequest;
+use pgtoolbox_operator::testing::conditions::reasons::access_request;
 use serde_json::Value;
 use tokio::process::Command;
 
@@ -76,7 +76,7 @@ async fn explain_exit_codes_json_and_the_kubectl_plugin() {
     let text = stdout(&out);
     assert!(text.contains("decided by RoleBindingSynced"), "{text}");
     assert!(
-        text.contains(pgaccessrequest::ROLE_BINDING_MISSING.action()),
+        text.contains(access_request::ROLE_BINDING_MISSING.action()),
         "{text}"
     );
 
@@ -116,7 +116,7 @@ async fn explain_exit_codes_json_and_the_kubectl_plugin() {
     assert_eq!(synced["reason"], "RoleBindingMissing");
     assert_eq!(
         synced["meaning"],
-        pgaccessrequest::ROLE_BINDING_MISSING.meaning()
+        access_request::ROLE_BINDING_MISSING.meaning()
     );
     assert!(doc["events"].is_array() && doc["children"].is_array());
 

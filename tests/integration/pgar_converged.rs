@@ -156,7 +156,7 @@ async fn the_status_writer_writes_only_what_changed() {
 async fn a_change_of_messages_alone_waits_for_the_settle_window() {
     use pgtoolbox_operator::api::ReportsConditions;
     use pgtoolbox_operator::testing::conditions::{
-        ConditionType, Verdict, reasons::common, reasons::pgaccessrequest,
+        ConditionType, Verdict, reasons::access_request, reasons::common,
     };
     use pgtoolbox_operator::testing::messages::TimerPurpose;
     use pgtoolbox_operator::testing::status::{Extras, SETTLE, Target};
@@ -171,11 +171,11 @@ async fn a_change_of_messages_alone_waits_for_the_settle_window() {
     let facts = |obj: &pgtoolbox_operator::api::PgAccessRequest, config: &str, missing: bool| {
         let bound = if missing {
             Verdict::fails(
-                pgaccessrequest::ROLE_BINDING_MISSING,
+                access_request::ROLE_BINDING_MISSING,
                 "the RoleBinding is gone",
             )
         } else {
-            Verdict::holds(pgaccessrequest::AWAITING_DECISION, "nothing is bound")
+            Verdict::holds(access_request::AWAITING_DECISION, "nothing is bound")
         };
         obj.pass_facts()
             .with_aspect(

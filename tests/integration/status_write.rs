@@ -4,7 +4,7 @@
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions, rendered_crd_files};
 use pgtoolbox_operator::testing::conditions::{
-    ConditionType, Timestamp, Verdict, derive_status, reasons::common, reasons::pgaccessrequest,
+    ConditionType, Timestamp, Verdict, derive_status, reasons::access_request, reasons::common,
     status_patch,
 };
 use pgtoolbox_sim::SimConfig;
@@ -50,7 +50,7 @@ async fn engine_status_round_trips_through_the_status_subresource() {
         .and_then(|f| {
             f.with_aspect(
                 ConditionType::RoleBindingSynced,
-                Verdict::holds(pgaccessrequest::AWAITING_DECISION, "nothing is bound"),
+                Verdict::holds(access_request::AWAITING_DECISION, "nothing is bound"),
             )
         })
         .expect("aspects of the kind")

@@ -11,7 +11,7 @@ use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::{PgAccessRequest, PgAccessRequestStatus};
 use crate::children::{OperatorCaches, REQUEST_LABEL, RoleReads, Track};
 use crate::messages::ObjectKey;
-use crate::reconcile::pgaccessrequest::RequestFacts;
+use crate::reconcile::access_request::RequestFacts;
 
 /// What a pass read of one request.
 pub struct Observed<'a> {

@@ -1,7 +1,7 @@
 //! One pass over a PgAccessRequest as a pipeline: observe (the caches; the API for a missing
 //! RoleBinding not yet said missing), `decide` (pure), delete and adopt what the decision names,
 //! write the status once with its Events, and leave timers at expiry and at the end of a grace.
-//! The rules live in `reconcile::pgaccessrequest`.
+//! The rules live in `reconcile::access_request`.
 
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use crate::children::{CACHE_WAIT, OperatorCaches, RoleReads, Synced};
 use crate::conditions::ClassifiedError;
 use crate::k8s::get_confirmed;
 use crate::messages::ObjectKey;
-use crate::reconcile::pgaccessrequest::{
+use crate::reconcile::access_request::{
     Decision, RequestFacts, TIMER_SLACK, decide, needs_live_read, pass_facts, request_events,
     status_fields, timers,
 };

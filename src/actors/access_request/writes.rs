@@ -11,7 +11,7 @@ use crate::api::PgAccessRequest;
 use crate::children::ChildStore;
 use crate::k8s::{EventSink, Pinned, add_owner_pinned, delete_pinned};
 use crate::messages::ObjectKey;
-use crate::reconcile::pgaccessrequest::{Decision, deletion_event};
+use crate::reconcile::access_request::{Decision, deletion_event};
 
 /// Deletes `name` if it is still the version of `uid` that was judged; a binding gone (deleted
 /// now or already) is hidden from the cache until its watch reports it.

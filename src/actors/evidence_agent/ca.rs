@@ -15,8 +15,8 @@ use tokio::sync::OnceCell;
 
 use crate::children::{Applier, budget_closed};
 use crate::k8s::WriteBudget;
-use crate::reconcile::evidenceagent::CA_VALIDITY;
-use crate::reconcile::evidenceagent::pki::{
+use crate::reconcile::evidence_agent::CA_VALIDITY;
+use crate::reconcile::evidence_agent::pki::{
     CA_SECRET_CERT_KEY, CA_SECRET_KEY_KEY, CertAndKey, OperatorCa, PkiError,
 };
 

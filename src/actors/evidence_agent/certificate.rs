@@ -9,7 +9,7 @@ use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::EvidenceAgent;
 use crate::children::{ChildOwner, Component};
 use crate::messages::ObjectKey;
-use crate::reconcile::evidenceagent::{CertificatePlan, ChildNames, plan_certificate};
+use crate::reconcile::evidence_agent::{CertificatePlan, ChildNames, plan_certificate};
 
 /// Whether `secret` is controlled by the agent of `uid`.
 fn controlled_by(secret: &Secret, uid: Option<&str>) -> bool {

@@ -12,7 +12,7 @@ use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::{CertificateProvider, EvidenceAgent};
 use crate::children::Track;
 use crate::messages::ObjectKey;
-use crate::reconcile::evidenceagent::{
+use crate::reconcile::evidence_agent::{
     CABUNDLE_KEY, ChildNames, ChildrenSeen, ServiceCaFacts, barman_object_name,
 };
 use crate::reconcile::optional_api::{Availability, OptionalApi};

@@ -2,7 +2,7 @@
 //! ObjectStore's contents when their resourceVersion moved, the `operator` provider's
 //! certificate planned with the operator's CA), `plan` (pure), apply the children through the
 //! applier, read them back from the caches, `conclude` (pure), and write the status once. The
-//! rules that combine the verdicts live in `reconcile::evidenceagent::pass`.
+//! rules that combine the verdicts live in `reconcile::evidence_agent::pass`.
 
 use super::ca::CaStore;
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
@@ -14,7 +14,7 @@ use crate::children::{
 use crate::conditions::PassFacts;
 use crate::k8s::EventSink;
 use crate::messages::ObjectKey;
-use crate::reconcile::evidenceagent::{
+use crate::reconcile::evidence_agent::{
     AgentChildren, AgentFacts, Applied, ApplyPlan, ChildNames, Conclusion, Observed, Plan,
     conclude, decide, needs_certificate, plan, watched_secrets,
 };
@@ -32,7 +32,7 @@ pub enum EvidenceError {
     #[error("the serving certificate of EvidenceAgent {0} cannot be issued: {1}")]
     Certificate(
         String,
-        #[source] crate::reconcile::evidenceagent::pki::PkiError,
+        #[source] crate::reconcile::evidence_agent::pki::PkiError,
     ),
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::super::reasons::{ALL, common, console, evidenceagent, pgaccessrequest, pgadmin};
+use super::super::reasons::{ALL, access_request, common, console, evidence_agent, pgadmin};
 use super::super::*;
 use super::{C, False, True, all_holding, derive, get, replacing, st, t, triple};
 use crate::messages::TimerPurpose;
@@ -46,7 +46,7 @@ fn a_stall_survives_an_error_pass() {
         (
             Kind::EvidenceAgent,
             C::ConfigurationValid,
-            Verdict::fails(evidenceagent::REGION_REQUIRED, "set a region"),
+            Verdict::fails(evidence_agent::REGION_REQUIRED, "set a region"),
         ),
         (
             Kind::PgAdmin,
@@ -284,17 +284,17 @@ fn kind_events_are_recorded_even_when_nothing_changed() {
         ),
         (
             Kind::EvidenceAgent,
-            evidenceagent::CERTIFICATE_ISSUED,
+            evidence_agent::CERTIFICATE_ISSUED,
             EventType::Normal,
         ),
         (
             Kind::PgAccessRequest,
-            pgaccessrequest::ACCESS_EXPIRED,
+            access_request::ACCESS_EXPIRED,
             EventType::Normal,
         ),
         (
             Kind::PgAccessRequest,
-            pgaccessrequest::SELF_APPROVAL_REFUSED,
+            access_request::SELF_APPROVAL_REFUSED,
             EventType::Warning,
         ),
     ];

@@ -1,7 +1,7 @@
 //! The hostname fact: applied by the engine to ConfigurationValid and ExposureReady, one
 //! Warning per refusal across passes, and a lifted refusal never left on show.
 
-use super::super::reasons::{common, console, evidenceagent};
+use super::super::reasons::{common, console, evidence_agent};
 use super::super::*;
 use super::{C, False, True, Unknown, derive, get, replacing, st, t, triple, with};
 
@@ -265,7 +265,7 @@ fn the_hostname_is_a_fact_only_of_kinds_that_publish() {
     let agent = with(
         PassFacts::new(Kind::EvidenceAgent, 1),
         C::ConfigurationValid,
-        Verdict::fails(evidenceagent::REGION_REQUIRED, "m"),
+        Verdict::fails(evidence_agent::REGION_REQUIRED, "m"),
     );
     assert!(agent.hostname().is_none());
 }

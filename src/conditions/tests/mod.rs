@@ -3,7 +3,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use k8s_openapi::jiff::Timestamp;
 
-use super::reasons::{ALL, common, console, evidenceagent, pgaccessrequest, pgadmin};
+use super::reasons::{ALL, access_request, common, console, evidence_agent, pgadmin};
 use super::*;
 
 use ConditionStatus::{False, True, Unknown};
@@ -465,7 +465,7 @@ fn stalls_follow_each_kinds_table() {
         (
             Kind::EvidenceAgent,
             C::ConfigurationValid,
-            Verdict::fails(evidenceagent::REGION_REQUIRED, "m"),
+            Verdict::fails(evidence_agent::REGION_REQUIRED, "m"),
             true,
         ),
         (
@@ -519,7 +519,7 @@ fn stalls_follow_each_kinds_table() {
         (
             Kind::PgAccessRequest,
             C::RoleBindingSynced,
-            Verdict::fails(pgaccessrequest::ROLE_BINDING_MISSING, "m"),
+            Verdict::fails(access_request::ROLE_BINDING_MISSING, "m"),
             false,
         ),
     ];
@@ -836,7 +836,7 @@ fn aspects_turning_false_warn_unless_quiet() {
         (
             Kind::EvidenceAgent,
             C::ServingCertificateReady,
-            evidenceagent::SERVICE_CA_PENDING,
+            evidence_agent::SERVICE_CA_PENDING,
             false,
         ),
         (
@@ -860,7 +860,7 @@ fn aspects_turning_false_warn_unless_quiet() {
         (
             Kind::PgAccessRequest,
             C::RoleBindingSynced,
-            pgaccessrequest::ROLE_BINDING_DRIFTED,
+            access_request::ROLE_BINDING_DRIFTED,
             true,
         ),
     ];
@@ -884,9 +884,9 @@ fn aspects_turning_false_warn_unless_quiet() {
 fn quiet_reasons_belong_to_their_kind() {
     assert!(Kind::PgAdmin.is_quiet(pgadmin::UPGRADE_BACKUP_RUNNING));
     assert!(!Kind::EvidenceAgent.is_quiet(pgadmin::UPGRADE_BACKUP_RUNNING));
-    assert!(Kind::EvidenceAgent.is_quiet(evidenceagent::SERVICE_CA_PENDING));
-    assert!(!Kind::PgToolBoxConsole.is_quiet(evidenceagent::SERVICE_CA_PENDING));
-    assert!(!Kind::PgAccessRequest.is_quiet(pgaccessrequest::ROLE_BINDING_MISSING));
+    assert!(Kind::EvidenceAgent.is_quiet(evidence_agent::SERVICE_CA_PENDING));
+    assert!(!Kind::PgToolBoxConsole.is_quiet(evidence_agent::SERVICE_CA_PENDING));
+    assert!(!Kind::PgAccessRequest.is_quiet(access_request::ROLE_BINDING_MISSING));
 }
 
 #[test]
@@ -895,12 +895,12 @@ fn a_kind_writes_common_reasons_and_its_own_only() {
         (Kind::PgAdmin, pgadmin::TOO_MANY_SERVERS, true),
         (Kind::PgAdmin, common::CLUSTER_NOT_FOUND, true),
         (Kind::PgAdmin, console::CONSOLE_ROLE_MISSING, false),
-        (Kind::EvidenceAgent, evidenceagent::REGION_REQUIRED, true),
-        (Kind::EvidenceAgent, pgaccessrequest::ACCESS_GRANTED, false),
+        (Kind::EvidenceAgent, evidence_agent::REGION_REQUIRED, true),
+        (Kind::EvidenceAgent, access_request::ACCESS_GRANTED, false),
         (Kind::PgToolBoxConsole, console::EXPOSURE_OPEN, true),
         (Kind::PgToolBoxConsole, pgadmin::PGADMIN_EGRESS_OPEN, false),
-        (Kind::PgAccessRequest, pgaccessrequest::ACCESS_GRANTED, true),
-        (Kind::PgAccessRequest, evidenceagent::IMAGE_REQUIRED, false),
+        (Kind::PgAccessRequest, access_request::ACCESS_GRANTED, true),
+        (Kind::PgAccessRequest, evidence_agent::IMAGE_REQUIRED, false),
     ];
     for (kind, reason, allowed) in cases {
         let facts =
@@ -964,14 +964,14 @@ fn stalled_turning_true_is_reported_once() {
         1,
         &[(
             C::ConfigurationValid,
-            Verdict::fails(evidenceagent::BARMAN_PLUGIN_NOT_CONFIGURED, "no plugin"),
+            Verdict::fails(evidence_agent::BARMAN_PLUGIN_NOT_CONFIGURED, "no plugin"),
         )],
     );
     let first = derive(&facts, &[], t(0));
     assert_eq!(
         first.events,
         vec![EventDecision::warning(
-            evidenceagent::BARMAN_PLUGIN_NOT_CONFIGURED,
+            evidence_agent::BARMAN_PLUGIN_NOT_CONFIGURED,
             "no plugin"
         )]
     );
@@ -981,13 +981,13 @@ fn stalled_turning_true_is_reported_once() {
 #[test]
 fn pgaccessrequest_terminal_phases_are_ready() {
     for reason in [
-        pgaccessrequest::AWAITING_DECISION,
-        pgaccessrequest::ACCESS_GRANTED,
-        pgaccessrequest::ACCESS_DENIED,
-        pgaccessrequest::ACCESS_EXPIRED,
-        pgaccessrequest::ACCESS_REVOKED,
-        pgaccessrequest::ROLE_BINDING_ORPHANED,
-        pgaccessrequest::SELF_APPROVAL_REFUSED,
+        access_request::AWAITING_DECISION,
+        access_request::ACCESS_GRANTED,
+        access_request::ACCESS_DENIED,
+        access_request::ACCESS_EXPIRED,
+        access_request::ACCESS_REVOKED,
+        access_request::ROLE_BINDING_ORPHANED,
+        access_request::SELF_APPROVAL_REFUSED,
     ] {
         let facts = replacing(
             Kind::PgAccessRequest,

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use crate::reconcile::fuzz_support::{edits, mutate};
 
 use super::*;
-use crate::reconcile::evidenceagent::pki::OperatorCa;
+use crate::reconcile::evidence_agent::pki::OperatorCa;
 
 // ---- an independent reference: networks as inclusive address ranges ---------------------
 

@@ -27,7 +27,7 @@ use super::names::{ChildNames, RoleGrant};
 use super::peers::NodeCidrs;
 use crate::api::PgToolBoxConsoleSpec;
 use crate::reconcile::children::{Component, child_labels, pod_template_labels};
-use crate::reconcile::evidenceagent::pull_policy;
+use crate::reconcile::evidence_agent::pull_policy;
 use crate::reconcile::exposure::BackendPort;
 use crate::reconcile::workload::{SecretDigest, finish_pod, readiness_probe, stamp_workload_hash};
 

@@ -12,7 +12,7 @@ use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
 
 use super::pki::{TLS_CERT_KEY, TLS_KEY_KEY, first_cert_der};
 use crate::conditions::Verdict;
-use crate::conditions::reasons::{common, evidenceagent as r};
+use crate::conditions::reasons::{common, evidence_agent as r};
 use crate::reconcile::redact::KeptValue;
 
 /// The key the service CA injects its bundle under.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::jiff::Timestamp;
 
 use super::{BindingVerdict, Decision, RequestFacts};
-use crate::conditions::reasons::pgaccessrequest;
+use crate::conditions::reasons::access_request;
 use crate::messages::TimerPurpose;
 
 /// Timers fire this much after the instant they aim at, so the pass they start sees it passed.
@@ -18,7 +18,7 @@ pub const TIMER_SLACK: Duration = Duration::from_millis(20);
 /// Warning), the API is asked rather than the cache. Once said, the cache's word stands.
 pub fn needs_live_read(decision: &Decision, request: &RequestFacts<'_>) -> bool {
     decision.binding == BindingVerdict::RoleBindingMissing
-        && request.previous_binding_reason != Some(pgaccessrequest::ROLE_BINDING_MISSING.as_str())
+        && request.previous_binding_reason != Some(access_request::ROLE_BINDING_MISSING.as_str())
 }
 
 /// The timers for the instants the decision waits for (expiry, the end of an orphan grace),
@@ -56,7 +56,7 @@ mod tests {
 
     use super::*;
     use crate::api::{AccessPhase, AccessSubject, SubjectKind};
-    use crate::reconcile::pgaccessrequest::{ConfigVerdict, Decision};
+    use crate::reconcile::access_request::{ConfigVerdict, Decision};
 
     fn decision(binding: BindingVerdict) -> Decision {
         Decision {
@@ -100,7 +100,7 @@ mod tests {
             name: "alice".into(),
             namespace: None,
         };
-        let missing = pgaccessrequest::ROLE_BINDING_MISSING.as_str();
+        let missing = access_request::ROLE_BINDING_MISSING.as_str();
         let rows = [
             (BindingVerdict::RoleBindingMissing, None, true),
             (

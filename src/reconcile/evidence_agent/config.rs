@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::bucket::parse_destination;
 use crate::conditions::Verdict;
-use crate::conditions::reasons::{common, evidenceagent as r};
+use crate::conditions::reasons::{common, evidence_agent as r};
 use crate::reconcile::images::{ImageAllowList, ImageRole, resolve_image};
 use crate::reconcile::optional_api::{Availability, OptionalApi};
 

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::decide::{BindingVerdict, ConfigVerdict, Decision, Deletion, RequestEvent};
-use crate::conditions::reasons::{common, pgaccessrequest as r};
+use crate::conditions::reasons::{access_request as r, common};
 use crate::conditions::{ConditionType, EventDecision, FactsError, PassFacts, Verdict};
 
 /// Adds this pass's aspects to `facts` (which carries kind, generation and pause).

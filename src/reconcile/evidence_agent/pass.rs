@@ -20,7 +20,7 @@ use super::render::{
 };
 use crate::api::EvidenceAgentStatus;
 use crate::api::{CertificateProvider, CertificateStatus, EvidenceAgentSpec, ObjectStoreStatus};
-use crate::conditions::reasons::{common, evidenceagent as r};
+use crate::conditions::reasons::{common, evidence_agent as r};
 use crate::conditions::{ConditionType, FactsError, PassFacts, StatusField, Verdict};
 use crate::messages::TimerPurpose;
 use crate::reconcile::redact::redact_secret;

@@ -1,6 +1,6 @@
 //! Property tests (proptest) of `destinationPath` and of the judgement of a stored certificate
 //! Secret: generated paths, arbitrary and mutated PEM. `PROPTEST_CASES=10000 cargo test --lib
-//! evidenceagent::fuzz` runs them longer by hand.
+//! evidence_agent::fuzz` runs them longer by hand.
 
 use std::sync::OnceLock;
 

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::tests::cluster;
 use super::*;
 use crate::api::EvidenceAgentSpec;
-use crate::conditions::reasons::{common, evidenceagent as r};
+use crate::conditions::reasons::{common, evidence_agent as r};
 use crate::conditions::{ConditionStatus, ConditionType, Kind, PassFacts, Reason};
 use crate::messages::TimerPurpose;
 use crate::reconcile::images::ImageAllowList;

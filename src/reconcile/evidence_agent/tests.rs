@@ -3,7 +3,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::conditions::ConditionStatus;
 use crate::conditions::Reason;
-use crate::conditions::reasons::{common, evidenceagent as r};
+use crate::conditions::reasons::{common, evidence_agent as r};
 use crate::reconcile::images::ImageAllowList;
 use crate::reconcile::optional_api::Availability;
 
