@@ -1,38 +1,21 @@
-//! Actors: the generic object actor every kind shares, and the shared actors (optional-API
-//! prober, namespace-refusal tracker, CNPG secret router).
+//! Actors: the object runtime every kind shares (`object/`), the shared actors (`shared/`:
+//! optional-API prober, namespace-refusal tracker, CNPG secret router), one folder per kind.
 
 pub mod access_request;
 pub mod console;
-mod context;
 pub mod evidence_agent;
-mod listed;
 mod object;
-mod object_reconciler;
-mod object_state;
-mod object_timers;
-mod pass_error;
 pub mod pgadmin;
-mod status_pass;
-
-pub(crate) mod not_watched;
-pub(crate) mod notice_routes;
-pub(crate) mod past_exposure;
-pub mod prober;
-pub mod refusals;
-pub(crate) mod router_supervisor;
-pub(crate) mod runtime_refusals;
-pub mod secret_router;
 pub mod shared;
 
-pub use context::{ObjectContext, PassEnv, Shared};
-pub use listed::Listed;
-pub use notice_routes::SecretRoutes;
-pub use object::ObjectActor;
-pub use object_reconciler::{Outcome, Reconciler};
-pub use object_state::ObjectArgs;
-pub use object_timers::Timers;
-pub use pass_error::{PassFailure, ReconcileError};
-pub use status_pass::{StatusPass, user_of};
+pub(crate) use object::not_watched;
+pub use object::{
+    Listed, ObjectActor, ObjectArgs, ObjectContext, Outcome, PassEnv, PassFailure, ReconcileError,
+    Reconciler, Shared, StatusPass, user_of,
+};
+pub use shared::notice_routes::SecretRoutes;
+pub(crate) use shared::{notice_routes, past_exposure, router_supervisor, runtime_refusals};
+pub use shared::{prober, refusals, secret_router};
 
 /// Live object actors of one kind, by object key. Readable from outside (tests, the sim table).
 pub type Registry<K> = std::sync::Arc<

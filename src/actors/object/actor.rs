@@ -12,7 +12,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
-use super::object_state::{ObjectArgs, ObjectState};
+use super::state::{ObjectArgs, ObjectState};
 use super::{Outcome, PassFailure, ReconcileError, Reconciler, Timers};
 use crate::messages::{KindMsg, ObjectMsg};
 use crate::runtime::PassResult;
