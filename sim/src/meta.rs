@@ -145,3 +145,17 @@ pub(crate) fn spec_changed(old: &Value, new: &Value, status_separate: bool) -> b
             .filter(|(k, _)| !skip(k))
             .any(|(k, _)| !o.contains_key(k))
 }
+
+/// The strings of the array `v[key]` (none when absent or not an array; non-strings skipped),
+/// as RBAC rules, admission rules and review bodies list them.
+pub fn string_list(v: &Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}

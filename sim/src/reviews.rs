@@ -26,15 +26,7 @@ pub fn answer(
         "selfsubjectaccessreviews" => access(server, id, &body),
         "subjectaccessreviews" => {
             let spec = &body["spec"];
-            let groups: Vec<String> = spec["groups"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default();
+            let groups = crate::meta::string_list(spec, "groups");
             let user = spec["user"].as_str().unwrap_or("");
             access(server, &Identity::new(user, &groups), &body)
         }

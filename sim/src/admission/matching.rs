@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::meta::string_list as strings;
 use serde_json::Value;
 
 /// What the matcher needs to know of a request.
@@ -60,17 +61,6 @@ fn rules(value: Option<&Value>) -> Vec<&Value> {
     value
         .and_then(Value::as_array)
         .map(|a| a.iter().collect())
-        .unwrap_or_default()
-}
-
-fn strings(rule: &Value, field: &str) -> Vec<String> {
-    rule.get(field)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
         .unwrap_or_default()
 }
 

@@ -24,15 +24,7 @@ pub fn authenticate(server: &Server, authorization: Option<&str>) -> Result<Iden
             .and_then(|b| serde_json::from_slice(&b).ok())
             .ok_or_else(ApiError::unauthorized)?;
         let user = claims["user"].as_str().ok_or_else(ApiError::unauthorized)?;
-        let groups: Vec<String> = claims["groups"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let groups = crate::meta::string_list(&claims, "groups");
         return Ok(Identity::new(user, &groups));
     }
     if let Some(oidc) = server.oidc.get()

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::identity::{AUTHENTICATED, Identity, service_account};
+use crate::meta::string_list as strings;
 use crate::rbac_audit::RuleRef;
 use crate::server::Server;
 use crate::store::Locked;
@@ -49,18 +50,6 @@ pub struct Rule {
     pub resources: Vec<String>,
     pub resource_names: Vec<String>,
     pub non_resource_urls: Vec<String>,
-}
-
-fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl Rule {
