@@ -7,3 +7,8 @@
 
 pub mod console;
 pub mod evidence;
+
+/// The content type every program's `/metrics` answers with (prometheus-client's text
+/// encoding is OpenMetrics), so a scraper negotiates the same with all three.
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";

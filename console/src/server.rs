@@ -202,7 +202,7 @@ async fn metrics(State(c): State<Shared>) -> Response {
         Ok(text) => (
             [(
                 header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                pgtoolbox_api::OPENMETRICS_CONTENT_TYPE,
             )],
             text,
         )

@@ -65,7 +65,7 @@ async fn metrics(Extract(state): Extract<Arc<State>>) -> Response {
         Ok(text) => (
             [(
                 header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                pgtoolbox_api::OPENMETRICS_CONTENT_TYPE,
             )],
             text,
         )

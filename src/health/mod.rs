@@ -11,12 +11,11 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use pgtoolbox_api::OPENMETRICS_CONTENT_TYPE;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::metrics::OperatorMetrics;
-
-const OPENMETRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
