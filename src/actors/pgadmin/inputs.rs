@@ -11,6 +11,7 @@ use crate::children::{OperatorCaches, Track};
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::cluster_ca::server_ca_secret;
 use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
+use crate::reconcile::pgadmin::selector_matches;
 use crate::reconcile::pgadmin::{
     ClusterFacts, Referenced, RoleFacts, grant_facts, pooler_facts, role_facts,
 };
@@ -55,6 +56,15 @@ pub async fn read_referenced(
             continue;
         };
         for (name, labels) in objects {
+            // In the PgAdmin's own namespace only the selected Clusters can be offered: the
+            // others are neither read nor followed (their status churns; a label change that
+            // selects one still wakes the PgAdmin through the namespace registration).
+            if ns == namespace
+                && let Some(selector) = &spec.cluster_selector
+                && !selector_matches(selector, &labels)
+            {
+                continue;
+            }
             // Each Cluster's server CA Secret is named in the Cluster: a change rewrites the
             // servers' CA files.
             let key = ObjectKey::new(ns.as_str(), name.as_str());

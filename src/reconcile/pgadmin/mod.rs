@@ -15,6 +15,7 @@ mod plan;
 mod registration;
 mod render;
 mod selector;
+pub use selector::selector_matches;
 mod servers_file;
 mod settings;
 mod upgrade;
@@ -54,8 +55,6 @@ pub use render::{
 };
 #[cfg(test)]
 pub use render::{RenderInput, data_claim, deployment, registration_job, upgrade_backup_job};
-#[cfg(test)]
-pub use selector::selector_matches;
 #[cfg(test)]
 pub use servers_file::SERVERS_FILE_KEY;
 pub use servers_file::{Credential, servers_file};
