@@ -19,6 +19,7 @@ pub fn register_all_with(builder: OperatorBuilder, caches: OperatorCaches) -> Op
     let options = KindOptions {
         startup_jitter: builder.shared().settings.startup_jitter,
         first_passes_at_once: builder.shared().settings.first_passes_at_once,
+        retry: builder.shared().settings.retry,
         ..KindOptions::default()
     };
     let events = EventSink::new(builder.client().clone());

@@ -31,6 +31,10 @@ pub struct OperatorSettings {
     /// How long a stall on an input the operator does not watch waits before it is looked at
     /// again: (two minutes, five minutes) as the engine schedules them; tests shorten them.
     pub stall_rechecks: (std::time::Duration, std::time::Duration),
+    /// Backoff between retries of a failing pass (half a second doubling to five minutes).
+    /// Tests that lift a refusal the operator does not watch (a quota, an admission policy)
+    /// cap it, so the retry that sees the lift comes within their deadline on a slow machine.
+    pub retry: super::BackoffPolicy,
 }
 
 /// The operator's namespace when `POD_NAMESPACE` is not set (deploy/ installs it there).
@@ -67,6 +71,7 @@ impl Default for OperatorSettings {
                 crate::conditions::STALL_RECHECK,
                 crate::conditions::STALL_RECHECK_LONG,
             ),
+            retry: super::BackoffPolicy::RETRY,
         }
     }
 }

@@ -38,9 +38,8 @@ impl Drop for Env {
 /// Short rechecks, so the two- and five-minute ones are observed in a test.
 pub fn settings() -> OperatorSettings {
     OperatorSettings {
-        startup_jitter: Duration::ZERO,
         stall_rechecks: (Duration::from_millis(500), Duration::from_millis(1500)),
-        ..OperatorSettings::default()
+        ..crate::operator_support::quick_settings()
     }
 }
 

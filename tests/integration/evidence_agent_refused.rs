@@ -2,8 +2,6 @@
 //! pass ends `Ready=False ReconcileError` with `AdmissionDenied` first in the message and a
 //! Warning Event of that reason; once the policy goes, the agent is Ready.
 
-use pgtoolbox_operator::testing::supervisor::OperatorSettings;
-
 use super::console_refused_children::deny_deployments;
 use super::evidence_agent::{IMAGE, NS, condition_of, start, state, with_controllers};
 use super::evidence_agent_tls::ready_store;
@@ -11,7 +9,11 @@ use super::wait_support::wait_event_of;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admission_policy_that_refuses_the_agents_deployment_is_admission_denied() {
-    let env = start(with_controllers(), OperatorSettings::default()).await;
+    let env = start(
+        with_controllers(),
+        crate::operator_support::quick_settings(),
+    )
+    .await;
     ready_store(&env).await;
     let lift = deny_deployments(&env.client, "-evidence", "no agents here").await;
     env.agent("denied", "orders", Some(IMAGE), "operator").await;
