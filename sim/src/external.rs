@@ -19,6 +19,14 @@ pub const EXTERNAL_CRDS: &[(&str, &str)] = &[
         include_str!("../../crds/external/postgresql.cnpg.io_databaseroles.yaml"),
     ),
     (
+        "postgresql.cnpg.io",
+        include_str!("../../crds/external/postgresql.cnpg.io_backups.yaml"),
+    ),
+    (
+        "postgresql.cnpg.io",
+        include_str!("../../crds/external/postgresql.cnpg.io_scheduledbackups.yaml"),
+    ),
+    (
         "barmancloud.cnpg.io",
         include_str!("../../crds/external/barmancloud.cnpg.io_objectstores.yaml"),
     ),
