@@ -71,7 +71,7 @@ fn resource_docs(server: &Server, infos: &[std::sync::Arc<ResourceInfo>]) -> Vec
 /// The kinds of a group/version that are not hidden by a `GROUP/RESOURCE` unserve entry.
 pub fn served_resources(
     server: &Server,
-    reg: &crate::apiserver::server::Registry,
+    reg: &crate::store::registry::Registry,
     group: &str,
     version: &str,
 ) -> Vec<std::sync::Arc<crate::store::resources::ResourceInfo>> {

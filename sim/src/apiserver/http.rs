@@ -1,11 +1,12 @@
-//! The HTTP front: path routing, content negotiation, faults, counters, and the verbs.
+//! The Kubernetes API over HTTP: path routing, content negotiation, faults and the verbs
+//! (`harness::front` hands it every request but `/_sim/` and the health probes).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, Method, Request, StatusCode, header};
+use axum::response::Response;
 use serde_json::Value;
 
 use crate::apiserver::error::ApiError;
@@ -16,9 +17,7 @@ use crate::apiserver::ops::{self, DeleteOpts, PatchKind, Subresource};
 use crate::apiserver::server::Server;
 use crate::apiserver::wire::{MAX_BODY, Shape, bytes_response, json_response, query_bool};
 use crate::store::resources::ResourceInfo;
-use crate::{
-    apiserver::discovery, apiserver::openapi, apiserver::render, apiserver::watch, harness::admin,
-};
+use crate::{apiserver::discovery, apiserver::openapi, apiserver::render, apiserver::watch};
 
 /// A resource request after path parsing.
 #[derive(Debug, Clone)]
@@ -195,41 +194,8 @@ fn injected_error(code: u16) -> ApiError {
     e
 }
 
-/// Entry point for every request.
-pub async fn handle(server: Arc<Server>, req: Request<Body>) -> Response {
-    let path = req.uri().path().to_string();
-    // The `verb group/resource` of a resource request, once known (for the error counts).
-    let request = std::sync::OnceLock::new();
-    let response = if path.starts_with("/_sim") {
-        admin::endpoint::handle(server.clone(), req).await
-    } else if matches!(path.as_str(), "/healthz" | "/readyz" | "/livez") {
-        (StatusCode::OK, "ok").into_response()
-    } else if server.faults.unauthorized() {
-        ApiError::unauthorized().into_response()
-    } else {
-        let warnings = crate::store::objects::Warnings::default();
-        let mut response = match api(server.clone(), req, &warnings, &request).await {
-            Ok(r) => r,
-            Err(e) => e.into_response(),
-        };
-        // Whatever the answer, as a real server's warning recorder adds them to any response.
-        let warned = std::mem::take(&mut *warnings.lock().unwrap_or_else(|p| p.into_inner()));
-        for text in warned {
-            if let Ok(v) = HeaderValue::from_bytes(warning_header(&text).as_bytes()) {
-                response.headers_mut().append(header::WARNING, v);
-            }
-        }
-        response
-    };
-    server.stats.count_code(
-        response.status().as_u16(),
-        request.get().map(String::as_str),
-    );
-    response
-}
-
 /// The Kubernetes API; the warnings of a write (pruned unknown fields) go to `warnings`.
-async fn api(
+pub(crate) async fn api(
     server: Arc<Server>,
     req: Request<Body>,
     warnings: &crate::store::objects::Warnings,
@@ -620,19 +586,6 @@ async fn api(
         "deletecollection" => ctx.delete_collection(&query),
         _ => Err(ApiError::method_not_allowed(verb.to_string())),
     }
-}
-
-/// A `Warning` header as a real server writes one: code 299, agent `-`, and the text quoted
-/// with `"` and `\` escaped (`299 - "unknown field \"spec.foo\""`).
-fn warning_header(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    for c in text.chars() {
-        if c == '"' || c == '\\' {
-            quoted.push('\\');
-        }
-        quoted.push(c);
-    }
-    format!("299 - \"{quoted}\"")
 }
 
 /// `prefixFromUserAgent` of the apiserver: the User-Agent up to its first `/`.

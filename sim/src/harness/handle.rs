@@ -11,11 +11,12 @@ use serde_json::{Value, json};
 
 use crate::apiserver::config::SimConfig;
 use crate::apiserver::faults::Stats;
+use crate::apiserver::ops;
 use crate::apiserver::server::Server;
 use crate::harness::admin::Admin;
 use crate::harness::kubeconfig::{KubeconfigError, KubeconfigFile};
+use crate::harness::{external, front};
 use crate::store::resources::ResourceInfo;
-use crate::{apiserver::http, apiserver::ops, harness::external};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
@@ -191,7 +192,7 @@ impl Sim {
                                     accept,
                                 ) {
                                     Some(refused) => refused,
-                                    None => http::handle(server, req).await,
+                                    None => front::handle(server, req).await,
                                 }
                             }
                         },
@@ -371,7 +372,7 @@ impl InProcessSim {
         &self,
         req: axum::http::Request<axum::body::Body>,
     ) -> axum::response::Response {
-        http::handle(self.server.clone(), req).await
+        front::handle(self.server.clone(), req).await
     }
 
     pub fn admin(&self) -> Admin {

@@ -8,6 +8,7 @@
 
 pub mod admin;
 pub mod external;
+pub mod front;
 pub mod handle;
 pub mod host;
 pub mod kubeconfig;

@@ -11,6 +11,7 @@ pub mod hpa;
 pub mod list_keys;
 pub mod meta;
 pub mod objects;
+pub mod registry;
 pub mod resources;
 pub mod schema;
 pub mod selector;
