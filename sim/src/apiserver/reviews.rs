@@ -5,13 +5,14 @@
 
 use serde_json::{Value, json};
 
+use crate::apiserver::auth::Identity;
 use crate::apiserver::auth::rbac::{self, Attributes};
-use crate::apiserver::auth::{Identity, identity::ADMIN_USER};
 use crate::apiserver::server::Server;
 use crate::store::resources::ResourceInfo;
 
 /// The admin user, whom the sim's own kubeconfig authenticates as.
-pub const USER: &str = ADMIN_USER;
+#[cfg(test)]
+pub const USER: &str = crate::apiserver::auth::identity::ADMIN_USER;
 
 /// The answer to a review of `info`, or `None` when `info` is not one of these.
 pub fn answer(

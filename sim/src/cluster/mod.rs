@@ -26,24 +26,24 @@
 //! A runner per component subscribes to the store's change stream, batches and de-duplicates
 //! keys, and resyncs (every primary object) when it falls behind or the workload faults change.
 
-pub mod admission;
-pub mod cnpg;
+pub(crate) mod admission;
+pub(crate) mod cnpg;
 mod deployment;
 mod endpoints;
 mod image_rules;
 mod job;
 mod kubelet;
-pub mod net;
+pub(crate) mod net;
 mod nodes;
 pub mod pki;
-pub mod quota;
+pub(crate) mod quota;
 mod replicaset;
-pub mod root_ca;
+pub(crate) mod root_ca;
 mod scheduler;
-pub mod secret_data;
+pub(crate) mod secret_data;
 mod storage;
 mod tx;
-pub mod util;
+pub(crate) mod util;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};

@@ -520,12 +520,14 @@ pub struct FieldSelector {
 
 impl FieldSelector {
     /// Parses `metadata.name=x,metadata.namespace!=y` (`=`, `==`, `!=`; `\` escapes `,`, `=`, `!`, `\`).
+    #[cfg(test)]
     pub fn parse(input: &str) -> Result<Self, String> {
         Self::parse_for(input, "", "")
     }
 
     /// Like [`parse`](Self::parse), also accepting the field labels the real server offers for
     /// this kind (`involvedObject.name` on core Events, `status.phase` on Pods, `type` on Secrets...).
+    #[cfg(test)]
     pub fn parse_for(input: &str, group: &str, kind: &str) -> Result<Self, String> {
         Self::parse_for_kind(input, group, kind, false).map_err(|e| e.to_string())
     }
@@ -552,6 +554,7 @@ impl FieldSelector {
     /// Whether an object with this name and namespace (None for cluster-scoped) is selected;
     /// terms on other fields compare against an empty value, so use
     /// [`matches_object`](Self::matches_object) for selectors built with `parse_for`.
+    #[cfg(test)]
     pub fn matches(&self, name: &str, namespace: Option<&str>) -> bool {
         self.terms.iter().all(|term| {
             let actual = match term.pointer {
@@ -573,11 +576,6 @@ impl FieldSelector {
             };
             (actual == term.value) != term.negated
         })
-    }
-
-    /// Whether this selector selects every object.
-    pub fn is_empty(&self) -> bool {
-        self.terms.is_empty()
     }
 }
 

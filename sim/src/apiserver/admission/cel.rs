@@ -61,6 +61,7 @@ impl Expression {
     }
 
     /// The compile error, if any.
+    #[cfg(test)]
     pub fn compile_error(&self) -> Option<&str> {
         self.program.as_ref().err().map(String::as_str)
     }

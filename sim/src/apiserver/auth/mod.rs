@@ -8,7 +8,6 @@ pub mod impersonate;
 pub mod oidc;
 pub mod rbac;
 
-pub use crate::apiserver::rbac_audit::{Audit, RuleRef};
 pub use bearer::authenticate;
 pub use identity::{Identity, token_for};
 pub use rbac::{Attributes, authorize};

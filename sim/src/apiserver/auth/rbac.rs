@@ -348,11 +348,6 @@ pub fn authorize(server: &Server, id: &Identity, a: &Attributes) -> bool {
     decide(server, id, a, true)
 }
 
-/// Like [`authorize`] without recording: what an access review asks is not exercised.
-pub fn allowed(server: &Server, id: &Identity, a: &Attributes) -> bool {
-    decide(server, id, a, false)
-}
-
 fn decide(server: &Server, id: &Identity, a: &Attributes, record: bool) -> bool {
     if id.is_admin() {
         return true;

@@ -16,9 +16,7 @@ use crate::store::resources::ResourceInfo;
 
 pub use crate::apiserver::media::PatchKind;
 use crate::store::meta::*;
-pub use crate::store::meta::{
-    Subresource, follow_tokio_clock, meta_str, now, now_rfc3339, res_key, view,
-};
+pub use crate::store::meta::{Subresource, meta_str, now, now_rfc3339, res_key, view};
 use checks::*;
 pub(crate) use delete::after_removal;
 pub use delete::{DeleteOpts, delete, deleted_status, returns_deleted_object};

@@ -22,8 +22,6 @@ use serde_json::Value;
 
 use crate::apiserver::error::ApiError;
 
-pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
-
 /// The four bytes every Kubernetes protobuf body starts with.
 const MAGIC: &[u8; 4] = b"k8s\0";
 

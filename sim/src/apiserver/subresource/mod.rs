@@ -17,8 +17,6 @@ use crate::apiserver::wire::json_response;
 use crate::store::objects::Locked;
 use crate::store::resources::ResourceInfo;
 
-pub use scale::selector_string;
-
 /// What a request to a subresource carries.
 pub enum Request {
     Get,
