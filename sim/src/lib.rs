@@ -7,13 +7,12 @@
 //! let client: kube::Client = sim.client();
 //! # Ok(()) }
 //! ```
-
 //!
 //! # Layout
 //!
 //! Four folders, each a layer; a folder imports only from the layers below it, never above:
 //!
-//! - [`store`]: the object store and its watch fan-out, the served kinds, schemas,
+//! - `store`: the object store and its watch fan-out, the served kinds, schemas,
 //!   selectors, metadata helpers. Knows nothing of HTTP, authentication or the cluster.
 //! - `apiserver`: what kube-apiserver does between a request and the store: the shared
 //!   `Server` state and configuration, the HTTP front and its formats, discovery and OpenAPI,
