@@ -205,6 +205,13 @@ pub fn drill_cluster(
     })
 }
 
+/// A time as people read it (`2026-12-07 03:00 UTC`); text that is no time is kept as it is.
+pub fn when(t: &str) -> String {
+    t.parse::<jiff::Timestamp>()
+        .map(|t| t.strftime("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|_| t.to_string())
+}
+
 fn seconds(t: &str) -> Option<i64> {
     t.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
 }
@@ -350,7 +357,7 @@ pub async fn list(
                     .metadata
                     .creation_timestamp
                     .as_ref()
-                    .map(|t| t.0.to_string())
+                    .map(|t| when(&t.0.to_string()))
                     .unwrap_or_default(),
                 phase: Some(text(&c.data, "/status/phase"))
                     .filter(|p| !p.is_empty())
@@ -459,6 +466,8 @@ const STYLE: &str = "<style>
 select { font:inherit; width:100%; padding:6px 8px; border:1px solid var(--line); border-radius:6px; background:#fff; }
 .drill-name { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; font-size:13.5px; }
 .result { display:flex; flex-direction:column; gap:2px; }
+.when { white-space:nowrap; }
+.card h2 + table { margin-top:10px; }
 </style>";
 
 fn duration_text(seconds: i64) -> String {
@@ -522,7 +531,7 @@ pub fn render(
                 let when = if b.stopped_at.is_empty() {
                     String::new()
                 } else {
-                    format!(" — completed {}", b.stopped_at)
+                    format!(" — completed {}", when(&b.stopped_at))
                 };
                 let method = if b.method.is_empty() {
                     String::new()
@@ -570,7 +579,7 @@ pub fn render(
                 Outcome::InProgress(_) => "neutral",
             };
             format!(
-                "<tr data-drill=\"{}\"><td><div class=\"drill-name\">{}</div><div class=\"muted\">Cluster {} · backup {}</div></td><td>{}<div class=\"muted\">{}</div></td><td><span class=\"pill {phase_class}\">{}</span><div class=\"muted\">{} of {} ready</div></td><td>{}</td><td><form class=\"inline\" method=\"post\" action=\"/drills/{}/delete\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\" class=\"danger\">Delete</button></form></td></tr>",
+                "<tr data-drill=\"{}\"><td><div class=\"drill-name\">{}</div><div class=\"muted\">Cluster {} · backup {}</div></td><td>{}<div class=\"muted when\">{}</div></td><td><span class=\"pill {phase_class}\">{}</span><div class=\"muted\">{} of {} ready</div></td><td>{}</td><td><form class=\"inline\" method=\"post\" action=\"/drills/{}/delete\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\" class=\"danger\">Delete</button></form></td></tr>",
                 esc(&d.name),
                 esc(&d.name),
                 esc(&d.source),
@@ -587,7 +596,7 @@ pub fn render(
         })
         .collect();
     out.push_str(&format!(
-        "<section class=\"card\"><table><tr><th>Drill</th><th>Started by</th><th>Progress</th><th>Result</th><th></th></tr>{rows}</table></section>"
+        "<section class=\"card\"><h2>Drills of this console</h2><table><tr><th>Drill</th><th>Started</th><th>Progress</th><th>Result</th><th></th></tr>{rows}</table></section>"
     ));
     out
 }
@@ -825,6 +834,8 @@ mod tests {
         );
         assert_eq!(duration_text(90), "in 1 min 30 s");
         assert_eq!(duration_text(0), "in less than a second");
+        assert_eq!(when("2026-12-07T03:00:00Z"), "2026-12-07 03:00 UTC");
+        assert_eq!(when("soon"), "soon");
     }
 
     #[test]

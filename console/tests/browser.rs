@@ -200,65 +200,11 @@ async fn signed_in_users_act_as_themselves_in_a_real_browser() {
     )
     .expect("bundle");
     let env = Env {
-        name: "console".into(),
-        namespace: "team".into(),
         instance_ca_file: Some(ca_bundle.display().to_string()),
-        oidc: Some(OidcEnv {
-            issuer_url: provider.issuer.clone(),
-            client_id: "console".into(),
-            client_secret: "console-secret".into(),
-            ca_file: Some(provider.ca_file.display().to_string()),
-        }),
-        ..Env::default()
+        ..console_env(&provider)
     };
-    let mut kube_base = kube::Config::new(sim.url().parse().expect("url"));
-    kube_base.default_namespace = "team".into();
-    let console = Console::new(env, kube_base).expect("console");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(pgtoolbox_console::serve(console, listener, async {
-        let _ = stopped.await;
-    }));
-    // Ready once the provider's metadata is read.
-    let mut ready = false;
-    for _ in 0..300 {
-        let status = Command::new("curl")
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-                &format!("{console_url}/readyz"),
-            ])
-            .output();
-        if status.is_ok_and(|o| o.stdout == b"200") {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(ready, "the console never turned ready");
-
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
-    std::fs::create_dir_all(&shots).expect("screenshots dir");
-    let script = Path::new(BROWSER_DIR).join("console_flow.mjs");
-    let config = json!({"console": console_url, "shots": shots}).to_string();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg(script)
-            .arg(config)
-            .current_dir(BROWSER_DIR)
-            .output()
-            .expect("node runs")
-    })
-    .await
-    .expect("joined");
-    assert!(
-        output.status.success(),
-        "the browser flow failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let (stop, served) = serve_console(listener, &console_url, &sim, env).await;
+    run_flow("console_flow.mjs", &console_url, json!({})).await;
 
     // The API server recorded the people, not the console: alice approved (then revoked) and
     // the grant's RoleBinding was created with her credentials.
@@ -340,22 +286,11 @@ async fn without_oidc_only_health_and_a_notice_are_served() {
     served.await.expect("joined").expect("stops");
 }
 
-/// A console served on `listener` for the namespace `team`, signing in at `provider`, with
-/// `restore_drills` as given; answers once it is ready, with its stop and its task.
-async fn serve_console(
-    listener: tokio::net::TcpListener,
-    console_url: &str,
-    provider: &Provider,
-    sim: &Sim,
-    restore_drills: bool,
-) -> (
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<(), pgtoolbox_console::ConsoleError>>,
-) {
-    let env = Env {
+/// The console `console` of namespace `team`, signing in at `provider`.
+fn console_env(provider: &Provider) -> Env {
+    Env {
         name: "console".into(),
         namespace: "team".into(),
-        restore_drills,
         oidc: Some(OidcEnv {
             issuer_url: provider.issuer.clone(),
             client_id: "console".into(),
@@ -363,7 +298,20 @@ async fn serve_console(
             ca_file: Some(provider.ca_file.display().to_string()),
         }),
         ..Env::default()
-    };
+    }
+}
+
+/// The console of `env` served on `listener`, talking to `sim`; answers once it is ready
+/// (the provider's metadata read), with its stop and its task.
+async fn serve_console(
+    listener: tokio::net::TcpListener,
+    console_url: &str,
+    sim: &Sim,
+    env: Env,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), pgtoolbox_console::ConsoleError>>,
+) {
     let mut kube_base = kube::Config::new(sim.url().parse().expect("url"));
     kube_base.default_namespace = "team".into();
     let console = Console::new(env, kube_base).expect("console");
@@ -550,7 +498,11 @@ async fn restore_drills_and_the_end_of_a_session_in_a_real_browser() {
     let admin = sim.client();
     seed(&admin).await;
     seed_drills(&admin).await;
-    let (stop, served) = serve_console(listener, &console_url, &provider, &sim, true).await;
+    let env = Env {
+        restore_drills: true,
+        ..console_env(&provider)
+    };
+    let (stop, served) = serve_console(listener, &console_url, &sim, env).await;
 
     let out = run_flow(
         "drills_flow.mjs",
@@ -608,7 +560,7 @@ async fn without_restore_drills_there_is_no_drills_page() {
         json!({}),
     );
     let sim = Sim::start(SimConfig::default()).await.expect("sim");
-    let (stop, served) = serve_console(listener, &console_url, &provider, &sim, false).await;
+    let (stop, served) = serve_console(listener, &console_url, &sim, console_env(&provider)).await;
     let code = |path: &str, method: &str| {
         let out = Command::new("curl")
             .args([
