@@ -519,4 +519,47 @@ mod tests {
         sessions.remove(&live);
         assert!(sessions.get(&live).is_none());
     }
+
+    #[test]
+    fn a_session_with_a_refresh_token_waits_for_its_renewal() {
+        let sessions = Sessions::default();
+        let session = |expires_at, refresh_token: Option<&str>| Session {
+            id_token: "t".into(),
+            display: "a".into(),
+            expires_at,
+            csrf: "c".into(),
+            flash: None,
+            refresh_token: refresh_token.map(str::to_string),
+            subject: "s".into(),
+            nonce: "n".into(),
+        };
+        let now = now();
+        // Expired, refreshable: not served, but kept for its renewal.
+        let id = sessions.insert(session(now - 1, Some("r")));
+        assert!(sessions.get(&id).is_none());
+        let kept = sessions.get_kept(&id).expect("kept for a refresh");
+        assert!(kept.due_for_refresh(now));
+        sessions.set_flash(&id, Some((true, "done".into())));
+        sessions.replace(&id, session(now + 300, Some("r2")));
+        let renewed = sessions.get(&id).expect("served again");
+        assert_eq!(renewed.refresh_token.as_deref(), Some("r2"));
+        assert_eq!(
+            renewed.flash,
+            Some((true, "done".into())),
+            "the flash survives"
+        );
+        assert!(!renewed.due_for_refresh(now), "five minutes left: not yet");
+        assert!(session(now + 30, Some("r")).due_for_refresh(now));
+        assert!(
+            !session(now + 30, None).due_for_refresh(now),
+            "nothing to renew with"
+        );
+        // Past the grace: gone.
+        let old = sessions.insert(session(now - REFRESH_GRACE_SECONDS - 1, Some("r")));
+        assert!(sessions.get_kept(&old).is_none());
+        // A signed-out session is not brought back by a late renewal.
+        sessions.remove(&id);
+        sessions.replace(&id, session(now + 300, Some("r3")));
+        assert!(sessions.get_kept(&id).is_none());
+    }
 }
