@@ -425,36 +425,39 @@ async fn seed_drills(admin: &kube::Client) {
         )
         .await;
     }
+    grant(
+        admin,
+        "backup-reader",
+        json!([{"apiGroups": ["postgresql.cnpg.io"], "resources": ["backups"], "verbs": ["get", "list"]}]),
+        "system:authenticated",
+    )
+    .await;
+    grant(
+        admin,
+        "drill-runner",
+        json!([{"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters"], "verbs": ["create", "delete"]}]),
+        "oidc:dba",
+    )
+    .await;
+}
+
+/// A ClusterRole `role` of these rules, bound to `group` in namespace `team`.
+async fn grant(admin: &kube::Client, role: &str, rules: Value, group: &str) {
     let rbac = "/apis/rbac.authorization.k8s.io/v1";
-    let role = |name: &str, rules: Value| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules});
     create(
         admin,
         &format!("{rbac}/clusterroles"),
-        role(
-            "backup-reader",
-            json!([
-        {"apiGroups": ["postgresql.cnpg.io"], "resources": ["backups"], "verbs": ["get", "list"]}]),
-        ),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": role}, "rules": rules}),
     )
     .await;
-    create(admin, &format!("{rbac}/clusterroles"), role("drill-runner", json!([
-        {"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters"], "verbs": ["create", "delete"]}]))).await;
-    let binding = |name: &str, role: &str, group: &str| {
+    create(
+        admin,
+        &format!("{rbac}/namespaces/team/rolebindings"),
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]})
-    };
-    let bindings = format!("{rbac}/namespaces/team/rolebindings");
-    create(
-        admin,
-        &bindings,
-        binding("backup-readers", "backup-reader", "system:authenticated"),
-    )
-    .await;
-    create(
-        admin,
-        &bindings,
-        binding("drill-runners", "drill-runner", "oidc:dba"),
+            "metadata": {"name": format!("{role}-{}", group.replace(':', "-"))},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]}),
     )
     .await;
 }
