@@ -532,6 +532,32 @@ async fn restore_drills_and_the_end_of_a_session_in_a_real_browser() {
             .await
         }
     };
+    // Only alice's drill was created: the running backup was not restored.
+    let (code, text) = send(
+        &admin,
+        "GET",
+        &format!(
+            "/apis/postgresql.cnpg.io/v1/namespaces/team/clusters?labelSelector={}%3Dconsole",
+            pgtoolbox_console::drills::DRILL_LABEL
+        ),
+        "application/json",
+        &json!(null),
+    )
+    .await;
+    assert_eq!(code, 200, "{text}");
+    let drills: Value = serde_json::from_str(&text).expect("json");
+    let names: Vec<&str> = drills["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|c| c["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| *n == "orders-drill-lost" || *n == drill),
+        "{names:?}"
+    );
     for kept in ["orders", "orders-drill-other", "orders-drill-lost"] {
         let (code, text) = get(kept.to_string()).await;
         assert_eq!(code, 200, "{kept} is kept: {text}");

@@ -37,7 +37,7 @@ async function csrfOf(page) {
 async function postDelete(page, name) {
   const csrf = await csrfOf(page);
   const answer = await page.request.post(`${args.console}/drills/${name}/delete`, { form: { csrf }, maxRedirects: 0 });
-  check(answer.status() === 303 || answer.status() === 302, `delete of ${name} answered ${answer.status()}`);
+  check(answer.status() === 303, `delete of ${name} answered ${answer.status()}`);
   await page.goto(`${args.console}/drills`);
   return flash(page);
 }
@@ -93,6 +93,15 @@ try {
   msg = await postDelete(alice.page, 'orders-drill-other');
   check(msg.startsWith('Refused') && msg.includes('not a restore drill of this console'),
     `another console's drill is not deleted: ${msg}`);
+  // Nor does it restore a backup that is not completed, even when asked directly.
+  const running = await alice.page.request.post(`${args.console}/drills/start`, {
+    form: { csrf: await csrfOf(alice.page), backup: 'orders-running' }, maxRedirects: 0,
+  });
+  check(running.status() === 303, `start of a running backup answered ${running.status()}`);
+  await alice.page.goto(`${args.console}/drills`);
+  msg = await flash(alice.page);
+  check(msg.startsWith('Refused') && msg.includes('orders-running is not completed'),
+    `a running backup is not restored: ${msg}`);
   // A form without the session's token is refused before anything is read.
   const forged = await alice.page.request.post(`${args.console}/drills/${drill}/delete`, {
     form: { csrf: 'forged' }, maxRedirects: 0,
