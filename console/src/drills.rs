@@ -18,7 +18,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::html::{self, esc};
-use crate::server::{CsrfToken, Shared, SignedPost, html_response, redirect_with_cookies};
+use crate::server::{
+    CsrfToken, Shared, SignedPost, html_response, redirect_with_cookies, sign_in_page,
+};
 use crate::views::{readable, selector_params};
 
 /// The label that marks a drill's Cluster; its value is the console's name.
@@ -629,9 +631,9 @@ impl CsrfToken for DeleteForm {
 
 pub(crate) async fn page(State(c): State<Shared>, headers: HeaderMap) -> Response {
     let Some((id, session)) = c.session(&headers) else {
-        return c.sign_in_response();
+        return sign_in_page(&c);
     };
-    let env = c.env();
+    let env = &c.env;
     let (choices, drills) = match c.user_client(&session) {
         Ok(client) => (
             choices(&client, &env.namespace, env.cluster_selector.as_deref()).await,
@@ -652,7 +654,7 @@ pub(crate) async fn page(State(c): State<Shared>, headers: HeaderMap) -> Respons
 }
 
 pub(crate) async fn start_drill(State(c): State<Shared>, post: SignedPost<StartForm>) -> Response {
-    let env = c.env();
+    let env = &c.env;
     let backup = post.form.backup.trim().to_string();
     let outcome = match c.user_client(&post.session) {
         Ok(client) => {
@@ -690,7 +692,7 @@ pub(crate) async fn delete_drill(
     Path(name): Path<String>,
     post: SignedPost<DeleteForm>,
 ) -> Response {
-    let env = c.env();
+    let env = &c.env;
     let outcome = match c.user_client(&post.session) {
         Ok(client) => delete(&client, &env.namespace, &env.name, &name).await,
         Err(e) => Err(DrillError::Api(e)),

@@ -31,7 +31,7 @@ pub enum ConsoleError {
 
 /// The console's state.
 pub struct Console {
-    env: Env,
+    pub(crate) env: Env,
     oidc: Option<Oidc>,
     sessions: Sessions,
     trust: ProxyTrust,
@@ -117,22 +117,12 @@ impl Console {
         }
     }
 
-    /// What the program was started with.
-    pub(crate) fn env(&self) -> &Env {
-        &self.env
-    }
-
     pub(crate) fn sessions(&self) -> &Sessions {
         &self.sessions
     }
 
     pub(crate) fn oidc(&self) -> Option<&Oidc> {
         self.oidc.as_ref()
-    }
-
-    /// The page offering to sign in (any page asked for without a session).
-    pub(crate) fn sign_in_response(&self) -> Response {
-        sign_in_page(self)
     }
 
     fn metrics_text(&self) -> Result<String, std::fmt::Error> {
@@ -265,7 +255,7 @@ async fn not_configured(State(c): State<Shared>) -> Response {
     )
 }
 
-fn sign_in_page(c: &Console) -> Response {
+pub(crate) fn sign_in_page(c: &Console) -> Response {
     html_response(
         StatusCode::OK,
         html::page("Sign in", &c.chrome(None, ""), &html::sign_in()),

@@ -49,7 +49,7 @@ try {
   await bob.page.getByRole('link', { name: 'Restore drills' }).click();
   const options = await bob.page.locator('#backup option').allInnerTexts();
   check(options.some((o) => o.startsWith('orders-nightly')), `orders' completed backup offered: ${options}`);
-  check(!options.some((o) => o.startsWith('orders-running')), `a running backup is not offered: ${options}`);
+  check(!options.some((o) => o.startsWith('billing-running')), `a running backup is not offered: ${options}`);
   await bob.page.selectOption('#backup', 'orders-nightly');
   await bob.page.getByRole('button', { name: 'Start drill' }).click();
   let msg = await flash(bob.page);
@@ -95,12 +95,12 @@ try {
     `another console's drill is not deleted: ${msg}`);
   // Nor does it restore a backup that is not completed, even when asked directly.
   const running = await alice.page.request.post(`${args.console}/drills/start`, {
-    form: { csrf: await csrfOf(alice.page), backup: 'orders-running' }, maxRedirects: 0,
+    form: { csrf: await csrfOf(alice.page), backup: 'billing-running' }, maxRedirects: 0,
   });
   check(running.status() === 303, `start of a running backup answered ${running.status()}`);
   await alice.page.goto(`${args.console}/drills`);
   msg = await flash(alice.page);
-  check(msg.startsWith('Refused') && msg.includes('orders-running is not completed'),
+  check(msg.startsWith('Refused') && msg.includes('billing-running is not completed'),
     `a running backup is not restored: ${msg}`);
   // A form without the session's token is refused before anything is read.
   const forged = await alice.page.request.post(`${args.console}/drills/${drill}/delete`, {
