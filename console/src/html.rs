@@ -81,6 +81,8 @@ pub struct Chrome<'a> {
     pub csrf: Option<&'a str>,
     pub namespace: &'a str,
     pub active: &'a str,
+    /// Whether restore drills are enabled (their link is shown).
+    pub drills: bool,
 }
 
 pub fn page(title: &str, chrome: &Chrome<'_>, body: &str) -> String {
@@ -93,8 +95,13 @@ pub fn page(title: &str, chrome: &Chrome<'_>, body: &str) -> String {
             };
             format!("<a href=\"{href}\"{on}>{label}</a>")
         };
+        let drills = if chrome.drills {
+            link("/drills", "Restore drills", "drills")
+        } else {
+            String::new()
+        };
         format!(
-            "<nav>{}{}</nav>",
+            "<nav>{}{}{drills}</nav>",
             link("/", "Clusters", "clusters"),
             link("/access", "Access requests", "access")
         )
@@ -350,6 +357,7 @@ mod tests {
             csrf: Some("t\""),
             namespace: "ns",
             active: "",
+            drills: false,
         };
         let html = page("<t>", &chrome, "");
         assert!(html.contains("&lt;b&gt;") && html.contains("t&quot;") && !html.contains("<t>"));

@@ -6,9 +6,11 @@
 
 pub mod addr;
 pub mod auth;
+pub mod drills;
 pub mod html;
 mod metrics;
 pub mod server;
+pub mod session_end;
 pub mod tls;
 pub mod views;
 

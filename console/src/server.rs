@@ -31,7 +31,7 @@ pub enum ConsoleError {
 
 /// The console's state.
 pub struct Console {
-    env: Env,
+    pub(crate) env: Env,
     oidc: Option<Oidc>,
     sessions: Sessions,
     trust: ProxyTrust,
@@ -74,13 +74,13 @@ impl Console {
     }
 
     /// A client that authenticates as the session's user (their ID token as the bearer).
-    fn user_client(&self, session: &Session) -> Result<kube::Client, String> {
+    pub(crate) fn user_client(&self, session: &Session) -> Result<kube::Client, String> {
         let mut config = self.kube_base.clone();
         config.auth_info.token = Some(session.id_token.clone().into());
         kube::Client::try_from(config).map_err(|e| e.to_string())
     }
 
-    fn secure(&self, headers: &HeaderMap) -> bool {
+    pub(crate) fn secure(&self, headers: &HeaderMap) -> bool {
         self.base_url(headers).starts_with("https://")
     }
 
@@ -97,19 +97,32 @@ impl Console {
         format!("http://{host}")
     }
 
-    fn session(&self, headers: &HeaderMap) -> Option<(String, Session)> {
+    pub(crate) fn session(&self, headers: &HeaderMap) -> Option<(String, Session)> {
         let id = cookie(headers, SESSION_COOKIE)?;
         let session = self.sessions.get(&id)?;
         Some((id, session))
     }
 
-    fn chrome<'a>(&'a self, session: Option<&'a Session>, active: &'a str) -> Chrome<'a> {
+    pub(crate) fn chrome<'a>(
+        &'a self,
+        session: Option<&'a Session>,
+        active: &'a str,
+    ) -> Chrome<'a> {
         Chrome {
             user: session.map(|s| s.display.as_str()),
             csrf: session.map(|s| s.csrf.as_str()),
             namespace: &self.env.namespace,
             active,
+            drills: self.env.restore_drills,
         }
+    }
+
+    pub(crate) fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+
+    pub(crate) fn oidc(&self) -> Option<&Oidc> {
+        self.oidc.as_ref()
     }
 
     fn metrics_text(&self) -> Result<String, std::fmt::Error> {
@@ -121,9 +134,9 @@ impl Console {
     }
 }
 
-type Shared = Arc<Console>;
+pub(crate) type Shared = Arc<Console>;
 
-fn html_response(status: StatusCode, body: String) -> Response {
+pub(crate) fn html_response(status: StatusCode, body: String) -> Response {
     let mut r = (status, body).into_response();
     let h = r.headers_mut();
     h.insert(
@@ -153,7 +166,7 @@ fn security_headers(h: &mut HeaderMap) {
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
 }
 
-fn redirect_with_cookies(to: &str, cookies: &[String]) -> Response {
+pub(crate) fn redirect_with_cookies(to: &str, cookies: &[String]) -> Response {
     let mut r = Redirect::to(to).into_response();
     for c in cookies {
         if let Ok(v) = HeaderValue::from_str(c) {
@@ -182,7 +195,16 @@ pub fn router(console: Shared) -> Router {
     } else {
         app.fallback(not_configured)
     };
-    app.with_state(console)
+    let app = if console.oidc.is_some() && console.env.restore_drills {
+        crate::drills::routes(app)
+    } else {
+        app
+    };
+    app.layer(axum::middleware::from_fn_with_state(
+        console.clone(),
+        crate::session_end::renew,
+    ))
+    .with_state(console)
 }
 
 async fn readyz(State(c): State<Shared>) -> Response {
@@ -233,7 +255,7 @@ async fn not_configured(State(c): State<Shared>) -> Response {
     )
 }
 
-fn sign_in_page(c: &Console) -> Response {
+pub(crate) fn sign_in_page(c: &Console) -> Response {
     html_response(
         StatusCode::OK,
         html::page("Sign in", &c.chrome(None, ""), &html::sign_in()),
@@ -319,16 +341,16 @@ struct RequestForm {
 /// address the decision is logged with. Every form handler takes its form through this, so
 /// none can skip the check: without a session the post is sent home, with a wrong token it is
 /// refused (403).
-struct SignedPost<T> {
-    id: String,
-    session: Session,
-    client: std::net::IpAddr,
-    forwarded: bool,
-    form: T,
+pub(crate) struct SignedPost<T> {
+    pub(crate) id: String,
+    pub(crate) session: Session,
+    pub(crate) client: std::net::IpAddr,
+    pub(crate) forwarded: bool,
+    pub(crate) form: T,
 }
 
 /// A form carrying the session's CSRF token.
-trait CsrfToken {
+pub(crate) trait CsrfToken {
     fn csrf(&self) -> &str;
 }
 
@@ -523,7 +545,7 @@ async fn callback(
         Ok(session) => {
             c.metrics.sign_ins.inc();
             tracing::info!(user = %session.display, client = %addr, forwarded, "signed in");
-            let max_age = (session.expires_at - now()).max(0);
+            let max_age = (session.kept_until() - now()).max(0);
             let id = c.sessions.insert(session);
             redirect_with_cookies(
                 "/",
@@ -554,9 +576,15 @@ async fn logout(
     post: SignedPost<CsrfForm>,
 ) -> Response {
     c.sessions.remove(&post.id);
-    tracing::info!(user = %post.session.display, client = %post.client, forwarded = post.forwarded, "signed out");
+    // Ends the provider's session too when it offers RP-initiated logout; back here after.
+    let back = format!("{}/", c.base_url(&headers));
+    let provider = c
+        .oidc
+        .as_ref()
+        .and_then(|o| o.end_session_url(&post.session.id_token, &back));
+    tracing::info!(user = %post.session.display, client = %post.client, forwarded = post.forwarded, at_provider = provider.is_some(), "signed out");
     redirect_with_cookies(
-        "/",
+        provider.as_deref().unwrap_or("/"),
         &[set_cookie(SESSION_COOKIE, "", c.secure(&headers), 0)],
     )
 }

@@ -6,6 +6,12 @@
 
 #[path = "../../sim/tests/integration/oidc_support.rs"]
 mod oidc_support;
+#[allow(
+    dead_code,
+    reason = "the backups flow waits with part of the shared helpers"
+)]
+#[path = "../../tests/integration/wait_support.rs"]
+mod wait_support;
 
 use std::path::Path;
 use std::process::Command;
@@ -200,65 +206,11 @@ async fn signed_in_users_act_as_themselves_in_a_real_browser() {
     )
     .expect("bundle");
     let env = Env {
-        name: "console".into(),
-        namespace: "team".into(),
         instance_ca_file: Some(ca_bundle.display().to_string()),
-        oidc: Some(OidcEnv {
-            issuer_url: provider.issuer.clone(),
-            client_id: "console".into(),
-            client_secret: "console-secret".into(),
-            ca_file: Some(provider.ca_file.display().to_string()),
-        }),
-        ..Env::default()
+        ..console_env(&provider)
     };
-    let mut kube_base = kube::Config::new(sim.url().parse().expect("url"));
-    kube_base.default_namespace = "team".into();
-    let console = Console::new(env, kube_base).expect("console");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let served = tokio::spawn(pgtoolbox_console::serve(console, listener, async {
-        let _ = stopped.await;
-    }));
-    // Ready once the provider's metadata is read.
-    let mut ready = false;
-    for _ in 0..300 {
-        let status = Command::new("curl")
-            .args([
-                "-s",
-                "-o",
-                "/dev/null",
-                "-w",
-                "%{http_code}",
-                &format!("{console_url}/readyz"),
-            ])
-            .output();
-        if status.is_ok_and(|o| o.stdout == b"200") {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(ready, "the console never turned ready");
-
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
-    std::fs::create_dir_all(&shots).expect("screenshots dir");
-    let script = Path::new(BROWSER_DIR).join("console_flow.mjs");
-    let config = json!({"console": console_url, "shots": shots}).to_string();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg(script)
-            .arg(config)
-            .current_dir(BROWSER_DIR)
-            .output()
-            .expect("node runs")
-    })
-    .await
-    .expect("joined");
-    assert!(
-        output.status.success(),
-        "the browser flow failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let (stop, served) = serve_console(env, &sim.url(), listener).await;
+    run_flow("console_flow.mjs", &console_url, json!({})).await;
 
     // The API server recorded the people, not the console: alice approved (then revoked) and
     // the grant's RoleBinding was created with her credentials.
@@ -336,6 +288,345 @@ async fn without_oidc_only_health_and_a_notice_are_served() {
         assert_eq!(code, "404", "{path}");
         assert!(body.contains("Sign-in is not configured"), "{path}: {body}");
     }
+    let _ = stop.send(());
+    served.await.expect("joined").expect("stops");
+}
+
+/// The console `console` of namespace `team`, signing in at `provider`.
+fn console_env(provider: &Provider) -> Env {
+    Env {
+        name: "console".into(),
+        namespace: "team".into(),
+        oidc: Some(OidcEnv {
+            issuer_url: provider.issuer.clone(),
+            client_id: "console".into(),
+            client_secret: "console-secret".into(),
+            ca_file: Some(provider.ca_file.display().to_string()),
+        }),
+        ..Env::default()
+    }
+}
+
+/// A console (in process) for the API server at `sim_url`, trusting `provider`, served on
+/// `listener`; ready once the provider's metadata is read. Answers its stop handle.
+async fn serve_console(
+    env: Env,
+    sim_url: &str,
+    listener: tokio::net::TcpListener,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), pgtoolbox_console::ConsoleError>>,
+) {
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let mut kube_base = kube::Config::new(sim_url.parse().expect("url"));
+    kube_base.default_namespace = env.namespace.clone();
+    let console = Console::new(env, kube_base).expect("console");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(pgtoolbox_console::serve(console, listener, async {
+        let _ = stopped.await;
+    }));
+    wait_support::wait_for("the console ready", || async {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                &format!("{url}/readyz"),
+            ])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.stdout == b"200" {
+            Ok(())
+        } else {
+            Err(String::from_utf8_lossy(&out.stdout).to_string())
+        }
+    })
+    .await;
+    (stop, served)
+}
+
+/// Runs a flow script of tests/browser with the console's URL and the screenshots' directory
+/// (plus `extra` settings); answers its stdout, failing with its output if it failed.
+async fn run_flow(script: &str, console_url: &str, extra: Value) -> String {
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
+    std::fs::create_dir_all(&shots).expect("screenshots dir");
+    let mut config = json!({"console": console_url, "shots": shots});
+    if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
+        c.extend(e.clone());
+    }
+    let script = Path::new(BROWSER_DIR).join(script);
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(script)
+            .arg(config.to_string())
+            .current_dir(BROWSER_DIR)
+            .output()
+            .expect("node runs")
+    })
+    .await
+    .expect("joined");
+    assert!(
+        output.status.success(),
+        "the browser flow failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+/// Backups of orders (completed) and of billing (one completed, one running), a drill of this console
+/// whose Backup is gone, another console's drill, and RBAC: everyone may read Backups,
+/// group dba may create and delete Clusters.
+async fn seed_drills(admin: &kube::Client) {
+    // orders is configured for barman-cloud backups (billing is not).
+    let (code, text) = send(
+        admin,
+        "PATCH",
+        "/apis/postgresql.cnpg.io/v1/namespaces/team/clusters/orders",
+        "application/merge-patch+json",
+        &json!({"spec": {"imageName": "ghcr.io/cloudnative-pg/postgresql:17.5",
+            "storage": {"size": "1Gi"},
+            "backup": {"barmanObjectStore": {"destinationPath": "s3://team-backups/orders"}}}}),
+    )
+    .await;
+    assert_eq!(code, 200, "{text}");
+    let backups = "/apis/postgresql.cnpg.io/v1/namespaces/team/backups";
+    for (name, cluster, phase, stopped) in [
+        (
+            "orders-nightly",
+            "orders",
+            "completed",
+            "2026-12-07T03:00:00Z",
+        ),
+        ("billing-running", "billing", "running", ""),
+        (
+            "billing-weekly",
+            "billing",
+            "completed",
+            "2026-12-06T02:00:00Z",
+        ),
+    ] {
+        create(
+            admin,
+            backups,
+            json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Backup",
+                "metadata": {"name": name},
+                "spec": {"cluster": {"name": cluster}, "method": "barmanObjectStore"}}),
+        )
+        .await;
+        status(
+            admin,
+            &format!("{backups}/{name}"),
+            json!({"status": {"phase": phase, "stoppedAt": stopped}}),
+        )
+        .await;
+    }
+    let clusters = "/apis/postgresql.cnpg.io/v1/namespaces/team/clusters";
+    for (name, console, backup) in [
+        ("orders-drill-lost", "console", "orders-deleted-backup"),
+        ("orders-drill-other", "other-console", "orders-nightly"),
+    ] {
+        create(
+            admin,
+            clusters,
+            json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+            "metadata": {"name": name, "labels": {
+                pgtoolbox_console::drills::DRILL_LABEL: console,
+                pgtoolbox_console::drills::SOURCE_LABEL: "orders"},
+                "annotations": {
+                    pgtoolbox_console::drills::BACKUP_ANNOTATION: backup,
+                    pgtoolbox_console::drills::STARTED_BY_ANNOTATION: "oidc:dave"}},
+            "spec": {"instances": 1, "storage": {"size": "1Gi"},
+                "bootstrap": {"recovery": {"backup": {"name": backup}}}}}),
+        )
+        .await;
+    }
+    grant(
+        admin,
+        "backup-reader",
+        json!([{"apiGroups": ["postgresql.cnpg.io"], "resources": ["backups"], "verbs": ["get", "list"]}]),
+        "system:authenticated",
+    )
+    .await;
+    grant(
+        admin,
+        "drill-runner",
+        json!([{"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters"], "verbs": ["create", "delete"]}]),
+        "oidc:dba",
+    )
+    .await;
+}
+
+/// A ClusterRole `role` of these rules, bound to `group` in namespace `team`.
+async fn grant(admin: &kube::Client, role: &str, rules: Value, group: &str) {
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    create(
+        admin,
+        &format!("{rbac}/clusterroles"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": role}, "rules": rules}),
+    )
+    .await;
+    create(
+        admin,
+        &format!("{rbac}/namespaces/team/rolebindings"),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": format!("{role}-{}", group.replace(':', "-"))},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]}),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restore_drills_and_the_end_of_a_session_in_a_real_browser() {
+    assert!(
+        chromium_present(),
+        "chromium is missing: install it with `bash tests/real/setup.sh` (Debian's package, as CI does)"
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let console_url = format!("http://{}", listener.local_addr().expect("addr"));
+    // Short ID tokens, refresh tokens and RP-initiated logout at the provider.
+    let id_token_ttl = 8;
+    let provider = Provider::start_with(
+        json!([{"client_id": "console", "client_secret": "console-secret",
+            "grant_types": ["authorization_code", "refresh_token"],
+            "redirect_uris": [format!("{console_url}/auth/callback")],
+            "post_logout_redirect_uris": [format!("{console_url}/")]}]),
+        json!({"alice": {"groups": ["dba"], "name": "Alice Approver"},
+               "bob": {"groups": ["dev"], "name": "Bob Builder"}}),
+        json!({"idTokenTtl": id_token_ttl, "rpInitiatedLogout": true}),
+    );
+    let mut oidc = OidcConfig::new(&provider.issuer, "console");
+    oidc.username_prefix = Some("oidc:".into());
+    oidc.groups_claim = Some("groups".into());
+    oidc.groups_prefix = "oidc:".into();
+    oidc.ca_file = Some(provider.ca_file.clone());
+    // The simulated CloudNativePG runs: a drill's Cluster restores and turns healthy.
+    let sim = Sim::start(SimConfig {
+        oidc: Some(oidc),
+        controllers: true,
+        pod_start: std::time::Duration::from_millis(50),
+        extra_crds: vec![pgtoolbox_operator::api::render_crds_yaml().expect("CRDs")],
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim");
+    let admin = sim.client();
+    seed(&admin).await;
+    seed_drills(&admin).await;
+    let env = Env {
+        restore_drills: true,
+        ..console_env(&provider)
+    };
+    let (stop, served) = serve_console(env, &sim.url(), listener).await;
+
+    let out = run_flow(
+        "drills_flow.mjs",
+        &console_url,
+        json!({"idTokenTtl": id_token_ttl}),
+    )
+    .await;
+    let drill: Value = serde_json::from_str(out.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("the flow's answer ({e}): {out}"));
+    let drill = drill["drill"].as_str().expect("drill name");
+
+    // The refused deletions sent nothing: orders and the other console's drill are there;
+    // alice's drill is gone.
+    let get = |name: String| {
+        let admin = admin.clone();
+        async move {
+            send(
+                &admin,
+                "GET",
+                &format!("/apis/postgresql.cnpg.io/v1/namespaces/team/clusters/{name}"),
+                "application/json",
+                &json!(null),
+            )
+            .await
+        }
+    };
+    // Only alice's drill was created: the running backup was not restored.
+    let (code, text) = send(
+        &admin,
+        "GET",
+        &format!(
+            "/apis/postgresql.cnpg.io/v1/namespaces/team/clusters?labelSelector={}%3Dconsole",
+            pgtoolbox_console::drills::DRILL_LABEL
+        ),
+        "application/json",
+        &json!(null),
+    )
+    .await;
+    assert_eq!(code, 200, "{text}");
+    let drills: Value = serde_json::from_str(&text).expect("json");
+    let names: Vec<&str> = drills["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|c| c["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| *n == "orders-drill-lost" || *n == drill),
+        "{names:?}"
+    );
+    for kept in ["orders", "orders-drill-other", "orders-drill-lost"] {
+        let (code, text) = get(kept.to_string()).await;
+        assert_eq!(code, 200, "{kept} is kept: {text}");
+        let kept: Value = serde_json::from_str(&text).expect("json");
+        assert!(kept["metadata"]["deletionTimestamp"].is_null(), "{kept}");
+    }
+    let (code, text) = get(drill.to_string()).await;
+    let gone = code == 404
+        || serde_json::from_str::<Value>(&text)
+            .is_ok_and(|c| !c["metadata"]["deletionTimestamp"].is_null());
+    assert!(gone, "alice's drill {drill} is deleted: {code} {text}");
+
+    let _ = stop.send(());
+    served
+        .await
+        .expect("joined")
+        .expect("the console stops cleanly");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_restore_drills_there_is_no_drills_page() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let console_url = format!("http://{}", listener.local_addr().expect("addr"));
+    let provider = Provider::start(
+        json!([{"client_id": "console", "client_secret": "console-secret",
+            "redirect_uris": [format!("{console_url}/auth/callback")]}]),
+        json!({}),
+    );
+    let sim = Sim::start(SimConfig::default()).await.expect("sim");
+    let (stop, served) = serve_console(console_env(&provider), &sim.url(), listener).await;
+    let code = |path: &str, method: &str| {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-X",
+                method,
+                &format!("{console_url}{path}"),
+            ])
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert_eq!(code("/drills", "GET"), "404");
+    assert_eq!(code("/drills/start", "POST"), "404");
+    assert_eq!(code("/drills/x/delete", "POST"), "404");
     let _ = stop.send(());
     served.await.expect("joined").expect("stops");
 }

@@ -6,47 +6,13 @@
 // approving his own request, signs out; alice signs in, approves it, revokes it, signs out.
 // Each page is kept as a screenshot in DIR. Any failed check throws: exit code 1 and the
 // reason on stderr.
-import { chromium } from 'playwright-core';
+import { check, flash, launch, shot as shotIn, signIn as signInWith } from './flow_support.mjs';
 
 const args = JSON.parse(process.argv[2]);
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const shot = (page, name) => shotIn(page, args.shots, name);
+const signIn = (browser, user, prefix) => signInWith(browser, args, user, prefix);
 
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-}
-
-async function shot(page, name) {
-  await page.screenshot({ path: `${args.shots}/${name}.png`, fullPage: true });
-}
-
-async function signIn(browser, user, prefix) {
-  // The provider's certificate is signed by the test's own CA.
-  const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1200, height: 800 } });
-  const page = await context.newPage();
-  await page.goto(args.console);
-  check(await page.getByRole('link', { name: 'Sign in' }).isVisible(), 'the sign-in page offers to sign in');
-  await shot(page, `${prefix}-1-sign-in`);
-  await page.getByRole('link', { name: 'Sign in' }).click();
-  // The provider's development login form: any login, any password.
-  await page.waitForSelector('input[name=login]');
-  await page.fill('input[name=login]', user);
-  await page.fill('input[name=password]', 'any');
-  await page.click('button[type=submit]');
-  // Consent to the scopes, then back to the console.
-  await page.waitForLoadState();
-  if (!page.url().startsWith(args.console)) {
-    await page.click('button[type=submit]');
-  }
-  await page.waitForURL(`${args.console}/`);
-  return { context, page };
-}
-
-async function flash(page) {
-  const el = page.locator('.flash');
-  return (await el.count()) ? (await el.first().innerText()) : '';
-}
-
-const browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+const browser = await launch();
 try {
   // bob: the clusters, a request, his own approval refused.
   const bob = await signIn(browser, 'bob', 'bob');

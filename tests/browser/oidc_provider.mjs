@@ -4,7 +4,12 @@
 //   node oidc_provider.mjs CERT_PEM KEY_PEM CONFIG_JSON
 //
 // CONFIG_JSON: {"clients": [oidc-provider client metadata...],
-//               "users": {"alice": {"groups": ["dba"], "email": "alice@example.org"}}}
+//               "users": {"alice": {"groups": ["dba"], "email": "alice@example.org"}},
+//               "idTokenTtl": 3600, "rpInitiatedLogout": false}
+// A client whose grant_types include refresh_token gets a refresh token with each code (as
+// most providers give confidential clients one without asking for offline_access).
+// `idTokenTtl` (seconds) shortens the ID tokens' life; `rpInitiatedLogout: true` publishes
+// an end_session_endpoint (off by default: the console then signs out locally only).
 // Sign-in uses the provider's development interactions: any login name is accepted and becomes
 // the subject; the user table gives its email and groups. Once listening it prints one JSON
 // line, {"issuer": "https://127.0.0.1:PORT"}, on stdout.
@@ -48,10 +53,18 @@ function provider(issuer) {
     conformIdTokenClaims: false,
     features: {
       devInteractions: { enabled: true },
-      rpInitiatedLogout: { enabled: true },
+      rpInitiatedLogout: { enabled: config.rpInitiatedLogout === true },
     },
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     cookies: { keys: ['pgtoolbox-test-cookie-key'] },
-    ttl: { IdToken: 3600, AccessToken: 3600, Session: 3600, Grant: 3600, Interaction: 600 },
+    ttl: {
+      IdToken: config.idTokenTtl ?? 3600,
+      AccessToken: 3600,
+      RefreshToken: 3600,
+      Session: 3600,
+      Grant: 3600,
+      Interaction: 600,
+    },
   });
   return p;
 }

@@ -40,6 +40,12 @@ impl Provider {
     /// Starts the provider with these clients (oidc-provider client metadata) and users
     /// (`{"alice": {"groups": [...], "email": ...}}`).
     pub fn start(clients: Value, users: Value) -> Self {
+        Self::start_with(clients, users, serde_json::json!({}))
+    }
+
+    /// As [`Provider::start`], with more settings of tests/browser/oidc_provider.mjs
+    /// (`idTokenTtl`, `rpInitiatedLogout`) merged into its configuration.
+    pub fn start_with(clients: Value, users: Value, settings: Value) -> Self {
         require_packages();
         let dir = tempfile::tempdir().expect("tempdir");
         let now = jiff::Timestamp::now();
@@ -69,7 +75,10 @@ impl Provider {
         let ca_file = write("ca.crt", &ca.pem.cert);
         let cert = write("tls.crt", &leaf.cert);
         let key = write("tls.key", &leaf.key);
-        let config = serde_json::json!({"clients": clients, "users": users});
+        let mut config = serde_json::json!({"clients": clients, "users": users});
+        if let (Some(config), Some(settings)) = (config.as_object_mut(), settings.as_object()) {
+            config.extend(settings.clone());
+        }
         let mut child = Command::new("node")
             .arg(Path::new(BROWSER_DIR).join("oidc_provider.mjs"))
             .arg(&cert)

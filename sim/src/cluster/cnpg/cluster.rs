@@ -11,7 +11,7 @@ use rand::seq::SliceRandom;
 use serde_json::{Value, json};
 
 use super::shapes::{self, PRIMARY, REPLICA};
-use super::{CLUSTERS, MANAGER_NAME, cnpg_timestamp};
+use super::{BACKUPS, CLUSTERS, MANAGER_NAME, cnpg_timestamp};
 use crate::apiserver::error::ApiError;
 use crate::cluster::net::conditions::{self, Cond};
 use crate::cluster::net::text as s;
@@ -28,6 +28,10 @@ pub const PHASE_FIRST_PRIMARY: &str = "Setting up primary";
 pub const PHASE_WAITING: &str = "Waiting for the instances to become active";
 /// How long a simulated switchover takes from request to the new primary.
 pub const SWITCHOVER_DELAY: Duration = Duration::from_millis(300);
+/// How often CNPG looks again for the Backup a recovery waits for (`checkReadyForRecovery`).
+pub const RECOVERY_RECHECK: Duration = Duration::from_secs(60);
+/// CNPG's `BackupPhaseCompleted`.
+pub const BACKUP_COMPLETED: &str = "completed";
 /// CNPG's certificate lifetime (90 days, its `CertificateDuration` default).
 const CERT_DAYS: i64 = 90;
 
@@ -330,20 +334,50 @@ impl ClusterController {
         Ok(())
     }
 
-    /// Create missing instances, remove those above `spec.instances`, and label each with its
-    /// role (the current primary, or the first instance while there is none).
-    fn ensure_pods(tx: &mut Tx<'_>, c: &Value, primary: &str) -> Result<Vec<Value>, ApiError> {
+    /// Whether the first instance waits for the Backup a recovery bootstraps from, as CNPG's
+    /// `checkReadyForRecovery` makes it wait: no instance is created while the Backup named by
+    /// `spec.bootstrap.recovery.backup.name` is missing (Warning `ErrorNoBackup`, as its
+    /// `getOriginBackup` records) or not `completed`; it looks again each minute.
+    fn recovery_waits(tx: &mut Tx<'_>, c: &Value) -> Result<bool, ApiError> {
+        let backup = s(c, "/spec/bootstrap/recovery/backup/name").to_string();
+        let ns = shapes::namespace(c).to_string();
+        let first = shapes::instance_name(shapes::name(c), 1);
+        if backup.is_empty() || tx.get(PODS, &ns, &first).is_some() {
+            return Ok(false);
+        }
+        match tx.get(BACKUPS, &ns, &backup) {
+            None => {
+                let message = format!("Backup object \"{ns}/{backup}\" is missing");
+                tx.event(c, EventKind::Warning, "ErrorNoBackup", &message, None)?;
+                Ok(true)
+            }
+            Some(b) => Ok(s(&b, "/status/phase") != BACKUP_COMPLETED),
+        }
+    }
+
+    /// Create missing instances (none while `create` is false), remove those above
+    /// `spec.instances`, and label each with its role (the current primary, or the first
+    /// instance while there is none).
+    fn ensure_pods(
+        tx: &mut Tx<'_>,
+        c: &Value,
+        primary: &str,
+        create: bool,
+    ) -> Result<Vec<Value>, ApiError> {
         let ns = shapes::namespace(c).to_string();
         let n = shapes::name(c).to_string();
         let wanted = shapes::instances(c);
-        for serial in 1..=wanted {
+        for serial in (1..=wanted).filter(|_| create) {
             let pod = shapes::instance_name(&n, serial);
             if tx.get(PODS, &ns, &pod).is_none() {
                 let role = if pod == primary { PRIMARY } else { REPLICA };
                 tx.create(PODS, &ns, shapes::instance_pod(c, serial, role))?;
                 // The operator's Events for a new instance (bootstrap of the first, then replicas).
                 let message = if role == PRIMARY && c.pointer("/status/currentPrimary").is_none() {
-                    "Primary instance (initdb)".to_string()
+                    match c.pointer("/spec/bootstrap/recovery") {
+                        Some(_) => "Primary instance (from backup)".to_string(),
+                        None => "Primary instance (initdb)".to_string(),
+                    }
                 } else {
                     format!("Creating instance {pod}")
                 };
@@ -427,7 +461,8 @@ impl Component for ClusterController {
         } else {
             current.clone()
         };
-        let mut pods = Self::ensure_pods(&mut tx, &c, &labelled)?;
+        let waits = Self::recovery_waits(&mut tx, &c)?;
+        let mut pods = Self::ensure_pods(&mut tx, &c, &labelled, !waits)?;
         let ready = |name: &str, pods: &[Value]| {
             pods.iter()
                 .any(|p| s(p, "/metadata/name") == name && pod_ready(p))
@@ -444,7 +479,7 @@ impl Component for ClusterController {
                 current_ts = cnpg_timestamp(ctx.clock.now());
                 // The promoted replica starts a new timeline.
                 timeline += 1;
-                pods = Self::ensure_pods(&mut tx, &c, &current)?;
+                pods = Self::ensure_pods(&mut tx, &c, &current, true)?;
             } else {
                 next = Next::After(
                     SWITCHOVER_DELAY
@@ -452,6 +487,9 @@ impl Component for ClusterController {
                         .max(Duration::from_millis(50)),
                 );
             }
+        }
+        if waits {
+            next = Next::After(RECOVERY_RECHECK);
         }
         let wanted = shapes::instances(&c);
         let ready_names: Vec<String> = pods

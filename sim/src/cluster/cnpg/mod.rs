@@ -18,6 +18,7 @@ pub const CLUSTERS: Kind = Kind::new(GROUP, "v1", "Cluster", "clusters");
 pub const POOLERS: Kind = Kind::new(GROUP, "v1", "Pooler", "poolers");
 pub const DATABASES: Kind = Kind::new(GROUP, "v1", "Database", "databases");
 pub const DATABASE_ROLES: Kind = Kind::new(GROUP, "v1", "DatabaseRole", "databaseroles");
+pub const BACKUPS: Kind = Kind::new(GROUP, "v1", "Backup", "backups");
 /// The field manager of the operator's writes.
 pub const MANAGER_NAME: &str = "cloudnative-pg";
 
