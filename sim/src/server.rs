@@ -101,6 +101,23 @@ impl Registry {
             .cloned()
     }
 
+    /// What kube-apiserver answers for a resource path nothing serves in `group/version`. A
+    /// built-in group version has routes of its own, whose miss is a `Status` (`the server could
+    /// not find the requested resource`); any other path, a removed custom resource's included
+    /// (whether or not its group still serves other resources), falls through the
+    /// CustomResourceDefinition handler to the last handler: a plain-text `404 page not found`.
+    pub fn unrouted(&self, group: &str, version: &str) -> ApiError {
+        let builtin = self
+            .by_gvr
+            .iter()
+            .any(|((g, v, _), info)| g == group && v == version && !info.custom);
+        if builtin {
+            ApiError::not_found_path()
+        } else {
+            ApiError::path_not_installed()
+        }
+    }
+
     /// Any served version of a kind, for following ownerReferences.
     pub fn by_resource(&self, group: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
         self.by_gvr

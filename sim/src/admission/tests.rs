@@ -524,7 +524,8 @@ fn namespace_selectors_read_the_namespace_labels() {
 /// `type`, and the conversion functions of the same names unchanged.
 #[test]
 fn type_answers_the_runtime_type_and_the_type_names_denote_types() {
-    let object = json!({"spec": {"reason": "INC-1", "note": null, "n": 2, "x": 1.5, "l": [], "m": {}}});
+    let object =
+        json!({"spec": {"reason": "INC-1", "note": null, "n": 2, "x": 1.5, "l": [], "m": {}}});
     let activation = Activation::new(object, Value::Null, json!({}), None, Value::Null);
     let holds = [
         "type(1) == int",
