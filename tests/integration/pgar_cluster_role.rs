@@ -103,14 +103,7 @@ async fn a_cluster_role_created_later_is_picked_up_and_the_grant_proceeds() {
         .await;
     assert_eq!(state(&got, "Ready"), ("True".into(), "AsExpected".into()));
     assert_eq!(state(&got, "RoleBindingSynced").1, "AccessGranted");
-    assert!(
-        env.bindings()
-            .get_opt("pgar-late")
-            .await
-            .expect("readable")
-            .is_some(),
-        "the grant is kept"
-    );
+    assert!(env.binding_exists("pgar-late").await, "the grant is kept");
 }
 
 /// A 404 that does not name the ClusterRole (here: the kind is not served for a while, which a

@@ -291,11 +291,7 @@ async fn a_granted_request_that_turns_undecodable_loses_its_grant_at_once() {
     env.wait_reason("after", "RoleBindingSynced", "AwaitingDecision")
         .await;
     assert!(
-        env.bindings()
-            .get_opt("pgar-kept")
-            .await
-            .expect("readable")
-            .is_some(),
+        env.binding_exists("pgar-kept").await,
         "the other request's grant was deleted"
     );
     let kept = env.requests().get("kept").await.expect("decodable");

@@ -11,27 +11,11 @@ use crate::sim_support::{raw, raw_text, start};
 
 /// The answer of `GET path` with an `Accept` header: status, `Content-Type` and body.
 async fn get_accepting(client: &kube::Client, path: &str, accept: &str) -> (u16, String, Value) {
-    let req = axum::http::Request::builder()
-        .uri(path)
-        .header("accept", accept)
-        .body(Vec::new())
-        .expect("request");
-    let resp = client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .expect("answer");
-    let status = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let bytes = resp.into_body().collect_bytes().await.expect("body");
+    let (status, content_type, text) = raw_text(client, "GET", path, &[("accept", accept)]).await;
     (
         status,
         content_type,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        serde_json::from_str(&text).unwrap_or(Value::Null),
     )
 }
 
@@ -339,7 +323,7 @@ async fn a_removed_custom_resource_answers_as_a_path_nothing_serves() {
         format!("{widgets}?watch=1"),
         "/apis/example.com/v1/widgets".to_string(),
     ] {
-        let answer = raw_text(&client, "GET", &path).await;
+        let answer = raw_text(&client, "GET", &path, &[]).await;
         assert_eq!(
             answer,
             (
@@ -350,7 +334,7 @@ async fn a_removed_custom_resource_answers_as_a_path_nothing_serves() {
             "{path}"
         );
     }
-    let answer = raw_text(&client, "DELETE", &format!("{widgets}/w1")).await;
+    let answer = raw_text(&client, "DELETE", &format!("{widgets}/w1"), &[]).await;
     assert_eq!(answer.2, "404 page not found\n");
     // The group's other resource is still served.
     assert_eq!(

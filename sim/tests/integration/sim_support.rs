@@ -82,24 +82,29 @@ async fn send(
     client: &kube::Client,
     method: &str,
     path: &str,
-    content_type: &str,
+    headers: &[(&str, &str)],
     body: Vec<u8>,
 ) -> axum::http::Response<kube::client::Body> {
-    let req = axum::http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", content_type)
-        .body(body)
-        .expect("request");
+    let mut req = axum::http::Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req.body(body).expect("request");
     client
         .send(req.map(kube::client::Body::from))
         .await
         .expect("answer")
 }
 
-/// A bodiless request's answer as sent: its code, `Content-Type` and body text.
-pub async fn raw_text(client: &kube::Client, method: &str, path: &str) -> (u16, String, String) {
-    let resp = send(client, method, path, "application/json", Vec::new()).await;
+/// A bodiless request with these headers, and its answer as sent: its code, `Content-Type`
+/// and body text.
+pub async fn raw_text(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, String) {
+    let resp = send(client, method, path, headers, Vec::new()).await;
     let status = resp.status().as_u16();
     let content_type = resp
         .headers()
@@ -123,7 +128,14 @@ pub async fn raw_with_warnings(
     content_type: &str,
     body: Vec<u8>,
 ) -> (u16, Vec<String>, Value) {
-    let resp = send(client, method, path, content_type, body).await;
+    let resp = send(
+        client,
+        method,
+        path,
+        &[("content-type", content_type)],
+        body,
+    )
+    .await;
     let status = resp.status().as_u16();
     let warnings = resp
         .headers()
