@@ -34,6 +34,7 @@ use kube::runtime::watcher::Event;
 use pgtoolbox_operator::testing::actors::{
     ObjectContext, Outcome, ReconcileError, Reconciler, Shared,
 };
+use pgtoolbox_operator::testing::k8s::decoded_event;
 use pgtoolbox_operator::testing::supervisor::{
     Kind, KindOptions, Operator, OperatorBuilder, Registry,
 };
@@ -162,7 +163,7 @@ impl Harness {
             work,
             panic_every,
         })
-        .sources(vec![rx.boxed()])
+        .sources(vec![rx.map(decoded_event).boxed()])
         .options(KindOptions {
             startup_jitter: Duration::ZERO,
             hibernate_after,

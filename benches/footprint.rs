@@ -44,7 +44,7 @@ use pgtoolbox_operator::testing::children::{
     ChildStore, HttpRoute, OperatorCaches, REQUEST_LABEL, Relist, Route, our_owner, owner_label,
 };
 use pgtoolbox_operator::testing::health::Readiness;
-use pgtoolbox_operator::testing::k8s::Packed;
+use pgtoolbox_operator::testing::k8s::{Packed, decoded_event};
 use pgtoolbox_operator::testing::messages::TimerPurpose;
 use pgtoolbox_operator::testing::metrics::OperatorMetrics;
 use pgtoolbox_operator::testing::supervisor::{
@@ -147,7 +147,7 @@ async fn per_object(n: usize, setup: Setup) -> f64 {
         passes: passes.clone(),
         timer: setup.timer,
     })
-    .sources(vec![rx.boxed()])
+    .sources(vec![rx.map(decoded_event).boxed()])
     .options(KindOptions {
         startup_jitter: Duration::ZERO,
         hibernate_after: setup.hibernate.then_some(Duration::ZERO),

@@ -68,7 +68,7 @@ pub mod health {
 pub mod k8s {
     pub use crate::k8s::{
         EventSink, Packed, ShardSelector, WatchClients, WatchScope, WriteBudget, apply_manifests,
-        delete_pinned, patch_status, server_filters, sharded_client,
+        decoded_event, delete_pinned, get_confirmed, patch_status, server_filters, sharded_client,
     };
 }
 pub mod messages {

@@ -1,9 +1,11 @@
 //! Each watched object decoded on its own: a list (or a watch event) with one object the
 //! operator's types cannot read (a time past the time library's range, a field of an unknown
 //! shape) would otherwise fail the whole kind's list, at every start, and no object of the kind
-//! would be reconciled again. The object that cannot be decoded is left out of the kind's
-//! events, counted in `pgtoolbox_undecodable_objects{kind}` and reported by a Warning Event on
-//! itself; the rest of the kind goes on.
+//! would be reconciled again. The object that cannot be decoded is counted in
+//! `pgtoolbox_undecodable_objects{kind}` and reported by a Warning Event on itself; the kind
+//! supervisor leaves it out of its store, listed or seen on a watch alike (what only it kept,
+//! such as a request's RoleBindings, is removed as for a missing object), and the rest of the
+//! kind goes on.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -80,6 +82,17 @@ impl<K: Resource<DynamicType = ()>> Resource for Lenient<K> {
             Lenient::Decoded(obj) => obj.meta_mut(),
             Lenient::Undecodable(u) => &mut u.metadata,
         }
+    }
+}
+
+/// `event` of objects decoded already (sources fed by tests and benchmarks).
+pub fn decoded_event<K>(event: watcher::Event<K>) -> watcher::Event<Lenient<K>> {
+    match event {
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(obj) => watcher::Event::InitApply(Lenient::Decoded(obj)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+        watcher::Event::Apply(obj) => watcher::Event::Apply(Lenient::Decoded(obj)),
+        watcher::Event::Delete(obj) => watcher::Event::Delete(Lenient::Decoded(obj)),
     }
 }
 
@@ -167,55 +180,38 @@ impl UndecodableFilter {
         }
     }
 
-    /// The event of the kind's own type, or `None` for an object that cannot be decoded (it is
-    /// reported instead).
-    pub fn decoded<K>(&mut self, event: watcher::Event<Lenient<K>>) -> Option<watcher::Event<K>>
+    /// Counts and reports the objects of `event` that cannot be decoded; the event itself goes
+    /// on to the kind, which leaves such an object out of its store (as a list without it
+    /// would), so what only it kept is removed.
+    pub fn observe<K>(&mut self, event: &watcher::Event<Lenient<K>>)
     where
         K: Resource<DynamicType = ()>,
     {
         match event {
-            watcher::Event::Init => {
-                self.listing.clear();
-                Some(watcher::Event::Init)
-            }
-            watcher::Event::InitApply(Lenient::Decoded(obj)) => {
-                Some(watcher::Event::InitApply(obj))
-            }
+            watcher::Event::Init => self.listing.clear(),
+            watcher::Event::InitApply(Lenient::Decoded(_)) => {}
             watcher::Event::InitApply(Lenient::Undecodable(u)) => {
                 if let Some(key) = ObjectKey::of_meta(&u.metadata) {
                     self.listing.insert(key.clone());
                     if !self.known.contains(&key) {
-                        self.publish::<K>(&u);
+                        self.publish::<K>(u);
                     }
                 }
-                None
             }
             watcher::Event::InitDone => {
                 self.known = std::mem::take(&mut self.listing);
                 self.report.gauge.set(count(self.known.len()));
-                Some(watcher::Event::InitDone)
             }
-            watcher::Event::Apply(Lenient::Decoded(obj)) => {
-                self.forget(obj.meta());
-                Some(watcher::Event::Apply(obj))
-            }
+            watcher::Event::Apply(Lenient::Decoded(obj)) => self.forget(obj.meta()),
             watcher::Event::Apply(Lenient::Undecodable(u)) => {
                 if let Some(key) = ObjectKey::of_meta(&u.metadata)
                     && self.known.insert(key)
                 {
                     self.report.gauge.inc();
-                    self.publish::<K>(&u);
+                    self.publish::<K>(u);
                 }
-                None
             }
-            watcher::Event::Delete(Lenient::Decoded(obj)) => {
-                self.forget(obj.meta());
-                Some(watcher::Event::Delete(obj))
-            }
-            watcher::Event::Delete(Lenient::Undecodable(u)) => {
-                self.forget(&u.metadata);
-                None
-            }
+            watcher::Event::Delete(obj) => self.forget(obj.meta()),
         }
     }
 

@@ -17,7 +17,9 @@ mod write_budget;
 
 pub use delete::{Pinned, delete_pinned};
 pub use events::EventSink;
-pub use lenient::{Lenient, UndecodableReport};
+#[cfg(test)]
+pub use lenient::Undecodable;
+pub use lenient::{Lenient, UndecodableReport, decoded_event};
 pub use manifests::{apply_manifests, parse_manifests};
 pub use missing::get_confirmed;
 pub use owner::add_owner_pinned;

@@ -13,8 +13,9 @@ use tokio::sync::watch;
 use super::lenient::{Lenient, UndecodableFilter, UndecodableReport};
 use super::watch_restart::{FirstList, Generation, restartable};
 
-/// Events of one watch of the managed kind.
-pub type EventSource<K> = BoxStream<'static, watcher::Event<K>>;
+/// Events of one watch of the managed kind, each object decoded on its own (one that cannot be
+/// decoded comes as [`Lenient::Undecodable`]).
+pub type EventSource<K> = BoxStream<'static, watcher::Event<Lenient<K>>>;
 
 /// The clients the operator's watches go through.
 #[derive(Clone)]
@@ -87,7 +88,7 @@ pub fn watch_events<K>(
     config: watcher::Config,
     restarts: watch::Receiver<Generation>,
     first: FirstList,
-) -> EventSource<K>
+) -> BoxStream<'static, watcher::Event<K>>
 where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
 {
@@ -101,7 +102,8 @@ where
 }
 
 /// [`watch_events`] of one of our kinds, each object decoded on its own: one the kind's type
-/// cannot decode is reported through `report` and left out, the others go on.
+/// cannot decode is reported through `report` and handed on as such (the kind leaves it out of
+/// its store), the others go on.
 pub fn watch_each_object<K>(
     api: Api<Lenient<K>>,
     config: watcher::Config,
@@ -114,7 +116,7 @@ where
 {
     let mut filter = UndecodableFilter::new(report);
     watch_events(api, config, restarts, first)
-        .filter_map(move |event| std::future::ready(filter.decoded(event)))
+        .inspect(move |event| filter.observe(event))
         .boxed()
 }
 

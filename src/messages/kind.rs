@@ -11,6 +11,9 @@ pub enum KindMsg<K> {
         source: usize,
         event: watcher::Event<K>,
     },
+    /// An object of the managed kind's watch that cannot be decoded (changed, or deleted, as
+    /// such): out of the store, as a list without it would leave it.
+    Undecodable(ObjectKey),
     /// A notice (or, with `None`, a child or reference change) for an object that had no live
     /// actor when it was sent: a hibernated object is woken by it.
     Wake(ObjectKey, Option<Notice>),

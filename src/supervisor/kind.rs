@@ -21,7 +21,7 @@ use crate::actors::notice_routes::Wakeup;
 use crate::actors::{PassEnv, Reconciler, Registry, Shared};
 use crate::api::Reported;
 use crate::children::Relist;
-use crate::k8s::{Restarts, WriteBudget};
+use crate::k8s::{Lenient, Restarts, WriteBudget};
 use crate::messages::{KindMsg, ObjectKey, ObjectMsg};
 use crate::ring::Ownership;
 use crate::runtime::TimerWheel;
@@ -317,10 +317,10 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
         let sources = args.sources.len();
         for (source, events) in args.sources.into_iter().enumerate() {
             args.shared.readiness.expect_list(&list_id::<R>(source));
-            watches.push(forward(&myself, events, move |event| KindMsg::Watch {
-                source,
-                event,
-            }));
+            let messages = events
+                .filter_map(move |event| std::future::ready(watched(source, event)))
+                .boxed();
+            watches.push(forward(&myself, messages, |message| message));
         }
         let wakeups = tokio_stream_of(args.wakeups);
         watches.push(forward(&myself, wakeups, |(key, notice)| {
@@ -377,6 +377,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             KindMsg::Watch { source, event } => self.on_watch(&myself, state, source, event).await,
+            KindMsg::Undecodable(key) => self.undecodable(&myself, state, &key).await,
             // Unknown owner: nothing to keep. A restart pending: its pass reads the children.
             KindMsg::Wake(owner, None) => {
                 self.wake(&myself, state, &owner, ObjectMsg::ChildChanged)
@@ -467,6 +468,29 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
         state.registry.clear();
         Ok(())
     }
+}
+
+/// A watch event as the supervisor's message. An object that cannot be decoded never reaches
+/// the store: left out of a list (whose end then finds a known one gone), and, changed or
+/// deleted as such, reported to be left out ([`KindMsg::Undecodable`]). Either way it is looked
+/// after as a missing object until a version that decodes brings it back.
+fn watched<K>(source: usize, event: watcher::Event<Lenient<K>>) -> Option<KindMsg<K>>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    use watcher::Event;
+    let event = match event {
+        Event::Init => Event::Init,
+        Event::InitApply(Lenient::Decoded(obj)) => Event::InitApply(obj),
+        Event::InitApply(Lenient::Undecodable(_)) => return None,
+        Event::InitDone => Event::InitDone,
+        Event::Apply(Lenient::Decoded(obj)) => Event::Apply(obj),
+        Event::Delete(Lenient::Decoded(obj)) => Event::Delete(obj),
+        Event::Apply(Lenient::Undecodable(u)) | Event::Delete(Lenient::Undecodable(u)) => {
+            return ObjectKey::of_meta(&u.metadata).map(KindMsg::Undecodable);
+        }
+    };
+    Some(KindMsg::Watch { source, event })
 }
 
 /// A tokio receiver as a stream.

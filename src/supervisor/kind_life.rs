@@ -154,6 +154,24 @@ impl<R: Reconciler> KindSupervisor<R> {
         self.orphaned(state, key);
     }
 
+    /// An object of this kind that cannot be decoded now: nobody can tell what it asks, so it is
+    /// looked after as one that does not exist, the same as a list without it would (its actor
+    /// stops and what only it kept is removed, `on_orphan`: a request's RoleBindings, fail
+    /// closed). A version that decodes brings it back as a new object.
+    pub(super) async fn undecodable(
+        &self,
+        myself: &ActorRef<KindMsg<R::Object>>,
+        state: &mut KindState<R>,
+        key: &ObjectKey,
+    ) {
+        // Another member's object: that member judges it.
+        if !owns::<R>(&state.ownership, key) {
+            return;
+        }
+        self.forget(myself, state, key, "undecodable").await;
+        self.orphaned(state, key);
+    }
+
     /// Stops looking after `key` (deleted, or moved to another member): its entry, actor,
     /// timers, restart and first-pass slot go. Returns its entry and, when an actor ran, that
     /// actor, so a hand-off can wait for it to finish.

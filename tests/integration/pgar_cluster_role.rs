@@ -103,14 +103,7 @@ async fn a_cluster_role_created_later_is_picked_up_and_the_grant_proceeds() {
         .await;
     assert_eq!(state(&got, "Ready"), ("True".into(), "AsExpected".into()));
     assert_eq!(state(&got, "RoleBindingSynced").1, "AccessGranted");
-    assert!(
-        env.bindings()
-            .get_opt("pgar-late")
-            .await
-            .expect("readable")
-            .is_some(),
-        "the grant is kept"
-    );
+    assert!(env.binding_exists("pgar-late").await, "the grant is kept");
 }
 
 /// A 404 that does not name the ClusterRole (here: the kind is not served for a while, which a
@@ -158,5 +151,46 @@ async fn a_cluster_role_read_that_fails_keeps_the_condition_and_is_retried() {
             ("True".into(), "AsExpected".into()),
             "{name}"
         );
+    }
+}
+
+/// A removed CustomResourceDefinition says nothing about its objects: kube-apiserver answers
+/// every path of its resource with a plain-text `404 page not found`, which
+/// `k8s::get_confirmed` never takes for a missing object (it does take the store's `NotFound`
+/// while the kind is served), so no RoleBinding is deleted as belonging to a missing request.
+#[tokio::test]
+async fn a_removed_crd_never_confirms_its_objects_missing() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use pgtoolbox_operator::testing::k8s::get_confirmed;
+
+    let env = support::start_without_operator().await;
+    let requests = env.requests();
+    let served = get_confirmed(&requests, "ghost").await;
+    assert!(matches!(served, Ok(None)), "{served:?}");
+    env.request("held", 3600).await;
+
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    let name = "pgaccessrequests.pgtoolbox.fyannk.dev";
+    crds.delete(name, &kube::api::DeleteParams::default())
+        .await
+        .expect("CRD deleted");
+    super::wait_support::wait_for("the CRD removed", || async {
+        match crds.get_opt(name).await.expect("readable") {
+            None => Ok(()),
+            Some(_) => Err("still there".to_string()),
+        }
+    })
+    .await;
+    for name in ["ghost", "held"] {
+        match get_confirmed(&requests, name).await {
+            Err(kube::Error::Api(status)) => {
+                assert_eq!(status.code, 404, "{name}: {status:?}");
+                assert!(
+                    status.message.contains("404 page not found"),
+                    "{name}: {status:?}"
+                );
+            }
+            other => panic!("{name}: a removed CRD read as {other:?}"),
+        }
     }
 }

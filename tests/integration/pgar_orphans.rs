@@ -25,11 +25,7 @@ async fn a_binding_of_a_request_deleted_before_adoption_is_deleted_at_start() {
     env.wait_reason("kept", "RoleBindingSynced", "AccessGranted")
         .await;
     assert!(
-        env.bindings()
-            .get_opt("pgar-kept")
-            .await
-            .expect("readable")
-            .is_some(),
+        env.binding_exists("pgar-kept").await,
         "the binding of an existing, approved request stays"
     );
 }
@@ -44,11 +40,7 @@ async fn a_binding_labelled_for_a_request_that_never_existed_is_deleted() {
     env.bind("ghost", &["mallory"], ROLE).await;
     env.wait_binding_gone("pgar-ghost").await;
     assert!(
-        env.bindings()
-            .get_opt("pgar-real")
-            .await
-            .expect("readable")
-            .is_some(),
+        env.binding_exists("pgar-real").await,
         "the binding of an existing, approved request stays"
     );
 }

@@ -107,6 +107,10 @@ async fn a_request_outside_the_policy_is_refused_and_an_editor_loosens_nothing()
             ("typo", request_yaml("typo", "veiw", 1, Some("INC-1"), 1), "ClusterRole veiw is not allowed"),
             ("long", request_yaml("long", "view", 30, Some("INC-1"), 1), "duration too long"),
             ("why", request_yaml("why", "view", 1, None, 1), "reason required"),
+            // A null reason is dropped before admission (the field is not nullable), as
+            // kube-apiserver does: the policy reads no reason, never a null.
+            ("nul", request_yaml("nul", "view", 1, Some("x"), 1).replace("reason: \"x\"", "reason: null"),
+                "reason required"),
         ] {
             let (ok, text) = create(name, yaml);
             assert!(!ok, "{name} admitted: {text}");

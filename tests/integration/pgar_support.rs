@@ -224,6 +224,15 @@ impl Env {
         .await
     }
 
+    /// Whether the named RoleBinding exists now.
+    pub async fn binding_exists(&self, name: &str) -> bool {
+        self.bindings()
+            .get_opt(name)
+            .await
+            .expect("readable")
+            .is_some()
+    }
+
     /// Polls until the named RoleBinding is gone.
     pub async fn wait_binding_gone(&self, name: &str) {
         wait_for(&format!("{name} deleted"), || async {

@@ -218,3 +218,99 @@ async fn the_crd_refuses_an_expiry_past_the_operators_range() {
         }
     }
 }
+
+/// The PgAccessRequest CRD as a cluster that replaced it by an earlier version has it: no
+/// bound on the decision times in status.
+fn request_crd_without_the_decision_bound() -> serde_json::Value {
+    let rendered = render_crds_yaml().expect("CRDs render");
+    let document = rendered
+        .split("---\n")
+        .find(|d| d.contains("\n  names:\n") && d.contains("kind: PgAccessRequest\n"))
+        .expect("the PgAccessRequest CRD");
+    let lines: Vec<&str> = document.lines().collect();
+    let (mut out, mut dropped, mut i) = (Vec::new(), 0, 0);
+    while i < lines.len() {
+        let bound = lines[i].trim_start() == "x-kubernetes-validations:"
+            && lines
+                .get(i + 1)
+                .is_some_and(|l| l.contains("message: 'must be before 9999-01-01"));
+        if bound {
+            // The list's one rule: its message and rule lines.
+            i += 3;
+            dropped += 1;
+            continue;
+        }
+        out.push(lines[i]);
+        i += 1;
+    }
+    assert!(dropped >= 1, "the decision bound is not in the CRD");
+    serde_yaml_ng::from_str(&out.join("\n")).expect("the CRD parses")
+}
+
+/// Replaces the PgAccessRequest CRD (a PUT: whatever the new one leaves out goes).
+async fn replace_request_crd(env: &Env, crd: serde_json::Value) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: kube::Api<CustomResourceDefinition> = kube::Api::all(env.client.clone());
+    let name = "pgaccessrequests.pgtoolbox.fyannk.dev";
+    let current = api.get(name).await.expect("the CRD is installed");
+    let mut crd: CustomResourceDefinition = serde_json::from_value(crd).expect("a CRD");
+    crd.metadata.resource_version = current.metadata.resource_version;
+    api.replace(name, &PostParams::default(), &crd)
+        .await
+        .expect("the CRD is replaced");
+}
+
+/// While the operator runs, a granted request turns undecodable: the CRD is replaced by one
+/// without the bound on the decision times, and a decision time past the operator's range is
+/// written. Its RoleBinding is deleted at once, without a restart (fail closed), and it says so
+/// (a Warning Event, the metric); another granted request of the namespace keeps its grant, and
+/// a new one is reconciled. Once it decodes again it is reconciled as before.
+#[tokio::test]
+async fn a_granted_request_that_turns_undecodable_loses_its_grant_at_once() {
+    let mut env = support::start().await;
+    for name in ["held", "kept"] {
+        env.request(name, 3600).await;
+        env.approve(name, "bob").await;
+        env.wait_reason(name, "RoleBindingSynced", "AccessGranted")
+            .await;
+    }
+    replace_request_crd(&env, request_crd_without_the_decision_bound()).await;
+    let api = untyped(&env);
+    let forever = json!({"status": {"decidedAt": FOREVER}});
+    api.patch_status("held", &PatchParams::default(), &Patch::Merge(&forever))
+        .await
+        .expect("stored without the bound");
+
+    env.wait_binding_gone("pgar-held").await;
+    let (kind, _, note) = env.wait_event("held", "ConfigurationInvalid").await;
+    assert_eq!(kind, "Warning");
+    assert!(note.contains("cannot decode"), "{note}");
+    assert!(note.contains("fail closed"), "{note}");
+    wait_undecodable_counted(&env, 1).await;
+    env.request("after", 3600).await;
+    env.wait_reason("after", "RoleBindingSynced", "AwaitingDecision")
+        .await;
+    assert!(
+        env.binding_exists("pgar-kept").await,
+        "the other request's grant was deleted"
+    );
+    let kept = env.requests().get("kept").await.expect("decodable");
+    let synced = support::condition_of(&kept, "RoleBindingSynced").map(|c| c.reason.clone());
+    assert_eq!(synced.as_deref(), Some("AccessGranted"));
+
+    // Decodable again: reconciled as any request (approved, its grant gone), and a new grant
+    // is kept.
+    let again = json!({"status": {"decidedAt": "2026-01-01T00:00:00Z"}});
+    api.patch_status("held", &PatchParams::default(), &Patch::Merge(&again))
+        .await
+        .expect("decision time written");
+    env.wait_reason("held", "ConfigurationValid", "AsExpected")
+        .await;
+    env.wait_reason("held", "RoleBindingSynced", "RoleBindingMissing")
+        .await;
+    wait_undecodable_counted(&env, 0).await;
+    env.bind("held", &["alice"], support::ROLE).await;
+    env.wait_reason("held", "RoleBindingSynced", "AccessGranted")
+        .await;
+    env.stop_operator().await;
+}

@@ -180,6 +180,15 @@ impl ApiError {
         Self::new(500, "InternalError", message)
     }
 
+    /// A `create` of a custom resource while its CustomResourceDefinition is being deleted, as
+    /// kube-apiserver's CRD handler refuses it (`NewMethodNotSupported` with its own message).
+    pub fn create_while_crd_terminating(group: &str, plural: &str) -> Self {
+        Self::method_not_allowed(
+            "create not allowed while custom resource definition is terminating",
+        )
+        .with_target(group, plural, "")
+    }
+
     pub fn not_found_path() -> Self {
         Self::new(
             404,

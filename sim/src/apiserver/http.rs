@@ -243,10 +243,19 @@ pub(crate) async fn api(
     if server.faults.is_unserved(&target.group) {
         return Err(ApiError::path_not_installed());
     }
-    let info = server
-        .registry()
-        .lookup(&target.group, &target.version, &target.plural)
-        .ok_or_else(ApiError::not_found_path)?;
+    let info = {
+        let registry = server.registry();
+        registry
+            .lookup(&target.group, &target.version, &target.plural)
+            .ok_or_else(|| {
+                // A removed custom resource included, whether or not its group serves others.
+                if registry.serves_builtin(&target.group, &target.version) {
+                    ApiError::not_found_path()
+                } else {
+                    ApiError::path_not_installed()
+                }
+            })?
+    };
     if server
         .faults
         .is_unserved_resource(&info.group, &info.plural)
@@ -258,7 +267,13 @@ pub(crate) async fn api(
             && target.namespace.is_none()
             && (target.name.is_some() || parts.method == Method::POST));
     if misplaced {
-        return Err(ApiError::not_found_path());
+        // The CRD handler hands a request of the other scope down the chain, as a path it
+        // does not serve; a built-in group's own routes answer with a Status.
+        return Err(if info.custom {
+            ApiError::path_not_installed()
+        } else {
+            ApiError::not_found_path()
+        });
     }
     let sub = match target.sub.as_deref() {
         None => Subresource::Main,
@@ -413,6 +428,7 @@ pub(crate) async fn api(
             shape,
         ),
         "create" => {
+            ops::refuse_create_while_terminating(&write_lock(), &info)?;
             let body = read_body(body, &parts.headers).await?;
             if info.create_only
                 && let Some(answer) =

@@ -67,6 +67,15 @@ impl Registry {
             .cloned()
     }
 
+    /// Whether a built-in kind is served in `group/version`: kube-apiserver then has routes of
+    /// its own there, whose miss is answered with a `Status`; any other resource path falls
+    /// through the CustomResourceDefinition handler to the last handler's plain-text 404.
+    pub fn serves_builtin(&self, group: &str, version: &str) -> bool {
+        self.by_gvr
+            .iter()
+            .any(|((g, v, _), info)| g == group && v == version && !info.custom)
+    }
+
     /// Any served version of a kind, for following ownerReferences.
     pub fn by_resource(&self, group: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
         self.by_gvr

@@ -7,31 +7,15 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::discovery::{Discovery, Scope};
 use serde_json::{Value, json};
 
-use crate::sim_support::{raw, start};
+use crate::sim_support::{raw, raw_text, start};
 
 /// The answer of `GET path` with an `Accept` header: status, `Content-Type` and body.
 async fn get_accepting(client: &kube::Client, path: &str, accept: &str) -> (u16, String, Value) {
-    let req = axum::http::Request::builder()
-        .uri(path)
-        .header("accept", accept)
-        .body(Vec::new())
-        .expect("request");
-    let resp = client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .expect("answer");
-    let status = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    let bytes = resp.into_body().collect_bytes().await.expect("body");
+    let (status, content_type, text) = raw_text(client, "GET", path, &[("accept", accept)]).await;
     (
         status,
         content_type,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        serde_json::from_str(&text).unwrap_or(Value::Null),
     )
 }
 
@@ -232,4 +216,151 @@ async fn a_namespace_waits_for_its_spec_finalizers() {
     .await;
     assert_eq!(code, 200, "{answer}");
     assert!(namespaces.get_opt("held").await.expect("get").is_none());
+}
+
+/// A removed CustomResourceDefinition, as kube-apiserver's CRD handler serves it. While it is
+/// being deleted its resources are still read (get, list, watch) but none is created (405).
+/// Once it is gone, every request for its resource falls through to the last handler: Go's
+/// plain-text `404 page not found`, no `Status` (nothing that names an object as missing),
+/// also when its group still serves another resource. A built-in group's own routes still
+/// answer a resource they lack with a `Status`.
+#[tokio::test]
+async fn a_removed_custom_resource_answers_as_a_path_nothing_serves() {
+    let (_sim, client) = start().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (kind, plural) in [("Widget", "widgets"), ("Gadget", "gadgets")] {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("{plural}.example.com")},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"kind": kind, "plural": plural},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+        });
+        let (code, body) = raw(
+            &client,
+            "POST",
+            crds,
+            "application/json",
+            crd.to_string().into_bytes(),
+        )
+        .await;
+        assert_eq!(code, 201, "{body}");
+    }
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    let widget = |name: &str| {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}})
+            .to_string()
+            .into_bytes()
+    };
+    let (code, body) = raw(&client, "POST", widgets, "application/json", widget("w1")).await;
+    assert_eq!(code, 201, "{body}");
+
+    // Held by a finalizer: being deleted.
+    let crd = format!("{crds}/widgets.example.com");
+    let hold = json!({"metadata": {"finalizers": ["example.com/hold"]}});
+    let (code, body) = raw(
+        &client,
+        "PATCH",
+        &crd,
+        "application/merge-patch+json",
+        hold.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = raw(&client, "DELETE", &crd, "application/json", vec![]).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            &format!("{widgets}/w1"),
+            "application/json",
+            vec![]
+        )
+        .await
+        .0,
+        200
+    );
+    assert_eq!(
+        raw(&client, "GET", widgets, "application/json", vec![])
+            .await
+            .0,
+        200
+    );
+    let (code, refused) = raw(&client, "POST", widgets, "application/json", widget("w2")).await;
+    assert_eq!(code, 405, "{refused}");
+    assert_eq!(refused["reason"], "MethodNotAllowed");
+    assert_eq!(
+        refused["message"],
+        "create not allowed while custom resource definition is terminating"
+    );
+    assert_eq!(
+        refused["details"],
+        json!({"group": "example.com", "kind": "widgets"})
+    );
+
+    // Gone.
+    let release = json!({"metadata": {"finalizers": null}});
+    let (code, body) = raw(
+        &client,
+        "PATCH",
+        &crd,
+        "application/merge-patch+json",
+        release.to_string().into_bytes(),
+    )
+    .await;
+    assert!(code == 200 || code == 404, "{code} {body}");
+    assert_eq!(
+        raw(&client, "GET", &crd, "application/json", vec![])
+            .await
+            .0,
+        404
+    );
+    for path in [
+        format!("{widgets}/w1"),
+        widgets.to_string(),
+        format!("{widgets}?watch=1"),
+        "/apis/example.com/v1/widgets".to_string(),
+    ] {
+        let answer = raw_text(&client, "GET", &path, &[]).await;
+        assert_eq!(
+            answer,
+            (
+                404,
+                "text/plain; charset=utf-8".to_string(),
+                "404 page not found\n".to_string()
+            ),
+            "{path}"
+        );
+    }
+    let answer = raw_text(&client, "DELETE", &format!("{widgets}/w1"), &[]).await;
+    assert_eq!(answer.2, "404 page not found\n");
+    // The group's other resource is still served.
+    assert_eq!(
+        raw(
+            &client,
+            "GET",
+            "/apis/example.com/v1/namespaces/default/gadgets",
+            "application/json",
+            vec![]
+        )
+        .await
+        .0,
+        200
+    );
+    // A built-in group version's routes answer with a Status.
+    let (code, status) = raw(
+        &client,
+        "GET",
+        "/apis/apps/v1/namespaces/default/widgets",
+        "application/json",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        (code, status["kind"].as_str()),
+        (404, Some("Status")),
+        "{status}"
+    );
 }

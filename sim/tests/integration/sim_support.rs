@@ -78,6 +78,48 @@ pub async fn raw(
     (status, body)
 }
 
+async fn send(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> axum::http::Response<kube::client::Body> {
+    let mut req = axum::http::Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req.body(body).expect("request");
+    client
+        .send(req.map(kube::client::Body::from))
+        .await
+        .expect("answer")
+}
+
+/// A bodiless request with these headers, and its answer as sent: its code, `Content-Type`
+/// and body text.
+pub async fn raw_text(
+    client: &kube::Client,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, String) {
+    let resp = send(client, method, path, headers, Vec::new()).await;
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    let bytes = resp.into_body().collect_bytes().await.expect("body");
+    (
+        status,
+        content_type,
+        String::from_utf8_lossy(&bytes).into_owned(),
+    )
+}
+
 /// As [`raw`], with the answer's `Warning` headers too.
 pub async fn raw_with_warnings(
     client: &kube::Client,
@@ -86,16 +128,14 @@ pub async fn raw_with_warnings(
     content_type: &str,
     body: Vec<u8>,
 ) -> (u16, Vec<String>, Value) {
-    let req = axum::http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", content_type)
-        .body(body)
-        .expect("request");
-    let resp = client
-        .send(req.map(kube::client::Body::from))
-        .await
-        .expect("answer");
+    let resp = send(
+        client,
+        method,
+        path,
+        &[("content-type", content_type)],
+        body,
+    )
+    .await;
     let status = resp.status().as_u16();
     let warnings = resp
         .headers()

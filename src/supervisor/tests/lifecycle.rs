@@ -51,6 +51,39 @@ async fn deleting_an_object_leaves_no_actor_timer_or_registry_entry() {
     h.operator.shutdown(SEC).await;
 }
 
+/// An object that turns undecodable is looked after as a missing one, as a list without it
+/// would: its actor stops, its timers go and `on_orphan` removes what only it kept (a
+/// request's RoleBindings, fail closed); the others go on. Once it decodes again it is
+/// reconciled as a new object.
+#[tokio::test(start_paused = true)]
+async fn an_object_that_turns_undecodable_is_left_out_until_it_decodes_again() {
+    let probe = Probe::new(Duration::ZERO, |_, _| {
+        Act::Ok(Outcome::done().after(TimerPurpose::Expiry, 60 * SEC))
+    });
+    let h = Harness::start(&probe, quick_options(), 1).await;
+    h.list(vec![cm("bad", "x", 1), cm("good", "y", 1)]);
+    run_for(SEC).await;
+    assert_eq!(h.armed_timers(), 2);
+
+    h.send_undecodable("bad", 2);
+    run_for(SEC).await;
+    assert!(!h.registry.contains_key(&key("bad")));
+    assert!(h.registry.contains_key(&key("good")));
+    assert_eq!(lock(&probe.stopped).as_slice(), &[key("bad")]);
+    assert_eq!(lock(&probe.orphans).as_slice(), &[key("bad")]);
+    assert_eq!(h.armed_timers(), 1, "its timer left the wheel");
+    run_for(2 * 60 * SEC).await;
+    assert_eq!(probe.passes_of("bad").len(), 1, "its expiry never fired");
+
+    h.send(Event::Apply(cm("bad", "z", 3)));
+    run_for(SEC).await;
+    assert!(h.registry.contains_key(&key("bad")));
+    let passes = probe.passes_of("bad");
+    assert_eq!(passes.len(), 2);
+    assert_eq!(passes[1].value, "z");
+    h.operator.shutdown(SEC).await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_relist_keeps_actors_and_stops_those_deleted_meanwhile() {
     let probe = Probe::new(Duration::ZERO, |_, _| Act::Ok(Outcome::done()));
@@ -90,7 +123,7 @@ async fn a_relist_of_one_namespace_does_not_touch_another_namespaces_objects() {
         Event::InitApply(cm("one", "1", 2)),
         Event::InitDone,
     ] {
-        h.watches[1].unbounded_send(event).unwrap();
+        h.send_to(1, event);
     }
     run_for(SEC).await;
     h.list(vec![cm("zero", "1", 1)]);

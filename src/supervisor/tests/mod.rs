@@ -23,6 +23,7 @@ use tokio::time::Instant;
 
 use super::{Kind, KindOptions, Operator, OperatorBuilder, Registry};
 use crate::actors::{ObjectContext, Outcome, PassFailure, ReconcileError, Reconciler, Shared};
+use crate::k8s::{Lenient, Undecodable, decoded_event};
 use crate::messages::{KindKey, ObjectKey};
 
 /// One recorded pass.
@@ -229,7 +230,7 @@ pub fn hibernating(linger: Duration) -> KindOptions {
 }
 
 pub struct Harness {
-    pub watches: Vec<mpsc::UnboundedSender<Event<ConfigMap>>>,
+    watches: Vec<mpsc::UnboundedSender<Event<Lenient<ConfigMap>>>>,
     pub children: mpsc::UnboundedSender<ObjectKey>,
     pub registry: Registry<ConfigMap>,
     pub operator: Operator,
@@ -292,6 +293,25 @@ impl Harness {
     }
 
     pub fn send(&self, event: Event<ConfigMap>) {
+        self.send_to(0, event);
+    }
+
+    /// An event of watch number `watch`, its object decoded.
+    pub fn send_to(&self, watch: usize, event: Event<ConfigMap>) {
+        self.watches[watch]
+            .unbounded_send(decoded_event(event))
+            .unwrap();
+    }
+
+    /// Watch 0 sees `name` changed into a version that cannot be decoded.
+    pub fn send_undecodable(&self, name: &str, rv: u64) {
+        let undecodable = Undecodable {
+            metadata: cm(name, "", rv).metadata,
+            error: "cannot decode".into(),
+            conditions: Vec::new(),
+            observed_generation: None,
+        };
+        let event = Event::Apply(Lenient::Undecodable(Box::new(undecodable)));
         self.watches[0].unbounded_send(event).unwrap();
     }
 

@@ -7,8 +7,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kube_cel::KubeCelExt;
-use kube_cel::cel::objects::{Key, Map};
-use kube_cel::cel::{Context, ExecutionError, Program, Value};
+use kube_cel::cel::extractors::This;
+use kube_cel::cel::objects::{Key, Map, Opaque};
+use kube_cel::cel::{Context, ExecutionError, FunctionContext, Program, Value};
 use serde_json::Value as Json;
 
 thread_local! {
@@ -18,8 +19,75 @@ thread_local! {
         let mut ctx = Context::default();
         ctx.register_all();
         super::authorizer::register(&mut ctx);
+        register_types(&mut ctx);
         ctx
     };
+}
+
+/// A type as a CEL value (cel-spec, "Type Values"): what `type(x)` answers, and what the names
+/// `int`, `string`, ... denote. Two types are equal when their names are; a type's own type is
+/// `type`.
+#[derive(Debug, PartialEq, Eq)]
+struct CelType(String);
+
+/// The runtime name of a type value.
+const TYPE: &str = "type";
+
+impl Opaque for CelType {
+    fn runtime_type_name(&self) -> &str {
+        TYPE
+    }
+}
+
+/// The types a CEL program names without qualification, as cel-go's standard environment
+/// declares them.
+const TYPE_NAMES: [&str; 10] = [
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    TYPE,
+];
+
+fn type_value(name: &str) -> Value {
+    Value::Opaque(Arc::new(CelType(name.to_string())))
+}
+
+/// `type(x)` and the type names. The runtime type is the coarse one (a list is `list`, whatever
+/// its elements), as cel-go's `type()` answers; timestamps and durations are the abstract
+/// protobuf types, and an extension's value (an optional, an authorizer check) is named by its
+/// own type name.
+fn register_types(ctx: &mut Context<'static>) {
+    ctx.add_function(TYPE, type_of);
+    for name in TYPE_NAMES {
+        ctx.add_variable_from_value(name, type_value(name));
+    }
+}
+
+fn type_of(ftx: &FunctionContext, This(value): This<Value>) -> Result<Value, ExecutionError> {
+    let name = match &value {
+        Value::Int(_) => "int",
+        Value::UInt(_) => "uint",
+        Value::Float(_) => "double",
+        Value::String(_) => "string",
+        Value::Bytes(_) => "bytes",
+        Value::Bool(_) => "bool",
+        Value::List(_) => "list",
+        Value::Map(_) => "map",
+        Value::Null => "null_type",
+        Value::Duration(_) => "google.protobuf.Duration",
+        Value::Timestamp(_) => "google.protobuf.Timestamp",
+        Value::Opaque(opaque) => opaque.runtime_type_name(),
+        Value::Function(name, _) => {
+            return Err(ftx.error(format!("{name} is a function, not a value")));
+        }
+    };
+    Ok(type_value(name))
 }
 
 /// A JSON value as CEL sees an unstructured object: maps keyed by the field names as they are

@@ -241,6 +241,23 @@ fn each_rule_refuses_with_a_message_naming_it() {
         assert!(refused[0].starts_with("Forbidden: "), "{refused:?}");
         assert!(refused[0].contains(expected), "{spec}: {refused:?}");
     }
+    // A null reason (the field is nullable, so the API server stores it and CEL reads it as
+    // present) is no reason either: refused by the rule that names itself, not by an
+    // evaluation error.
+    let mut null_reason = access_request(json!({}), Value::Null);
+    null_reason["spec"]["reason"] = Value::Null;
+    let activation = Activation::new(
+        null_reason,
+        Value::Null,
+        request("CREATE", "alice", &[]),
+        Some(default_policy()),
+        json!({"metadata": {"name": "team-a"}}),
+    );
+    let refused = denials(policy().decide(activation, true));
+    assert!(
+        refused.len() == 1 && refused[0].starts_with("Forbidden: reason required"),
+        "{refused:?}"
+    );
     // No reason needed where the policy says so.
     let mut lax = default_policy();
     lax["spec"]["reasonRequired"] = json!(false);

@@ -518,3 +518,61 @@ fn namespace_selectors_read_the_namespace_labels() {
         json!({"matchExpressions": [{"key": "tier", "operator": "Sometimes"}]});
     assert!(matching::matches(&criteria, &t, gold).is_err());
 }
+
+/// `type()` and the type names, as cel-go's standard environment has them: the coarse runtime
+/// type of any value (an object's field included, a null one too), types as values of type
+/// `type`, and the conversion functions of the same names unchanged.
+#[test]
+fn type_answers_the_runtime_type_and_the_type_names_denote_types() {
+    let object =
+        json!({"spec": {"reason": "INC-1", "note": null, "n": 2, "x": 1.5, "l": [], "m": {}}});
+    let activation = Activation::new(object, Value::Null, json!({}), None, Value::Null);
+    let holds = [
+        "type(1) == int",
+        "type(1u) == uint",
+        "type(1.5) == double",
+        "type(true) == bool",
+        "type('a') == string",
+        "type(b'a') == bytes",
+        "type([1, 'a']) == list",
+        "type({'a': 1}) == map",
+        "type(null) == null_type",
+        "type(int) == type",
+        "type(type) == type",
+        "type(type(1)) == type(string)",
+        "type(1) != string",
+        "type(1) != type(1u)",
+        "type(object.spec.reason) == string",
+        "type(object.spec.note) == null_type",
+        "type(object.spec.n) == int",
+        "type(object.spec.x) == double",
+        "type(object.spec.l) == list",
+        "type(object.spec.m) == map",
+        "type(object.spec) == map",
+        "type(timestamp('2026-01-01T00:00:00Z')) == type(timestamp('2030-01-01T00:00:00Z'))",
+        "type(duration('1s')) != type(timestamp('2026-01-01T00:00:00Z'))",
+        "type(duration('1s')) != map",
+        "[1, 'a', null].map(v, type(v)) == [int, string, null_type]",
+        "int('7') == 7 && string(7) == '7' && double(1) == 1.0 && bytes('a') == b'a'",
+        "uint(1) == 1u",
+    ];
+    for source in holds {
+        assert_eq!(
+            activation.evaluate(&Expression::compile(source)),
+            Ok(kube_cel::cel::Value::Bool(true)),
+            "{source}"
+        );
+    }
+    // A null field reads as a value of type null_type, not as an error; a string function on
+    // it still fails, as cel-go finds no overload for null.
+    let guarded = "type(object.spec.note) != string || object.spec.note.matches('[a-z]')";
+    assert_eq!(
+        activation.evaluate(&Expression::compile(guarded)),
+        Ok(kube_cel::cel::Value::Bool(true))
+    );
+    assert!(
+        activation
+            .evaluate(&Expression::compile("object.spec.note.matches('[a-z]')"))
+            .is_err()
+    );
+}

@@ -21,6 +21,33 @@ use checks::*;
 pub(crate) use delete::after_removal;
 pub use delete::{DeleteOpts, delete, deleted_status, returns_deleted_object};
 
+/// Refuses a `create` of a custom resource whose CustomResourceDefinition is being deleted, as
+/// kube-apiserver's CRD handler does; reads, updates and deletes are still served until the
+/// definition is gone.
+pub fn refuse_create_while_terminating(
+    l: &Locked<'_>,
+    info: &ResourceInfo,
+) -> Result<(), ApiError> {
+    if !info.custom {
+        return Ok(());
+    }
+    let res = (
+        "apiextensions.k8s.io".to_string(),
+        "customresourcedefinitions".to_string(),
+    );
+    let key = (String::new(), format!("{}.{}", info.plural, info.group));
+    let terminating = l
+        .get(&res, &key)
+        .is_some_and(|crd| crd.pointer("/metadata/deletionTimestamp").is_some());
+    if terminating {
+        return Err(ApiError::create_while_crd_terminating(
+            &info.group,
+            &info.plural,
+        ));
+    }
+    Ok(())
+}
+
 /// Create `body` in `namespace` (empty for cluster-scoped kinds).
 pub fn create(
     server: &Server,
