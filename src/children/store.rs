@@ -18,7 +18,8 @@ use dashmap::DashMap;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use kube::core::NamespaceResourceScope;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::core::{NamespaceResourceScope, PartialObjectMeta};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -27,7 +28,8 @@ use tokio::sync::watch;
 use super::relist::Relist;
 use super::synced::{NotSynced, Synced};
 use crate::k8s::{
-    FirstList, Generation, Kept, ReadYourWrites, Restarts, WatchScope, raw_events, restartable,
+    FirstList, Generation, Kept, ReadYourWrites, Restarts, WatchScope, backoff_until_progress,
+    raw_events, restartable,
 };
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::children::{COMPONENT_LABEL, Component, INSTANCE_LABEL};
@@ -124,20 +126,44 @@ pub fn controlled_by_ours<C: Resource>(child: &C) -> bool {
     })
 }
 
+/// The labels a guarded store keeps of a foreign object: those that file it under an owner
+/// (`our_owner`) and select it. Any other label, like its annotations and body, is dropped.
+const KEPT_LABELS: [&str; 3] = [
+    crate::reconcile::children::MANAGED_BY_LABEL,
+    COMPONENT_LABEL,
+    INSTANCE_LABEL,
+];
+
 /// `child` as a guarded store keeps it: whole when one of our objects controls it, else its
-/// metadata only (no annotations, no body). A foreign object holding a child's name is judged
-/// by its ownerReferences alone (`ResourceNotOwned`), so its metadata is all a pass needs,
-/// and labelling objects cannot make the operator hold their contents.
+/// metadata only (no annotations, only our labels, no body). A foreign object holding a
+/// child's name is judged by its ownerReferences alone (`ResourceNotOwned`), so its metadata
+/// is all a pass needs, and labelling objects cannot make the operator hold their contents.
 fn ours_whole<C: StoredChild + Default>(child: C) -> C {
     if controlled_by_ours(&child) {
         return child;
     }
     let mut child = child;
-    let meta = keep_meta(std::mem::take(child.meta_mut()), &[]);
+    bare(std::mem::take(child.meta_mut()))
+}
+
+/// An object of kind `C` of which only `meta` is known, kept as [`ours_whole`] keeps a foreign
+/// object.
+fn bare<C: StoredChild + Default>(meta: ObjectMeta) -> C {
+    let mut meta = keep_meta(meta, &[]);
+    if let Some(labels) = meta.labels.as_mut() {
+        labels.retain(|key, _| KEPT_LABELS.contains(&key.as_str()));
+    }
     let mut bare = C::default();
     *bare.meta_mut() = meta;
     bare
 }
+
+/// How many objects of ours a guarded store's watch fetches at once (the first list of a
+/// store with many children of ours; events keep their order).
+const FETCHES: usize = 8;
+
+/// How often a fetch that failed is tried again before the watch lists anew.
+const FETCH_TRIES: u32 = 3;
 
 /// A watch the server answers "not served" (404: an optional API such as Routes off
 /// OpenShift) or "forbidden" (403: refused in this namespace) reads as empty rather than
@@ -205,6 +231,9 @@ pub struct ChildStore<C> {
     ingest: Option<Ingest<C>>,
     /// What a guarded store keeps of an object before its ingest (`ours_whole`).
     guard: Option<fn(C) -> C>,
+    /// A guarded store watches metadata only and fetches an object whole only when one of our
+    /// objects controls it (`whole_if_ours`); this makes a foreign object of its metadata.
+    bare: Option<fn(ObjectMeta) -> C>,
     /// The owners whose children are kept (a member keeps only its share's); children of no
     /// owner of ours are kept whatever the share.
     share: RwLock<Arc<Ownership>>,
@@ -234,22 +263,30 @@ where
 {
     /// `what` names the children in errors ("RoleBindings").
     pub fn new(what: &'static str, owner_of: OwnerOf<C>) -> Arc<Self> {
-        Self::build(what, owner_of, None, None)
+        Self::build(what, owner_of, None, None, None)
     }
 
     /// A store that keeps of each object only what `ingest` keeps.
     pub fn with_ingest(what: &'static str, owner_of: OwnerOf<C>, ingest: Ingest<C>) -> Arc<Self> {
-        Self::build(what, owner_of, Some(ingest), None)
+        Self::build(what, owner_of, Some(ingest), None, None)
     }
 
     /// A store of the children the operator applies (owner by [`our_owner`]): an object one
     /// of our objects controls is kept whole (as `ingest` keeps it), any other object the
-    /// watch brings (labelled by someone else) only as its metadata.
+    /// watch brings (labelled by someone else) only as its metadata. Its watch asks for
+    /// metadata only, and the store fetches the objects of ours (see `whole_if_ours`): a
+    /// foreign object's body is never downloaded, however many are labelled.
     pub fn of_ours(what: &'static str, ingest: Option<Ingest<C>>) -> Arc<Self>
     where
         C: Default,
     {
-        Self::build(what, our_owner(), ingest, Some(ours_whole::<C>))
+        Self::build(
+            what,
+            our_owner(),
+            ingest,
+            Some(ours_whole::<C>),
+            Some(bare::<C>),
+        )
     }
 
     fn build(
@@ -257,6 +294,7 @@ where
         owner_of: OwnerOf<C>,
         ingest: Option<Ingest<C>>,
         guard: Option<fn(C) -> C>,
+        bare: Option<fn(ObjectMeta) -> C>,
     ) -> Arc<Self> {
         Arc::new(Self {
             entries: DashMap::new(),
@@ -267,6 +305,7 @@ where
             synced: Synced::new(what),
             ingest,
             guard,
+            bare,
             share: RwLock::new(Arc::new(Ownership::default())),
             restarts: Restarts::default(),
             relisted: watch::Sender::new((0, 0)),
@@ -505,8 +544,17 @@ where
             let share = self.share.read().unwrap_or_else(PoisonError::into_inner);
             FirstList::for_share(&share)
         };
+        let store = self.clone();
+        let namespace_of = namespace.clone();
         restartable(
-            move || raw_events(api.clone(), config.clone()),
+            move || match store.bare {
+                Some(bare) => {
+                    store
+                        .clone()
+                        .meta_events(&api, namespace_of.as_deref(), config.clone(), bare)
+                }
+                None => raw_events(api.clone(), config.clone()),
+            },
             restarts,
             first_list,
         )
@@ -568,6 +616,119 @@ where
                 futures::stream::iter(owners)
             })
             .boxed()
+    }
+
+    /// A guarded store's events: the watch brings metadata only, and an object one of our
+    /// objects controls is fetched whole (or taken from this store or from our own write when
+    /// it holds that version already). A fetch that keeps failing lists the watch again.
+    fn meta_events(
+        self: Arc<Self>,
+        api: &Api<C>,
+        namespace: Option<&str>,
+        config: watcher::Config,
+        bare: fn(ObjectMeta) -> C,
+    ) -> BoxStream<'static, Result<watcher::Event<C>, watcher::Error>> {
+        let client = api.clone().into_client();
+        // `PartialObjectMeta` makes kube ask for metadata only (lists and watches).
+        let metadata: Api<PartialObjectMeta<C>> = match namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        };
+        backoff_until_progress(watcher(metadata, config))
+            .map(move |result| {
+                let store = self.clone();
+                let client = client.clone();
+                async move {
+                    let event = match result? {
+                        watcher::Event::Init => watcher::Event::Init,
+                        watcher::Event::InitDone => watcher::Event::InitDone,
+                        watcher::Event::Delete(meta) => watcher::Event::Delete(bare(meta.metadata)),
+                        watcher::Event::InitApply(meta) => {
+                            match store.whole_if_ours(&client, meta, bare).await? {
+                                Some(object) => watcher::Event::InitApply(object),
+                                None => return Ok(None),
+                            }
+                        }
+                        watcher::Event::Apply(meta) => {
+                            match store.whole_if_ours(&client, meta, bare).await? {
+                                Some(object) => watcher::Event::Apply(object),
+                                None => return Ok(None),
+                            }
+                        }
+                    };
+                    Ok(Some(event))
+                }
+            })
+            .buffered(FETCHES)
+            .filter_map(|result| std::future::ready(result.transpose()))
+            .boxed()
+    }
+
+    /// What the store receives for one object its metadata watch reported: the object fetched
+    /// whole when one of our objects controls it (and it is this member's to keep), else its
+    /// metadata. `None`: it is gone already (its deletion follows, or the list leaves it out).
+    async fn whole_if_ours(
+        &self,
+        client: &Client,
+        meta: PartialObjectMeta<C>,
+        bare: fn(ObjectMeta) -> C,
+    ) -> Result<Option<C>, watcher::Error> {
+        let ours = controlled_by_ours(&meta);
+        let probe = bare(meta.metadata);
+        if !ours {
+            return Ok(Some(probe));
+        }
+        let (Some(key), Some(owner)) = (ObjectKey::of(&probe), (self.owner_of)(&probe)) else {
+            return Ok(Some(probe));
+        };
+        // Another member's: the store keeps nothing of it.
+        if !self.keeps(&owner) {
+            return Ok(Some(probe));
+        }
+        let version = probe.resource_version();
+        if let Some(copy) = self.copy_at(&key, version.as_deref()) {
+            return Ok(Some(copy));
+        }
+        let api: Api<C> = Api::namespaced(client.clone(), &key.namespace);
+        let mut tries = 0;
+        loop {
+            match api.get_opt(&key.name).await {
+                Ok(found) => {
+                    return Ok(found.map(|mut object| {
+                        object.managed_fields_mut().clear();
+                        object
+                    }));
+                }
+                Err(error) if tries < FETCH_TRIES => {
+                    tries += 1;
+                    tracing::debug!(kind = %C::kind(&()), %key, %error, "fetching a child of ours, again");
+                    tokio::time::sleep(Duration::from_millis(200 << tries)).await;
+                }
+                Err(error) => {
+                    tracing::warn!(kind = %C::kind(&()), %key, %error, "a child of ours cannot be fetched: listing again");
+                    self.restarts.restart();
+                    return Err(watcher::Error::WatchFailed(error));
+                }
+            }
+        }
+    }
+
+    /// The whole copy of `key` at `version` this store holds, watched or written by us.
+    fn copy_at(&self, key: &ObjectKey, version: Option<&str>) -> Option<C> {
+        let version = version?;
+        let watched = self
+            .entries
+            .get(key)
+            .filter(|e| e.version.as_deref() == Some(version))
+            .and_then(|e| e.object.get().ok());
+        watched
+            .or_else(|| {
+                self.written
+                    .unseen(key)
+                    .filter(|w| w.resource_version().as_deref() == Some(version))
+            })
+            .filter(|copy| controlled_by_ours(copy.as_ref()))
+            .map(Arc::unwrap_or_clone)
     }
 
     /// Applies one watch event of the watch covering `namespace` (`None`: all); returns the
