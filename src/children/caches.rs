@@ -25,11 +25,11 @@ use super::store::{
 };
 use super::synced::{NotSynced, Synced};
 use crate::k8s::{WatchClients, WatchScope};
+use crate::reconcile::access_request::keep_binding;
 use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::reconcile::observed::{
     keep_pod, keep_replica_set, pod_is_complete, replica_set_is_complete,
 };
-use crate::reconcile::access_request::keep_binding;
 use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
 use crate::reconcile::redact::{redact_secret, secret_is_complete};
 use crate::ring::Ownership;

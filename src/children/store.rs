@@ -8,17 +8,18 @@
 //! version, so a pass that runs before the watch catches up neither judges a deleted child
 //! twice nor POSTs a created one again (answered 409) nor re-applies an applied one.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::ListParams;
 use kube::core::{NamespaceResourceScope, PartialObjectMeta};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -164,6 +165,15 @@ const FETCHES: usize = 8;
 
 /// How often a fetch that failed is tried again before the watch lists anew.
 const FETCH_TRIES: u32 = 3;
+
+/// A guarded store answers a list with one list of full objects when that brings at most this
+/// many objects it does not need whole (foreign ones, another member's, copies it holds at
+/// that version); else it fetches the objects of ours one by one. Someone who labels many
+/// objects makes a list cost a read per object of ours, never the bodies of theirs.
+const UNWANTED_IN_A_LIST: usize = 32;
+
+/// The page of that list (as the watches' own lists).
+const LIST_PAGE: u32 = 500;
 
 /// A watch the server answers "not served" (404: an optional API such as Routes off
 /// OpenShift) or "forbidden" (403: refused in this namespace) reads as empty rather than
@@ -620,7 +630,10 @@ where
 
     /// A guarded store's events: the watch brings metadata only, and an object one of our
     /// objects controls is fetched whole (or taken from this store or from our own write when
-    /// it holds that version already). A fetch that keeps failing lists the watch again.
+    /// it holds that version already). A list is answered once it is complete: the objects of
+    /// ours it needs come from one list of full objects when that brings few others
+    /// (`UNWANTED_IN_A_LIST`: an operator's restart, where nearly all are ours), else one by
+    /// one (someone labelled many objects). A fetch that keeps failing lists the watch again.
     fn meta_events(
         self: Arc<Self>,
         api: &Api<C>,
@@ -634,61 +647,167 @@ where
             Some(ns) => Api::namespaced(client.clone(), ns),
             None => Api::all(client.clone()),
         };
-        backoff_until_progress(watcher(metadata, config))
-            .map(move |result| {
-                let store = self.clone();
-                let client = client.clone();
-                async move {
-                    let event = match result? {
-                        watcher::Event::Init => watcher::Event::Init,
-                        watcher::Event::InitDone => watcher::Event::InitDone,
-                        watcher::Event::Delete(meta) => watcher::Event::Delete(bare(meta.metadata)),
-                        watcher::Event::InitApply(meta) => {
-                            match store.whole_if_ours(&client, meta, bare).await? {
-                                Some(object) => watcher::Event::InitApply(object),
-                                None => return Ok(None),
+        let full = api.clone();
+        let events = backoff_until_progress(watcher(metadata, config.clone())).boxed();
+        // The objects of the list under way (between `Init` and `InitDone`).
+        let listing: Option<Vec<PartialObjectMeta<C>>> = None;
+        futures::stream::unfold((events, listing), move |(mut events, mut listing)| {
+            let store = self.clone();
+            let full = full.clone();
+            let config = config.clone();
+            async move {
+                loop {
+                    let answer = match events.next().await? {
+                        Err(error) => vec![Err(error)],
+                        Ok(watcher::Event::Init) => {
+                            listing = Some(Vec::new());
+                            vec![Ok(watcher::Event::Init)]
+                        }
+                        Ok(watcher::Event::InitApply(meta)) => {
+                            listing.get_or_insert_with(Vec::new).push(meta);
+                            continue;
+                        }
+                        Ok(watcher::Event::InitDone) => {
+                            let metas = listing.take().unwrap_or_default();
+                            match store.listed(&full, &config, metas, bare).await {
+                                Ok(objects) => objects
+                                    .into_iter()
+                                    .map(|o| Ok(watcher::Event::InitApply(o)))
+                                    .chain([Ok(watcher::Event::InitDone)])
+                                    .collect(),
+                                Err(error) => vec![Err(error)],
                             }
                         }
-                        watcher::Event::Apply(meta) => {
-                            match store.whole_if_ours(&client, meta, bare).await? {
-                                Some(object) => watcher::Event::Apply(object),
-                                None => return Ok(None),
+                        Ok(watcher::Event::Apply(meta)) => {
+                            let client = full.clone().into_client();
+                            match store.whole_if_ours(&client, meta, bare).await {
+                                Ok(Some(object)) => vec![Ok(watcher::Event::Apply(object))],
+                                Ok(None) => Vec::new(),
+                                Err(error) => vec![Err(error)],
                             }
+                        }
+                        Ok(watcher::Event::Delete(meta)) => {
+                            vec![Ok(watcher::Event::Delete(bare(meta.metadata)))]
                         }
                     };
-                    Ok(Some(event))
+                    return Some((answer, (events, listing)));
                 }
-            })
-            .buffered(FETCHES)
-            .filter_map(|result| std::future::ready(result.transpose()))
-            .boxed()
+            }
+        })
+        .flat_map(futures::stream::iter)
+        .boxed()
     }
 
-    /// What the store receives for one object its metadata watch reported: the object fetched
-    /// whole when one of our objects controls it (and it is this member's to keep), else its
-    /// metadata. `None`: it is gone already (its deletion follows, or the list leaves it out).
+    /// What this store needs of one listed or changed object: `Ok` as it keeps it without a
+    /// fetch (its metadata, a copy it holds at that version), or `Err` with its key when it is
+    /// ours and must be fetched whole.
+    fn without_fetch(
+        &self,
+        meta: PartialObjectMeta<C>,
+        bare: fn(ObjectMeta) -> C,
+    ) -> Result<C, ObjectKey> {
+        let ours = controlled_by_ours(&meta);
+        let probe = bare(meta.metadata);
+        if !ours {
+            return Ok(probe);
+        }
+        let (Some(key), Some(owner)) = (ObjectKey::of(&probe), (self.owner_of)(&probe)) else {
+            return Ok(probe);
+        };
+        // Another member's: the store keeps nothing of it.
+        if !self.keeps(&owner) {
+            return Ok(probe);
+        }
+        self.copy_at(&key, probe.resource_version().as_deref())
+            .ok_or(key)
+    }
+
+    /// The objects of a complete metadata list as the store receives them (see `meta_events`);
+    /// one gone meanwhile is left out (the list's end removes it).
+    async fn listed(
+        &self,
+        api: &Api<C>,
+        config: &watcher::Config,
+        metas: Vec<PartialObjectMeta<C>>,
+        bare: fn(ObjectMeta) -> C,
+    ) -> Result<Vec<C>, watcher::Error> {
+        let judged: Vec<Result<C, ObjectKey>> = metas
+            .into_iter()
+            .map(|meta| self.without_fetch(meta, bare))
+            .collect();
+        let wanted: HashSet<ObjectKey> = judged
+            .iter()
+            .filter_map(|j| j.as_ref().err().cloned())
+            .collect();
+        if wanted.is_empty() {
+            return Ok(judged.into_iter().filter_map(Result::ok).collect());
+        }
+        let unwanted = judged.len() - wanted.len();
+        let mut fetched: HashMap<ObjectKey, C> = HashMap::with_capacity(wanted.len());
+        if unwanted <= UNWANTED_IN_A_LIST {
+            let mut params = ListParams::default().limit(LIST_PAGE);
+            params.label_selector.clone_from(&config.label_selector);
+            params.field_selector.clone_from(&config.field_selector);
+            loop {
+                let page = api
+                    .list(&params)
+                    .await
+                    .map_err(watcher::Error::InitialListFailed)?;
+                for mut object in page.items {
+                    if let Some(key) = ObjectKey::of(&object).filter(|k| wanted.contains(k)) {
+                        object.managed_fields_mut().clear();
+                        fetched.insert(key, object);
+                    }
+                }
+                match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                    Some(token) => params.continue_token = Some(token),
+                    None => break,
+                }
+            }
+        } else {
+            let client = api.clone().into_client();
+            let fetches: Vec<(ObjectKey, Option<C>)> = futures::stream::iter(wanted)
+                .map(|key| {
+                    let client = client.clone();
+                    async move {
+                        let found = self.fetch(&client, &key).await?;
+                        Ok::<_, watcher::Error>((key, found))
+                    }
+                })
+                .buffered(FETCHES)
+                .try_collect()
+                .await?;
+            fetched.extend(
+                fetches
+                    .into_iter()
+                    .filter_map(|(key, found)| Some((key, found?))),
+            );
+        }
+        Ok(judged
+            .into_iter()
+            .filter_map(|judged| match judged {
+                Ok(object) => Some(object),
+                Err(key) => fetched.remove(&key),
+            })
+            .collect())
+    }
+
+    /// One changed object as the store receives it (see `meta_events`). `None`: it is gone
+    /// already (its deletion follows).
     async fn whole_if_ours(
         &self,
         client: &Client,
         meta: PartialObjectMeta<C>,
         bare: fn(ObjectMeta) -> C,
     ) -> Result<Option<C>, watcher::Error> {
-        let ours = controlled_by_ours(&meta);
-        let probe = bare(meta.metadata);
-        if !ours {
-            return Ok(Some(probe));
+        match self.without_fetch(meta, bare) {
+            Ok(object) => Ok(Some(object)),
+            Err(key) => self.fetch(client, &key).await,
         }
-        let (Some(key), Some(owner)) = (ObjectKey::of(&probe), (self.owner_of)(&probe)) else {
-            return Ok(Some(probe));
-        };
-        // Another member's: the store keeps nothing of it.
-        if !self.keeps(&owner) {
-            return Ok(Some(probe));
-        }
-        let version = probe.resource_version();
-        if let Some(copy) = self.copy_at(&key, version.as_deref()) {
-            return Ok(Some(copy));
-        }
+    }
+
+    /// A child of ours, read whole; tried again a few times, then the watch lists anew.
+    async fn fetch(&self, client: &Client, key: &ObjectKey) -> Result<Option<C>, watcher::Error> {
         let api: Api<C> = Api::namespaced(client.clone(), &key.namespace);
         let mut tries = 0;
         loop {

@@ -3,9 +3,11 @@
 //! controls is kept whole; any other one is kept as its metadata, which is all the applier
 //! needs to report a child's name as taken (`ResourceNotOwned`).
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::api::{Api, PostParams};
 use pgtoolbox_operator::testing::children::{MANAGED_BY, MANAGED_BY_LABEL, OperatorCaches};
+use pgtoolbox_operator::testing::k8s::{WatchClients, WatchScope};
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use pgtoolbox_sim::SimConfig;
 use serde_json::{Value, json};
@@ -146,4 +148,62 @@ async fn foreign_objects_labelled_as_ours_are_cached_as_metadata_only() {
     assert_eq!(service.len(), 1, "{service:?}");
     assert!(service[0].get("spec").is_none(), "{}", service[0]);
     assert!(!text.contains(MARK), "a cache holds a foreign payload");
+
+    // Fresh caches list over all of it, as a restarted operator does: with this many foreign
+    // objects the children of ours are read one by one, and no foreign body is downloaded.
+    let fresh = OperatorCaches::new();
+    let scope = WatchScope::Namespaces(vec![NS.into()]);
+    env.sim.admin().reset_stats();
+    let wakeups: Vec<_> = fresh
+        .watches()
+        .into_iter()
+        .flat_map(|start| start(&WatchClients::same(&env.client), &scope))
+        .collect();
+    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(wakeups);
+        while all.next().await.is_some() {}
+    }));
+    fresh
+        .config_maps
+        .wait_synced(std::time::Duration::from_secs(60))
+        .await
+        .expect("ConfigMaps listed");
+    fresh
+        .service_accounts
+        .wait_synced(std::time::Duration::from_secs(60))
+        .await
+        .expect("ServiceAccounts listed");
+    let listed = fresh
+        .service_accounts
+        .get_whole(&ObjectKey::new(NS, "ops-console"))
+        .expect("the console's ServiceAccount, whole");
+    assert_eq!(listed.metadata.uid, own.metadata.uid);
+    let dump: Value = serde_json::from_str(&fresh.dump()).expect("JSON");
+    assert_eq!(named(&dump, "configMaps", "foreign-").len(), FOREIGN);
+    assert!(
+        !dump.to_string().contains(MARK),
+        "a fresh cache holds a foreign payload"
+    );
+    let stats = env.sim.stats();
+    let reads = |what: &str| stats.by_verb_resource.get(what).copied().unwrap_or(0);
+    // The ConfigMaps of ours (controlled by the console) were read one by one, no foreign one;
+    // the ServiceAccounts, none foreign among them, came whole in one list.
+    let ours = dump["stores"]["configMaps"]
+        .as_array()
+        .expect("configMaps")
+        .iter()
+        .filter(|o| o["metadata"].get("ownerReferences").is_some())
+        .count() as u64;
+    assert_eq!(
+        reads("get configmaps"),
+        ours,
+        "{:?}",
+        stats.by_verb_resource
+    );
+    assert_eq!(
+        reads("get serviceaccounts"),
+        0,
+        "{:?}",
+        stats.by_verb_resource
+    );
 }
