@@ -1307,6 +1307,96 @@ mod tests {
     }
 
     #[test]
+    fn a_guarded_store_fetches_only_ours_it_does_not_hold_at_that_version() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::core::PartialObjectMetaExt;
+        let ours = crate::api::GROUP.to_owned() + "/v1alpha1";
+        let meta = |name: &str, rv: &str, controlled: bool| ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            uid: Some(format!("uid-{name}")),
+            resource_version: Some(rv.into()),
+            labels: Some(
+                [
+                    (COMPONENT_LABEL.to_string(), "pgadmin".to_string()),
+                    (INSTANCE_LABEL.to_string(), "web".to_string()),
+                    ("extra".to_string(), "x".repeat(1024)),
+                ]
+                .into(),
+            ),
+            annotations: Some([("note".to_string(), "big".to_string())].into()),
+            owner_references: controlled.then(|| {
+                vec![OwnerReference {
+                    api_version: ours.clone(),
+                    kind: "PgAdmin".into(),
+                    name: "web".into(),
+                    uid: "owner-uid".into(),
+                    controller: Some(true),
+                    block_owner_deletion: None,
+                }]
+            }),
+            ..Default::default()
+        };
+        let store = ChildStore::<ConfigMap>::of_ours("ConfigMaps", None);
+        let bare = store.bare.expect("a guarded store watches metadata");
+        let partial = |m: ObjectMeta| m.into_response_partial::<ConfigMap>();
+        // A foreign object: its metadata, without annotations or labels not ours.
+        let foreign = store
+            .without_fetch(partial(meta("theirs", "1", false)), bare)
+            .expect("kept without a fetch");
+        assert_eq!(foreign.data, None);
+        assert_eq!(foreign.metadata.annotations, None);
+        assert_eq!(foreign.metadata.labels.as_ref().map(|l| l.len()), Some(2));
+        // Ours, not held: fetched.
+        assert_eq!(
+            store
+                .without_fetch(partial(meta("mine", "1", true)), bare)
+                .err(),
+            Some(ObjectKey::new("ns", "mine"))
+        );
+        // Held at that version (watched, or our own write): taken from the store, whole.
+        let whole = |rv: &str| ConfigMap {
+            metadata: meta("mine", rv, true),
+            data: Some([("k".to_string(), "v".to_string())].into()),
+            ..Default::default()
+        };
+        let mut relist = Relist::default();
+        store.apply(watcher::Event::Apply(whole("1")), Some("ns"), &mut relist);
+        let copy = store
+            .without_fetch(partial(meta("mine", "1", true)), bare)
+            .expect("held");
+        assert_eq!(copy.data, whole("1").data);
+        assert!(
+            store
+                .without_fetch(partial(meta("mine", "2", true)), bare)
+                .is_err()
+        );
+        store.wrote(whole("2"));
+        assert!(
+            store
+                .without_fetch(partial(meta("mine", "2", true)), bare)
+                .is_ok()
+        );
+        // Another member's: nothing to fetch, the store keeps nothing of it.
+        use crate::ring::{Ring, object_key};
+        let half = Ring::Static { index: 0, total: 2 };
+        let theirs = (0..16)
+            .map(|i| format!("p{i}"))
+            .find(|n| !half.owns(object_key("PgAdmin", "ns", n)))
+            .expect("a PgAdmin of the other member");
+        // No watch runs: nothing to list again, nothing to wait for.
+        drop(store.keep_share(Arc::new(Ownership::single(half))));
+        let mut other = meta("elsewhere", "1", true);
+        if let Some(labels) = other.labels.as_mut() {
+            labels.insert(INSTANCE_LABEL.to_string(), theirs.clone());
+        }
+        if let Some(refs) = other.owner_references.as_mut() {
+            refs[0].name = theirs;
+        }
+        assert!(store.without_fetch(partial(other), bare).is_ok());
+    }
+
+    #[test]
     fn a_store_keeps_what_its_ingest_keeps_of_every_object_it_receives() {
         fn drop_subjects(mut rb: RoleBinding) -> RoleBinding {
             rb.subjects = None;
