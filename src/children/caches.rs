@@ -25,6 +25,7 @@ use super::store::{
 };
 use super::synced::{NotSynced, Synced};
 use crate::k8s::{WatchClients, WatchScope};
+use crate::reconcile::access_request::keep_binding;
 use crate::reconcile::children::{MANAGED_BY, MANAGED_BY_LABEL};
 use crate::reconcile::observed::{
     keep_pod, keep_replica_set, pod_is_complete, replica_set_is_complete,
@@ -275,9 +276,16 @@ impl OperatorCaches {
                     complete: secret_is_complete,
                 }),
             ),
-            access_bindings: ChildStore::new(
+            // Every binding labelled for a request is judged (a foreign one is deleted), so its
+            // role and subjects are kept whatever its owner; nothing else of it is (issue 46).
+            // Never written from a kept copy: the operator only adopts and deletes them.
+            access_bindings: ChildStore::with_ingest(
                 "RoleBindings of requests",
                 owner_label("PgAccessRequest", REQUEST_LABEL),
+                Ingest {
+                    keep: keep_binding,
+                    complete: |_| false,
+                },
             ),
             clusters: contents(
                 ReferenceIndex::with_labels("Clusters", clusters.clone()),

@@ -8,17 +8,19 @@
 //! version, so a pass that runs before the watch catches up neither judges a deleted child
 //! twice nor POSTs a created one again (answered 409) nor re-applies an applied one.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use kube::core::NamespaceResourceScope;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::ListParams;
+use kube::core::{NamespaceResourceScope, PartialObjectMeta};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -27,7 +29,8 @@ use tokio::sync::watch;
 use super::relist::Relist;
 use super::synced::{NotSynced, Synced};
 use crate::k8s::{
-    FirstList, Generation, Kept, ReadYourWrites, Restarts, WatchScope, raw_events, restartable,
+    FirstList, Generation, Kept, ReadYourWrites, Restarts, WatchScope, backoff_until_progress,
+    raw_events, restartable,
 };
 use crate::messages::{KindKey, ObjectKey};
 use crate::reconcile::children::{COMPONENT_LABEL, Component, INSTANCE_LABEL};
@@ -124,20 +127,53 @@ pub fn controlled_by_ours<C: Resource>(child: &C) -> bool {
     })
 }
 
+/// The labels a guarded store keeps of a foreign object: those that file it under an owner
+/// (`our_owner`) and select it. Any other label, like its annotations and body, is dropped.
+const KEPT_LABELS: [&str; 3] = [
+    crate::reconcile::children::MANAGED_BY_LABEL,
+    COMPONENT_LABEL,
+    INSTANCE_LABEL,
+];
+
 /// `child` as a guarded store keeps it: whole when one of our objects controls it, else its
-/// metadata only (no annotations, no body). A foreign object holding a child's name is judged
-/// by its ownerReferences alone (`ResourceNotOwned`), so its metadata is all a pass needs,
-/// and labelling objects cannot make the operator hold their contents.
+/// metadata only (no annotations, only our labels, no body). A foreign object holding a
+/// child's name is judged by its ownerReferences alone (`ResourceNotOwned`), so its metadata
+/// is all a pass needs, and labelling objects cannot make the operator hold their contents.
 fn ours_whole<C: StoredChild + Default>(child: C) -> C {
     if controlled_by_ours(&child) {
         return child;
     }
     let mut child = child;
-    let meta = keep_meta(std::mem::take(child.meta_mut()), &[]);
+    bare(std::mem::take(child.meta_mut()))
+}
+
+/// An object of kind `C` of which only `meta` is known, kept as [`ours_whole`] keeps a foreign
+/// object.
+fn bare<C: StoredChild + Default>(meta: ObjectMeta) -> C {
+    let mut meta = keep_meta(meta, &[]);
+    if let Some(labels) = meta.labels.as_mut() {
+        labels.retain(|key, _| KEPT_LABELS.contains(&key.as_str()));
+    }
     let mut bare = C::default();
     *bare.meta_mut() = meta;
     bare
 }
+
+/// How many objects of ours a guarded store's watch fetches at once (the first list of a
+/// store with many children of ours; events keep their order).
+const FETCHES: usize = 8;
+
+/// How often a fetch that failed is tried again before the watch lists anew.
+const FETCH_TRIES: u32 = 3;
+
+/// A guarded store answers a list with one list of full objects when that brings at most this
+/// many objects it does not need whole (foreign ones, another member's, copies it holds at
+/// that version); else it fetches the objects of ours one by one. Someone who labels many
+/// objects makes a list cost a read per object of ours, never the bodies of theirs.
+const UNWANTED_IN_A_LIST: usize = 32;
+
+/// The page of that list (as the watches' own lists).
+const LIST_PAGE: u32 = 500;
 
 /// A watch the server answers "not served" (404: an optional API such as Routes off
 /// OpenShift) or "forbidden" (403: refused in this namespace) reads as empty rather than
@@ -205,6 +241,9 @@ pub struct ChildStore<C> {
     ingest: Option<Ingest<C>>,
     /// What a guarded store keeps of an object before its ingest (`ours_whole`).
     guard: Option<fn(C) -> C>,
+    /// A guarded store watches metadata only and fetches an object whole only when one of our
+    /// objects controls it (`whole_if_ours`); this makes a foreign object of its metadata.
+    bare: Option<fn(ObjectMeta) -> C>,
     /// The owners whose children are kept (a member keeps only its share's); children of no
     /// owner of ours are kept whatever the share.
     share: RwLock<Arc<Ownership>>,
@@ -234,22 +273,30 @@ where
 {
     /// `what` names the children in errors ("RoleBindings").
     pub fn new(what: &'static str, owner_of: OwnerOf<C>) -> Arc<Self> {
-        Self::build(what, owner_of, None, None)
+        Self::build(what, owner_of, None, None, None)
     }
 
     /// A store that keeps of each object only what `ingest` keeps.
     pub fn with_ingest(what: &'static str, owner_of: OwnerOf<C>, ingest: Ingest<C>) -> Arc<Self> {
-        Self::build(what, owner_of, Some(ingest), None)
+        Self::build(what, owner_of, Some(ingest), None, None)
     }
 
     /// A store of the children the operator applies (owner by [`our_owner`]): an object one
     /// of our objects controls is kept whole (as `ingest` keeps it), any other object the
-    /// watch brings (labelled by someone else) only as its metadata.
+    /// watch brings (labelled by someone else) only as its metadata. Its watch asks for
+    /// metadata only, and the store fetches the objects of ours (see `whole_if_ours`): a
+    /// foreign object's body is never downloaded, however many are labelled.
     pub fn of_ours(what: &'static str, ingest: Option<Ingest<C>>) -> Arc<Self>
     where
         C: Default,
     {
-        Self::build(what, our_owner(), ingest, Some(ours_whole::<C>))
+        Self::build(
+            what,
+            our_owner(),
+            ingest,
+            Some(ours_whole::<C>),
+            Some(bare::<C>),
+        )
     }
 
     fn build(
@@ -257,6 +304,7 @@ where
         owner_of: OwnerOf<C>,
         ingest: Option<Ingest<C>>,
         guard: Option<fn(C) -> C>,
+        bare: Option<fn(ObjectMeta) -> C>,
     ) -> Arc<Self> {
         Arc::new(Self {
             entries: DashMap::new(),
@@ -267,6 +315,7 @@ where
             synced: Synced::new(what),
             ingest,
             guard,
+            bare,
             share: RwLock::new(Arc::new(Ownership::default())),
             restarts: Restarts::default(),
             relisted: watch::Sender::new((0, 0)),
@@ -505,8 +554,17 @@ where
             let share = self.share.read().unwrap_or_else(PoisonError::into_inner);
             FirstList::for_share(&share)
         };
+        let store = self.clone();
+        let namespace_of = namespace.clone();
         restartable(
-            move || raw_events(api.clone(), config.clone()),
+            move || match store.bare {
+                Some(bare) => {
+                    store
+                        .clone()
+                        .meta_events(&api, namespace_of.as_deref(), config.clone(), bare)
+                }
+                None => raw_events(api.clone(), config.clone()),
+            },
             restarts,
             first_list,
         )
@@ -568,6 +626,228 @@ where
                 futures::stream::iter(owners)
             })
             .boxed()
+    }
+
+    /// A guarded store's events: the watch brings metadata only, and an object one of our
+    /// objects controls is fetched whole (or taken from this store or from our own write when
+    /// it holds that version already). A list is answered once it is complete: the objects of
+    /// ours it needs come from one list of full objects when that brings few others
+    /// (`UNWANTED_IN_A_LIST`: an operator's restart, where nearly all are ours), else one by
+    /// one (someone labelled many objects). A fetch that keeps failing lists the watch again.
+    fn meta_events(
+        self: Arc<Self>,
+        api: &Api<C>,
+        namespace: Option<&str>,
+        config: watcher::Config,
+        bare: fn(ObjectMeta) -> C,
+    ) -> BoxStream<'static, Result<watcher::Event<C>, watcher::Error>> {
+        let client = api.clone().into_client();
+        // `PartialObjectMeta` makes kube ask for metadata only (lists and watches).
+        let metadata: Api<PartialObjectMeta<C>> = match namespace {
+            Some(ns) => Api::namespaced(client.clone(), ns),
+            None => Api::all(client.clone()),
+        };
+        let full = api.clone();
+        let events = backoff_until_progress(watcher(metadata, config.clone())).boxed();
+        // The objects of the list under way (between `Init` and `InitDone`).
+        let listing: Option<Vec<PartialObjectMeta<C>>> = None;
+        futures::stream::unfold((events, listing), move |(mut events, mut listing)| {
+            let store = self.clone();
+            let full = full.clone();
+            let config = config.clone();
+            async move {
+                loop {
+                    let answer = match events.next().await? {
+                        Err(error) => vec![Err(error)],
+                        Ok(watcher::Event::Init) => {
+                            listing = Some(Vec::new());
+                            vec![Ok(watcher::Event::Init)]
+                        }
+                        Ok(watcher::Event::InitApply(meta)) => {
+                            listing.get_or_insert_with(Vec::new).push(meta);
+                            continue;
+                        }
+                        Ok(watcher::Event::InitDone) => {
+                            let metas = listing.take().unwrap_or_default();
+                            match store.listed(&full, &config, metas, bare).await {
+                                Ok(objects) => objects
+                                    .into_iter()
+                                    .map(|o| Ok(watcher::Event::InitApply(o)))
+                                    .chain([Ok(watcher::Event::InitDone)])
+                                    .collect(),
+                                Err(error) => vec![Err(error)],
+                            }
+                        }
+                        Ok(watcher::Event::Apply(meta)) => {
+                            let client = full.clone().into_client();
+                            match store.whole_if_ours(&client, meta, bare).await {
+                                Ok(Some(object)) => vec![Ok(watcher::Event::Apply(object))],
+                                Ok(None) => Vec::new(),
+                                Err(error) => vec![Err(error)],
+                            }
+                        }
+                        Ok(watcher::Event::Delete(meta)) => {
+                            vec![Ok(watcher::Event::Delete(bare(meta.metadata)))]
+                        }
+                    };
+                    return Some((answer, (events, listing)));
+                }
+            }
+        })
+        .flat_map(futures::stream::iter)
+        .boxed()
+    }
+
+    /// What this store needs of one listed or changed object: `Ok` as it keeps it without a
+    /// fetch (its metadata, a copy it holds at that version), or `Err` with its key when it is
+    /// ours and must be fetched whole.
+    fn without_fetch(
+        &self,
+        meta: PartialObjectMeta<C>,
+        bare: fn(ObjectMeta) -> C,
+    ) -> Result<C, ObjectKey> {
+        let ours = controlled_by_ours(&meta);
+        let probe = bare(meta.metadata);
+        if !ours {
+            return Ok(probe);
+        }
+        let (Some(key), Some(owner)) = (ObjectKey::of(&probe), (self.owner_of)(&probe)) else {
+            return Ok(probe);
+        };
+        // Another member's: the store keeps nothing of it.
+        if !self.keeps(&owner) {
+            return Ok(probe);
+        }
+        self.copy_at(&key, probe.resource_version().as_deref())
+            .ok_or(key)
+    }
+
+    /// The objects of a complete metadata list as the store receives them (see `meta_events`);
+    /// one gone meanwhile is left out (the list's end removes it).
+    async fn listed(
+        &self,
+        api: &Api<C>,
+        config: &watcher::Config,
+        metas: Vec<PartialObjectMeta<C>>,
+        bare: fn(ObjectMeta) -> C,
+    ) -> Result<Vec<C>, watcher::Error> {
+        let judged: Vec<Result<C, ObjectKey>> = metas
+            .into_iter()
+            .map(|meta| self.without_fetch(meta, bare))
+            .collect();
+        let wanted: HashSet<ObjectKey> = judged
+            .iter()
+            .filter_map(|j| j.as_ref().err().cloned())
+            .collect();
+        if wanted.is_empty() {
+            return Ok(judged.into_iter().filter_map(Result::ok).collect());
+        }
+        let unwanted = judged.len() - wanted.len();
+        let mut fetched: HashMap<ObjectKey, C> = HashMap::with_capacity(wanted.len());
+        if unwanted <= UNWANTED_IN_A_LIST {
+            let mut params = ListParams::default().limit(LIST_PAGE);
+            params.label_selector.clone_from(&config.label_selector);
+            params.field_selector.clone_from(&config.field_selector);
+            loop {
+                let page = api
+                    .list(&params)
+                    .await
+                    .map_err(watcher::Error::InitialListFailed)?;
+                for mut object in page.items {
+                    if let Some(key) = ObjectKey::of(&object).filter(|k| wanted.contains(k)) {
+                        object.managed_fields_mut().clear();
+                        fetched.insert(key, object);
+                    }
+                }
+                match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                    Some(token) => params.continue_token = Some(token),
+                    None => break,
+                }
+            }
+        } else {
+            let client = api.clone().into_client();
+            let fetches: Vec<(ObjectKey, Option<C>)> = futures::stream::iter(wanted)
+                .map(|key| {
+                    let client = client.clone();
+                    async move {
+                        let found = self.fetch(&client, &key).await?;
+                        Ok::<_, watcher::Error>((key, found))
+                    }
+                })
+                .buffered(FETCHES)
+                .try_collect()
+                .await?;
+            fetched.extend(
+                fetches
+                    .into_iter()
+                    .filter_map(|(key, found)| Some((key, found?))),
+            );
+        }
+        Ok(judged
+            .into_iter()
+            .filter_map(|judged| match judged {
+                Ok(object) => Some(object),
+                Err(key) => fetched.remove(&key),
+            })
+            .collect())
+    }
+
+    /// One changed object as the store receives it (see `meta_events`). `None`: it is gone
+    /// already (its deletion follows).
+    async fn whole_if_ours(
+        &self,
+        client: &Client,
+        meta: PartialObjectMeta<C>,
+        bare: fn(ObjectMeta) -> C,
+    ) -> Result<Option<C>, watcher::Error> {
+        match self.without_fetch(meta, bare) {
+            Ok(object) => Ok(Some(object)),
+            Err(key) => self.fetch(client, &key).await,
+        }
+    }
+
+    /// A child of ours, read whole; tried again a few times, then the watch lists anew.
+    async fn fetch(&self, client: &Client, key: &ObjectKey) -> Result<Option<C>, watcher::Error> {
+        let api: Api<C> = Api::namespaced(client.clone(), &key.namespace);
+        let mut tries = 0;
+        loop {
+            match api.get_opt(&key.name).await {
+                Ok(found) => {
+                    return Ok(found.map(|mut object| {
+                        object.managed_fields_mut().clear();
+                        object
+                    }));
+                }
+                Err(error) if tries < FETCH_TRIES => {
+                    tries += 1;
+                    tracing::debug!(kind = %C::kind(&()), %key, %error, "fetching a child of ours, again");
+                    tokio::time::sleep(Duration::from_millis(200 << tries)).await;
+                }
+                Err(error) => {
+                    tracing::warn!(kind = %C::kind(&()), %key, %error, "a child of ours cannot be fetched: listing again");
+                    self.restarts.restart();
+                    return Err(watcher::Error::WatchFailed(error));
+                }
+            }
+        }
+    }
+
+    /// The whole copy of `key` at `version` this store holds, watched or written by us.
+    fn copy_at(&self, key: &ObjectKey, version: Option<&str>) -> Option<C> {
+        let version = version?;
+        let watched = self
+            .entries
+            .get(key)
+            .filter(|e| e.version.as_deref() == Some(version))
+            .and_then(|e| e.object.get().ok());
+        watched
+            .or_else(|| {
+                self.written
+                    .unseen(key)
+                    .filter(|w| w.resource_version().as_deref() == Some(version))
+            })
+            .filter(|copy| controlled_by_ours(copy.as_ref()))
+            .map(Arc::unwrap_or_clone)
     }
 
     /// Applies one watch event of the watch covering `namespace` (`None`: all); returns the
@@ -1024,6 +1304,96 @@ mod tests {
         // A plain store keeps every object whole.
         let plain = ChildStore::<ConfigMap>::new("ConfigMaps", our_owner());
         assert!(plain.kept_form(map("labelled", None)).data.is_some());
+    }
+
+    #[test]
+    fn a_guarded_store_fetches_only_ours_it_does_not_hold_at_that_version() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        use kube::core::PartialObjectMetaExt;
+        let ours = crate::api::GROUP.to_owned() + "/v1alpha1";
+        let meta = |name: &str, rv: &str, controlled: bool| ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            uid: Some(format!("uid-{name}")),
+            resource_version: Some(rv.into()),
+            labels: Some(
+                [
+                    (COMPONENT_LABEL.to_string(), "pgadmin".to_string()),
+                    (INSTANCE_LABEL.to_string(), "web".to_string()),
+                    ("extra".to_string(), "x".repeat(1024)),
+                ]
+                .into(),
+            ),
+            annotations: Some([("note".to_string(), "big".to_string())].into()),
+            owner_references: controlled.then(|| {
+                vec![OwnerReference {
+                    api_version: ours.clone(),
+                    kind: "PgAdmin".into(),
+                    name: "web".into(),
+                    uid: "owner-uid".into(),
+                    controller: Some(true),
+                    block_owner_deletion: None,
+                }]
+            }),
+            ..Default::default()
+        };
+        let store = ChildStore::<ConfigMap>::of_ours("ConfigMaps", None);
+        let bare = store.bare.expect("a guarded store watches metadata");
+        let partial = |m: ObjectMeta| m.into_response_partial::<ConfigMap>();
+        // A foreign object: its metadata, without annotations or labels not ours.
+        let foreign = store
+            .without_fetch(partial(meta("theirs", "1", false)), bare)
+            .expect("kept without a fetch");
+        assert_eq!(foreign.data, None);
+        assert_eq!(foreign.metadata.annotations, None);
+        assert_eq!(foreign.metadata.labels.as_ref().map(|l| l.len()), Some(2));
+        // Ours, not held: fetched.
+        assert_eq!(
+            store
+                .without_fetch(partial(meta("mine", "1", true)), bare)
+                .err(),
+            Some(ObjectKey::new("ns", "mine"))
+        );
+        // Held at that version (watched, or our own write): taken from the store, whole.
+        let whole = |rv: &str| ConfigMap {
+            metadata: meta("mine", rv, true),
+            data: Some([("k".to_string(), "v".to_string())].into()),
+            ..Default::default()
+        };
+        let mut relist = Relist::default();
+        store.apply(watcher::Event::Apply(whole("1")), Some("ns"), &mut relist);
+        let copy = store
+            .without_fetch(partial(meta("mine", "1", true)), bare)
+            .expect("held");
+        assert_eq!(copy.data, whole("1").data);
+        assert!(
+            store
+                .without_fetch(partial(meta("mine", "2", true)), bare)
+                .is_err()
+        );
+        store.wrote(whole("2"));
+        assert!(
+            store
+                .without_fetch(partial(meta("mine", "2", true)), bare)
+                .is_ok()
+        );
+        // Another member's: nothing to fetch, the store keeps nothing of it.
+        use crate::ring::{Ring, object_key};
+        let half = Ring::Static { index: 0, total: 2 };
+        let theirs = (0..16)
+            .map(|i| format!("p{i}"))
+            .find(|n| !half.owns(object_key("PgAdmin", "ns", n)))
+            .expect("a PgAdmin of the other member");
+        // No watch runs: nothing to list again, nothing to wait for.
+        drop(store.keep_share(Arc::new(Ownership::single(half))));
+        let mut other = meta("elsewhere", "1", true);
+        if let Some(labels) = other.labels.as_mut() {
+            labels.insert(INSTANCE_LABEL.to_string(), theirs.clone());
+        }
+        if let Some(refs) = other.owner_references.as_mut() {
+            refs[0].name = theirs;
+        }
+        assert!(store.without_fetch(partial(other), bare).is_ok());
     }
 
     #[test]

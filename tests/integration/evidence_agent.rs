@@ -547,10 +547,8 @@ struct Driven {
 }
 
 async fn driven(provider: &str) -> Driven {
-    use futures::StreamExt;
     use pgtoolbox_operator::testing::actors::evidence_agent::EvidenceAgentReconciler;
-    use pgtoolbox_operator::testing::children::OperatorCaches;
-    use pgtoolbox_operator::testing::k8s::{EventSink, WatchClients, WatchScope};
+    use pgtoolbox_operator::testing::k8s::EventSink;
 
     let crds = render_crds_yaml().expect("CRDs render");
     let sim = Sim::start(SimConfig {
@@ -575,17 +573,7 @@ async fn driven(provider: &str) -> Driven {
         .await;
     env.agent("steady", "orders", Some(IMAGE), provider).await;
 
-    let caches = OperatorCaches::new();
-    let scope = WatchScope::Namespaces(vec![NS.into()]);
-    let wakeups: Vec<_> = caches
-        .watches()
-        .into_iter()
-        .flat_map(|start| start(&WatchClients::same(&client), &scope))
-        .collect();
-    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-        let mut all = futures::stream::select_all(wakeups);
-        while all.next().await.is_some() {}
-    }));
+    let (caches, _drain) = crate::shared_support::watched_caches(&client, NS);
     let reconciler = EvidenceAgentReconciler::new(caches.clone(), EventSink::new(client.clone()));
     Driven {
         env,

@@ -72,6 +72,7 @@ mod runtime_watch;
 mod shared_checkov;
 mod shared_events;
 mod shared_foreign_cache;
+mod shared_foreign_heap;
 mod shared_least_privilege;
 mod shared_metrics;
 mod shared_operator;

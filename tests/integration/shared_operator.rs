@@ -23,6 +23,7 @@ use pgtoolbox_operator::testing::supervisor::{
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
+use crate::cli_support::{free_port, http_get};
 use crate::shared_support::{create_namespaces, eventually, warnings_in};
 
 const USES: &str = "test.pgtoolbox.fyannk.dev/uses";
@@ -367,29 +368,6 @@ async fn the_binary_exits_non_zero_when_the_probe_is_refused_its_credentials() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("401 Unauthorized"), "{stderr}");
-}
-
-/// A free loopback port (bound then released: another process could take it meanwhile, which
-/// only fails this test).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .ok()?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await.ok()?;
-    let (head, body) = raw.split_once("\r\n\r\n")?;
-    let code = head.split_whitespace().nth(1)?.parse().ok()?;
-    Some((code, body.to_owned()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

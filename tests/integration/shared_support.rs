@@ -139,3 +139,28 @@ pub async fn job_starting_with(
         })
         .unwrap_or_else(|| panic!("no Job {prefix}* in {ns}"))
 }
+
+/// A fresh cache set watching `namespace` through `client`, as an operator's caches do (every
+/// watch started, their wake-ups drained); the watches stop when the handle is dropped.
+pub fn watched_caches(
+    client: &kube::Client,
+    namespace: &str,
+) -> (
+    pgtoolbox_operator::testing::children::OperatorCaches,
+    tokio_util::task::AbortOnDropHandle<()>,
+) {
+    use futures::StreamExt;
+    use pgtoolbox_operator::testing::k8s::{WatchClients, WatchScope};
+    let caches = pgtoolbox_operator::testing::children::OperatorCaches::new();
+    let scope = WatchScope::Namespaces(vec![namespace.into()]);
+    let wakeups: Vec<_> = caches
+        .watches()
+        .into_iter()
+        .flat_map(|start| start(&WatchClients::same(client), &scope))
+        .collect();
+    let drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(wakeups);
+        while all.next().await.is_some() {}
+    }));
+    (caches, drain)
+}

@@ -51,6 +51,24 @@ pub fn describe(subject: &AccessSubject) -> String {
     }
 }
 
+/// A RoleBinding labelled for a request as the operator keeps it (`access_bindings`): what a
+/// pass judges (its role, its name, owners, age and version, the request label) and no more
+/// subjects than tell "exactly one" from "more" (two). Anyone who may label RoleBindings can
+/// label them for a request; their annotations, other labels and further subjects are not held.
+/// Idempotent: keeping a kept binding changes nothing.
+pub fn keep_binding(mut rb: RoleBinding) -> RoleBinding {
+    let meta = &mut rb.metadata;
+    meta.annotations = None;
+    meta.managed_fields = None;
+    if let Some(labels) = meta.labels.as_mut() {
+        labels.retain(|key, _| key == crate::children::REQUEST_LABEL);
+    }
+    if let Some(subjects) = rb.subjects.as_mut() {
+        subjects.truncate(2);
+    }
+    rb
+}
+
 /// True when the RoleBinding binds exactly this one subject to exactly this ClusterRole.
 pub fn binds_exactly(rb: &RoleBinding, subject: &AccessSubject, cluster_role: &str) -> bool {
     let role_ok = rb.role_ref.api_group.as_deref() == Some(RBAC_GROUP)
@@ -160,5 +178,47 @@ mod tests {
             &sa,
             "viewer"
         ));
+    }
+
+    #[test]
+    fn a_kept_binding_is_judged_as_the_binding_and_holds_no_more() {
+        use k8s_openapi::api::rbac::v1::Subject;
+        let alice = || rbac_subject(&user("alice"));
+        let mut big = binding(vec![alice()], "view");
+        big.metadata.annotations = Some([("note".to_string(), "x".repeat(64 * 1024))].into());
+        big.metadata.labels = Some(
+            [
+                (crate::children::REQUEST_LABEL.to_string(), "r".to_string()),
+                ("other".to_string(), "y".to_string()),
+            ]
+            .into(),
+        );
+        let kept = keep_binding(big.clone());
+        assert_eq!(kept.metadata.annotations, None);
+        assert_eq!(
+            kept.metadata.labels,
+            Some([(crate::children::REQUEST_LABEL.to_string(), "r".to_string())].into())
+        );
+        assert_eq!(keep_binding(kept.clone()), kept);
+        // The same verdict as the binding received, with one subject or many.
+        for subjects in [
+            vec![alice()],
+            vec![alice(), alice()],
+            vec![rbac_subject(&user("bob")), alice(), alice()],
+            (0..1000)
+                .map(|i| Subject {
+                    name: format!("user-{i}"),
+                    ..alice()
+                })
+                .collect(),
+        ] {
+            let rb = binding(subjects, "view");
+            let kept = keep_binding(rb.clone());
+            assert!(kept.subjects.as_ref().is_some_and(|s| s.len() <= 2));
+            assert_eq!(
+                binds_exactly(&kept, &user("alice"), "view"),
+                binds_exactly(&rb, &user("alice"), "view")
+            );
+        }
     }
 }

@@ -9,7 +9,7 @@ pub use decide::{BindingVerdict, Decision, ORPHAN_GRACE, RequestFacts, decide};
 pub use decide::{ConfigVerdict, DeletionCause, RequestEvent};
 #[cfg(test)]
 pub use identity::rbac_subject;
-pub use identity::{binds_exactly, describe};
+pub use identity::{binds_exactly, describe, keep_binding};
 pub use pass::{TIMER_SLACK, needs_live_read, timers};
 pub use status::{deletion_event, pass_facts, request_events, status_fields};
 
