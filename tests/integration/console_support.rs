@@ -2,19 +2,18 @@
 //! API server, with or without the simulated cluster. Helpers create what a user or an
 //! installation would: the console ClusterRoles of deploy/, Secrets, ConfigMaps, Clusters.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
-use pgtoolbox_operator::cli::{register_all, register_all_with};
-use pgtoolbox_operator::testing::actors::Shared;
+use pgtoolbox_operator::api::PgToolBoxConsole;
 use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::children::OperatorCaches;
 use pgtoolbox_operator::testing::k8s::apply_manifests;
-use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
+
+use super::harness::{Started, TestOperator};
 use serde_json::{Value, json};
 
 pub const NS: &str = "team-a";
@@ -56,63 +55,64 @@ pub async fn start(config: SimConfig, settings: OperatorSettings, roles: bool) -
     start_with(config, settings, roles, None).await
 }
 
-/// As `start`, the operator reading `caches` when given (a test inspects what they hold).
+/// The harness for the console's tests: the namespace, the console roles when asked.
+fn harness(config: SimConfig, settings: OperatorSettings, roles: bool) -> TestOperator {
+    let harness = TestOperator::new()
+        .sim(config)
+        .namespace(NS)
+        .settings(settings);
+    if roles {
+        harness.manifest(ROLES)
+    } else {
+        harness
+    }
+}
+
+fn env(started: Started) -> Env {
+    let (operator, shared) = match started.running {
+        Some(running) => (Some(running.operator), running.actors),
+        None => (None, None),
+    };
+    Env {
+        sim: started.sim,
+        client: started.client,
+        operator,
+        shared,
+    }
+}
+
+/// The cluster with the namespace and the console roles, no operator (a test drives a
+/// reconciler itself, or starts the operator later).
+pub async fn start_without_operator(config: SimConfig) -> Env {
+    env(harness(config, settings(), true)
+        .without_operator()
+        .start()
+        .await)
+}
+
+/// As `start`, the operator reading `caches` when given (a test inspects what they hold); no
+/// shared actors (`start_probed` has them).
 pub async fn start_with(
     config: SimConfig,
     settings: OperatorSettings,
     roles: bool,
     caches: Option<OperatorCaches>,
 ) -> Env {
-    let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        ..config
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
-    let mut env = Env {
-        sim,
-        client: client.clone(),
-        operator: None,
-        shared: None,
+    let harness = harness(config, settings, roles).bare();
+    let harness = match caches {
+        Some(caches) => harness.caches(caches),
+        None => harness,
     };
-    if roles {
-        env.install_roles().await;
-    }
-    let builder = OperatorBuilder::new(client.clone(), Arc::new(Shared::new(settings)));
-    let builder = match caches {
-        Some(caches) => register_all_with(builder, caches),
-        None => register_all(builder),
-    };
-    env.operator = Some(builder.start().await.expect("operator starts"));
-    env
+    env(harness.start().await)
 }
 
 /// As `start`, with the shared actors started as `run` starts them: the optional APIs
 /// (Routes, Gateways) probed, so an unserved one is reported rather than written to.
 pub async fn start_probed(config: SimConfig, settings: OperatorSettings) -> Env {
-    let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        ..config
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
-    let mut env = Env {
-        sim,
-        client: client.clone(),
-        operator: None,
-        shared: None,
-    };
-    env.install_roles().await;
-    let (operator, shared) = run_operator(&client, settings).await;
-    env.operator = Some(operator);
-    env.shared = Some(shared);
-    env
+    env(harness(config, settings, true)
+        .kinds(&["PgToolBoxConsole"])
+        .start()
+        .await)
 }
 
 /// The shared actors (the optional APIs probed) and the operator, as `run` starts them.
