@@ -4,7 +4,12 @@
 use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 
-pub use super::harness::{all_kinds, quick_settings};
+#[allow(
+    unused_imports,
+    reason = "kept under its old name for tests written against operator_support"
+)]
+pub use super::harness::all_kinds;
+pub use super::harness::quick_settings;
 
 /// The shared actors, probing for `kinds`, and the operator on them.
 pub async fn run_operator(
