@@ -12,10 +12,8 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
-use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::testing::k8s::apply_manifests;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
-use pgtoolbox_sim::{Sim, SimConfig};
+use pgtoolbox_sim::SimConfig;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -77,10 +75,7 @@ const JUSTIFIED: &[&str] = &[
     "get pgtoolbox.fyannk.dev/pgadminaccesses",
 ];
 
-fn deploy(file: &str) -> String {
-    std::fs::read_to_string(format!("{}/deploy/{file}", env!("CARGO_MANIFEST_DIR")))
-        .unwrap_or_else(|e| panic!("deploy/{file}: {e}"))
-}
+use crate::harness::{TestOperator, deploy};
 
 fn operator_cluster_role() -> ClusterRole {
     let text = deploy("02-clusterrole.yaml");
@@ -193,35 +188,6 @@ async fn wait_reason(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_granted() {
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![render_crds_yaml().expect("CRDs render")],
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(7),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let admin = sim.client();
-    for file in [
-        "00-namespace.yaml",
-        "01-serviceaccount.yaml",
-        "02-clusterrole.yaml",
-        "03-leader-election.yaml",
-        "05-console-clusterroles.yaml",
-    ] {
-        for result in apply_manifests(&admin, &deploy(file), "install").await {
-            result.unwrap_or_else(|e| panic!("{file}: {e}"));
-        }
-    }
-    crate::sim_support::namespace(&admin, NS).await;
-    // The role a PgAccessRequest asks for.
-    apply_manifests(&admin, "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: cnpg-viewer\nrules:\n- apiGroups: [postgresql.cnpg.io]\n  resources: [clusters]\n  verbs: [get]\n", "install").await;
-
-    let client = sim
-        .admin()
-        .client_for(OPERATOR, &[])
-        .expect("operator client");
     let settings = OperatorSettings {
         startup_jitter: Duration::ZERO,
         stall_rechecks: (Duration::from_millis(500), Duration::from_millis(1500)),
@@ -229,8 +195,34 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
         access_request_orphan_grace: Duration::from_secs(2),
         ..OperatorSettings::default()
     };
-    let kinds: Vec<String> = KINDS.iter().map(|k| k.to_string()).collect();
-    let (operator, shared) = crate::operator_support::run_operator(&client, &kinds, settings).await;
+    let mut harness = TestOperator::new().sim(SimConfig {
+        controllers: true,
+        pod_start: Duration::from_millis(50),
+        seed: Some(7),
+        ..SimConfig::default()
+    });
+    for file in [
+        "00-namespace.yaml",
+        "01-serviceaccount.yaml",
+        "02-clusterrole.yaml",
+        "03-leader-election.yaml",
+        "05-console-clusterroles.yaml",
+    ] {
+        harness = harness.install(file);
+    }
+    let started = harness
+        .namespace(NS)
+        // The role a PgAccessRequest asks for.
+        .manifest("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: cnpg-viewer\nrules:\n- apiGroups: [postgresql.cnpg.io]\n  resources: [clusters]\n  verbs: [get]\n")
+        // The operator runs as its ServiceAccount.
+        .operator_as(OPERATOR)
+        .settings(settings)
+        .kinds(&KINDS)
+        .start()
+        .await;
+    let (sim, admin) = (started.sim, started.client);
+    let running = started.running.expect("operator started");
+    let (operator, shared) = (running.operator, running.actors.expect("shared actors"));
 
     // PgToolBoxConsole: one exposed over a Route with restore drills, one plain; the plain one
     // is deleted afterwards.
