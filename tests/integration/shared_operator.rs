@@ -10,20 +10,19 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use pgtoolbox_operator::api::{PgAdmin, ReportsConditions, rendered_crd_files};
-use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::api::{PgAdmin, ReportsConditions};
+use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
 use pgtoolbox_operator::testing::health::Readiness;
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use pgtoolbox_operator::testing::messages::shared::{RouterStats, SecretRouterMsg};
 use pgtoolbox_operator::testing::metrics::OperatorMetrics;
-use pgtoolbox_operator::testing::supervisor::{
-    Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
-};
+use pgtoolbox_operator::testing::supervisor::{Kind, KindOptions, Operator, OperatorSettings};
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
-use crate::shared_support::{create_namespaces, eventually, warnings_in};
+use crate::harness::{TestOperator, Wiring};
+use crate::shared_support::{eventually, warnings_in};
 
 const USES: &str = "test.pgtoolbox.fyannk.dev/uses";
 const LIMIT: Duration = Duration::from_secs(120);
@@ -70,40 +69,30 @@ impl Reconciler for CountingPgAdmin {
     }
 }
 
-fn crds() -> Vec<String> {
-    rendered_crd_files()
-        .expect("crds render")
-        .into_iter()
-        .map(|(_, yaml)| yaml)
-        .collect()
-}
-
 async fn start_operator(
     client: &Client,
     namespaces: &[&str],
     reconciler: &CountingPgAdmin,
 ) -> (SharedActors, Operator, OperatorMetrics, Readiness) {
-    let metrics = OperatorMetrics::new();
-    let readiness = Readiness::new();
     let settings = OperatorSettings {
         watch_namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
         ..OperatorSettings::default()
     };
-    let kinds = ["PgAdmin".to_owned()];
-    let shared = start_shared_actors(client, &kinds, settings, metrics.clone(), readiness.clone())
-        .await
-        .expect("shared actors start");
-    let options = KindOptions {
-        startup_jitter: Duration::ZERO,
-        ..KindOptions::default()
-    };
-    let operator = OperatorBuilder::new(client.clone(), shared.shared.clone())
-        .register(Kind::new(reconciler.clone()).options(options))
-        .start()
-        .await
-        .expect("operator starts");
-    readiness.mark_lists_expected();
-    (shared, operator, metrics, readiness)
+    let reconciler = reconciler.clone();
+    let running = Wiring::with(settings)
+        .kinds(&["PgAdmin"])
+        .register(move |builder, _, _| {
+            let options = KindOptions {
+                startup_jitter: Duration::ZERO,
+                ..KindOptions::default()
+            };
+            builder.register(Kind::new(reconciler.clone()).options(options))
+        })
+        .start(client)
+        .await;
+    running.readiness.mark_lists_expected();
+    let actors = running.actors.expect("shared actors");
+    (actors, running.operator, running.metrics, running.readiness)
 }
 
 async fn stats(shared: &SharedActors) -> RouterStats {
@@ -150,14 +139,12 @@ fn pgadmin(name: &str, uses: &str) -> PgAdmin {
 async fn a_secret_change_reconciles_exactly_the_objects_that_use_it() {
     const NS: &str = "tenants";
     const COUNT: usize = 5_000;
-    let sim = Sim::start(SimConfig {
-        extra_crds: crds(),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    create_namespaces(&client, &[NS]).await;
+    let started = TestOperator::new()
+        .namespace(NS)
+        .without_operator()
+        .start()
+        .await;
+    let (_sim, client) = (started.sim, started.client);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
     let pgadmins: Api<PgAdmin> = Api::namespaced(client.clone(), NS);
 
@@ -290,15 +277,17 @@ async fn a_secret_change_reconciles_exactly_the_objects_that_use_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_namespace_is_not_watched_and_the_other_works() {
-    let sim = Sim::start(SimConfig {
-        extra_crds: crds(),
-        deny: vec![DenyRule::parse("create:secrets:team-b").expect("rule")],
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    create_namespaces(&client, &["team-a", "team-b"]).await;
+    let started = TestOperator::new()
+        .sim(SimConfig {
+            deny: vec![DenyRule::parse("create:secrets:team-b").expect("rule")],
+            ..SimConfig::default()
+        })
+        .namespace("team-a")
+        .namespace("team-b")
+        .without_operator()
+        .start()
+        .await;
+    let (_sim, client) = (started.sim, started.client);
     for (ns, name) in [("team-a", "kept"), ("team-b", "left-out")] {
         let api: Api<PgAdmin> = Api::namespaced(client.clone(), ns);
         api.create(&PostParams::default(), &pgadmin(name, ""))
@@ -394,13 +383,15 @@ async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_becomes_ready_and_serves_its_metrics() {
-    let sim = Sim::start(SimConfig {
-        extra_crds: crds(),
-        unserve: vec!["route.openshift.io".to_owned()],
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
+    let sim = TestOperator::new()
+        .sim(SimConfig {
+            unserve: vec!["route.openshift.io".to_owned()],
+            ..SimConfig::default()
+        })
+        .without_operator()
+        .start()
+        .await
+        .sim;
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");
