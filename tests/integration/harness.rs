@@ -59,6 +59,16 @@ pub fn deploy(file: &str) -> String {
         .unwrap_or_else(|e| panic!("deploy/{file}: {e}"))
 }
 
+/// The operator's ClusterRole as deploy/ ships it.
+pub fn operator_cluster_role() -> k8s_openapi::api::rbac::v1::ClusterRole {
+    use serde::Deserialize;
+    let text = deploy("02-clusterrole.yaml");
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(k8s_openapi::api::rbac::v1::ClusterRole::deserialize)
+        .find_map(Result::ok)
+        .expect("a ClusterRole")
+}
+
 /// A custom registration in place of `register_all`: the builder on the started shared state.
 pub type Register =
     Arc<dyn Fn(OperatorBuilder, &kube::Client, &Arc<Shared>) -> OperatorBuilder + Send + Sync>;
@@ -308,6 +318,12 @@ impl TestOperator {
     pub fn without_operator(mut self) -> Self {
         self.wiring = None;
         self
+    }
+
+    /// The cluster alone (no operator): the sim and the administrator's client.
+    pub async fn start_cluster(self) -> (Sim, kube::Client) {
+        let started = self.without_operator().start().await;
+        (started.sim, started.client)
     }
 
     /// The sim with the CRDs, the namespaces and manifests, then the operator.
