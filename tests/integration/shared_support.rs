@@ -3,20 +3,26 @@
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
-use pgtoolbox_operator::api::rendered_crd_files;
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
+use crate::harness::TestOperator;
+
 pub async fn sim_with(deny: &[&str], unserve: &[&str]) -> Sim {
-    let config = SimConfig {
+    Sim::start(config_with(deny, unserve))
+        .await
+        .expect("sim starts")
+}
+
+fn config_with(deny: &[&str], unserve: &[&str]) -> SimConfig {
+    SimConfig {
         deny: deny
             .iter()
             .map(|rule| DenyRule::parse(rule).expect("deny rule"))
             .collect(),
         unserve: unserve.iter().map(|g| (*g).to_owned()).collect(),
         ..SimConfig::default()
-    };
-    Sim::start(config).await.expect("sim starts")
+    }
 }
 
 pub async fn create_namespaces(client: &kube::Client, names: &[&str]) {
@@ -32,20 +38,11 @@ pub async fn create_namespaces(client: &kube::Client, names: &[&str]) {
 
 /// A server with our CRDs that answers 403 to the requests `deny` matches.
 pub async fn sim_with_crds(deny: &[&str]) -> Sim {
-    let crds = rendered_crd_files()
-        .expect("crds render")
-        .into_iter()
-        .map(|(_, yaml)| yaml)
-        .collect();
-    let config = SimConfig {
-        deny: deny
-            .iter()
-            .map(|rule| DenyRule::parse(rule).expect("deny rule"))
-            .collect(),
-        extra_crds: crds,
-        ..SimConfig::default()
-    };
-    Sim::start(config).await.expect("sim starts")
+    TestOperator::new()
+        .sim(config_with(deny, &[]))
+        .start_cluster()
+        .await
+        .0
 }
 
 pub fn pgadmins(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
