@@ -14,7 +14,6 @@ use kube::api::{
 };
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::SimConfig;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 const NS: &str = "team-a";
@@ -75,15 +74,7 @@ const JUSTIFIED: &[&str] = &[
     "get pgtoolbox.fyannk.dev/pgadminaccesses",
 ];
 
-use crate::harness::{TestOperator, deploy};
-
-fn operator_cluster_role() -> ClusterRole {
-    let text = deploy("02-clusterrole.yaml");
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(ClusterRole::deserialize)
-        .find_map(Result::ok)
-        .expect("a ClusterRole")
-}
+use crate::harness::{TestOperator, deploy, operator_cluster_role};
 
 /// Every (verb, `group/resource`) a ClusterRole grants.
 fn granted_atoms(role: &ClusterRole) -> BTreeSet<String> {
