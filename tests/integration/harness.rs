@@ -18,18 +18,21 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use futures::StreamExt;
+
 use pgtoolbox_operator::api::render_crds_yaml;
 use pgtoolbox_operator::cli::{register_all, register_all_with};
 use pgtoolbox_operator::testing::actors::Shared;
 use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
 use pgtoolbox_operator::testing::children::OperatorCaches;
 use pgtoolbox_operator::testing::health::Readiness;
-use pgtoolbox_operator::testing::k8s::apply_manifests;
+use pgtoolbox_operator::testing::k8s::{WatchClients, WatchScope, apply_manifests};
 use pgtoolbox_operator::testing::metrics::OperatorMetrics;
 use pgtoolbox_operator::testing::supervisor::{
     BackoffPolicy, Operator, OperatorBuilder, OperatorSettings,
 };
 use pgtoolbox_sim::{Sim, SimConfig};
+use tokio_util::task::AbortOnDropHandle;
 
 /// The settings a test starts the operator with: no start-up jitter, and retries of a failing
 /// pass capped at two seconds. A refusal the operator does not watch (a quota, an admission
@@ -70,8 +73,36 @@ pub fn operator_cluster_role() -> k8s_openapi::api::rbac::v1::ClusterRole {
 }
 
 /// A custom registration in place of `register_all`: the builder on the started shared state.
-pub type Register =
-    Arc<dyn Fn(OperatorBuilder, &kube::Client, &Arc<Shared>) -> OperatorBuilder + Send + Sync>;
+pub trait RegisterFn:
+    Fn(OperatorBuilder, &kube::Client, &Arc<Shared>) -> OperatorBuilder + Send + Sync + 'static
+{
+}
+
+impl<F> RegisterFn for F where
+    F: Fn(OperatorBuilder, &kube::Client, &Arc<Shared>) -> OperatorBuilder + Send + Sync + 'static
+{
+}
+
+type Register = Arc<dyn RegisterFn>;
+
+/// Drains the wake-ups of `caches` watching `namespace`, so their stores fill while a test
+/// drives a reconciler itself; the watches end when the handle drops.
+pub fn drain_caches(
+    caches: &OperatorCaches,
+    client: &kube::Client,
+    namespace: &str,
+) -> AbortOnDropHandle<()> {
+    let scope = WatchScope::Namespaces(vec![namespace.into()]);
+    let wakeups: Vec<_> = caches
+        .watches()
+        .into_iter()
+        .flat_map(|start| start(&WatchClients::same(client), &scope))
+        .collect();
+    AbortOnDropHandle::new(tokio::spawn(async move {
+        let mut all = futures::stream::select_all(wakeups);
+        while all.next().await.is_some() {}
+    }))
+}
 
 /// How the operator starts (and starts again after a stop): the production wiring unless a
 /// part is opted out of.
@@ -135,13 +166,7 @@ impl Wiring {
     }
 
     /// The test's own registration instead of `register_all`.
-    pub fn register(
-        mut self,
-        register: impl Fn(OperatorBuilder, &kube::Client, &Arc<Shared>) -> OperatorBuilder
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
+    pub fn register(mut self, register: impl RegisterFn) -> Self {
         self.register = Some(Arc::new(register));
         self
     }
@@ -303,13 +328,7 @@ impl TestOperator {
     }
 
     /// The test's own registration instead of `register_all`.
-    pub fn register(
-        mut self,
-        register: impl Fn(OperatorBuilder, &kube::Client, &Arc<Shared>) -> OperatorBuilder
-        + Send
-        + Sync
-        + 'static,
-    ) -> Self {
+    pub fn register(mut self, register: impl RegisterFn) -> Self {
         self.wiring = Some(self.wiring.unwrap_or_default().register(register));
         self
     }
