@@ -3,11 +3,10 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use pgtoolbox_operator::testing::actors::console::ConsoleReconciler;
 use pgtoolbox_operator::testing::actors::{ObjectContext, PassEnv, Reconciler, Shared};
 use pgtoolbox_operator::testing::children::OperatorCaches;
-use pgtoolbox_operator::testing::k8s::{EventSink, WatchClients, WatchScope, WriteBudget};
+use pgtoolbox_operator::testing::k8s::{EventSink, WriteBudget};
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use serde_json::json;
 
@@ -22,16 +21,7 @@ async fn converges_without_requests(name: &str, spec: serde_json::Value) {
     env.console(name, spec).await;
 
     let caches = OperatorCaches::new();
-    let scope = WatchScope::Namespaces(vec![NS.into()]);
-    let wakeups: Vec<_> = caches
-        .watches()
-        .into_iter()
-        .flat_map(|start| start(&WatchClients::same(&client), &scope))
-        .collect();
-    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-        let mut all = futures::stream::select_all(wakeups);
-        while all.next().await.is_some() {}
-    }));
+    let _drain = super::harness::drain_caches(&caches, &client, NS);
     let reconciler = ConsoleReconciler::new(caches, EventSink::new(client.clone()));
     let pass_env = Arc::new(PassEnv {
         client: client.clone(),

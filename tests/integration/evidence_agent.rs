@@ -533,10 +533,9 @@ struct Driven {
 }
 
 async fn driven(provider: &str) -> Driven {
-    use futures::StreamExt;
     use pgtoolbox_operator::testing::actors::evidence_agent::EvidenceAgentReconciler;
     use pgtoolbox_operator::testing::children::OperatorCaches;
-    use pgtoolbox_operator::testing::k8s::{EventSink, WatchClients, WatchScope};
+    use pgtoolbox_operator::testing::k8s::EventSink;
 
     let settings = OperatorSettings::default();
     let started = TestOperator::new()
@@ -560,16 +559,7 @@ async fn driven(provider: &str) -> Driven {
     env.agent("steady", "orders", Some(IMAGE), provider).await;
 
     let caches = OperatorCaches::new();
-    let scope = WatchScope::Namespaces(vec![NS.into()]);
-    let wakeups: Vec<_> = caches
-        .watches()
-        .into_iter()
-        .flat_map(|start| start(&WatchClients::same(&client), &scope))
-        .collect();
-    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-        let mut all = futures::stream::select_all(wakeups);
-        while all.next().await.is_some() {}
-    }));
+    let _drain = super::harness::drain_caches(&caches, &client, NS);
     let reconciler = EvidenceAgentReconciler::new(caches.clone(), EventSink::new(client.clone()));
     Driven {
         env,

@@ -3,12 +3,11 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use kube::api::{ObjectMeta, PostParams};
 use pgtoolbox_operator::testing::actors::access_request::AccessRequestReconciler;
 use pgtoolbox_operator::testing::actors::{ObjectContext, PassEnv, Reconciler, Shared};
 use pgtoolbox_operator::testing::children::OperatorCaches;
-use pgtoolbox_operator::testing::k8s::{EventSink, WatchClients, WatchScope, WriteBudget};
+use pgtoolbox_operator::testing::k8s::{EventSink, WriteBudget};
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use serde_json::json;
 
@@ -41,16 +40,7 @@ async fn a_pass_over_a_converged_request_makes_no_api_request() {
 
     // The kind's caches and reconciler, driven pass by pass.
     let caches = OperatorCaches::new();
-    let scope = WatchScope::Namespaces(vec![NS.into()]);
-    let wakeups: Vec<_> = caches
-        .watches()
-        .into_iter()
-        .flat_map(|start| start(&WatchClients::same(&env.client), &scope))
-        .collect();
-    let _drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-        let mut all = futures::stream::select_all(wakeups);
-        while all.next().await.is_some() {}
-    }));
+    let _drain = super::harness::drain_caches(&caches, &env.client, NS);
     let reconciler = AccessRequestReconciler::new(caches, EventSink::new(env.client.clone()));
     let pass_env = Arc::new(PassEnv {
         client: env.client.clone(),
