@@ -19,6 +19,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::Resource;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
 
 use pgtoolbox_operator::api::render_crds_yaml;
 use pgtoolbox_operator::cli::{register_all, register_all_with};
@@ -70,6 +75,33 @@ pub fn operator_cluster_role() -> k8s_openapi::api::rbac::v1::ClusterRole {
         .map(k8s_openapi::api::rbac::v1::ClusterRole::deserialize)
         .find_map(Result::ok)
         .expect("a ClusterRole")
+}
+
+/// Creates an object of kind `K` (one of ours) from its metadata and spec, as a user's
+/// manifest would.
+pub async fn create_object<K>(api: &Api<K>, metadata: Value, spec: Value) -> K
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let kind = K::kind(&());
+    let obj: K = serde_json::from_value(json!({
+        "apiVersion": K::api_version(&()), "kind": kind,
+        "metadata": metadata, "spec": spec,
+    }))
+    .unwrap_or_else(|e| panic!("a valid {kind}: {e}"));
+    api.create(&PostParams::default(), &obj)
+        .await
+        .unwrap_or_else(|e| panic!("{kind} created: {e}"))
+}
+
+/// A JSON merge patch of the object `name`.
+pub async fn merge_object<K>(api: &Api<K>, name: &str, patch: Value) -> K
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("{} {name} patched: {e}", K::kind(&())))
 }
 
 /// A custom registration in place of `register_all`: the builder on the started shared state.
