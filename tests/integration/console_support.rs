@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use pgtoolbox_operator::api::PgToolBoxConsole;
 use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::children::OperatorCaches;
@@ -13,7 +13,7 @@ use pgtoolbox_operator::testing::k8s::apply_manifests;
 use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 
-use super::harness::{Started, TestOperator};
+use super::harness::{Started, TestOperator, create_object, merge_object};
 use serde_json::{Value, json};
 
 pub const NS: &str = "team-a";
@@ -164,23 +164,16 @@ impl Env {
     }
 
     pub async fn console(&self, name: &str, spec: Value) {
-        let obj: PgToolBoxConsole = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgToolBoxConsole",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": spec,
-        }))
-        .expect("valid console");
-        self.consoles()
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("console created");
+        create_object(
+            &self.consoles(),
+            json!({"name": name, "namespace": NS}),
+            spec,
+        )
+        .await;
     }
 
     pub async fn merge(&self, name: &str, patch: Value) {
-        self.consoles()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .expect("console patched");
+        merge_object(&self.consoles(), name, patch).await;
     }
 
     pub async fn secret(&self, name: &str, data: Value) {

@@ -15,7 +15,7 @@ use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
-use super::harness::{TestOperator, Wiring};
+use super::harness::{TestOperator, Wiring, create_object};
 use super::sim_net_support::api;
 use super::wait_support::wait_for;
 
@@ -166,17 +166,7 @@ impl Env {
         if let Some(image) = image {
             spec["image"] = json!(image);
         }
-        let obj: EvidenceAgent = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
-            "kind": "EvidenceAgent",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": spec,
-        }))
-        .expect("valid agent");
-        self.agents()
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("agent created");
+        create_object(&self.agents(), json!({"name": name, "namespace": NS}), spec).await;
     }
 
     /// Polls until `condition` of the agent has `reason`.

@@ -14,7 +14,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use pgtoolbox_operator::api::{
     ExposureKind, PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions,
@@ -45,7 +45,7 @@ use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 use tokio_util::task::AbortOnDropHandle;
 
-use super::harness::TestOperator;
+use super::harness::{TestOperator, create_object, merge_object};
 
 pub const NS: &str = "team-a";
 pub const KIND: &str = "PgToolBoxConsole";
@@ -452,23 +452,12 @@ impl Env {
     }
 
     pub async fn create(&self, name: &str, spec: Value, annotations: Value) -> PgToolBoxConsole {
-        let obj: PgToolBoxConsole = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": KIND,
-            "metadata": {"name": name, "namespace": NS, "annotations": annotations},
-            "spec": spec,
-        }))
-        .expect("valid console");
-        self.consoles()
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("console created")
+        let metadata = json!({"name": name, "namespace": NS, "annotations": annotations});
+        create_object(&self.consoles(), metadata, spec).await
     }
 
     pub async fn merge(&self, name: &str, patch: Value) {
-        self.consoles()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .expect("console patched");
+        merge_object(&self.consoles(), name, patch).await;
     }
 
     /// The workload as the API server holds it, for a failure's message.

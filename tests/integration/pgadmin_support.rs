@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use pgtoolbox_operator::api::PgAdmin;
 use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::reconcile::workload::current_workload_hash;
@@ -15,7 +15,7 @@ use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
-use super::harness::{TestOperator, Wiring};
+use super::harness::{TestOperator, Wiring, create_object, merge_object};
 use super::sim_net_support::api;
 use super::wait_support::{
     events_of, occurrences_of, passes_of, until_passes, wait_event_of, wait_for,
@@ -187,24 +187,17 @@ impl Env {
     }
 
     pub async fn pgadmin(&self, name: &str, spec: Value) {
-        let obj: PgAdmin = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgAdmin",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": spec,
-        }))
-        .expect("valid PgAdmin");
-        self.pgadmins()
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("PgAdmin created");
+        create_object(
+            &self.pgadmins(),
+            json!({"name": name, "namespace": NS}),
+            spec,
+        )
+        .await;
     }
 
     /// A JSON merge patch of the PgAdmin `name`.
     pub async fn merge(&self, name: &str, patch: Value) {
-        self.pgadmins()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .expect("PgAdmin patched");
+        merge_object(&self.pgadmins(), name, patch).await;
     }
 
     /// Polls until `condition` of the PgAdmin has `reason` (any status).

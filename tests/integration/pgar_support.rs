@@ -15,7 +15,7 @@ use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 
-use super::harness::{TestOperator, Wiring};
+use super::harness::{TestOperator, Wiring, create_object};
 
 pub const NS: &str = "team-a";
 pub const ROLE: &str = "cnpg-viewer";
@@ -122,22 +122,18 @@ impl Env {
         expires_in_secs: i64,
     ) -> PgAccessRequest {
         let expires = Timestamp::now() + SignedDuration::from_secs(expires_in_secs);
-        let obj: PgAccessRequest = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
-            "kind": "PgAccessRequest",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {
-                "subject": {"kind": "User", "name": "alice"},
-                "clusterRole": role,
-                "expiresAt": expires.to_string(),
-                "reason": "incident 42",
-            },
-        }))
-        .expect("valid request");
-        self.requests()
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("request created")
+        let spec = json!({
+            "subject": {"kind": "User", "name": "alice"},
+            "clusterRole": role,
+            "expiresAt": expires.to_string(),
+            "reason": "incident 42",
+        });
+        create_object(
+            &self.requests(),
+            json!({"name": name, "namespace": NS}),
+            spec,
+        )
+        .await
     }
 
     /// A RoleBinding of the request (labelled for it) binding these users to `role`.
