@@ -450,10 +450,7 @@ const SERVED_HOST: &str = "ops.apps.sim.local";
 async fn served_and_granted() -> super::console_support::Env {
     let env = start(
         super::console_support::with_controllers(),
-        OperatorSettings {
-            exposure_allowed_host_suffixes: vec!["apps.sim.local".into()],
-            ..settings()
-        },
+        super::console_support::settings_allowing_sim_hosts(),
         true,
     )
     .await;

@@ -42,6 +42,14 @@ pub fn settings() -> OperatorSettings {
     }
 }
 
+/// [`settings`] allowing exposures only under the sim's `apps.sim.local`.
+pub fn settings_allowing_sim_hosts() -> OperatorSettings {
+    OperatorSettings {
+        exposure_allowed_host_suffixes: vec!["apps.sim.local".into()],
+        ..settings()
+    }
+}
+
 pub fn with_controllers() -> SimConfig {
     SimConfig {
         controllers: true,
@@ -226,4 +234,27 @@ pub fn message(obj: &PgToolBoxConsole, type_: &str) -> String {
     condition_of(obj, type_)
         .map(|c| c.message)
         .unwrap_or_default()
+}
+
+/// A console `name` exposed over a Route, confined and Ready, whose Pods then get stuck
+/// terminating (they keep trusting the peers they had).
+pub async fn routed_with_a_stuck_pod(name: &str) -> Env {
+    let env = start(with_controllers(), settings(), true).await;
+    let hostname = format!("{name}.apps.sim.local");
+    env.console(
+        name,
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": hostname}}),
+    )
+    .await;
+    env.wait(name, "ExposureConfined", "AsExpected").await;
+    env.ready(name).await;
+    env.sim
+        .admin()
+        .add_workload_fault(
+            NS,
+            &format!("app.kubernetes.io/instance={name}"),
+            pgtoolbox_sim::cluster::WorkloadFault::StuckTerminating,
+        )
+        .expect("fault");
+    env
 }
