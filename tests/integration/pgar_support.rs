@@ -136,6 +136,27 @@ impl Env {
         .await
     }
 
+    /// `request`'s spec created again as `name`, naming the CloudNativePG Cluster `cluster`
+    /// (the spec is immutable after creation).
+    pub async fn request_on_cluster(
+        &self,
+        mut request: PgAccessRequest,
+        name: &str,
+        cluster: &str,
+    ) {
+        request.metadata = ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(NS.into()),
+            ..ObjectMeta::default()
+        };
+        request.spec.cluster = Some(cluster.into());
+        request.status = None;
+        self.requests()
+            .create(&PostParams::default(), &request)
+            .await
+            .unwrap();
+    }
+
     /// A RoleBinding of the request (labelled for it) binding these users to `role`.
     pub async fn bind(&self, request: &str, users: &[&str], role: &str) -> RoleBinding {
         let rb = RoleBinding {
