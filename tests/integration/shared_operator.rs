@@ -22,7 +22,7 @@ use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
 use crate::harness::{TestOperator, Wiring};
-use crate::shared_support::{eventually, warnings_in};
+use crate::shared_support::{create_secrets, eventually, warnings_in};
 
 const USES: &str = "test.pgtoolbox.fyannk.dev/uses";
 const LIMIT: Duration = Duration::from_secs(120);
@@ -152,23 +152,7 @@ async fn a_secret_change_reconciles_exactly_the_objects_that_use_it() {
     // "shared", p-4998 and p-4999 use only "shared"; s-4998 is used by nobody.
     let mut secret_names: Vec<String> = (0..COUNT - 1).map(|i| format!("s-{i}")).collect();
     secret_names.push("shared".to_owned());
-    futures::stream::iter(secret_names)
-        .map(|name| {
-            let secrets = secrets.clone();
-            async move {
-                let s: Secret = serde_json::from_value(json!({
-                    "metadata": {"name": name}, "stringData": {"password": "initial"},
-                }))
-                .expect("secret");
-                secrets
-                    .create(&PostParams::default(), &s)
-                    .await
-                    .expect("secret created");
-            }
-        })
-        .buffer_unordered(32)
-        .collect::<Vec<_>>()
-        .await;
+    create_secrets(&secrets, &secret_names).await;
     futures::stream::iter(0..COUNT)
         .map(|i| {
             let pgadmins = pgadmins.clone();

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use pgtoolbox_operator::testing::actors::secret_router::{
@@ -83,24 +82,7 @@ async fn a_secret_change_wakes_exactly_its_users() {
     // 4,999 numbered Secrets plus "shared"; s-4998 is used by nobody.
     let mut names: Vec<String> = (0..COUNT - 1).map(|i| format!("s-{i}")).collect();
     names.push("shared".to_owned());
-    futures::stream::iter(names.iter())
-        .map(|name| {
-            let secrets = secrets.clone();
-            async move {
-                let s: Secret = serde_json::from_value(json!({
-                    "metadata": {"name": name},
-                    "stringData": {"password": "initial"},
-                }))
-                .expect("secret");
-                secrets
-                    .create(&PostParams::default(), &s)
-                    .await
-                    .expect("secret created");
-            }
-        })
-        .buffer_unordered(32)
-        .collect::<Vec<_>>()
-        .await;
+    crate::shared_support::create_secrets(&secrets, &names).await;
 
     let wakeups = Arc::new(Wakeups::default());
     let index = ReferenceIndex::new("Secrets", secrets_resource());

@@ -136,3 +136,25 @@ pub async fn job_starting_with(
         })
         .unwrap_or_else(|| panic!("no Job {prefix}* in {ns}"))
 }
+
+/// Creates a Secret `{password: initial}` of each name, 32 at a time.
+pub async fn create_secrets(secrets: &Api<k8s_openapi::api::core::v1::Secret>, names: &[String]) {
+    use futures::StreamExt;
+    futures::stream::iter(names)
+        .map(|name| {
+            let secrets = secrets.clone();
+            async move {
+                let s: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+                    "metadata": {"name": name}, "stringData": {"password": "initial"},
+                }))
+                .expect("secret");
+                secrets
+                    .create(&PostParams::default(), &s)
+                    .await
+                    .expect("secret created");
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await;
+}
