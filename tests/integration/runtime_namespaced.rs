@@ -120,24 +120,7 @@ fn console(namespace: &str) -> String {
 }
 
 async fn wait_ready(api: &Api<DynamicObject>, name: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    loop {
-        let obj = api.get(name).await.expect("readable");
-        let conditions = obj.data.pointer("/status/conditions").cloned();
-        let ready = conditions
-            .iter()
-            .filter_map(Value::as_array)
-            .flatten()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        if ready {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{name} never became Ready: {conditions:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::wait_support::until_condition_json(api, name, "Ready", "status", "True").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -75,6 +75,7 @@ const JUSTIFIED: &[&str] = &[
 ];
 
 use crate::harness::{TestOperator, deploy, operator_cluster_role};
+use crate::wait_support::{until_condition_json, until_gone};
 
 /// Every (verb, `group/resource`) a ClusterRole grants.
 fn granted_atoms(role: &ClusterRole) -> BTreeSet<String> {
@@ -127,22 +128,6 @@ fn ours(kind: &str, plural: &str) -> (&'static str, &'static str, String, String
     )
 }
 
-/// Polls until `condition` of the object has `reason`.
-/// Polls until `name` is gone (30 s at most); `what` names it in the failure.
-async fn wait_gone<K>(api: &Api<K>, name: &str, what: &str)
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while api.get_opt(name).await.expect("get").is_some() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} was never deleted"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn wait_reason(
     client: &kube::Client,
     kind: &str,
@@ -153,28 +138,7 @@ async fn wait_reason(
 ) {
     let (g, v, k, p) = ours(kind, plural);
     let api = dynamic(client, g, v, &k, &p);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    loop {
-        let obj = api.get(name).await.expect("readable");
-        let conditions = obj
-            .data
-            .pointer("/status/conditions")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let hit = conditions
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == condition && c["reason"] == reason);
-        if hit {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{kind}/{name}: {condition} never became {reason}: {conditions:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_condition_json(&api, name, condition, "reason", reason).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -392,7 +356,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
             "labels": {pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL: "ghost"}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cnpg-viewer"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory"}]})).await;
-    wait_gone(
+    until_gone(
         &bindings,
         "pgar-ghost",
         "the binding of a request that does not exist",
@@ -438,7 +402,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
             .await
             .expect("exposure changed");
         let previous = dynamic(&admin, group, "v1", kind, plural);
-        wait_gone(&previous, "ops-console", &format!("the {kind}")).await;
+        until_gone(&previous, "ops-console", &format!("the {kind}")).await;
         wait_reason(
             &admin,
             "PgToolBoxConsole",
@@ -453,7 +417,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
     // (after the rollout the exposure change started): wait for it before stopping.
     let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
         Api::namespaced(admin.clone(), NS);
-    wait_gone(
+    until_gone(
         &policies,
         "ops-ingress",
         "the ingress NetworkPolicy of an unexposed console",
