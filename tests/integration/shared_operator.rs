@@ -8,7 +8,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
 use pgtoolbox_operator::api::{PgAdmin, ReportsConditions};
 use pgtoolbox_operator::testing::actors::shared::SharedActors;
@@ -22,7 +22,7 @@ use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
 use crate::harness::{TestOperator, Wiring};
-use crate::shared_support::{create_secrets, eventually, warnings_in};
+use crate::shared_support::{create_secrets, eventually, touch, warnings_in};
 
 const USES: &str = "test.pgtoolbox.fyannk.dev/uses";
 const LIMIT: Duration = Duration::from_secs(120);
@@ -101,14 +101,6 @@ async fn stats(shared: &SharedActors) -> RouterStats {
         SecretRouterMsg::Stats
     )
     .expect("router answers")
-}
-
-async fn touch(secrets: &Api<Secret>, name: &str, value: &str) {
-    let patch = json!({"stringData": {"touched": value}});
-    secrets
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("secret patched");
 }
 
 async fn router_saw_one_more(shared: &SharedActors, seen: u64) -> u64 {

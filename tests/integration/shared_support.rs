@@ -158,3 +158,16 @@ pub async fn create_secrets(secrets: &Api<k8s_openapi::api::core::v1::Secret>, n
         .collect::<Vec<_>>()
         .await;
 }
+
+/// Changes the Secret `name` (its `touched` key), which wakes whoever uses it.
+pub async fn touch(secrets: &Api<k8s_openapi::api::core::v1::Secret>, name: &str, value: &str) {
+    let patch = json!({"stringData": {"touched": value}});
+    secrets
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("secret patched");
+}
