@@ -104,6 +104,23 @@ where
         .unwrap_or_else(|e| panic!("{} {name} patched: {e}", K::kind(&())))
 }
 
+/// The simulated cluster gives the Pods of the instance `instance` (their
+/// `app.kubernetes.io/instance` label) in `namespace` this fault.
+pub fn fault_instance(
+    sim: &Sim,
+    namespace: &str,
+    instance: &str,
+    fault: pgtoolbox_sim::cluster::WorkloadFault,
+) {
+    sim.admin()
+        .add_workload_fault(
+            namespace,
+            &format!("app.kubernetes.io/instance={instance}"),
+            fault,
+        )
+        .expect("fault added");
+}
+
 /// A custom registration in place of `register_all`: the builder on the started shared state.
 pub trait RegisterFn:
     Fn(OperatorBuilder, &kube::Client, &Arc<Shared>) -> OperatorBuilder + Send + Sync + 'static
