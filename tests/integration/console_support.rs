@@ -248,13 +248,7 @@ pub async fn routed_with_a_stuck_pod(name: &str) -> Env {
     .await;
     env.wait(name, "ExposureConfined", "AsExpected").await;
     env.ready(name).await;
-    env.sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            &format!("app.kubernetes.io/instance={name}"),
-            pgtoolbox_sim::cluster::WorkloadFault::StuckTerminating,
-        )
-        .expect("fault");
+    let stuck = pgtoolbox_sim::cluster::WorkloadFault::StuckTerminating;
+    super::harness::fault_instance(&env.sim, NS, name, stuck);
     env
 }

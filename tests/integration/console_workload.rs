@@ -210,14 +210,7 @@ async fn console_route_api_unavailable_then_an_ingress_admitted_once_the_control
     assert_eq!(state(&obj, "ExposureReady").0, "False");
 
     // An Ingress the controller does not admit.
-    env.sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            "app.kubernetes.io/instance=ops",
-            WorkloadFault::NotAdmitted,
-        )
-        .expect("fault");
+    super::harness::fault_instance(&env.sim, NS, "ops", WorkloadFault::NotAdmitted);
     env.merge(
         "ops",
         json!({"spec": {"exposure": {"type": "ingress", "ingressClassName": "nginx"}}}),
