@@ -16,10 +16,12 @@ use pgtoolbox_operator::testing::children::{ChildStore, Wakeups, owner_label};
 use pgtoolbox_operator::testing::k8s::WatchClients;
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use pgtoolbox_operator::testing::supervisor::{
-    BackoffPolicy, Kind, KindOptions, Operator, OperatorBuilder, Registry, WatchScope,
+    BackoffPolicy, Kind, KindOptions, Operator, OperatorSettings, Registry, WatchScope,
 };
 use serde_json::json;
 use tokio::time::Instant;
+
+use super::harness::Wiring;
 
 pub const SEEN: &str = "runtime.test/seen";
 
@@ -95,14 +97,23 @@ pub async fn start_operator(
     client: &kube::Client,
     mirror: &Mirror,
 ) -> (Operator, Registry<ConfigMap>) {
-    let kind = Kind::new(mirror.clone()).options(options());
-    let registry = kind.registry();
-    let operator = OperatorBuilder::new(client.clone(), Arc::new(Shared::default()))
-        .register(kind)
-        .start()
-        .await
-        .expect("operator starts");
-    (operator, registry)
+    let slot: Arc<Mutex<Option<Registry<ConfigMap>>>> = Arc::default();
+    let (registered, mirror) = (slot.clone(), mirror.clone());
+    let running = bare()
+        .register(move |builder, _, _| {
+            let kind = Kind::new(mirror.clone()).options(options());
+            *registered.lock().expect("slot") = Some(kind.registry());
+            builder.register(kind)
+        })
+        .start(client)
+        .await;
+    let registry = slot.lock().expect("slot").take().expect("kind registered");
+    (running.operator, registry)
+}
+
+/// The runtime alone: default settings, no shared actors, the test's kind registered.
+fn bare() -> Wiring {
+    Wiring::with(OperatorSettings::default()).bare()
 }
 
 /// The label that files a test Secret under the Mirror object it names.
@@ -130,21 +141,21 @@ pub async fn start_hibernating(
     linger: Duration,
     with_secrets: bool,
 ) -> (Operator, Arc<Shared>) {
-    let kind = Kind::new(mirror.clone()).options(KindOptions {
-        hibernate_after: Some(linger),
-        ..options()
-    });
-    let shared = Arc::new(Shared::default());
-    let mut builder = OperatorBuilder::new(client.clone(), shared.clone());
-    if with_secrets {
-        builder = builder.cache(labelled_secrets());
-    }
-    let operator = builder
-        .register(kind)
-        .start()
-        .await
-        .expect("operator starts");
-    (operator, shared)
+    let mirror = mirror.clone();
+    let running = bare()
+        .register(move |mut builder, _, _| {
+            if with_secrets {
+                builder = builder.cache(labelled_secrets());
+            }
+            let kind = Kind::new(mirror.clone()).options(KindOptions {
+                hibernate_after: Some(linger),
+                ..options()
+            });
+            builder.register(kind)
+        })
+        .start(client)
+        .await;
+    (running.operator, running.shared)
 }
 
 pub fn config_map(name: &str, value: &str) -> ConfigMap {
