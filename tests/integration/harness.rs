@@ -33,6 +33,7 @@ use pgtoolbox_operator::testing::children::OperatorCaches;
 use pgtoolbox_operator::testing::health::Readiness;
 use pgtoolbox_operator::testing::k8s::{WatchClients, WatchScope, apply_manifests};
 use pgtoolbox_operator::testing::metrics::OperatorMetrics;
+use pgtoolbox_operator::testing::supervisor::shard::Ownership;
 use pgtoolbox_operator::testing::supervisor::{
     BackoffPolicy, Operator, OperatorBuilder, OperatorSettings,
 };
@@ -164,6 +165,8 @@ pub struct Wiring {
     actors: bool,
     caches: Option<OperatorCaches>,
     register: Option<Register>,
+    /// The share of the objects this replica starts with (a member of a sharded set).
+    ownership: Option<Ownership>,
 }
 
 /// A running operator: its handle, the shared actors when started, and the shared state.
@@ -183,6 +186,7 @@ impl Default for Wiring {
             actors: true,
             caches: None,
             register: None,
+            ownership: None,
         }
     }
 }
@@ -220,6 +224,12 @@ impl Wiring {
         self
     }
 
+    /// The replica starts owning this share (a member of a sharded set).
+    pub fn ownership(mut self, ownership: Ownership) -> Self {
+        self.ownership = Some(ownership);
+        self
+    }
+
     /// Starts the shared state and the operator on `client`.
     pub async fn start(&self, client: &kube::Client) -> Running {
         let metrics = OperatorMetrics::new();
@@ -243,7 +253,10 @@ impl Wiring {
         } else {
             (None, Arc::new(Shared::new(self.settings.clone())))
         };
-        let builder = OperatorBuilder::new(client.clone(), shared.clone());
+        let mut builder = OperatorBuilder::new(client.clone(), shared.clone());
+        if let Some(ownership) = &self.ownership {
+            builder = builder.ownership(ownership.clone());
+        }
         let builder = match (&self.register, &self.caches) {
             (Some(register), _) => register(builder, client, &shared),
             (None, Some(caches)) => register_all_with(builder, caches.clone()),
