@@ -141,6 +141,17 @@ pub async fn start_hibernating(
     linger: Duration,
     with_secrets: bool,
 ) -> (Operator, Arc<Shared>) {
+    start_mirror(client, mirror, Some(linger), with_secrets).await
+}
+
+/// The operator running `mirror` (its actors hibernating after `hibernate_after` when given),
+/// optionally waking objects on changes to their [`labelled_secrets`].
+pub async fn start_mirror(
+    client: &kube::Client,
+    mirror: &Mirror,
+    hibernate_after: Option<Duration>,
+    with_secrets: bool,
+) -> (Operator, Arc<Shared>) {
     let mirror = mirror.clone();
     let running = bare()
         .register(move |mut builder, _, _| {
@@ -148,7 +159,7 @@ pub async fn start_hibernating(
                 builder = builder.cache(labelled_secrets());
             }
             let kind = Kind::new(mirror.clone()).options(KindOptions {
-                hibernate_after: Some(linger),
+                hibernate_after,
                 ..options()
             });
             builder.register(kind)
