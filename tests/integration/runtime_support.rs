@@ -15,6 +15,7 @@ use pgtoolbox_operator::testing::actors::{
 use pgtoolbox_operator::testing::children::{ChildStore, Wakeups, owner_label};
 use pgtoolbox_operator::testing::k8s::WatchClients;
 use pgtoolbox_operator::testing::messages::ObjectKey;
+use pgtoolbox_operator::testing::supervisor::shard::{Ownership, Ring};
 use pgtoolbox_operator::testing::supervisor::{
     BackoffPolicy, Kind, KindOptions, Operator, OperatorSettings, Registry, WatchScope,
 };
@@ -97,9 +98,27 @@ pub async fn start_operator(
     client: &kube::Client,
     mirror: &Mirror,
 ) -> (Operator, Registry<ConfigMap>) {
+    start_registered(bare(), client, mirror).await
+}
+
+/// As [`start_operator`], a member of a sharded set: it starts with nothing and is handed
+/// its share by the ring.
+pub async fn start_member(
+    client: &kube::Client,
+    mirror: &Mirror,
+) -> (Operator, Registry<ConfigMap>) {
+    let wiring = bare().ownership(Ownership::single(Ring::Nothing));
+    start_registered(wiring, client, mirror).await
+}
+
+async fn start_registered(
+    wiring: Wiring,
+    client: &kube::Client,
+    mirror: &Mirror,
+) -> (Operator, Registry<ConfigMap>) {
     let slot: Arc<Mutex<Option<Registry<ConfigMap>>>> = Arc::default();
     let (registered, mirror) = (slot.clone(), mirror.clone());
-    let running = bare()
+    let running = wiring
         .register(move |builder, _, _| {
             let kind = Kind::new(mirror.clone()).options(options());
             *registered.lock().expect("slot") = Some(kind.registry());
