@@ -51,12 +51,7 @@ pub fn settings_allowing_sim_hosts() -> OperatorSettings {
 }
 
 pub fn with_controllers() -> SimConfig {
-    SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(7),
-        ..SimConfig::default()
-    }
+    super::harness::cluster_config(7)
 }
 
 pub async fn start(config: SimConfig, settings: OperatorSettings, roles: bool) -> Env {

@@ -72,12 +72,7 @@ fn wiring(settings: OperatorSettings) -> Wiring {
 }
 
 pub(super) fn with_controllers() -> SimConfig {
-    SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(7),
-        ..SimConfig::default()
-    }
+    super::harness::cluster_config(7)
 }
 
 impl Env {

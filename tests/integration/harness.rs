@@ -55,6 +55,17 @@ pub fn quick_settings() -> OperatorSettings {
     }
 }
 
+/// The simulated cluster's components running (Nodes, scheduler, kubelet, controllers), Pods
+/// starting after 50 ms, their randomness drawn from `seed`.
+pub fn cluster_config(seed: u64) -> SimConfig {
+    SimConfig {
+        controllers: true,
+        pod_start: Duration::from_millis(50),
+        seed: Some(seed),
+        ..SimConfig::default()
+    }
+}
+
 /// The operator's CRDs as one YAML stream, rendered once for the whole test binary.
 pub fn crds() -> String {
     static CRDS: OnceLock<String> = OnceLock::new();

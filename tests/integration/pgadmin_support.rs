@@ -39,12 +39,7 @@ impl Drop for Env {
 }
 
 pub fn cluster_config() -> SimConfig {
-    SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(11),
-        ..SimConfig::default()
-    }
+    super::harness::cluster_config(11)
 }
 
 pub async fn start(config: SimConfig, settings: OperatorSettings) -> Env {

@@ -3,13 +3,11 @@
 //! environment of the overlay's Deployment. Objects in the watched namespaces converge, one in
 //! another namespace is left alone, and the API server refuses the operator nothing.
 
-use std::time::Duration;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use pgtoolbox_operator::testing::k8s::apply_manifests;
-use pgtoolbox_sim::{Sim, SimConfig};
+use pgtoolbox_sim::Sim;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -128,14 +126,9 @@ async fn the_operator_runs_under_the_namespaced_overlay() {
     let Some(rendered) = kustomize("overlays/namespaced") else {
         return;
     };
-    let sim = Sim::start(SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(11),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
+    let sim = Sim::start(crate::harness::cluster_config(11))
+        .await
+        .expect("sim starts");
     let admin = sim.client();
     crate::shared_support::create_namespaces(&admin, &["team-a", "team-b", UNWATCHED]).await;
     apply_all(&admin, &rendered).await;

@@ -13,7 +13,6 @@ use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
-use pgtoolbox_sim::SimConfig;
 use serde_json::{Value, json};
 
 const NS: &str = "team-a";
@@ -74,7 +73,7 @@ const JUSTIFIED: &[&str] = &[
     "get pgtoolbox.fyannk.dev/pgadminaccesses",
 ];
 
-use crate::harness::{TestOperator, deploy, operator_cluster_role};
+use crate::harness::{TestOperator, cluster_config, deploy, operator_cluster_role};
 use crate::wait_support::{until_condition_json, until_gone};
 
 /// Every (verb, `group/resource`) a ClusterRole grants.
@@ -150,12 +149,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
         access_request_orphan_grace: Duration::from_secs(2),
         ..OperatorSettings::default()
     };
-    let mut harness = TestOperator::new().sim(SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(7),
-        ..SimConfig::default()
-    });
+    let mut harness = TestOperator::new().sim(cluster_config(7));
     for file in [
         "00-namespace.yaml",
         "01-serviceaccount.yaml",

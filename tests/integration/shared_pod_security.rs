@@ -9,7 +9,6 @@ use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
-use pgtoolbox_sim::SimConfig;
 use serde_json::{Value, json};
 
 use crate::harness::TestOperator;
@@ -56,12 +55,7 @@ async fn every_kind_is_ready_in_a_namespace_enforcing_restricted() {
     // The operator's namespace (its CA lives there) and the ClusterRoles a console binds, as
     // the installation ships them.
     let started = TestOperator::new()
-        .sim(SimConfig {
-            controllers: true,
-            pod_start: Duration::from_millis(50),
-            seed: Some(7),
-            ..SimConfig::default()
-        })
+        .sim(crate::harness::cluster_config(7))
         .install("00-namespace.yaml")
         .install("05-console-clusterroles.yaml")
         .without_operator()

@@ -171,10 +171,7 @@ async fn every_workload_kind_is_ready_on_the_upstream_crds() {
         .sim(SimConfig {
             external_crds: false,
             extra_crds: upstream_crds(),
-            controllers: true,
-            pod_start: Duration::from_millis(50),
-            seed: Some(11),
-            ..SimConfig::default()
+            ..crate::harness::cluster_config(11)
         })
         .namespace(NS)
         .namespace(&OperatorSettings::default().operator_namespace)
