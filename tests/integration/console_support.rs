@@ -247,3 +247,19 @@ pub async fn routed_with_a_stuck_pod(name: &str) -> Env {
     super::harness::fault_instance(&env.sim, NS, name, stuck);
     env
 }
+
+/// A console "ops" exposed over a Route in a cluster (no simulated components) whose API server
+/// refuses its ingress NetworkPolicy with a 422, as an admission policy would.
+pub async fn routed_with_a_refused_ingress_policy(settings: OperatorSettings) -> Env {
+    let env = start(SimConfig::default(), settings, true).await;
+    env.sim
+        .admin()
+        .inject_errors("create:networking.k8s.io/networkpolicies:team-a", 422, 1000)
+        .expect("fault");
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local"}}),
+    )
+    .await;
+    env
+}
