@@ -18,10 +18,7 @@ use super::pgar_support::{Env, NS, ROLE, start_without_operator};
 const OPERATOR: &str = "system:serviceaccount:pgtoolbox-system:pgtoolbox-operator";
 const POLICY: &str = "pgtoolbox-access-request-decisions";
 
-fn deploy(file: &str) -> String {
-    std::fs::read_to_string(format!("{}/deploy/{file}", env!("CARGO_MANIFEST_DIR")))
-        .unwrap_or_else(|e| panic!("deploy/{file}: {e}"))
-}
+use super::harness::deploy;
 
 async fn apply(client: &kube::Client, yaml: &str) {
     for result in apply_manifests(client, yaml, "install").await {

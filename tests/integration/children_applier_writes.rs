@@ -10,24 +10,18 @@ use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, ObjectMeta, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::api::{PgAdmin, render_crds_yaml};
+use pgtoolbox_operator::api::PgAdmin;
 use pgtoolbox_operator::testing::children::{Applier, FIELD_MANAGER};
 use pgtoolbox_operator::testing::k8s::WriteBudget;
-use pgtoolbox_sim::{Sim, SimConfig};
+use pgtoolbox_sim::Sim;
 use serde_json::json;
+
+use super::harness::TestOperator;
 
 const NS: &str = "apps";
 
 async fn started() -> (Sim, kube::Client) {
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![render_crds_yaml().expect("CRDs render")],
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
-    (sim, client)
+    TestOperator::new().namespace(NS).start_cluster().await
 }
 
 fn secret(name: &str, value: &str) -> Secret {

@@ -277,22 +277,6 @@ async fn console_bundle_stops_at_what_a_config_map_holds() {
     );
 }
 
-/// The console's Events of `reason`, counted.
-async fn events_of(env: &Env, name: &str, reason: &str) -> usize {
-    let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(env.client.clone(), NS);
-    let list = api
-        .list(&kube::api::ListParams::default())
-        .await
-        .expect("events");
-    list.items
-        .iter()
-        .filter(|e| {
-            e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name)
-                && e.reason.as_deref() == Some(reason)
-        })
-        .count()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_bundle_refused_by_admission_is_an_admission_denied_error() {
     let env = start(SimConfig::default(), settings(), true).await;
@@ -310,13 +294,7 @@ async fn console_bundle_refused_by_admission_is_an_admission_denied_error() {
     assert!(ready.contains("ops-instance-ca"), "{ready}");
     // Nothing claims a bundle that does not exist.
     assert_ne!(state(&obj, "InstanceCABundleComplete").0, "True");
-    wait_for("an AdmissionDenied Event", || async {
-        match events_of(&env, "ops", "AdmissionDenied").await {
-            0 => Err("none yet".to_string()),
-            _ => Ok(()),
-        }
-    })
-    .await;
+    super::wait_support::wait_event_of(&env.client, NS, "ops", "AdmissionDenied").await;
     let maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NS);
     assert!(
         maps.get_opt("ops-instance-ca")

@@ -233,17 +233,7 @@ async fn console_resource_not_owned_leaves_the_foreign_object_alone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_exposure_policy_invalid_is_retried() {
-    let env = start(SimConfig::default(), settings(), true).await;
-    // The server refuses the ingress NetworkPolicy (as an admission policy would).
-    env.sim
-        .admin()
-        .inject_errors("create:networking.k8s.io/networkpolicies:team-a", 422, 1000)
-        .expect("fault");
-    env.console(
-        "ops",
-        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local"}}),
-    )
-    .await;
+    let env = super::console_support::routed_with_a_refused_ingress_policy(settings()).await;
     stalled(
         &env,
         "ops",
@@ -450,10 +440,7 @@ const SERVED_HOST: &str = "ops.apps.sim.local";
 async fn served_and_granted() -> super::console_support::Env {
     let env = start(
         super::console_support::with_controllers(),
-        OperatorSettings {
-            exposure_allowed_host_suffixes: vec!["apps.sim.local".into()],
-            ..settings()
-        },
+        super::console_support::settings_allowing_sim_hosts(),
         true,
     )
     .await;

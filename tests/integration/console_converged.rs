@@ -3,34 +3,20 @@
 
 use std::sync::Arc;
 
-use pgtoolbox_operator::api::render_crds_yaml;
 use pgtoolbox_operator::testing::actors::console::ConsoleReconciler;
 use pgtoolbox_operator::testing::actors::{ObjectContext, PassEnv, Reconciler, Shared};
 use pgtoolbox_operator::testing::k8s::{EventSink, WriteBudget};
 use pgtoolbox_operator::testing::messages::ObjectKey;
-use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
 
-use super::console_support::{Env, IMAGE, NS, settings, state, with_controllers};
+use super::console_support::{
+    IMAGE, NS, settings, start_without_operator, state, with_controllers,
+};
 use super::wait_support::wait_for;
 
 async fn converges_without_requests(name: &str, spec: serde_json::Value) {
-    let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        ..with_controllers()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
-    let env = Env {
-        sim,
-        client: client.clone(),
-        operator: None,
-        shared: None,
-    };
-    env.install_roles().await;
+    let env = start_without_operator(with_controllers()).await;
+    let client = env.client.clone();
     env.console(name, spec).await;
 
     let (caches, _drain) = crate::shared_support::watched_caches(&client, NS);

@@ -78,14 +78,12 @@ async fn console_exposure_ready_and_confined_over_route_ingress_and_http_route()
     .await;
 
     // The router refuses the Route: NotAdmitted, no URL; admitted again once it accepts.
-    env.sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            "app.kubernetes.io/instance=ops",
-            pgtoolbox_sim::cluster::WorkloadFault::NotAdmitted,
-        )
-        .expect("fault");
+    super::harness::fault_instance(
+        &env.sim,
+        NS,
+        "ops",
+        pgtoolbox_sim::cluster::WorkloadFault::NotAdmitted,
+    );
     let obj = env.wait("ops", "ExposureReady", "NotAdmitted").await;
     assert_eq!(obj.status.and_then(|s| s.url), None);
     env.sim.admin().clear_workload_faults(None);
@@ -172,14 +170,12 @@ async fn console_exposure_ready_and_confined_over_route_ingress_and_http_route()
     .await;
     assert_eq!(state(&obj, "ExposureConfined").1, "ExposureOpen");
     // The gateway refuses it: NotAccepted.
-    env.sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            "app.kubernetes.io/instance=ops",
-            pgtoolbox_sim::cluster::WorkloadFault::NotAdmitted,
-        )
-        .expect("fault");
+    super::harness::fault_instance(
+        &env.sim,
+        NS,
+        "ops",
+        pgtoolbox_sim::cluster::WorkloadFault::NotAdmitted,
+    );
     env.wait("ops", "ExposureReady", "NotAccepted").await;
     env.sim.admin().clear_workload_faults(None);
     env.wait("ops", "ExposureReady", "AsExpected").await;

@@ -3,12 +3,13 @@
 //! while a console of a watched namespace is reconciled to Ready.
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
+use pgtoolbox_operator::api::PgToolBoxConsole;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
-use pgtoolbox_sim::{Sim, SimConfig};
+use pgtoolbox_sim::SimConfig;
 use serde_json::json;
 
 use super::console_support::{Env, IMAGE, ROLES, message, settings, state, with_controllers};
+use super::harness::TestOperator;
 
 async fn console(client: &kube::Client, ns: &str, name: &str) {
     let obj: PgToolBoxConsole = serde_json::from_value(json!({
@@ -24,24 +25,21 @@ async fn console(client: &kube::Client, ns: &str, name: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_in_a_dropped_namespace_is_marked_namespace_not_watched() {
-    let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        deny: vec![
-            pgtoolbox_sim::DenyRule::parse("create:networking.k8s.io/networkpolicies:team-b")
-                .expect("rule"),
-        ],
-        ..with_controllers()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    for ns in ["team-a", "team-b"] {
-        super::sim_support::namespace(&client, ns).await;
-    }
-    for result in pgtoolbox_operator::testing::k8s::apply_manifests(&client, ROLES, "test").await {
-        result.expect("roles");
-    }
+    let started = TestOperator::new()
+        .sim(SimConfig {
+            deny: vec![
+                pgtoolbox_sim::DenyRule::parse("create:networking.k8s.io/networkpolicies:team-b")
+                    .expect("rule"),
+            ],
+            ..with_controllers()
+        })
+        .namespace("team-a")
+        .namespace("team-b")
+        .manifest(ROLES)
+        .without_operator()
+        .start()
+        .await;
+    let (sim, client) = (started.sim, started.client);
     console(&client, "team-a", "kept").await;
     console(&client, "team-b", "left-out").await;
     let (operator, shared) = crate::console_support::run_operator(

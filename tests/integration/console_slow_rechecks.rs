@@ -110,17 +110,7 @@ async fn a_missing_cluster_role_is_rechecked_after_two_real_minutes() {
 }
 
 async fn a_refused_ingress_policy_is_rechecked_after_five_real_minutes() {
-    let env = start(SimConfig::default(), real_rechecks(), true).await;
-    // The server refuses the ingress NetworkPolicy, as an admission policy would.
-    env.sim
-        .admin()
-        .inject_errors("create:networking.k8s.io/networkpolicies:team-a", 422, 1000)
-        .expect("fault");
-    env.console(
-        "ops",
-        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local"}}),
-    )
-    .await;
+    let env = super::console_support::routed_with_a_refused_ingress_policy(real_rechecks()).await;
     // An admission policy is not watched either: the five-minute recheck applies the policy.
     quiet_until_the_recheck(
         &env,

@@ -2,19 +2,18 @@
 //! API server, with or without the simulated cluster. Helpers create what a user or an
 //! installation would: the console ClusterRoles of deploy/, Secrets, ConfigMaps, Clusters.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::api::{PgToolBoxConsole, render_crds_yaml};
-use pgtoolbox_operator::cli::{register_all, register_all_with};
-use pgtoolbox_operator::testing::actors::Shared;
+use kube::api::{Api, PostParams};
+use pgtoolbox_operator::api::PgToolBoxConsole;
 use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::children::OperatorCaches;
 use pgtoolbox_operator::testing::k8s::apply_manifests;
-use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
+
+use super::harness::{Started, TestOperator, create_object, merge_object};
 use serde_json::{Value, json};
 
 pub const NS: &str = "team-a";
@@ -43,76 +42,80 @@ pub fn settings() -> OperatorSettings {
     }
 }
 
-pub fn with_controllers() -> SimConfig {
-    SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(7),
-        ..SimConfig::default()
+/// [`settings`] allowing exposures only under the sim's `apps.sim.local`.
+pub fn settings_allowing_sim_hosts() -> OperatorSettings {
+    OperatorSettings {
+        exposure_allowed_host_suffixes: vec!["apps.sim.local".into()],
+        ..settings()
     }
+}
+
+pub fn with_controllers() -> SimConfig {
+    super::harness::cluster_config(7)
 }
 
 pub async fn start(config: SimConfig, settings: OperatorSettings, roles: bool) -> Env {
     start_with(config, settings, roles, None).await
 }
 
-/// As `start`, the operator reading `caches` when given (a test inspects what they hold).
+/// The harness for the console's tests: the namespace, the console roles when asked.
+fn harness(config: SimConfig, settings: OperatorSettings, roles: bool) -> TestOperator {
+    let harness = TestOperator::new()
+        .sim(config)
+        .namespace(NS)
+        .settings(settings);
+    if roles {
+        harness.manifest(ROLES)
+    } else {
+        harness
+    }
+}
+
+fn env(started: Started) -> Env {
+    let (operator, shared) = match started.running {
+        Some(running) => (Some(running.operator), running.actors),
+        None => (None, None),
+    };
+    Env {
+        sim: started.sim,
+        client: started.client,
+        operator,
+        shared,
+    }
+}
+
+/// The cluster with the namespace and the console roles, no operator (a test drives a
+/// reconciler itself, or starts the operator later).
+pub async fn start_without_operator(config: SimConfig) -> Env {
+    env(harness(config, settings(), true)
+        .without_operator()
+        .start()
+        .await)
+}
+
+/// As `start`, the operator reading `caches` when given (a test inspects what they hold); no
+/// shared actors (`start_probed` has them).
 pub async fn start_with(
     config: SimConfig,
     settings: OperatorSettings,
     roles: bool,
     caches: Option<OperatorCaches>,
 ) -> Env {
-    let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        ..config
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
-    let mut env = Env {
-        sim,
-        client: client.clone(),
-        operator: None,
-        shared: None,
+    let harness = harness(config, settings, roles).bare();
+    let harness = match caches {
+        Some(caches) => harness.caches(caches),
+        None => harness,
     };
-    if roles {
-        env.install_roles().await;
-    }
-    let builder = OperatorBuilder::new(client.clone(), Arc::new(Shared::new(settings)));
-    let builder = match caches {
-        Some(caches) => register_all_with(builder, caches),
-        None => register_all(builder),
-    };
-    env.operator = Some(builder.start().await.expect("operator starts"));
-    env
+    env(harness.start().await)
 }
 
 /// As `start`, with the shared actors started as `run` starts them: the optional APIs
 /// (Routes, Gateways) probed, so an unserved one is reported rather than written to.
 pub async fn start_probed(config: SimConfig, settings: OperatorSettings) -> Env {
-    let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        ..config
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
-    let mut env = Env {
-        sim,
-        client: client.clone(),
-        operator: None,
-        shared: None,
-    };
-    env.install_roles().await;
-    let (operator, shared) = run_operator(&client, settings).await;
-    env.operator = Some(operator);
-    env.shared = Some(shared);
-    env
+    env(harness(config, settings, true)
+        .kinds(&["PgToolBoxConsole"])
+        .start()
+        .await)
 }
 
 /// The shared actors (the optional APIs probed) and the operator, as `run` starts them.
@@ -164,23 +167,16 @@ impl Env {
     }
 
     pub async fn console(&self, name: &str, spec: Value) {
-        let obj: PgToolBoxConsole = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgToolBoxConsole",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": spec,
-        }))
-        .expect("valid console");
-        self.consoles()
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("console created");
+        create_object(
+            &self.consoles(),
+            json!({"name": name, "namespace": NS}),
+            spec,
+        )
+        .await;
     }
 
     pub async fn merge(&self, name: &str, patch: Value) {
-        self.consoles()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .expect("console patched");
+        merge_object(&self.consoles(), name, patch).await;
     }
 
     pub async fn secret(&self, name: &str, data: Value) {
@@ -233,4 +229,37 @@ pub fn message(obj: &PgToolBoxConsole, type_: &str) -> String {
     condition_of(obj, type_)
         .map(|c| c.message)
         .unwrap_or_default()
+}
+
+/// A console `name` exposed over a Route, confined and Ready, whose Pods then get stuck
+/// terminating (they keep trusting the peers they had).
+pub async fn routed_with_a_stuck_pod(name: &str) -> Env {
+    let env = start(with_controllers(), settings(), true).await;
+    let hostname = format!("{name}.apps.sim.local");
+    env.console(
+        name,
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": hostname}}),
+    )
+    .await;
+    env.wait(name, "ExposureConfined", "AsExpected").await;
+    env.ready(name).await;
+    let stuck = pgtoolbox_sim::cluster::WorkloadFault::StuckTerminating;
+    super::harness::fault_instance(&env.sim, NS, name, stuck);
+    env
+}
+
+/// A console "ops" exposed over a Route in a cluster (no simulated components) whose API server
+/// refuses its ingress NetworkPolicy with a 422, as an admission policy would.
+pub async fn routed_with_a_refused_ingress_policy(settings: OperatorSettings) -> Env {
+    let env = start(SimConfig::default(), settings, true).await;
+    env.sim
+        .admin()
+        .inject_errors("create:networking.k8s.io/networkpolicies:team-a", 422, 1000)
+        .expect("fault");
+    env.console(
+        "ops",
+        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local"}}),
+    )
+    .await;
+    env
 }

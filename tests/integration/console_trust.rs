@@ -2,11 +2,10 @@
 //! message says the podCIDR check was not made), and a changed `from` held back while a Pod
 //! stuck terminating still trusts the old peers (named).
 
-use pgtoolbox_sim::cluster::WorkloadFault;
 use pgtoolbox_sim::{DenyRule, SimConfig};
 use serde_json::json;
 
-use super::console_support::{IMAGE, NS, message, settings, start, with_controllers};
+use super::console_support::{IMAGE, message, settings, start, with_controllers};
 use super::wait_support::until;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -33,22 +32,7 @@ async fn console_without_a_node_grant_says_the_pod_cidr_check_was_not_made() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_changed_from_is_held_back_while_a_stuck_pod_trusts_the_old_peers() {
-    let env = start(with_controllers(), settings(), true).await;
-    env.console(
-        "ops",
-        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local"}}),
-    )
-    .await;
-    env.wait("ops", "ExposureConfined", "AsExpected").await;
-    env.ready("ops").await;
-    env.sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            "app.kubernetes.io/instance=ops",
-            WorkloadFault::StuckTerminating,
-        )
-        .expect("fault");
+    let env = super::console_support::routed_with_a_stuck_pod("ops").await;
     env.merge(
         "ops",
         json!({"spec": {"exposure": {"networkPolicy": {"from": [{"ipBlock": {"cidr": "198.51.100.0/24"}}]}}}}),

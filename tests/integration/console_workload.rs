@@ -91,10 +91,7 @@ async fn console_workload_ready_copies_the_workload_facts() {
 async fn console_paused_with_a_refused_hostname_still_withdraws_the_exposure() {
     let env = start(
         with_controllers(),
-        OperatorSettings {
-            exposure_allowed_host_suffixes: vec!["apps.sim.local".into()],
-            ..settings()
-        },
+        super::console_support::settings_allowing_sim_hosts(),
         true,
     )
     .await;
@@ -141,22 +138,7 @@ async fn console_paused_with_a_refused_hostname_still_withdraws_the_exposure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_policy_kept_while_a_pod_stuck_terminating_trusts_its_peers() {
-    let env = start(with_controllers(), settings(), true).await;
-    env.console(
-        "ops",
-        json!({"image": IMAGE, "exposure": {"type": "route", "hostname": "ops.apps.sim.local"}}),
-    )
-    .await;
-    env.wait("ops", "ExposureConfined", "AsExpected").await;
-    env.ready("ops").await;
-    env.sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            "app.kubernetes.io/instance=ops",
-            WorkloadFault::StuckTerminating,
-        )
-        .expect("fault");
+    let env = super::console_support::routed_with_a_stuck_pod("ops").await;
     env.merge(
         "ops",
         json!({"spec": {"exposure": {"type": "clusterIP", "hostname": null}}}),
@@ -228,14 +210,7 @@ async fn console_route_api_unavailable_then_an_ingress_admitted_once_the_control
     assert_eq!(state(&obj, "ExposureReady").0, "False");
 
     // An Ingress the controller does not admit.
-    env.sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            "app.kubernetes.io/instance=ops",
-            WorkloadFault::NotAdmitted,
-        )
-        .expect("fault");
+    super::harness::fault_instance(&env.sim, NS, "ops", WorkloadFault::NotAdmitted);
     env.merge(
         "ops",
         json!({"spec": {"exposure": {"type": "ingress", "ingressClassName": "nginx"}}}),

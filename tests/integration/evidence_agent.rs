@@ -9,13 +9,13 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Api, DynamicObject, PostParams};
-use pgtoolbox_operator::api::{EvidenceAgent, render_crds_yaml};
-use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::api::EvidenceAgent;
 use pgtoolbox_operator::testing::actors::Shared;
-use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
+use super::harness::{TestOperator, Wiring, create_object};
 use super::sim_net_support::api;
 use super::wait_support::wait_for;
 
@@ -47,51 +47,32 @@ pub(super) async fn start_with(
     settings: OperatorSettings,
     operator_namespace: bool,
 ) -> Env {
-    let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        ..config
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
+    let mut harness = TestOperator::new().sim(config).namespace(NS);
     if operator_namespace {
         // The operator's namespace, where it keeps its CA (`operator` provider).
-        super::sim_support::namespace(&client, &settings.operator_namespace).await;
+        harness = harness.namespace(&settings.operator_namespace);
     }
-    let (operator, shared) = run_operator(&client, settings).await;
+    let started = harness.wiring(wiring(settings)).start().await;
+    let running = started.running.expect("operator started");
     Env {
-        _sim: sim,
-        client,
-        shared,
-        operator: Some(operator),
+        _sim: started.sim,
+        client: started.client,
+        shared: running.shared,
+        operator: Some(running.operator),
     }
 }
 
-/// The operator with its own shared state, first passes not jittered.
-async fn run_operator(
-    client: &kube::Client,
-    settings: OperatorSettings,
-) -> (Operator, Arc<Shared>) {
-    let shared = Arc::new(Shared::new(OperatorSettings {
+/// The operator with its own shared state (no shared actors), first passes not jittered.
+fn wiring(settings: OperatorSettings) -> Wiring {
+    Wiring::with(OperatorSettings {
         startup_jitter: Duration::ZERO,
         ..settings
-    }));
-    let operator = register_all(OperatorBuilder::new(client.clone(), shared.clone()))
-        .start()
-        .await
-        .expect("operator starts");
-    (operator, shared)
+    })
+    .bare()
 }
 
 pub(super) fn with_controllers() -> SimConfig {
-    SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(7),
-        ..SimConfig::default()
-    }
+    super::harness::cluster_config(7)
 }
 
 impl Env {
@@ -101,9 +82,9 @@ impl Env {
         if let Some(operator) = self.operator.take() {
             operator.shutdown(Duration::from_secs(5)).await;
         }
-        let (operator, shared) = run_operator(&self.client, settings).await;
-        self.operator = Some(operator);
-        self.shared = shared;
+        let running = wiring(settings).start(&self.client).await;
+        self.operator = Some(running.operator);
+        self.shared = running.shared;
     }
 
     pub(super) fn agents(&self) -> Api<EvidenceAgent> {
@@ -180,17 +161,7 @@ impl Env {
         if let Some(image) = image {
             spec["image"] = json!(image);
         }
-        let obj: EvidenceAgent = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
-            "kind": "EvidenceAgent",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": spec,
-        }))
-        .expect("valid agent");
-        self.agents()
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("agent created");
+        create_object(&self.agents(), json!({"name": name, "namespace": NS}), spec).await;
     }
 
     /// Polls until `condition` of the agent has `reason`.
@@ -550,19 +521,17 @@ async fn driven(provider: &str) -> Driven {
     use pgtoolbox_operator::testing::actors::evidence_agent::EvidenceAgentReconciler;
     use pgtoolbox_operator::testing::k8s::EventSink;
 
-    let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        ..with_controllers()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
     let settings = OperatorSettings::default();
-    super::sim_support::namespace(&client, &settings.operator_namespace).await;
+    let started = TestOperator::new()
+        .sim(with_controllers())
+        .namespace(NS)
+        .namespace(&settings.operator_namespace)
+        .without_operator()
+        .start()
+        .await;
+    let client = started.client.clone();
     let env = Env {
-        _sim: sim,
+        _sim: started.sim,
         client: client.clone(),
         shared: Arc::new(Shared::default()),
         operator: None,

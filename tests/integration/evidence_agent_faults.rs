@@ -21,14 +21,7 @@ use super::sim_net_support::api;
 async fn evidence_service_ca_paused_then_resumed() {
     let env = start(with_controllers(), OperatorSettings::default()).await;
     ready_store(&env).await;
-    env._sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            "app.kubernetes.io/instance=paused",
-            WorkloadFault::ServiceCaPaused,
-        )
-        .expect("fault added");
+    super::harness::fault_instance(&env._sim, NS, "paused", WorkloadFault::ServiceCaPaused);
     env.agent("paused", "orders", Some(IMAGE), "openshift")
         .await;
     let obj = env

@@ -43,14 +43,7 @@ async fn explain_pgaccessrequest_missing_binding_and_granted() {
 async fn explain_console_image_pull_and_ready_with_a_broad_peer() {
     use super::console_support::{IMAGE, NS, settings, start, with_controllers};
     let env = start(with_controllers(), settings(), true).await;
-    env.sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            "app.kubernetes.io/instance=pull",
-            WorkloadFault::ImagePullBackOff,
-        )
-        .expect("fault");
+    super::harness::fault_instance(&env.sim, NS, "pull", WorkloadFault::ImagePullBackOff);
     env.console("pull", json!({"image": IMAGE})).await;
     // Published by a Route whose ingress policy admits every namespace: Ready, not confined.
     env.console(
@@ -100,14 +93,7 @@ async fn explain_evidenceagent_unready_pod_and_ready() {
     use super::evidence_agent_tls::ready_store;
     let env = start(with_controllers(), OperatorSettings::default()).await;
     ready_store(&env).await;
-    env._sim
-        .admin()
-        .add_workload_fault(
-            NS,
-            "app.kubernetes.io/instance=unready",
-            WorkloadFault::NotReady,
-        )
-        .expect("fault");
+    super::harness::fault_instance(&env._sim, NS, "unready", WorkloadFault::NotReady);
     // A first agent Ready means the operator knows the Cluster and its store: the Events of
     // the two explained are then the same on every run.
     env.agent("warm-up", "orders", Some(IMAGE), "operator")

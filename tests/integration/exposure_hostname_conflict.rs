@@ -7,7 +7,7 @@ use pgtoolbox_operator::api::PgToolBoxConsole;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use serde_json::json;
 
-use super::console_support::{IMAGE, NS, settings, start, state, with_controllers};
+use super::console_support::{IMAGE, NS, start, state, with_controllers};
 use super::wait_support::{condition_of, conditions, events_of, wait_event_of, wait_for};
 
 const HOST: &str = "ops.apps.sim.local";
@@ -34,10 +34,7 @@ async fn until_reason(
 async fn the_later_claimant_of_a_hostname_waits_and_takes_it_once_released() {
     let env = start(
         with_controllers(),
-        OperatorSettings {
-            exposure_allowed_host_suffixes: vec!["apps.sim.local".into()],
-            ..settings()
-        },
+        super::console_support::settings_allowing_sim_hosts(),
         true,
     )
     .await;

@@ -14,12 +14,12 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use kube::Client;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use pgtoolbox_operator::api::{
-    ExposureKind, PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions, render_crds_yaml,
+    ExposureKind, PgToolBoxConsole, PgToolBoxConsoleStatus, ReportsConditions,
 };
-use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
 use pgtoolbox_operator::testing::children::{
     self, Applier, ApplyReport, ChildOwner, ChildVerdict, Component, Desired, HttpRoute,
@@ -28,10 +28,8 @@ use pgtoolbox_operator::testing::children::{
 use pgtoolbox_operator::testing::conditions::{
     ConditionType, StatusField, Verdict, reasons::common,
 };
-use pgtoolbox_operator::testing::health::Readiness;
 use pgtoolbox_operator::testing::k8s::EventSink;
 use pgtoolbox_operator::testing::messages::KindKey;
-use pgtoolbox_operator::testing::metrics::OperatorMetrics;
 use pgtoolbox_operator::testing::reconcile::children::{
     child_labels, child_name, pod_template_labels,
 };
@@ -42,12 +40,12 @@ use pgtoolbox_operator::testing::reconcile::exposure::{
 use pgtoolbox_operator::testing::reconcile::optional_api::{Availability, OptionalApi};
 use pgtoolbox_operator::testing::reconcile::workload::workload_verdict;
 use pgtoolbox_operator::testing::status::{Extras, StatusWriter};
-use pgtoolbox_operator::testing::supervisor::{
-    Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
-};
+use pgtoolbox_operator::testing::supervisor::{Kind, KindOptions, Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 use tokio_util::task::AbortOnDropHandle;
+
+use super::harness::{TestOperator, create_object, merge_object};
 
 pub const NS: &str = "team-a";
 pub const KIND: &str = "PgToolBoxConsole";
@@ -394,52 +392,48 @@ fn record(client: &Client) -> (Arc<Mutex<Vec<Seen>>>, AbortOnDropHandle<()>) {
 /// The simulated cluster (Nodes, scheduler, kubelet, controllers, router, Ingress and Gateway
 /// controllers) with `unserve`d groups, the shared actors and the machinery kind.
 pub async fn start(unserve: &[&str]) -> Env {
-    let crds = render_crds_yaml().expect("CRDs render");
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        controllers: true,
-        unserve: unserve.iter().map(|g| g.to_string()).collect(),
-        pod_start: Duration::from_secs(1),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
-    let settings = OperatorSettings {
-        startup_jitter: Duration::ZERO,
-        ..OperatorSettings::default()
-    };
-    let shared = start_shared_actors(
-        &client,
-        &[KIND.to_owned()],
-        settings,
-        OperatorMetrics::new(),
-        Readiness::new(),
-    )
-    .await
-    .expect("shared actors start");
-    let caches = OperatorCaches::new().sharing_secrets(shared.shared.secrets.routed_index());
-    let consoles = Arc::new(MachineryPasses {
-        caches: caches.clone(),
-        status: StatusWriter::new(EventSink::new(client.clone())),
-        passes: AtomicUsize::new(0),
-        finished: AtomicUsize::new(0),
-        last_error: Mutex::new(None),
-    });
-    let mut builder = OperatorBuilder::new(client.clone(), shared.shared.clone());
-    for start in caches.watches() {
-        builder = builder.cache(start);
-    }
-    let options = KindOptions {
-        startup_jitter: Duration::ZERO,
-        ..KindOptions::default()
-    };
-    let operator = builder
-        .register(Kind::new(MachineryKind(consoles.clone())).options(options))
+    // The machinery kind is built on the started shared actors (its caches share their Secret
+    // index); the registration hands it back through this slot.
+    let slot: Arc<Mutex<Option<Arc<MachineryPasses>>>> = Arc::default();
+    let registered = slot.clone();
+    let started = TestOperator::new()
+        .sim(SimConfig {
+            controllers: true,
+            unserve: unserve.iter().map(|g| g.to_string()).collect(),
+            pod_start: Duration::from_secs(1),
+            ..SimConfig::default()
+        })
+        .namespace(NS)
+        .settings(OperatorSettings {
+            startup_jitter: Duration::ZERO,
+            ..OperatorSettings::default()
+        })
+        .kinds(&[KIND])
+        .register(move |mut builder, client, shared| {
+            let caches = OperatorCaches::new().sharing_secrets(shared.secrets.routed_index());
+            let consoles = Arc::new(MachineryPasses {
+                caches: caches.clone(),
+                status: StatusWriter::new(EventSink::new(client.clone())),
+                passes: AtomicUsize::new(0),
+                finished: AtomicUsize::new(0),
+                last_error: Mutex::new(None),
+            });
+            for start in caches.watches() {
+                builder = builder.cache(start);
+            }
+            let options = KindOptions {
+                startup_jitter: Duration::ZERO,
+                ..KindOptions::default()
+            };
+            *registered.lock().expect("slot") = Some(consoles.clone());
+            builder.register(Kind::new(MachineryKind(consoles)).options(options))
+        })
         .start()
-        .await
-        .expect("operator starts");
+        .await;
+    let (sim, client) = (started.sim, started.client);
+    let running = started.running.expect("operator started");
+    let (operator, shared) = (running.operator, running.actors.expect("shared actors"));
+    let consoles = slot.lock().expect("slot").take().expect("kind registered");
     let (seen, recorder) = record(&client);
     Env {
         sim,
@@ -458,23 +452,12 @@ impl Env {
     }
 
     pub async fn create(&self, name: &str, spec: Value, annotations: Value) -> PgToolBoxConsole {
-        let obj: PgToolBoxConsole = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": KIND,
-            "metadata": {"name": name, "namespace": NS, "annotations": annotations},
-            "spec": spec,
-        }))
-        .expect("valid console");
-        self.consoles()
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("console created")
+        let metadata = json!({"name": name, "namespace": NS, "annotations": annotations});
+        create_object(&self.consoles(), metadata, spec).await
     }
 
     pub async fn merge(&self, name: &str, patch: Value) {
-        self.consoles()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .expect("console patched");
+        merge_object(&self.consoles(), name, patch).await;
     }
 
     /// The workload as the API server holds it, for a failure's message.

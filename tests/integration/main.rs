@@ -30,6 +30,7 @@ mod explain_cli;
 mod explain_golden;
 mod explain_support;
 mod exposure_hostname_conflict;
+mod harness;
 #[path = "../../sim/tests/integration/kubectl_support.rs"]
 mod kubectl_support;
 mod machinery_exposure;

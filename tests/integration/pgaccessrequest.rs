@@ -279,23 +279,13 @@ async fn expiry_while_the_operator_is_down_is_applied_at_restart() {
 #[tokio::test]
 async fn missing_cluster_is_reported_and_clears_when_it_appears() {
     let env = support::start().await;
-    let mut obj = env.request("needs-cluster", HOUR).await;
+    let obj = env.request("needs-cluster", HOUR).await;
     // spec is immutable after creation: recreate with a cluster named.
     env.requests()
         .delete("needs-cluster", &Default::default())
         .await
         .unwrap();
-    obj.metadata = ObjectMeta {
-        name: Some("with-cluster".into()),
-        namespace: Some(NS.into()),
-        ..ObjectMeta::default()
-    };
-    obj.spec.cluster = Some("orders".into());
-    obj.status = None;
-    env.requests()
-        .create(&PostParams::default(), &obj)
-        .await
-        .unwrap();
+    env.request_on_cluster(obj, "with-cluster", "orders").await;
     let got = env
         .wait_reason("with-cluster", "ConfigurationValid", "ClusterNotFound")
         .await;

@@ -7,14 +7,15 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::api::{PgAdmin, render_crds_yaml};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use pgtoolbox_operator::api::PgAdmin;
 use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::reconcile::workload::current_workload_hash;
 use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
+use super::harness::{TestOperator, Wiring, create_object, merge_object};
 use super::sim_net_support::api;
 use super::wait_support::{
     events_of, occurrences_of, passes_of, until_passes, wait_event_of, wait_for,
@@ -38,28 +39,46 @@ impl Drop for Env {
 }
 
 pub fn cluster_config() -> SimConfig {
-    SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(11),
-        ..SimConfig::default()
-    }
+    super::harness::cluster_config(11)
 }
 
 pub async fn start(config: SimConfig, settings: OperatorSettings) -> Env {
-    let sim = start_sim(config).await;
-    start_operator(sim, settings).await
+    let started = harness(config, settings).start().await;
+    let running = started.running.expect("operator started");
+    Env {
+        sim: started.sim,
+        client: started.client,
+        operator: Some(running.operator),
+        shared: running.actors.expect("shared actors"),
+    }
+}
+
+/// PgAdmin's harness: both namespaces, the shared actors serving PgAdmin and EvidenceAgent,
+/// first passes not jittered.
+fn harness(config: SimConfig, settings: OperatorSettings) -> TestOperator {
+    TestOperator::new()
+        .sim(config)
+        .namespace(NS)
+        .namespace(OTHER)
+        .wiring(wiring(settings))
+}
+
+fn wiring(settings: OperatorSettings) -> Wiring {
+    Wiring::with(OperatorSettings {
+        startup_jitter: Duration::ZERO,
+        ..settings
+    })
+    .kinds(&["PgAdmin", "EvidenceAgent"])
 }
 
 /// The simulated cluster alone (a test may change it before the operator starts).
 pub async fn start_sim(config: SimConfig) -> Sim {
-    let crds = render_crds_yaml().expect("CRDs render");
-    Sim::start(SimConfig {
-        extra_crds: vec![crds],
-        ..config
-    })
-    .await
-    .expect("sim starts")
+    TestOperator::new()
+        .sim(config)
+        .without_operator()
+        .start()
+        .await
+        .sim
 }
 
 pub async fn start_operator(sim: Sim, settings: OperatorSettings) -> Env {
@@ -79,12 +98,8 @@ async fn run_operator(
     client: &kube::Client,
     settings: OperatorSettings,
 ) -> (Operator, SharedActors) {
-    let settings = OperatorSettings {
-        startup_jitter: Duration::ZERO,
-        ..settings
-    };
-    let kinds = ["PgAdmin".to_owned(), "EvidenceAgent".to_owned()];
-    crate::operator_support::run_operator(client, &kinds, settings).await
+    let running = wiring(settings).start(client).await;
+    (running.operator, running.actors.expect("shared actors"))
 }
 
 pub use super::wait_support::{condition_of, state};
@@ -167,24 +182,17 @@ impl Env {
     }
 
     pub async fn pgadmin(&self, name: &str, spec: Value) {
-        let obj: PgAdmin = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1", "kind": "PgAdmin",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": spec,
-        }))
-        .expect("valid PgAdmin");
-        self.pgadmins()
-            .create(&PostParams::default(), &obj)
-            .await
-            .expect("PgAdmin created");
+        create_object(
+            &self.pgadmins(),
+            json!({"name": name, "namespace": NS}),
+            spec,
+        )
+        .await;
     }
 
     /// A JSON merge patch of the PgAdmin `name`.
     pub async fn merge(&self, name: &str, patch: Value) {
-        self.pgadmins()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .expect("PgAdmin patched");
+        merge_object(&self.pgadmins(), name, patch).await;
     }
 
     /// Polls until `condition` of the PgAdmin has `reason` (any status).

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use kube::api::{ObjectMeta, PostParams};
+use kube::api::PostParams;
 use pgtoolbox_operator::testing::actors::access_request::AccessRequestReconciler;
 use pgtoolbox_operator::testing::actors::{ObjectContext, PassEnv, Reconciler, Shared};
 use pgtoolbox_operator::testing::k8s::{EventSink, WriteBudget};
@@ -23,18 +23,9 @@ async fn a_pass_over_a_converged_request_makes_no_api_request() {
         )
         .await
         .unwrap();
-    let mut obj = env.request("placeholder", 3600).await;
-    obj.metadata = ObjectMeta {
-        name: Some("steady".into()),
-        namespace: Some(NS.into()),
-        ..ObjectMeta::default()
-    };
-    obj.spec.cluster = Some("orders".into());
-    obj.status = None;
-    env.requests()
-        .create(&PostParams::default(), &obj)
-        .await
-        .unwrap();
+    let placeholder = env.request("placeholder", 3600).await;
+    env.request_on_cluster(placeholder, "steady", "orders")
+        .await;
     env.approve("steady", "bob").await;
 
     // The kind's caches and reconciler, driven pass by pass.

@@ -4,17 +4,12 @@
 //! exist" only once the API server says the request does not exist; the approval that follows
 //! ends `AccessGranted`, with one replica and with three members sharing the requests.
 
-use std::sync::Arc;
-
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
-use pgtoolbox_operator::cli::register_all_with;
-use pgtoolbox_operator::testing::actors::Shared;
 use pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL;
 use pgtoolbox_operator::testing::children::OperatorCaches;
+use pgtoolbox_operator::testing::supervisor::Operator;
 use pgtoolbox_operator::testing::supervisor::members::Membership;
-use pgtoolbox_operator::testing::supervisor::shard::{Ownership, Ring};
-use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder};
 
 use super::kubectl_support::{Kubectl, kubectl_present};
 use super::pgar_support::{self as support, Env, NS, ROLE};
@@ -103,13 +98,10 @@ struct Member {
 }
 
 async fn join(env: &Env, identity: &str) -> Member {
-    let shared = Arc::new(Shared::new(env.settings.clone()));
-    let builder = OperatorBuilder::new(env.client.clone(), shared)
-        .ownership(Ownership::single(Ring::Nothing));
-    let operator = register_all_with(builder, OperatorCaches::new())
-        .start()
+    let operator = super::runtime_shard_caches::member_wiring(env, OperatorCaches::new())
+        .start(&env.client)
         .await
-        .expect("operator starts");
+        .operator;
     let membership = Membership::join(env.client.clone(), config(identity), operator.resharder());
     Member {
         operator,

@@ -8,13 +8,14 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::api::{PgAccessRequest, render_crds_yaml};
-use pgtoolbox_operator::cli::register_all;
+use pgtoolbox_operator::api::PgAccessRequest;
 use pgtoolbox_operator::testing::actors::Shared;
 use pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL;
-use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder, OperatorSettings};
+use pgtoolbox_operator::testing::supervisor::{Operator, OperatorSettings};
 use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::json;
+
+use super::harness::{TestOperator, Wiring, create_object};
 
 pub const NS: &str = "team-a";
 pub const ROLE: &str = "cnpg-viewer";
@@ -41,28 +42,30 @@ pub async fn start() -> Env {
 }
 
 pub async fn start_without_operator() -> Env {
-    start_with_crds(render_crds_yaml().expect("CRDs render")).await
+    start_with_crds(super::harness::crds()).await
 }
 
 /// The embedded API server with these CRDs (our kinds' as rendered, or altered by a test), and
 /// no operator yet.
 pub async fn start_with_crds(crds: String) -> Env {
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![crds, ROLE_MANIFEST.to_string()],
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    super::sim_support::namespace(&client, NS).await;
+    let started = TestOperator::new()
+        .our_crds(crds)
+        .sim(SimConfig {
+            extra_crds: vec![ROLE_MANIFEST.to_string()],
+            ..SimConfig::default()
+        })
+        .namespace(NS)
+        .without_operator()
+        .start()
+        .await;
     let settings = OperatorSettings {
         access_request_orphan_grace: Duration::from_secs(2),
         startup_jitter: Duration::ZERO,
         ..OperatorSettings::default()
     };
     Env {
-        sim,
-        client,
+        sim: started.sim,
+        client: started.client,
         settings,
         operator: None,
         shared: None,
@@ -70,14 +73,14 @@ pub async fn start_with_crds(crds: String) -> Env {
 }
 
 impl Env {
+    /// The operator on a bare shared state of `settings` (no shared actors).
     pub async fn start_operator(&mut self) {
-        let shared = Arc::new(Shared::new(self.settings.clone()));
-        let operator = register_all(OperatorBuilder::new(self.client.clone(), shared.clone()))
-            .start()
-            .await
-            .expect("operator starts");
-        self.operator = Some(operator);
-        self.shared = Some(shared);
+        let running = Wiring::with(self.settings.clone())
+            .bare()
+            .start(&self.client)
+            .await;
+        self.operator = Some(running.operator);
+        self.shared = Some(running.shared);
     }
 
     /// Waits until the running operator has ended `count` PgAccessRequest passes.
@@ -119,22 +122,39 @@ impl Env {
         expires_in_secs: i64,
     ) -> PgAccessRequest {
         let expires = Timestamp::now() + SignedDuration::from_secs(expires_in_secs);
-        let obj: PgAccessRequest = serde_json::from_value(json!({
-            "apiVersion": "pgtoolbox.fyannk.dev/v1alpha1",
-            "kind": "PgAccessRequest",
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {
-                "subject": {"kind": "User", "name": "alice"},
-                "clusterRole": role,
-                "expiresAt": expires.to_string(),
-                "reason": "incident 42",
-            },
-        }))
-        .expect("valid request");
+        let spec = json!({
+            "subject": {"kind": "User", "name": "alice"},
+            "clusterRole": role,
+            "expiresAt": expires.to_string(),
+            "reason": "incident 42",
+        });
+        create_object(
+            &self.requests(),
+            json!({"name": name, "namespace": NS}),
+            spec,
+        )
+        .await
+    }
+
+    /// `request`'s spec created again as `name`, naming the CloudNativePG Cluster `cluster`
+    /// (the spec is immutable after creation).
+    pub async fn request_on_cluster(
+        &self,
+        mut request: PgAccessRequest,
+        name: &str,
+        cluster: &str,
+    ) {
+        request.metadata = ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(NS.into()),
+            ..ObjectMeta::default()
+        };
+        request.spec.cluster = Some(cluster.into());
+        request.status = None;
         self.requests()
-            .create(&PostParams::default(), &obj)
+            .create(&PostParams::default(), &request)
             .await
-            .expect("request created")
+            .unwrap();
     }
 
     /// A RoleBinding of the request (labelled for it) binding these users to `role`.

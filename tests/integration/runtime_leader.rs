@@ -50,16 +50,7 @@ async fn one_replica_leads_and_another_takes_over_after_the_lease_expires() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigterm_releases_the_lease_and_the_standby_takes_over_at_once() {
     use std::process::Stdio;
-    let crds = pgtoolbox_operator::api::rendered_crd_files()
-        .expect("crds render")
-        .into_iter()
-        .map(|(_, yaml)| yaml)
-        .collect();
-    let (sim, client) = crate::sim_support::start_with(pgtoolbox_sim::SimConfig {
-        extra_crds: crds,
-        ..pgtoolbox_sim::SimConfig::default()
-    })
-    .await;
+    let (sim, client) = crate::harness::TestOperator::new().start_cluster().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");

@@ -3,13 +3,11 @@
 //! environment of the overlay's Deployment. Objects in the watched namespaces converge, one in
 //! another namespace is left alone, and the API server refuses the operator nothing.
 
-use std::time::Duration;
-
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use pgtoolbox_operator::testing::k8s::apply_manifests;
-use pgtoolbox_sim::{Sim, SimConfig};
+use pgtoolbox_sim::Sim;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -120,24 +118,7 @@ fn console(namespace: &str) -> String {
 }
 
 async fn wait_ready(api: &Api<DynamicObject>, name: &str) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    loop {
-        let obj = api.get(name).await.expect("readable");
-        let conditions = obj.data.pointer("/status/conditions").cloned();
-        let ready = conditions
-            .iter()
-            .filter_map(Value::as_array)
-            .flatten()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        if ready {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{name} never became Ready: {conditions:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::wait_support::until_condition_json(api, name, "Ready", "status", "True").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,14 +126,9 @@ async fn the_operator_runs_under_the_namespaced_overlay() {
     let Some(rendered) = kustomize("overlays/namespaced") else {
         return;
     };
-    let sim = Sim::start(SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(11),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
+    let sim = Sim::start(crate::harness::cluster_config(11))
+        .await
+        .expect("sim starts");
     let admin = sim.client();
     crate::shared_support::create_namespaces(&admin, &["team-a", "team-b", UNWATCHED]).await;
     apply_all(&admin, &rendered).await;

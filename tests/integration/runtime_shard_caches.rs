@@ -4,16 +4,14 @@
 //! not keep before, rather than reporting it missing).
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
-use pgtoolbox_operator::cli::register_all_with;
-use pgtoolbox_operator::testing::actors::Shared;
 use pgtoolbox_operator::testing::children::OperatorCaches;
+use pgtoolbox_operator::testing::supervisor::Operator;
 use pgtoolbox_operator::testing::supervisor::members::Membership;
 use pgtoolbox_operator::testing::supervisor::shard::{Ownership, Ring, object_key};
-use pgtoolbox_operator::testing::supervisor::{Operator, OperatorBuilder};
 
+use crate::harness::Wiring;
 use crate::pgar_support::{Env, start_without_operator};
 use crate::runtime_shards::{config, kill};
 use crate::wait_support::{DEADLINE, eventually};
@@ -26,15 +24,21 @@ struct Member {
     membership: Membership,
 }
 
+/// A member of a sharded set: `register_all` over `caches`, on a bare shared state, starting
+/// with nothing (the ring hands it its share).
+pub fn member_wiring(env: &Env, caches: OperatorCaches) -> Wiring {
+    Wiring::with(env.settings.clone())
+        .bare()
+        .caches(caches)
+        .ownership(Ownership::single(Ring::Nothing))
+}
+
 async fn join(env: &Env, identity: &str) -> Member {
-    let shared = Arc::new(Shared::new(env.settings.clone()));
     let caches = OperatorCaches::new();
-    let builder = OperatorBuilder::new(env.client.clone(), shared)
-        .ownership(Ownership::single(Ring::Nothing));
-    let operator = register_all_with(builder, caches.clone())
-        .start()
+    let operator = member_wiring(env, caches.clone())
+        .start(&env.client)
         .await
-        .expect("operator starts");
+        .operator;
     let membership = Membership::join(env.client.clone(), config(identity), operator.resharder());
     Member {
         caches,

@@ -9,7 +9,6 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use pgtoolbox_operator::testing::actors::Shared;
 use pgtoolbox_operator::testing::actors::refusals::{TrackerArgs, start_refusal_tracker};
 use pgtoolbox_operator::testing::k8s::EventSink;
 use pgtoolbox_operator::testing::messages::ObjectKey;
@@ -18,15 +17,13 @@ use pgtoolbox_operator::testing::supervisor::WatchScope;
 use pgtoolbox_operator::testing::supervisor::leader::LeaderConfig;
 use pgtoolbox_operator::testing::supervisor::members::{MEMBER_LABEL, Membership, member_config};
 use pgtoolbox_operator::testing::supervisor::shard::{Ownership, Ring, object_key};
-use pgtoolbox_operator::testing::supervisor::{
-    Kind, Operator, OperatorBuilder, Registry, Resharder,
-};
+use pgtoolbox_operator::testing::supervisor::{Operator, Registry, Resharder};
 use serde_json::json;
 use tokio::time::Instant;
 
 use pgtoolbox_sim::Sim;
 
-use crate::runtime_support::{Mirror, create, options, seen};
+use crate::runtime_support::{Mirror, create, seen};
 use crate::shared_support::{
     create_namespaces, create_pgadmin, pgadmins, ready_condition, sim_with_crds, warnings_in,
 };
@@ -84,15 +81,8 @@ async fn join_configured(
     also: impl FnOnce(Resharder) -> Resharder,
 ) -> Member {
     let mirror = Mirror::default();
-    let kind = Kind::new(mirror.clone()).options(options());
-    let registry = kind.registry();
     // A member starts with nothing and is handed its share by the ring.
-    let operator = OperatorBuilder::new(client.clone(), std::sync::Arc::new(Shared::default()))
-        .ownership(Ownership::single(Ring::Nothing))
-        .register(kind)
-        .start()
-        .await
-        .expect("operator starts");
+    let (operator, registry) = crate::runtime_support::start_member(client, &mirror).await;
     let resharder = also(operator.resharder());
     let membership = Membership::join(client.clone(), lease, resharder);
     Member {

@@ -15,11 +15,14 @@ use pgtoolbox_operator::testing::actors::{
 use pgtoolbox_operator::testing::children::{ChildStore, Wakeups, owner_label};
 use pgtoolbox_operator::testing::k8s::WatchClients;
 use pgtoolbox_operator::testing::messages::ObjectKey;
+use pgtoolbox_operator::testing::supervisor::shard::{Ownership, Ring};
 use pgtoolbox_operator::testing::supervisor::{
-    BackoffPolicy, Kind, KindOptions, Operator, OperatorBuilder, Registry, WatchScope,
+    BackoffPolicy, Kind, KindOptions, Operator, OperatorSettings, Registry, WatchScope,
 };
 use serde_json::json;
 use tokio::time::Instant;
+
+use super::harness::Wiring;
 
 pub const SEEN: &str = "runtime.test/seen";
 
@@ -95,14 +98,41 @@ pub async fn start_operator(
     client: &kube::Client,
     mirror: &Mirror,
 ) -> (Operator, Registry<ConfigMap>) {
-    let kind = Kind::new(mirror.clone()).options(options());
-    let registry = kind.registry();
-    let operator = OperatorBuilder::new(client.clone(), Arc::new(Shared::default()))
-        .register(kind)
-        .start()
-        .await
-        .expect("operator starts");
-    (operator, registry)
+    start_registered(bare(), client, mirror).await
+}
+
+/// As [`start_operator`], a member of a sharded set: it starts with nothing and is handed
+/// its share by the ring.
+pub async fn start_member(
+    client: &kube::Client,
+    mirror: &Mirror,
+) -> (Operator, Registry<ConfigMap>) {
+    let wiring = bare().ownership(Ownership::single(Ring::Nothing));
+    start_registered(wiring, client, mirror).await
+}
+
+async fn start_registered(
+    wiring: Wiring,
+    client: &kube::Client,
+    mirror: &Mirror,
+) -> (Operator, Registry<ConfigMap>) {
+    let slot: Arc<Mutex<Option<Registry<ConfigMap>>>> = Arc::default();
+    let (registered, mirror) = (slot.clone(), mirror.clone());
+    let running = wiring
+        .register(move |builder, _, _| {
+            let kind = Kind::new(mirror.clone()).options(options());
+            *registered.lock().expect("slot") = Some(kind.registry());
+            builder.register(kind)
+        })
+        .start(client)
+        .await;
+    let registry = slot.lock().expect("slot").take().expect("kind registered");
+    (running.operator, registry)
+}
+
+/// The runtime alone: default settings, no shared actors, the test's kind registered.
+fn bare() -> Wiring {
+    Wiring::with(OperatorSettings::default()).bare()
 }
 
 /// The label that files a test Secret under the Mirror object it names.
@@ -130,21 +160,32 @@ pub async fn start_hibernating(
     linger: Duration,
     with_secrets: bool,
 ) -> (Operator, Arc<Shared>) {
-    let kind = Kind::new(mirror.clone()).options(KindOptions {
-        hibernate_after: Some(linger),
-        ..options()
-    });
-    let shared = Arc::new(Shared::default());
-    let mut builder = OperatorBuilder::new(client.clone(), shared.clone());
-    if with_secrets {
-        builder = builder.cache(labelled_secrets());
-    }
-    let operator = builder
-        .register(kind)
-        .start()
-        .await
-        .expect("operator starts");
-    (operator, shared)
+    start_mirror(client, mirror, Some(linger), with_secrets).await
+}
+
+/// The operator running `mirror` (its actors hibernating after `hibernate_after` when given),
+/// optionally waking objects on changes to their [`labelled_secrets`].
+pub async fn start_mirror(
+    client: &kube::Client,
+    mirror: &Mirror,
+    hibernate_after: Option<Duration>,
+    with_secrets: bool,
+) -> (Operator, Arc<Shared>) {
+    let mirror = mirror.clone();
+    let running = bare()
+        .register(move |mut builder, _, _| {
+            if with_secrets {
+                builder = builder.cache(labelled_secrets());
+            }
+            let kind = Kind::new(mirror.clone()).options(KindOptions {
+                hibernate_after,
+                ..options()
+            });
+            builder.register(kind)
+        })
+        .start(client)
+        .await;
+    (running.operator, running.shared)
 }
 
 pub fn config_map(name: &str, value: &str) -> ConfigMap {

@@ -14,10 +14,10 @@ use kube::api::{Api, DynamicObject, PostParams};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_sim::{Sim, SimConfig};
 use prost::Message;
 use serde_json::json;
+
+use crate::harness::TestOperator;
 
 const NS: &str = "team-a";
 
@@ -87,14 +87,7 @@ fn children_of<'a>(spans: &'a [Span], pass: &Span) -> Vec<&'a Span> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_pass_is_a_span_with_its_api_calls_as_children() {
     let (endpoint, received) = start_receiver().await;
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![render_crds_yaml().expect("CRDs render")],
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    crate::sim_support::namespace(&client, NS).await;
+    let (sim, client) = TestOperator::new().namespace(NS).start_cluster().await;
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     // A bearer token this time (the plain kubeconfig has none): it must not reach the spans.

@@ -117,21 +117,12 @@ async fn a_dropped_watch_and_a_410_relist_neither_lose_nor_duplicate_actors() {
 async fn a_labelled_child_change_wakes_its_owner_through_a_shared_child_store() {
     use k8s_openapi::api::core::v1::Secret;
     use kube::api::PostParams;
-    use pgtoolbox_operator::testing::actors::Shared;
-    use pgtoolbox_operator::testing::supervisor::{Kind, OperatorBuilder};
-    use std::sync::Arc;
 
     let (_sim, client) = start().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
     let mirror = Mirror::default();
-    let kind = Kind::new(mirror.clone()).options(crate::runtime_support::options());
-    let operator = OperatorBuilder::new(client.clone(), Arc::new(Shared::default()))
-        .cache(crate::runtime_support::labelled_secrets())
-        .register(kind)
-        .start()
-        .await
-        .unwrap();
+    let (operator, _) = crate::runtime_support::start_mirror(&client, &mirror, None, true).await;
     create(&api, "owner", "1").await;
     create(&api, "bystander", "1").await;
     for name in ["owner", "bystander"] {

@@ -12,11 +12,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{
     Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
-use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::testing::k8s::apply_manifests;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
-use pgtoolbox_sim::{Sim, SimConfig};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 const NS: &str = "team-a";
@@ -77,18 +73,8 @@ const JUSTIFIED: &[&str] = &[
     "get pgtoolbox.fyannk.dev/pgadminaccesses",
 ];
 
-fn deploy(file: &str) -> String {
-    std::fs::read_to_string(format!("{}/deploy/{file}", env!("CARGO_MANIFEST_DIR")))
-        .unwrap_or_else(|e| panic!("deploy/{file}: {e}"))
-}
-
-fn operator_cluster_role() -> ClusterRole {
-    let text = deploy("02-clusterrole.yaml");
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(ClusterRole::deserialize)
-        .find_map(Result::ok)
-        .expect("a ClusterRole")
-}
+use crate::harness::{TestOperator, cluster_config, deploy, operator_cluster_role};
+use crate::wait_support::{until_condition_json, until_gone};
 
 /// Every (verb, `group/resource`) a ClusterRole grants.
 fn granted_atoms(role: &ClusterRole) -> BTreeSet<String> {
@@ -141,22 +127,6 @@ fn ours(kind: &str, plural: &str) -> (&'static str, &'static str, String, String
     )
 }
 
-/// Polls until `condition` of the object has `reason`.
-/// Polls until `name` is gone (30 s at most); `what` names it in the failure.
-async fn wait_gone<K>(api: &Api<K>, name: &str, what: &str)
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while api.get_opt(name).await.expect("get").is_some() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what} was never deleted"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn wait_reason(
     client: &kube::Client,
     kind: &str,
@@ -167,61 +137,11 @@ async fn wait_reason(
 ) {
     let (g, v, k, p) = ours(kind, plural);
     let api = dynamic(client, g, v, &k, &p);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(40);
-    loop {
-        let obj = api.get(name).await.expect("readable");
-        let conditions = obj
-            .data
-            .pointer("/status/conditions")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let hit = conditions
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == condition && c["reason"] == reason);
-        if hit {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{kind}/{name}: {condition} never became {reason}: {conditions:#}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_condition_json(&api, name, condition, "reason", reason).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_granted() {
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![render_crds_yaml().expect("CRDs render")],
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(7),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let admin = sim.client();
-    for file in [
-        "00-namespace.yaml",
-        "01-serviceaccount.yaml",
-        "02-clusterrole.yaml",
-        "03-leader-election.yaml",
-        "05-console-clusterroles.yaml",
-    ] {
-        for result in apply_manifests(&admin, &deploy(file), "install").await {
-            result.unwrap_or_else(|e| panic!("{file}: {e}"));
-        }
-    }
-    crate::sim_support::namespace(&admin, NS).await;
-    // The role a PgAccessRequest asks for.
-    apply_manifests(&admin, "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: cnpg-viewer\nrules:\n- apiGroups: [postgresql.cnpg.io]\n  resources: [clusters]\n  verbs: [get]\n", "install").await;
-
-    let client = sim
-        .admin()
-        .client_for(OPERATOR, &[])
-        .expect("operator client");
     let settings = OperatorSettings {
         startup_jitter: Duration::ZERO,
         stall_rechecks: (Duration::from_millis(500), Duration::from_millis(1500)),
@@ -229,8 +149,29 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
         access_request_orphan_grace: Duration::from_secs(2),
         ..OperatorSettings::default()
     };
-    let kinds: Vec<String> = KINDS.iter().map(|k| k.to_string()).collect();
-    let (operator, shared) = crate::operator_support::run_operator(&client, &kinds, settings).await;
+    let mut harness = TestOperator::new().sim(cluster_config(7));
+    for file in [
+        "00-namespace.yaml",
+        "01-serviceaccount.yaml",
+        "02-clusterrole.yaml",
+        "03-leader-election.yaml",
+        "05-console-clusterroles.yaml",
+    ] {
+        harness = harness.install(file);
+    }
+    let started = harness
+        .namespace(NS)
+        // The role a PgAccessRequest asks for.
+        .manifest("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: cnpg-viewer\nrules:\n- apiGroups: [postgresql.cnpg.io]\n  resources: [clusters]\n  verbs: [get]\n")
+        // The operator runs as its ServiceAccount.
+        .operator_as(OPERATOR)
+        .settings(settings)
+        .kinds(&KINDS)
+        .start()
+        .await;
+    let (sim, admin) = (started.sim, started.client);
+    let running = started.running.expect("operator started");
+    let (operator, shared) = (running.operator, running.actors.expect("shared actors"));
 
     // PgToolBoxConsole: one exposed over a Route with restore drills, one plain; the plain one
     // is deleted afterwards.
@@ -409,7 +350,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
             "labels": {pgtoolbox_operator::testing::actors::access_request::REQUEST_LABEL: "ghost"}},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cnpg-viewer"},
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "mallory"}]})).await;
-    wait_gone(
+    until_gone(
         &bindings,
         "pgar-ghost",
         "the binding of a request that does not exist",
@@ -455,7 +396,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
             .await
             .expect("exposure changed");
         let previous = dynamic(&admin, group, "v1", kind, plural);
-        wait_gone(&previous, "ops-console", &format!("the {kind}")).await;
+        until_gone(&previous, "ops-console", &format!("the {kind}")).await;
         wait_reason(
             &admin,
             "PgToolBoxConsole",
@@ -470,7 +411,7 @@ async fn the_operator_converges_as_its_service_account_and_uses_what_it_is_grant
     // (after the rollout the exposure change started): wait for it before stopping.
     let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
         Api::namespaced(admin.clone(), NS);
-    wait_gone(
+    until_gone(
         &policies,
         "ops-ingress",
         "the ingress NetworkPolicy of an unexposed console",

@@ -8,23 +8,22 @@ use std::time::Duration;
 use dashmap::DashMap;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, ResourceExt};
-use pgtoolbox_operator::api::{PgAdmin, ReportsConditions, rendered_crd_files};
-use pgtoolbox_operator::testing::actors::shared::{SharedActors, start_shared_actors};
+use pgtoolbox_operator::api::{PgAdmin, ReportsConditions};
+use pgtoolbox_operator::testing::actors::shared::SharedActors;
 use pgtoolbox_operator::testing::actors::{ObjectContext, Outcome, ReconcileError, Reconciler};
 use pgtoolbox_operator::testing::health::Readiness;
 use pgtoolbox_operator::testing::messages::ObjectKey;
 use pgtoolbox_operator::testing::messages::shared::{RouterStats, SecretRouterMsg};
 use pgtoolbox_operator::testing::metrics::OperatorMetrics;
-use pgtoolbox_operator::testing::supervisor::{
-    Kind, KindOptions, Operator, OperatorBuilder, OperatorSettings,
-};
+use pgtoolbox_operator::testing::supervisor::{Kind, KindOptions, Operator, OperatorSettings};
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
 use crate::cli_support::{free_port, http_get};
-use crate::shared_support::{create_namespaces, eventually, warnings_in};
+use crate::harness::{TestOperator, Wiring};
+use crate::shared_support::{create_secrets, eventually, touch, warnings_in};
 
 const USES: &str = "test.pgtoolbox.fyannk.dev/uses";
 const LIMIT: Duration = Duration::from_secs(120);
@@ -71,40 +70,30 @@ impl Reconciler for CountingPgAdmin {
     }
 }
 
-fn crds() -> Vec<String> {
-    rendered_crd_files()
-        .expect("crds render")
-        .into_iter()
-        .map(|(_, yaml)| yaml)
-        .collect()
-}
-
 async fn start_operator(
     client: &Client,
     namespaces: &[&str],
     reconciler: &CountingPgAdmin,
 ) -> (SharedActors, Operator, OperatorMetrics, Readiness) {
-    let metrics = OperatorMetrics::new();
-    let readiness = Readiness::new();
     let settings = OperatorSettings {
         watch_namespaces: namespaces.iter().map(|n| (*n).to_owned()).collect(),
         ..OperatorSettings::default()
     };
-    let kinds = ["PgAdmin".to_owned()];
-    let shared = start_shared_actors(client, &kinds, settings, metrics.clone(), readiness.clone())
-        .await
-        .expect("shared actors start");
-    let options = KindOptions {
-        startup_jitter: Duration::ZERO,
-        ..KindOptions::default()
-    };
-    let operator = OperatorBuilder::new(client.clone(), shared.shared.clone())
-        .register(Kind::new(reconciler.clone()).options(options))
-        .start()
-        .await
-        .expect("operator starts");
-    readiness.mark_lists_expected();
-    (shared, operator, metrics, readiness)
+    let reconciler = reconciler.clone();
+    let running = Wiring::with(settings)
+        .kinds(&["PgAdmin"])
+        .register(move |builder, _, _| {
+            let options = KindOptions {
+                startup_jitter: Duration::ZERO,
+                ..KindOptions::default()
+            };
+            builder.register(Kind::new(reconciler.clone()).options(options))
+        })
+        .start(client)
+        .await;
+    running.readiness.mark_lists_expected();
+    let actors = running.actors.expect("shared actors");
+    (actors, running.operator, running.metrics, running.readiness)
 }
 
 async fn stats(shared: &SharedActors) -> RouterStats {
@@ -113,14 +102,6 @@ async fn stats(shared: &SharedActors) -> RouterStats {
         SecretRouterMsg::Stats
     )
     .expect("router answers")
-}
-
-async fn touch(secrets: &Api<Secret>, name: &str, value: &str) {
-    let patch = json!({"stringData": {"touched": value}});
-    secrets
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("secret patched");
 }
 
 async fn router_saw_one_more(shared: &SharedActors, seen: u64) -> u64 {
@@ -151,14 +132,12 @@ fn pgadmin(name: &str, uses: &str) -> PgAdmin {
 async fn a_secret_change_reconciles_exactly_the_objects_that_use_it() {
     const NS: &str = "tenants";
     const COUNT: usize = 5_000;
-    let sim = Sim::start(SimConfig {
-        extra_crds: crds(),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    create_namespaces(&client, &[NS]).await;
+    let started = TestOperator::new()
+        .namespace(NS)
+        .without_operator()
+        .start()
+        .await;
+    let (_sim, client) = (started.sim, started.client);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
     let pgadmins: Api<PgAdmin> = Api::namespaced(client.clone(), NS);
 
@@ -166,23 +145,7 @@ async fn a_secret_change_reconciles_exactly_the_objects_that_use_it() {
     // "shared", p-4998 and p-4999 use only "shared"; s-4998 is used by nobody.
     let mut secret_names: Vec<String> = (0..COUNT - 1).map(|i| format!("s-{i}")).collect();
     secret_names.push("shared".to_owned());
-    futures::stream::iter(secret_names)
-        .map(|name| {
-            let secrets = secrets.clone();
-            async move {
-                let s: Secret = serde_json::from_value(json!({
-                    "metadata": {"name": name}, "stringData": {"password": "initial"},
-                }))
-                .expect("secret");
-                secrets
-                    .create(&PostParams::default(), &s)
-                    .await
-                    .expect("secret created");
-            }
-        })
-        .buffer_unordered(32)
-        .collect::<Vec<_>>()
-        .await;
+    create_secrets(&secrets, &secret_names).await;
     futures::stream::iter(0..COUNT)
         .map(|i| {
             let pgadmins = pgadmins.clone();
@@ -291,15 +254,17 @@ async fn a_secret_change_reconciles_exactly_the_objects_that_use_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_namespace_is_not_watched_and_the_other_works() {
-    let sim = Sim::start(SimConfig {
-        extra_crds: crds(),
-        deny: vec![DenyRule::parse("create:secrets:team-b").expect("rule")],
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
-    create_namespaces(&client, &["team-a", "team-b"]).await;
+    let started = TestOperator::new()
+        .sim(SimConfig {
+            deny: vec![DenyRule::parse("create:secrets:team-b").expect("rule")],
+            ..SimConfig::default()
+        })
+        .namespace("team-a")
+        .namespace("team-b")
+        .without_operator()
+        .start()
+        .await;
+    let (_sim, client) = (started.sim, started.client);
     for (ns, name) in [("team-a", "kept"), ("team-b", "left-out")] {
         let api: Api<PgAdmin> = Api::namespaced(client.clone(), ns);
         api.create(&PostParams::default(), &pgadmin(name, ""))
@@ -372,13 +337,15 @@ async fn the_binary_exits_non_zero_when_the_probe_is_refused_its_credentials() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_becomes_ready_and_serves_its_metrics() {
-    let sim = Sim::start(SimConfig {
-        extra_crds: crds(),
-        unserve: vec!["route.openshift.io".to_owned()],
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
+    let sim = TestOperator::new()
+        .sim(SimConfig {
+            unserve: vec!["route.openshift.io".to_owned()],
+            ..SimConfig::default()
+        })
+        .without_operator()
+        .start()
+        .await
+        .sim;
     let dir = tempfile::tempdir().expect("tempdir");
     let kubeconfig = dir.path().join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig).expect("kubeconfig");

@@ -8,12 +8,10 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
-use pgtoolbox_operator::api::render_crds_yaml;
-use pgtoolbox_operator::testing::k8s::apply_manifests;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
-use pgtoolbox_sim::{Sim, SimConfig};
 use serde_json::{Value, json};
 
+use crate::harness::TestOperator;
 use crate::wait_support::until_json;
 
 const NS: &str = "locked-down";
@@ -54,26 +52,16 @@ fn has(obj: &Value, condition: &str, status: &str, reason: Option<&str>) -> bool
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_is_ready_in_a_namespace_enforcing_restricted() {
-    let sim = Sim::start(SimConfig {
-        extra_crds: vec![render_crds_yaml().expect("CRDs render")],
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(7),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
-    let client = sim.client();
     // The operator's namespace (its CA lives there) and the ClusterRoles a console binds, as
     // the installation ships them.
-    for file in ["00-namespace.yaml", "05-console-clusterroles.yaml"] {
-        let manifest =
-            std::fs::read_to_string(format!("{}/deploy/{file}", env!("CARGO_MANIFEST_DIR")))
-                .expect("deploy/ manifest");
-        for result in apply_manifests(&client, &manifest, "install").await {
-            result.unwrap_or_else(|e| panic!("{file}: {e}"));
-        }
-    }
+    let started = TestOperator::new()
+        .sim(crate::harness::cluster_config(7))
+        .install("00-namespace.yaml")
+        .install("05-console-clusterroles.yaml")
+        .without_operator()
+        .start()
+        .await;
+    let (_sim, client) = (started.sim, started.client);
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": NS, "labels": {
         "pod-security.kubernetes.io/enforce": "restricted",
         "pod-security.kubernetes.io/warn": "restricted"}}}))

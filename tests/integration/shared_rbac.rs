@@ -1,26 +1,14 @@
 //! The installation's ClusterRole grants every permission the namespace-refusal tracker checks
 //! for the kinds this build runs; otherwise a WATCH_NAMESPACES install would drop them all.
 
-use k8s_openapi::api::rbac::v1::ClusterRole;
-use pgtoolbox_operator::cli::register_all;
 use pgtoolbox_operator::testing::reconcile::namespace_permissions::required_permissions;
-use pgtoolbox_operator::testing::supervisor::OperatorBuilder;
 use pgtoolbox_sim::{Sim, SimConfig};
-use serde::Deserialize;
 
 #[tokio::test]
 async fn the_cluster_role_grants_what_the_tracker_checks() {
     let sim = Sim::start(SimConfig::default()).await.expect("sim starts");
-    let kinds = register_all(OperatorBuilder::new(sim.client(), Default::default())).kind_names();
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/deploy/02-clusterrole.yaml"
-    ))
-    .expect("deploy/02-clusterrole.yaml");
-    let role = serde_yaml_ng::Deserializer::from_str(&text)
-        .map(ClusterRole::deserialize)
-        .find_map(Result::ok)
-        .expect("a ClusterRole");
+    let kinds = crate::harness::all_kinds(&sim.client());
+    let role = crate::harness::operator_cluster_role();
     let rules = role.rules.unwrap_or_default();
     for permission in required_permissions(&kinds) {
         let resource = if permission.subresource.is_empty() {
@@ -85,15 +73,7 @@ const OUTSIDE_THE_TABLE: &[(&str, &str, &str)] = &[
 /// tracker does not know about, and the table cannot quietly shrink under deploy/.
 #[tokio::test]
 async fn every_cluster_role_grant_is_in_the_tracker_table() {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/deploy/02-clusterrole.yaml"
-    ))
-    .expect("deploy/02-clusterrole.yaml");
-    let role = serde_yaml_ng::Deserializer::from_str(&text)
-        .map(ClusterRole::deserialize)
-        .find_map(Result::ok)
-        .expect("a ClusterRole");
+    let role = crate::harness::operator_cluster_role();
     let every_kind = [
         "PgAccessRequest",
         "PgAdmin",

@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dashmap::DashMap;
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, PostParams};
 use pgtoolbox_operator::testing::actors::secret_router::{
     RouterArgs, SecretRouter, SecretSubscriber,
 };
@@ -18,7 +17,7 @@ use pgtoolbox_operator::testing::supervisor::WatchScope;
 use ractor::{Actor, ActorRef};
 use serde_json::json;
 
-use crate::shared_support::{create_namespaces, eventually, sim_with};
+use crate::shared_support::{create_namespaces, eventually, sim_with, touch};
 
 const NS: &str = "tenants";
 const COUNT: usize = 5_000;
@@ -43,6 +42,32 @@ impl Wakeups {
     }
 }
 
+/// A router watching the Secrets of `scope`, waking [`Wakeups`] for the objects of its index.
+async fn start_router(
+    client: &kube::Client,
+    scope: WatchScope,
+) -> (
+    Arc<Wakeups>,
+    Arc<ReferenceIndex>,
+    ActorRef<SecretRouterMsg>,
+    ractor::concurrency::JoinHandle<()>,
+) {
+    let wakeups = Arc::new(Wakeups::default());
+    let index = ReferenceIndex::new("Secrets", secrets_resource());
+    let (router, task) = Actor::spawn(
+        None,
+        SecretRouter,
+        RouterArgs {
+            subscriber: wakeups.clone(),
+            index: index.clone(),
+            watch: Some((client.clone(), scope)),
+        },
+    )
+    .await
+    .expect("router starts");
+    (wakeups, index, router, task)
+}
+
 fn object(name: &str) -> KindKey {
     KindKey::new("PgAdmin", NS, name)
 }
@@ -53,14 +78,6 @@ fn secret(name: &str) -> ObjectKey {
 
 async fn stats(router: &ActorRef<SecretRouterMsg>) -> RouterStats {
     ractor::call!(router, SecretRouterMsg::Stats).expect("router answers")
-}
-
-async fn touch(secrets: &Api<Secret>, name: &str, value: &str) {
-    let patch = json!({"stringData": {"touched": value}});
-    secrets
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("secret patched");
 }
 
 /// Waits until the router has seen `more` events beyond `seen`.
@@ -83,38 +100,10 @@ async fn a_secret_change_wakes_exactly_its_users() {
     // 4,999 numbered Secrets plus "shared"; s-4998 is used by nobody.
     let mut names: Vec<String> = (0..COUNT - 1).map(|i| format!("s-{i}")).collect();
     names.push("shared".to_owned());
-    futures::stream::iter(names.iter())
-        .map(|name| {
-            let secrets = secrets.clone();
-            async move {
-                let s: Secret = serde_json::from_value(json!({
-                    "metadata": {"name": name},
-                    "stringData": {"password": "initial"},
-                }))
-                .expect("secret");
-                secrets
-                    .create(&PostParams::default(), &s)
-                    .await
-                    .expect("secret created");
-            }
-        })
-        .buffer_unordered(32)
-        .collect::<Vec<_>>()
-        .await;
+    crate::shared_support::create_secrets(&secrets, &names).await;
 
-    let wakeups = Arc::new(Wakeups::default());
-    let index = ReferenceIndex::new("Secrets", secrets_resource());
-    let (router, _task) = Actor::spawn(
-        None,
-        SecretRouter,
-        RouterArgs {
-            subscriber: wakeups.clone(),
-            index: index.clone(),
-            watch: Some((client.clone(), WatchScope::Namespaces(vec![NS.to_owned()]))),
-        },
-    )
-    .await
-    .expect("router starts");
+    let (wakeups, index, router, _task) =
+        start_router(&client, WatchScope::Namespaces(vec![NS.to_owned()])).await;
 
     // o-i uses s-i (i < 4998); o-7, o-4998 and o-4999 use "shared".
     for i in 0..COUNT {
@@ -183,19 +172,7 @@ async fn a_relist_wakes_nobody_and_a_deleted_secret_wakes_its_users() {
             .await
             .expect("secret created");
     }
-    let wakeups = Arc::new(Wakeups::default());
-    let index = ReferenceIndex::new("Secrets", secrets_resource());
-    let (router, _task) = Actor::spawn(
-        None,
-        SecretRouter,
-        RouterArgs {
-            subscriber: wakeups.clone(),
-            index: index.clone(),
-            watch: Some((client.clone(), WatchScope::All)),
-        },
-    )
-    .await
-    .expect("router starts");
+    let (wakeups, index, router, _task) = start_router(&client, WatchScope::All).await;
     for i in 0..SMALL {
         index.register(
             &object(&format!("o-{i}")),

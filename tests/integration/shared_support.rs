@@ -3,20 +3,26 @@
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
-use pgtoolbox_operator::api::rendered_crd_files;
 use pgtoolbox_sim::{DenyRule, Sim, SimConfig};
 use serde_json::json;
 
+use crate::harness::TestOperator;
+
 pub async fn sim_with(deny: &[&str], unserve: &[&str]) -> Sim {
-    let config = SimConfig {
+    Sim::start(config_with(deny, unserve))
+        .await
+        .expect("sim starts")
+}
+
+fn config_with(deny: &[&str], unserve: &[&str]) -> SimConfig {
+    SimConfig {
         deny: deny
             .iter()
             .map(|rule| DenyRule::parse(rule).expect("deny rule"))
             .collect(),
         unserve: unserve.iter().map(|g| (*g).to_owned()).collect(),
         ..SimConfig::default()
-    };
-    Sim::start(config).await.expect("sim starts")
+    }
 }
 
 pub async fn create_namespaces(client: &kube::Client, names: &[&str]) {
@@ -32,20 +38,11 @@ pub async fn create_namespaces(client: &kube::Client, names: &[&str]) {
 
 /// A server with our CRDs that answers 403 to the requests `deny` matches.
 pub async fn sim_with_crds(deny: &[&str]) -> Sim {
-    let crds = rendered_crd_files()
-        .expect("crds render")
-        .into_iter()
-        .map(|(_, yaml)| yaml)
-        .collect();
-    let config = SimConfig {
-        deny: deny
-            .iter()
-            .map(|rule| DenyRule::parse(rule).expect("deny rule"))
-            .collect(),
-        extra_crds: crds,
-        ..SimConfig::default()
-    };
-    Sim::start(config).await.expect("sim starts")
+    TestOperator::new()
+        .sim(config_with(deny, &[]))
+        .start_cluster()
+        .await
+        .0
 }
 
 pub fn pgadmins(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
@@ -149,18 +146,42 @@ pub fn watched_caches(
     pgtoolbox_operator::testing::children::OperatorCaches,
     tokio_util::task::AbortOnDropHandle<()>,
 ) {
-    use futures::StreamExt;
-    use pgtoolbox_operator::testing::k8s::{WatchClients, WatchScope};
     let caches = pgtoolbox_operator::testing::children::OperatorCaches::new();
-    let scope = WatchScope::Namespaces(vec![namespace.into()]);
-    let wakeups: Vec<_> = caches
-        .watches()
-        .into_iter()
-        .flat_map(|start| start(&WatchClients::same(client), &scope))
-        .collect();
-    let drain = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-        let mut all = futures::stream::select_all(wakeups);
-        while all.next().await.is_some() {}
-    }));
+    let drain = crate::harness::drain_caches(&caches, client, namespace);
     (caches, drain)
+}
+
+/// Creates a Secret `{password: initial}` of each name, 32 at a time.
+pub async fn create_secrets(secrets: &Api<k8s_openapi::api::core::v1::Secret>, names: &[String]) {
+    use futures::StreamExt;
+    futures::stream::iter(names)
+        .map(|name| {
+            let secrets = secrets.clone();
+            async move {
+                let s: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+                    "metadata": {"name": name}, "stringData": {"password": "initial"},
+                }))
+                .expect("secret");
+                secrets
+                    .create(&PostParams::default(), &s)
+                    .await
+                    .expect("secret created");
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await;
+}
+
+/// Changes the Secret `name` (its `touched` key), which wakes whoever uses it.
+pub async fn touch(secrets: &Api<k8s_openapi::api::core::v1::Secret>, name: &str, value: &str) {
+    let patch = json!({"stringData": {"touched": value}});
+    secrets
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("secret patched");
 }

@@ -970,12 +970,7 @@ async fn extra_crds_are_served_from_start_and_external_ones_can_be_left_out() {
 
 #[tokio::test]
 async fn the_operators_own_crds_are_served() {
-    let ours = pgtoolbox_operator::api::render_crds_yaml().expect("CRDs render");
-    let config = pgtoolbox_sim::SimConfig {
-        extra_crds: vec![ours],
-        ..Default::default()
-    };
-    let (_sim, client) = crate::sim_support::start_with(config).await;
+    let (_sim, client) = crate::harness::TestOperator::new().start_cluster().await;
     let (code, groups) = raw(&client, "GET", "/apis", "application/json", vec![]).await;
     assert_eq!(code, 200);
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =

@@ -377,11 +377,7 @@ async fn kubectl_explains_every_kind_and_prints_built_in_columns() {
         eprintln!("kubectl not found: skipping the kubectl test");
         return;
     }
-    let config = pgtoolbox_sim::SimConfig {
-        extra_crds: vec![pgtoolbox_operator::api::render_crds_yaml().expect("our CRDs")],
-        ..Default::default()
-    };
-    let (sim, _client) = crate::sim_support::start_with(config).await;
+    let (sim, _client) = crate::harness::TestOperator::new().start_cluster().await;
     let k = Kubectl::for_sim(&sim);
     tokio::task::spawn_blocking(move || {
         let spec = k.ok(&["explain", "deployment.spec"]);

@@ -1,23 +1,16 @@
 //! Helpers of the simulated-cluster component tests: a sim with controllers, dynamic APIs,
 //! polling until a component has written what a test waits for, certificates from Secrets.
 
-use std::time::Duration;
-
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kube::core::GroupVersionKind;
-use pgtoolbox_sim::{Sim, SimConfig};
+use pgtoolbox_sim::Sim;
 use serde_json::Value;
 
 /// A sim with the simulated cluster components running (and a short pod start).
 pub async fn start_cluster() -> (Sim, kube::Client) {
-    let sim = Sim::start(SimConfig {
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(7),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts");
+    let sim = Sim::start(super::harness::cluster_config(7))
+        .await
+        .expect("sim starts");
     let client = sim.client();
     (sim, client)
 }

@@ -2,15 +2,14 @@
 //! API server under our CRD schema and reads back as the engine produced it.
 
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions, rendered_crd_files};
+use pgtoolbox_operator::api::{PgAccessRequest, ReportsConditions};
 use pgtoolbox_operator::testing::conditions::{
     ConditionType, Timestamp, Verdict, derive_status, reasons::access_request, reasons::common,
     status_patch,
 };
-use pgtoolbox_sim::SimConfig;
 use serde_json::{Map, Value, json};
 
-use crate::sim_support::{code_of, namespace, start_with};
+use crate::sim_support::code_of;
 
 fn request() -> PgAccessRequest {
     serde_json::from_value(json!({
@@ -24,13 +23,10 @@ fn request() -> PgAccessRequest {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn engine_status_round_trips_through_the_status_subresource() {
-    let crds = rendered_crd_files().expect("crds render");
-    let config = SimConfig {
-        extra_crds: crds.into_iter().map(|(_, yaml)| yaml).collect(),
-        ..SimConfig::default()
-    };
-    let (_sim, client) = start_with(config).await;
-    namespace(&client, "team-a").await;
+    let (_sim, client) = crate::harness::TestOperator::new()
+        .namespace("team-a")
+        .start_cluster()
+        .await;
     let api: Api<PgAccessRequest> = Api::namespaced(client, "team-a");
     let created = api
         .create(&PostParams::default(), &request())

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::GroupVersionKind;
-use pgtoolbox_operator::api::render_crds_yaml;
 use pgtoolbox_operator::testing::k8s::apply_manifests;
 use pgtoolbox_operator::testing::supervisor::OperatorSettings;
 use pgtoolbox_sim::{Sim, SimConfig};
+
+use crate::harness::TestOperator;
 use serde_json::Value;
 
 use crate::kubectl_support::{Kubectl, kubectl_present};
@@ -166,36 +167,24 @@ spec:
 /// CloudNativePG, router and Gateway controller get their status writes accepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_workload_kind_is_ready_on_the_upstream_crds() {
-    let mut extra = upstream_crds();
-    extra.push(render_crds_yaml().expect("our CRDs"));
-    let sim = Sim::start(SimConfig {
-        external_crds: false,
-        extra_crds: extra,
-        controllers: true,
-        pod_start: Duration::from_millis(50),
-        seed: Some(11),
-        ..SimConfig::default()
-    })
-    .await
-    .expect("sim starts on the upstream CRDs");
-    let client = sim.client();
-    let settings = OperatorSettings {
-        startup_jitter: Duration::ZERO,
-        ..OperatorSettings::default()
-    };
-    crate::sim_support::namespace(&client, NS).await;
-    crate::sim_support::namespace(&client, &settings.operator_namespace).await;
-    for result in apply_manifests(
-        &client,
-        include_str!("../../deploy/05-console-clusterroles.yaml"),
-        "test",
-    )
-    .await
-    {
-        result.expect("console roles");
-    }
-    let kinds = crate::operator_support::all_kinds(&client);
-    let (operator, shared) = crate::operator_support::run_operator(&client, &kinds, settings).await;
+    let started = TestOperator::new()
+        .sim(SimConfig {
+            external_crds: false,
+            extra_crds: upstream_crds(),
+            ..crate::harness::cluster_config(11)
+        })
+        .namespace(NS)
+        .namespace(&OperatorSettings::default().operator_namespace)
+        .manifest(include_str!("../../deploy/05-console-clusterroles.yaml"))
+        .settings(OperatorSettings {
+            startup_jitter: Duration::ZERO,
+            ..OperatorSettings::default()
+        })
+        .start()
+        .await;
+    let (_sim, client) = (started.sim, started.client);
+    let running = started.running.expect("operator started");
+    let (operator, shared) = (running.operator, running.actors.expect("shared actors"));
     for result in apply_manifests(&client, SCENARIO, "test").await {
         result.expect("scenario object accepted by the upstream schemas");
     }

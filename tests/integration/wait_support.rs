@@ -214,6 +214,25 @@ pub async fn until_json(
     .await
 }
 
+/// As [`until_json`], until the object's condition `type_` has `field` (`status`, `reason`)
+/// equal to `value`.
+pub async fn until_condition_json(
+    api: &Api<DynamicObject>,
+    name: &str,
+    type_: &str,
+    field: &str,
+    value: &str,
+) -> Value {
+    until_json(api, name, &format!("{type_} {field} {value}"), |obj| {
+        obj.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == type_ && c[field] == value)
+    })
+    .await
+}
+
 /// The items of a list once `check` holds on them; fails with the last ones seen.
 pub async fn until_list<K, F>(api: &Api<K>, lp: &ListParams, what: &str, check: F) -> Vec<K>
 where
