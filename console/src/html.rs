@@ -81,6 +81,8 @@ pub struct Chrome<'a> {
     pub csrf: Option<&'a str>,
     pub namespace: &'a str,
     pub active: &'a str,
+    /// Whether the pod logs pages exist (`CONSOLE_POD_LOGS`): their link is shown only then.
+    pub pod_logs: bool,
 }
 
 pub fn page(title: &str, chrome: &Chrome<'_>, body: &str) -> String {
@@ -93,9 +95,15 @@ pub fn page(title: &str, chrome: &Chrome<'_>, body: &str) -> String {
             };
             format!("<a href=\"{href}\"{on}>{label}</a>")
         };
+        let logs = if chrome.pod_logs {
+            link("/logs", "Pod logs", "logs")
+        } else {
+            String::new()
+        };
         format!(
-            "<nav>{}{}</nav>",
+            "<nav>{}{}{}{logs}</nav>",
             link("/", "Clusters", "clusters"),
+            link("/backups", "Backups", "backups"),
             link("/access", "Access requests", "access")
         )
     } else {
@@ -229,10 +237,14 @@ pub fn clusters(views: &Result<Vec<ClusterView>, String>, namespace: &str) -> St
             fact("Instances", &members),
             fact(
                 "Last backup",
-                &v.last_backup
-                    .as_deref()
-                    .map(esc)
-                    .unwrap_or_else(|| "<span class=\"muted\">none</span>".into())
+                &format!(
+                    "{} <a class=\"more\" href=\"/backups#cluster-{}\">all backups</a>",
+                    v.last_backup
+                        .as_deref()
+                        .map(esc)
+                        .unwrap_or_else(|| "<span class=\"muted\">none</span>".into()),
+                    esc(&v.name)
+                )
             ),
         ));
     }
@@ -350,8 +362,19 @@ mod tests {
             csrf: Some("t\""),
             namespace: "ns",
             active: "",
+            pod_logs: false,
         };
         let html = page("<t>", &chrome, "");
+        assert!(html.contains("href=\"/backups\"") && !html.contains("href=\"/logs\""));
+        let with_logs = page(
+            "t",
+            &Chrome {
+                pod_logs: true,
+                ..chrome
+            },
+            "",
+        );
+        assert!(with_logs.contains("href=\"/logs\""));
         assert!(html.contains("&lt;b&gt;") && html.contains("t&quot;") && !html.contains("<t>"));
     }
 }

@@ -6,7 +6,9 @@
 
 pub mod addr;
 pub mod auth;
+pub mod backups;
 pub mod html;
+pub mod logs;
 mod metrics;
 pub mod server;
 pub mod tls;

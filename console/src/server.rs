@@ -31,7 +31,7 @@ pub enum ConsoleError {
 
 /// The console's state.
 pub struct Console {
-    env: Env,
+    pub(crate) env: Env,
     oidc: Option<Oidc>,
     sessions: Sessions,
     trust: ProxyTrust,
@@ -74,7 +74,7 @@ impl Console {
     }
 
     /// A client that authenticates as the session's user (their ID token as the bearer).
-    fn user_client(&self, session: &Session) -> Result<kube::Client, String> {
+    pub(crate) fn user_client(&self, session: &Session) -> Result<kube::Client, String> {
         let mut config = self.kube_base.clone();
         config.auth_info.token = Some(session.id_token.clone().into());
         kube::Client::try_from(config).map_err(|e| e.to_string())
@@ -97,18 +97,23 @@ impl Console {
         format!("http://{host}")
     }
 
-    fn session(&self, headers: &HeaderMap) -> Option<(String, Session)> {
+    pub(crate) fn session(&self, headers: &HeaderMap) -> Option<(String, Session)> {
         let id = cookie(headers, SESSION_COOKIE)?;
         let session = self.sessions.get(&id)?;
         Some((id, session))
     }
 
-    fn chrome<'a>(&'a self, session: Option<&'a Session>, active: &'a str) -> Chrome<'a> {
+    pub(crate) fn chrome<'a>(
+        &'a self,
+        session: Option<&'a Session>,
+        active: &'a str,
+    ) -> Chrome<'a> {
         Chrome {
             user: session.map(|s| s.display.as_str()),
             csrf: session.map(|s| s.csrf.as_str()),
             namespace: &self.env.namespace,
             active,
+            pod_logs: self.env.pod_logs,
         }
     }
 
@@ -121,9 +126,9 @@ impl Console {
     }
 }
 
-type Shared = Arc<Console>;
+pub(crate) type Shared = Arc<Console>;
 
-fn html_response(status: StatusCode, body: String) -> Response {
+pub(crate) fn html_response(status: StatusCode, body: String) -> Response {
     let mut r = (status, body).into_response();
     let h = r.headers_mut();
     h.insert(
@@ -179,8 +184,15 @@ pub fn router(console: Shared) -> Router {
             .route("/login", get(login))
             .route(CALLBACK_PATH, get(callback))
             .route("/logout", post(logout))
+            .route("/backups", get(crate::backups::page))
     } else {
         app.fallback(not_configured)
+    };
+    let app = if console.oidc.is_some() && console.env.pod_logs {
+        app.route("/logs", get(crate::logs::index))
+            .route("/logs/{pod}", get(crate::logs::page))
+    } else {
+        app
     };
     app.with_state(console)
 }
@@ -217,7 +229,7 @@ async fn style() -> Response {
             (header::CONTENT_TYPE, "text/css; charset=utf-8"),
             (header::CACHE_CONTROL, "max-age=300"),
         ],
-        html::STYLESHEET,
+        [html::STYLESHEET, crate::backups::STYLE, crate::logs::STYLE].concat(),
     )
         .into_response()
 }
@@ -233,7 +245,7 @@ async fn not_configured(State(c): State<Shared>) -> Response {
     )
 }
 
-fn sign_in_page(c: &Console) -> Response {
+pub(crate) fn sign_in_page(c: &Console) -> Response {
     html_response(
         StatusCode::OK,
         html::page("Sign in", &c.chrome(None, ""), &html::sign_in()),
