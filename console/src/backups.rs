@@ -201,6 +201,7 @@ pub fn took(start: &str, stop: &str) -> String {
     };
     let secs = b.duration_since(a).as_secs().max(0);
     match secs {
+        0 => "under 1 s".to_string(),
         s if s < 60 => format!("{s} s"),
         s if s < 3600 => format!("{} min {} s", s / 60, s % 60),
         s => format!("{} h {} min", s / 3600, (s % 3600) / 60),
@@ -476,5 +477,9 @@ mod tests {
             "2 h 10 min"
         );
         assert_eq!(took("", "2026-12-07T12:10:00Z"), "");
+        assert_eq!(
+            took("2026-12-07T10:00:00Z", "2026-12-07T10:00:00Z"),
+            "under 1 s"
+        );
     }
 }

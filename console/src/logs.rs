@@ -254,7 +254,7 @@ pub async fn page(
 }
 
 /// The page's own styles (added to the shared stylesheet's).
-pub const STYLE: &str = "pre.log { background:#0f1420; color:#d7deec; border-radius:8px; padding:14px 16px; font:12.5px/1.5 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; white-space:pre-wrap; word-break:break-all; max-height:70vh; overflow:auto; margin:12px 0 0; } .toolbar { display:flex; gap:8px; align-items:center; } .crumbs { margin:0 0 6px; color:var(--muted); } .crumbs a { color:var(--accent); } ul.instances { list-style:none; padding:0; margin:10px 0 0; } ul.instances li { padding:6px 0; border-top:1px solid var(--line); } ul.instances li:first-child { border-top:none; } ul.instances a { color:var(--accent); font-weight:500; }";
+pub const STYLE: &str = "pre.log { background:#0f1420; color:#d7deec; border-radius:8px; padding:14px 16px; font:12.5px/1.5 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; white-space:pre-wrap; word-break:break-all; max-height:70vh; overflow:auto; margin:0; } .toolbar { display:flex; gap:8px; align-items:center; margin-bottom:12px; } .toolbar + .flash { margin-bottom:0; } .crumbs { margin:0 0 6px; color:var(--muted); } .crumbs a { color:var(--accent); } ul.instances { list-style:none; padding:0; margin:10px 0 0; } ul.instances li { padding:6px 0; border-top:1px solid var(--line); } ul.instances li:first-child { border-top:none; } ul.instances a { color:var(--accent); font-weight:500; }";
 
 #[cfg(test)]
 mod tests {

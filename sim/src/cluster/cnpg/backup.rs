@@ -362,7 +362,15 @@ fn complete(ctx: &Ctx, tx: &mut Tx<'_>, backup: &Value, cluster: &Value) -> Resu
         "" => rfc3339(now),
         t => t.to_string(),
     };
-    let begin_time = started_at.parse::<jiff::Timestamp>().unwrap_or(now);
+    let mut begin_time = started_at.parse::<jiff::Timestamp>().unwrap_or(now);
+    // barman names a backup by its start second; two backups of one catalog never share it.
+    let ids: Vec<&str> = catalog(&all, backup)
+        .iter()
+        .map(|b| s(b, "/status/backupId"))
+        .collect();
+    while ids.contains(&barman_id(begin_time).as_str()) {
+        begin_time += jiff::SignedDuration::from_secs(1);
+    }
     tx.event(
         backup,
         EventKind::Normal,
@@ -380,7 +388,7 @@ fn complete(ctx: &Ctx, tx: &mut Tx<'_>, backup: &Value, cluster: &Value) -> Resu
         st["reconciliationTerminatedAt"] = json!(rfc3339(now));
         st["backupId"] = json!(barman_id(begin_time));
         st["startedAt"] = json!(rfc3339(begin_time));
-        st["stoppedAt"] = json!(rfc3339(now));
+        st["stoppedAt"] = json!(rfc3339(now.max(begin_time)));
         st["beginWal"] = json!(wal_name(timeline, begin));
         st["endWal"] = json!(wal_name(timeline, end));
         st["beginLSN"] = json!(lsn_text(begin));
