@@ -396,7 +396,7 @@ pub async fn page(
 }
 
 /// The page's own styles (added to the shared stylesheet's).
-pub const STYLE: &str = "h3 { font-size:13px; text-transform:uppercase; letter-spacing:.4px; color:var(--muted); margin:18px 0 4px; font-weight:600; } td.wal code, td code { font-size:12.5px; } .error { color:var(--bad); font-size:13px; margin-top:2px; } a.more { font-size:12.5px; font-weight:400; color:var(--accent); margin-left:6px; }";
+pub const STYLE: &str = "h3 { font-size:13px; text-transform:uppercase; letter-spacing:.4px; color:var(--muted); margin:18px 0 4px; font-weight:600; } td.wal code, td code { font-size:12.5px; } .error { color:var(--bad); font-size:13px; margin-top:2px; } a.more { display:block; font-size:12.5px; font-weight:400; color:var(--accent); margin-top:2px; }";
 
 #[cfg(test)]
 mod tests {
