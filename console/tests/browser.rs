@@ -346,6 +346,68 @@ async fn without_oidc_only_health_and_a_notice_are_served() {
     served.await.expect("joined").expect("stops");
 }
 
+/// The API server's OIDC settings trusting `provider` with the console's client as audience,
+/// usernames and groups prefixed `oidc:`.
+fn trusting(provider: &Provider) -> OidcConfig {
+    let mut oidc = OidcConfig::new(&provider.issuer, "console");
+    oidc.username_prefix = Some("oidc:".into());
+    oidc.groups_claim = Some("groups".into());
+    oidc.groups_prefix = "oidc:".into();
+    oidc.ca_file = Some(provider.ca_file.clone());
+    oidc
+}
+
+/// The console's environment in namespace `team`, signing in through `provider`.
+fn console_env(provider: &Provider, pod_logs: bool) -> Env {
+    Env {
+        name: "console".into(),
+        namespace: "team".into(),
+        pod_logs,
+        oidc: Some(OidcEnv {
+            issuer_url: provider.issuer.clone(),
+            client_id: "console".into(),
+            client_secret: "console-secret".into(),
+            ca_file: Some(provider.ca_file.display().to_string()),
+        }),
+        ..Env::default()
+    }
+}
+
+/// Runs the browser flow `script` of tests/browser with `config` (plus `shots`, where its
+/// screenshots are kept: target/tmp/console-screenshots); fails with its output.
+async fn run_flow(script: &str, mut config: Value) {
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
+    std::fs::create_dir_all(&shots).expect("screenshots dir");
+    config["shots"] = json!(shots);
+    let script = Path::new(BROWSER_DIR).join(script);
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(script)
+            .arg(config.to_string())
+            .current_dir(BROWSER_DIR)
+            .output()
+            .expect("node runs")
+    })
+    .await
+    .expect("joined");
+    assert!(
+        output.status.success(),
+        "the browser flow failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn cluster_role(name: &str, rules: Value) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
+}
+
+fn group_binding(name: &str, role: &str, group: &str) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+    "metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]})
+}
+
 /// A console (in process) for the API server at `sim_url`, trusting `provider`, served on
 /// `listener`; ready once the provider's metadata is read. Answers its stop handle.
 async fn serve_console(
@@ -421,13 +483,8 @@ async fn backups_and_pod_logs_are_read_as_the_signed_in_user() {
         json!({"alice": {"groups": ["dba"], "name": "Alice Approver"},
                "bob": {"groups": ["dev"], "name": "Bob Builder"}}),
     );
-    let mut oidc = OidcConfig::new(&provider.issuer, "console");
-    oidc.username_prefix = Some("oidc:".into());
-    oidc.groups_claim = Some("groups".into());
-    oidc.groups_prefix = "oidc:".into();
-    oidc.ca_file = Some(provider.ca_file.clone());
     let sim = Sim::start(SimConfig {
-        oidc: Some(oidc),
+        oidc: Some(trusting(&provider)),
         controllers: true,
         pod_start: std::time::Duration::from_millis(50),
         extra_crds: vec![pgtoolbox_operator::api::render_crds_yaml().expect("CRDs")],
@@ -443,36 +500,30 @@ async fn backups_and_pod_logs_are_read_as_the_signed_in_user() {
     )
     .await;
     let rbac = "/apis/rbac.authorization.k8s.io/v1";
-    let role = |name: &str, rules: Value| json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules});
-    create(&admin, &format!("{rbac}/clusterroles"), role("backups-viewer", json!([
+    create(&admin, &format!("{rbac}/clusterroles"), cluster_role("backups-viewer", json!([
         {"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters", "backups", "scheduledbackups"], "verbs": ["get", "list"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]}]))).await;
     create(
         &admin,
         &format!("{rbac}/clusterroles"),
-        role(
+        cluster_role(
             "log-reader",
             json!([
         {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}]),
         ),
     )
     .await;
-    let binding = |name: &str, role: &str, group: &str| {
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]})
-    };
     let bindings = format!("{rbac}/namespaces/team/rolebindings");
     create(
         &admin,
         &bindings,
-        binding("viewers", "backups-viewer", "system:authenticated"),
+        group_binding("viewers", "backups-viewer", "system:authenticated"),
     )
     .await;
     create(
         &admin,
         &bindings,
-        binding("dba-logs", "log-reader", "oidc:dba"),
+        group_binding("dba-logs", "log-reader", "oidc:dba"),
     )
     .await;
 
@@ -538,41 +589,14 @@ async fn backups_and_pod_logs_are_read_as_the_signed_in_user() {
     })
     .await;
 
-    let env = |pod_logs: bool| Env {
-        name: "console".into(),
-        namespace: "team".into(),
-        pod_logs,
-        oidc: Some(OidcEnv {
-            issuer_url: provider.issuer.clone(),
-            client_id: "console".into(),
-            client_secret: "console-secret".into(),
-            ca_file: Some(provider.ca_file.display().to_string()),
-        }),
-        ..Env::default()
-    };
+    let env = |pod_logs: bool| console_env(&provider, pod_logs);
     let (stop, served) = serve_console(env(true), &sim.url(), listener).await;
 
-    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
-    std::fs::create_dir_all(&shots).expect("screenshots dir");
-    let script = Path::new(BROWSER_DIR).join("backups_flow.mjs");
-    let config =
-        json!({"console": console_url, "shots": shots, "scheduled": scheduled}).to_string();
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg(script)
-            .arg(config)
-            .current_dir(BROWSER_DIR)
-            .output()
-            .expect("node runs")
-    })
-    .await
-    .expect("joined");
-    assert!(
-        output.status.success(),
-        "the browser flow failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_flow(
+        "backups_flow.mjs",
+        json!({"console": console_url, "scheduled": scheduled}),
+    )
+    .await;
     let _ = stop.send(());
     served
         .await

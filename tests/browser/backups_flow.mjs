@@ -6,40 +6,17 @@
 // one from the immediate schedule NAME; billing's failed one with its error; the schedules),
 // opens the pod logs of orders' primary; bob is refused those logs by the API server and reads
 // why. Each page is kept as a screenshot in DIR. Any failed check throws: exit code 1.
-import { chromium } from 'playwright-core';
+import { check, launch, shot as keep, signIn as signInTo } from './browser_support.mjs';
 
 const args = JSON.parse(process.argv[2]);
-const executablePath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const shot = (page, name) => keep(page, args.shots, name);
+const signIn = (browser, user) => signInTo(browser, args.console, user);
 
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-}
-
-async function shot(page, name) {
-  await page.screenshot({ path: `${args.shots}/${name}.png`, fullPage: true });
-}
-
-async function signIn(browser, user) {
-  const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1200, height: 800 } });
-  const page = await context.newPage();
-  await page.goto(args.console);
-  await page.getByRole('link', { name: 'Sign in' }).click();
-  await page.waitForSelector('input[name=login]');
-  await page.fill('input[name=login]', user);
-  await page.fill('input[name=password]', 'any');
-  await page.click('button[type=submit]');
-  await page.waitForLoadState();
-  if (!page.url().startsWith(args.console)) {
-    await page.click('button[type=submit]');
-  }
-  await page.waitForURL(`${args.console}/`);
-  return { context, page };
-}
-
-const browser = await chromium.launch({ executablePath, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+const browser = await launch();
 try {
   const alice = await signIn(browser, 'alice');
   // The Clusters page links each cluster's last backup to its backups.
+  await shot(alice.page, 'backups-0-clusters');
   await alice.page.locator('[data-cluster=orders]').getByRole('link', { name: 'all backups' }).click();
   await alice.page.waitForURL(`${args.console}/backups#cluster-orders`);
   const orders = alice.page.locator('section[data-cluster=orders]');
