@@ -152,6 +152,14 @@ fn by_cluster(ctx: &Ctx, event: &Event) -> Vec<ObjKey> {
         .collect()
 }
 
+/// The object's `status`, made an empty object first when it has none.
+pub fn status_mut(obj: &mut Value) -> &mut Value {
+    if obj.get("status").is_none_or(|s| !s.is_object()) {
+        obj["status"] = json!({});
+    }
+    &mut obj["status"]
+}
+
 /// Write the Cluster's status after `change`, when it changes anything.
 fn patch_cluster(
     tx: &mut Tx<'_>,
@@ -166,10 +174,7 @@ fn patch_cluster(
         return Ok(());
     };
     let mut next = (*living).clone();
-    if next.get("status").is_none_or(Value::is_null) {
-        next["status"] = json!({});
-    }
-    change(&mut next["status"]);
+    change(status_mut(&mut next));
     if next.get("status") != living.get("status") {
         tx.update_status(CLUSTERS, next)?;
     }
@@ -196,15 +201,11 @@ fn fail(
         .pointer("/spec/method")
         .cloned()
         .unwrap_or(json!(METHOD_BARMAN));
-    let status = next
-        .as_object_mut()
-        .map(|o| o.entry("status").or_insert_with(|| json!({})));
-    if let Some(status) = status {
-        status["phase"] = json!(PHASE_FAILED);
-        status["error"] = json!(error);
-        status["method"] = method;
-        status["reconciliationTerminatedAt"] = json!(rfc3339(now));
-    }
+    let status = status_mut(&mut next);
+    status["phase"] = json!(PHASE_FAILED);
+    status["error"] = json!(error);
+    status["method"] = method;
+    status["reconciliationTerminatedAt"] = json!(rfc3339(now));
     tx.update_status(BACKUPS, next)?;
     if let Some(cluster) = cluster {
         let stamp = rfc3339(now);
@@ -226,11 +227,9 @@ fn set_pending(tx: &mut Tx<'_>, backup: &Value) -> Result<(), ApiError> {
         return Ok(());
     }
     let mut next = backup.clone();
-    if next.get("status").is_none_or(Value::is_null) {
-        next["status"] = json!({});
-    }
-    next["status"]["phase"] = json!(PHASE_PENDING);
-    if let Some(st) = next["status"].as_object_mut() {
+    let status = status_mut(&mut next);
+    status["phase"] = json!(PHASE_PENDING);
+    if let Some(st) = status.as_object_mut() {
         st.remove("error");
     }
     tx.update_status(BACKUPS, next)?;
@@ -258,9 +257,7 @@ fn start(
         None,
     )?;
     let mut next = backup.clone();
-    if next.get("status").is_none_or(Value::is_null) {
-        next["status"] = json!({});
-    }
+    status_mut(&mut next);
     let container_id = pod
         .pointer("/status/containerStatuses")
         .and_then(Value::as_array)

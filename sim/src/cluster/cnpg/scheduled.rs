@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::backup::{PHASE_COMPLETED, PHASE_FAILED, compact, rfc3339};
+use super::backup::{PHASE_COMPLETED, PHASE_FAILED, compact, rfc3339, status_mut};
 use super::shapes::{self, CLUSTER_LABEL};
 use super::{BACKUPS, CLUSTERS, MANAGER_NAME, SCHEDULED_BACKUPS};
 use crate::cluster::net::text as s;
@@ -22,6 +22,8 @@ use crate::store::ObjKey;
 
 pub const PARENT_LABEL: &str = "cnpg.io/scheduled-backup";
 pub const IMMEDIATE_LABEL: &str = "cnpg.io/immediateBackup";
+/// `PARENT_LABEL` as a JSON pointer into an object.
+const PARENT_POINTER: &str = "/metadata/labels/cnpg.io~1scheduled-backup";
 /// How long CNPG waits while a Backup of the schedule is still running.
 pub const BUSY_RETRY: Duration = Duration::from_secs(60);
 
@@ -156,12 +158,10 @@ fn advance(
     next: jiff::Timestamp,
 ) -> Result<Next, ApiError> {
     let mut obj = sb.clone();
-    if obj.get("status").is_none_or(Value::is_null) {
-        obj["status"] = json!({});
-    }
-    obj["status"]["lastCheckTime"] = json!(rfc3339(now));
-    obj["status"]["lastScheduleTime"] = json!(rfc3339(at));
-    obj["status"]["nextScheduleTime"] = json!(rfc3339(next));
+    let status = status_mut(&mut obj);
+    status["lastCheckTime"] = json!(rfc3339(now));
+    status["lastScheduleTime"] = json!(rfc3339(at));
+    status["nextScheduleTime"] = json!(rfc3339(next));
     let obj = tx.update_status(SCHEDULED_BACKUPS, obj)?;
     tx.event(
         &obj,
@@ -220,12 +220,7 @@ impl Component for ScheduledBackupController {
         let children: Vec<_> = tx
             .list(BACKUPS, Some(&key.0))
             .into_iter()
-            .filter(|b| {
-                s(
-                    b,
-                    &format!("/metadata/labels/{}", PARENT_LABEL.replace('/', "~1")),
-                ) == name
-            })
+            .filter(|b| s(b, PARENT_POINTER) == name)
             .collect();
         if children
             .iter()
@@ -276,10 +271,7 @@ impl Component for ScheduledBackupController {
                 return create_backup(&mut tx, &sb, now, now, next_now, true);
             }
             let mut obj = (*sb).clone();
-            if obj.get("status").is_none_or(Value::is_null) {
-                obj["status"] = json!({});
-            }
-            obj["status"]["lastCheckTime"] = json!(rfc3339(now));
+            status_mut(&mut obj)["lastCheckTime"] = json!(rfc3339(now));
             let obj = tx.update_status(SCHEDULED_BACKUPS, obj)?;
             tx.event(
                 &obj,
@@ -299,12 +291,7 @@ impl Component for ScheduledBackupController {
         let backup_name = format!("{name}-{}", compact(next_time));
         match tx.get(BACKUPS, &key.0, &backup_name) {
             None => create_backup(&mut tx, &sb, next_time, now, next_now, false),
-            Some(existing)
-                if s(
-                    &existing,
-                    &format!("/metadata/labels/{}", PARENT_LABEL.replace('/', "~1")),
-                ) == name =>
-            {
+            Some(existing) if s(&existing, PARENT_POINTER) == name => {
                 advance(&mut tx, &sb, next_time, now, next_now)
             }
             Some(_) => {
@@ -319,8 +306,9 @@ impl Component for ScheduledBackupController {
                     None,
                 )?;
                 let mut obj = (*sb).clone();
-                obj["status"]["lastCheckTime"] = json!(rfc3339(now));
-                obj["status"]["nextScheduleTime"] = json!(rfc3339(next_now));
+                let status = status_mut(&mut obj);
+                status["lastCheckTime"] = json!(rfc3339(now));
+                status["nextScheduleTime"] = json!(rfc3339(next_now));
                 tx.update_status(SCHEDULED_BACKUPS, obj)?;
                 Ok(Next::After(until(now, next_now)))
             }
