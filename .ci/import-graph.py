@@ -5,6 +5,8 @@ between the top folders of a crate (a folder circle is an import that runs up a 
 Each Rust file is a node; `a.rs -> b.rs` when `a.rs` names an item that `b.rs` defines
 (`use crate::...`, `use super::...`, or an inline `crate::x::y` path). Test code
 (`#[cfg(test)]` modules, `tests.rs` files) is left out: tests may reach anywhere.
+A module import (`use crate::a::b;`, `use crate::{a, b::c};`) ties no two files but does tie
+their top folders, so it counts for the folder check.
 
 Prints every circle with the names that tie it and exits 1 when there is one.
 Run: python3 .ci/import-graph.py [--show]
@@ -16,9 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CRATES = ["src", "sim/src", "console/src", "evidence-agent/src", "api/src"]
-# Crates whose top folders are layers. The sim's are not yet (its server, auth and config
-# folders use one another; laying it out as store/, apiserver/ and cluster/ is still to do).
-LAYERED = ["src", "console/src", "evidence-agent/src", "api/src"]
+# Crates whose top folders are layers.
+LAYERED = ["src", "sim/src", "console/src", "evidence-agent/src", "api/src"]
 
 USE_RE = re.compile(r"\buse\s+((?:crate|super|self)\b[^;]*);", re.S)
 INLINE_RE = re.compile(r"\b((?:crate|super)(?:::[A-Za-z_][A-Za-z0-9_]*)+)")
@@ -117,7 +118,7 @@ def resolve(path: str, here: tuple, is_dir_module: bool, modules: dict):
 def crate_graph(crate: str):
     crate_dir = ROOT / crate
     files = sorted(p for p in crate_dir.rglob("*.rs"))
-    modules, texts, test_modules = {}, {}, set()
+    modules, texts, test_modules, module_uses = {}, {}, set(), {}
     for f in files:
         mod = module_of(crate_dir, f)
         modules[mod] = f
@@ -140,10 +141,14 @@ def crate_graph(crate: str):
             if not hit:
                 continue
             target, item = hit
-            if target == mod or target in test_files or item == "self":
+            if target == mod or target in test_files:
+                continue
+            if item == "self":
+                # A module import (`use crate::a::b;`) ties the folders, not the files.
+                module_uses.setdefault(mod, {}).setdefault(target, set()).add("(module)")
                 continue
             edges.setdefault(mod, {}).setdefault(target, set()).add(item)
-    return modules, edges
+    return modules, edges, module_uses
 
 
 def circles(edges: dict) -> list:
@@ -195,8 +200,9 @@ def folder_edges(modules: dict, edges: dict) -> dict:
 def main() -> int:
     found = 0
     for crate in CRATES:
-        modules, edges = crate_graph(crate)
-        folders = folder_edges(modules, edges) if crate in LAYERED else {}
+        modules, edges, module_uses = crate_graph(crate)
+        both = {m: {**module_uses.get(m, {}), **edges.get(m, {})} for m in set(edges) | set(module_uses)}
+        folders = folder_edges(modules, both) if crate in LAYERED else {}
         for comp in circles(folders):
             found += 1
             print(f"folder circle in {crate}: {', '.join(comp)}")

@@ -17,11 +17,11 @@ use serde_json::{Value, json};
 use super::Ctx;
 use super::quota;
 use super::util::{is_terminal, str_at};
-use crate::error::ApiError;
-use crate::ops::{meta_str, now_rfc3339};
-use crate::resources::ResourceInfo;
-use crate::server::ClusterAdmission;
-use crate::store::{EventType, Locked, ObjKey, ResKey};
+use crate::apiserver::error::ApiError;
+use crate::apiserver::ops::{meta_str, now_rfc3339};
+use crate::apiserver::server::ClusterAdmission;
+use crate::store::objects::{EventType, Locked, ObjKey, ResKey};
+use crate::store::resources::ResourceInfo;
 
 /// Allocated Service IPs (never released: the /12 holds a million).
 #[derive(Default)]

@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 use super::util::{self, controller_ref, int_at, is_deleting, str_at};
 use super::{Component, Ctx, DEPLOYMENTS, EventKind, Kind, Next, REPLICASETS, Tx, WorkloadFault};
-use crate::error::ApiError;
-use crate::store::ObjKey;
+use crate::apiserver::error::ApiError;
+use crate::store::objects::ObjKey;
 
 const NAME: &str = "deployment-controller";
 const HASH_LABEL: &str = "pod-template-hash";

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 
 use super::util::{self, is_deleting, is_ready, is_terminal, str_at};
 use super::{Component, Ctx, ENDPOINTS, Kind, Next, PODS, SERVICES, key_of};
-use crate::error::ApiError;
-use crate::store::{Event, EventType, ObjKey};
+use crate::apiserver::error::ApiError;
+use crate::store::objects::{Event, EventType, ObjKey};
 
 const NAME: &str = "endpoint-controller";
 

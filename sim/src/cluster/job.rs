@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use super::replicaset::{owned_pods, pod_from_template};
 use super::util::{self, condition_true, int_at, is_deleting, is_ready, str_at};
 use super::{Component, Ctx, EventKind, JOBS, Kind, Next, PODS};
-use crate::error::ApiError;
-use crate::store::ObjKey;
+use crate::apiserver::error::ApiError;
+use crate::store::objects::ObjKey;
 
 const NAME: &str = "job-controller";
 const BACKOFF: Duration = Duration::from_secs(10);

@@ -3,7 +3,7 @@
 //!
 //! Components run inside the server process on its store (not over HTTP), so the API's fault
 //! rules and request counters never see them, and their writes are cheap. Each write still goes
-//! through [`crate::ops`]: it gets the next resourceVersion, a watch event, generation and
+//! through [`crate::apiserver::ops`]: it gets the next resourceVersion, a watch event, generation and
 //! managedFields like any client write.
 //!
 //! # Adding a component
@@ -26,24 +26,24 @@
 //! A runner per component subscribes to the store's change stream, batches and de-duplicates
 //! keys, and resyncs (every primary object) when it falls behind or the workload faults change.
 
-pub mod admission;
-pub mod cnpg;
+pub(crate) mod admission;
+pub(crate) mod cnpg;
 mod deployment;
 mod endpoints;
 mod image_rules;
 mod job;
 mod kubelet;
-pub mod net;
+pub(crate) mod net;
 mod nodes;
 pub mod pki;
-pub mod quota;
+pub(crate) mod quota;
 mod replicaset;
-pub mod root_ca;
+pub(crate) mod root_ca;
 mod scheduler;
-pub mod secret_data;
+pub(crate) mod secret_data;
 mod storage;
 mod tx;
-pub mod util;
+pub(crate) mod util;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, HashSet};
@@ -56,11 +56,11 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::time::Instant;
 
-use crate::error::ApiError;
-use crate::server::Server;
-use crate::store::{Event, ObjKey, ResKey};
+use crate::apiserver::error::ApiError;
+use crate::apiserver::server::Server;
+use crate::store::objects::{Event, ObjKey, ResKey};
 
-pub use crate::workload_faults::{WorkloadFault, WorkloadFaultRule, WorkloadFaults};
+pub use crate::apiserver::workload_faults::{WorkloadFault, WorkloadFaultRule, WorkloadFaults};
 pub use tx::{EventKind, Tx};
 
 /// A kind a component reads or writes, at the version it uses.
@@ -198,12 +198,12 @@ pub struct Clock;
 
 impl Clock {
     pub fn now(&self) -> jiff::Timestamp {
-        crate::ops::now()
+        crate::apiserver::ops::now()
     }
 
     /// RFC 3339 with second precision, as status timestamps are written.
     pub fn rfc3339(&self) -> String {
-        crate::ops::now_rfc3339()
+        crate::apiserver::ops::now_rfc3339()
     }
 
     /// Time elapsed since an RFC 3339 timestamp (zero if it is in the future or unreadable).

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::{Component, Ctx, Kind, NODES, Next};
-use crate::error::ApiError;
-use crate::store::ObjKey;
+use crate::apiserver::error::ApiError;
+use crate::store::objects::ObjKey;
 
 pub const CPU: &str = "4";
 pub const MEMORY: &str = "16Gi";

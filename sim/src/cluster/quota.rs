@@ -16,10 +16,10 @@ use serde_json::{Map, Value, json};
 
 use super::util::{self, is_terminal};
 use super::{Component, Ctx, Kind, Next, key_of};
-use crate::error::ApiError;
-use crate::ops::meta_str;
-use crate::resources::ResourceInfo;
-use crate::store::{Event, Locked, ObjKey};
+use crate::apiserver::error::ApiError;
+use crate::apiserver::ops::meta_str;
+use crate::store::objects::{Event, Locked, ObjKey};
+use crate::store::resources::ResourceInfo;
 
 pub const QUOTAS: Kind = Kind::new("", "v1", "ResourceQuota", "resourcequotas");
 const NAME: &str = "resourcequota-controller";

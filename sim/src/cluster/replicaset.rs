@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::util::{self, controller_ref, int_at, is_deleting, is_ready, is_terminal, str_at};
 use super::{Component, Ctx, EventKind, Kind, Next, PODS, REPLICASETS, Tx};
-use crate::error::ApiError;
-use crate::store::ObjKey;
+use crate::apiserver::error::ApiError;
+use crate::store::objects::ObjKey;
 
 const NAME: &str = "replicaset-controller";
 /// After a refused create, try again this much later (the real controller's rate limiter).

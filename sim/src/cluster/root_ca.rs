@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use super::pki::{Ca, KeyUsage as KeyUsagePurpose, Subject};
 use super::util::is_deleting;
 use super::{CONFIGMAPS, Component, Ctx, Kind, NAMESPACES, Next, key_of};
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::apiserver::error::ApiError;
+use crate::store::objects::{Event, ObjKey};
 
 pub const NAME: &str = "kube-root-ca.crt";
 const MANAGER: &str = "kube-controller-manager";

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 
 use super::util::{self, is_deleting, is_terminal, labels, pod_requests, str_at};
 use super::{Component, Ctx, EventKind, Kind, NODES, Next, PODS, Tx, key_of};
-use crate::error::ApiError;
-use crate::store::{Event, EventType, ObjKey};
+use crate::apiserver::error::ApiError;
+use crate::store::objects::{Event, EventType, ObjKey};
 
 pub const PVCS: Kind = Kind::new("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims");
 const NAME: &str = "default-scheduler";

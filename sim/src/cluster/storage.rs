@@ -9,8 +9,8 @@ use serde_json::json;
 use super::scheduler::PVCS;
 use super::util::{is_deleting, str_at};
 use super::{Component, Ctx, EventKind, Kind, Next, key_of};
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::apiserver::error::ApiError;
+use crate::store::objects::{Event, ObjKey};
 
 pub const PVS: Kind = Kind::new("", "v1", "PersistentVolume", "persistentvolumes");
 pub const STORAGE_CLASSES: Kind =

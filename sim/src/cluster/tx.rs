@@ -6,10 +6,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{Ctx, EVENTS, Kind, key_of};
-use crate::error::ApiError;
-use crate::ops::{self, DeleteOpts, Subresource};
-use crate::resources::ResourceInfo;
-use crate::store::{Locked, ObjKey};
+use crate::apiserver::error::ApiError;
+use crate::apiserver::ops::{self, DeleteOpts, Subresource};
+use crate::store::objects::{Locked, ObjKey};
+use crate::store::resources::ResourceInfo;
 
 /// `type` of an Event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

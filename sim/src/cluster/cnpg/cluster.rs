@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::shapes::{self, PRIMARY, REPLICA};
 use super::{CLUSTERS, MANAGER_NAME, cnpg_timestamp};
+use crate::apiserver::error::ApiError;
 use crate::cluster::net::conditions::{self, Cond};
 use crate::cluster::net::text as s;
 use crate::cluster::pki::{self, Ca, Pem, Subject, Usage};
@@ -19,8 +20,7 @@ use crate::cluster::secret_data::secret_text;
 use crate::cluster::{
     Component, Ctx, EventKind, Kind, Next, PODS, SECRETS, SERVICES, Tx, WorkloadFault,
 };
-use crate::error::ApiError;
-use crate::store::ObjKey;
+use crate::store::objects::ObjKey;
 
 pub const PHASE_HEALTHY: &str = "Cluster in healthy state";
 pub const PHASE_SWITCHOVER: &str = "Switchover in progress";

@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use super::cluster::generate_password;
 use super::shapes::{self, CLUSTER_LABEL, MANAGER};
 use super::{CLUSTERS, DATABASE_ROLES, DATABASES, MANAGER_NAME};
+use crate::apiserver::error::ApiError;
 use crate::cluster::net::text as s;
 use crate::cluster::secret_data::base64_encode;
 use crate::cluster::{Component, Ctx, Kind, Next, SECRETS, Tx, WorkloadFault, key_of};
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::store::objects::{Event, ObjKey};
 
 /// Does the Cluster have a settled primary to apply SQL on?
 pub fn cluster_settled(cluster: &Value) -> bool {

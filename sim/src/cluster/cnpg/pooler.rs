@@ -7,10 +7,10 @@ use serde_json::{Value, json};
 
 use super::shapes::{self, CLUSTER_LABEL, MANAGER};
 use super::{CLUSTERS, MANAGER_NAME, POOLERS};
+use crate::apiserver::error::ApiError;
 use crate::cluster::net::text as s;
 use crate::cluster::{Component, Ctx, DEPLOYMENTS, Kind, Next, SECRETS, SERVICES, key_of};
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::store::objects::{Event, ObjKey};
 
 pub const POOLER_LABEL: &str = "cnpg.io/poolerName";
 pub const PGBOUNCER_IMAGE: &str = "ghcr.io/cloudnative-pg/pgbouncer:1.25.1";

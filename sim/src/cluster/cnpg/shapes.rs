@@ -313,7 +313,7 @@ mod tests {
 
     #[test]
     fn instance_pods_pass_pod_security_restricted() {
-        use crate::pod_security::{Level, violations};
+        use crate::apiserver::pod_security::{Level, violations};
         let pod = instance_pod(&cluster(), 1, "primary");
         assert_eq!(
             violations(Level::Restricted, &pod["metadata"], &pod["spec"]),

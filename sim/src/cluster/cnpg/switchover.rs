@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 use super::cluster::{PHASE_SWITCHOVER, pod_ready};
 use super::shapes;
 use super::{CLUSTERS, cnpg_timestamp};
+use crate::apiserver::error::ApiError;
+use crate::apiserver::ops::{self, Subresource};
+use crate::apiserver::server::Server;
 use crate::cluster::PODS;
 use crate::cluster::net::conditions::{self, Cond};
 use crate::cluster::net::text as s;
-use crate::error::ApiError;
-use crate::ops::{self, Subresource};
-use crate::server::Server;
 
 /// The field manager of the request (the cnpg kubectl plugin).
 pub const REQUESTER: &str = "kubectl-cnpg";
@@ -93,7 +93,7 @@ pub fn request(
     next["status"]["conditions"] = conditions::set(
         obj.pointer("/status/conditions").unwrap_or(&Value::Null),
         &Cond::new("Ready", false, "ClusterIsNotReady", "Cluster Is Not Ready"),
-        &crate::ops::now_rfc3339(),
+        &crate::apiserver::ops::now_rfc3339(),
     );
     ops::update(
         server,

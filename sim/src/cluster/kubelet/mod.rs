@@ -27,8 +27,8 @@ use super::{
     CONFIGMAPS, Component, Ctx, EventKind, JOBS, Kind, NODES, Next, PODS, SECRETS, Tx,
     WorkloadFault, key_of,
 };
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::apiserver::error::ApiError;
+use crate::store::objects::{Event, ObjKey};
 use images::{image_id, image_valid, normalized};
 
 const NAME: &str = "kubelet";
@@ -384,7 +384,7 @@ impl Kubelet {
         if elapsed < wait {
             return Ok(Next::After(wait - elapsed));
         }
-        let now = crate::ops::DeleteOpts {
+        let now = crate::apiserver::ops::DeleteOpts {
             grace_period_seconds: Some(0),
             ..Default::default()
         };
@@ -926,7 +926,7 @@ fn order_conditions(st: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::defaults::qos_class;
+    use crate::apiserver::defaults::qos_class;
 
     #[test]
     fn back_off_doubles_to_a_cap() {

@@ -15,12 +15,12 @@ use super::{
     Kubelet, RECHECK, Track, container_names, env_problem, image_valid, missing_pull_secrets,
     mount_problems,
 };
+use crate::apiserver::defaults::qos_class;
+use crate::apiserver::error::ApiError;
 use crate::cluster::nodes::node_ip;
 use crate::cluster::util::str_at;
 use crate::cluster::{Ctx, EventKind, Next, PODS, Tx, WorkloadFault};
-use crate::defaults::qos_class;
-use crate::error::ApiError;
-use crate::store::ObjKey;
+use crate::store::objects::ObjKey;
 
 /// What a sync knows of one Pod, read once before the stages run; the selectors read only this.
 #[derive(Debug, Clone, Default, PartialEq)]

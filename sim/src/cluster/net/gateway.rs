@@ -14,12 +14,12 @@ pub use super::gateway_rules::{CONTROLLER_NAME, GROUP};
 use super::gateway_rules::{
     accept, listener_conditions, parent_gateway, parent_status, resolve_refs, s, same_parent,
 };
+use crate::apiserver::error::ApiError;
 use crate::cluster::util::labels;
 use crate::cluster::{
     Component, Ctx, Kind, NAMESPACES, Next, SECRETS, SERVICES, WorkloadFault, key_of,
 };
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::store::objects::{Event, ObjKey};
 
 pub const GATEWAYCLASSES: Kind = Kind::new(GROUP, "v1", "GatewayClass", "gatewayclasses");
 pub const GATEWAYS: Kind = Kind::new(GROUP, "v1", "Gateway", "gateways");

@@ -5,9 +5,9 @@
 
 use serde_json::{Value, json};
 
+use crate::apiserver::error::ApiError;
 use crate::cluster::{Component, Ctx, Kind, Next, WorkloadFault, key_of};
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::store::objects::{Event, ObjKey};
 
 pub const INGRESSES: Kind = Kind::new("networking.k8s.io", "v1", "Ingress", "ingresses");
 pub const INGRESSCLASSES: Kind =

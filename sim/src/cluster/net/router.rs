@@ -7,10 +7,10 @@
 use serde_json::{Value, json};
 
 use super::conditions;
+use crate::apiserver::error::ApiError;
 use crate::cluster::net::text as s;
 use crate::cluster::{Component, Ctx, Kind, Next, WorkloadFault, key_of};
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::store::objects::{Event, ObjKey};
 
 pub const ROUTES: Kind = Kind::new("route.openshift.io", "v1", "Route", "routes");
 /// The router's name, as the default IngressController names it.

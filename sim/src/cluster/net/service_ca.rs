@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use crate::apiserver::error::ApiError;
 use crate::cluster::pki::{Ca, KeyUsage, PkiError, Subject, Usage};
 use crate::cluster::secret_data::base64_encode;
 use crate::cluster::{
     CONFIGMAPS, Component, Ctx, Kind, Next, SECRETS, SERVICES, WorkloadFault, key_of,
 };
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::store::objects::{Event, ObjKey};
 
 const BETA: &str = "service.beta.openshift.io";
 const ALPHA: &str = "service.alpha.openshift.io";
