@@ -372,29 +372,6 @@ pub fn render(page: &Result<BackupsPage, String>, namespace: &str) -> String {
     out
 }
 
-/// `GET /backups`.
-pub async fn page(
-    axum::extract::State(c): axum::extract::State<crate::server::Shared>,
-    headers: axum::http::HeaderMap,
-) -> axum::response::Response {
-    use crate::server::{html_response, sign_in_page};
-    let Some((_, session)) = c.session(&headers) else {
-        return sign_in_page(&c);
-    };
-    let page = match c.user_client(&session) {
-        Ok(client) => read(&client, &c.env.namespace, c.env.cluster_selector.as_deref()).await,
-        Err(e) => Err(e),
-    };
-    html_response(
-        axum::http::StatusCode::OK,
-        crate::html::page(
-            "Backups",
-            &c.chrome(Some(&session), "backups"),
-            &render(&page, &c.env.namespace),
-        ),
-    )
-}
-
 /// The page's own styles (added to the shared stylesheet's).
 pub const STYLE: &str = "h3 { font-size:13px; text-transform:uppercase; letter-spacing:.4px; color:var(--muted); margin:18px 0 4px; font-weight:600; } td.wal code, td code { font-size:12.5px; } .error { color:var(--bad); font-size:13px; margin-top:2px; } a.more { display:block; font-size:12.5px; font-weight:400; color:var(--accent); margin-top:2px; }";
 

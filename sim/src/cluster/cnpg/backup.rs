@@ -13,11 +13,11 @@ use serde_json::{Value, json};
 
 use super::cluster::pod_ready;
 use super::{BACKUPS, CLUSTERS, MANAGER_NAME};
+use crate::apiserver::error::ApiError;
 use crate::cluster::net::conditions::{self, Cond};
 use crate::cluster::net::text as s;
 use crate::cluster::{Component, Ctx, EventKind, Kind, Next, PODS, Tx, key_of};
-use crate::error::ApiError;
-use crate::store::{Event, ObjKey};
+use crate::store::objects::{Event, ObjKey};
 
 /// How long a simulated barman-cloud backup runs, from `running` to `completed`.
 pub const BACKUP_DURATION: Duration = Duration::from_millis(300);

@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 use super::backup::{PHASE_COMPLETED, PHASE_FAILED, compact, rfc3339, status_mut};
 use super::shapes::{self, CLUSTER_LABEL};
 use super::{BACKUPS, CLUSTERS, MANAGER_NAME, SCHEDULED_BACKUPS};
+use crate::apiserver::error::ApiError;
 use crate::cluster::net::text as s;
 use crate::cluster::pki::go_time_string;
 use crate::cluster::{Component, Ctx, EventKind, Kind, Next, Tx};
-use crate::error::ApiError;
-use crate::store::ObjKey;
+use crate::store::objects::ObjKey;
 
 pub const PARENT_LABEL: &str = "cnpg.io/scheduled-backup";
 pub const IMMEDIATE_LABEL: &str = "cnpg.io/immediateBackup";
