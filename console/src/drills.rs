@@ -848,6 +848,7 @@ mod tests {
             namespace: "team",
             active: "",
             drills,
+            pod_logs: false,
         };
         assert!(html::page("x", &chrome(true), "").contains("href=\"/drills\""));
         assert!(!html::page("x", &chrome(false), "").contains("/drills"));

@@ -83,6 +83,8 @@ pub struct Chrome<'a> {
     pub active: &'a str,
     /// Whether restore drills are enabled (their link is shown).
     pub drills: bool,
+    /// Whether the pod logs pages exist (`CONSOLE_POD_LOGS`): their link is shown only then.
+    pub pod_logs: bool,
 }
 
 pub fn page(title: &str, chrome: &Chrome<'_>, body: &str) -> String {
@@ -100,9 +102,15 @@ pub fn page(title: &str, chrome: &Chrome<'_>, body: &str) -> String {
         } else {
             String::new()
         };
+        let logs = if chrome.pod_logs {
+            link("/logs", "Pod logs", "logs")
+        } else {
+            String::new()
+        };
         format!(
-            "<nav>{}{}{drills}</nav>",
+            "<nav>{}{}{}{logs}{drills}</nav>",
             link("/", "Clusters", "clusters"),
+            link("/backups", "Backups", "backups"),
             link("/access", "Access requests", "access")
         )
     } else {
@@ -236,10 +244,14 @@ pub fn clusters(views: &Result<Vec<ClusterView>, String>, namespace: &str) -> St
             fact("Instances", &members),
             fact(
                 "Last backup",
-                &v.last_backup
-                    .as_deref()
-                    .map(esc)
-                    .unwrap_or_else(|| "<span class=\"muted\">none</span>".into())
+                &format!(
+                    "{} <a class=\"more\" href=\"/backups#cluster-{}\">all backups</a>",
+                    v.last_backup
+                        .as_deref()
+                        .map(esc)
+                        .unwrap_or_else(|| "<span class=\"muted\">none</span>".into()),
+                    esc(&v.name)
+                )
             ),
         ));
     }
@@ -358,8 +370,19 @@ mod tests {
             namespace: "ns",
             active: "",
             drills: false,
+            pod_logs: false,
         };
         let html = page("<t>", &chrome, "");
+        assert!(html.contains("href=\"/backups\"") && !html.contains("href=\"/logs\""));
+        let with_logs = page(
+            "t",
+            &Chrome {
+                pod_logs: true,
+                ..chrome
+            },
+            "",
+        );
+        assert!(with_logs.contains("href=\"/logs\""));
         assert!(html.contains("&lt;b&gt;") && html.contains("t&quot;") && !html.contains("<t>"));
     }
 }

@@ -6,8 +6,10 @@
 
 pub mod addr;
 pub mod auth;
+pub mod backups;
 pub mod drills;
 pub mod html;
+pub mod logs;
 mod metrics;
 pub mod server;
 pub mod session_end;

@@ -20,6 +20,7 @@ use crate::auth::{
 use crate::html::{self, Chrome};
 use crate::metrics::Metrics;
 use crate::tls::TlsChecker;
+use crate::{backups, logs};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsoleError {
@@ -114,6 +115,7 @@ impl Console {
             namespace: &self.env.namespace,
             active,
             drills: self.env.restore_drills,
+            pod_logs: self.env.pod_logs,
         }
     }
 
@@ -192,8 +194,15 @@ pub fn router(console: Shared) -> Router {
             .route("/login", get(login))
             .route(CALLBACK_PATH, get(callback))
             .route("/logout", post(logout))
+            .route("/backups", get(backups_page))
     } else {
         app.fallback(not_configured)
+    };
+    let app = if console.oidc.is_some() && console.env.pod_logs {
+        app.route("/logs", get(logs_index))
+            .route("/logs/{pod}", get(logs_page))
+    } else {
+        app
     };
     let app = if console.oidc.is_some() && console.env.restore_drills {
         crate::drills::routes(app)
@@ -239,7 +248,7 @@ async fn style() -> Response {
             (header::CONTENT_TYPE, "text/css; charset=utf-8"),
             (header::CACHE_CONTROL, "max-age=300"),
         ],
-        html::STYLESHEET,
+        [html::STYLESHEET, crate::backups::STYLE, crate::logs::STYLE].concat(),
     )
         .into_response()
 }
@@ -314,6 +323,99 @@ async fn access_page(State(c): State<Shared>, headers: HeaderMap) -> Response {
             &body,
         ),
     )
+}
+
+/// `GET /backups`: each selected Cluster's Backups and ScheduledBackups, read as the user.
+async fn backups_page(State(c): State<Shared>, headers: HeaderMap) -> Response {
+    let Some((_, session)) = c.session(&headers) else {
+        return sign_in_page(&c);
+    };
+    let page = match c.user_client(&session) {
+        Ok(client) => {
+            backups::read(&client, &c.env.namespace, c.env.cluster_selector.as_deref()).await
+        }
+        Err(e) => Err(e),
+    };
+    html_response(
+        StatusCode::OK,
+        html::page(
+            "Backups",
+            &c.chrome(Some(&session), "backups"),
+            &backups::render(&page, &c.env.namespace),
+        ),
+    )
+}
+
+/// `GET /logs` (routed only while pod logs are on): the selected Clusters' instances.
+async fn logs_index(State(c): State<Shared>, headers: HeaderMap) -> Response {
+    let Some((_, session)) = c.session(&headers) else {
+        return sign_in_page(&c);
+    };
+    let found = match c.user_client(&session) {
+        Ok(client) => {
+            logs::instances(&client, &c.env.namespace, c.env.cluster_selector.as_deref()).await
+        }
+        Err(e) => Err(e),
+    };
+    html_response(
+        StatusCode::OK,
+        html::page(
+            "Pod logs",
+            &c.chrome(Some(&session), "logs"),
+            &logs::render_index(&found, &c.env.namespace),
+        ),
+    )
+}
+
+#[derive(Deserialize)]
+struct TailQuery {
+    lines: Option<i64>,
+}
+
+/// `GET /logs/{pod}`: the last lines of an instance of a selected Cluster (as the user reads
+/// the Clusters), read as the user; anything else is 404 without asking for a log.
+async fn logs_page(
+    State(c): State<Shared>,
+    Path(pod): Path<String>,
+    Query(q): Query<TailQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let Some((_, session)) = c.session(&headers) else {
+        return sign_in_page(&c);
+    };
+    let chrome = c.chrome(Some(&session), "logs");
+    let ns = &c.env.namespace;
+    let client = match c.user_client(&session) {
+        Ok(client) => client,
+        Err(e) => {
+            let body = logs::render_index(&Err(e), ns);
+            return html_response(StatusCode::OK, html::page("Pod logs", &chrome, &body));
+        }
+    };
+    let found = logs::instances(&client, ns, c.env.cluster_selector.as_deref()).await;
+    let cluster = match &found {
+        Ok(found) => logs::cluster_of(found, &pod).map(str::to_string),
+        Err(_) => None,
+    };
+    let Some(cluster) = cluster else {
+        let body = match found {
+            Err(e) => logs::render_index(&Err(e), ns),
+            Ok(_) => html::error_page(&format!(
+                "{pod} is not an instance of a cluster this console shows."
+            )),
+        };
+        return html_response(
+            StatusCode::NOT_FOUND,
+            html::page("Pod logs", &chrome, &body),
+        );
+    };
+    let lines = logs::lines_wanted(q.lines);
+    let log = logs::tail(&client, ns, &pod, lines).await;
+    if let Err(why) = &log {
+        tracing::info!(user = %session.display, pod = %pod, reason = %why, "pod logs refused");
+    }
+    let body = logs::render_tail(ns, &cluster, &pod, lines, &log);
+    html_response(StatusCode::OK, html::page(&pod, &chrome, &body))
 }
 
 #[derive(Deserialize)]

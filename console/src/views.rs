@@ -29,7 +29,7 @@ pub struct ClusterView {
     pub events: Vec<(String, String, String, String)>,
 }
 
-fn clusters_api(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
+pub fn clusters_api(client: &kube::Client, namespace: &str) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("postgresql.cnpg.io", "v1", "Cluster");
     Api::namespaced_with(
         client.clone(),
@@ -50,7 +50,7 @@ pub fn selector_params(selector: Option<&str>) -> Result<ListParams, String> {
     Ok(ListParams::default().labels_from(&selector))
 }
 
-fn text(v: &Value, pointer: &str) -> String {
+pub fn text(v: &Value, pointer: &str) -> String {
     v.pointer(pointer)
         .and_then(Value::as_str)
         .unwrap_or_default()

@@ -184,11 +184,7 @@ async fn signed_in_users_act_as_themselves_in_a_real_browser() {
                "carol": {"groups": ["dev"], "name": "Carol Editor"}}),
     );
     // The API server trusts the same issuer, with the console's client as the audience.
-    let mut oidc = OidcConfig::new(&provider.issuer, "console");
-    oidc.username_prefix = Some("oidc:".into());
-    oidc.groups_claim = Some("groups".into());
-    oidc.groups_prefix = "oidc:".into();
-    oidc.ca_file = Some(provider.ca_file.clone());
+    let oidc = trusting(&provider);
     let sim = Sim::start(SimConfig {
         oidc: Some(oidc),
         extra_crds: vec![pgtoolbox_operator::api::render_crds_yaml().expect("CRDs")],
@@ -501,11 +497,7 @@ async fn restore_drills_and_the_end_of_a_session_in_a_real_browser() {
                "bob": {"groups": ["dev"], "name": "Bob Builder"}}),
         json!({"idTokenTtl": id_token_ttl, "rpInitiatedLogout": true}),
     );
-    let mut oidc = OidcConfig::new(&provider.issuer, "console");
-    oidc.username_prefix = Some("oidc:".into());
-    oidc.groups_claim = Some("groups".into());
-    oidc.groups_prefix = "oidc:".into();
-    oidc.ca_file = Some(provider.ca_file.clone());
+    let oidc = trusting(&provider);
     // The simulated CloudNativePG runs: a drill's Cluster restores and turns healthy.
     let sim = Sim::start(SimConfig {
         oidc: Some(oidc),
@@ -627,6 +619,214 @@ async fn without_restore_drills_there_is_no_drills_page() {
     assert_eq!(code("/drills", "GET"), "404");
     assert_eq!(code("/drills/start", "POST"), "404");
     assert_eq!(code("/drills/x/delete", "POST"), "404");
+    let _ = stop.send(());
+    served.await.expect("joined").expect("stops");
+}
+
+/// The API server's OIDC settings trusting `provider` with the console's client as audience,
+/// usernames and groups prefixed `oidc:`.
+fn trusting(provider: &Provider) -> OidcConfig {
+    let mut oidc = OidcConfig::new(&provider.issuer, "console");
+    oidc.username_prefix = Some("oidc:".into());
+    oidc.groups_claim = Some("groups".into());
+    oidc.groups_prefix = "oidc:".into();
+    oidc.ca_file = Some(provider.ca_file.clone());
+    oidc
+}
+
+fn cluster_role(name: &str, rules: Value) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name}, "rules": rules})
+}
+
+fn group_binding(name: &str, role: &str, group: &str) -> Value {
+    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+    "metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]})
+}
+
+/// The object at `path` once `check` holds on it.
+async fn until_object(client: &kube::Client, path: &str, check: impl Fn(&Value) -> bool) -> Value {
+    wait_support::wait_for(path, || async {
+        let (code, text) = send(client, "GET", path, "application/json", &json!(null)).await;
+        let obj: Value = serde_json::from_str(&text).unwrap_or(json!({"code": code, "text": text}));
+        if code == 200 && check(&obj) {
+            Ok(obj)
+        } else {
+            Err(format!("{obj:#}"))
+        }
+    })
+    .await
+}
+
+/// Backups and pod logs in the browser, against the simulated CloudNativePG: orders' Backups
+/// are taken by the simulation (one by hand, one by an immediate ScheduledBackup), billing's
+/// fails for want of a backup section. alice (group dba, granted `pods/log`) reads an
+/// instance's log; bob is refused by the API server's RBAC and reads that refusal on the page.
+/// Without `CONSOLE_POD_LOGS` the log pages do not exist.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backups_and_pod_logs_are_read_as_the_signed_in_user() {
+    assert!(
+        chromium_present(),
+        "chromium is missing: install it with `bash tests/real/setup.sh` (Debian's package, as CI does)"
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let console_url = format!("http://{}", listener.local_addr().expect("addr"));
+    let provider = Provider::start(
+        json!([{"client_id": "console", "client_secret": "console-secret",
+            "redirect_uris": [format!("{console_url}/auth/callback")]}]),
+        json!({"alice": {"groups": ["dba"], "name": "Alice Approver"},
+               "bob": {"groups": ["dev"], "name": "Bob Builder"}}),
+    );
+    let sim = Sim::start(SimConfig {
+        oidc: Some(trusting(&provider)),
+        controllers: true,
+        pod_start: std::time::Duration::from_millis(50),
+        extra_crds: vec![pgtoolbox_operator::api::render_crds_yaml().expect("CRDs")],
+        ..SimConfig::default()
+    })
+    .await
+    .expect("sim");
+    let admin = sim.client();
+    create(
+        &admin,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}),
+    )
+    .await;
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    create(&admin, &format!("{rbac}/clusterroles"), cluster_role("backups-viewer", json!([
+        {"apiGroups": ["postgresql.cnpg.io"], "resources": ["clusters", "backups", "scheduledbackups"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]}]))).await;
+    create(
+        &admin,
+        &format!("{rbac}/clusterroles"),
+        cluster_role(
+            "log-reader",
+            json!([
+        {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}]),
+        ),
+    )
+    .await;
+    let bindings = format!("{rbac}/namespaces/team/rolebindings");
+    create(
+        &admin,
+        &bindings,
+        group_binding("viewers", "backups-viewer", "system:authenticated"),
+    )
+    .await;
+    create(
+        &admin,
+        &bindings,
+        group_binding("dba-logs", "log-reader", "oidc:dba"),
+    )
+    .await;
+
+    let cnpg = "/apis/postgresql.cnpg.io/v1/namespaces/team";
+    create(&admin, &format!("{cnpg}/clusters"), json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "orders"}, "spec": {"instances": 2, "imageName": "ghcr.io/cloudnative-pg/postgresql:17.5",
+        "backup": {"barmanObjectStore": {"destinationPath": "s3://team-backups/orders"}}}})).await;
+    create(
+        &admin,
+        &format!("{cnpg}/clusters"),
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+        "metadata": {"name": "billing"}, "spec": {"instances": 1}}),
+    )
+    .await;
+    until_object(&admin, &format!("{cnpg}/clusters/orders"), |c| {
+        c["status"]["readyInstances"] == 2
+    })
+    .await;
+    let backup = |name: &str, cluster: &str| {
+        json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "Backup",
+        "metadata": {"name": name}, "spec": {"cluster": {"name": cluster}}})
+    };
+    create(
+        &admin,
+        &format!("{cnpg}/backups"),
+        backup("orders-before-upgrade", "orders"),
+    )
+    .await;
+    until_object(
+        &admin,
+        &format!("{cnpg}/backups/orders-before-upgrade"),
+        |b| b["status"]["phase"] == "completed",
+    )
+    .await;
+    create(&admin, &format!("{cnpg}/scheduledbackups"), json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "ScheduledBackup",
+        "metadata": {"name": "orders-nightly"}, "spec": {"schedule": "0 0 3 * * *", "immediate": true, "cluster": {"name": "orders"}}})).await;
+    create(&admin, &format!("{cnpg}/scheduledbackups"), json!({"apiVersion": "postgresql.cnpg.io/v1", "kind": "ScheduledBackup",
+        "metadata": {"name": "orders-weekly"}, "spec": {"schedule": "0 30 2 * * 0", "suspend": true, "cluster": {"name": "orders"}}})).await;
+    create(
+        &admin,
+        &format!("{cnpg}/backups"),
+        backup("billing-by-hand", "billing"),
+    )
+    .await;
+    until_object(&admin, &format!("{cnpg}/backups/billing-by-hand"), |b| {
+        b["status"]["phase"] == "failed"
+    })
+    .await;
+    let nightly = until_object(
+        &admin,
+        &format!("{cnpg}/scheduledbackups/orders-nightly"),
+        |s| s["status"]["lastScheduleTime"].is_string(),
+    )
+    .await;
+    let at: jiff::Timestamp = nightly["status"]["lastScheduleTime"]
+        .as_str()
+        .unwrap_or_default()
+        .parse()
+        .expect("time");
+    let scheduled = format!("orders-nightly-{}", at.strftime("%Y%m%d%H%M%S"));
+    until_object(&admin, &format!("{cnpg}/backups/{scheduled}"), |b| {
+        b["status"]["phase"] == "completed"
+    })
+    .await;
+
+    let env = |pod_logs: bool| Env {
+        pod_logs,
+        ..console_env(&provider)
+    };
+    let (stop, served) = serve_console(env(true), &sim.url(), listener).await;
+
+    run_flow(
+        "backups_flow.mjs",
+        &console_url,
+        json!({"scheduled": scheduled}),
+    )
+    .await;
+    let _ = stop.send(());
+    served
+        .await
+        .expect("joined")
+        .expect("the console stops cleanly");
+
+    // Without CONSOLE_POD_LOGS the log pages are not served (404, not the sign-in page).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let (stop, served) = serve_console(env(false), &sim.url(), listener).await;
+    for (path, expected) in [
+        ("/logs", "404"),
+        ("/logs/orders-1", "404"),
+        ("/backups", "200"),
+    ] {
+        let out = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                &format!("{url}{path}"),
+            ])
+            .output()
+            .expect("curl");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{path}");
+    }
     let _ = stop.send(());
     served.await.expect("joined").expect("stops");
 }

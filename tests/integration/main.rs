@@ -88,6 +88,7 @@ mod sim_cluster_pods;
 mod sim_cluster_support;
 mod sim_cluster_workloads;
 mod sim_cnpg;
+mod sim_cnpg_backups;
 mod sim_cnpg_recovery;
 mod sim_crud;
 mod sim_fidelity;

@@ -12,6 +12,7 @@ mod sim_fidelity;
 mod sim_js;
 mod sim_oidc;
 mod sim_paging;
+mod sim_pod_logs;
 mod sim_protobuf;
 mod sim_protobuf_generators;
 mod sim_python;

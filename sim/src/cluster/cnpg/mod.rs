@@ -1,11 +1,14 @@
 //! CloudNativePG as the simulated cluster runs it: the operator's Cluster and Pooler controllers
 //! and the instance manager's Database and DatabaseRole reconcilers, writing the objects and
 //! status fields the real ones write (see `shapes`), plus the switchover a user requests with
-//! `kubectl cnpg promote` (`POST /_sim/cnpg/switchover`).
+//! `kubectl cnpg promote` (`POST /_sim/cnpg/switchover`), and backups: the Backup reconciler with
+//! the instance manager's barman-cloud backup, and the ScheduledBackup reconciler.
 
+pub mod backup;
 pub mod cluster;
 pub mod database;
 pub mod pooler;
+pub mod scheduled;
 pub mod shapes;
 pub mod switchover;
 
@@ -19,6 +22,7 @@ pub const POOLERS: Kind = Kind::new(GROUP, "v1", "Pooler", "poolers");
 pub const DATABASES: Kind = Kind::new(GROUP, "v1", "Database", "databases");
 pub const DATABASE_ROLES: Kind = Kind::new(GROUP, "v1", "DatabaseRole", "databaseroles");
 pub const BACKUPS: Kind = Kind::new(GROUP, "v1", "Backup", "backups");
+pub const SCHEDULED_BACKUPS: Kind = Kind::new(GROUP, "v1", "ScheduledBackup", "scheduledbackups");
 /// The field manager of the operator's writes.
 pub const MANAGER_NAME: &str = "cloudnative-pg";
 
@@ -34,6 +38,8 @@ pub fn components() -> Vec<Arc<dyn Component>> {
         Arc::new(pooler::PoolerController),
         Arc::new(database::DatabaseController),
         Arc::new(database::DatabaseRoleController),
+        Arc::new(backup::BackupController),
+        Arc::new(scheduled::ScheduledBackupController),
     ]
 }
 
