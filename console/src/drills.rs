@@ -18,9 +18,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::html::{self, esc};
-use crate::server::{
-    CsrfToken, Shared, SignedPost, html_response, redirect_with_cookies, sign_in_page,
-};
+use crate::respond::{CsrfToken, SignedPost, html_response, redirect_with_cookies, sign_in_page};
+use crate::state::Shared;
 use crate::views::{readable, selector_params};
 
 /// The label that marks a drill's Cluster; its value is the console's name.

@@ -11,9 +11,12 @@ pub mod drills;
 pub mod html;
 pub mod logs;
 mod metrics;
+mod respond;
 pub mod server;
 pub mod session_end;
+mod state;
 pub mod tls;
 pub mod views;
 
-pub use server::{Console, ConsoleError, serve};
+pub use server::serve;
+pub use state::{Console, ConsoleError};

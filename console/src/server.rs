@@ -1,183 +1,23 @@
-//! The HTTP server: routes, the per-user Kubernetes client, health, metrics, and a graceful
-//! stop.
+//! The HTTP server: the routes, the sign-in and access-request handlers, health, metrics, and
+//! a graceful stop (the state is `state.rs`, what handlers answer with `respond.rs`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Form, Path, Query, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use pgtoolbox_api::console::{CALLBACK_PATH, Env, HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
+use pgtoolbox_api::console::{CALLBACK_PATH, HEALTHZ_PATH, METRICS_PATH, READYZ_PATH};
 use pgtoolbox_operator::cli::access::{AccessCommand, RequestArgs, act, parse_duration};
 use serde::Deserialize;
 
-use crate::addr::ProxyTrust;
-use crate::auth::{
-    LOGIN_COOKIE, Oidc, SESSION_COOKIE, Session, Sessions, cookie, now, same, set_cookie,
-};
-use crate::html::{self, Chrome};
-use crate::metrics::Metrics;
-use crate::tls::TlsChecker;
+use crate::auth::{LOGIN_COOKIE, SESSION_COOKIE, cookie, now, set_cookie};
+use crate::html;
+use crate::respond::{CsrfToken, SignedPost, html_response, redirect_with_cookies, sign_in_page};
+use crate::state::{Console, ConsoleError, Shared};
 use crate::{backups, logs};
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConsoleError {
-    #[error("configuration: {0}")]
-    Config(String),
-    #[error("serving: {0}")]
-    Io(#[from] std::io::Error),
-}
-
-/// The console's state.
-pub struct Console {
-    pub(crate) env: Env,
-    oidc: Option<Oidc>,
-    sessions: Sessions,
-    trust: ProxyTrust,
-    /// Where the API server is, without any credentials: each request adds its user's.
-    kube_base: kube::Config,
-    metrics: Metrics,
-    tls: TlsChecker,
-}
-
-impl Console {
-    pub fn new(env: Env, mut kube_base: kube::Config) -> Result<Self, ConsoleError> {
-        let oidc = match &env.oidc {
-            Some(o) => Some(Oidc::new(o.clone()).map_err(ConsoleError::Config)?),
-            None => None,
-        };
-        let trust = ProxyTrust::new(env.trust_x_forwarded_for, &env.trusted_proxies)
-            .map_err(ConsoleError::Config)?;
-        if trust.enabled && trust.proxies.is_empty() {
-            tracing::warn!(
-                "X-Forwarded-For trust is granted but no trusted proxy CIDR is given: it is believed from no one"
-            );
-        }
-        // Never the ServiceAccount's token (or a kubeconfig's user): only the signed-in
-        // user's ID token is ever sent.
-        kube_base.auth_info = kube::config::AuthInfo::default();
-        Ok(Self {
-            env,
-            oidc,
-            sessions: Sessions::default(),
-            trust,
-            kube_base,
-            metrics: Metrics::new(),
-            tls: TlsChecker::default(),
-        })
-    }
-
-    /// The Clusters' TLS checker (a handle: clones share its answers and its test mapping).
-    pub fn tls_checker(&self) -> &TlsChecker {
-        &self.tls
-    }
-
-    /// A client that authenticates as the session's user (their ID token as the bearer).
-    pub(crate) fn user_client(&self, session: &Session) -> Result<kube::Client, String> {
-        let mut config = self.kube_base.clone();
-        config.auth_info.token = Some(session.id_token.clone().into());
-        kube::Client::try_from(config).map_err(|e| e.to_string())
-    }
-
-    pub(crate) fn secure(&self, headers: &HeaderMap) -> bool {
-        self.base_url(headers).starts_with("https://")
-    }
-
-    /// The URL users reach the console at: `CONSOLE_PUBLIC_URL`, else this request's Host
-    /// (https when a trusted proxy says so).
-    fn base_url(&self, headers: &HeaderMap) -> String {
-        if let Some(url) = &self.env.public_url {
-            return url.clone();
-        }
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("localhost");
-        format!("http://{host}")
-    }
-
-    pub(crate) fn session(&self, headers: &HeaderMap) -> Option<(String, Session)> {
-        let id = cookie(headers, SESSION_COOKIE)?;
-        let session = self.sessions.get(&id)?;
-        Some((id, session))
-    }
-
-    pub(crate) fn chrome<'a>(
-        &'a self,
-        session: Option<&'a Session>,
-        active: &'a str,
-    ) -> Chrome<'a> {
-        Chrome {
-            user: session.map(|s| s.display.as_str()),
-            csrf: session.map(|s| s.csrf.as_str()),
-            namespace: &self.env.namespace,
-            active,
-            drills: self.env.restore_drills,
-            pod_logs: self.env.pod_logs,
-        }
-    }
-
-    pub(crate) fn sessions(&self) -> &Sessions {
-        &self.sessions
-    }
-
-    pub(crate) fn oidc(&self) -> Option<&Oidc> {
-        self.oidc.as_ref()
-    }
-
-    fn metrics_text(&self) -> Result<String, std::fmt::Error> {
-        self.metrics.text(self.sessions.len(), self.ready())
-    }
-
-    fn ready(&self) -> bool {
-        self.oidc.as_ref().is_none_or(Oidc::ready)
-    }
-}
-
-pub(crate) type Shared = Arc<Console>;
-
-pub(crate) fn html_response(status: StatusCode, body: String) -> Response {
-    let mut r = (status, body).into_response();
-    let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    security_headers(h);
-    r
-}
-
-fn security_headers(h: &mut HeaderMap) {
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        ),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("same-origin"),
-    );
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-}
-
-pub(crate) fn redirect_with_cookies(to: &str, cookies: &[String]) -> Response {
-    let mut r = Redirect::to(to).into_response();
-    for c in cookies {
-        if let Ok(v) = HeaderValue::from_str(c) {
-            r.headers_mut().append(header::SET_COOKIE, v);
-        }
-    }
-    security_headers(r.headers_mut());
-    r
-}
 
 /// The router, for `serve` and the tests.
 pub fn router(console: Shared) -> Router {
@@ -261,13 +101,6 @@ async fn not_configured(State(c): State<Shared>) -> Response {
             &c.chrome(None, ""),
             &html::not_configured(),
         ),
-    )
-}
-
-pub(crate) fn sign_in_page(c: &Console) -> Response {
-    html_response(
-        StatusCode::OK,
-        html::page("Sign in", &c.chrome(None, ""), &html::sign_in()),
     )
 }
 
@@ -437,67 +270,6 @@ struct RequestForm {
     /// require more than one); absent: one.
     #[serde(default)]
     approvals: Option<i32>,
-}
-
-/// A form post of a signed-in session whose CSRF token is the session's, with the client
-/// address the decision is logged with. Every form handler takes its form through this, so
-/// none can skip the check: without a session the post is sent home, with a wrong token it is
-/// refused (403).
-pub(crate) struct SignedPost<T> {
-    pub(crate) id: String,
-    pub(crate) session: Session,
-    pub(crate) client: std::net::IpAddr,
-    pub(crate) forwarded: bool,
-    pub(crate) form: T,
-}
-
-/// A form carrying the session's CSRF token.
-pub(crate) trait CsrfToken {
-    fn csrf(&self) -> &str;
-}
-
-impl<T> axum::extract::FromRequest<Shared> for SignedPost<T>
-where
-    T: serde::de::DeserializeOwned + CsrfToken + Send,
-{
-    type Rejection = Response;
-
-    async fn from_request(req: axum::extract::Request, c: &Shared) -> Result<Self, Response> {
-        use axum::extract::FromRequestParts;
-        let (mut parts, body) = req.into_parts();
-        let ConnectInfo(peer) = ConnectInfo::<SocketAddr>::from_request_parts(&mut parts, c)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        let headers = parts.headers.clone();
-        let Form(form) =
-            Form::<T>::from_request(axum::extract::Request::from_parts(parts, body), c)
-                .await
-                .map_err(IntoResponse::into_response)?;
-        let Some((id, session)) = c.session(&headers) else {
-            return Err(redirect_with_cookies("/", &[]));
-        };
-        if !same(&session.csrf, form.csrf()) {
-            c.metrics.csrf_refused.inc();
-            return Err(html_response(
-                StatusCode::FORBIDDEN,
-                html::page(
-                    "Refused",
-                    &c.chrome(Some(&session), ""),
-                    &html::error_page(
-                        "This form was not sent from a page of this console (CSRF check failed).",
-                    ),
-                ),
-            ));
-        }
-        let (client, forwarded) = c.trust.client(peer, &headers);
-        Ok(SignedPost {
-            id,
-            session,
-            client,
-            forwarded,
-            form,
-        })
-    }
 }
 
 impl CsrfToken for CsrfForm {

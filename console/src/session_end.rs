@@ -9,7 +9,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::auth::{SESSION_COOKIE, cookie, now, set_cookie};
-use crate::server::Shared;
+use crate::state::Shared;
 
 /// Renews the session's ID token when it is due (see `Session::due_for_refresh`); a refused
 /// refresh ends the session. A renewed session's cookie is set again to live as long as the

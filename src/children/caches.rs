@@ -34,9 +34,7 @@ use crate::reconcile::optional_api::{Availability, OptionalApi, ProbeResult};
 use crate::reconcile::redact::{redact_secret, secret_is_complete};
 use crate::ring::Ownership;
 
-/// The label that makes a RoleBinding "a RoleBinding of the request" named by its value. The
-/// console creates these bindings, so they carry this label and not our managed-by label.
-pub const REQUEST_LABEL: &str = "pgtoolbox.fyannk.dev/access-request";
+pub use crate::reconcile::access_request::REQUEST_LABEL;
 
 /// Starts the streams of one cache (what the operator builder's `cache` takes).
 pub type CacheStart = Box<dyn FnOnce(&WatchClients, &WatchScope) -> Vec<Wakeups> + Send>;

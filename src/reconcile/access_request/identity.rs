@@ -61,7 +61,7 @@ pub fn keep_binding(mut rb: RoleBinding) -> RoleBinding {
     meta.annotations = None;
     meta.managed_fields = None;
     if let Some(labels) = meta.labels.as_mut() {
-        labels.retain(|key, _| key == crate::children::REQUEST_LABEL);
+        labels.retain(|key, _| key == super::REQUEST_LABEL);
     }
     if let Some(subjects) = rb.subjects.as_mut() {
         subjects.truncate(2);
@@ -188,7 +188,10 @@ mod tests {
         big.metadata.annotations = Some([("note".to_string(), "x".repeat(64 * 1024))].into());
         big.metadata.labels = Some(
             [
-                (crate::children::REQUEST_LABEL.to_string(), "r".to_string()),
+                (
+                    crate::reconcile::access_request::REQUEST_LABEL.to_string(),
+                    "r".to_string(),
+                ),
                 ("other".to_string(), "y".to_string()),
             ]
             .into(),
@@ -197,7 +200,13 @@ mod tests {
         assert_eq!(kept.metadata.annotations, None);
         assert_eq!(
             kept.metadata.labels,
-            Some([(crate::children::REQUEST_LABEL.to_string(), "r".to_string())].into())
+            Some(
+                [(
+                    crate::reconcile::access_request::REQUEST_LABEL.to_string(),
+                    "r".to_string()
+                )]
+                .into()
+            )
         );
         assert_eq!(keep_binding(kept.clone()), kept);
         // The same verdict as the binding received, with one subject or many.

@@ -4,6 +4,11 @@ mod identity;
 mod pass;
 mod status;
 
+/// The label that makes a RoleBinding "a RoleBinding of the request" named by its value. The
+/// approver creates these bindings (the kubectl plugin, the console as the signed-in user), so
+/// they carry this label and not our managed-by label.
+pub const REQUEST_LABEL: &str = "pgtoolbox.fyannk.dev/access-request";
+
 pub use decide::{BindingVerdict, Decision, ORPHAN_GRACE, RequestFacts, decide};
 #[cfg(test)]
 pub use decide::{ConfigVerdict, DeletionCause, RequestEvent};
