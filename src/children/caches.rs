@@ -131,6 +131,18 @@ fn managed() -> watcher::Config {
     watcher::Config::default().labels(&format!("{MANAGED_BY_LABEL}={MANAGED_BY}"))
 }
 
+/// The list page of the watches that download whole objects anyone editing the namespace can
+/// label into them (Pods and ReplicaSets, whose status the operator reads; the access-request
+/// RoleBindings, whose subjects it judges). They are trimmed as they arrive, so one page is
+/// what a list decodes at once: 50 objects of at most 1.5 MB instead of kube's 500 (issue 46,
+/// finding 4: 500 labelled Pods of 200 KiB annotations peaked a starting operator at 330 MiB).
+/// The other child stores list metadata only and need no bound.
+const WHOLE_OBJECT_PAGE: u32 = 50;
+
+fn managed_whole() -> watcher::Config {
+    managed().page_size(WHOLE_OBJECT_PAGE)
+}
+
 /// Children, all in their owner's namespace: kept by share, so watched through the share's
 /// client.
 fn start<C: StoredChild>(store: &Arc<ChildStore<C>>, config: watcher::Config) -> CacheStart {
@@ -375,8 +387,8 @@ impl OperatorCaches {
             start(&self.service_accounts, managed()),
             start(&self.services, managed()),
             start(&self.deployments, managed()),
-            start(&self.replica_sets, managed()),
-            start(&self.pods, managed()),
+            start(&self.replica_sets, managed_whole()),
+            start(&self.pods, managed_whole()),
             start(&self.config_maps, managed()),
             start(&self.jobs, managed()),
             start(&self.persistent_volume_claims, managed()),
@@ -389,7 +401,9 @@ impl OperatorCaches {
             // A request's binding is in the request's namespace, as every child is.
             start(
                 &self.access_bindings,
-                watcher::Config::default().labels(REQUEST_LABEL),
+                watcher::Config::default()
+                    .labels(REQUEST_LABEL)
+                    .page_size(WHOLE_OBJECT_PAGE),
             ),
             start_index(self.clusters.index()),
             start_index(self.poolers.index()),
