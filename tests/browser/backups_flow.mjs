@@ -6,11 +6,11 @@
 // one from the immediate schedule NAME; billing's failed one with its error; the schedules),
 // opens the pod logs of orders' primary; bob is refused those logs by the API server and reads
 // why. Each page is kept as a screenshot in DIR. Any failed check throws: exit code 1.
-import { check, launch, shot as keep, signIn as signInTo } from './browser_support.mjs';
+import { check, launch, shot as keep, signIn as signInTo } from './flow_support.mjs';
 
 const args = JSON.parse(process.argv[2]);
 const shot = (page, name) => keep(page, args.shots, name);
-const signIn = (browser, user) => signInTo(browser, args.console, user);
+const signIn = (browser, user) => signInTo(browser, args, user, `backups-${user}`);
 
 const browser = await launch();
 try {
