@@ -171,6 +171,45 @@ pub struct Applier<'a> {
 }
 
 impl Applier<'_> {
+    /// Deletes the object `key` of `store`'s kind only if it still has the `uid` and
+    /// `resource_version` that were judged (a RoleBinding of an access request that is not
+    /// ours to keep); one deleted now or already gone is hidden from the store until its watch
+    /// reports it.
+    pub async fn delete_judged<C>(
+        &self,
+        store: &ChildStore<C>,
+        key: &ObjectKey,
+        uid: Option<String>,
+        resource_version: Option<String>,
+    ) -> Result<Pinned, kube::Error>
+    where
+        C: super::ChildKind,
+    {
+        let api: Api<C> = Api::namespaced(self.client.clone(), &key.namespace);
+        let outcome =
+            delete_pinned(&api, self.writes, &key.name, uid.clone(), resource_version).await?;
+        if outcome != Pinned::Changed {
+            store.deleted(key, uid);
+        }
+        Ok(outcome)
+    }
+
+    /// Adds `owner` (not as controller) to the object `key` of kind `C`, only if it is still at
+    /// the judged `resource_version`: deleting the owner then deletes it, through the API
+    /// server's garbage collector.
+    pub async fn add_owner_judged<C>(
+        &self,
+        key: &ObjectKey,
+        resource_version: Option<&str>,
+        owner: &OwnerReference,
+    ) -> Result<Pinned, kube::Error>
+    where
+        C: super::ChildKind,
+    {
+        let api: Api<C> = Api::namespaced(self.client.clone(), &key.namespace);
+        crate::k8s::add_owner_pinned(&api, self.writes, &key.name, resource_version, owner).await
+    }
+
     /// Applies `desired` as the owner's complete set of children of kind `C`.
     pub async fn apply<C>(
         &self,

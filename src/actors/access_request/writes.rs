@@ -3,18 +3,16 @@
 //! refused or overtaken by a change is left to the next pass, which sees the binding again.
 
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use kube::api::Api;
 use kube::{Resource, ResourceExt};
 
 use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::PgAccessRequest;
 use crate::children::ChildStore;
-use crate::k8s::{EventSink, Pinned, add_owner_pinned, delete_pinned};
+use crate::k8s::{EventSink, Pinned};
 use crate::messages::ObjectKey;
 use crate::reconcile::access_request::{Decision, deletion_event};
 
-/// Deletes `name` if it is still the version of `uid` that was judged; a binding gone (deleted
-/// now or already) is hidden from the cache until its watch reports it.
+/// Deletes `name` through the applier if it is still the version of `uid` that was judged.
 async fn delete_binding(
     bindings: &ChildStore<RoleBinding>,
     cx: &ObjectContext,
@@ -22,12 +20,10 @@ async fn delete_binding(
     uid: Option<String>,
     resource_version: Option<String>,
 ) -> Result<Pinned, kube::Error> {
-    let api: Api<RoleBinding> = Api::namespaced(cx.client.clone(), &cx.key.namespace);
-    let outcome = delete_pinned(&api, &cx.writes, name, uid.clone(), resource_version).await?;
-    if outcome != Pinned::Changed {
-        bindings.deleted(&ObjectKey::new(cx.key.namespace.as_str(), name), uid);
-    }
-    Ok(outcome)
+    let key = ObjectKey::new(cx.key.namespace.as_str(), name);
+    (cx.applier())
+        .delete_judged(bindings, &key, uid, resource_version)
+        .await
 }
 
 /// Deletes what the decision deletes; a `RoleBindingDeleted` Event for each one this pass
@@ -70,16 +66,11 @@ pub async fn adopt_decided(
     let Some(owner) = obj.owner_ref(&()) else {
         return Ok(());
     };
-    let api: Api<RoleBinding> = Api::namespaced(cx.client.clone(), &cx.key.namespace);
     for adoption in &decision.adoptions {
-        let outcome = add_owner_pinned(
-            &api,
-            &cx.writes,
-            &adoption.name,
-            adoption.resource_version.as_deref(),
-            &owner,
-        )
-        .await?;
+        let key = ObjectKey::new(cx.key.namespace.as_str(), adoption.name.as_str());
+        let outcome = (cx.applier())
+            .add_owner_judged::<RoleBinding>(&key, adoption.resource_version.as_deref(), &owner)
+            .await?;
         tracing::debug!(rolebinding = %adoption.name, ?outcome, "adopting");
     }
     Ok(())

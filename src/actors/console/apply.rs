@@ -11,7 +11,7 @@ use super::reconciler::ConsoleReconciler;
 use crate::actors::past_exposure::Exposed;
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::PgToolBoxConsole;
-use crate::children::{Applier, ChildOwner, ChildRefusal, ChildVerdict};
+use crate::children::{ChildOwner, ChildRefusal, ChildVerdict};
 use crate::conditions::{PassFacts, Verdict};
 use crate::reconcile::console::{
     ApplyFacts, ChildNames, Children, ChildrenApplied, ConsolePod, ForeignChild, Observed, Plan,
@@ -92,10 +92,7 @@ impl ConsoleReconciler {
             name: &name,
             generation: observed.obj.metadata.generation.unwrap_or_default(),
         };
-        let applier = Applier {
-            client: &cx.client,
-            writes: &cx.writes,
-        };
+        let applier = cx.applier();
         Ok(self.past_exposure.withdraw(&applier, &of, deletes).await?)
     }
 

@@ -8,8 +8,7 @@ use super::ca::CaStore;
 use crate::actors::{ObjectContext, Outcome, ReconcileError, StatusPass, user_of};
 use crate::api::{EvidenceAgent, ReportsConditions};
 use crate::children::{
-    Applier, ApplyReport, ChildOwner, ChildSet, ChildVerdict, Component, OperatorCaches, Synced,
-    Track,
+    ApplyReport, ChildOwner, ChildSet, ChildVerdict, Component, OperatorCaches, Synced, Track,
 };
 use crate::conditions::PassFacts;
 use crate::k8s::EventSink;
@@ -163,10 +162,7 @@ impl EvidenceAgentReconciler {
     ) -> Result<ApplyReport, ReconcileError> {
         let owner = ChildOwner::of(obj)
             .ok_or_else(|| ReconcileError::other(EvidenceError::NoUid(cx.key.name.clone())))?;
-        let applier = Applier {
-            client: &cx.client,
-            writes: &cx.writes,
-        };
+        let applier = cx.applier();
         let c = &self.caches;
         let mut set = ChildSet::new(applier, &owner, Component::EvidenceAgent);
         let applied = async {

@@ -70,6 +70,16 @@ pub struct PassEnv {
     pub shared: Arc<Shared>,
 }
 
+impl PassEnv {
+    /// The one door for the pass's writes of children (every create, patch and delete).
+    pub fn applier(&self) -> crate::children::Applier<'_> {
+        crate::children::Applier {
+            client: &self.client,
+            writes: &self.writes,
+        }
+    }
+}
+
 /// What a pass gets besides the object. Reads through to [`PassEnv`]: `cx.client`,
 /// `cx.writes`, `cx.shared`.
 #[derive(Clone)]

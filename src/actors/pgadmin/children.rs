@@ -13,7 +13,7 @@ use super::reconciler::PgAdminReconciler;
 use super::secrets::{ServersOutcome, ensure_login_secret};
 use crate::actors::{ObjectContext, ReconcileError, user_of};
 use crate::api::PgAdmin;
-use crate::children::{Applier, ChildOwner, ChildSet, ChildVerdict, Component};
+use crate::children::{ChildOwner, ChildSet, ChildVerdict, Component};
 use crate::messages::ObjectKey;
 use crate::reconcile::exposure::ExposureDecision;
 use crate::reconcile::pgadmin::{
@@ -136,10 +136,7 @@ impl PgAdminReconciler {
             jobs,
             kept_jobs,
         } = rendered.objects;
-        let applier = Applier {
-            client: &cx.client,
-            writes: &cx.writes,
-        };
+        let applier = cx.applier();
         let mut set = ChildSet::new(applier, owner, Component::PgAdmin);
         set.apply(&c.service_accounts, [service_account])
             .await

@@ -12,7 +12,7 @@ use kube::api::DynamicObject;
 use crate::actors::past_exposure::Exposed;
 use crate::actors::{ObjectContext, ReconcileError};
 use crate::api::PgAdmin;
-use crate::children::{Applier, ChildOwner, ChildSet, Component, HttpRoute, Route};
+use crate::children::{ChildOwner, ChildSet, Component, HttpRoute, Route};
 use crate::reconcile::exposure::{
     BackendPort, ExposureDecision, ExposureInputs, ExposureView, HostnameConflict, HostnameRefusal,
     ObservedExposure, PastCacheCheck, decide_exposure, desired_http_route, desired_ingress,
@@ -120,10 +120,7 @@ impl PgAdminReconciler {
         if decision.delete_past_cache.is_empty() {
             return Ok(false);
         }
-        let applier = Applier {
-            client: &cx.client,
-            writes: &cx.writes,
-        };
+        let applier = cx.applier();
         let of = exposed(obj, owner, names);
         let deletes = &decision.delete_past_cache;
         Ok(self.past_exposure.withdraw(&applier, &of, deletes).await?)
@@ -177,10 +174,7 @@ impl PgAdminReconciler {
         names: &ChildNames,
         decision: &ExposureDecision,
     ) -> Result<bool, PgAdminError> {
-        let applier = Applier {
-            client: &cx.client,
-            writes: &cx.writes,
-        };
+        let applier = cx.applier();
         let mut set = ChildSet::new(applier, owner, Component::PgAdmin);
         self.apply_exposure(obj, cx, &mut set, names, decision)
             .await?;
