@@ -1,7 +1,7 @@
 use kube::runtime::watcher;
 use ractor::{ActorId, ActorRef};
 
-use super::{Notice, ObjectKey, ObjectMsg, TimerPurpose};
+use super::{ObjectKey, ObjectMsg, TimerPurpose};
 
 /// Messages of a per-kind supervisor.
 #[derive(Debug)]
@@ -14,9 +14,9 @@ pub enum KindMsg<K> {
     /// An object of the managed kind's watch that cannot be decoded (changed, or deleted, as
     /// such): out of the store, as a list without it would leave it.
     Undecodable(ObjectKey),
-    /// A notice (or, with `None`, a child or reference change) for an object that had no live
-    /// actor when it was sent: a hibernated object is woken by it.
-    Wake(ObjectKey, Option<Notice>),
+    /// A child or reference change for an object that had no live actor when it was sent: a
+    /// hibernated object is woken by it.
+    Wake(ObjectKey),
     /// The kind's timer wheel fired a timer of `key`.
     TimerFired {
         key: ObjectKey,

@@ -1,6 +1,6 @@
 //! Every message that flows between actors, and nothing else.
 //!
-//! - [`ObjectMsg`]: what an object actor receives (deltas, child changes, notices, timer ticks).
+//! - [`ObjectMsg`]: what an object actor receives (deltas, child and reference changes, timer ticks).
 //! - [`KindMsg`]: what a per-kind supervisor receives (watch events, child routing, restarts).
 //! - [`RootMsg`]: what the root supervisor receives.
 //! - [`shared`]: the messages of the shared actors.
@@ -12,4 +12,4 @@ pub mod shared;
 
 pub use key::{KindKey, ObjectKey};
 pub use kind::{KindCensus, KindMsg, RootMsg};
-pub use object::{Notice, ObjectMsg, TimerPurpose};
+pub use object::{ObjectMsg, TimerPurpose};

@@ -44,22 +44,14 @@ impl TimerPurpose {
     }
 }
 
-/// A change outside the object and its owned children that an object may depend on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Notice {
-    /// A Secret the object references changed (name only: contents never travel in messages).
-    SecretChanged { name: String },
-}
-
 /// Messages of one object actor.
 #[derive(Debug)]
 pub enum ObjectMsg<K> {
     /// The watch saw a new version of the object: replaces the latest copy.
     Delta(Arc<K>),
-    /// One of the object's owned children changed or disappeared.
+    /// One of the object's owned children, or an object it references (a Secret, a Cluster),
+    /// changed or disappeared: the pass reads what changed from the caches.
     ChildChanged,
-    /// A shared actor noticed a change the object depends on.
-    Notice(Notice),
     /// A timer fired; stale generations (re-armed or cancelled timers) are ignored.
     TimerFired {
         purpose: TimerPurpose,

@@ -323,9 +323,7 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             watches.push(forward(&myself, messages, |message| message));
         }
         let wakeups = tokio_stream_of(args.wakeups);
-        watches.push(forward(&myself, wakeups, |(key, notice)| {
-            KindMsg::Wake(key, notice)
-        }));
+        watches.push(forward(&myself, wakeups, KindMsg::Wake));
         let me = myself.clone();
         let shared = args.shared.clone();
         let (wheel, wheel_task) = TimerWheel::start(
@@ -379,12 +377,8 @@ impl<R: Reconciler> Actor for KindSupervisor<R> {
             KindMsg::Watch { source, event } => self.on_watch(&myself, state, source, event).await,
             KindMsg::Undecodable(key) => self.undecodable(&myself, state, &key).await,
             // Unknown owner: nothing to keep. A restart pending: its pass reads the children.
-            KindMsg::Wake(owner, None) => {
+            KindMsg::Wake(owner) => {
                 self.wake(&myself, state, &owner, ObjectMsg::ChildChanged)
-                    .await;
-            }
-            KindMsg::Wake(key, Some(notice)) => {
-                self.wake(&myself, state, &key, ObjectMsg::Notice(notice))
                     .await;
             }
             KindMsg::TimerFired {

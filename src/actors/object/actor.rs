@@ -81,7 +81,7 @@ impl<R: Reconciler> Actor for ObjectActor<R> {
                 state.latest = obj;
                 state.request_pass(&myself)?;
             }
-            ObjectMsg::ChildChanged | ObjectMsg::Notice(_) => state.request_pass(&myself)?,
+            ObjectMsg::ChildChanged => state.request_pass(&myself)?,
             ObjectMsg::TimerFired {
                 purpose,
                 generation,

@@ -1,5 +1,6 @@
-//! Delivery of shared actors' notices (a changed Secret) to the actor of one object of any
-//! kind, and the handle object actors use to tell the secret router what they read.
+//! The one wake-up route: a changed child, a changed reference (from a cache's index or the
+//! secret router) wakes the actor of one object of any kind, live or hibernated; and the
+//! handle object actors use to tell the secret router what they read.
 
 use std::sync::Arc;
 
@@ -9,14 +10,13 @@ use tokio::sync::mpsc::UnboundedSender;
 use crate::actors::Registry;
 use crate::actors::secret_router::SecretSubscriber;
 use crate::children::{ReferenceIndex, Track, secrets_resource};
-use crate::messages::{KindKey, Notice, ObjectKey, ObjectMsg};
+use crate::messages::{KindKey, ObjectKey, ObjectMsg};
 
-/// `None`: one of the object's children or references changed.
-type Deliver = Box<dyn Fn(&ObjectKey, Option<Notice>) -> bool + Send + Sync>;
+type Deliver = Box<dyn Fn(&ObjectKey) -> bool + Send + Sync>;
 
-/// What goes to a kind supervisor for an object without a live actor (a hibernated one wakes):
-/// `None`, one of its children or references changed.
-pub type Wakeup = (ObjectKey, Option<Notice>);
+/// What goes to a kind supervisor for an object without a live actor (a hibernated one
+/// wakes): one of its children or references changed.
+pub type Wakeup = ObjectKey;
 
 /// The live-actor registries of every kind, behind one type-erased lookup, and the way to
 /// their supervisors for the objects whose actor hibernates.
@@ -41,49 +41,36 @@ impl NoticeRoutes {
     where
         K: Send + Sync + 'static,
     {
-        let deliver: Deliver = Box::new(move |key, notice| {
+        let deliver: Deliver = Box::new(move |key| {
             // Sent while the registry's shard guard is held: the supervisor takes an actor out
             // of the registry before it hibernates, so this message either reaches the actor
             // before that or goes to the supervisor after it.
-            if let Some(actor) = registry.get(key) {
-                let message = match notice.clone() {
-                    Some(notice) => ObjectMsg::Notice(notice),
-                    None => ObjectMsg::ChildChanged,
-                };
-                if actor.send_message(message).is_ok() {
-                    return true;
-                }
+            if let Some(actor) = registry.get(key)
+                && actor.send_message(ObjectMsg::ChildChanged).is_ok()
+            {
+                return true;
             }
-            asleep.send((key.clone(), notice)).is_ok()
+            asleep.send(key.clone()).is_ok()
         });
         self.kinds.insert(kind.to_owned(), deliver);
     }
 
-    /// Sends `notice` to the object's actor, or to its supervisor when it has none right now
-    /// (a hibernated object is woken; for a pending restart or a gone object it is dropped:
-    /// the next pass reads everything afresh anyway). False when the kind is not running.
-    pub fn deliver(&self, kind: &str, key: &ObjectKey, notice: Notice) -> bool {
-        self.kinds
-            .get(kind)
-            .is_some_and(|deliver| deliver(key, Some(notice)))
-    }
-
     /// Wakes the owner of a changed child (or the user of a changed reference), hibernated or
-    /// not. Unknown, or a restart pending: dropped, its next pass reads the caches anyway.
+    /// not: its actor, or its supervisor when it has none right now. Unknown, or a restart
+    /// pending: dropped, its next pass reads the caches anyway. False when the kind is not
+    /// running.
     pub fn wake(&self, owner: &KindKey) -> bool {
         self.kinds
             .get(owner.kind.as_str())
-            .is_some_and(|deliver| deliver(&owner.object_key(), None))
+            .is_some_and(|deliver| deliver(&owner.object_key()))
     }
 }
 
 impl SecretSubscriber for NoticeRoutes {
+    /// The same wake-up as a cache's: the pass reads the Secret's version from the index, so
+    /// which Secret changed need not travel.
     fn secret_changed(&self, object: &KindKey, secret: &ObjectKey) {
-        let key = ObjectKey::new(object.namespace.as_str(), object.name.as_str());
-        let notice = Notice::SecretChanged {
-            name: secret.name.clone(),
-        };
-        if !self.deliver(&object.kind, &key, notice) {
+        if !self.wake(object) {
             tracing::debug!(%object, %secret, "no kind running for a secret change");
         }
     }

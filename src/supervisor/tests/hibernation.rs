@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::actors::secret_router::SecretSubscriber;
-use crate::messages::{KindKey, Notice, TimerPurpose};
+use crate::messages::{KindKey, TimerPurpose};
 
 const MS: Duration = Duration::from_millis(1);
 const SEC: Duration = Duration::from_secs(1);
@@ -120,14 +120,7 @@ async fn a_child_change_a_secret_notice_a_cache_wakeup_and_a_timer_each_wake_a_h
         );
         assert_eq!(h.objects(), (0, 2), "asleep again after the {what}");
     }
-    let direct = Notice::SecretChanged {
-        name: "creds".into(),
-    };
-    assert!(
-        h.shared
-            .notices
-            .deliver("ConfigMap", &key("sleeper"), direct)
-    );
+    assert!(h.shared.notices.wake(&kind_key("sleeper")));
     run_for(5 * SEC).await;
     assert_eq!(probe.passes_of("sleeper").len(), 5);
 
@@ -276,10 +269,7 @@ async fn storm(options: KindOptions, after_list: Duration) {
         for round in 0..3000u64 {
             let target = format!("s{}", (round * 7) % N);
             sent.insert(target.clone(), Instant::now());
-            let notice = Notice::SecretChanged {
-                name: "creds".into(),
-            };
-            assert!(notices.notices.deliver("ConfigMap", &key(&target), notice));
+            assert!(notices.notices.wake(&kind_key(&target)));
             if round % 5 == 0 {
                 tokio::task::yield_now().await;
             }
