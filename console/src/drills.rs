@@ -8,7 +8,7 @@
 //! delete is sent, and the delete is bound to the object that was checked (its uid).
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::Response;
 use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::Event;
@@ -17,8 +17,8 @@ use kube::core::GroupVersionKind;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::html::{self, esc};
-use crate::respond::{CsrfToken, SignedPost, html_response, redirect_with_cookies, sign_in_page};
+use crate::html::esc;
+use crate::respond::{CsrfToken, SignedPost, redirect_with_cookies, user_page};
 use crate::state::Shared;
 use crate::views::{readable, selector_params};
 
@@ -629,27 +629,26 @@ impl CsrfToken for DeleteForm {
 }
 
 pub(crate) async fn page(State(c): State<Shared>, headers: HeaderMap) -> Response {
-    let Some((id, session)) = c.session(&headers) else {
-        return sign_in_page(&c);
-    };
-    let env = &c.env;
-    let (choices, drills) = match c.user_client(&session) {
-        Ok(client) => (
-            choices(&client, &env.namespace, env.cluster_selector.as_deref()).await,
-            list(&client, &env.namespace, &env.name).await,
-        ),
-        Err(e) => (Err(e.clone()), Err(e)),
-    };
-    c.sessions().set_flash(&id, None);
-    let body = format!(
-        "{}{}",
-        html::flash(session.flash.as_ref()),
-        render(&choices, &drills, &env.namespace, &session.csrf)
-    );
-    html_response(
-        StatusCode::OK,
-        html::page("Restore drills", &c.chrome(Some(&session), "drills"), &body),
+    // A reference the body's future may take along.
+    let c = &*c;
+    user_page(
+        c,
+        &headers,
+        "Restore drills",
+        "drills",
+        |client, session| async move {
+            let env = &c.env;
+            let (choices, drills) = match client {
+                Ok(client) => (
+                    choices(&client, &env.namespace, env.cluster_selector.as_deref()).await,
+                    list(&client, &env.namespace, &env.name).await,
+                ),
+                Err(e) => (Err(e.clone()), Err(e)),
+            };
+            render(&choices, &drills, &env.namespace, &session.csrf)
+        },
     )
+    .await
 }
 
 pub(crate) async fn start_drill(State(c): State<Shared>, post: SignedPost<StartForm>) -> Response {
@@ -841,6 +840,7 @@ mod tests {
 
     #[test]
     fn the_link_is_shown_only_when_drills_are_enabled() {
+        use crate::html;
         let chrome = |drills| html::Chrome {
             user: Some("alice"),
             csrf: Some("t"),

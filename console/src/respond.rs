@@ -1,5 +1,6 @@
 //! What every page handler answers with: HTML with the security headers, redirects that set
-//! cookies, the sign-in page; and `SignedPost`, the one extractor every form goes through.
+//! cookies, the sign-in page, a signed-in user's page; and `SignedPost`, the one extractor every
+//! form goes through.
 
 use std::net::SocketAddr;
 
@@ -10,6 +11,37 @@ use axum::response::{IntoResponse, Redirect, Response};
 use crate::auth::{Session, same};
 use crate::html;
 use crate::state::{Console, Shared};
+
+/// A page of the signed-in user (the sign-in page without a session): `title`, under the menu
+/// entry `active`, its body built by `body` with the user's own client (`Err` saying why when
+/// none can be made) and session, after the message the last form left, which it clears.
+pub(crate) async fn user_page<F, Fut>(
+    c: &Console,
+    headers: &HeaderMap,
+    title: &str,
+    active: &str,
+    body: F,
+) -> Response
+where
+    F: FnOnce(Result<kube::Client, String>, Session) -> Fut,
+    Fut: std::future::Future<Output = String>,
+{
+    let Some((id, session)) = c.session(headers) else {
+        return sign_in_page(c);
+    };
+    c.sessions.set_flash(&id, None);
+    let flash = html::flash(session.flash.as_ref());
+    let client = c.user_client(&session);
+    let inner = body(client, session.clone()).await;
+    html_response(
+        StatusCode::OK,
+        html::page(
+            title,
+            &c.chrome(Some(&session), active),
+            &format!("{flash}{inner}"),
+        ),
+    )
+}
 
 pub(crate) fn html_response(status: StatusCode, body: String) -> Response {
     let mut r = (status, body).into_response();

@@ -15,7 +15,9 @@ use serde::Deserialize;
 
 use crate::auth::{LOGIN_COOKIE, SESSION_COOKIE, cookie, now, set_cookie};
 use crate::html;
-use crate::respond::{CsrfToken, SignedPost, html_response, redirect_with_cookies, sign_in_page};
+use crate::respond::{
+    CsrfToken, SignedPost, html_response, redirect_with_cookies, sign_in_page, user_page,
+};
 use crate::state::{Console, ConsoleError, Shared};
 use crate::{backups, logs};
 
@@ -105,99 +107,69 @@ async fn not_configured(State(c): State<Shared>) -> Response {
 }
 
 async fn clusters_page(State(c): State<Shared>, headers: HeaderMap) -> Response {
-    let Some((id, session)) = c.session(&headers) else {
-        return sign_in_page(&c);
-    };
-    let views = match c.user_client(&session) {
-        Ok(client) => {
-            crate::views::clusters(
-                &client,
-                &c.env.namespace,
-                &c.env.name,
-                c.env.cluster_selector.as_deref(),
-                c.env.instance_ca_file.as_deref(),
-                &c.tls,
-            )
-            .await
-        }
-        Err(e) => Err(e),
-    };
-    c.sessions.set_flash(&id, None);
-    let body = format!(
-        "{}{}",
-        html::flash(session.flash.as_ref()),
+    user_page(&c, &headers, "Clusters", "clusters", |client, _| async {
+        let views = match client {
+            Ok(client) => {
+                crate::views::clusters(
+                    &client,
+                    &c.env.namespace,
+                    &c.env.name,
+                    c.env.cluster_selector.as_deref(),
+                    c.env.instance_ca_file.as_deref(),
+                    &c.tls,
+                )
+                .await
+            }
+            Err(e) => Err(e),
+        };
         html::clusters(&views, &c.env.namespace)
-    );
-    html_response(
-        StatusCode::OK,
-        html::page("Clusters", &c.chrome(Some(&session), "clusters"), &body),
-    )
+    })
+    .await
 }
 
 async fn access_page(State(c): State<Shared>, headers: HeaderMap) -> Response {
-    let Some((id, session)) = c.session(&headers) else {
-        return sign_in_page(&c);
-    };
-    let requests = match c.user_client(&session) {
-        Ok(client) => crate::views::access_requests(&client, &c.env.namespace).await,
-        Err(e) => Err(e),
-    };
-    c.sessions.set_flash(&id, None);
-    let body = format!(
-        "{}{}",
-        html::flash(session.flash.as_ref()),
-        html::access(&requests, &c.env.namespace, &session.csrf)
-    );
-    html_response(
-        StatusCode::OK,
-        html::page(
-            "Access requests",
-            &c.chrome(Some(&session), "access"),
-            &body,
-        ),
+    // A reference the body's future may take along.
+    let c = &*c;
+    user_page(
+        c,
+        &headers,
+        "Access requests",
+        "access",
+        |client, session| async move {
+            let requests = match client {
+                Ok(client) => crate::views::access_requests(&client, &c.env.namespace).await,
+                Err(e) => Err(e),
+            };
+            html::access(&requests, &c.env.namespace, &session.csrf)
+        },
     )
+    .await
 }
 
 /// `GET /backups`: each selected Cluster's Backups and ScheduledBackups, read as the user.
 async fn backups_page(State(c): State<Shared>, headers: HeaderMap) -> Response {
-    let Some((_, session)) = c.session(&headers) else {
-        return sign_in_page(&c);
-    };
-    let page = match c.user_client(&session) {
-        Ok(client) => {
-            backups::read(&client, &c.env.namespace, c.env.cluster_selector.as_deref()).await
-        }
-        Err(e) => Err(e),
-    };
-    html_response(
-        StatusCode::OK,
-        html::page(
-            "Backups",
-            &c.chrome(Some(&session), "backups"),
-            &backups::render(&page, &c.env.namespace),
-        ),
-    )
+    user_page(&c, &headers, "Backups", "backups", |client, _| async {
+        let ns = &c.env.namespace;
+        let page = match client {
+            Ok(client) => backups::read(&client, ns, c.env.cluster_selector.as_deref()).await,
+            Err(e) => Err(e),
+        };
+        backups::render(&page, ns)
+    })
+    .await
 }
 
 /// `GET /logs` (routed only while pod logs are on): the selected Clusters' instances.
 async fn logs_index(State(c): State<Shared>, headers: HeaderMap) -> Response {
-    let Some((_, session)) = c.session(&headers) else {
-        return sign_in_page(&c);
-    };
-    let found = match c.user_client(&session) {
-        Ok(client) => {
-            logs::instances(&client, &c.env.namespace, c.env.cluster_selector.as_deref()).await
-        }
-        Err(e) => Err(e),
-    };
-    html_response(
-        StatusCode::OK,
-        html::page(
-            "Pod logs",
-            &c.chrome(Some(&session), "logs"),
-            &logs::render_index(&found, &c.env.namespace),
-        ),
-    )
+    user_page(&c, &headers, "Pod logs", "logs", |client, _| async {
+        let ns = &c.env.namespace;
+        let found = match client {
+            Ok(client) => logs::instances(&client, ns, c.env.cluster_selector.as_deref()).await,
+            Err(e) => Err(e),
+        };
+        logs::render_index(&found, ns)
+    })
+    .await
 }
 
 #[derive(Deserialize)]

@@ -172,17 +172,12 @@ async fn signed_in_users_act_as_themselves_in_a_real_browser() {
         chromium_present(),
         "chromium is missing: install it with `bash tests/real/setup.sh` (Debian's package, as CI does)"
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let console_url = format!("http://{}", listener.local_addr().expect("addr"));
-    let provider = Provider::start(
-        json!([{"client_id": "console", "client_secret": "console-secret",
-            "redirect_uris": [format!("{console_url}/auth/callback")]}]),
+    let (listener, console_url, provider) = console_and_provider(
         json!({"alice": {"groups": ["dba"], "name": "Alice Approver"},
                "bob": {"groups": ["dev"], "name": "Bob Builder"},
                "carol": {"groups": ["dev"], "name": "Carol Editor"}}),
-    );
+    )
+    .await;
     // The API server trusts the same issuer, with the console's client as the audience.
     let oidc = trusting(&provider);
     let sim = Sim::start(SimConfig {
@@ -461,19 +456,31 @@ async fn grant(admin: &kube::Client, role: &str, rules: Value, group: &str) {
     create(
         admin,
         &format!("{rbac}/clusterroles"),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": role}, "rules": rules}),
+        cluster_role(role, rules),
     )
     .await;
+    let binding = format!("{role}-{}", group.replace(':', "-"));
     create(
         admin,
         &format!("{rbac}/namespaces/team/rolebindings"),
-        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": format!("{role}-{}", group.replace(':', "-"))},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]}),
+        group_binding(&binding, role, group),
     )
     .await;
+}
+
+/// The console's listener and its URL, and the OpenID provider with the console as its client
+/// (redirected back to that URL) and these `users`.
+async fn console_and_provider(users: Value) -> (tokio::net::TcpListener, String, Provider) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let console_url = format!("http://{}", listener.local_addr().expect("addr"));
+    let provider = Provider::start(
+        json!([{"client_id": "console", "client_secret": "console-secret",
+            "redirect_uris": [format!("{console_url}/auth/callback")]}]),
+        users,
+    );
+    (listener, console_url, provider)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -589,15 +596,7 @@ async fn restore_drills_and_the_end_of_a_session_in_a_real_browser() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_restore_drills_there_is_no_drills_page() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let console_url = format!("http://{}", listener.local_addr().expect("addr"));
-    let provider = Provider::start(
-        json!([{"client_id": "console", "client_secret": "console-secret",
-            "redirect_uris": [format!("{console_url}/auth/callback")]}]),
-        json!({}),
-    );
+    let (listener, console_url, provider) = console_and_provider(json!({})).await;
     let sim = Sim::start(SimConfig::default()).await.expect("sim");
     let (stop, served) = serve_console(console_env(&provider), &sim.url(), listener).await;
     let code = |path: &str, method: &str| {
@@ -669,16 +668,11 @@ async fn backups_and_pod_logs_are_read_as_the_signed_in_user() {
         chromium_present(),
         "chromium is missing: install it with `bash tests/real/setup.sh` (Debian's package, as CI does)"
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let console_url = format!("http://{}", listener.local_addr().expect("addr"));
-    let provider = Provider::start(
-        json!([{"client_id": "console", "client_secret": "console-secret",
-            "redirect_uris": [format!("{console_url}/auth/callback")]}]),
+    let (listener, console_url, provider) = console_and_provider(
         json!({"alice": {"groups": ["dba"], "name": "Alice Approver"},
                "bob": {"groups": ["dev"], "name": "Bob Builder"}}),
-    );
+    )
+    .await;
     let sim = Sim::start(SimConfig {
         oidc: Some(trusting(&provider)),
         controllers: true,
