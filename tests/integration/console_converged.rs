@@ -19,7 +19,7 @@ async fn converges_without_requests(name: &str, spec: serde_json::Value) {
     let client = env.client.clone();
     env.console(name, spec).await;
 
-    let (caches, _drain) = crate::shared_support::watched_caches(&client, NS);
+    let (caches, _drain) = crate::harness::watched_caches(&client, NS);
     let reconciler = ConsoleReconciler::new(caches, EventSink::new(client.clone()));
     let pass_env = Arc::new(PassEnv {
         client: client.clone(),

@@ -542,7 +542,7 @@ async fn driven(provider: &str) -> Driven {
         .await;
     env.agent("steady", "orders", Some(IMAGE), provider).await;
 
-    let (caches, _drain) = crate::shared_support::watched_caches(&client, NS);
+    let (caches, _drain) = crate::harness::watched_caches(&client, NS);
     let reconciler = EvidenceAgentReconciler::new(caches.clone(), EventSink::new(client.clone()));
     Driven {
         env,

@@ -146,23 +146,25 @@ impl<F> RegisterFn for F where
 
 type Register = Arc<dyn RegisterFn>;
 
-/// Drains the wake-ups of `caches` watching `namespace`, so their stores fill while a test
-/// drives a reconciler itself; the watches end when the handle drops.
-pub fn drain_caches(
-    caches: &OperatorCaches,
+/// A fresh cache set watching `namespace` through `client`, as an operator's caches do (every
+/// watch started, their wake-ups drained), so a test can drive a reconciler over it; the
+/// watches end when the handle drops.
+pub fn watched_caches(
     client: &kube::Client,
     namespace: &str,
-) -> AbortOnDropHandle<()> {
+) -> (OperatorCaches, AbortOnDropHandle<()>) {
+    let caches = OperatorCaches::new();
     let scope = WatchScope::Namespaces(vec![namespace.into()]);
     let wakeups: Vec<_> = caches
         .watches()
         .into_iter()
         .flat_map(|start| start(&WatchClients::same(client), &scope))
         .collect();
-    AbortOnDropHandle::new(tokio::spawn(async move {
+    let drain = AbortOnDropHandle::new(tokio::spawn(async move {
         let mut all = futures::stream::select_all(wakeups);
         while all.next().await.is_some() {}
-    }))
+    }));
+    (caches, drain)
 }
 
 /// How the operator starts (and starts again after a stop): the production wiring unless a

@@ -29,7 +29,7 @@ async fn a_pass_over_a_converged_request_makes_no_api_request() {
     env.approve("steady", "bob").await;
 
     // The kind's caches and reconciler, driven pass by pass.
-    let (caches, _drain) = crate::shared_support::watched_caches(&env.client, NS);
+    let (caches, _drain) = crate::harness::watched_caches(&env.client, NS);
     let reconciler = AccessRequestReconciler::new(caches, EventSink::new(env.client.clone()));
     let pass_env = Arc::new(PassEnv {
         client: env.client.clone(),

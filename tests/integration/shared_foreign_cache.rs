@@ -160,7 +160,7 @@ async fn foreign_objects_labelled_as_ours_are_cached_as_metadata_only() {
     // Fresh caches list over all of it, as a restarted operator does: with this many foreign
     // objects the children of ours are read one by one, and no foreign body is downloaded.
     env.sim.admin().reset_stats();
-    let (fresh, _drain) = crate::shared_support::watched_caches(&env.client, NS);
+    let (fresh, _drain) = crate::harness::watched_caches(&env.client, NS);
     fresh
         .config_maps
         .wait_synced(std::time::Duration::from_secs(60))
@@ -234,7 +234,7 @@ async fn role_bindings_labelled_for_a_request_are_kept_as_judged_only() {
             .await
             .expect("labelled RoleBinding");
     }
-    let (caches, _drain) = crate::shared_support::watched_caches(&client, NS);
+    let (caches, _drain) = crate::harness::watched_caches(&client, NS);
     caches
         .access_bindings
         .wait_synced(std::time::Duration::from_secs(60))

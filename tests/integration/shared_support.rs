@@ -137,20 +137,6 @@ pub async fn job_starting_with(
         .unwrap_or_else(|| panic!("no Job {prefix}* in {ns}"))
 }
 
-/// A fresh cache set watching `namespace` through `client`, as an operator's caches do (every
-/// watch started, their wake-ups drained); the watches stop when the handle is dropped.
-pub fn watched_caches(
-    client: &kube::Client,
-    namespace: &str,
-) -> (
-    pgtoolbox_operator::testing::children::OperatorCaches,
-    tokio_util::task::AbortOnDropHandle<()>,
-) {
-    let caches = pgtoolbox_operator::testing::children::OperatorCaches::new();
-    let drain = crate::harness::drain_caches(&caches, client, namespace);
-    (caches, drain)
-}
-
 /// Creates a Secret `{password: initial}` of each name, 32 at a time.
 pub async fn create_secrets(secrets: &Api<k8s_openapi::api::core::v1::Secret>, names: &[String]) {
     use futures::StreamExt;
